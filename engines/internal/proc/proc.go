@@ -1,0 +1,274 @@
+// Package proc supervises the engine server processes that an engine plugin
+// starts: one process per replica, bound to loopback, killed with the
+// plugin.
+package proc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// AddrPrefix starts the line an engine server may print on stdout to say
+// where it listens, for servers that pick their own port.
+const AddrPrefix = "LLMGW_REPLICA_ADDR "
+
+// Process is one supervised engine server.
+type Process struct {
+	ID      string
+	Cmd     *exec.Cmd
+	BaseURL string
+	// HealthURL, when set, must answer 200 before the replica is ready.
+	// HealthPath, with an address read from stdout, sets it.
+	HealthURL  string
+	HealthPath string
+
+	mu     sync.Mutex
+	state  string
+	msg    string
+	done   chan struct{}
+	health *http.Client
+}
+
+// Table holds the processes of one plugin.
+type Table struct {
+	Logger hclog.Logger
+	mu     sync.Mutex
+	procs  map[string]*Process
+}
+
+// Start runs cmd. When addrFromStdout is set, it waits (up to timeout) for
+// the server to print its address and derives BaseURL from it with the
+// given path suffix (such as "/v1"); otherwise p.BaseURL must be set.
+func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suffix string, timeout time.Duration) error {
+	cmd := p.Cmd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Stderr = &logWriter{log: t.Logger.With("replica", p.ID)}
+	var stdout io.ReadCloser
+	if addrFromStdout {
+		var err error
+		if stdout, err = cmd.StdoutPipe(); err != nil {
+			return err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	p.done = make(chan struct{})
+	p.state = engine.StateStarting
+	p.health = &http.Client{Timeout: 2 * time.Second}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		if p.state != engine.StateExited {
+			p.state, p.msg = engine.StateExited, fmt.Sprintf("engine server exited: %v", err)
+		}
+		p.mu.Unlock()
+		close(p.done)
+		t.Logger.Info("engine server exited", "replica", p.ID, "error", fmt.Sprint(err))
+	}()
+	t.put(p)
+	if addrFromStdout {
+		addr, err := readAddr(ctx, stdout, p.done, timeout)
+		if err != nil {
+			_ = t.Stop(p.ID, 0)
+			return err
+		}
+		p.BaseURL = "http://" + addr + suffix
+		if p.HealthPath != "" {
+			p.HealthURL = "http://" + addr + p.HealthPath
+		}
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	}
+	return t.waitHealthy(ctx, p, timeout)
+}
+
+func readAddr(ctx context.Context, r io.Reader, done <-chan struct{}, timeout time.Duration) (string, error) {
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if s, ok := strings.CutPrefix(sc.Text(), AddrPrefix); ok {
+				found <- strings.TrimSpace(s)
+				return
+			}
+		}
+		close(found)
+	}()
+	select {
+	case a, ok := <-found:
+		if !ok {
+			return "", errors.New("engine server closed stdout without printing its address")
+		}
+		return a, nil
+	case <-done:
+		return "", errors.New("engine server exited before listening")
+	case <-time.After(timeout):
+		return "", fmt.Errorf("engine server did not listen within %s", timeout)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (t *Table) waitHealthy(ctx context.Context, p *Process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if p.probe() {
+			p.mu.Lock()
+			if p.state == engine.StateStarting {
+				p.state = engine.StateReady
+			}
+			p.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return errors.New(p.Status().Message)
+		case <-ctx.Done():
+			_ = t.Stop(p.ID, 0)
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = t.Stop(p.ID, 0)
+			return fmt.Errorf("engine server not healthy within %s", timeout)
+		}
+	}
+}
+
+func (p *Process) probe() bool {
+	if p.HealthURL == "" {
+		return true
+	}
+	resp, err := p.health.Get(p.HealthURL)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Status reports the process's state.
+func (p *Process) Status() engine.Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := engine.Status{State: p.state, Message: p.msg}
+	if p.Cmd.Process != nil {
+		s.PID = int64(p.Cmd.Process.Pid)
+	}
+	return s
+}
+
+// Get returns the process with id.
+func (t *Table) Get(id string) (*Process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.procs[id]
+	if !ok {
+		return nil, engine.ErrUnknownReplica
+	}
+	return p, nil
+}
+
+// Status reports the state of replica id, probing its health.
+func (t *Table) Status(id string) (engine.Status, error) {
+	p, err := t.Get(id)
+	if err != nil {
+		return engine.Status{}, err
+	}
+	s := p.Status()
+	if s.State == engine.StateReady && !p.probe() {
+		// A live process that stopped answering is reported, not killed:
+		// the gateway decides what to do about it.
+		s.State, s.Message = engine.StateFailed, "engine server does not answer its health check"
+	}
+	return s, nil
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then kills.
+func (t *Table) Stop(id string, grace time.Duration) error {
+	p, err := t.Get(id)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	delete(t.procs, id)
+	t.mu.Unlock()
+	p.mu.Lock()
+	p.state, p.msg = engine.StateExited, "stopped"
+	p.mu.Unlock()
+	if p.Cmd.Process == nil {
+		return nil
+	}
+	pgid := -p.Cmd.Process.Pid
+	if grace > 0 {
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(grace):
+		}
+	}
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// StopAll stops every process, for plugin shutdown.
+func (t *Table) StopAll(grace time.Duration) {
+	t.mu.Lock()
+	ids := make([]string, 0, len(t.procs))
+	for id := range t.procs {
+		ids = append(ids, id)
+	}
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = t.Stop(id, grace) }()
+	}
+	wg.Wait()
+}
+
+func (t *Table) put(p *Process) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.procs == nil {
+		t.procs = make(map[string]*Process)
+	}
+	t.procs[p.ID] = p
+}
+
+// Executable is the running binary, for engines that run a subcommand of it.
+func Executable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding own executable: %w", err)
+	}
+	return exe, nil
+}
+
+type logWriter struct{ log hclog.Logger }
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			w.log.Info("engine server", "line", line)
+		}
+	}
+	return len(b), nil
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/llmgw/llmgw/engines/internal/proc"
+)
+
+// ServerConfig configures one simulated replica server.
+type ServerConfig struct {
+	Model           string
+	TTFT            time.Duration
+	TokensPerSecond float64
+	MaxTokens       int
+	EmbeddingDims   int
+	FailStatus      int
+}
+
+// Server is the simulated model's HTTP server.
+type Server struct {
+	cfg ServerConfig
+	// Counters, served at GET /sim/stats for tests and demos.
+	requests, inflight, canceled, completed atomic.Int64
+}
+
+// NewServer returns a server with defaults applied.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 16
+	}
+	if cfg.EmbeddingDims <= 0 {
+		cfg.EmbeddingDims = 64
+	}
+	return &Server{cfg: cfg}
+}
+
+// RunReplica is the entry point of a replica process: it parses flags,
+// listens, prints its address on stdout and serves until SIGTERM.
+func RunReplica(args []string) error {
+	fs := flag.NewFlagSet("sim replica", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	var cfg ServerConfig
+	fs.StringVar(&cfg.Model, "model", "sim", "model name reported in answers")
+	fs.DurationVar(&cfg.TTFT, "ttft", 0, "time to first token")
+	fs.Float64Var(&cfg.TokensPerSecond, "tokens-per-second", 0, "token rate; 0 = unthrottled")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", 16, "answer length when the request sets none")
+	fs.IntVar(&cfg.EmbeddingDims, "embedding-dims", 64, "embedding dimensions")
+	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("sim replica: %w", err)
+	}
+	fmt.Fprintf(os.Stdout, "%s%s\n", proc.AddrPrefix, ln.Addr())
+	srv := &http.Server{Handler: NewServer(cfg), ReadHeaderTimeout: 10 * time.Second}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ServeHTTP routes the OpenAI endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	case "/sim/stats":
+		writeJSON(w, http.StatusOK, map[string]int64{
+			"requests": s.requests.Load(), "inflight": s.inflight.Load(),
+			"canceled": s.canceled.Load(), "completed": s.completed.Load(),
+		})
+	case "/v1/models":
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim"},
+		}})
+	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.requests.Add(1)
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		s.generate(w, r)
+	default:
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+	}
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
+	var req request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	if s.cfg.FailStatus != 0 {
+		writeError(w, s.cfg.FailStatus, "simulated failure")
+		return
+	}
+	if req.Model == "" {
+		req.Model = s.cfg.Model
+	}
+	var err error
+	switch r.URL.Path {
+	case "/v1/embeddings":
+		err = s.embeddings(w, &req)
+	case "/v1/completions":
+		err = s.answer(w, r.Context(), &req, false)
+	default:
+		err = s.answer(w, r.Context(), &req, true)
+	}
+	if err != nil {
+		if r.Context().Err() != nil {
+			s.canceled.Add(1)
+		}
+		return
+	}
+	s.completed.Add(1)
+}
+
+func (s *Server) embeddings(w http.ResponseWriter, req *request) error {
+	inputs, err := req.inputs()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return err
+	}
+	dims := s.cfg.EmbeddingDims
+	if req.Dimensions > 0 {
+		dims = req.Dimensions
+	}
+	data := make([]map[string]any, len(inputs))
+	tokens := 0
+	for i, in := range inputs {
+		tokens += countTokens(in)
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Embed(in, dims)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list", "model": req.Model, "data": data,
+		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens},
+	})
+	return nil
+}
+
+// Embed returns a deterministic unit vector for text: signed feature
+// hashing of its lower-cased words, so texts that share words are close.
+func Embed(text string, dims int) []float32 {
+	v := make([]float32, dims)
+	for _, word := range strings.Fields(strings.ToLower(text)) {
+		word = strings.Trim(word, ".,;:!?\"'()")
+		if word == "" {
+			continue
+		}
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(word))
+		x := h.Sum64()
+		sign := float32(1)
+		if x&(1<<63) != 0 {
+			sign = -1
+		}
+		v[int(x%uint64(dims))] += sign
+	}
+	var norm float64
+	for _, f := range v {
+		norm += float64(f * f)
+	}
+	if norm == 0 {
+		v[0] = 1
+		return v
+	}
+	n := float32(1 / math.Sqrt(norm))
+	for i := range v {
+		v[i] *= n
+	}
+	return v
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+}

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+type streamer struct {
+	w       http.ResponseWriter
+	f       http.Flusher
+	id      string
+	model   string
+	chat    bool
+	created int64
+}
+
+func (st *streamer) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	if _, err := st.w.Write(buf); err != nil {
+		return err
+	}
+	st.f.Flush()
+	return nil
+}
+
+func (st *streamer) chunk(choices []map[string]any) map[string]any {
+	obj := "chat.completion.chunk"
+	if !st.chat {
+		obj = "text_completion"
+	}
+	return map[string]any{"id": st.id, "object": obj, "created": st.created, "model": st.model,
+		"system_fingerprint": "llmgw-sim", "choices": choices}
+}
+
+func (st *streamer) delta(i int, d map[string]any, finish any) map[string]any {
+	if st.chat {
+		return map[string]any{"index": i, "delta": d, "finish_reason": finish, "logprobs": nil}
+	}
+	text, _ := d["content"].(string)
+	return map[string]any{"index": i, "text": text, "finish_reason": finish, "logprobs": nil}
+}
+
+// stream writes choices as SSE chunks: a role chunk, one chunk per token
+// (tool-call arguments in fragments), a finish chunk, a usage chunk when
+// asked, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request, chat bool, id string, choices []choice, usage map[string]int) error {
+	f, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	st := &streamer{w: w, f: f, id: id, model: req.Model, chat: chat, created: time.Now().Unix()}
+	delay := s.tokenDelay()
+	for i, c := range choices {
+		if chat {
+			if err := st.send(st.chunk([]map[string]any{st.delta(i, map[string]any{"role": "assistant", "content": ""}, nil)})); err != nil {
+				return err
+			}
+		}
+		for j, piece := range c.pieces(id, i) {
+			if j > 0 || i > 0 {
+				if err := s.pace(ctx, delay); err != nil {
+					return err
+				}
+			}
+			if err := st.send(st.chunk([]map[string]any{st.delta(i, piece, nil)})); err != nil {
+				return err
+			}
+		}
+		if err := st.send(st.chunk([]map[string]any{st.delta(i, map[string]any{}, c.finish)})); err != nil {
+			return err
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		u := st.chunk([]map[string]any{})
+		u["usage"] = usage
+		if err := st.send(u); err != nil {
+			return err
+		}
+	}
+	if _, err := w.Write([]byte("data: [DONE]\n\n")); err != nil {
+		return err
+	}
+	f.Flush()
+	return ctx.Err()
+}
+
+// pieces are the deltas of one choice: words, or a tool call whose
+// arguments arrive in fragments as OpenAI streams them.
+func (c choice) pieces(id string, i int) []map[string]any {
+	if c.tool == nil {
+		out := make([]map[string]any, len(c.words))
+		for j, w := range c.words {
+			out[j] = map[string]any{"content": w}
+		}
+		return out
+	}
+	out := []map[string]any{{"tool_calls": []map[string]any{{"index": 0, "id": callID(id, i), "type": "function",
+		"function": map[string]any{"name": c.tool.Function.Name, "arguments": ""}}}}}
+	for a := c.args; a != ""; {
+		n := min(len(a), 7)
+		out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": 0,
+			"function": map[string]any{"arguments": a[:n]}}}})
+		a = a[n:]
+	}
+	return out
+}

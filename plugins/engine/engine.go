@@ -1,0 +1,114 @@
+// Package engine is the engine plugin protocol: a plain Go Engine interface
+// that every engine plugin implements, the versioned go-plugin handshake,
+// and Serve, which a plugin's main calls. The protobuf messages and their
+// converters are internal; nothing here exposes them.
+//
+// Plugins are control only. A replica is an engine server on a loopback
+// port (or an outside provider's endpoint), and the gateway sends requests
+// to its BaseURL directly over HTTP.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+)
+
+// ProtocolVersion is the newest protocol version this package speaks.
+const ProtocolVersion = 1
+
+// PluginName is the name under which the engine is dispensed.
+const PluginName = "engine"
+
+// Handshake is shared by the gateway and every engine plugin. It is not a
+// security measure; it keeps an engine binary from being run by hand by
+// mistake and tells both sides they speak this protocol.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "LLMGW_ENGINE_PLUGIN",
+	MagicCookieValue: "d8c1f0a4-engine-plugin",
+}
+
+// VersionedPlugins maps each protocol version to the plugins it offers.
+func VersionedPlugins(impl Engine) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{
+		1: {PluginName: &GRPCPlugin{Impl: impl}},
+	}
+}
+
+// Capabilities an engine can report.
+const (
+	CapChat        = "chat"
+	CapCompletions = "completions"
+	CapEmbeddings  = "embeddings"
+	CapAdapters    = "adapters"
+)
+
+// Replica states reported by Status.
+const (
+	StateStarting = "starting"
+	StateReady    = "ready"
+	StateFailed   = "failed"
+	StateExited   = "exited"
+	StateUnknown  = "unknown"
+)
+
+// ErrUnknownReplica is returned by Status and Stop for an id the engine
+// does not supervise (for instance after the plugin was restarted).
+var ErrUnknownReplica = errors.New("unknown replica")
+
+// Engine is what an engine plugin implements. All methods take a context
+// first and must be safe for concurrent use.
+type Engine interface {
+	// Info describes the engine.
+	Info(ctx context.Context) (Info, error)
+	// Start starts one replica and returns once its server is reachable
+	// or has failed. A replica still loading reports StateStarting.
+	Start(ctx context.Context, spec ReplicaSpec) (Replica, error)
+	// Status reports the state of one replica.
+	Status(ctx context.Context, id string) (Status, error)
+	// Stop stops one replica, giving it grace to finish in-flight work.
+	Stop(ctx context.Context, id string, grace time.Duration) error
+}
+
+// Info describes an engine type.
+type Info struct {
+	Type         string   `json:"type"`
+	Version      string   `json:"version"`
+	Protocol     int      `json:"protocol"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	Formats      []string `json:"formats,omitempty"`
+}
+
+// ReplicaSpec is what a replica is started from.
+type ReplicaSpec struct {
+	Model         string            // catalog name
+	ReplicaID     string            // chosen by the gateway, unique
+	Source        string            // weights: path or URL
+	Args          []string          // extra arguments for the engine server
+	Options       map[string]string // engine-specific settings
+	ContextLength int64
+	Concurrency   int64 // requests a replica should serve at once
+}
+
+// Replica is a started replica.
+type Replica struct {
+	ID      string
+	BaseURL string // e.g. http://127.0.0.1:41234/v1
+	PID     int64  // 0 when the replica is not a local process
+	// Headers are added to every request sent to the replica (an outside
+	// provider's key, for instance).
+	Headers map[string]string
+	// UpstreamModel, when set, replaces the model name in request bodies.
+	UpstreamModel string
+}
+
+// Status is the state of one replica.
+type Status struct {
+	State    string
+	Message  string
+	PID      int64
+	Inflight int64
+}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/llmgw/llmgw/plugins/engine/internal/proto"
+)
+
+// GRPCPlugin is the go-plugin glue for Engine. Plugins set Impl; the host
+// leaves it nil and receives an Engine from Client.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl Engine
+}
+
+// GRPCServer registers the engine service.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterEngineServer(s, &grpcServer{impl: p.Impl})
+	return nil
+}
+
+// GRPCClient returns an Engine backed by the connection.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &grpcClient{c: pb.NewEngineClient(c)}, nil
+}
+
+type grpcClient struct{ c pb.EngineClient }
+
+func (g *grpcClient) Info(ctx context.Context) (Info, error) {
+	r, err := g.c.Info(ctx, &pb.InfoRequest{})
+	if err != nil {
+		return Info{}, fromStatus(err)
+	}
+	return Info{Type: r.Type, Version: r.Version, Protocol: ProtocolVersion,
+		Capabilities: r.Capabilities, Formats: r.Formats}, nil
+}
+
+func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) {
+	r, err := g.c.Start(ctx, &pb.StartRequest{
+		Model: s.Model, ReplicaId: s.ReplicaID, Source: s.Source, Args: s.Args,
+		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
+	})
+	if err != nil {
+		return Replica{}, fromStatus(err)
+	}
+	rep := r.GetReplica()
+	return Replica{ID: rep.GetId(), BaseURL: rep.GetBaseUrl(), PID: rep.GetPid(),
+		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel()}, nil
+}
+
+func (g *grpcClient) Status(ctx context.Context, id string) (Status, error) {
+	r, err := g.c.Status(ctx, &pb.StatusRequest{ReplicaId: id})
+	if err != nil {
+		return Status{}, fromStatus(err)
+	}
+	return Status{State: r.State, Message: r.Message, PID: r.Pid, Inflight: r.Inflight}, nil
+}
+
+func (g *grpcClient) Stop(ctx context.Context, id string, grace time.Duration) error {
+	_, err := g.c.Stop(ctx, &pb.StopRequest{ReplicaId: id, GraceMs: grace.Milliseconds()})
+	return fromStatus(err)
+}
+
+type grpcServer struct {
+	pb.UnimplementedEngineServer
+	impl Engine
+}
+
+func (g *grpcServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse, error) {
+	i, err := g.impl.Info(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.InfoResponse{Type: i.Type, Version: i.Version, Capabilities: i.Capabilities, Formats: i.Formats}, nil
+}
+
+func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartResponse, error) {
+	rep, err := g.impl.Start(ctx, ReplicaSpec{
+		Model: r.Model, ReplicaID: r.ReplicaId, Source: r.Source, Args: r.Args,
+		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.StartResponse{Replica: &pb.Replica{Id: rep.ID, BaseUrl: rep.BaseURL, Pid: rep.PID,
+		Headers: rep.Headers, UpstreamModel: rep.UpstreamModel}}, nil
+}
+
+func (g *grpcServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	s, err := g.impl.Status(ctx, r.ReplicaId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.StatusResponse{State: s.State, Message: s.Message, Pid: s.PID, Inflight: s.Inflight}, nil
+}
+
+func (g *grpcServer) Stop(ctx context.Context, r *pb.StopRequest) (*pb.StopResponse, error) {
+	if err := g.impl.Stop(ctx, r.ReplicaId, time.Duration(r.GraceMs)*time.Millisecond); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.StopResponse{}, nil
+}
+
+func toStatus(err error) error {
+	if errors.Is(err, ErrUnknownReplica) {
+		return status.Error(codes.NotFound, err.Error())
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	s, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	if s.Code() == codes.NotFound {
+		return ErrUnknownReplica
+	}
+	return errors.New(s.Message())
+}
