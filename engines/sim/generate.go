@@ -278,7 +278,7 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req *request
 		if err := s.pace(ctx, s.tokenDelay()*time.Duration(completion)); err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, wholeAnswer(id, req.Model, chat, choices, usage))
+		writeJSON(w, http.StatusOK, wholeAnswer(id, req.Model, s.cfg.Model, chat, choices, usage))
 		return nil
 	}
 	return s.stream(w, ctx, req, chat, id, choices, usage)
@@ -305,7 +305,7 @@ func (s *Server) pace(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func wholeAnswer(id, model string, chat bool, choices []choice, usage map[string]int) map[string]any {
+func wholeAnswer(id, model, served string, chat bool, choices []choice, usage map[string]int) map[string]any {
 	out := make([]map[string]any, len(choices))
 	for i, c := range choices {
 		text := strings.Join(c.words, "")
@@ -326,7 +326,11 @@ func wholeAnswer(id, model string, chat bool, choices []choice, usage map[string
 		obj = "text_completion"
 	}
 	return map[string]any{"id": id, "object": obj, "created": time.Now().Unix(), "model": model,
-		"system_fingerprint": "llmgw-sim", "choices": out, "usage": usage}
+		"system_fingerprint": fingerprint(served), "choices": out, "usage": usage}
 }
 
 func callID(id string, i int) string { return fmt.Sprintf("call_%s_%d", id[len("simcmpl-"):], i) }
+
+// fingerprint names the catalog model a replica serves, so a client (or a
+// test) can tell which model answered, for instance after a fallback.
+func fingerprint(served string) string { return "llmgw-sim:" + served }

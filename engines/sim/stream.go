@@ -12,6 +12,7 @@ type streamer struct {
 	f       http.Flusher
 	id      string
 	model   string
+	served  string
 	chat    bool
 	created int64
 }
@@ -38,7 +39,7 @@ func (st *streamer) chunk(choices []map[string]any) map[string]any {
 		obj = "text_completion"
 	}
 	return map[string]any{"id": st.id, "object": obj, "created": st.created, "model": st.model,
-		"system_fingerprint": "llmgw-sim", "choices": choices}
+		"system_fingerprint": fingerprint(st.served), "choices": choices}
 }
 
 func (st *streamer) delta(i int, d map[string]any, finish any) map[string]any {
@@ -57,7 +58,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	st := &streamer{w: w, f: f, id: id, model: req.Model, chat: chat, created: time.Now().Unix()}
+	st := &streamer{w: w, f: f, id: id, model: req.Model, served: s.cfg.Model, chat: chat, created: time.Now().Unix()}
 	delay := s.tokenDelay()
 	for i, c := range choices {
 		if chat {

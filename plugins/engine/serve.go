@@ -11,7 +11,9 @@ import (
 	"github.com/hashicorp/go-plugin"
 )
 
-// Serve runs impl as an engine plugin and does not return. Called with the
+// Serve runs impl as an engine plugin and does not return. When the gateway
+// lets it go, Serve calls impl's Shutdown method, if it has one, so the
+// engine can stop its replicas gracefully. Called with the
 // single argument "describe", it prints the engine's Info as JSON instead,
 // which is how the gateway (and an operator) learns what a binary is.
 func Serve(impl Engine, args []string) {
@@ -30,6 +32,9 @@ func Serve(impl Engine, args []string) {
 			Output: os.Stderr, JSONFormat: true, Level: hclog.Info,
 		}),
 	})
+	if sh, ok := impl.(interface{ Shutdown() }); ok {
+		sh.Shutdown()
+	}
 	os.Exit(0)
 }
 

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/hashicorp/go-hclog"
+
+	openaieng "github.com/llmgw/llmgw/engines/openai"
+	"github.com/llmgw/llmgw/engines/sim"
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "engine",
+		Usage: "<type> [describe]",
+		Short: "Runs a built-in engine plugin (started by llmgw itself)",
+		Long: `
+Runs one of the engine plugins built into llmgw: sim (a simulated model for
+demos and load tests) or openai (an outside OpenAI-compatible provider).
+llmgw starts these as child processes; run by hand, "describe" prints the
+engine's type, version and protocol as JSON.`,
+		Func: func(fl caddycmd.Flags) (int, error) {
+			return runEngine(fl.Args()), nil
+		},
+	})
+}
+
+func runEngine(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai> [describe]")
+		return 2
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
+	var impl engine.Engine
+	switch args[0] {
+	case "sim":
+		if len(args) > 1 && args[1] == "replica" {
+			if err := sim.RunReplica(args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "sim replica:", err)
+				return 1
+			}
+			return 0
+		}
+		impl = sim.New(logger)
+	case "openai":
+		impl = openaieng.New()
+	default:
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai\n", args[0])
+		return 2
+	}
+	engine.Serve(impl, args[1:])
+	return 0
+}

@@ -1,0 +1,24 @@
+// Command llmgw is Caddy with the llm modules compiled in: an
+// OpenAI-compatible gateway in front of models it starts itself through
+// engine plugins.
+package main
+
+import (
+	"os"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmrouter"
+)
+
+func main() {
+	// Engine plugins are children that speak go-plugin on stdout; run them
+	// before Caddy's command machinery so nothing else touches stdout.
+	if len(os.Args) > 1 && os.Args[1] == "engine" {
+		os.Exit(runEngine(os.Args[2:]))
+	}
+	caddycmd.Main()
+}

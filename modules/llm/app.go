@@ -1,0 +1,231 @@
+// Package llm is the "llm" Caddy app: the model catalog, the fleet of
+// replicas that serve it, and the engine plugins that start them. The
+// request handlers (llm_router and the others) ask it for models and
+// replicas; admin.api.llm exposes it on Caddy's admin endpoint.
+package llm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/plugins/host"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+const defaultIdle = 10 * time.Minute
+
+// firstParty are the engines linked into the llmgw binary, run as
+// "llmgw engine <type>".
+var firstParty = map[string]bool{"sim": true, "openai": true}
+
+// Package pools: plugin processes and fleets outlive a config, so a reload
+// that leaves them unchanged keeps them.
+var (
+	plugins = caddy.NewUsagePool()
+	fleets  = caddy.NewUsagePool()
+	active  atomic.Pointer[App]
+)
+
+// App is the llm app. It holds the catalog of models, runs their replicas
+// through engine plugins, and answers the request handlers' questions.
+//
+// A model with scaling min 0 starts on its first request, which waits for
+// it (bounded by hold_timeout) and stops after its idle timeout. Requests
+// that find no ready replica get 503 with Retry-After.
+type App struct {
+	// PluginDir is where third-party engine plugins live, as executables
+	// named llmgw-engine-<type>. Default: "plugins" under Caddy's data
+	// directory.
+	PluginDir string `json:"plugin_dir,omitempty"`
+	// Engines pins or overrides engine plugins by type.
+	Engines map[string]*EngineConfig `json:"engines,omitempty"`
+	// Models is the catalog.
+	Models []*Model `json:"models,omitempty"`
+	// HoldTimeout is how long a request waits for a replica to become
+	// ready (an on-demand start, a restart) before it gets 503.
+	// Default: 60s.
+	HoldTimeout caddy.Duration `json:"hold_timeout,omitempty"`
+	// MaxWaiting bounds the requests held per model. Default: 1024.
+	MaxWaiting int `json:"max_waiting,omitempty"`
+	// StartTimeout bounds one replica's start. Default: 5m.
+	StartTimeout caddy.Duration `json:"start_timeout,omitempty"`
+
+	cat     *catalog
+	fleets  map[string]*fleet // by model name
+	fkeys   []string
+	pkeys   []string
+	engines map[string]*host.Plugin
+	logger  *zap.Logger
+}
+
+// EngineConfig says how to run one engine type's plugin.
+type EngineConfig struct {
+	// Path to the plugin executable. Default: the first-party engine
+	// built into llmgw, else llmgw-engine-<type> in the plugin directory.
+	Path string `json:"path,omitempty"`
+	// SHA256 pins the executable: it must hash to this hex digest or it
+	// is not run.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "llm",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision builds the catalog and loads (or reuses) plugins and fleets.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	if a.PluginDir == "" {
+		a.PluginDir = filepath.Join(caddy.AppDataDir(), "plugins")
+	}
+	if a.HoldTimeout == 0 {
+		a.HoldTimeout = caddy.Duration(60 * time.Second)
+	}
+	if a.MaxWaiting == 0 {
+		a.MaxWaiting = 1024
+	}
+	if a.StartTimeout == 0 {
+		a.StartTimeout = caddy.Duration(5 * time.Minute)
+	}
+	repl := caddy.NewReplacer()
+	for _, m := range a.Models {
+		m.Source = repl.ReplaceKnown(m.Source, "")
+		for k, v := range m.Options {
+			m.Options[k] = repl.ReplaceKnown(v, "")
+		}
+	}
+	cat, err := newCatalog(a.Models)
+	if err != nil {
+		return err
+	}
+	a.cat = cat
+	a.engines = make(map[string]*host.Plugin)
+	a.fleets = make(map[string]*fleet)
+	for _, m := range a.Models {
+		if err := a.provisionModel(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *App) provisionModel(m *Model) error {
+	p, pkey, err := a.loadEngine(m.Engine)
+	if err != nil {
+		return fmt.Errorf("model %q: %w", m.Name, err)
+	}
+	key := m.key(pkey)
+	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
+			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
+			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
+		}), nil
+	})
+	if err != nil {
+		return err
+	}
+	a.fkeys = append(a.fkeys, key)
+	a.fleets[m.Name] = v.(*fleet)
+	return nil
+}
+
+// loadEngine returns the supervised plugin for an engine type, starting it
+// unless a previous config already runs the same one.
+func (a *App) loadEngine(typ string) (*host.Plugin, string, error) {
+	argv, sum, err := a.engineCommand(typ)
+	if err != nil {
+		return nil, "", err
+	}
+	key := "engine:" + typ + ":" + strings.Join(argv, "\x00") + ":" + sum
+	if p, ok := a.engines[typ]; ok {
+		return p, key, nil
+	}
+	v, _, err := plugins.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return host.Launch(host.Config{Type: typ, Argv: argv, SHA256: sum}, a.logger.Named("engine"))
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	a.pkeys = append(a.pkeys, key)
+	a.engines[typ] = v.(*host.Plugin)
+	return a.engines[typ], key, nil
+}
+
+func (a *App) engineCommand(typ string) ([]string, string, error) {
+	var ec EngineConfig
+	if c := a.Engines[typ]; c != nil {
+		ec = *c
+	}
+	if ec.Path == "" && firstParty[typ] {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, "", fmt.Errorf("finding the llmgw executable: %w", err)
+		}
+		return []string{exe, "engine", typ}, ec.SHA256, nil
+	}
+	path := ec.Path
+	if path == "" {
+		path = filepath.Join(a.PluginDir, "llmgw-engine-"+typ)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim and openai, others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
+	}
+	return []string{path}, ec.SHA256, nil
+}
+
+// Validate checks nothing beyond what Provision did.
+func (a *App) Validate() error { return nil }
+
+// Start starts the fleets' supervision; fleets kept from a previous config
+// are already running.
+func (a *App) Start() error {
+	for _, f := range a.fleets {
+		f.run()
+	}
+	active.Store(a)
+	a.logger.Info("llm app started", zap.Int("models", len(a.Models)), zap.Int("engines", len(a.engines)))
+	return nil
+}
+
+// Stop does nothing: shared state is released in Cleanup, after the next
+// config (if any) has taken what it keeps.
+func (a *App) Stop() error {
+	active.CompareAndSwap(a, nil)
+	return nil
+}
+
+// Cleanup releases this config's hold on fleets and plugins; those no
+// config uses any more are stopped.
+func (a *App) Cleanup() error {
+	for _, k := range a.fkeys {
+		_, _ = fleets.Delete(k)
+	}
+	for _, k := range a.pkeys {
+		_, _ = plugins.Delete(k)
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+	_ caddy.Destructor   = (*fleet)(nil)
+	_ caddy.Destructor   = (*host.Plugin)(nil)
+)

@@ -1,0 +1,262 @@
+package llm
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("llm", parseGlobalOption)
+}
+
+// parseGlobalOption sets up the llm app from the global option:
+//
+//	llm {
+//		plugin_dir    <path>
+//		hold_timeout  <duration>
+//		start_timeout <duration>
+//		max_waiting   <n>
+//		engine <type> {
+//			path   <executable>
+//			sha256 <hex>
+//		}
+//		model <name> {
+//			alias              <name...>
+//			engine             <type>
+//			source             <path|url>
+//			args               <arg...>
+//			option             <key> <value>
+//			context_length     <tokens>
+//			min                <replicas>
+//			max                <replicas>
+//			idle_timeout       <duration>
+//			target_concurrency <requests>
+//			fallback           <model...>
+//		}
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("the llm global option may appear only once")
+	}
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(app)
+	if err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "llm", Value: b}, nil
+}
+
+// UnmarshalCaddyfile parses the llm global option; see parseGlobalOption.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		dir := d.Val()
+		if dir != "engine" && dir != "model" {
+			if seen[dir] {
+				return d.Errf("duplicate subdirective %q", dir)
+			}
+			seen[dir] = true
+		}
+		var err error
+		switch dir {
+		case "plugin_dir":
+			err = oneArg(d, &a.PluginDir)
+		case "hold_timeout":
+			err = durationArg(d, &a.HoldTimeout)
+		case "start_timeout":
+			err = durationArg(d, &a.StartTimeout)
+		case "max_waiting":
+			err = intArg(d, &a.MaxWaiting, 1)
+		case "engine":
+			err = a.parseEngine(d)
+		case "model":
+			err = a.parseModel(d)
+		default:
+			return d.Errf("unrecognized llm subdirective %q", dir)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *App) parseEngine(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	typ := d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if _, dup := a.Engines[typ]; dup {
+		return d.Errf("engine %q is configured twice", typ)
+	}
+	ec := new(EngineConfig)
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if seen[d.Val()] {
+			return d.Errf("duplicate subdirective %q", d.Val())
+		}
+		seen[d.Val()] = true
+		var err error
+		switch d.Val() {
+		case "path":
+			err = oneArg(d, &ec.Path)
+		case "sha256":
+			err = oneArg(d, &ec.SHA256)
+		default:
+			return d.Errf("unrecognized engine subdirective %q", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if a.Engines == nil {
+		a.Engines = make(map[string]*EngineConfig)
+	}
+	a.Engines[typ] = ec
+	return nil
+}
+
+func (a *App) parseModel(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	m := &Model{Name: d.Val()}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if dir != "option" && dir != "alias" && dir != "fallback" {
+			if seen[dir] {
+				return d.Errf("duplicate subdirective %q", dir)
+			}
+			seen[dir] = true
+		}
+		if err := parseModelField(d, m, dir); err != nil {
+			return err
+		}
+	}
+	if m.Engine == "" {
+		return d.Errf("model %q: engine is required", m.Name)
+	}
+	a.Models = append(a.Models, m)
+	return nil
+}
+
+func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
+	sc := func() *Scaling {
+		if m.Scaling == nil {
+			m.Scaling = new(Scaling)
+		}
+		return m.Scaling
+	}
+	switch dir {
+	case "alias":
+		return manyArgs(d, &m.Aliases)
+	case "engine":
+		return oneArg(d, &m.Engine)
+	case "source":
+		return oneArg(d, &m.Source)
+	case "args":
+		return manyArgs(d, &m.Args)
+	case "option":
+		var k, v string
+		if !d.Args(&k, &v) || d.NextArg() {
+			return d.ArgErr()
+		}
+		if _, dup := m.Options[k]; dup {
+			return d.Errf("option %q is set twice", k)
+		}
+		if m.Options == nil {
+			m.Options = make(map[string]string)
+		}
+		m.Options[k] = v
+		return nil
+	case "context_length":
+		var n int
+		err := intArg(d, &n, 1)
+		m.ContextLength = int64(n)
+		return err
+	case "min":
+		var n int
+		if err := intArg(d, &n, 0); err != nil {
+			return err
+		}
+		sc().Min = &n
+		return nil
+	case "max":
+		return intArg(d, &sc().Max, 1)
+	case "idle_timeout":
+		return durationArg(d, &sc().IdleTimeout)
+	case "target_concurrency":
+		return intArg(d, &sc().TargetConcurrency, 1)
+	case "fallback":
+		return manyArgs(d, &m.Fallbacks)
+	}
+	return d.Errf("unrecognized model subdirective %q", dir)
+}
+
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func manyArgs(d *caddyfile.Dispenser, dst *[]string) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.ArgErr()
+	}
+	*dst = append(*dst, args...)
+	return nil
+}
+
+func intArg(d *caddyfile.Dispenser, dst *int, least int) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < least {
+		return d.Errf("%s: %q is not a whole number of at least %d", d.Val(), s, least)
+	}
+	*dst = n
+	return nil
+}
+
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur < 0 {
+		return d.Errf("%q is not a duration such as 30s or 5m", s)
+	}
+	*dst = caddy.Duration(time.Duration(dur))
+	return nil
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*App)(nil)

@@ -1,0 +1,198 @@
+package llm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// Model is one catalog entry: a name clients ask for and how to serve it.
+type Model struct {
+	// Name clients put in the request's model field. Required; unique
+	// across names and aliases.
+	Name string `json:"name"`
+	// Aliases are other names for the same model.
+	Aliases []string `json:"aliases,omitempty"`
+	// Engine is the engine type that serves the model: a first-party one
+	// (sim, openai) or a plugin llmgw-engine-<type> in the plugin
+	// directory. Required.
+	Engine string `json:"engine"`
+	// Source of the weights: a path or URL, as the engine expects it.
+	Source string `json:"source,omitempty"`
+	// Args are extra command-line arguments for the engine server.
+	Args []string `json:"args,omitempty"`
+	// Options are engine-specific settings (the sim engine's ttft, the
+	// openai engine's base_url and api_key …). Values may use
+	// placeholders such as {env.OPENAI_API_KEY}.
+	Options map[string]string `json:"options,omitempty"`
+	// ContextLength is the model's context window in tokens. Default: the
+	// engine's.
+	ContextLength int64 `json:"context_length,omitempty"`
+	// Scaling sets how many replicas run.
+	Scaling *Scaling `json:"scaling,omitempty"`
+	// Fallbacks are other catalog models tried, in order, when this one
+	// fails before the first byte of the answer: connect error, 5xx, 429
+	// or no capacity.
+	Fallbacks []string `json:"fallbacks,omitempty"`
+}
+
+// Scaling says how many replicas of a model run.
+type Scaling struct {
+	// Min replicas kept running. 0 starts the model on its first request
+	// (which waits for it) and stops it after IdleTimeout. Default: 1.
+	Min *int `json:"min,omitempty"`
+	// Max replicas. Load above TargetConcurrency per replica starts
+	// another, up to Max. Default: Min, or 1 when Min is 0.
+	Max int `json:"max,omitempty"`
+	// IdleTimeout stops replicas above Min that served nothing for this
+	// long. Default: 10m.
+	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+	// TargetConcurrency is the number of requests one replica should serve
+	// at once before another is started. Default: 16.
+	TargetConcurrency int `json:"target_concurrency,omitempty"`
+}
+
+func (s *Scaling) min() int {
+	if s == nil || s.Min == nil {
+		return 1
+	}
+	return *s.Min
+}
+
+func (s *Scaling) max() int {
+	if s == nil || s.Max == 0 {
+		return max(s.min(), 1)
+	}
+	return s.Max
+}
+
+func (s *Scaling) idle() caddy.Duration {
+	if s == nil || s.IdleTimeout == 0 {
+		return caddy.Duration(defaultIdle)
+	}
+	return s.IdleTimeout
+}
+
+func (s *Scaling) target() int {
+	if s == nil || s.TargetConcurrency == 0 {
+		return 16
+	}
+	return s.TargetConcurrency
+}
+
+// key is a hash of everything that shapes a model's replicas, so a reload
+// that leaves them unchanged keeps its replicas.
+func (m *Model) key(engineKey string) string {
+	b, _ := json.Marshal(struct {
+		M *Model
+		E string
+	}{m, engineKey})
+	sum := sha256.Sum256(b)
+	return "model:" + m.Name + ":" + hex.EncodeToString(sum[:12])
+}
+
+func (m *Model) validate() error {
+	switch {
+	case m.Name == "":
+		return fmt.Errorf("a model has no name")
+	case m.Engine == "":
+		return fmt.Errorf("model %q: engine is required (sim, openai, or a plugin's type)", m.Name)
+	case strings.ContainsAny(m.Name, " \t\n"):
+		return fmt.Errorf("model %q: a name must not contain whitespace", m.Name)
+	}
+	s := m.Scaling
+	if s.min() < 0 {
+		return fmt.Errorf("model %q: scaling min must be 0 or more", m.Name)
+	}
+	if s.max() < s.min() {
+		return fmt.Errorf("model %q: scaling max (%d) is below min (%d)", m.Name, s.max(), s.min())
+	}
+	if s != nil && (s.TargetConcurrency < 0 || s.IdleTimeout < 0) {
+		return fmt.Errorf("model %q: scaling values must not be negative", m.Name)
+	}
+	return nil
+}
+
+// catalog indexes models by name and alias.
+type catalog struct {
+	byName map[string]*Model
+	names  []string // every name and alias, sorted
+}
+
+func newCatalog(models []*Model) (*catalog, error) {
+	c := &catalog{byName: make(map[string]*Model)}
+	for _, m := range models {
+		if err := m.validate(); err != nil {
+			return nil, err
+		}
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			if prev, dup := c.byName[n]; dup {
+				return nil, fmt.Errorf("model name %q is used twice (by %q and %q)", n, prev.Name, m.Name)
+			}
+			c.byName[n] = m
+			c.names = append(c.names, n)
+		}
+	}
+	for _, m := range models {
+		for _, fb := range m.Fallbacks {
+			if _, ok := c.byName[fb]; !ok {
+				return nil, fmt.Errorf("model %q: fallback %q is not in the catalog", m.Name, fb)
+			}
+			if c.byName[fb] == m {
+				return nil, fmt.Errorf("model %q: a model cannot be its own fallback", m.Name)
+			}
+		}
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// closest returns up to n catalog names nearest to name.
+func (c *catalog) closest(name string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	lname := strings.ToLower(name)
+	for _, x := range c.names {
+		d := levenshtein(lname, strings.ToLower(x))
+		if strings.Contains(strings.ToLower(x), lname) || strings.Contains(lname, strings.ToLower(x)) {
+			d = min(d, 1)
+		}
+		if d <= max(3, len(name)/2) {
+			cs = append(cs, cand{x, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	out := make([]string, 0, n)
+	for i := 0; i < len(cs) && i < n; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

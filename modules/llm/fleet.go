@@ -1,0 +1,318 @@
+package llm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/host"
+)
+
+// Replica states as the fleet sees them.
+const (
+	ReplicaStarting = "starting"
+	ReplicaReady    = "ready"
+	ReplicaDraining = "draining"
+)
+
+// now is the clock; tests may replace it.
+var now = time.Now
+
+// Replica is one running engine server of a model.
+type Replica struct {
+	ID            string
+	Model         string
+	BaseURL       string
+	Header        http.Header
+	UpstreamModel string
+	PID           int64
+	Started       time.Time
+
+	epoch    uint64
+	state    atomic.Value // string
+	inflight atomic.Int64
+	lastUsed atomic.Int64 // unix nanos
+}
+
+// Inflight is the number of requests the replica is serving.
+func (r *Replica) Inflight() int64 { return r.inflight.Load() }
+
+// State is the replica's state.
+func (r *Replica) State() string { s, _ := r.state.Load().(string); return s }
+
+// fleet runs the replicas of one model. It lives in a UsagePool, keyed by
+// the model's config, so reloads that leave the model alone keep it.
+type fleet struct {
+	model  *Model
+	plugin *host.Plugin
+	logger *zap.Logger
+	opts   fleetOptions
+
+	mu        sync.Mutex
+	replicas  []*Replica
+	starting  int
+	waiting   int
+	changed   chan struct{} // closed and replaced on every change
+	lastErr   error
+	backoff   time.Duration
+	retryAt   time.Time
+	lastUsed  time.Time
+	startOnce sync.Once
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+}
+
+type fleetOptions struct {
+	startTimeout time.Duration // bound on one replica start
+	holdTimeout  time.Duration // how long a request waits for a replica
+	maxWaiting   int
+	stopGrace    time.Duration
+	interval     time.Duration // supervision tick
+}
+
+func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
+	f := &fleet{model: m, plugin: p, opts: o, changed: make(chan struct{}),
+		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(),
+		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return f
+}
+
+// run starts supervision once; later calls (from reloads) do nothing.
+func (f *fleet) run() {
+	f.startOnce.Do(func() { go f.supervise() })
+}
+
+// notify wakes waiters; f.mu must be held.
+func (f *fleet) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// NoCapacityError says why no replica could take a request.
+type NoCapacityError struct {
+	Model      string
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *NoCapacityError) Error() string {
+	return fmt.Sprintf("model %q has no ready replica: %s", e.Model, e.Reason)
+}
+
+// acquire returns a ready replica chosen by sel, starting one if none runs,
+// and holding the caller (bounded) until one is ready. The caller must
+// call release.
+func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
+	var deadline <-chan time.Time
+	for {
+		f.mu.Lock()
+		f.lastUsed = now()
+		if r := f.pickLocked(sel); r != nil {
+			f.mu.Unlock()
+			return r, nil
+		}
+		if err := f.unavailableLocked(); err != nil {
+			f.mu.Unlock()
+			return nil, err
+		}
+		if f.waiting >= f.opts.maxWaiting {
+			f.mu.Unlock()
+			return nil, &NoCapacityError{Model: f.model.Name, RetryAfter: time.Second,
+				Reason: fmt.Sprintf("%d requests are already waiting for it to start", f.waiting)}
+		}
+		f.waiting++
+		ch := f.changed
+		f.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(f.opts.holdTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-deadline:
+			err = &NoCapacityError{Model: f.model.Name, RetryAfter: 5 * time.Second,
+				Reason: fmt.Sprintf("no replica became ready within %s", f.opts.holdTimeout)}
+		}
+		f.mu.Lock()
+		f.waiting--
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (f *fleet) pickLocked(sel Selector) *Replica {
+	ready := make([]*Replica, 0, len(f.replicas))
+	busy := true
+	target := int64(f.model.Scaling.target())
+	for _, r := range f.replicas {
+		if r.State() == ReplicaReady {
+			ready = append(ready, r)
+			if r.inflight.Load() < target {
+				busy = false
+			}
+		}
+	}
+	if busy && len(f.replicas)+f.starting < f.model.Scaling.max() && f.canStartLocked() {
+		f.startLocked()
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	r := sel.Select(ready)
+	r.inflight.Add(1)
+	r.lastUsed.Store(now().UnixNano())
+	return r
+}
+
+// unavailableLocked returns an error when waiting makes no sense: the
+// model is failing to start and is backing off.
+func (f *fleet) unavailableLocked() error {
+	if f.ctx.Err() != nil {
+		return &NoCapacityError{Model: f.model.Name, Reason: "it is being removed", RetryAfter: time.Second}
+	}
+	if f.starting == 0 && f.lastErr != nil && now().Before(f.retryAt) {
+		wait := f.retryAt.Sub(now())
+		return &NoCapacityError{Model: f.model.Name, RetryAfter: wait,
+			Reason: fmt.Sprintf("its last start failed (%v); retrying in %s", f.lastErr, wait.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+func (f *fleet) release(r *Replica) {
+	r.inflight.Add(-1)
+	r.lastUsed.Store(now().UnixNano())
+}
+
+// reportFailure tells the fleet a request could not reach r, so it checks
+// the replica (and its plugin) now rather than at the next tick.
+func (f *fleet) reportFailure(*Replica) {
+	f.plugin.Check()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fleet) canStartLocked() bool {
+	return f.ctx.Err() == nil && (f.lastErr == nil || !now().Before(f.retryAt))
+}
+
+// startLocked starts one replica in the background.
+func (f *fleet) startLocked() {
+	f.starting++
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			}
+		}()
+		r, err := f.startReplica()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.starting--
+		if err != nil {
+			if f.ctx.Err() == nil {
+				f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
+				f.lastErr, f.retryAt = err, now().Add(f.backoff)
+				f.logger.Error("starting replica", zap.Error(err), zap.Duration("retry_in", f.backoff))
+			}
+			f.notify()
+			return
+		}
+		if f.ctx.Err() != nil {
+			go f.stopReplica(r)
+			return
+		}
+		f.lastErr, f.backoff = nil, 0
+		f.replicas = append(f.replicas, r)
+		f.notify()
+		f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID))
+	}()
+}
+
+func (f *fleet) startReplica() (*Replica, error) {
+	eng, epoch, err := f.plugin.Engine()
+	if err != nil {
+		return nil, err
+	}
+	id := f.model.Name + "-" + randID()
+	ctx, cancel := context.WithTimeout(f.ctx, f.opts.startTimeout)
+	defer cancel()
+	rep, err := eng.Start(ctx, engine.ReplicaSpec{
+		Model: f.model.Name, ReplicaID: id, Source: f.model.Source, Args: f.model.Args,
+		Options: f.model.Options, ContextLength: f.model.ContextLength,
+		Concurrency: int64(f.model.Scaling.target()),
+	})
+	if err != nil {
+		f.plugin.Check()
+		return nil, err
+	}
+	r := &Replica{ID: rep.ID, Model: f.model.Name, BaseURL: rep.BaseURL, PID: rep.PID,
+		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header)}
+	for k, v := range rep.Headers {
+		r.Header.Set(k, v)
+	}
+	r.state.Store(ReplicaReady)
+	r.lastUsed.Store(now().UnixNano())
+	return r, nil
+}
+
+func randID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (f *fleet) stopReplica(r *Replica) {
+	r.state.Store(ReplicaDraining)
+	eng, epoch, err := f.plugin.Engine()
+	if err != nil || epoch != r.epoch {
+		return // its plugin is gone, and its process with it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.stopGrace+5*time.Second)
+	defer cancel()
+	if err := eng.Stop(ctx, r.ID, f.opts.stopGrace); err != nil && !errors.Is(err, engine.ErrUnknownReplica) {
+		f.logger.Warn("stopping replica", zap.String("replica", r.ID), zap.Error(err))
+	}
+}
+
+// Destruct stops supervision and every replica.
+func (f *fleet) Destruct() error {
+	f.cancel()
+	f.mu.Lock()
+	started := f.done
+	rs := f.replicas
+	f.replicas = nil
+	f.notify()
+	f.mu.Unlock()
+	f.startOnce.Do(func() { close(started) }) // never ran
+	<-started
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.stopReplica(r) }()
+	}
+	wg.Wait()
+	f.logger.Info("model stopped", zap.Int("replicas", len(rs)))
+	return nil
+}

@@ -1,0 +1,141 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Selector chooses one of a model's ready replicas for a request. The
+// router's policies implement it.
+type Selector interface {
+	Select(ready []*Replica) *Replica
+}
+
+// LeastOutstanding picks the replica with the fewest requests in flight,
+// the first of them on a tie.
+type LeastOutstanding struct{}
+
+// Select implements Selector.
+func (LeastOutstanding) Select(ready []*Replica) *Replica {
+	best := ready[0]
+	for _, r := range ready[1:] {
+		if r.inflight.Load() < best.inflight.Load() {
+			best = r
+		}
+	}
+	return best
+}
+
+// UnknownModelError is returned for a model name not in the catalog.
+type UnknownModelError struct {
+	Name    string
+	Similar []string
+}
+
+func (e *UnknownModelError) Error() string {
+	msg := fmt.Sprintf("the model %q does not exist", e.Name)
+	if len(e.Similar) > 0 {
+		msg += "; did you mean " + quoteJoin(e.Similar) + "?"
+	}
+	return msg + " (GET /v1/models lists the models you can use)"
+}
+
+func quoteJoin(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Lookup resolves a name or alias to its catalog model.
+func (a *App) Lookup(name string) (*Model, error) {
+	if m, ok := a.cat.byName[name]; ok {
+		return m, nil
+	}
+	return nil, &UnknownModelError{Name: name, Similar: a.cat.closest(name, 3)}
+}
+
+// Acquire returns a ready replica of the model (by catalog name), held
+// until release is called. It starts the model if none runs and waits,
+// bounded, for a replica; it fails with *NoCapacityError otherwise.
+func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica, func(), error) {
+	f, ok := a.fleets[model]
+	if !ok {
+		return nil, nil, &UnknownModelError{Name: model}
+	}
+	r, err := f.acquire(ctx, sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { f.release(r) }, nil
+}
+
+// ReportFailure tells the app that a request could not reach r.
+func (a *App) ReportFailure(r *Replica) {
+	if f, ok := a.fleets[r.Model]; ok {
+		f.reportFailure(r)
+	}
+}
+
+// ModelStatus is what the catalog and fleet say about one model.
+type ModelStatus struct {
+	Name     string          `json:"name"`
+	Aliases  []string        `json:"aliases,omitempty"`
+	Engine   string          `json:"engine"`
+	Source   string          `json:"source,omitempty"`
+	State    string          `json:"state"`
+	Reason   string          `json:"reason,omitempty"`
+	Min      int             `json:"min"`
+	Max      int             `json:"max"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// ReplicaStatus describes one replica.
+type ReplicaStatus struct {
+	ID       string    `json:"id"`
+	State    string    `json:"state"`
+	URL      string    `json:"url"`
+	PID      int64     `json:"pid,omitempty"`
+	Inflight int64     `json:"inflight"`
+	Started  time.Time `json:"started"`
+}
+
+// Status reports every model, in catalog order.
+func (a *App) Status() []ModelStatus {
+	out := make([]ModelStatus, 0, len(a.Models))
+	for _, m := range a.Models {
+		out = append(out, a.fleets[m.Name].status())
+	}
+	return out
+}
+
+// Names lists every name and alias in the catalog, sorted.
+func (a *App) Names() []string { return a.cat.names }
+
+func (f *fleet) status() ModelStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.model
+	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
+		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{}}
+	for _, r := range f.replicas {
+		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL,
+			PID: r.PID, Inflight: r.inflight.Load(), Started: r.Started})
+	}
+	switch {
+	case len(f.replicas) > 0:
+		s.State = "ready"
+	case f.starting > 0:
+		s.State, s.Reason = "starting", "a replica is starting"
+	case f.lastErr != nil:
+		s.State, s.Reason = "failed", "last start failed: "+f.lastErr.Error()
+	case m.Scaling.min() == 0:
+		s.State, s.Reason = "idle", "starts on its first request"
+	default:
+		s.State, s.Reason = "stopped", "no replica is running"
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package llm
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// supervise keeps the fleet at its scaling bounds: it replaces replicas
+// that died (or whose plugin restarted), starts the minimum, and stops
+// replicas above the minimum that have been idle for the idle timeout.
+func (f *fleet) supervise() {
+	defer close(f.done)
+	defer func() {
+		if r := recover(); r != nil {
+			f.logger.Error("fleet supervisor panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	t := time.NewTicker(f.opts.interval)
+	defer t.Stop()
+	for {
+		f.tick()
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+	}
+}
+
+func (f *fleet) tick() {
+	f.mu.Lock()
+	rs := append([]*Replica(nil), f.replicas...)
+	f.mu.Unlock()
+	for _, r := range rs {
+		if reason := f.check(r); reason != "" {
+			f.drop(r, reason)
+		}
+	}
+	f.scaleDown()
+	f.mu.Lock()
+	for len(f.replicas)+f.starting < f.model.Scaling.min() && f.canStartLocked() {
+		f.startLocked()
+	}
+	f.mu.Unlock()
+}
+
+// check returns why r is no longer usable, or "".
+func (f *fleet) check(r *Replica) string {
+	eng, epoch, err := f.plugin.Engine()
+	if err != nil {
+		return "its engine plugin is down"
+	}
+	if epoch != r.epoch {
+		return "its engine plugin restarted"
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
+	defer cancel()
+	st, err := eng.Status(ctx, r.ID)
+	switch {
+	case f.ctx.Err() != nil:
+		return ""
+	case err != nil:
+		f.plugin.Check()
+		return "status: " + err.Error()
+	case st.State == engine.StateExited || st.State == engine.StateFailed:
+		if st.Message == "" {
+			return st.State
+		}
+		return st.Message
+	}
+	return ""
+}
+
+func (f *fleet) drop(r *Replica, reason string) {
+	f.mu.Lock()
+	for i, x := range f.replicas {
+		if x == r {
+			f.replicas = append(f.replicas[:i:i], f.replicas[i+1:]...)
+			break
+		}
+	}
+	f.notify()
+	f.mu.Unlock()
+	f.logger.Info("replica lost", zap.String("replica", r.ID), zap.String("reason", reason))
+	go f.stopReplica(r)
+}
+
+func (f *fleet) scaleDown() {
+	idle := time.Duration(f.model.Scaling.idle())
+	f.mu.Lock()
+	var stop []*Replica
+	keep := f.replicas[:0:0]
+	n := len(f.replicas)
+	for _, r := range f.replicas {
+		last := time.Unix(0, r.lastUsed.Load())
+		if n > f.model.Scaling.min() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
+			stop = append(stop, r)
+			n--
+			continue
+		}
+		keep = append(keep, r)
+	}
+	f.replicas = keep
+	if len(stop) > 0 {
+		f.notify()
+	}
+	f.mu.Unlock()
+	for _, r := range stop {
+		f.logger.Info("stopping idle replica", zap.String("replica", r.ID), zap.Duration("idle_timeout", idle))
+		go f.stopReplica(r)
+	}
+}

@@ -1,0 +1,113 @@
+package llmrouter
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("llm_router", parseCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("llm_router", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	rt := new(Router)
+	err := rt.UnmarshalCaddyfile(h.Dispenser)
+	return rt, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	llm_router [<matcher>] {
+//		policy                  least_outstanding|round_robin
+//		first_byte_timeout      <duration>
+//		dial_timeout            <duration>
+//		max_idle_conns_per_host <n>
+//	}
+func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		dir := d.Val()
+		if seen[dir] {
+			return d.Errf("duplicate subdirective %q", dir)
+		}
+		seen[dir] = true
+		var err error
+		switch dir {
+		case "policy":
+			err = rt.parsePolicy(d)
+		case "first_byte_timeout":
+			err = parseDuration(d, &rt.FirstByteTimeout)
+		case "dial_timeout":
+			err = parseDuration(d, &rt.DialTimeout)
+		case "max_idle_conns_per_host":
+			err = parseInt(d, &rt.MaxIdleConnsPerHost)
+		default:
+			return d.Errf("unrecognized llm_router subdirective %q", dir)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rt *Router) parsePolicy(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	name := d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	switch name {
+	case "least_outstanding", "round_robin":
+	default:
+		return d.Errf("unknown policy %q; use least_outstanding or round_robin", name)
+	}
+	rt.PolicyRaw = caddyconfig.JSONModuleObject(struct{}{}, "policy", name, nil)
+	return nil
+}
+
+func parseDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	v, err := caddy.ParseDuration(d.Val())
+	if err != nil || v <= 0 {
+		return d.Errf("%q is not a positive duration such as 30s", d.Val())
+	}
+	*dst = caddy.Duration(time.Duration(v))
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func parseInt(d *caddyfile.Dispenser, dst *int) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	n, err := strconv.Atoi(d.Val())
+	if err != nil || n < 1 {
+		return d.Errf("%q is not a whole number of at least 1", d.Val())
+	}
+	*dst = n
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*Router)(nil)

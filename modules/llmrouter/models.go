@@ -1,0 +1,71 @@
+package llmrouter
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// modelObject is one entry of GET /v1/models. The llmgw field is an
+// extension: the catalog name behind an alias, the model's state and, when
+// it is not running, why.
+type modelObject struct {
+	ID      string    `json:"id"`
+	Object  string    `json:"object"`
+	Created int64     `json:"created"`
+	OwnedBy string    `json:"owned_by"`
+	LLMGW   modelInfo `json:"llmgw"`
+}
+
+type modelInfo struct {
+	Model    string `json:"model"`
+	Engine   string `json:"engine"`
+	State    string `json:"state"`
+	Reason   string `json:"reason,omitempty"`
+	Replicas int    `json:"ready_replicas"`
+}
+
+var created = time.Now().Unix()
+
+func objectsFor(s llm.ModelStatus) []modelObject {
+	info := modelInfo{Model: s.Name, Engine: s.Engine, State: s.State, Reason: s.Reason, Replicas: len(s.Replicas)}
+	out := []modelObject{{ID: s.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info}}
+	for _, a := range s.Aliases {
+		out = append(out, modelObject{ID: a, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info})
+	}
+	return out
+}
+
+func (rt *Router) serveModels(w http.ResponseWriter) {
+	data := []modelObject{}
+	for _, s := range rt.app.Status() {
+		data = append(data, objectsFor(s)...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{"list", data})
+}
+
+func (rt *Router) serveModel(w http.ResponseWriter, id string) {
+	m, err := rt.app.Lookup(id)
+	if err != nil {
+		toAPIError(err).Write(w)
+		return
+	}
+	for _, s := range rt.app.Status() {
+		if s.Name != m.Name {
+			continue
+		}
+		for _, o := range objectsFor(s) {
+			if o.ID == id {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(o)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package llmrouter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+// errFirstByteTimeout cancels an upstream request that sent no headers in
+// time.
+var errFirstByteTimeout = errors.New("upstream sent no response within first_byte_timeout")
+
+// attempt is the outcome of one upstream try.
+type attempt struct {
+	served bool  // a response was written; stop
+	err    error // why the try failed, when not served
+}
+
+func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time) {
+	req, err := openai.Load(r, endpoint)
+	if err != nil {
+		rt.writeError(w, r, err)
+		return
+	}
+	m, err := rt.app.Lookup(req.Model)
+	if err != nil {
+		rt.writeError(w, r, err)
+		return
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl != nil {
+		repl.Set("http.llm.model", m.Name)
+	}
+	candidates := append([]string{m.Name}, m.Fallbacks...)
+	var last error
+	for i, name := range candidates {
+		rep, release, err := rt.app.Acquire(r.Context(), name, rt.policy)
+		if err != nil {
+			last = err
+			if r.Context().Err() != nil {
+				break
+			}
+			continue
+		}
+		a := rt.proxy(w, r, req, rep, i == len(candidates)-1, start)
+		release()
+		if a.served {
+			return
+		}
+		last = a.err
+		if c := rt.logger.Check(zapcore.DebugLevel, "trying fallback"); c != nil && i+1 < len(candidates) {
+			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
+		}
+	}
+	rt.writeError(w, r, last)
+}
+
+// proxy sends req to one replica. A failure that allows a fallback (connect
+// error, 5xx, 429) on a non-final candidate is returned unserved.
+func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, final bool, start time.Time) attempt {
+	body, err := req.UpstreamBody(rep.UpstreamModel)
+	if err != nil {
+		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	up, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+"/"+req.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return attempt{err: err}
+	}
+	up.Header = make(http.Header, 4+len(rep.Header))
+	up.Header["Content-Type"] = jsonCT
+	if req.Stream {
+		up.Header["Accept"] = sseCT
+	}
+	for k, v := range rep.Header {
+		up.Header[k] = v
+	}
+	sent := time.Now()
+	timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
+	resp, err := rt.transport.RoundTrip(up)
+	timer.Stop()
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
+			err = cause
+		} else if r.Context().Err() == nil {
+			rt.app.ReportFailure(rep)
+			err = &upstreamError{replica: rep.ID, err: err}
+		}
+		return attempt{err: err}
+	}
+	defer resp.Body.Close()
+	ttfb := time.Since(sent)
+	if retryable(resp.StatusCode) && !final {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return attempt{err: fmt.Errorf("replica %s answered %d", rep.ID, resp.StatusCode)}
+	}
+	h := w.Header()
+	copyHeader(h, resp.Header)
+	h.Set("Server-Timing", serverTiming(sent.Sub(start), ttfb))
+	setVars(r, rep)
+	if req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header) {
+		rt.stream(w, r, req, resp)
+		return attempt{served: true}
+	}
+	rt.whole(w, r, resp)
+	return attempt{served: true}
+}
+
+var (
+	jsonCT = []string{"application/json"}
+	sseCT  = []string{"text/event-stream"}
+)
+
+func retryable(status int) bool { return status == http.StatusTooManyRequests || status >= 500 }
+
+func isSSE(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+// hop-by-hop and length headers are not copied from upstream.
+var skipHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Transfer-Encoding": true,
+	"Te": true, "Trailer": true, "Upgrade": true, "Content-Length": true,
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		if !skipHeaders[k] {
+			dst[k] = v
+		}
+	}
+}
+
+func serverTiming(route, ttfb time.Duration) string {
+	b := make([]byte, 0, 64)
+	b = append(b, "llm_route;dur="...)
+	b = strconv.AppendFloat(b, float64(route.Microseconds())/1000, 'f', 3, 64)
+	b = append(b, ", llm_upstream;desc=\"ttfb\";dur="...)
+	b = strconv.AppendFloat(b, float64(ttfb.Microseconds())/1000, 'f', 3, 64)
+	return string(b)
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+// whole forwards a non-streamed answer, reading usage from it.
+func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+	bp := bufPool.Get().(*[]byte)
+	defer func() { *bp = (*bp)[:0]; bufPool.Put(bp) }()
+	buf := bytes.NewBuffer((*bp)[:0])
+	_, err := buf.ReadFrom(resp.Body)
+	*bp = buf.Bytes()
+	if err != nil {
+		rt.writeError(w, r, &upstreamError{err: fmt.Errorf("reading the answer: %w", err)})
+		return
+	}
+	if u, ok := openai.FindUsage(buf.Bytes()); ok && resp.StatusCode < 300 {
+		setUsage(r, u)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(buf.Bytes())
+}
+
+var (
+	dataPrefix = []byte("data:")
+	usageKey   = []byte(`"usage"`)
+)
+
+// stream forwards SSE events as they arrive, flushing whenever no more
+// bytes are waiting. It reads usage from the usage chunk, and drops that
+// chunk when the client did not ask for it.
+func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Request, resp *http.Response) {
+	flusher, _ := w.(http.Flusher)
+	w.WriteHeader(resp.StatusCode)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() { br.Reset(nil); readerPool.Put(br) }()
+	ep := bufPool.Get().(*[]byte)
+	event := (*ep)[:0]
+	defer func() { *ep = event[:0]; bufPool.Put(ep) }()
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			event = append(event, line...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == nil && len(bytes.TrimRight(line, "\r\n")) > 0 {
+			continue // event not complete
+		}
+		if len(event) > 0 {
+			if !rt.forwardEvent(w, r, req, event) {
+				return
+			}
+			event = event[:0]
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				rt.logger.Warn("upstream stream broke", zap.Error(err))
+				(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_stream_error",
+					Message: "the model's stream broke off: " + err.Error()}).WriteEvent(w)
+			}
+			return
+		}
+		if flusher != nil && br.Buffered() == 0 {
+			flusher.Flush()
+		}
+	}
+}
+
+func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte) bool {
+	if bytes.HasPrefix(event, dataPrefix) && bytes.Contains(event, usageKey) {
+		if u, ok := openai.FindUsage(event); ok {
+			setUsage(r, u)
+			if !req.IncludeUsage && openai.IsUsageOnlyChunk(event) {
+				return true
+			}
+		}
+	}
+	_, err := w.Write(event)
+	return err == nil
+}
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func setVars(r *http.Request, rep *llm.Replica) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.llm.replica", rep.ID)
+	}
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.String("llm_model", rep.Model))
+		extra.Set(zap.String("llm_replica", rep.ID))
+	}
+}
+
+// UsageVar is the request variable that holds the answer's usage
+// (openai.Usage), for the handlers that settle after the router.
+const UsageVar = "llm.usage"
+
+func setUsage(r *http.Request, u openai.Usage) {
+	caddyhttp.SetVar(r.Context(), UsageVar, u)
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.llm.usage.prompt_tokens", u.PromptTokens)
+		repl.Set("http.llm.usage.completion_tokens", u.CompletionTokens)
+		repl.Set("http.llm.usage.total_tokens", u.TotalTokens)
+	}
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.Int64("llm_prompt_tokens", u.PromptTokens))
+		extra.Set(zap.Int64("llm_completion_tokens", u.CompletionTokens))
+	}
+}
+
+type upstreamError struct {
+	replica string
+	err     error
+}
+
+func (e *upstreamError) Error() string {
+	if e.replica == "" {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("replica %s: %v", e.replica, e.err)
+}
+
+func (e *upstreamError) Unwrap() error { return e.err }

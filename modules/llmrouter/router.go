@@ -1,0 +1,201 @@
+// Package llmrouter is the llm_router HTTP handler: it serves the OpenAI
+// API, maps a request's model to a replica of the llm app's catalog and
+// proxies the bytes to it.
+package llmrouter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() {
+	caddy.RegisterModule(Router{})
+}
+
+// Router serves the OpenAI API under /v1/ in front of the llm app's
+// models: GET /v1/models, POST /v1/chat/completions, /v1/completions and
+// /v1/embeddings, streamed (SSE) or not.
+//
+// The model field picks a catalog model (by name or alias); its replica is
+// chosen by the policy (default least_outstanding). When a model fails
+// before the first byte of its answer (connect error, 5xx, 429, no ready
+// replica), its fallbacks are tried in order. Errors are OpenAI-shaped:
+// 400 invalid request, 404 unknown model (with close names), 502 replica
+// unreachable, 503 no ready replica (with Retry-After), 504 no first byte
+// within first_byte_timeout. After the first streamed byte an error is an
+// SSE error event and the stream ends.
+//
+// Every response carries Server-Timing with the router's own time
+// (llm_route) and the upstream's time to first byte (llm_upstream).
+//
+// Placeholders set: {http.llm.model} (catalog name), {http.llm.replica},
+// {http.llm.usage.prompt_tokens}, {http.llm.usage.completion_tokens},
+// {http.llm.usage.total_tokens}. The same values are added to the access
+// log as llm_model, llm_replica, llm_prompt_tokens, llm_completion_tokens.
+type Router struct {
+	// PolicyRaw chooses among a model's ready replicas.
+	// Default: least_outstanding.
+	PolicyRaw json.RawMessage `json:"policy,omitempty" caddy:"namespace=http.llm_router.policies inline_key=policy"`
+	// FirstByteTimeout bounds the wait for an upstream's response headers
+	// (for non-streamed answers, the whole generation). Default: 5m.
+	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
+	// DialTimeout bounds connecting to a replica. Default: 5s.
+	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
+	// MaxIdleConnsPerHost is the keep-alive pool per replica; size it to
+	// the concurrency a replica sees. Default: 512.
+	MaxIdleConnsPerHost int `json:"max_idle_conns_per_host,omitempty"`
+
+	policy    llm.Selector
+	app       *llm.App
+	transport *http.Transport
+	tkey      string
+	logger    *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Router) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_router",
+		New: func() caddy.Module { return new(Router) },
+	}
+}
+
+// Provision sets defaults and connects to the llm app.
+func (rt *Router) Provision(ctx caddy.Context) error {
+	rt.logger = ctx.Logger()
+	if rt.FirstByteTimeout == 0 {
+		rt.FirstByteTimeout = caddy.Duration(5 * time.Minute)
+	}
+	if rt.DialTimeout == 0 {
+		rt.DialTimeout = caddy.Duration(5 * time.Second)
+	}
+	if rt.MaxIdleConnsPerHost == 0 {
+		rt.MaxIdleConnsPerHost = 512
+	}
+	if rt.PolicyRaw != nil {
+		mod, err := ctx.LoadModule(rt, "PolicyRaw")
+		if err != nil {
+			return fmt.Errorf("loading llm_router policy: %w", err)
+		}
+		rt.policy = mod.(llm.Selector)
+	} else {
+		rt.policy = LeastOutstanding{}
+	}
+	appIface, err := ctx.App("llm")
+	if err != nil {
+		return fmt.Errorf("llm_router needs the llm app (a global llm { … } option): %w", err)
+	}
+	rt.app = appIface.(*llm.App)
+	rt.tkey = fmt.Sprintf("transport:%d:%d", rt.DialTimeout, rt.MaxIdleConnsPerHost)
+	v, _, err := transports.LoadOrNew(rt.tkey, func() (caddy.Destructor, error) {
+		return &pooledTransport{newTransport(time.Duration(rt.DialTimeout), rt.MaxIdleConnsPerHost)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	rt.transport = v.(*pooledTransport).Transport
+	return nil
+}
+
+// Validate checks the configuration.
+func (rt *Router) Validate() error {
+	if rt.FirstByteTimeout < 0 || rt.DialTimeout < 0 || rt.MaxIdleConnsPerHost < 0 {
+		return fmt.Errorf("llm_router: timeouts and pool sizes must not be negative")
+	}
+	return nil
+}
+
+// Cleanup releases the shared transport.
+func (rt *Router) Cleanup() error {
+	if rt.tkey != "" {
+		_, _ = transports.Delete(rt.tkey)
+	}
+	return nil
+}
+
+// ServeHTTP serves the OpenAI API. It ends the chain for /v1/ paths it
+// knows and answers others with an OpenAI-shaped 404.
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	start := time.Now()
+	path := r.URL.Path
+	i := strings.Index(path, "/v1/")
+	if i < 0 {
+		notFound(w, path)
+		return nil
+	}
+	endpoint := path[i+len("/v1/"):]
+	switch endpoint {
+	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, "POST")
+			return nil
+		}
+		rt.serveGenerate(w, r, endpoint, start)
+	case "models":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, "GET")
+			return nil
+		}
+		rt.serveModels(w)
+	default:
+		if id, ok := strings.CutPrefix(endpoint, "models/"); ok && r.Method == http.MethodGet {
+			rt.serveModel(w, id)
+			return nil
+		}
+		notFound(w, path)
+	}
+	return nil
+}
+
+func notFound(w http.ResponseWriter, path string) {
+	(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
+		Message: fmt.Sprintf("unknown endpoint %s; this gateway serves /v1/models, /v1/chat/completions, /v1/completions and /v1/embeddings", path)}).Write(w)
+}
+
+func methodNotAllowed(w http.ResponseWriter, allowed string) {
+	w.Header().Set("Allow", allowed)
+	(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+		Message: "this endpoint accepts " + allowed + " only"}).Write(w)
+}
+
+func newTransport(dial time.Duration, idle int) *http.Transport {
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+var transports = caddy.NewUsagePool()
+
+type pooledTransport struct{ *http.Transport }
+
+func (p *pooledTransport) Destruct() error {
+	p.CloseIdleConnections()
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Router)(nil)
+	_ caddy.Validator             = (*Router)(nil)
+	_ caddy.CleanerUpper          = (*Router)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Router)(nil)
+)

@@ -1,0 +1,75 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Error is an API error in OpenAI's shape:
+// {"error":{"message":…,"type":…,"param":…,"code":…}}.
+type Error struct {
+	Status     int
+	Message    string
+	Type       string
+	Code       string
+	Param      string
+	RetryAfter time.Duration // sets Retry-After when positive
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// BadRequest is a 400 invalid_request_error.
+func BadRequest(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: code,
+		Message: fmt.Sprintf(format, args...)}
+}
+
+type body struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+// JSON returns the error body.
+func (e *Error) JSON() []byte {
+	var b body
+	b.Error.Message, b.Error.Type = e.Message, e.Type
+	if e.Code != "" {
+		b.Error.Code = &e.Code
+	}
+	if e.Param != "" {
+		b.Error.Param = &e.Param
+	}
+	out, _ := json.Marshal(b)
+	return out
+}
+
+// Write writes the error as a response.
+func (e *Error) Write(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(e.JSON())
+}
+
+// WriteEvent writes the error as an SSE event, for errors after the first
+// streamed byte.
+func (e *Error) WriteEvent(w http.ResponseWriter) {
+	buf := make([]byte, 0, 256)
+	buf = append(buf, "data: "...)
+	buf = append(buf, e.JSON()...)
+	buf = append(buf, "\n\n"...)
+	_, _ = w.Write(buf)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

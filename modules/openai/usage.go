@@ -1,0 +1,47 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Usage is token accounting for one answer.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+var usageKey = []byte(`"usage"`)
+
+// FindUsage extracts the usage object from a response body or a stream
+// chunk without decoding the rest. It returns false when there is none
+// (or it is null).
+func FindUsage(b []byte) (Usage, bool) {
+	i := bytes.LastIndex(b, usageKey)
+	if i < 0 {
+		return Usage{}, false
+	}
+	rest := bytes.TrimLeft(b[i+len(usageKey):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return Usage{}, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '{' {
+		return Usage{}, false
+	}
+	var u Usage
+	if err := json.NewDecoder(bytes.NewReader(rest)).Decode(&u); err != nil {
+		return Usage{}, false
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u, true
+}
+
+// IsUsageOnlyChunk reports whether a stream chunk carries usage and no
+// choices: the chunk sent because stream_options.include_usage was set.
+func IsUsageOnlyChunk(data []byte) bool {
+	return bytes.Contains(data, []byte(`"choices":[]`)) || bytes.Contains(data, []byte(`"choices": []`))
+}
