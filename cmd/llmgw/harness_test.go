@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// binary is the llmgw built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "llmgw-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "llmgw")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building llmgw:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// gateway is a running llmgw process.
+type gateway struct {
+	t      *testing.T
+	dir    string
+	cmd    *exec.Cmd
+	http   int
+	admin  int
+	base   string
+	logs   *syncBuffer
+	exited chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startGateway writes the Caddyfile (global options block, then sites;
+// {HTTP} and {ADMIN} are replaced by free ports) and runs llmgw with it.
+func startGateway(t *testing.T, llmBlock, routerBlock string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.http)
+	g.writeConfig(llmBlock, routerBlock)
+	g.cmd = exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
+	g.cmd.Env = append(os.Environ(), "HOME="+g.dir, "XDG_DATA_HOME="+filepath.Join(g.dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(g.dir, "config"))
+	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.cmd.Wait(); close(g.exited) }()
+	t.Cleanup(func() {
+		g.stop()
+		if t.Failed() {
+			t.Logf("llmgw logs:\n%s", g.logs.String())
+		}
+	})
+	g.waitReady()
+	return g
+}
+
+func (g *gateway) writeConfig(llmBlock, routerBlock string) {
+	cfg := fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	storage file_system %s
+	log {
+		level DEBUG
+	}
+	llm {
+%s
+	}
+}
+
+:%d {
+	route /v1/* {
+		llm_router {
+%s
+		}
+	}
+}
+`, g.admin, filepath.Join(g.dir, "storage"), llmBlock, g.http, routerBlock)
+	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *gateway) waitReady() {
+	g.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-g.exited:
+			g.t.Fatalf("llmgw exited at start:\n%s", g.logs.String())
+		default:
+		}
+		resp, err := http.Get(g.base + "/v1/models")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	g.t.Fatalf("llmgw did not start:\n%s", g.logs.String())
+}
+
+// stop stops llmgw gracefully and waits for it.
+func (g *gateway) stop() {
+	if g.cmd.Process == nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-g.exited:
+	case <-time.After(20 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-g.exited
+		g.t.Errorf("llmgw did not stop within 20s")
+	}
+}
+
+// reload applies a new config through `llmgw reload`.
+func (g *gateway) reload(llmBlock, routerBlock string) {
+	g.t.Helper()
+	g.writeConfig(llmBlock, routerBlock)
+	out, err := exec.Command(binary, "reload", "--config", filepath.Join(g.dir, "Caddyfile"),
+		"--address", fmt.Sprintf("127.0.0.1:%d", g.admin)).CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("reload: %v\n%s", err, out)
+	}
+}
+
+func (g *gateway) client() openai.Client {
+	return openai.NewClient(option.WithBaseURL(g.base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+}
+
+// models returns the admin API's view of the catalog.
+func (g *gateway) models() map[string]llm.ModelStatus {
+	g.t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/models", g.admin))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []llm.ModelStatus
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		g.t.Fatal(err)
+	}
+	out := make(map[string]llm.ModelStatus, len(list))
+	for _, m := range list {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// enginePIDs returns the plugin processes by engine type.
+func (g *gateway) enginePIDs() map[string]int {
+	g.t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/engines", g.admin))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []llm.EngineStatus
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		g.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range list {
+		out[e.Type] = e.PID
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readyReplicas waits until model has n ready replicas and returns them.
+func (g *gateway) readyReplicas(model string, n int) []llm.ReplicaStatus {
+	g.t.Helper()
+	var rs []llm.ReplicaStatus
+	waitFor(g.t, 30*time.Second, fmt.Sprintf("%d ready replicas of %s", n, model), func() bool {
+		rs = g.models()[model].Replicas
+		return len(rs) == n
+	})
+	return rs
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie (state Z) has exited and waits to be reaped.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func post(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp, buf.Bytes()
+}
+
+var bg = context.Background()
