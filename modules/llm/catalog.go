@@ -162,7 +162,7 @@ func (c *catalog) closest(name string, n int) []string {
 	lname := strings.ToLower(name)
 	for _, x := range c.names {
 		d := levenshtein(lname, strings.ToLower(x))
-		if strings.Contains(strings.ToLower(x), lname) || strings.Contains(lname, strings.ToLower(x)) {
+		if strings.Contains(strings.ToLower(x), lname) {
 			d = min(d, 1)
 		}
 		if d <= max(3, len(name)/2) {

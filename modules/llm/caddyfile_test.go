@@ -1,0 +1,121 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestUnmarshalCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, want string
+	}{
+		{"argument on llm", `llm foo`, "wrong argument count"},
+		{"unknown subdirective", "llm {\n bogus 1\n}", `unrecognized llm subdirective "bogus"`},
+		{"duplicate plugin_dir", "llm {\n plugin_dir a\n plugin_dir b\n}", `duplicate subdirective "plugin_dir"`},
+		{"plugin_dir without value", "llm {\n plugin_dir\n}", "wrong argument count"},
+		{"plugin_dir with two values", "llm {\n plugin_dir a b\n}", "wrong argument count"},
+		{"bad hold_timeout", "llm {\n hold_timeout soon\n}", `"soon" is not a duration`},
+		{"negative start_timeout", "llm {\n start_timeout -1s\n}", `"-1s" is not a duration`},
+		{"bad max_waiting", "llm {\n max_waiting 0\n}", "not a whole number of at least 1"},
+		{"engine without type", "llm {\n engine\n}", "wrong argument count"},
+		{"engine with two types", "llm {\n engine a b\n}", "wrong argument count"},
+		{"engine twice", "llm {\n engine a\n engine a\n}", `engine "a" is configured twice`},
+		{"engine unknown subdirective", "llm {\n engine a {\n  colour red\n }\n}", `unrecognized engine subdirective "colour"`},
+		{"engine duplicate path", "llm {\n engine a {\n  path x\n  path y\n }\n}", `duplicate subdirective "path"`},
+		{"engine sha256 without value", "llm {\n engine a {\n  sha256\n }\n}", "wrong argument count"},
+		{"model without name", "llm {\n model\n}", "wrong argument count"},
+		{"model with two names", "llm {\n model a b\n}", "wrong argument count"},
+		{"model without engine", "llm {\n model a {\n  source x\n }\n}", `model "a": engine is required`},
+		{"model unknown subdirective", "llm {\n model a {\n  engine sim\n  colour red\n }\n}", `unrecognized model subdirective "colour"`},
+		{"model duplicate engine", "llm {\n model a {\n  engine sim\n  engine sim\n }\n}", `duplicate subdirective "engine"`},
+		{"model alias without names", "llm {\n model a {\n  alias\n }\n}", "wrong argument count"},
+		{"model args without values", "llm {\n model a {\n  args\n }\n}", "wrong argument count"},
+		{"model option without value", "llm {\n model a {\n  option k\n }\n}", "wrong argument count"},
+		{"model option with three values", "llm {\n model a {\n  option k v w\n }\n}", "wrong argument count"},
+		{"model option twice", "llm {\n model a {\n  option k v\n  option k w\n }\n}", `option "k" is set twice`},
+		{"model bad context_length", "llm {\n model a {\n  context_length big\n }\n}", "not a whole number"},
+		{"model negative min", "llm {\n model a {\n  min -1\n }\n}", "not a whole number of at least 0"},
+		{"model zero max", "llm {\n model a {\n  max 0\n }\n}", "not a whole number of at least 1"},
+		{"model bad idle_timeout", "llm {\n model a {\n  idle_timeout forever\n }\n}", `"forever" is not a duration`},
+		{"model bad target_concurrency", "llm {\n model a {\n  target_concurrency 0\n }\n}", "at least 1"},
+		{"model fallback without names", "llm {\n model a {\n  fallback\n }\n}", "wrong argument count"},
+		{"model source without value", "llm {\n model a {\n  source\n }\n}", "wrong argument count"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := caddyfile.NewTestDispenser(tc.input)
+			err := new(App).UnmarshalCaddyfile(d)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "Testfile:") {
+				t.Errorf("error %q does not name file and line", err)
+			}
+		})
+	}
+}
+
+func TestParseGlobalOptionTwice(t *testing.T) {
+	d := caddyfile.NewTestDispenser("llm {\n}")
+	if _, err := parseGlobalOption(d, struct{}{}); err == nil {
+		t.Error("a second llm option was accepted")
+	}
+}
+
+func TestCatalogValidation(t *testing.T) {
+	one, zero := 1, 0
+	_ = one
+	for _, tc := range []struct {
+		name   string
+		models []*Model
+		want   string
+	}{
+		{"no name", []*Model{{Engine: "sim"}}, "has no name"},
+		{"no engine", []*Model{{Name: "a"}}, "engine is required"},
+		{"duplicate name", []*Model{{Name: "a", Engine: "sim"}, {Name: "a", Engine: "sim"}}, `"a" is used twice`},
+		{"alias clash", []*Model{{Name: "a", Engine: "sim"}, {Name: "b", Engine: "sim", Aliases: []string{"a"}}}, `"a" is used twice`},
+		{"unknown fallback", []*Model{{Name: "a", Engine: "sim", Fallbacks: []string{"z"}}}, `fallback "z" is not in the catalog`},
+		{"self fallback", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"b"}, Fallbacks: []string{"b"}}}, "its own fallback"},
+		{"max below min", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: intp(3), Max: 2}}}, "max (2) is below min (3)"},
+		{"whitespace", []*Model{{Name: "a b", Engine: "sim"}}, "whitespace"},
+		{"ok on demand", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: &zero}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := newCatalog(tc.models)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("got %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func intp(n int) *int { return &n }
+
+func TestClosestNames(t *testing.T) {
+	c, err := newCatalog([]*Model{
+		{Name: "llama-3-8b", Engine: "sim", Aliases: []string{"llama"}},
+		{Name: "qwen-2.5-7b", Engine: "sim"},
+		{Name: "gpt-4o-mini", Engine: "sim"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"llama-3-7b", "llama-3-8b"},
+		{"gpt-4o", "gpt-4o-mini"},
+		{"qwen", "qwen-2.5-7b"},
+		{"something-else-entirely", ""},
+	} {
+		got := strings.Join(c.closest(tc.in, 1), ",")
+		if got != tc.want {
+			t.Errorf("closest(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

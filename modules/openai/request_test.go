@@ -1,0 +1,165 @@
+package openai
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, endpoint, body string
+		code                 string // expected error code, "" for none
+		want                 Request
+	}{
+		{"chat", ChatCompletions, `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":7}`, "",
+			Request{Model: "m", MaxTokens: 7}},
+		{"chat stream with usage", ChatCompletions, `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, "",
+			Request{Model: "m", Stream: true, IncludeUsage: true}},
+		{"max_completion_tokens wins", ChatCompletions, `{"model":"m","messages":[{}],"max_tokens":7,"max_completion_tokens":9}`, "",
+			Request{Model: "m", MaxTokens: 9}},
+		{"completion", Completions, `{"model":"m","prompt":"x"}`, "", Request{Model: "m"}},
+		{"embedding", Embeddings, `{"model":"m","input":["a","b"]}`, "", Request{Model: "m"}},
+		{"not json", ChatCompletions, `{"model"`, "invalid_json", Request{}},
+		{"not an object", ChatCompletions, `[1,2]`, "invalid_json", Request{}},
+		{"no model", ChatCompletions, `{"messages":[{}]}`, "missing_model", Request{}},
+		{"empty model", ChatCompletions, `{"model":"","messages":[{}]}`, "missing_model", Request{}},
+		{"model not a string", ChatCompletions, `{"model":3,"messages":[{}]}`, "invalid_json", Request{}},
+		{"null messages", ChatCompletions, `{"model":"m","messages":null}`, "missing_messages", Request{}},
+		{"empty messages", ChatCompletions, `{"model":"m","messages":[ ]}`, "invalid_messages", Request{}},
+		{"messages not array", ChatCompletions, `{"model":"m","messages":"hi"}`, "invalid_messages", Request{}},
+		{"no prompt", Completions, `{"model":"m"}`, "missing_prompt", Request{}},
+		{"no input", Embeddings, `{"model":"m"}`, "missing_input", Request{}},
+		{"streamed embeddings", Embeddings, `{"model":"m","input":"x","stream":true}`, "invalid_value", Request{}},
+		{"negative max_tokens", ChatCompletions, `{"model":"m","messages":[{}],"max_tokens":-1}`, "invalid_value", Request{}},
+		{"bad stream_options", ChatCompletions, `{"model":"m","messages":[{}],"stream_options":3}`, "invalid_value", Request{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.endpoint, []byte(tc.body))
+			if tc.code != "" {
+				e, ok := err.(*Error)
+				if !ok || e.Code != tc.code || e.Status != 400 {
+					t.Fatalf("got %v, want a 400 with code %s", err, tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := Request{Model: got.Model, Stream: got.Stream, IncludeUsage: got.IncludeUsage, MaxTokens: got.MaxTokens}
+			if diff := cmp.Diff(tc.want, g, cmp.AllowUnexported(Request{})); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUpstreamBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, model string
+		want              map[string]any
+		same              bool
+	}{
+		{name: "unchanged non-stream is the original bytes", body: `{"model":"m", "messages":[{"role":"user"}]}`, same: true},
+		{name: "stream that asked for usage is unchanged", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]}`, same: true},
+		{name: "stream gains include_usage", body: `{"model":"m","stream":true,"messages":[{}]}`,
+			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{}}, "stream_options": map[string]any{"include_usage": true}}},
+		{name: "stream keeps other stream options", body: `{"model":"m","stream":true,"stream_options":{"include_obfuscation":false},"messages":[{}]}`,
+			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{}}, "stream_options": map[string]any{"include_usage": true, "include_obfuscation": false}}},
+		{name: "model renamed", body: `{"model":"m","messages":[{}],"temperature":0.5}`, model: "provider-m",
+			want: map[string]any{"model": "provider-m", "messages": []any{map[string]any{}}, "temperature": 0.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse(ChatCompletions, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.UpstreamBody(tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.same {
+				if &got[0] != &r.Raw[0] {
+					t.Error("body was copied, want the original bytes")
+				}
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(got, &m); err != nil {
+				t.Fatalf("upstream body %s is not JSON: %v", got, err)
+			}
+			if diff := cmp.Diff(tc.want, m); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			if r.Changed() {
+				t.Error("UpstreamBody changed the request")
+			}
+		})
+	}
+}
+
+func TestSetMarksChanged(t *testing.T) {
+	r, err := Parse(ChatCompletions, []byte(`{"model":"m","messages":[{}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set("temperature", json.RawMessage("0")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.Body()
+	if !r.Changed() || string(b) != `{"messages":[{}],"model":"m","temperature":0}` {
+		t.Errorf("got changed=%v body %s", r.Changed(), b)
+	}
+}
+
+func TestFindUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       Usage
+		ok         bool
+	}{
+		{"response", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, Usage{3, 4, 7}, true},
+		{"spaced", `{"usage" : { "prompt_tokens": 3, "completion_tokens": 4 }}`, Usage{3, 4, 7}, true},
+		{"null", `{"usage":null}`, Usage{}, false},
+		{"absent", `{"choices":[]}`, Usage{}, false},
+		{"in content only", `{"content":"the \"usage\" word"}`, Usage{}, false},
+		{"embeddings", `{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}`, Usage{6, 0, 6}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := FindUsage([]byte(tc.body))
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("got %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestErrorJSON(t *testing.T) {
+	got := string((&Error{Status: 404, Message: "no", Type: "invalid_request_error", Code: "model_not_found", Param: "model"}).JSON())
+	want := `{"error":{"message":"no","type":"invalid_request_error","param":"model","code":"model_not_found"}}`
+	if got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+var benchBody = []byte(`{"model":"sim-chat","stream":true,"max_tokens":64,"temperature":0.7,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short poem about the sea and the mountains, in four lines."}]}`)
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(ChatCompletions, benchBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUpstreamBodyStreamSplice(b *testing.B) {
+	r, _ := Parse(ChatCompletions, benchBody)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.UpstreamBody(""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
