@@ -114,21 +114,25 @@ func simStats(t *testing.T, replicaURL string) map[string]int64 {
 	return s
 }
 
-func TestClientDisconnectCancelsUpstream(t *testing.T) {
+func TestStreamFlushesAndDisconnectCancelsUpstream(t *testing.T) {
 	g := startGateway(t, `
 		model m {
 			engine sim
-			option tokens_per_second 20
+			option tokens_per_second 2
 		}`, "")
 	rep := g.readyReplicas("m", 1)[0]
 	req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", strings.NewReader(
 		`{"model":"m","stream":true,"max_tokens":1000,"messages":[{"role":"user","content":"x"}]}`))
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The role event and the first token arrive as they are made, one
+	// small event at a time: only a flush per event gets them here before
+	// the timeout, long before the 1000-token answer ends.
 	br := bufio.NewReader(resp.Body)
-	for i := 0; i < 6; i++ { // a few events arrive as they are made
+	for i := 0; i < 4; i++ {
 		if _, err := br.ReadString('\n'); err != nil {
 			t.Fatal(err)
 		}

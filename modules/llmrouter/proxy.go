@@ -183,14 +183,18 @@ var (
 	usageKey   = []byte(`"usage"`)
 )
 
-// stream forwards SSE events as they arrive, flushing whenever no more
-// bytes are waiting. It reads usage from the usage chunk, and drops that
+// stream forwards SSE events as they arrive: the first at once, later ones
+// whenever no more bytes are waiting, so a burst costs one flush. It reads usage from the usage chunk, and drops that
 // chunk when the client did not ask for it.
 func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Request, resp *http.Response) {
-	flusher, _ := w.(http.Flusher)
+	// Caddy's writers flush through Unwrap, which a ResponseController
+	// follows and a type assertion does not.
+	flusher := http.NewResponseController(w)
 	w.WriteHeader(resp.StatusCode)
-	if flusher != nil {
-		flusher.Flush()
+	if r.ProtoMajor >= 2 {
+		// HTTP/2 clients may wait for headers before reading the stream;
+		// on HTTP/1 the headers leave with the first event, one write.
+		_ = flusher.Flush()
 	}
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(resp.Body)
@@ -198,6 +202,7 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 	ep := bufPool.Get().(*[]byte)
 	event := (*ep)[:0]
 	defer func() { *ep = event[:0]; bufPool.Put(ep) }()
+	first := true
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
@@ -214,6 +219,10 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 				return
 			}
 			event = event[:0]
+			if first {
+				_ = flusher.Flush() // never hold back the first event
+				first = false
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
@@ -223,8 +232,8 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 			}
 			return
 		}
-		if flusher != nil && br.Buffered() == 0 {
-			flusher.Flush()
+		if br.Buffered() == 0 {
+			_ = flusher.Flush()
 		}
 	}
 }

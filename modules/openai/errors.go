@@ -69,7 +69,5 @@ func (e *Error) WriteEvent(w http.ResponseWriter) {
 	buf = append(buf, e.JSON()...)
 	buf = append(buf, "\n\n"...)
 	_, _ = w.Write(buf)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w).Flush()
 }

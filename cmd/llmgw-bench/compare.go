@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// target is one way to reach the sim replica.
+type target struct {
+	name string
+	url  string
+	pid  int // process whose CPU is counted; 0 for none
+}
+
+type sample struct {
+	p50, ttfb time.Duration
+	rps       float64
+	cpu       time.Duration // per request
+}
+
+// compare starts a sim replica, plain Caddy reverse_proxy in front of it
+// and llm_router in front of it (through the openai engine, so both proxy
+// to the same replica), and measures all three, interleaved.
+func compare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	bin := fs.String("llmgw", "./llmgw", "the llmgw binary (its reverse_proxy is plain Caddy's)")
+	dur := fs.Duration("d", 5*time.Second, "duration of each measurement")
+	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
+	conc := fs.String("c", "1,64", "concurrencies")
+	tokens := fs.Int("max-tokens", 20, "tokens per answer (stream chunks)")
+	_ = fs.Parse(args)
+	dir, err := os.MkdirTemp("", "llmgw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+			_ = p.Wait()
+		}
+	}()
+	replica, cmd, err := startReplica(*bin)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, cmd)
+	targets := []target{{name: "direct", url: "http://" + replica + "/v1"}}
+	for _, g := range []struct{ name, site, global string }{
+		{"caddy reverse_proxy", "reverse_proxy " + replica, ""},
+		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}",
+			"llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url http://" + replica + "/v1\n\t\t}\n\t}"},
+	} {
+		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)
+		if cmd != nil {
+			procs = append(procs, cmd)
+		}
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid})
+	}
+	for _, c := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return fmt.Errorf("-c: %w", err)
+		}
+		for _, stream := range []bool{false, true} {
+			cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens}
+			if err := scenario(cfg, targets, *rounds); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func scenario(cfg loadConfig, targets []target, rounds int) error {
+	samples := make([][]sample, len(targets))
+	for i, t := range targets { // warm up pools
+		c := cfg
+		c.URL, c.Duration = t.url, time.Second
+		if _, err := run(c); err != nil {
+			return fmt.Errorf("%s: %w", targets[i].name, err)
+		}
+	}
+	for range rounds {
+		for i, t := range targets {
+			c := cfg
+			c.URL = t.url
+			pids := []int{t.pid}
+			before := cpuTimes(pids)
+			res, err := run(c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if res.Errors > 0 {
+				return fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
+			}
+			cpu := (cpuTimes(pids)[0] - before[0]) / time.Duration(res.OK)
+			samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu})
+		}
+	}
+	fmt.Printf("\nconcurrency %d, stream %t, %d rounds of %s (medians)\n", cfg.Concurrency, cfg.Stream, rounds, cfg.Duration)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tp50\tadded p50\tttfb p50\tadded ttfb\treq/s\tvs direct\tcpu/req\tcpu vs caddy\t")
+	direct := median(samples[0])
+	caddy := median(samples[1])
+	for i, t := range targets {
+		m := median(samples[i])
+		cpuVs := "-"
+		if t.pid != 0 && caddy.cpu > 0 {
+			cpuVs = fmt.Sprintf("%.2fx", float64(m.cpu)/float64(caddy.cpu))
+		}
+		cpu := "-"
+		if t.pid != 0 {
+			cpu = us(m.cpu)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%s\t%s\t\n", t.name, us(m.p50), us(m.p50-direct.p50),
+			us(m.ttfb), us(m.ttfb-direct.ttfb), m.rps, m.rps/direct.rps, cpu, cpuVs)
+	}
+	return tw.Flush()
+}
+
+func median(s []sample) sample {
+	pick := func(f func(sample) float64) float64 {
+		v := make([]float64, len(s))
+		for i, x := range s {
+			v[i] = f(x)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return sample{
+		p50:  time.Duration(pick(func(x sample) float64 { return float64(x.p50) })),
+		ttfb: time.Duration(pick(func(x sample) float64 { return float64(x.ttfb) })),
+		rps:  pick(func(x sample) float64 { return x.rps }),
+		cpu:  time.Duration(pick(func(x sample) float64 { return float64(x.cpu) })),
+	}
+}
+
+func startReplica(bin string) (string, *exec.Cmd, error) {
+	cmd := exec.Command(bin, "engine", "sim", "replica", "--listen", "127.0.0.1:0", "--model", "bench")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting the sim replica with %s: %w", bin, err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "LLMGW_REPLICA_ADDR "); ok {
+			return strings.TrimSpace(a), cmd, nil
+		}
+	}
+	return "", cmd, errors.New("the sim replica did not print its address")
+}
+
+func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	sub := filepath.Join(dir, strconv.Itoa(port))
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		return 0, nil, err
+	}
+	cfg := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n\tstorage file_system %s\n\t%s\n}\n\n:%d {\n\t%s\n}\n", sub, global, port, site)
+	file := filepath.Join(sub, "Caddyfile")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		return 0, nil, err
+	}
+	cmd := exec.Command(bin, "run", "--config", file)
+	cmd.Env = append(os.Environ(), "HOME="+sub, "XDG_DATA_HOME="+sub, "XDG_CONFIG_HOME="+sub)
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"bench","messages":[{"role":"user","content":"x"}]}`))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return port, cmd, nil
+			}
+		}
+	}
+	return 0, cmd, fmt.Errorf("%s did not start", name)
+}

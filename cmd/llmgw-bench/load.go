@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+type loadConfig struct {
+	URL         string
+	Model       string
+	Concurrency int
+	Duration    time.Duration
+	Requests    int
+	Stream      bool
+	MaxTokens   int
+	Key         string
+}
+
+type result struct {
+	OK, Errors int
+	FirstErr   string
+	Elapsed    time.Duration
+	Latency    []time.Duration // to last byte
+	TTFB       []time.Duration // streams: to the first content event
+}
+
+func newClient(conc int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: conc * 2, MaxConnsPerHost: 0, DisableCompression: true,
+	}, Timeout: 5 * time.Minute}
+}
+
+func (cfg loadConfig) body() []byte {
+	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short poem about the sea and the mountains, in four lines."}]}`,
+		cfg.Model, cfg.Stream, cfg.MaxTokens)
+}
+
+// run drives the URL with cfg.Concurrency closed-loop clients.
+func run(cfg loadConfig) (*result, error) {
+	client := newClient(cfg.Concurrency)
+	body := cfg.body()
+	url := strings.TrimRight(cfg.URL, "/") + "/chat/completions"
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
+	defer cancel()
+	if cfg.Requests > 0 {
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+	}
+	var (
+		mu   sync.Mutex
+		res  = &result{}
+		left = cfg.Requests
+		wg   sync.WaitGroup
+	)
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if cfg.Requests == 0 {
+			return ctx.Err() == nil
+		}
+		if left == 0 {
+			return false
+		}
+		left--
+		return true
+	}
+	start := time.Now()
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for take() {
+				lat, ttfb, err := one(ctx, client, url, cfg.Key, body, cfg.Stream)
+				mu.Lock()
+				switch {
+				case err != nil && ctx.Err() != nil && cfg.Requests == 0:
+					// cut off by the end of the run; not counted
+				case err != nil:
+					res.Errors++
+					if res.FirstErr == "" {
+						res.FirstErr = err.Error()
+					}
+				default:
+					res.OK++
+					res.Latency = append(res.Latency, lat)
+					if cfg.Stream {
+						res.TTFB = append(res.TTFB, ttfb)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	client.CloseIdleConnections()
+	if res.OK == 0 {
+		return res, fmt.Errorf("no request succeeded: %s", res.FirstErr)
+	}
+	return res, nil
+}
+
+var doneEvent = []byte("data: [DONE]")
+
+func one(ctx context.Context, c *http.Client, url, key string, body []byte, stream bool) (lat, ttfb time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	if !stream {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return time.Since(start), 0, err
+	}
+	br := bufio.NewReader(resp.Body)
+	done := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if ttfb == 0 && bytes.HasPrefix(line, []byte("data:")) {
+			ttfb = time.Since(start)
+		}
+		if bytes.HasPrefix(line, doneEvent) {
+			done = true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && done {
+				return time.Since(start), ttfb, nil
+			}
+			if errors.Is(err, io.EOF) {
+				return 0, 0, errors.New("stream ended without [DONE]")
+			}
+			return 0, 0, err
+		}
+	}
+}
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+func (r *result) rps() float64 { return float64(r.OK) / r.Elapsed.Seconds() }
+
+func (r *result) print(w io.Writer, cfg loadConfig) {
+	fmt.Fprintf(w, "%s c=%d stream=%t: %d ok, %d errors in %s, %.0f req/s\n",
+		cfg.URL, cfg.Concurrency, cfg.Stream, r.OK, r.Errors, r.Elapsed.Round(time.Millisecond), r.rps())
+	fmt.Fprintf(w, "latency p50 %s p90 %s p99 %s\n", us(pct(r.Latency, .5)), us(pct(r.Latency, .9)), us(pct(r.Latency, .99)))
+	if cfg.Stream {
+		fmt.Fprintf(w, "ttfb    p50 %s p90 %s p99 %s\n", us(pct(r.TTFB, .5)), us(pct(r.TTFB, .9)), us(pct(r.TTFB, .99)))
+	}
+	if r.FirstErr != "" {
+		fmt.Fprintf(w, "first error: %s\n", r.FirstErr)
+	}
+}
+
+func us(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds()), 'f', 0, 64) + "µs" }
+
+type pidList []int
+
+func (p *pidList) String() string { return fmt.Sprint(*p) }
+func (p *pidList) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, n)
+	return nil
+}
+
+// cpuTimes reads utime+stime of each pid from /proc.
+func cpuTimes(pids []int) []time.Duration {
+	out := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[i] = time.Duration(ut+st) * (time.Second / clockTicks)
+	}
+	return out
+}
+
+// clockTicks is USER_HZ, 100 on Linux.
+const clockTicks = 100

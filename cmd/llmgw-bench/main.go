@@ -1,0 +1,52 @@
+// Command llmgw-bench is a closed-loop load generator for OpenAI-compatible
+// endpoints. It drives a URL at a fixed concurrency and reports latency
+// percentiles, requests per second and, for streams, time to first and
+// last byte. With -pid it also reports the CPU time those processes spent
+// per request. "llmgw-bench compare" runs the sim replica directly, behind
+// plain Caddy reverse_proxy and behind llm_router, all in one run, and
+// prints the gateway overhead side by side.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		if err := compare(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench compare:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var cfg loadConfig
+	var pids pidList
+	fs := flag.NewFlagSet("llmgw-bench", flag.ExitOnError)
+	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080/v1", "base URL of the OpenAI-compatible API")
+	fs.StringVar(&cfg.Model, "model", "sim-chat", "model to ask for")
+	fs.IntVar(&cfg.Concurrency, "c", 1, "concurrent clients")
+	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "how long to run")
+	fs.IntVar(&cfg.Requests, "n", 0, "stop after this many requests (0: run for -d)")
+	fs.BoolVar(&cfg.Stream, "stream", false, "ask for streamed answers")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", 20, "max_tokens of each request")
+	fs.StringVar(&cfg.Key, "key", "", "API key to send as a bearer token")
+	fs.Var(&pids, "pid", "a process whose CPU time per request to report (repeatable)")
+	_ = fs.Parse(os.Args[1:])
+	cpu0 := cpuTimes(pids)
+	res, err := run(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "llmgw-bench:", err)
+		os.Exit(1)
+	}
+	res.print(os.Stdout, cfg)
+	for i, pid := range pids {
+		used := cpuTimes(pids)[i] - cpu0[i]
+		fmt.Printf("cpu pid %d: %.1f µs/request\n", pid, float64(used.Microseconds())/float64(max(res.OK, 1)))
+	}
+	if res.Errors > 0 {
+		os.Exit(1)
+	}
+}
