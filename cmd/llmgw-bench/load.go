@@ -186,7 +186,9 @@ func (r *result) print(w io.Writer, cfg loadConfig) {
 	}
 }
 
-func us(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds()), 'f', 0, 64) + "µs" }
+func us(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds()), 'f', 0, 64) + "µs"
+}
 
 type pidList []int
 
