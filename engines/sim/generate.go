@@ -34,7 +34,8 @@ type request struct {
 	ResponseFormat      *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
-	Dimensions int `json:"dimensions"`
+	Dimensions     int    `json:"dimensions"`
+	EncodingFormat string `json:"encoding_format"`
 }
 
 type message struct {

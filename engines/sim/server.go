@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -157,7 +159,11 @@ func (s *Server) embeddings(w http.ResponseWriter, req *request) error {
 	tokens := 0
 	for i, in := range inputs {
 		tokens += countTokens(in)
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Embed(in, dims)}
+		var vec any = Embed(in, dims)
+		if req.EncodingFormat == "base64" {
+			vec = base64Floats(vec.([]float32))
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": vec}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object": "list", "model": req.Model, "data": data,
@@ -197,6 +203,16 @@ func Embed(text string, dims int) []float32 {
 		v[i] *= n
 	}
 	return v
+}
+
+// base64Floats encodes a vector as OpenAI does for encoding_format
+// "base64": little-endian float32s.
+func base64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

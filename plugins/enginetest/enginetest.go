@@ -1,0 +1,107 @@
+// Package enginetest is the conformance suite every engine plugin must
+// pass. Run it against the engine itself and, through OverGRPC, against
+// the engine as the gateway sees it across the plugin protocol.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// Options tune the suite for an engine.
+type Options struct {
+	// Spec starts the replica under test; ReplicaID is filled in.
+	Spec engine.ReplicaSpec
+	// ProbePath, when set, is fetched from the replica's base URL and must
+	// answer 200 (for instance "/models").
+	ProbePath string
+	// StartTimeout bounds Start. Default: 60s.
+	StartTimeout time.Duration
+}
+
+// Run checks Info, Start, Status and Stop, and how unknown replicas are
+// reported.
+func Run(t *testing.T, eng engine.Engine, o Options) {
+	t.Helper()
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	ctx := context.Background()
+	info, err := eng.Info(ctx)
+	if err != nil {
+		t.Fatalf("Info: %v", err)
+	}
+	if info.Type == "" || info.Version == "" || len(info.Capabilities) == 0 || len(info.Formats) == 0 {
+		t.Errorf("Info is incomplete: %+v", info)
+	}
+	if _, err := eng.Status(ctx, "no-such-replica"); !errors.Is(err, engine.ErrUnknownReplica) {
+		t.Errorf("Status of an unknown replica: got %v, want ErrUnknownReplica", err)
+	}
+	if err := eng.Stop(ctx, "no-such-replica", 0); !errors.Is(err, engine.ErrUnknownReplica) {
+		t.Errorf("Stop of an unknown replica: got %v, want ErrUnknownReplica", err)
+	}
+	spec := o.Spec
+	spec.ReplicaID = "conformance-" + strings.ReplaceAll(t.Name(), "/", "-")
+	sctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	rep, err := eng.Start(sctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer func() { _ = eng.Stop(ctx, rep.ID, 0) }()
+	if rep.ID != spec.ReplicaID {
+		t.Errorf("Start returned id %q, want the one asked for, %q", rep.ID, spec.ReplicaID)
+	}
+	if !strings.HasPrefix(rep.BaseURL, "http://") && !strings.HasPrefix(rep.BaseURL, "https://") {
+		t.Errorf("BaseURL %q is not an http(s) URL", rep.BaseURL)
+	}
+	if o.ProbePath != "" {
+		resp, err := http.Get(rep.BaseURL + o.ProbePath)
+		if err != nil {
+			t.Fatalf("the replica does not answer: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s%s: %d, want 200", rep.BaseURL, o.ProbePath, resp.StatusCode)
+		}
+	}
+	st, err := eng.Status(ctx, rep.ID)
+	if err != nil || st.State != engine.StateReady {
+		t.Errorf("Status after Start: got %+v, %v, want ready", st, err)
+	}
+	if err := eng.Stop(ctx, rep.ID, time.Second); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if _, err := eng.Status(ctx, rep.ID); !errors.Is(err, engine.ErrUnknownReplica) {
+		t.Errorf("Status after Stop: got %v, want ErrUnknownReplica", err)
+	}
+	if o.ProbePath != "" {
+		if resp, err := http.Get(rep.BaseURL + o.ProbePath); err == nil {
+			resp.Body.Close()
+			t.Errorf("the replica still answers after Stop")
+		}
+	}
+}
+
+// OverGRPC serves impl over the plugin protocol in-process and returns the
+// client side, so the suite also checks the protobuf conversions.
+func OverGRPC(t *testing.T, impl engine.Engine) engine.Engine {
+	t.Helper()
+	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
+		engine.PluginName: &engine.GRPCPlugin{Impl: impl},
+	})
+	t.Cleanup(func() { client.Close(); server.Stop() })
+	raw, err := client.Dispense(engine.PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(engine.Engine)
+}
