@@ -10,15 +10,14 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
-	_ "github.com/llmgw/llmgw/modules/llm"
-	_ "github.com/llmgw/llmgw/modules/llmrouter"
+	"github.com/llmgw/llmgw"
 )
 
 func main() {
 	// Engine plugins are children that speak go-plugin on stdout; run them
 	// before Caddy's command machinery so nothing else touches stdout.
 	if len(os.Args) > 1 && os.Args[1] == "engine" {
-		os.Exit(runEngine(os.Args[2:]))
+		os.Exit(llmgw.RunEngine(os.Args[2:]))
 	}
 	caddycmd.Main()
 }

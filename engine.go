@@ -1,4 +1,8 @@
-package main
+// Package llmgw wires the gateway together: importing it registers every
+// llmgw Caddy module and the "engine" command that runs the built-in engine
+// plugins. cmd/llmgw imports it; so does an xcaddy build made
+// --with github.com/llmgw/llmgw.
+package llmgw
 
 import (
 	"fmt"
@@ -6,9 +10,12 @@ import (
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
+	_ "github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmrouter"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -22,13 +29,21 @@ Runs one of the engine plugins built into llmgw: sim (a simulated model for
 demos and load tests) or openai (an outside OpenAI-compatible provider).
 llmgw starts these as child processes; run by hand, "describe" prints the
 engine's type, version and protocol as JSON.`,
-		Func: func(fl caddycmd.Flags) (int, error) {
-			return runEngine(fl.Args()), nil
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.DisableFlagParsing = true // the sim replica has flags of its own
+			cmd.RunE = func(_ *cobra.Command, args []string) error {
+				if code := RunEngine(args); code != 0 {
+					os.Exit(code)
+				}
+				return nil
+			}
 		},
 	})
 }
 
-func runEngine(args []string) int {
+// RunEngine runs a built-in engine plugin (or the sim engine's replica
+// server) and returns the exit code.
+func RunEngine(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai> [describe]")
 		return 2
