@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -266,5 +267,41 @@ func TestOpenAIClient(t *testing.T) {
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 			t.Errorf("got %d Allow=%q, want 405 Allow=POST", resp.StatusCode, resp.Header.Get("Allow"))
 		}
+	})
+}
+
+func TestPlaceholdersAndAccessLog(t *testing.T) {
+	g := startGateway(t, `
+		model m {
+			engine sim
+			alias m-alias
+			option max_tokens 3
+		}`, "")
+	rep := g.readyReplicas("m", 1)[0]
+	resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"m-alias","messages":[{"role":"user","content":"count the tokens"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	for h, want := range map[string]string{"X-Llm-Model": "m", "X-Llm-Replica": rep.ID, "X-Llm-Completion-Tokens": "3"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s: got %q, want %q", h, got, want)
+		}
+	}
+	// The stream's usage reaches the access log although the client did
+	// not ask for it.
+	resp, body = post(t, g.base+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"count the tokens"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	waitFor(t, 5*time.Second, "two access log entries with usage", func() bool {
+		n := 0
+		for _, line := range strings.Split(g.logs.String(), "\n") {
+			if strings.Contains(line, `"http.log.access`) && strings.Contains(line, `"llm_model":"m"`) &&
+				strings.Contains(line, `"llm_replica":"`+rep.ID+`"`) &&
+				strings.Contains(line, `"llm_prompt_tokens":6`) && strings.Contains(line, `"llm_completion_tokens":3`) {
+				n++
+			}
+		}
+		return n == 2
 	})
 }

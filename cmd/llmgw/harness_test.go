@@ -23,7 +23,10 @@ import (
 )
 
 // binary is the llmgw built once for the end-to-end tests.
-var binary string
+var (
+	binary     string
+	buildFlags []string
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "llmgw-e2e-")
@@ -32,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "llmgw")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", binary, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building llmgw:", err)
@@ -99,6 +102,9 @@ func startGateway(t *testing.T, llmBlock, routerBlock string) *gateway {
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
 	t.Cleanup(func() {
 		g.stop()
+		if strings.Contains(g.logs.String(), "DATA RACE") {
+			t.Error("the race detector found a data race in llmgw")
+		}
 		if t.Failed() {
 			t.Logf("llmgw logs:\n%s", g.logs.String())
 		}
@@ -120,6 +126,13 @@ func (g *gateway) writeConfig(llmBlock, routerBlock string) {
 }
 
 :%d {
+	log
+	header {
+		defer
+		X-Llm-Model {http.llm.model}
+		X-Llm-Replica {http.llm.replica}
+		X-Llm-Completion-Tokens {http.llm.usage.completion_tokens}
+	}
 	route /v1/* {
 		llm_router {
 %s

@@ -37,11 +37,16 @@ type Process struct {
 	HealthPath string
 
 	mu     sync.Mutex
+	misses int
 	state  string
 	msg    string
 	done   chan struct{}
 	health *http.Client
 }
+
+// MaxMisses is how many health checks in a row a ready server may miss
+// before Status reports it failed.
+const MaxMisses = 3
 
 // Table holds the processes of one plugin.
 type Table struct {
@@ -191,10 +196,20 @@ func (t *Table) Status(id string) (engine.Status, error) {
 		return engine.Status{}, err
 	}
 	s := p.Status()
-	if s.State == engine.StateReady && !p.probe() {
-		// A live process that stopped answering is reported, not killed:
-		// the gateway decides what to do about it.
-		s.State, s.Message = engine.StateFailed, "engine server does not answer its health check"
+	if s.State != engine.StateReady {
+		return s, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.probe() {
+		p.misses = 0
+		return s, nil
+	}
+	// A busy server can miss one probe; a live process that keeps not
+	// answering is reported, not killed: the gateway decides.
+	p.misses++
+	if p.misses >= MaxMisses {
+		s.State, s.Message = engine.StateFailed, fmt.Sprintf("engine server missed %d health checks in a row", p.misses)
 	}
 	return s, nil
 }
