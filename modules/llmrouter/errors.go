@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -47,8 +48,13 @@ func toAPIError(err error) *openai.Error {
 	return &openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: msg}
 }
 
-func (rt *Router) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// writeError answers with err, and with the router's time so far in
+// Server-Timing when start is known.
+func (rt *Router) writeError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
 	e := toAPIError(err)
+	if !start.IsZero() {
+		w.Header().Set("Server-Timing", serverTiming(time.Since(start), -1))
+	}
 	if c := rt.logger.Check(zapcore.DebugLevel, "request failed"); c != nil {
 		c.Write(zap.Int("status", e.Status), zap.String("code", e.Code), zap.String("error", e.Message))
 	}

@@ -34,12 +34,12 @@ type attempt struct {
 func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time) {
 	req, err := openai.Load(r, endpoint)
 	if err != nil {
-		rt.writeError(w, r, err)
+		rt.writeError(w, r, err, start)
 		return
 	}
 	m, err := rt.app.Lookup(req.Model)
 	if err != nil {
-		rt.writeError(w, r, err)
+		rt.writeError(w, r, err, start)
 		return
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
@@ -67,7 +67,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
 		}
 	}
-	rt.writeError(w, r, last)
+	rt.writeError(w, r, last, start)
 }
 
 // proxy sends req to one replica. A failure that allows a fallback (connect
@@ -152,8 +152,10 @@ func serverTiming(route, ttfb time.Duration) string {
 	b := make([]byte, 0, 64)
 	b = append(b, "llm_route;dur="...)
 	b = strconv.AppendFloat(b, float64(route.Microseconds())/1000, 'f', 3, 64)
-	b = append(b, ", llm_upstream;desc=\"ttfb\";dur="...)
-	b = strconv.AppendFloat(b, float64(ttfb.Microseconds())/1000, 'f', 3, 64)
+	if ttfb >= 0 {
+		b = append(b, ", llm_upstream;desc=\"ttfb\";dur="...)
+		b = strconv.AppendFloat(b, float64(ttfb.Microseconds())/1000, 'f', 3, 64)
+	}
 	return string(b)
 }
 
@@ -167,7 +169,7 @@ func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Respo
 	_, err := buf.ReadFrom(resp.Body)
 	*bp = buf.Bytes()
 	if err != nil {
-		rt.writeError(w, r, &upstreamError{err: fmt.Errorf("reading the answer: %w", err)})
+		rt.writeError(w, r, &upstreamError{err: fmt.Errorf("reading the answer: %w", err)}, time.Time{})
 		return
 	}
 	if u, ok := openai.FindUsage(buf.Bytes()); ok && resp.StatusCode < 300 {
