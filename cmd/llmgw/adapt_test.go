@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,5 +85,37 @@ func TestListModules(t *testing.T) {
 		if !strings.Contains("\n"+string(out), "\n"+id+"\n") {
 			t.Errorf("list-modules does not show %s", id)
 		}
+	}
+}
+
+// TestJSONConfig runs llmgw from the JSON that `llmgw adapt` makes of a
+// Caddyfile: the same config, the same answers.
+func TestJSONConfig(t *testing.T) {
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.http)
+	g.writeConfig(`
+		model m {
+			engine sim
+			alias m2
+		}`, "")
+	out, err := exec.Command(binary, "adapt", "--config", filepath.Join(g.dir, "Caddyfile")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(g.dir, "config.json")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd = exec.Command(binary, "run", "--config", file)
+	g.cmd.Env = append(os.Environ(), "HOME="+g.dir)
+	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.cmd.Wait(); close(g.exited) }()
+	defer g.stop()
+	g.waitReady()
+	if resp := chatOnce(t, g, "m2"); resp.SystemFingerprint != "llmgw-sim:m" {
+		t.Errorf("fingerprint: got %q", resp.SystemFingerprint)
 	}
 }

@@ -196,18 +196,23 @@ func (g *gateway) client() openai.Client {
 	return openai.NewClient(option.WithBaseURL(g.base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
 
-// models returns the admin API's view of the catalog.
-func (g *gateway) models() map[string]llm.ModelStatus {
+// adminGet decodes the JSON answer of an admin API route.
+func (g *gateway) adminGet(path string, v any) {
 	g.t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/models", g.admin))
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", g.admin, path))
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var list []llm.ModelStatus
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		g.t.Fatal(err)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		g.t.Fatalf("GET %s: %v", path, err)
 	}
+}
+
+// models returns the admin API's view of the catalog.
+func (g *gateway) models() map[string]llm.ModelStatus {
+	var list []llm.ModelStatus
+	g.adminGet("/llm/models", &list)
 	out := make(map[string]llm.ModelStatus, len(list))
 	for _, m := range list {
 		out[m.Name] = m
@@ -217,16 +222,8 @@ func (g *gateway) models() map[string]llm.ModelStatus {
 
 // enginePIDs returns the plugin processes by engine type.
 func (g *gateway) enginePIDs() map[string]int {
-	g.t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/engines", g.admin))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var list []llm.EngineStatus
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		g.t.Fatal(err)
-	}
+	g.adminGet("/llm/engines", &list)
 	out := map[string]int{}
 	for _, e := range list {
 		out[e.Type] = e.PID

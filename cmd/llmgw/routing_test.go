@@ -88,10 +88,16 @@ func TestNoCapacityIs503WithRetryAfter(t *testing.T) {
 }
 
 func TestFirstByteTimeoutIs504(t *testing.T) {
+	// A timeout is not a reason to fall back: the client has waited long
+	// enough.
 	g := startGateway(t, `
 		model slow {
 			engine sim
 			option ttft 5s
+			fallback fast
+		}
+		model fast {
+			engine sim
 		}`, "first_byte_timeout 300ms")
 	g.readyReplicas("slow", 1)
 	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"slow","messages":[{"role":"user","content":"x"}]}`)

@@ -63,6 +63,9 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 			return
 		}
 		last = a.err
+		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
+			break // the client left, or waited long enough: no fallback
+		}
 		if c := rt.logger.Check(zapcore.DebugLevel, "trying fallback"); c != nil && i+1 < len(candidates) {
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
 		}
@@ -161,10 +164,20 @@ func serverTiming(route, ttfb time.Duration) string {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
+// putBuf returns a buffer to the pool unless an unusual answer grew it
+// past 1 MiB, which the pool would otherwise keep alive.
+func putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
 // whole forwards a non-streamed answer, reading usage from it.
 func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	bp := bufPool.Get().(*[]byte)
-	defer func() { *bp = (*bp)[:0]; bufPool.Put(bp) }()
+	defer putBuf(bp)
 	buf := bytes.NewBuffer((*bp)[:0])
 	_, err := buf.ReadFrom(resp.Body)
 	*bp = buf.Bytes()
@@ -203,7 +216,7 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 	defer func() { br.Reset(nil); readerPool.Put(br) }()
 	ep := bufPool.Get().(*[]byte)
 	event := (*ep)[:0]
-	defer func() { *ep = event[:0]; bufPool.Put(ep) }()
+	defer func() { *ep = event; putBuf(ep) }()
 	first := true
 	for {
 		line, err := br.ReadSlice('\n')

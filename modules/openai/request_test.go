@@ -125,6 +125,8 @@ func TestFindUsage(t *testing.T) {
 		{"absent", `{"choices":[]}`, Usage{}, false},
 		{"in content only", `{"content":"the \"usage\" word"}`, Usage{}, false},
 		{"embeddings", `{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}`, Usage{6, 0, 6}, true},
+		{"nested details", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1,"x":"}"}}`, Usage{5, 1, 6}, true},
+		{"cut off", `{"usage":{"prompt_tokens":5`, Usage{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := FindUsage([]byte(tc.body))
@@ -160,6 +162,17 @@ func BenchmarkUpstreamBodyStreamSplice(b *testing.B) {
 	for b.Loop() {
 		if _, err := r.UpstreamBody(""); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+var benchAnswer = []byte(`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a fairly ordinary answer of a few words"},"finish_reason":"stop"}],"usage":{"prompt_tokens":31,"completion_tokens":20,"total_tokens":51,"prompt_tokens_details":{"cached_tokens":0}}}`)
+
+func BenchmarkFindUsage(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := FindUsage(benchAnswer); !ok {
+			b.Fatal("no usage")
 		}
 	}
 }

@@ -30,8 +30,12 @@ func FindUsage(b []byte) (Usage, bool) {
 	if len(rest) == 0 || rest[0] != '{' {
 		return Usage{}, false
 	}
+	end := objectEnd(rest)
+	if end < 0 {
+		return Usage{}, false
+	}
 	var u Usage
-	if err := json.NewDecoder(bytes.NewReader(rest)).Decode(&u); err != nil {
+	if err := json.Unmarshal(rest[:end], &u); err != nil {
 		return Usage{}, false
 	}
 	if u.TotalTokens == 0 {
@@ -44,4 +48,33 @@ func FindUsage(b []byte) (Usage, bool) {
 // choices: the chunk sent because stream_options.include_usage was set.
 func IsUsageOnlyChunk(data []byte) bool {
 	return bytes.Contains(data, []byte(`"choices":[]`)) || bytes.Contains(data, []byte(`"choices": []`))
+}
+
+// objectEnd returns the length of the JSON object at the start of b
+// (through its closing brace), or -1 if it does not close.
+func objectEnd(b []byte) int {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }
