@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -238,7 +239,13 @@ func toolArgs(t *tool, rng *rand.Rand) string {
 	}
 	_ = json.Unmarshal(t.Function.Parameters, &schema)
 	args := make(map[string]any, len(schema.Properties))
-	for name, p := range schema.Properties {
+	names := make([]string, 0, len(schema.Properties))
+	for name := range schema.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same draws for the same names, every time
+	for _, name := range names {
+		p := schema.Properties[name]
 		switch {
 		case len(p.Enum) > 0:
 			args[name] = p.Enum[rng.IntN(len(p.Enum))]
