@@ -6,7 +6,9 @@ package llmgw
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/hashicorp/go-hclog"
@@ -14,12 +16,29 @@ import (
 
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
-	_ "github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmquota"
 	_ "github.com/llmgw/llmgw/modules/llmrouter"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "hash-key",
+		Usage: "[--new] [<secret>]",
+		Short: "Prints the hash of an API key for the llm app's key directive",
+		Long: `
+Prints the SHA-256 of an API key's secret, which is what a Caddyfile's
+"key <id> <sha256>" keeps. With --new, it makes a new secret and prints the
+secret (give it to the caller; it is not stored) and its hash. Without a
+secret argument, the secret is read from standard input.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			fresh := cmd.Flags().Bool("new", false, "make a new secret")
+			cmd.RunE = func(_ *cobra.Command, args []string) error {
+				return hashKey(*fresh, args)
+			}
+		},
+	})
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "engine",
 		Usage: "<type> [describe]",
@@ -68,4 +87,35 @@ func RunEngine(args []string) int {
 	}
 	engine.Serve(impl, args[1:])
 	return 0
+}
+
+func hashKey(fresh bool, args []string) error {
+	var secret string
+	switch {
+	case fresh:
+		s, err := llm.NewSecret()
+		if err != nil {
+			return err
+		}
+		secret = s
+		fmt.Println("secret:", secret)
+	case len(args) == 1:
+		secret = args[0]
+	case len(args) == 0:
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, 4096))
+		if err != nil {
+			return err
+		}
+		secret = strings.TrimSpace(string(b))
+	default:
+		return fmt.Errorf("give one secret, or --new")
+	}
+	if secret == "" {
+		return fmt.Errorf("the secret is empty; give one, or use --new")
+	}
+	if fresh {
+		fmt.Print("sha256: ")
+	}
+	fmt.Println(llm.HashKey(secret))
+	return nil
 }

@@ -66,6 +66,14 @@ type gateway struct {
 	base   string
 	logs   *syncBuffer
 	exited chan struct{}
+	quota  *string // llm_quota's block, when it runs
+}
+
+func (g *gateway) quotaDirective() string {
+	if g.quota == nil {
+		return ""
+	}
+	return "\t\tllm_quota {\n" + *g.quota + "\n\t\t}"
 }
 
 type syncBuffer struct {
@@ -90,8 +98,28 @@ func (s *syncBuffer) String() string {
 func startGateway(t *testing.T, llmBlock, routerBlock string) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
-	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.http)
 	g.writeConfig(llmBlock, routerBlock)
+	g.start()
+	return g
+}
+
+// startQuotaGateway is startGateway with llm_quota (configured by
+// quotaBlock) in front of the router.
+func startQuotaGateway(t *testing.T, llmBlock, quotaBlock string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	g.quota = &quotaBlock
+	g.writeConfig(llmBlock, "")
+	g.start()
+	return g
+}
+
+// start runs llmgw with the config in g.dir.
+func (g *gateway) start() {
+	t := g.t
+	t.Helper()
+	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.http)
+	g.exited = make(chan struct{})
 	g.cmd = exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
 	g.cmd.Env = append(os.Environ(), "HOME="+g.dir, "XDG_DATA_HOME="+filepath.Join(g.dir, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(g.dir, "config"))
@@ -110,7 +138,6 @@ func startGateway(t *testing.T, llmBlock, routerBlock string) *gateway {
 		}
 	})
 	g.waitReady()
-	return g
 }
 
 func (g *gateway) writeConfig(llmBlock, routerBlock string) {
@@ -134,12 +161,13 @@ func (g *gateway) writeConfig(llmBlock, routerBlock string) {
 		X-Llm-Completion-Tokens {http.llm.usage.completion_tokens}
 	}
 	route /v1/* {
+%s
 		llm_router {
 %s
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llmBlock, g.http, routerBlock)
+`, g.admin, filepath.Join(g.dir, "storage"), llmBlock, g.http, g.quotaDirective(), routerBlock)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
@@ -157,7 +185,8 @@ func (g *gateway) waitReady() {
 		resp, err := http.Get(g.base + "/v1/models")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
+			// 401: llm_quota runs and wants a key, so the server is up.
+			if resp.StatusCode == 200 || resp.StatusCode == 401 {
 				return
 			}
 		}

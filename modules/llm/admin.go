@@ -19,6 +19,12 @@ func init() {
 //	GET /llm/models          every model with its state and replicas
 //	GET /llm/models/<name>   one model
 //	GET /llm/engines         the engine plugins
+//	GET /llm/keys            API keys (never their secrets)
+//	POST /llm/keys           create a key: {"project":"org/team/project","id":"…"}; the secret is shown once
+//	GET /llm/keys/<id>       one key with its levels and effective limits
+//	DELETE /llm/keys/<id>    revoke a key created here
+//	POST /llm/keys/<id>/rotate  replace a key's secret; the old one stops working
+//	GET /llm/usage?project=…&from=&to=  usage by model (also org=, team=, key=)
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -35,6 +41,9 @@ func (Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm/models", Handler: caddy.AdminHandlerFunc(getModels)},
 		{Pattern: "/llm/models/", Handler: caddy.AdminHandlerFunc(getModel)},
 		{Pattern: "/llm/engines", Handler: caddy.AdminHandlerFunc(getEngines)},
+		{Pattern: "/llm/keys", Handler: caddy.AdminHandlerFunc(handleKeys)},
+		{Pattern: "/llm/keys/", Handler: caddy.AdminHandlerFunc(handleKey)},
+		{Pattern: "/llm/usage", Handler: caddy.AdminHandlerFunc(getUsage)},
 	}
 }
 
@@ -42,6 +51,10 @@ func current(r *http.Request) (*App, error) {
 	if r.Method != http.MethodGet {
 		return nil, caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed; use GET", r.Method)}
 	}
+	return running()
+}
+
+func running() (*App, error) {
 	a := active.Load()
 	if a == nil {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("the llm app is not running; add an llm global option to the config")}

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/plugins/host"
@@ -59,6 +61,9 @@ type App struct {
 	MaxWaiting int `json:"max_waiting,omitempty"`
 	// StartTimeout bounds one replica's start. Default: 5m.
 	StartTimeout caddy.Duration `json:"start_timeout,omitempty"`
+	// Orgs is the tenancy tree: organisations, their teams,
+	// projects and API keys, each with limits. llm_quota enforces them.
+	Orgs []*Org `json:"orgs,omitempty"`
 
 	cat     *catalog
 	fleets  map[string]*fleet // by model name
@@ -66,7 +71,14 @@ type App struct {
 	pkeys   []string
 	engines map[string]*host.Plugin
 	logger  *zap.Logger
+
+	storage     certmagic.Storage
+	keys        *atomic.Pointer[keyring]
+	runtimeKeys []*APIKey
 }
+
+// keysMu serializes runtime key changes.
+var keysMu sync.Mutex
 
 // EngineConfig says how to run one engine type's plugin.
 type EngineConfig struct {
@@ -113,6 +125,20 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.cat = cat
+	a.storage = ctx.Storage()
+	a.keys = new(atomic.Pointer[keyring])
+	runtime, err := a.loadRuntimeKeys(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.rebuildKeys(runtime); err != nil {
+		return err
+	}
+	for _, m := range a.Models {
+		if err := m.Price.validate(m.Name); err != nil {
+			return err
+		}
+	}
 	a.engines = make(map[string]*host.Plugin)
 	a.fleets = make(map[string]*fleet)
 	for _, m := range a.Models {

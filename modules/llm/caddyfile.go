@@ -37,6 +37,10 @@ func init() {
 //			idle_timeout       <duration>
 //			target_concurrency <requests>
 //			fallback           <model...>
+//			price              <input> <output>   # per million tokens
+//		}
+//		org <name> {                            # see parseOrg
+//			...
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
@@ -63,7 +67,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	for d.NextBlock(0) {
 		dir := d.Val()
-		if dir != "engine" && dir != "model" {
+		if dir != "engine" && dir != "model" && dir != "org" {
 			if seen[dir] {
 				return d.Errf("duplicate subdirective %q", dir)
 			}
@@ -83,6 +87,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseEngine(d)
 		case "model":
 			err = a.parseModel(d)
+		case "org":
+			err = a.parseOrg(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
@@ -208,6 +214,8 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return intArg(d, &sc().TargetConcurrency, 1)
 	case "fallback":
 		return manyArgs(d, &m.Fallbacks)
+	case "price":
+		return parsePrice(d, m)
 	}
 	return d.Errf("unrecognized model subdirective %q", dir)
 }

@@ -119,3 +119,31 @@ func TestClosestNames(t *testing.T) {
 		}
 	}
 }
+
+func TestOrgCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct{ name, input, want string }{
+		{"org without name", "llm {\n org\n}", "wrong argument count"},
+		{"org two names", "llm {\n org a b\n}", "wrong argument count"},
+		{"unknown limit", "llm {\n org a {\n  colour red\n }\n}", `unrecognized subdirective "colour"`},
+		{"duplicate limit", "llm {\n org a {\n  requests_per_minute 1\n  requests_per_minute 2\n }\n}", `duplicate subdirective "requests_per_minute"`},
+		{"bad rpm", "llm {\n org a {\n  requests_per_minute none\n }\n}", "not a whole number"},
+		{"bad budget", "llm {\n org a {\n  budget lots\n }\n}", `budget "lots"`},
+		{"bad budget period", "llm {\n org a {\n  budget 5 year\n }\n}", `budget period "year"`},
+		{"budget args", "llm {\n org a {\n  budget\n }\n}", "wrong argument count"},
+		{"models without names", "llm {\n org a {\n  models\n }\n}", "wrong argument count"},
+		{"team without name", "llm {\n org a {\n  team\n }\n}", "wrong argument count"},
+		{"team unknown", "llm {\n org a {\n  team t {\n   key x y\n  }\n }\n}", `unrecognized subdirective "key"`},
+		{"project without name", "llm {\n org a {\n  team t {\n   project\n  }\n }\n}", "wrong argument count"},
+		{"key without hash", "llm {\n org a {\n  team t {\n   project p {\n    key k\n   }\n  }\n }\n}", "wrong argument count"},
+		{"key limit unknown", "llm {\n org a {\n  team t {\n   project p {\n    key k h {\n     team x\n    }\n   }\n  }\n }\n}", `unrecognized subdirective "team"`},
+		{"price one value", "llm {\n model m {\n  engine sim\n  price 1\n }\n}", "wrong argument count"},
+		{"price not a number", "llm {\n model m {\n  engine sim\n  price a b\n }\n}", "per million tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := new(App).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -35,10 +36,34 @@ type Model struct {
 	ContextLength int64 `json:"context_length,omitempty"`
 	// Scaling sets how many replicas run.
 	Scaling *Scaling `json:"scaling,omitempty"`
+	// Price of the model's tokens, for budgets and usage costs.
+	Price *Price `json:"price,omitempty"`
 	// Fallbacks are other catalog models tried, in order, when this one
 	// fails before the first byte of the answer: connect error, 5xx, 429
 	// or no capacity.
 	Fallbacks []string `json:"fallbacks,omitempty"`
+}
+
+// Price is what a model's tokens cost, per million, in the currency
+// budgets are set in.
+type Price struct {
+	InputPerMillion  float64 `json:"input_per_million,omitempty"`
+	OutputPerMillion float64 `json:"output_per_million,omitempty"`
+}
+
+// CostMicros is the cost of usage in millionths of the currency unit.
+func (p *Price) CostMicros(prompt, completion int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(math.Round(float64(prompt)*p.InputPerMillion + float64(completion)*p.OutputPerMillion))
+}
+
+func (p *Price) validate(model string) error {
+	if p != nil && (p.InputPerMillion < 0 || p.OutputPerMillion < 0) {
+		return fmt.Errorf("model %q: prices must not be negative", model)
+	}
+	return nil
 }
 
 // Scaling says how many replicas of a model run.

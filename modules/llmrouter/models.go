@@ -38,10 +38,17 @@ func objectsFor(s llm.ModelStatus) []modelObject {
 	return out
 }
 
-func (rt *Router) serveModels(w http.ResponseWriter) {
+// serveModels lists the models the caller may use: all of them, or those
+// its key allows when llm_quota ran first.
+func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
+	tenant, _ := llm.TenantOf(r)
 	data := []modelObject{}
 	for _, s := range rt.app.Status() {
-		data = append(data, objectsFor(s)...)
+		for _, o := range objectsFor(s) {
+			if tenant == nil || tenant.Allowed(o.ID, s.Name) {
+				data = append(data, o)
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(struct {

@@ -218,6 +218,8 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 	event := (*ep)[:0]
 	defer func() { *ep = event; putBuf(ep) }()
 	first := true
+	var st streamState
+	defer settleCut(r, req, &st)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
@@ -230,7 +232,7 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 			continue // event not complete
 		}
 		if len(event) > 0 {
-			if !rt.forwardEvent(w, r, req, event) {
+			if !rt.forwardEvent(w, r, req, event, &st) {
 				return
 			}
 			event = event[:0]
@@ -253,17 +255,46 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 	}
 }
 
-func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte) bool {
-	if bytes.HasPrefix(event, dataPrefix) && bytes.Contains(event, usageKey) {
-		if u, ok := openai.FindUsage(event); ok {
-			setUsage(r, u)
-			if !req.IncludeUsage && openai.IsUsageOnlyChunk(event) {
-				return true
+// streamState is what stream learns from the events it forwards.
+type streamState struct {
+	events    int64 // data events forwarded, about one token each
+	sawUsage  bool
+	sawDone   bool
+	sawFinish bool
+}
+
+func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte, st *streamState) bool {
+	if bytes.HasPrefix(event, dataPrefix) {
+		if bytes.Contains(event, usageKey) {
+			if u, ok := openai.FindUsage(event); ok {
+				setUsage(r, u)
+				st.sawUsage = true
+				if !req.IncludeUsage && openai.IsUsageOnlyChunk(event) {
+					return true
+				}
 			}
+		}
+		if bytes.HasPrefix(event, doneEvent) {
+			st.sawDone = true
+		} else {
+			st.events++
 		}
 	}
 	_, err := w.Write(event)
 	return err == nil
+}
+
+var doneEvent = []byte("data: [DONE]")
+
+// settleCut records usage for a stream that ended without a usage chunk
+// (cut short by the client or the upstream): the prompt estimate and one
+// token per forwarded event.
+func settleCut(r *http.Request, req *openai.Request, st *streamState) {
+	if st.sawUsage {
+		return
+	}
+	p := req.PromptTokensEstimate()
+	setUsage(r, openai.Usage{PromptTokens: p, CompletionTokens: st.events, TotalTokens: p + st.events, Estimated: true})
 }
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
@@ -278,12 +309,8 @@ func setVars(r *http.Request, rep *llm.Replica) {
 	}
 }
 
-// UsageVar is the request variable that holds the answer's usage
-// (openai.Usage), for the handlers that settle after the router.
-const UsageVar = "llm.usage"
-
 func setUsage(r *http.Request, u openai.Usage) {
-	caddyhttp.SetVar(r.Context(), UsageVar, u)
+	openai.SetUsage(r, u)
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.usage.prompt_tokens", u.PromptTokens)
 		repl.Set("http.llm.usage.completion_tokens", u.CompletionTokens)

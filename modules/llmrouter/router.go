@@ -147,7 +147,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			methodNotAllowed(w, "GET")
 			return nil
 		}
-		rt.serveModels(w)
+		rt.serveModels(w, r)
 	default:
 		if id, ok := strings.CutPrefix(endpoint, "models/"); ok && r.Method == http.MethodGet {
 			rt.serveModel(w, id)

@@ -216,3 +216,10 @@ func (r *Request) UpstreamBody(model string) ([]byte, error) {
 	}
 	return json.Marshal(fields)
 }
+
+// PromptTokensEstimate guesses the prompt's size in tokens from its bytes
+// (about four per token), for reservations before the real count is known.
+func (r *Request) PromptTokensEstimate() int64 {
+	n := len(r.Messages) + len(r.Prompt) + len(r.Input)
+	return int64(n/4 + 1)
+}

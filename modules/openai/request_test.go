@@ -119,13 +119,13 @@ func TestFindUsage(t *testing.T) {
 		want       Usage
 		ok         bool
 	}{
-		{"response", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, Usage{3, 4, 7}, true},
-		{"spaced", `{"usage" : { "prompt_tokens": 3, "completion_tokens": 4 }}`, Usage{3, 4, 7}, true},
+		{"response", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, true},
+		{"spaced", `{"usage" : { "prompt_tokens": 3, "completion_tokens": 4 }}`, Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, true},
 		{"null", `{"usage":null}`, Usage{}, false},
 		{"absent", `{"choices":[]}`, Usage{}, false},
 		{"in content only", `{"content":"the \"usage\" word"}`, Usage{}, false},
-		{"embeddings", `{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}`, Usage{6, 0, 6}, true},
-		{"nested details", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1,"x":"}"}}`, Usage{5, 1, 6}, true},
+		{"embeddings", `{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}`, Usage{PromptTokens: 6, CompletionTokens: 0, TotalTokens: 6}, true},
+		{"nested details", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1,"x":"}"}}`, Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6}, true},
 		{"cut off", `{"usage":{"prompt_tokens":5`, Usage{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,9 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // Usage is token accounting for one answer.
@@ -10,6 +13,21 @@ type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// Estimated is set when the upstream reported no usage (a stream cut
+	// short) and the router counted what it forwarded instead.
+	Estimated bool `json:"-"`
+}
+
+const usageVar = "llm.usage"
+
+// SetUsage records the answer's usage on the request, for the handlers
+// that settle after the router (the router sets it).
+func SetUsage(r *http.Request, u Usage) { caddyhttp.SetVar(r.Context(), usageVar, u) }
+
+// GetUsage returns the usage the router recorded, if any.
+func GetUsage(r *http.Request) (Usage, bool) {
+	u, ok := caddyhttp.GetVar(r.Context(), usageVar).(Usage)
+	return u, ok
 }
 
 var usageKey = []byte(`"usage"`)

@@ -1,0 +1,214 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+)
+
+func apiErr(status int, format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
+}
+
+func handleKeys(w http.ResponseWriter, r *http.Request) error {
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return writeJSON(w, a.keyInfos())
+	case http.MethodPost:
+		return a.createKey(w, r)
+	}
+	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
+}
+
+func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ID      string  `json:"id"`
+		Project string  `json:"project"`
+		Limits  *Limits `json:"limits"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return apiErr(http.StatusBadRequest, "the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)
+	}
+	if req.ID == "" {
+		req.ID = "key-" + randID()
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return err
+	}
+	key := &APIKey{ID: req.ID, SHA256: HashKey(secret), Limits: req.Limits, Project: req.Project, Created: now().UTC()}
+	err = a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+		if _, ok := a.keys.Load().projects[req.Project]; !ok {
+			return nil, apiErr(http.StatusBadRequest, "project %q is not declared; use organisation/team/project as in the config", req.Project)
+		}
+		if _, dup := a.keys.Load().byID[req.ID]; dup {
+			return nil, apiErr(http.StatusConflict, "a key with id %q exists", req.ID)
+		}
+		return append(keys, key), nil
+	})
+	if err != nil {
+		return asAPIError(err)
+	}
+	a.audit(r, "key created", zap.String("key", key.ID), zap.String("project", key.Project))
+	w.WriteHeader(http.StatusCreated)
+	return writeJSON(w, KeyInfo{ID: key.ID, Project: key.Project, Source: "runtime", Created: key.Created, Limits: key.Limits, Secret: secret})
+}
+
+func handleKey(w http.ResponseWriter, r *http.Request) error {
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/llm/keys/")
+	id, action, _ := strings.Cut(rest, "/")
+	switch {
+	case r.Method == http.MethodGet && action == "":
+		for _, k := range a.keyInfos() {
+			if k.ID == id {
+				return writeJSON(w, k)
+			}
+		}
+		return apiErr(http.StatusNotFound, "no key %q", id)
+	case r.Method == http.MethodDelete && action == "":
+		return a.revokeKey(w, r, id)
+	case r.Method == http.MethodPost && action == "rotate":
+		return a.rotateKey(w, r, id)
+	}
+	return apiErr(http.StatusMethodNotAllowed, "use GET or DELETE /llm/keys/<id>, or POST /llm/keys/<id>/rotate")
+}
+
+// runtimeKey finds a key created through the API in keys, or explains why
+// it cannot be changed here.
+func (a *App) runtimeKey(keys []*APIKey, id string) (*APIKey, error) {
+	for _, k := range keys {
+		if k.ID == id {
+			return k, nil
+		}
+	}
+	if _, ok := a.keys.Load().byID[id]; ok {
+		return nil, apiErr(http.StatusConflict, "key %q is declared in the config file; change it there", id)
+	}
+	return nil, apiErr(http.StatusNotFound, "no key %q", id)
+}
+
+func (a *App) revokeKey(w http.ResponseWriter, r *http.Request, id string) error {
+	err := a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+		k, err := a.runtimeKey(keys, id)
+		if err != nil {
+			return nil, err
+		}
+		if k.Revoked == nil {
+			t := now().UTC()
+			k.Revoked = &t
+		}
+		return keys, nil
+	})
+	if err != nil {
+		return asAPIError(err)
+	}
+	a.audit(r, "key revoked", zap.String("key", id))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error {
+	secret, err := NewSecret()
+	if err != nil {
+		return err
+	}
+	var info KeyInfo
+	err = a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+		k, err := a.runtimeKey(keys, id)
+		if err != nil {
+			return nil, err
+		}
+		if k.Revoked != nil {
+			return nil, apiErr(http.StatusConflict, "key %q is revoked; create a new one", id)
+		}
+		k.SHA256, k.Created = HashKey(secret), now().UTC()
+		info = KeyInfo{ID: k.ID, Project: k.Project, Source: "runtime", Created: k.Created, Limits: k.Limits, Secret: secret}
+		return keys, nil
+	})
+	if err != nil {
+		return asAPIError(err)
+	}
+	a.audit(r, "key rotated", zap.String("key", id))
+	return writeJSON(w, info)
+}
+
+func asAPIError(err error) error {
+	if _, ok := err.(caddy.APIError); ok {
+		return err
+	}
+	return apiErr(http.StatusBadRequest, "%v", err)
+}
+
+// audit logs an administrative change with who made it.
+func (a *App) audit(r *http.Request, msg string, fields ...zap.Field) {
+	actor := r.Header.Get("X-Llmgw-Actor")
+	if actor == "" {
+		actor = "unknown"
+	}
+	a.logger.Named("audit").Info(msg, append(fields, zap.String("actor", actor), zap.Time("at", time.Now()))...)
+}
+
+// getUsage answers GET /llm/usage?org=|team=|project=|key=…&from=&to= with
+// usage by model. from and to are RFC 3339; default the last 24 hours.
+func getUsage(w http.ResponseWriter, r *http.Request) error {
+	if _, err := current(r); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	var node string
+	for _, k := range []string{"org", "team", "project", "key"} {
+		if v := q.Get(k); v != "" {
+			node = k[:1] + ":" + v
+		}
+	}
+	if node == "" {
+		return apiErr(http.StatusBadRequest, "name a node: ?org=, ?team=org/team, ?project=org/team/project or ?key=<id>")
+	}
+	to, from := now().UTC(), now().UTC().Add(-24*time.Hour)
+	for name, dst := range map[string]*time.Time{"from": &from, "to": &to} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return apiErr(http.StatusBadRequest, "%s=%q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v)
+			}
+			*dst = t
+		}
+	}
+	models := map[string]*Usage{}
+	var rerr error
+	usageReaders.Range(func(_, v any) bool {
+		got, err := v.(UsageReader).ReadUsage(node, from, to)
+		if err != nil {
+			rerr = err
+			return false
+		}
+		for m, u := range got {
+			if models[m] == nil {
+				models[m] = &Usage{}
+			}
+			models[m].Add(*u)
+		}
+		return true
+	})
+	if rerr != nil {
+		return apiErr(http.StatusBadGateway, "reading usage: %v", rerr)
+	}
+	var total Usage
+	for _, u := range models {
+		total.Add(*u)
+	}
+	return writeJSON(w, map[string]any{"node": node, "from": from, "to": to, "models": models, "total": total})
+}

@@ -1,0 +1,169 @@
+package llm
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// parseOrg parses an organisation of the tenancy tree:
+//
+//	org <name> {
+//		<limits>
+//		team <name> {
+//			<limits>
+//			project <name> {
+//				<limits>
+//				key <id> <sha256> [{
+//					<limits>
+//				}]
+//			}
+//		}
+//	}
+//
+// where <limits> are any of
+//
+//	requests_per_minute <n>
+//	tokens_per_minute   <n>
+//	tokens_per_day      <n>
+//	budget              <amount> [day|month]
+//	max_concurrent      <n>
+//	models              <name|glob...>
+func (a *App) parseOrg(d *caddyfile.Dispenser) error {
+	o := new(Org)
+	if err := nameArg(d, &o.Name); err != nil {
+		return err
+	}
+	return parseNode(d, &o.Limits, func(dir string) (bool, error) {
+		if dir != "team" {
+			return false, nil
+		}
+		t := new(Team)
+		o.Teams = append(o.Teams, t)
+		return true, parseTeam(d, t)
+	}, func() { a.Orgs = append(a.Orgs, o) })
+}
+
+func parseTeam(d *caddyfile.Dispenser, t *Team) error {
+	if err := nameArg(d, &t.Name); err != nil {
+		return err
+	}
+	return parseNode(d, &t.Limits, func(dir string) (bool, error) {
+		if dir != "project" {
+			return false, nil
+		}
+		p := new(Project)
+		t.Projects = append(t.Projects, p)
+		return true, parseProject(d, p)
+	}, func() {})
+}
+
+func parseProject(d *caddyfile.Dispenser, p *Project) error {
+	if err := nameArg(d, &p.Name); err != nil {
+		return err
+	}
+	return parseNode(d, &p.Limits, func(dir string) (bool, error) {
+		if dir != "key" {
+			return false, nil
+		}
+		k := new(APIKey)
+		if !d.Args(&k.ID, &k.SHA256) || d.NextArg() {
+			return true, d.ArgErr()
+		}
+		p.Keys = append(p.Keys, k)
+		return true, parseNode(d, &k.Limits, func(string) (bool, error) { return false, nil }, func() {})
+	}, func() {})
+}
+
+func nameArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// parseNode parses a block of limits and children; child handles the
+// subdirectives limits do not know.
+func parseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool, error), done func()) error {
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		ok, err := child(dir)
+		if ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[dir] {
+			return d.Errf("duplicate subdirective %q", dir)
+		}
+		seen[dir] = true
+		if *lp == nil {
+			*lp = new(Limits)
+		}
+		if err := parseLimit(d, *lp, dir); err != nil {
+			return err
+		}
+	}
+	done()
+	return nil
+}
+
+func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
+	i64 := func(dst *int64) error {
+		var n int
+		err := intArg(d, &n, 1)
+		*dst = int64(n)
+		return err
+	}
+	switch dir {
+	case "requests_per_minute":
+		return i64(&l.RequestsPerMinute)
+	case "tokens_per_minute":
+		return i64(&l.TokensPerMinute)
+	case "tokens_per_day":
+		return i64(&l.TokensPerDay)
+	case "max_concurrent":
+		return i64(&l.MaxConcurrent)
+	case "models":
+		return manyArgs(d, &l.Models)
+	case "budget":
+		args := d.RemainingArgs()
+		if len(args) < 1 || len(args) > 2 {
+			return d.ArgErr()
+		}
+		b, err := strconv.ParseFloat(args[0], 64)
+		if err != nil || b <= 0 {
+			return d.Errf("budget %q is not a positive amount", args[0])
+		}
+		l.Budget = b
+		if len(args) == 2 {
+			if args[1] != "day" && args[1] != "month" {
+				return d.Errf("budget period %q: use day or month", args[1])
+			}
+			l.BudgetPeriod = args[1]
+		}
+		return nil
+	}
+	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent and models", dir)
+}
+
+// parsePrice parses a model's "price <input> <output>" (per million tokens).
+func parsePrice(d *caddyfile.Dispenser, m *Model) error {
+	var in, out string
+	if !d.Args(&in, &out) || d.NextArg() {
+		return d.ArgErr()
+	}
+	pi, err1 := strconv.ParseFloat(in, 64)
+	po, err2 := strconv.ParseFloat(out, 64)
+	if err1 != nil || err2 != nil || pi < 0 || po < 0 {
+		return d.Errf("price %s %s: give the input and output price per million tokens, such as 0.15 0.60", in, out)
+	}
+	m.Price = &Price{InputPerMillion: pi, OutputPerMillion: po}
+	return nil
+}

@@ -1,0 +1,165 @@
+package llm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// keysStorageKey is where keys created through the admin API are kept in
+// Caddy's storage, so they survive restarts.
+const keysStorageKey = "llmgw/keys.json"
+
+// SecretPrefix starts every secret llmgw makes.
+const SecretPrefix = "sk-llmgw-"
+
+// Key lookup errors; both answer 401.
+var (
+	ErrNoKey      = errors.New("no API key; send one as \"Authorization: Bearer <key>\"")
+	ErrUnknownKey = errors.New("the API key is not valid (unknown or revoked); check the key or ask an administrator for a new one")
+)
+
+// Authenticate resolves a secret to its tenant.
+func (a *App) Authenticate(secret string) (*Tenant, error) {
+	if secret == "" {
+		return nil, ErrNoKey
+	}
+	kr := a.keys.Load()
+	if t, ok := kr.byHash[HashKey(secret)]; ok {
+		return t, nil
+	}
+	return nil, ErrUnknownKey
+}
+
+// HasTenants reports whether any organisation is configured.
+func (a *App) HasTenants() bool { return len(a.Orgs) > 0 }
+
+// NewSecret makes a random key secret.
+func NewSecret() (string, error) {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 32)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return SecretPrefix + string(b), nil
+}
+
+// loadRuntimeKeys reads the keys created through the admin API.
+func (a *App) loadRuntimeKeys(ctx context.Context) ([]*APIKey, error) {
+	if a.storage == nil {
+		return nil, nil
+	}
+	b, err := a.storage.Load(ctx, keysStorageKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading runtime keys from storage: %w", err)
+	}
+	var keys []*APIKey
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, fmt.Errorf("runtime keys in storage (%s) are corrupt: %w", keysStorageKey, err)
+	}
+	return keys, nil
+}
+
+// rebuildKeys makes the keyring from the config and the runtime keys.
+func (a *App) rebuildKeys(runtime []*APIKey) error {
+	kr, err := newKeyring(a.Orgs)
+	if err != nil {
+		return err
+	}
+	for _, k := range runtime {
+		if err := kr.add(k, k.Project); err != nil {
+			a.logger.Warn("ignoring runtime key", zap.String("key", k.ID), zap.Error(err))
+		}
+	}
+	a.runtimeKeys = runtime
+	a.keys.Store(kr)
+	return nil
+}
+
+// KeyInfo is what the admin API shows of a key: never its secret.
+type KeyInfo struct {
+	ID        string     `json:"id"`
+	Project   string     `json:"project"`
+	Source    string     `json:"source"` // "config" or "runtime"
+	Created   time.Time  `json:"created,omitzero"`
+	Revoked   *time.Time `json:"revoked,omitempty"`
+	Limits    *Limits    `json:"limits,omitempty"`
+	Levels    []Level    `json:"levels,omitempty"`
+	Effective *Limits    `json:"effective,omitempty"`
+	Secret    string     `json:"secret,omitempty"` // only when created or rotated
+}
+
+func (a *App) keyInfos() []KeyInfo {
+	kr := a.keys.Load()
+	runtime := map[string]bool{}
+	for _, k := range a.runtimeKeys {
+		runtime[k.ID] = true
+	}
+	var out []KeyInfo
+	for id, k := range kr.byID {
+		info := KeyInfo{ID: id, Project: k.Project, Source: "config", Created: k.Created, Revoked: k.Revoked, Limits: k.Limits}
+		if runtime[id] {
+			info.Source = "runtime"
+		}
+		if t, ok := kr.byHash[k.SHA256]; ok {
+			info.Project, info.Levels = t.Project, t.Levels
+			eff := t.Effective
+			info.Effective = &eff
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// changeKeys applies fn to a copy of the runtime keys, persists the result
+// and swaps the keyring. Changes are serialized.
+func (a *App) changeKeys(ctx context.Context, fn func(keys []*APIKey) ([]*APIKey, error)) error {
+	keysMu.Lock()
+	defer keysMu.Unlock()
+	cur := make([]*APIKey, len(a.runtimeKeys))
+	for i, k := range a.runtimeKeys {
+		c := *k
+		cur[i] = &c
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	kr, err := newKeyring(a.Orgs)
+	if err != nil {
+		return err
+	}
+	for _, k := range next {
+		if err := kr.add(k, k.Project); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if a.storage != nil {
+		if err := a.storage.Store(ctx, keysStorageKey, b); err != nil {
+			return fmt.Errorf("saving keys to storage: %w", err)
+		}
+	}
+	a.runtimeKeys = next
+	a.keys.Store(kr)
+	return nil
+}

@@ -1,0 +1,123 @@
+package llmquota
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+// admit asks the store; while it is unreachable, the policy decides.
+// Outages are logged once when they start and once when they end.
+func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
+	d, err := q.store.admit(r.Context(), a)
+	if err == nil {
+		if q.down.CompareAndSwap(true, false) {
+			q.logger.Info("quota store reachable again; counting there", zap.String("store", q.Store))
+		}
+		return q.store, d, nil
+	}
+	if r.Context().Err() != nil {
+		return nil, decision{}, err
+	}
+	if q.down.CompareAndSwap(false, true) {
+		q.logger.Error("quota store unreachable", zap.String("store", q.Store),
+			zap.String("on_store_error", q.OnStoreError), zap.Error(err))
+	}
+	if q.fallback == nil {
+		return nil, decision{}, err
+	}
+	d, err = q.fallback.admit(r.Context(), a)
+	return q.fallback, d, err
+}
+
+// settle replaces the reservation with the usage the router recorded. It
+// runs after the answer is flushed, and even if the client has left.
+func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model) {
+	u, _ := openai.GetUsage(r)
+	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
+		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.settle(ctx, s); err != nil {
+		q.logger.Error("settling usage", zap.String("key", a.levels[0].level.Name), zap.Error(err))
+	}
+
+}
+
+// refuse answers 429, naming the limit.
+func (q *Quota) refuse(w http.ResponseWriter, a *admission, d decision) {
+	lp := a.levels[d.failLevel]
+	kind := d.failKind
+	limit := lp.limits[kind-1]
+	retry := resetIn(a.now, kind, lp.level.Limits.BudgetPeriod)
+	who := fmt.Sprintf("the %s %s", lp.level.Kind, lp.level.Name)
+	e := &openai.Error{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded", RetryAfter: retry}
+	switch kind {
+	case kindBudget:
+		e.Type, e.Code = "insufficient_quota", "insufficient_quota"
+		e.Message = fmt.Sprintf("%s has spent its %sly budget of %.2f; it renews in %s", who, lp.level.Limits.BudgetPeriod,
+			float64(limit)/1e6, retry.Round(time.Second))
+	case kindConcurrent:
+		e.Message = fmt.Sprintf("%s has %d requests in flight, its limit; retry when one finishes", who, limit)
+	case kindTokensMinute, kindTokensDay:
+		e.Type = "tokens"
+		e.Message = fmt.Sprintf("%s has reached its limit of %d %s (this request reserves %d); retry in %s", who, limit,
+			kindNames[kind], a.est, retry.Round(time.Second))
+	default:
+		e.Message = fmt.Sprintf("%s has reached its limit of %d %s; retry in %s", who, limit, kindNames[kind], retry.Round(time.Second))
+	}
+	if c := q.logger.Check(zap.InfoLevel, "quota exceeded"); c != nil {
+		c.Write(zap.String("key", a.levels[0].level.Name), zap.String("level", lp.level.Node()), zap.String("limit", kindNames[kind]))
+	}
+	e.Write(w)
+}
+
+// resetIn is how long until the window of a limit kind ends.
+func resetIn(t time.Time, kind int, budgetPeriod string) time.Duration {
+	t = t.UTC()
+	switch kind {
+	case kindRequests, kindTokensMinute:
+		return t.Truncate(time.Minute).Add(time.Minute).Sub(t)
+	case kindTokensDay:
+		return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC).Sub(t)
+	case kindBudget:
+		if budgetPeriod == "day" {
+			return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC).Sub(t)
+		}
+		return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC).Sub(t)
+	}
+	return time.Second
+}
+
+// setRateHeaders sets OpenAI's x-ratelimit-* headers for the tightest
+// level of requests and of tokens per minute.
+func setRateHeaders(h http.Header, a *admission, d decision) {
+	for _, k := range []struct {
+		idx  int
+		name string
+	}{{0, "requests"}, {1, "tokens"}} {
+		best := -1
+		var limit, remaining int64
+		for i, lp := range a.levels {
+			if l := lp.limits[k.idx]; l > 0 {
+				rem := max(l-d.counts[i][k.idx], 0)
+				if best < 0 || rem < remaining {
+					best, limit, remaining = i, l, rem
+				}
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		h.Set("X-Ratelimit-Limit-"+k.name, strconv.FormatInt(limit, 10))
+		h.Set("X-Ratelimit-Remaining-"+k.name, strconv.FormatInt(remaining, 10))
+		h.Set("X-Ratelimit-Reset-"+k.name, resetIn(a.now, kindRequests, "").Round(time.Millisecond).String())
+	}
+}

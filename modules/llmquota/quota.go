@@ -1,0 +1,262 @@
+// Package llmquota is the llm_quota HTTP handler: API keys, the tenancy
+// tree's limits and usage accounting, exact across gateway instances when
+// the counters live in Redis.
+package llmquota
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() {
+	caddy.RegisterModule(Quota{})
+}
+
+var now = time.Now
+
+// Quota authenticates callers by API key and enforces the limits of the
+// key's project, team and organisation (the llm app's orgs).
+//
+// Clients see: 401 for a missing, unknown or revoked key; 403 for a model
+// the key may not use; 429 with Retry-After and a message that names the
+// limit (code rate_limit_exceeded, or insufficient_quota for a budget);
+// 503 when the counter store is unreachable and on_store_error is deny.
+// Every admitted answer carries x-ratelimit-limit-requests,
+// x-ratelimit-remaining-requests, x-ratelimit-reset-requests and the same
+// three for tokens, for the tightest level.
+//
+// Usage (requests, tokens, cost) is recorded per key, project, team and
+// organisation and model, and readable at the admin API's /llm/usage.
+// The key's id is added to the access log as llm_key; secrets never are.
+type Quota struct {
+	// Store holds the counters: "memory" (this instance only) or
+	// "redis://[user:password@]host:port[/db]" to share exact limits
+	// between instances. Default: memory.
+	Store string `json:"store,omitempty"`
+	// OnStoreError says what happens while the store is unreachable:
+	// "deny" answers 503; "allow" admits and counts in this instance.
+	// Default: deny.
+	OnStoreError string `json:"on_store_error,omitempty"`
+	// DefaultMaxTokens is reserved for the answer when a request sets no
+	// max_tokens and its model declares no context length. Default: 1024.
+	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
+	// Lease bounds how long a request counts as in flight if its instance
+	// dies before settling. Default: 15m.
+	Lease caddy.Duration `json:"lease,omitempty"`
+
+	app        *llm.App
+	store      store
+	fallback   *memoryStore // counts while Redis is down and policy is allow
+	poolKeys   []string
+	unregister func()
+	down       *atomic.Bool
+	logger     *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Quota) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_quota",
+		New: func() caddy.Module { return new(Quota) },
+	}
+}
+
+// Provision connects to the llm app and the counter store.
+func (q *Quota) Provision(ctx caddy.Context) error {
+	q.logger = ctx.Logger()
+	q.down = new(atomic.Bool)
+	if q.OnStoreError == "" {
+		q.OnStoreError = "deny"
+	}
+	if q.DefaultMaxTokens == 0 {
+		q.DefaultMaxTokens = 1024
+	}
+	if q.Lease == 0 {
+		q.Lease = caddy.Duration(15 * time.Minute)
+	}
+	a, err := ctx.App("llm")
+	if err != nil {
+		return fmt.Errorf("llm_quota needs the llm app (a global llm { … } option): %w", err)
+	}
+	q.app = a.(*llm.App)
+	st, err := q.loadStore(q.Store)
+	if err != nil {
+		return err
+	}
+	q.store = st
+	if q.OnStoreError == "allow" {
+		fb, err := q.loadStore("memory")
+		if err != nil {
+			return err
+		}
+		q.fallback = fb.(*memoryStore)
+	}
+	q.unregister = llm.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
+	return nil
+}
+
+// loadStore returns the pooled store for a URL, so counters survive reloads.
+func (q *Quota) loadStore(url string) (store, error) {
+	key := "store:" + url
+	if url == "" || url == "memory" {
+		key = "store:memory"
+	}
+	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		if key == "store:memory" {
+			return newMemoryStore(), nil
+		}
+		return newRedisStore(url)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("llm_quota store %q: %w", url, err)
+	}
+	q.poolKeys = append(q.poolKeys, key)
+	return v.(store), nil
+}
+
+var stores = caddy.NewUsagePool()
+
+// Validate checks the configuration.
+func (q *Quota) Validate() error {
+	if q.OnStoreError != "deny" && q.OnStoreError != "allow" {
+		return fmt.Errorf("llm_quota: on_store_error %q: use deny or allow", q.OnStoreError)
+	}
+	if !q.app.HasTenants() {
+		return fmt.Errorf("llm_quota: no keys can pass: declare org { team { project { key … } } } in the llm global option")
+	}
+	return nil
+}
+
+// Cleanup releases the store.
+func (q *Quota) Cleanup() error {
+	if q.unregister != nil {
+		q.unregister()
+	}
+	for _, k := range q.poolKeys {
+		_, _ = stores.Delete(k)
+	}
+	return nil
+}
+
+// ServeHTTP admits the request against every level of its key, calls the
+// next handler, and settles the real usage.
+func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	tenant, err := q.app.Authenticate(bearer(r))
+	if err != nil {
+		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).Write(w)
+		return nil
+	}
+	llm.SetTenant(r, tenant)
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.String("llm_key", tenant.KeyID))
+	}
+	endpoint, generating := endpointOf(r)
+	if !generating {
+		return next.ServeHTTP(w, r)
+	}
+	req, err := openai.Load(r, endpoint)
+	if err != nil {
+		return next.ServeHTTP(w, r) // the router answers with the error
+	}
+	m, err := q.app.Lookup(req.Model)
+	if err != nil {
+		return next.ServeHTTP(w, r) // the router answers 404 with close names
+	}
+	if !tenant.Allowed(req.Model, m.Name) {
+		(&openai.Error{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "model_not_allowed", Param: "model",
+			Message: fmt.Sprintf("your key (%s) may not use the model %q; GET /v1/models lists the models it may use", tenant.KeyID, req.Model)}).Write(w)
+		return nil
+	}
+	adm := q.plan(tenant, req, m)
+	st, dec, err := q.admit(r, adm)
+	if err != nil {
+		(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "quota_store_unavailable", RetryAfter: 5 * time.Second,
+			Message: "the quota store is unreachable, so requests cannot be counted; try again shortly"}).Write(w)
+		return nil
+	}
+	setRateHeaders(w.Header(), adm, dec)
+	if !dec.ok {
+		q.refuse(w, adm, dec)
+		return nil
+	}
+	err = next.ServeHTTP(w, r)
+	if err == nil {
+		// Let the answer go before settling; Caddy writes error responses
+		// itself, so only a served answer may be flushed here.
+		_ = http.NewResponseController(w).Flush()
+	}
+	q.settle(r, st, adm, m)
+	return err
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// endpointOf returns the API endpoint after /v1/ and whether it generates.
+func endpointOf(r *http.Request) (string, bool) {
+	i := strings.Index(r.URL.Path, "/v1/")
+	if i < 0 || r.Method != http.MethodPost {
+		return "", false
+	}
+	switch ep := r.URL.Path[i+4:]; ep {
+	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
+		return ep, true
+	}
+	return "", false
+}
+
+// plan builds the admission: the estimate and each level's counters.
+func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admission {
+	at := now()
+	est := req.PromptTokensEstimate()
+	if req.Endpoint != openai.Embeddings {
+		switch {
+		case req.MaxTokens > 0:
+			est += req.MaxTokens
+		case m.ContextLength > 0:
+			est = max(est, m.ContextLength)
+		default:
+			est += q.DefaultMaxTokens
+		}
+	}
+	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Duration(q.Lease),
+		model: m.Name, minute: at.Truncate(time.Minute), levels: make([]levelPlan, len(t.Levels))}
+	for i := range t.Levels {
+		l := &t.Levels[i]
+		a.levels[i] = levelPlan{level: l, keys: windowKeys("llmgw:", l.Node(), at, l.Limits.BudgetPeriod),
+			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
+				int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}}
+	}
+	return a
+}
+
+func newReqID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Quota)(nil)
+	_ caddy.Validator             = (*Quota)(nil)
+	_ caddy.CleanerUpper          = (*Quota)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Quota)(nil)
+)

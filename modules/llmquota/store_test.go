@@ -1,0 +1,93 @@
+package llmquota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+func testAdmission(est int64, levels ...llm.Level) *admission {
+	at := time.Date(2026, 5, 1, 12, 30, 10, 0, time.UTC)
+	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Minute, model: "m"}
+	for i := range levels {
+		l := &levels[i]
+		if l.Limits.BudgetPeriod == "" {
+			l.Limits.BudgetPeriod = "month"
+		}
+		a.levels = append(a.levels, levelPlan{level: l, keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod),
+			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay, int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}})
+	}
+	return a
+}
+
+func TestMemoryStoreAdmitAndSettle(t *testing.T) {
+	m := newMemoryStore()
+	defer m.Destruct()
+	key := llm.Level{Kind: "key", Name: "k"}
+	team := llm.Level{Kind: "team", Name: "o/t", Limits: llm.Limits{TokensPerMinute: 50, MaxConcurrent: 2}}
+	// Two in flight fill the concurrency limit.
+	a1, a2 := testAdmission(20, key, team), testAdmission(20, key, team)
+	for _, a := range []*admission{a1, a2} {
+		if d, _ := m.admit(t.Context(), a); !d.ok {
+			t.Fatalf("refused: %+v", d)
+		}
+	}
+	d, _ := m.admit(t.Context(), testAdmission(1, key, team))
+	if d.ok || d.failLevel != 1 || d.failKind != kindConcurrent {
+		t.Fatalf("third in flight: got %+v, want refused by the team's concurrency", d)
+	}
+	// Settling one at 5 tokens frees its slot and 15 of its 20 tokens.
+	if err := m.settle(t.Context(), &settlement{adm: a1, prompt: 2, completion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = m.admit(t.Context(), testAdmission(25, key, team))
+	if !d.ok || d.counts[1][1] != 50 {
+		t.Fatalf("after settling: got %+v, want admitted with 50 tokens counted", d)
+	}
+	d, _ = m.admit(t.Context(), testAdmission(1, key, team))
+	if d.ok || d.failKind != kindTokensMinute && d.failKind != kindConcurrent {
+		t.Fatalf("over the limit: got %+v", d)
+	}
+	u, _ := m.ReadUsage(key.Node(), time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if got := u["m"]; got == nil || got.Requests != 1 || got.InputTokens != 2 || got.OutputTokens != 3 {
+		t.Errorf("usage: got %+v", got)
+	}
+}
+
+func TestBudgetCountsSettledCostOnly(t *testing.T) {
+	m := newMemoryStore()
+	defer m.Destruct()
+	org := llm.Level{Kind: "organisation", Name: "o", Limits: llm.Limits{Budget: 1}} // 1e6 micros
+	for i := range 3 {
+		a := testAdmission(1000, org)
+		if d, _ := m.admit(t.Context(), a); !d.ok {
+			t.Fatalf("request %d refused with %d spent", i+1, i*400_000)
+		}
+		_ = m.settle(t.Context(), &settlement{adm: a, costMicros: 400_000})
+	}
+	if d, _ := m.admit(t.Context(), testAdmission(1, org)); d.ok || d.failKind != kindBudget {
+		t.Errorf("after spending 1.2 of 1: got %+v, want refused by the budget", d)
+	}
+}
+
+func TestResetIn(t *testing.T) {
+	at := time.Date(2026, 2, 28, 23, 59, 30, 0, time.UTC)
+	for _, tc := range []struct {
+		kind   int
+		period string
+		want   time.Duration
+	}{
+		{kindRequests, "", 30 * time.Second},
+		{kindTokensDay, "", 30 * time.Second},
+		{kindBudget, "month", 30 * time.Second},
+		{kindBudget, "day", 30 * time.Second},
+	} {
+		if got := resetIn(at, tc.kind, tc.period); got != tc.want {
+			t.Errorf("kind %d %s: got %s, want %s", tc.kind, tc.period, got, tc.want)
+		}
+	}
+	if got := resetIn(time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC), kindBudget, "month"); got != 22*24*time.Hour {
+		t.Errorf("month reset: got %s", got)
+	}
+}
