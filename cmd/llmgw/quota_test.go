@@ -206,6 +206,18 @@ func TestQuotaBudgetTripsOnSettledCost(t *testing.T) {
 	if u.Total.Requests != 3 || u.Total.OutputTokens != 30 || u.Total.CostMicros != 30_000_000 {
 		t.Errorf("usage: got %+v, want 3 requests, 30 output tokens, cost 30", u.Total)
 	}
+	code, metrics := adminDo(t, g, "GET", "/metrics", "")
+	labels := `{key="k1",model="sim-chat",org="acme",project="acme/research/alpha",team="acme/research"}`
+	for _, want := range []string{
+		"llmgw_usage_requests_total" + labels + " 3",
+		"llmgw_usage_cost_total" + labels + " 30",
+		`llmgw_usage_tokens_total{direction="output",key="k1",model="sim-chat",org="acme",project="acme/research/alpha",team="acme/research"} 30`,
+		`llmgw_quota_rejections_total{level="organisation",limit="budget"} 1`,
+	} {
+		if code != 200 || !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics (%d) lack %s", code, want)
+		}
+	}
 }
 
 func adminDo(t *testing.T, g *gateway, method, path, body string) (int, []byte) {

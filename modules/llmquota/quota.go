@@ -104,7 +104,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 		q.fallback = fb.(*memoryStore)
 	}
 	q.unregister = llm.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
-	return nil
+	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
 // loadStore returns the pooled store for a URL, so counters survive reloads.
@@ -197,7 +197,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		// itself, so only a served answer may be flushed here.
 		_ = http.NewResponseController(w).Flush()
 	}
-	q.settle(r, st, adm, m)
+	q.settle(r, st, adm, m, tenant)
 	return err
 }
 
