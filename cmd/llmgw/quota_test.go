@@ -460,3 +460,28 @@ func TestQuotaSettlesCutStreams(t *testing.T) {
 		t.Errorf("a stream cut after a few tokens settled as %+v; want the tokens it streamed, not its 1000-token reservation", u.Total)
 	}
 }
+
+func TestQuotaPassesBadRequestsThrough(t *testing.T) {
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"messages":[{"role":"user","content":"x"}]}`, 400, "missing_model"},
+		{`{"model":"sim-caht","messages":[{"role":"user","content":"x"}]}`, 404, "model_not_found"},
+	} {
+		req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer secret-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(b.String(), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s: got %d %s, want %d %s", tc.body, resp.StatusCode, b.String(), tc.status, tc.code)
+		}
+	}
+}
