@@ -149,6 +149,33 @@ func TestQuotaAuthAndModels(t *testing.T) {
 	if len(page.Data) != 1 || page.Data[0].ID != "sim-chat" {
 		t.Errorf("/v1/models lists %+v, want only sim-chat", page.Data)
 	}
+	waitFor(t, 5*time.Second, "the key id in the access log", func() bool {
+		return strings.Contains(g.logs.String(), `"llm_key":"k1"`)
+	})
+	if strings.Contains(g.logs.String(), "secret-1") {
+		t.Error("a key's secret appears in the logs")
+	}
+}
+
+func TestQuotaCountersSurviveReload(t *testing.T) {
+	freshMinute(t, 20*time.Second)
+	cfg := quotaModels + tenancy("", "", "requests_per_minute 2", "")
+	g := startQuotaGateway(t, cfg, "")
+	c := keyClient(g, "secret-1")
+	for range 2 {
+		if _, e := chatErr(c, "sim-chat"); e != nil {
+			t.Fatal(e)
+		}
+	}
+	g.reload(cfg, "")
+	if _, e := chatErr(c, "sim-chat"); e == nil || e.StatusCode != 429 {
+		t.Errorf("after a reload the counter restarted: got %+v, want 429", e)
+	}
+	var info llm.KeyInfo
+	g.adminGet("/llm/keys/k1", &info)
+	if info.Effective == nil || info.Effective.RequestsPerMinute != 2 || len(info.Levels) != 4 {
+		t.Errorf("the key's effective policy: %+v", info)
+	}
 }
 
 func TestQuotaInheritanceAndHeaders(t *testing.T) {
