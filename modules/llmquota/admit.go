@@ -37,8 +37,8 @@ func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 	return q.fallback, d, err
 }
 
-// settle replaces the reservation with the usage the router recorded. It
-// runs after the answer is flushed, and even if the client has left.
+// settle replaces the reservation with the usage the router recorded, even
+// if the client has left.
 func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model, t *llm.Tenant) {
 	u, _ := openai.GetUsage(r)
 	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,

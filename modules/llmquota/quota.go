@@ -192,11 +192,8 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	err = next.ServeHTTP(w, r)
-	if err == nil {
-		// Let the answer go before settling; Caddy writes error responses
-		// itself, so only a served answer may be flushed here.
-		_ = http.NewResponseController(w).Flush()
-	}
+	// Settled before the response completes, so a client that has its
+	// answer can count on its usage being counted: the next request sees it.
 	q.settle(r, st, adm, m, tenant)
 	return err
 }
