@@ -41,6 +41,7 @@ func compare(args []string) error {
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
 	conc := fs.String("c", "1,64", "concurrencies")
 	tokens := fs.Int("max-tokens", 20, "tokens per answer (stream chunks)")
+	withRedis := fs.Bool("redis", true, "also measure llm_quota with a redis-server it starts (needs redis-server on PATH)")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
 	if err != nil {
@@ -60,11 +61,24 @@ func compare(args []string) error {
 	}
 	procs = append(procs, cmd)
 	targets := []target{{name: "direct", url: "http://" + replica + "/v1"}}
-	for _, g := range []struct{ name, site, global string }{
+	llmApp := "llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url http://" + replica + "/v1\n\t\t}\n" + benchTenancy + "\t}"
+	gateways := []struct{ name, site, global string }{
 		{"caddy reverse_proxy", "reverse_proxy " + replica, ""},
-		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}",
-			"llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url http://" + replica + "/v1\n\t\t}\n\t}"},
-	} {
+		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp},
+		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp},
+	}
+	if *withRedis {
+		url, cmd, err := startRedis(dir)
+		if cmd != nil {
+			procs = append(procs, cmd)
+		}
+		if err != nil {
+			return err
+		}
+		gateways = append(gateways, struct{ name, site, global string }{"+ llm_quota redis",
+			"route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", llmApp})
+	}
+	for _, g := range gateways {
 		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)
 		if cmd != nil {
 			procs = append(procs, cmd)
@@ -80,7 +94,7 @@ func compare(args []string) error {
 			return fmt.Errorf("-c: %w", err)
 		}
 		for _, stream := range []bool{false, true} {
-			cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens}
+			cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens, Key: benchKey}
 			if err := scenario(cfg, targets, *rounds); err != nil {
 				return err
 			}
@@ -117,21 +131,24 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 	}
 	fmt.Printf("\nconcurrency %d, stream %t, %d rounds of %s (medians)\n", cfg.Concurrency, cfg.Stream, rounds, cfg.Duration)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tp50\tadded p50\tttfb p50\tadded ttfb\treq/s\tvs direct\tcpu/req\tcpu vs caddy\t")
+	fmt.Fprintln(tw, "target\tp50\tadded p50\tttfb p50\tadded ttfb\treq/s\tvs direct\tcpu/req\tcpu vs caddy\tcpu vs router\t")
 	direct := median(samples[0])
 	caddy := median(samples[1])
+	router := median(samples[2])
+	ratio := func(t target, a, b time.Duration) string {
+		if t.pid == 0 || b <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+	}
 	for i, t := range targets {
 		m := median(samples[i])
-		cpuVs := "-"
-		if t.pid != 0 && caddy.cpu > 0 {
-			cpuVs = fmt.Sprintf("%.2fx", float64(m.cpu)/float64(caddy.cpu))
-		}
 		cpu := "-"
 		if t.pid != 0 {
 			cpu = us(m.cpu)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%s\t%s\t\n", t.name, us(m.p50), us(m.p50-direct.p50),
-			us(m.ttfb), us(m.ttfb-direct.ttfb), m.rps, m.rps/direct.rps, cpu, cpuVs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%s\t%s\t%s\t\n", t.name, us(m.p50), us(m.p50-direct.p50),
+			us(m.ttfb), us(m.ttfb-direct.ttfb), m.rps, m.rps/direct.rps, cpu, ratio(t, m.cpu, caddy.cpu), ratio(t, m.cpu, router.cpu))
 	}
 	return tw.Flush()
 }
@@ -195,7 +212,9 @@ func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"bench","messages":[{"role":"user","content":"x"}]}`))
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"model":"bench","messages":[{"role":"user","content":"x"}]}`))
+		req.Header.Set("Authorization", "Bearer "+benchKey)
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -204,4 +223,39 @@ func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
 		}
 	}
 	return 0, cmd, fmt.Errorf("%s did not start", name)
+}
+
+// benchKey is the key the quota targets admit, with limits no run reaches.
+const benchKey = "sk-llmgw-bench"
+
+// benchTenancy declares benchKey (the hash of "sk-llmgw-bench").
+const benchTenancy = `		org bench {
+			requests_per_minute 1000000000
+			team bench {
+				tokens_per_minute 1000000000000
+				project bench {
+					key bench 2bacfa82483273e42adf3fba026e2f1bce1ca984bff259eca96a7fa4a757fb2a
+				}
+			}
+		}
+`
+
+func startRedis(dir string) (string, *exec.Cmd, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting redis-server (or run with -redis=false): %w", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return fmt.Sprintf("redis://127.0.0.1:%d", port), cmd, nil
+		}
+	}
+	return "", cmd, errors.New("redis-server did not listen")
 }

@@ -149,6 +149,33 @@ func TestQuotaAuthAndModels(t *testing.T) {
 	if len(page.Data) != 1 || page.Data[0].ID != "sim-chat" {
 		t.Errorf("/v1/models lists %+v, want only sim-chat", page.Data)
 	}
+	waitFor(t, 5*time.Second, "the key id in the access log", func() bool {
+		return strings.Contains(g.logs.String(), `"llm_key":"k1"`)
+	})
+	if strings.Contains(g.logs.String(), "secret-1") {
+		t.Error("a key's secret appears in the logs")
+	}
+}
+
+func TestQuotaCountersSurviveReload(t *testing.T) {
+	freshMinute(t, 20*time.Second)
+	cfg := quotaModels + tenancy("", "", "requests_per_minute 2", "")
+	g := startQuotaGateway(t, cfg, "")
+	c := keyClient(g, "secret-1")
+	for range 2 {
+		if _, e := chatErr(c, "sim-chat"); e != nil {
+			t.Fatal(e)
+		}
+	}
+	g.reload(cfg, "")
+	if _, e := chatErr(c, "sim-chat"); e == nil || e.StatusCode != 429 {
+		t.Errorf("after a reload the counter restarted: got %+v, want 429", e)
+	}
+	var info llm.KeyInfo
+	g.adminGet("/llm/keys/k1", &info)
+	if info.Effective == nil || info.Effective.RequestsPerMinute != 2 || len(info.Levels) != 4 {
+		t.Errorf("the key's effective policy: %+v", info)
+	}
 }
 
 func TestQuotaInheritanceAndHeaders(t *testing.T) {
@@ -205,6 +232,18 @@ func TestQuotaBudgetTripsOnSettledCost(t *testing.T) {
 	g.adminGet("/llm/usage?org=acme", &u)
 	if u.Total.Requests != 3 || u.Total.OutputTokens != 30 || u.Total.CostMicros != 30_000_000 {
 		t.Errorf("usage: got %+v, want 3 requests, 30 output tokens, cost 30", u.Total)
+	}
+	code, metrics := adminDo(t, g, "GET", "/metrics", "")
+	labels := `{key="k1",model="sim-chat",org="acme",project="acme/research/alpha",team="acme/research"}`
+	for _, want := range []string{
+		"llmgw_usage_requests_total" + labels + " 3",
+		"llmgw_usage_cost_total" + labels + " 30",
+		`llmgw_usage_tokens_total{direction="output",key="k1",model="sim-chat",org="acme",project="acme/research/alpha",team="acme/research"} 30`,
+		`llmgw_quota_rejections_total{level="organisation",limit="budget"} 1`,
+	} {
+		if code != 200 || !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics (%d) lack %s", code, want)
+		}
 	}
 }
 
@@ -446,5 +485,30 @@ func TestQuotaSettlesCutStreams(t *testing.T) {
 	})
 	if u.Total.OutputTokens < 2 || u.Total.OutputTokens > 100 || u.Total.InputTokens == 0 {
 		t.Errorf("a stream cut after a few tokens settled as %+v; want the tokens it streamed, not its 1000-token reservation", u.Total)
+	}
+}
+
+func TestQuotaPassesBadRequestsThrough(t *testing.T) {
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"messages":[{"role":"user","content":"x"}]}`, 400, "missing_model"},
+		{`{"model":"sim-caht","messages":[{"role":"user","content":"x"}]}`, 404, "model_not_found"},
+	} {
+		req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer secret-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(b.String(), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s: got %d %s, want %d %s", tc.body, resp.StatusCode, b.String(), tc.status, tc.code)
+		}
 	}
 }

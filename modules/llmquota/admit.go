@@ -37,9 +37,9 @@ func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 	return q.fallback, d, err
 }
 
-// settle replaces the reservation with the usage the router recorded. It
-// runs after the answer is flushed, and even if the client has left.
-func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model) {
+// settle replaces the reservation with the usage the router recorded, even
+// if the client has left.
+func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model, t *llm.Tenant) {
 	u, _ := openai.GetUsage(r)
 	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
 		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
@@ -48,6 +48,7 @@ func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model) {
 	if err := st.settle(ctx, s); err != nil {
 		q.logger.Error("settling usage", zap.String("key", a.levels[0].level.Name), zap.Error(err))
 	}
+	recordUsage(t, a.model, s)
 
 }
 
@@ -73,6 +74,7 @@ func (q *Quota) refuse(w http.ResponseWriter, a *admission, d decision) {
 	default:
 		e.Message = fmt.Sprintf("%s has reached its limit of %d %s; retry in %s", who, limit, kindNames[kind], retry.Round(time.Second))
 	}
+	metricRejections.WithLabelValues(lp.level.Kind, kindNames[kind]).Inc()
 	if c := q.logger.Check(zap.InfoLevel, "quota exceeded"); c != nil {
 		c.Write(zap.String("key", a.levels[0].level.Name), zap.String("level", lp.level.Node()), zap.String("limit", kindNames[kind]))
 	}

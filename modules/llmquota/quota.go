@@ -104,7 +104,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 		q.fallback = fb.(*memoryStore)
 	}
 	q.unregister = llm.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
-	return nil
+	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
 // loadStore returns the pooled store for a URL, so counters survive reloads.
@@ -192,12 +192,9 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	err = next.ServeHTTP(w, r)
-	if err == nil {
-		// Let the answer go before settling; Caddy writes error responses
-		// itself, so only a served answer may be flushed here.
-		_ = http.NewResponseController(w).Flush()
-	}
-	q.settle(r, st, adm, m)
+	// Settled before the response completes, so a client that has its
+	// answer can count on its usage being counted: the next request sees it.
+	q.settle(r, st, adm, m, tenant)
 	return err
 }
 

@@ -124,9 +124,22 @@ func isNull(b json.RawMessage) bool { return string(b) == "null" }
 // and keeping it on the request for the handlers after. endpoint is the
 // path after /v1/.
 func Load(r *http.Request, endpoint string) (*Request, error) {
-	if v, ok := caddyhttp.GetVar(r.Context(), varKey).(*Request); ok {
-		return v, nil
+	if v, ok := caddyhttp.GetVar(r.Context(), varKey).(loaded); ok {
+		return v.req, v.err
 	}
+	req, err := load(r, endpoint)
+	caddyhttp.SetVar(r.Context(), varKey, loaded{req, err})
+	return req, err
+}
+
+// loaded is the outcome of the one parse, kept so that every handler sees
+// the same request, or the same error.
+type loaded struct {
+	req *Request
+	err error
+}
+
+func load(r *http.Request, endpoint string) (*Request, error) {
 	if r.Body == nil {
 		return nil, BadRequest("missing_body", "the request has no body; send a JSON object")
 	}
@@ -139,12 +152,7 @@ func Load(r *http.Request, endpoint string) (*Request, error) {
 		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
 			Code: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", MaxBodyBytes)}
 	}
-	req, err := Parse(endpoint, body)
-	if err != nil {
-		return nil, err
-	}
-	caddyhttp.SetVar(r.Context(), varKey, req)
-	return req, nil
+	return Parse(endpoint, body)
 }
 
 // Changed reports whether a handler changed the request.
