@@ -4,11 +4,13 @@
 package llmquota
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -191,11 +193,33 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		q.refuse(w, adm, dec)
 		return nil
 	}
+	// Usage is settled before the answer completes (before a stream's
+	// [DONE]), so a client that has its answer can count on its usage
+	// being counted: its next request sees it.
+	var once sync.Once
+	settle := func() { once.Do(func() { q.settle(r, st, adm, m, tenant) }) }
+	if req.Stream {
+		w = &settleWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, settle: settle}
+	}
 	err = next.ServeHTTP(w, r)
-	// Settled before the response completes, so a client that has its
-	// answer can count on its usage being counted: the next request sees it.
-	q.settle(r, st, adm, m, tenant)
+	settle()
 	return err
+}
+
+// settleWriter settles a stream's usage just before its [DONE] event,
+// which the router writes on its own, after the usage chunk.
+type settleWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	settle func()
+}
+
+var doneEvent = []byte("data: [DONE]")
+
+func (w *settleWriter) Write(b []byte) (int, error) {
+	if bytes.HasPrefix(b, doneEvent) {
+		w.settle()
+	}
+	return w.ResponseWriterWrapper.Write(b)
 }
 
 func bearer(r *http.Request) string {
