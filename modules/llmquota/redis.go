@@ -136,10 +136,9 @@ func (s *redisStore) settle(ctx context.Context, st *settlement) error {
 	for _, lp := range a.levels {
 		keys = append(keys, lp.keys[:]...)
 	}
-	t := now()
 	args := []any{st.prompt + st.completion - a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion}
 	for _, lp := range a.levels {
-		keys = append(keys, hourKey(lp.level.Node(), t))
+		keys = append(keys, lp.usageKey)
 		args = append(args, int64(ttl(kindBudget, lp.level.Limits.BudgetPeriod)/time.Second))
 	}
 	return settleScript.Run(ctx, s.client, keys, args...).Err()
