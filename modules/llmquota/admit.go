@@ -101,15 +101,13 @@ func resetIn(t time.Time, kind int, budgetPeriod string) time.Duration {
 // setRateHeaders sets OpenAI's x-ratelimit-* headers for the tightest
 // level of requests and of tokens per minute.
 func setRateHeaders(h http.Header, a *admission, d decision) {
-	for _, k := range []struct {
-		idx  int
-		name string
-	}{{0, "requests"}, {1, "tokens"}} {
+	reset := ""
+	for k := 0; k < 2; k++ {
 		best := -1
 		var limit, remaining int64
 		for i, lp := range a.levels {
-			if l := lp.limits[k.idx]; l > 0 {
-				rem := max(l-d.counts[i][k.idx], 0)
+			if l := lp.limits[k]; l > 0 {
+				rem := max(l-d.counts[i][k], 0)
 				if best < 0 || rem < remaining {
 					best, limit, remaining = i, l, rem
 				}
@@ -118,8 +116,18 @@ func setRateHeaders(h http.Header, a *admission, d decision) {
 		if best < 0 {
 			continue
 		}
-		h.Set("X-Ratelimit-Limit-"+k.name, strconv.FormatInt(limit, 10))
-		h.Set("X-Ratelimit-Remaining-"+k.name, strconv.FormatInt(remaining, 10))
-		h.Set("X-Ratelimit-Reset-"+k.name, resetIn(a.now, kindRequests, "").Round(time.Millisecond).String())
+		if reset == "" {
+			reset = resetIn(a.now, kindRequests, "").Round(time.Millisecond).String()
+		}
+		names := rateHeaders[k]
+		h[names[0]] = []string{strconv.FormatInt(limit, 10)}
+		h[names[1]] = []string{strconv.FormatInt(remaining, 10)}
+		h[names[2]] = []string{reset}
 	}
+}
+
+// rateHeaders are OpenAI's header names, canonical, for requests and tokens.
+var rateHeaders = [2][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
 }

@@ -45,13 +45,11 @@ func registerMetrics(reg *prometheus.Registry) error {
 }
 
 func recordUsage(t *llm.Tenant, model string, s *settlement) {
-	l := prometheus.Labels{"org": t.Org, "team": t.Team, "project": t.Project, "key": t.KeyID, "model": model}
-	metricRequests.With(l).Inc()
+	c := countersFor(t, model)
+	c.requests.Inc()
 	if s.costMicros > 0 {
-		metricCost.With(l).Add(float64(s.costMicros) / 1e6)
+		c.cost.Add(float64(s.costMicros) / 1e6)
 	}
-	l["direction"] = "input"
-	metricTokens.With(l).Add(float64(s.prompt))
-	l["direction"] = "output"
-	metricTokens.With(l).Add(float64(s.completion))
+	c.input.Add(float64(s.prompt))
+	c.output.Add(float64(s.completion))
 }

@@ -5,8 +5,6 @@ package llmquota
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -261,17 +259,12 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 		model: m.Name, minute: at.Truncate(time.Minute), levels: make([]levelPlan, len(t.Levels))}
 	for i := range t.Levels {
 		l := &t.Levels[i]
-		a.levels[i] = levelPlan{level: l, keys: windowKeys("llmgw:", l.Node(), at, l.Limits.BudgetPeriod),
+		w := nodeKeys(l, at)
+		a.levels[i] = levelPlan{level: l, keys: w.keys, usageKey: w.usage,
 			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
 				int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}}
 	}
 	return a
-}
-
-func newReqID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Interface guards

@@ -26,6 +26,9 @@ func newRedisStore(url string) (*redisStore, error) {
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
 	opts.MaxRetries = 1
+	// RESP2: the counters need no push notifications, and checking for
+	// them costs CPU on every reply.
+	opts.Protocol = 2
 	return &redisStore{client: redis.NewClient(opts)}, nil
 }
 
@@ -136,10 +139,9 @@ func (s *redisStore) settle(ctx context.Context, st *settlement) error {
 	for _, lp := range a.levels {
 		keys = append(keys, lp.keys[:]...)
 	}
-	t := now()
 	args := []any{st.prompt + st.completion - a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion}
 	for _, lp := range a.levels {
-		keys = append(keys, hourKey(lp.level.Node(), t))
+		keys = append(keys, lp.usageKey)
 		args = append(args, int64(ttl(kindBudget, lp.level.Limits.BudgetPeriod)/time.Second))
 	}
 	return settleScript.Run(ctx, s.client, keys, args...).Err()

@@ -30,6 +30,8 @@ type levelPlan struct {
 	// this budget period, requests in flight.
 	keys   [5]string
 	limits [5]int64 // same order; 0 = no limit; budget in micros
+	// usageKey is the node's usage bucket for the admission's hour.
+	usageKey string
 }
 
 // admission is one request's claim on every level of its key.
@@ -232,7 +234,6 @@ func exceeded(l, c [5]int64, est int64) int {
 func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 	a := s.adm
 	delta := s.prompt + s.completion - a.est
-	t := now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, lp := range a.levels {
@@ -247,7 +248,7 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 		if ls := m.leases[lp.keys[4]]; ls != nil {
 			delete(ls, a.reqID)
 		}
-		uk := usageKey("", lp.level.Node(), a.model, t)
+		uk := lp.usageKey + ":" + a.model
 		u := m.ledger[uk]
 		if u == nil {
 			u = &llm.Usage{}
@@ -261,18 +262,13 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 	return nil
 }
 
-// usageKey names an hourly usage bucket of one node and model.
-func usageKey(prefix, node, model string, t time.Time) string {
-	return prefix + "u:" + node + ":" + t.UTC().Format("2006010215") + ":" + model
-}
-
 // ReadUsage implements llm.UsageReader.
 func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]*llm.Usage{}
 	for h := from.UTC().Truncate(time.Hour); !h.After(to); h = h.Add(time.Hour) {
-		prefix := usageKey("", node, "", h)
+		prefix := hourKey(node, h) + ":"
 		for k, u := range m.ledger {
 			if len(k) > len(prefix) && k[:len(prefix)] == prefix {
 				model := k[len(prefix):]

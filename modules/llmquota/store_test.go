@@ -15,7 +15,7 @@ func testAdmission(est int64, levels ...llm.Level) *admission {
 		if l.Limits.BudgetPeriod == "" {
 			l.Limits.BudgetPeriod = "month"
 		}
-		a.levels = append(a.levels, levelPlan{level: l, keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod),
+		a.levels = append(a.levels, levelPlan{level: l, keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usageKey: hourKey(l.Node(), at),
 			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay, int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}})
 	}
 	return a
@@ -49,7 +49,8 @@ func TestMemoryStoreAdmitAndSettle(t *testing.T) {
 	if d.ok || d.failKind != kindTokensMinute && d.failKind != kindConcurrent {
 		t.Fatalf("over the limit: got %+v", d)
 	}
-	u, _ := m.ReadUsage(key.Node(), time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	at := a1.now
+	u, _ := m.ReadUsage(key.Node(), at.Add(-time.Hour), at.Add(time.Hour))
 	if got := u["m"]; got == nil || got.Requests != 1 || got.InputTokens != 2 || got.OutputTokens != 3 {
 		t.Errorf("usage: got %+v", got)
 	}
