@@ -17,6 +17,7 @@ import (
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmquota"
 	_ "github.com/llmgw/llmgw/modules/llmrouter"
 	"github.com/llmgw/llmgw/plugins/engine"

@@ -67,13 +67,25 @@ type gateway struct {
 	logs   *syncBuffer
 	exited chan struct{}
 	quota  *string // llm_quota's block, when it runs
+	before string  // more directives before the router
 }
 
 func (g *gateway) quotaDirective() string {
-	if g.quota == nil {
-		return ""
+	s := g.before
+	if g.quota != nil {
+		s = "\t\tllm_quota {\n" + *g.quota + "\n\t\t}\n" + s
 	}
-	return "\t\tllm_quota {\n" + *g.quota + "\n\t\t}"
+	return s
+}
+
+// startGatewayBefore is startGateway with handler directives (such as
+// llm_quota and llm_cache blocks) before the router.
+func startGatewayBefore(t *testing.T, llmBlock, before string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, before: before}
+	g.writeConfig(llmBlock, "")
+	g.start()
+	return g
 }
 
 type syncBuffer struct {

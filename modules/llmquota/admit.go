@@ -41,6 +41,9 @@ func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 // if the client has left.
 func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model, t *llm.Tenant) {
 	u, _ := openai.GetUsage(r)
+	if u.Cached {
+		u = openai.Usage{} // answered from the cache: no tokens, no cost
+	}
 	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
 		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

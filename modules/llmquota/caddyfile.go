@@ -12,7 +12,6 @@ import (
 
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("llm_quota", parseCaddyfile)
-	httpcaddyfile.RegisterDirectiveOrder("llm_quota", httpcaddyfile.After, "forward_auth")
 }
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

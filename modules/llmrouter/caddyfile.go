@@ -13,7 +13,6 @@ import (
 
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("llm_router", parseCaddyfile)
-	httpcaddyfile.RegisterDirectiveOrder("llm_router", httpcaddyfile.Before, "reverse_proxy")
 }
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

@@ -36,6 +36,8 @@ type Request struct {
 
 	Model         string
 	Stream        bool
+	N             int64
+	Temperature   *float64
 	IncludeUsage  bool // stream_options.include_usage as the client asked
 	MaxTokens     int64
 	Messages      json.RawMessage
@@ -50,6 +52,8 @@ type Request struct {
 // wire is what Parse decodes; everything else stays in Raw.
 type wire struct {
 	Model               *string         `json:"model"`
+	N                   *int64          `json:"n"`
+	Temperature         *float64        `json:"temperature"`
 	Stream              *bool           `json:"stream"`
 	StreamOptions       json.RawMessage `json:"stream_options"`
 	MaxTokens           *int64          `json:"max_tokens"`
@@ -71,6 +75,10 @@ func Parse(endpoint string, body []byte) (*Request, error) {
 		return nil, BadRequest("missing_model", "you must provide a model parameter")
 	}
 	r.Model = *w.Model
+	r.Temperature = w.Temperature
+	if w.N != nil {
+		r.N = *w.N
+	}
 	if w.Stream != nil {
 		r.Stream = *w.Stream
 	}

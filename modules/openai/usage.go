@@ -16,6 +16,8 @@ type Usage struct {
 	// Estimated is set when the upstream reported no usage (a stream cut
 	// short) and the router counted what it forwarded instead.
 	Estimated bool `json:"-"`
+	// Cached is set when llm_cache answered: no model did the work.
+	Cached bool `json:"-"`
 }
 
 const usageVar = "llm.usage"

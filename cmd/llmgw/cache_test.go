@@ -1,0 +1,146 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+const cacheModels = `
+		model sim-chat {
+			engine sim
+			option max_tokens 8
+		}
+		model broken {
+			engine sim
+			option fail_status 500
+		}`
+
+func chatWith(t *testing.T, c openai.Client, model, question string, opts ...option.RequestOption) (*openai.ChatCompletion, *http.Response) {
+	t.Helper()
+	var raw *http.Response
+	resp, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{
+		Model:    model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage(question)},
+	}, append(opts, option.WithResponseInto(&raw))...)
+	if err != nil {
+		t.Fatalf("%s: %v", question, err)
+	}
+	return resp, raw
+}
+
+func TestCacheExactAndStreams(t *testing.T) {
+	g := startGatewayBefore(t, cacheModels, "\t\tllm_cache {\n\t\t\tttl 2s\n\t\t}")
+	c := g.client()
+	first, raw := chatWith(t, c, "sim-chat", "tell me about rivers")
+	if got := raw.Header.Get("X-Llmgw-Cache"); got != "miss" {
+		t.Fatalf("first: x-llmgw-cache %q, want miss", got)
+	}
+	second, raw := chatWith(t, c, "sim-chat", "tell me about rivers")
+	if got := raw.Header.Get("X-Llmgw-Cache"); got != "hit-exact" {
+		t.Fatalf("second: x-llmgw-cache %q, want hit-exact", got)
+	}
+	if second.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("hit %q differs from the answer %q", second.Choices[0].Message.Content, first.Choices[0].Message.Content)
+	}
+	if second.Usage.PromptTokensDetails.CachedTokens != first.Usage.PromptTokens {
+		t.Errorf("hit usage does not mark the prompt cached: %+v", second.Usage)
+	}
+
+	// The same question streamed is replayed as a proper stream.
+	stream := c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
+		Model:         "sim-chat",
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("tell me about rivers")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}, option.WithResponseInto(&raw))
+	var acc openai.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get("X-Llmgw-Cache") != "hit-exact" || acc.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("streamed hit: %q %q", raw.Header.Get("X-Llmgw-Cache"), acc.Choices[0].Message.Content)
+	}
+	if chunks < 10 || acc.Usage.CompletionTokens != first.Usage.CompletionTokens || acc.Choices[0].FinishReason != "length" {
+		t.Errorf("streamed hit: %d chunks, usage %+v, finish %q", chunks, acc.Usage, acc.Choices[0].FinishReason)
+	}
+
+	// A streamed miss is stored and answers a whole request.
+	stream = c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
+		Model:    "sim-chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("and lakes?")},
+	})
+	var streamed openai.ChatCompletionAccumulator
+	for stream.Next() {
+		streamed.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	whole, raw := chatWith(t, c, "sim-chat", "and lakes?")
+	if raw.Header.Get("X-Llmgw-Cache") != "hit-exact" || whole.Choices[0].Message.Content != streamed.Choices[0].Message.Content {
+		t.Errorf("after a streamed miss: %q %q, want a hit with %q", raw.Header.Get("X-Llmgw-Cache"),
+			whole.Choices[0].Message.Content, streamed.Choices[0].Message.Content)
+	}
+
+	// Cache-Control.
+	_, raw = chatWith(t, c, "sim-chat", "tell me about rivers", option.WithHeader("Cache-Control", "no-cache"))
+	if got := raw.Header.Get("X-Llmgw-Cache"); got != "bypass" {
+		t.Errorf("no-cache: %q, want bypass", got)
+	}
+	chatWith(t, c, "sim-chat", "oceans", option.WithHeader("Cache-Control", "no-store"))
+	if _, raw = chatWith(t, c, "sim-chat", "oceans"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("no-store was stored: %q", raw.Header.Get("X-Llmgw-Cache"))
+	}
+
+	// TTL.
+	waitFor(t, 10*time.Second, "the entry to expire", func() bool {
+		_, raw := chatWith(t, c, "sim-chat", "tell me about rivers", option.WithHeader("Cache-Control", "no-store"))
+		return raw.Header.Get("X-Llmgw-Cache") == "miss"
+	})
+
+	// Errors are not stored.
+	for range 2 {
+		r, body := post(t, g.base+"/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"x"}]}`)
+		if r.StatusCode != 500 || r.Header.Get("X-Llmgw-Cache") != "miss" {
+			t.Errorf("error answer: %d %q %s", r.StatusCode, r.Header.Get("X-Llmgw-Cache"), body)
+		}
+	}
+}
+
+func TestCacheScopedPerTenantAndSemantic(t *testing.T) {
+	org := strings.Replace(tenancy("", "", "", ""), "\t\t\t\tproject alpha {", "\t\t\t\tproject beta {\n\t\t\t\t\tkey b1 "+
+		hashOf("secret-b")+"\n\t\t\t\t}\n\t\t\t\tproject alpha {", 1)
+	g := startQuotaGateway(t, cacheModels+org, "")
+	g.stop()
+	g.before = "\t\tllm_cache {\n\t\t\tsemantic 0.8\n\t\t}"
+	g.writeConfig(cacheModels+org, "")
+	g.start()
+	alpha, alpha2, beta := keyClient(g, "secret-1"), keyClient(g, "secret-2"), keyClient(g, "secret-b")
+	chatWith(t, alpha, "sim-chat", "What is the capital of France?")
+	if _, raw := chatWith(t, alpha2, "sim-chat", "What is the capital of France?"); raw.Header.Get("X-Llmgw-Cache") != "hit-exact" {
+		t.Errorf("same project, other key: %q, want hit-exact", raw.Header.Get("X-Llmgw-Cache"))
+	}
+	if _, raw := chatWith(t, beta, "sim-chat", "What is the capital of France?"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("other project: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+	}
+	_, raw := chatWith(t, alpha, "sim-chat", "Tell me the capital of France.")
+	if got := raw.Header.Get("X-Llmgw-Cache"); !strings.HasPrefix(got, "hit-semantic;similarity=") {
+		t.Errorf("paraphrase: %q, want hit-semantic", got)
+	}
+	if _, raw := chatWith(t, alpha, "sim-chat", "What is the capital of Germany?"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("another country: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+	}
+}
+
+func hashOf(secret string) string { return llm.HashKey(secret) }

@@ -1,0 +1,305 @@
+// Package llmcache is the llm_cache HTTP handler: exact and semantic
+// answers to repeated and similar questions, scoped per tenant, replayed
+// as streams when the client streams.
+package llmcache
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() {
+	caddy.RegisterModule(Cache{})
+}
+
+// Cache answers chat and text completions from earlier answers: exactly
+// the same request (canonical JSON: key order and whitespace do not
+// matter), or, with semantic matching on, a similar last question in the
+// same context. Entries are scoped per tenant when llm_quota runs first.
+//
+// Every answer it sees carries x-llmgw-cache: hit-exact, hit-semantic
+// (with ";similarity=0.93"), miss or bypass. Hits report their prompt
+// tokens as cached (usage.prompt_tokens_details.cached_tokens), and quotas
+// charge them nothing. Streamed misses are stored only when they
+// completed; errors, cut streams and refusals never are. A request's
+// Cache-Control: no-cache skips the lookup, no-store skips storing.
+type Cache struct {
+	// TTL of an entry. Default: 1h.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// MaxMemory bounds the entries, in bytes. Default: 256 MiB.
+	MaxMemory int64 `json:"max_memory,omitempty"`
+	// Models whose answers are cached: catalog names or globs.
+	// Default: every model.
+	Models []string `json:"models,omitempty"`
+	// MaxTemperature skips requests whose temperature is above it.
+	// Default: no limit.
+	MaxTemperature *float64 `json:"max_temperature,omitempty"`
+	// Scope shares entries between callers: key, project, team, org or
+	// global. Without llm_quota every caller is global. Default: project.
+	Scope string `json:"scope,omitempty"`
+	// Semantic, when set, also answers similar questions.
+	Semantic *Semantic `json:"semantic,omitempty"`
+
+	app     *llm.App
+	store   *entries
+	poolKey string
+	logger  *zap.Logger
+}
+
+// Semantic configures matching similar questions.
+type Semantic struct {
+	// Threshold is the least cosine similarity for a hit. Default: 0.9.
+	Threshold float64 `json:"threshold,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Cache) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_cache",
+		New: func() caddy.Module { return new(Cache) },
+	}
+}
+
+var pool = caddy.NewUsagePool()
+
+// Provision sets defaults and loads (or reuses) the entry store.
+func (c *Cache) Provision(ctx caddy.Context) error {
+	c.logger = ctx.Logger()
+	if c.TTL == 0 {
+		c.TTL = caddy.Duration(time.Hour)
+	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = 256 << 20
+	}
+	if c.Scope == "" {
+		c.Scope = "project"
+	}
+	if c.Semantic != nil && c.Semantic.Threshold == 0 {
+		c.Semantic.Threshold = 0.9
+	}
+	a, err := ctx.App("llm")
+	if err != nil {
+		return fmt.Errorf("llm_cache needs the llm app (a global llm { … } option): %w", err)
+	}
+	c.app = a.(*llm.App)
+	c.poolKey = "entries:" + strconv.FormatInt(c.MaxMemory, 10)
+	v, _, err := pool.LoadOrNew(c.poolKey, func() (caddy.Destructor, error) { return newEntries(c.MaxMemory) })
+	if err != nil {
+		return err
+	}
+	c.store = v.(*entries)
+	return nil
+}
+
+// Validate checks the configuration.
+func (c *Cache) Validate() error {
+	switch c.Scope {
+	case "key", "project", "team", "org", "global":
+	default:
+		return fmt.Errorf("llm_cache: scope %q: use key, project, team, org or global", c.Scope)
+	}
+	if c.TTL < 0 || c.MaxMemory < 0 {
+		return fmt.Errorf("llm_cache: ttl and max_memory must not be negative")
+	}
+	if s := c.Semantic; s != nil && (s.Threshold <= 0 || s.Threshold > 1) {
+		return fmt.Errorf("llm_cache: semantic threshold %v must be in (0, 1]", s.Threshold)
+	}
+	return nil
+}
+
+// Cleanup releases the entry store; the next config keeps it.
+func (c *Cache) Cleanup() error {
+	if c.poolKey != "" {
+		_, _ = pool.Delete(c.poolKey)
+	}
+	return nil
+}
+
+const header = "X-Llmgw-Cache"
+
+// ServeHTTP answers from the cache or passes the request on, keeping the
+// answer when it completes.
+func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	endpoint, ok := endpointOf(r)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	req, err := openai.Load(r, endpoint)
+	if err != nil {
+		return next.ServeHTTP(w, r)
+	}
+	m, err := c.app.Lookup(req.Model)
+	if err != nil || !c.enabled(m.Name, req) {
+		w.Header().Set(header, "bypass")
+		return next.ServeHTTP(w, r)
+	}
+	noCache, noStore := cacheControl(r)
+	scope := scopeOf(r, c.Scope)
+	q, err := newQuery(scope, m.Name, req, c.Semantic != nil)
+	if err != nil {
+		w.Header().Set(header, "bypass")
+		return next.ServeHTTP(w, r)
+	}
+	if noCache {
+		w.Header().Set(header, "bypass")
+	} else if e, sim, semantic, hit := c.lookup(q); hit {
+		c.serve(w, r, req, e, sim, semantic)
+		return nil
+	} else {
+		w.Header().Set(header, "miss")
+	}
+	if noStore {
+		return next.ServeHTTP(w, r)
+	}
+	tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: maxEntryBytes}
+	err = next.ServeHTTP(tw, r)
+	if err == nil {
+		c.keep(r, q, tw)
+	}
+	return err
+}
+
+// maxEntryBytes bounds one answer kept; longer ones are not cached.
+const maxEntryBytes = 1 << 20
+
+func (c *Cache) enabled(model string, req *openai.Request) bool {
+	if req.N > 1 {
+		return false // n answers are asked to differ
+	}
+	if c.MaxTemperature != nil && req.Temperature != nil && *req.Temperature > *c.MaxTemperature {
+		return false
+	}
+	if len(c.Models) == 0 {
+		return true
+	}
+	for _, g := range c.Models {
+		if ok, _ := path.Match(g, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds an exact entry, or the most similar one in the question's
+// context, with its similarity.
+func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
+	if e, ok := c.store.get(q.key); ok {
+		return e, 1, false, true
+	}
+	if c.Semantic == nil || q.vec == nil {
+		return nil, 0, false, false
+	}
+	e, sim = c.store.nearest(q.bucket, q.vec, func(e *entry) bool { return sameFacts(q.question, e.question) })
+	if e == nil || float64(sim) < c.Semantic.Threshold {
+		return nil, sim, true, false
+	}
+	return e, sim, true, true
+}
+
+func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Request, e *entry, sim float32, semantic bool) {
+	h := w.Header()
+	if semantic {
+		h.Set(header, "hit-semantic;similarity="+strconv.FormatFloat(float64(sim), 'f', 3, 32))
+	} else {
+		h.Set(header, "hit-exact")
+	}
+	u := e.ans.Usage
+	openai.SetUsage(r, openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		TotalTokens: u.PromptTokens + u.CompletionTokens, Cached: true})
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.llm.cache", h.Get(header))
+	}
+	if req.Stream {
+		e.ans.writeStream(w, req.Model, req.IncludeUsage)
+		return
+	}
+	e.ans.writeWhole(w, req.Model)
+}
+
+// keep stores a completed, successful answer.
+func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
+	if tw.status != http.StatusOK || tw.overflow {
+		return
+	}
+	var ans *answer
+	var err error
+	if tw.sse {
+		u, _ := openai.GetUsage(r)
+		ans, err = assemble(tw.buf.Bytes(), u)
+	} else {
+		ans, err = parseWhole(tw.buf.Bytes())
+	}
+	if err != nil || ans == nil {
+		return
+	}
+	c.store.put(&entry{key: q.key, bucket: q.bucket, question: q.question, vec: q.vec, ans: ans,
+		expires: time.Now().Add(time.Duration(c.TTL)), scope: q.scope, model: q.model})
+}
+
+// teeWriter copies what the router writes, up to a limit.
+type teeWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	status   int
+	sse      bool
+	buf      bytes.Buffer
+	limit    int
+	overflow bool
+}
+
+func (t *teeWriter) WriteHeader(status int) {
+	if t.status == 0 {
+		t.status = status
+		ct := t.Header().Get("Content-Type")
+		t.sse = len(ct) >= 17 && ct[:17] == "text/event-stream"
+	}
+	t.ResponseWriterWrapper.WriteHeader(status)
+}
+
+func (t *teeWriter) Write(b []byte) (int, error) {
+	if t.status == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	if !t.overflow {
+		if t.buf.Len()+len(b) > t.limit {
+			t.overflow = true
+			t.buf = bytes.Buffer{}
+		} else {
+			t.buf.Write(b)
+		}
+	}
+	return t.ResponseWriterWrapper.Write(b)
+}
+
+func endpointOf(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/v1/chat/completions"):
+		return openai.ChatCompletions, true
+	case strings.HasSuffix(r.URL.Path, "/v1/completions"):
+		return openai.Completions, true
+	}
+	return "", false
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Cache)(nil)
+	_ caddy.Validator             = (*Cache)(nil)
+	_ caddy.CleanerUpper          = (*Cache)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Cache)(nil)
+	_ caddy.Destructor            = (*entries)(nil)
+)

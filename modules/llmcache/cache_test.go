@@ -1,0 +1,135 @@
+package llmcache
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func TestExactKeyIsCanonical(t *testing.T) {
+	base := `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5}`
+	k := func(scope, body string) string {
+		key, err := exactKey(scope, "m", "chat/completions", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	want := k("p:a", base)
+	for _, same := range []string{
+		`{ "temperature": 0.5, "messages": [ {"content":"hi", "role":"user"} ], "model":"m" }`,
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"temperature":0.5}`,
+		`{"model":"alias","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"user":"u1"}`,
+	} {
+		if got := k("p:a", same); got != want {
+			t.Errorf("%s: key differs", same)
+		}
+	}
+	for _, diff := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi!"}],"temperature":0.5}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.7}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"tools":[]}`,
+	} {
+		if k("p:a", diff) == want {
+			t.Errorf("%s: key is the same", diff)
+		}
+	}
+	if k("p:b", base) == want {
+		t.Error("another scope has the same key")
+	}
+}
+
+const simStream = `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
+
+data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}
+
+data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":" wide wörld"},"finish_reason":null}]}
+
+data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: [DONE]
+
+`
+
+func TestAssemble(t *testing.T) {
+	a, err := assemble([]byte(simStream), openai.Usage{PromptTokens: 3, CompletionTokens: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &answer{Chat: true, Model: "m", Usage: openai.Usage{PromptTokens: 3, CompletionTokens: 3},
+		Choices: []answerChoice{{Content: "Hello wide wörld", FinishReason: "stop"}}}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	for name, events := range map[string]string{
+		"cut before [DONE]": strings.TrimSuffix(simStream, "data: [DONE]\n\n"),
+		"cut before finish": strings.Replace(simStream, `"finish_reason":"stop"`, `"finish_reason":null`, 1),
+		"error event":       strings.Replace(simStream, "data: [DONE]", `data: {"error":{"message":"boom"}}`+"\n\ndata: [DONE]", 1),
+		"content filter":    strings.Replace(simStream, `"finish_reason":"stop"`, `"finish_reason":"content_filter"`, 1),
+		"refusal":           strings.Replace(simStream, `"content":"Hello"`, `"refusal":"no"`, 1),
+	} {
+		if _, err := assemble([]byte(events), openai.Usage{}); err == nil {
+			t.Errorf("%s: stored", name)
+		}
+	}
+}
+
+func TestReplayRoundTrip(t *testing.T) {
+	a := &answer{Chat: true, Model: "m", Usage: openai.Usage{PromptTokens: 5, CompletionTokens: 7},
+		Choices: []answerChoice{{Content: "one two  three", FinishReason: "tool_calls",
+			ToolCalls: []toolCall{{ID: "c1", Name: "f", Arguments: `{"city":"Zürich","days":3,"note":"ünïcødé ärgümënts"}`}}}}}
+	rec := httptest.NewRecorder()
+	a.writeStream(rec, "m", true)
+	got, err := assemble(rec.Body.Bytes(), a.Usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("replayed stream assembles differently (-want +got)\n%s", diff)
+	}
+	if !strings.Contains(rec.Body.String(), `"cached_tokens":5`) {
+		t.Error("the usage chunk does not mark the prompt as cached")
+	}
+	rec = httptest.NewRecorder()
+	a.writeWhole(rec, "m")
+	whole, err := parseWhole(rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a.Choices, whole.Choices); diff != "" {
+		t.Errorf("whole answer differs (-want +got)\n%s", diff)
+	}
+}
+
+func TestSemanticMatching(t *testing.T) {
+	const threshold = 0.8
+	match := func(a, b string) (bool, float32) {
+		sim := dot(embed(a), embed(b))
+		return float64(sim) >= threshold && sameFacts(a, b), sim
+	}
+	for _, p := range [][2]string{
+		{"What is the capital of France?", "Tell me the capital of France."},
+		{"What is the capital of France?", "what's the capital of france"},
+		{"How do I reverse a list in Python?", "How can I reverse a list in Python"},
+		{"What is 2 + 2?", "what is 2 + 2"},
+	} {
+		if ok, sim := match(p[0], p[1]); !ok {
+			t.Errorf("%q ~ %q: no match (similarity %.3f)", p[0], p[1], sim)
+		}
+	}
+	for _, p := range [][2]string{
+		{"What is the capital of France?", "What is the capital of Germany?"},
+		{"What is 2 + 2?", "What is 2 + 3?"},
+		{"How do I reverse a list in Python?", "How do I sort a list in Python?"},
+		{"Who wrote Hamlet?", "Who wrote Macbeth?"},
+		{"Convert 100 dollars to euros", "Convert 150 dollars to euros"},
+	} {
+		if ok, sim := match(p[0], p[1]); ok {
+			t.Errorf("%q ~ %q: a false match (similarity %.3f)", p[0], p[1], sim)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package llmcache
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("llm_cache", parseCaddyfile)
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	c := new(Cache)
+	err := c.UnmarshalCaddyfile(h.Dispenser)
+	return c, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	llm_cache [<matcher>] {
+//		ttl             <duration>
+//		max_memory      <size>          # such as 256MiB
+//		models          <name|glob...>
+//		max_temperature <t>
+//		scope           key|project|team|org|global
+//		semantic        [<threshold>]
+//	}
+func (c *Cache) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		dir := d.Val()
+		if seen[dir] {
+			return d.Errf("duplicate subdirective %q", dir)
+		}
+		seen[dir] = true
+		args := d.RemainingArgs()
+		if err := c.parseField(d, dir, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) error {
+	one := func() (string, error) {
+		if len(args) != 1 {
+			return "", d.ArgErr()
+		}
+		return args[0], nil
+	}
+	switch dir {
+	case "models":
+		if len(args) == 0 {
+			return d.ArgErr()
+		}
+		c.Models = args
+		return nil
+	case "semantic":
+		c.Semantic = new(Semantic)
+		if len(args) > 1 {
+			return d.ArgErr()
+		}
+		if len(args) == 1 {
+			t, err := strconv.ParseFloat(args[0], 64)
+			if err != nil || t <= 0 || t > 1 {
+				return d.Errf("semantic threshold %q must be a number in (0, 1]", args[0])
+			}
+			c.Semantic.Threshold = t
+		}
+		return nil
+	}
+	v, err := one()
+	if err != nil {
+		return err
+	}
+	switch dir {
+	case "ttl":
+		dur, err := caddy.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			return d.Errf("ttl %q is not a positive duration such as 1h", v)
+		}
+		c.TTL = caddy.Duration(time.Duration(dur))
+	case "max_memory":
+		n, err := humanize.ParseBytes(v)
+		if err != nil || n == 0 {
+			return d.Errf("max_memory %q is not a size such as 256MiB", v)
+		}
+		c.MaxMemory = int64(n)
+	case "max_temperature":
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil || t < 0 {
+			return d.Errf("max_temperature %q is not a number of at least 0", v)
+		}
+		c.MaxTemperature = &t
+	case "scope":
+		switch v {
+		case "key", "project", "team", "org", "global":
+		default:
+			return d.Errf("scope %q: use key, project, team, org or global", v)
+		}
+		c.Scope = v
+	default:
+		return d.Errf("unrecognized llm_cache subdirective %q", dir)
+	}
+	return nil
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*Cache)(nil)

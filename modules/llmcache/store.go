@@ -1,0 +1,169 @@
+package llmcache
+
+import (
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// entry is one cached answer.
+type entry struct {
+	key      string    // exact key
+	bucket   string    // semantic candidates share it: scope, model, context
+	question string    // the last user turn, for semantic matching
+	vec      []float32 // its embedding
+	ans      *answer
+	expires  time.Time
+	scope    string
+	model    string
+}
+
+// cost estimates an entry's memory in bytes, for max_memory.
+func (e *entry) cost() int64 {
+	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + 4*len(e.vec)
+	for _, c := range e.ans.Choices {
+		n += 64 + len(c.Content)
+		for _, t := range c.ToolCalls {
+			n += 64 + len(t.ID) + len(t.Name) + len(t.Arguments)
+		}
+	}
+	return int64(n)
+}
+
+// entries holds the answers (ristretto, bounded by cost in bytes) and an
+// index of them by bucket, for semantic lookups and purges. It lives in a UsagePool, so reloads keep it.
+type entries struct {
+	cache *ristretto.Cache[string, *entry]
+
+	mu      sync.RWMutex
+	buckets map[string]map[string]*entry // bucket → key → entry
+}
+
+func newEntries(maxBytes int64) (*entries, error) {
+	s := &entries{buckets: map[string]map[string]*entry{}}
+	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
+		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
+		MaxCost:     maxBytes,
+		BufferItems: 64,
+		OnEvict:     func(it *ristretto.Item[*entry]) { s.unindex(it.Value) },
+		OnReject:    func(it *ristretto.Item[*entry]) { s.unindex(it.Value) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.cache = c
+	return s, nil
+}
+
+func (s *entries) Destruct() error {
+	s.cache.Close()
+	return nil
+}
+
+func (s *entries) get(key string) (*entry, bool) {
+	e, ok := s.cache.Get(key)
+	if !ok || time.Now().After(e.expires) {
+		return nil, false
+	}
+	return e, true
+}
+
+func (s *entries) put(e *entry) {
+	ttl := time.Until(e.expires)
+	if ttl <= 0 {
+		return
+	}
+	if old, ok := s.cache.Get(e.key); ok {
+		s.unindex(old)
+	}
+	{
+		s.mu.Lock()
+		b := s.buckets[e.bucket]
+		if b == nil {
+			b = map[string]*entry{}
+			s.buckets[e.bucket] = b
+		}
+		b[e.key] = e
+		s.mu.Unlock()
+	}
+	if !s.cache.SetWithTTL(e.key, e, e.cost(), ttl) {
+		s.unindex(e)
+		return
+	}
+	s.cache.Wait() // visible to the next lookup
+}
+
+func (s *entries) unindex(e *entry) {
+	if e == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.buckets[e.bucket]; b != nil && b[e.key] == e {
+		delete(b, e.key)
+		if len(b) == 0 {
+			delete(s.buckets, e.bucket)
+		}
+	}
+}
+
+// nearest returns the live entry in bucket whose question is most similar
+// to vec, with its cosine similarity (vectors are unit length).
+func (s *entries) nearest(bucket string, vec []float32, accept func(*entry) bool) (*entry, float32) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var best *entry
+	var bestSim float32 = -2
+	now := time.Now()
+	for _, e := range s.buckets[bucket] {
+		if e.vec == nil || now.After(e.expires) {
+			continue
+		}
+		sim := dot(vec, e.vec)
+		if sim > bestSim && accept(e) {
+			best, bestSim = e, sim
+		}
+	}
+	return best, bestSim
+}
+
+// purge removes entries of a model and/or scope ("" matches any).
+func (s *entries) purge(model, scope string) int {
+	s.mu.Lock()
+	var victims []string
+	for _, b := range s.buckets {
+		for k, e := range b {
+			if (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
+				victims = append(victims, k)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if model == "" && scope == "" {
+		s.cache.Clear()
+		s.mu.Lock()
+		s.buckets = map[string]map[string]*entry{}
+		s.mu.Unlock()
+		return len(victims)
+	}
+	for _, k := range victims {
+		if e, ok := s.cache.Get(k); ok {
+			s.unindex(e)
+		}
+		s.cache.Del(k)
+	}
+	s.cache.Wait()
+	return len(victims)
+}
+
+func dot(a, b []float32) float32 {
+	if len(a) != len(b) {
+		return -1
+	}
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
