@@ -80,7 +80,7 @@ func TestListModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"llm", "admin.api.llm", "http.handlers.llm_router", "http.handlers.llm_quota",
+	for _, id := range []string{"llm", "admin.api.llm", "http.handlers.llm_router", "http.handlers.llm_quota", "http.handlers.llm_cache",
 		"http.llm_router.policies.least_outstanding", "http.llm_router.policies.round_robin"} {
 		if !strings.Contains("\n"+string(out), "\n"+id+"\n") {
 			t.Errorf("list-modules does not show %s", id)

@@ -109,6 +109,20 @@ func TestCacheExactAndStreams(t *testing.T) {
 		return raw.Header.Get("X-Llmgw-Cache") == "miss"
 	})
 
+	// Stats and purge through the admin API.
+	var stats []map[string]int64
+	g.adminGet("/llm/cache", &stats)
+	if len(stats) != 1 || stats[0]["hits_exact"] < 3 || stats[0]["misses"] < 3 || stats[0]["entries"] < 1 {
+		t.Errorf("cache stats: %+v", stats)
+	}
+	chatWith(t, c, "sim-chat", "and lakes?")
+	if code, body := adminDo(t, g, "POST", "/llm/cache/purge", `{"model":"sim-chat"}`); code != 200 || !strings.Contains(string(body), `"purged":`) {
+		t.Errorf("purge: %d %s", code, body)
+	}
+	if _, raw := chatWith(t, c, "sim-chat", "and lakes?"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("after a purge: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+	}
+
 	// Errors are not stored.
 	for range 2 {
 		r, body := post(t, g.base+"/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"x"}]}`)

@@ -25,6 +25,8 @@ func init() {
 //	DELETE /llm/keys/<id>    revoke a key created here
 //	POST /llm/keys/<id>/rotate  replace a key's secret; the old one stops working
 //	GET /llm/usage?project=…&from=&to=  usage by model (also org=, team=, key=)
+//	GET /llm/cache           cache entries and outcomes
+//	POST /llm/cache/purge    remove entries: {"model":…,"scope":…} (both optional)
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -44,6 +46,8 @@ func (Admin) Routes() []caddy.AdminRoute {
 		{Pattern: "/llm/keys", Handler: caddy.AdminHandlerFunc(handleKeys)},
 		{Pattern: "/llm/keys/", Handler: caddy.AdminHandlerFunc(handleKey)},
 		{Pattern: "/llm/usage", Handler: caddy.AdminHandlerFunc(getUsage)},
+		{Pattern: "/llm/cache", Handler: caddy.AdminHandlerFunc(getCacheStats)},
+		{Pattern: "/llm/cache/purge", Handler: caddy.AdminHandlerFunc(purgeCache)},
 	}
 }
 

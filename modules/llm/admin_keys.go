@@ -212,3 +212,40 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, map[string]any{"node": node, "from": from, "to": to, "models": models, "total": total})
 }
+
+// getCacheStats answers GET /llm/cache: each cache's entries and outcomes.
+func getCacheStats(w http.ResponseWriter, r *http.Request) error {
+	if _, err := current(r); err != nil {
+		return err
+	}
+	out := []any{}
+	caches.Range(func(_, v any) bool {
+		out = append(out, v.(CacheAdmin).CacheStats())
+		return true
+	})
+	return writeJSON(w, out)
+}
+
+// purgeCache answers POST /llm/cache/purge {"model":…,"scope":…}.
+func purgeCache(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return apiErr(http.StatusMethodNotAllowed, "use POST /llm/cache/purge with {\"model\":…,\"scope\":…}")
+	}
+	var req struct{ Model, Scope string }
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return apiErr(http.StatusBadRequest, "the body must be JSON like {\"model\":\"chat\",\"scope\":\"p:acme/research/alpha\"}: %v", err)
+		}
+	}
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	n := 0
+	caches.Range(func(_, v any) bool {
+		n += v.(CacheAdmin).Purge(req.Model, req.Scope)
+		return true
+	})
+	a.audit(r, "cache purged", zap.String("model", req.Model), zap.String("scope", req.Scope), zap.Int("entries", n))
+	return writeJSON(w, map[string]int{"purged": n})
+}

@@ -41,3 +41,21 @@ func RegisterUsageReader(id string, r UsageReader) func() {
 // Node is the level's node name for counters and usage: its kind's
 // initial, a colon and its name.
 func (l *Level) Node() string { return l.Kind[:1] + ":" + l.Name }
+
+// CacheAdmin is what the admin API asks of a cache; llm_cache registers
+// its entry store.
+type CacheAdmin interface {
+	CacheStats() any
+	// Purge removes the entries of a model and/or scope ("" for any) and
+	// says how many.
+	Purge(model, scope string) int
+}
+
+var caches sync.Map // id → CacheAdmin
+
+// RegisterCache makes a cache's stats and purge reachable through the
+// admin API until the returned function is called.
+func RegisterCache(id string, c CacheAdmin) func() {
+	caches.Store(id, c)
+	return func() { caches.CompareAndDelete(id, c) }
+}

@@ -52,10 +52,11 @@ type Cache struct {
 	// Semantic, when set, also answers similar questions.
 	Semantic *Semantic `json:"semantic,omitempty"`
 
-	app     *llm.App
-	store   *entries
-	poolKey string
-	logger  *zap.Logger
+	app        *llm.App
+	store      *entries
+	poolKey    string
+	unregister func()
+	logger     *zap.Logger
 }
 
 // Semantic configures matching similar questions.
@@ -102,6 +103,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.store = v.(*entries)
+	c.unregister = llm.RegisterCache(c.poolKey, c.store)
 	return nil
 }
 
@@ -123,6 +125,9 @@ func (c *Cache) Validate() error {
 
 // Cleanup releases the entry store; the next config keeps it.
 func (c *Cache) Cleanup() error {
+	if c.unregister != nil {
+		c.unregister()
+	}
 	if c.poolKey != "" {
 		_, _ = pool.Delete(c.poolKey)
 	}
@@ -144,6 +149,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	m, err := c.app.Lookup(req.Model)
 	if err != nil || !c.enabled(m.Name, req) {
+		c.store.bypass.Add(1)
 		w.Header().Set(header, "bypass")
 		return next.ServeHTTP(w, r)
 	}
@@ -155,11 +161,13 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return next.ServeHTTP(w, r)
 	}
 	if noCache {
+		c.store.bypass.Add(1)
 		w.Header().Set(header, "bypass")
 	} else if e, sim, semantic, hit := c.lookup(q); hit {
 		c.serve(w, r, req, e, sim, semantic)
 		return nil
 	} else {
+		c.store.misses.Add(1)
 		w.Header().Set(header, "miss")
 	}
 	if noStore {
@@ -212,6 +220,11 @@ func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
 
 func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Request, e *entry, sim float32, semantic bool) {
 	h := w.Header()
+	if semantic {
+		c.store.semantic.Add(1)
+	} else {
+		c.store.exact.Add(1)
+	}
 	if semantic {
 		h.Set(header, "hit-semantic;similarity="+strconv.FormatFloat(float64(sim), 'f', 3, 32))
 	} else {

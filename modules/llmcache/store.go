@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -38,7 +39,22 @@ type entries struct {
 
 	mu      sync.RWMutex
 	buckets map[string]map[string]*entry // bucket → key → entry
+	count   int
+	bytes   int64
+
+	exact, semantic, misses, bypass, stored atomic.Int64
 }
+
+// CacheStats implements llm.CacheAdmin.
+func (s *entries) CacheStats() any {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return map[string]int64{"entries": int64(s.count), "bytes": s.bytes, "hits_exact": s.exact.Load(),
+		"hits_semantic": s.semantic.Load(), "misses": s.misses.Load(), "bypass": s.bypass.Load(), "stored": s.stored.Load()}
+}
+
+// Purge implements llm.CacheAdmin.
+func (s *entries) Purge(model, scope string) int { return s.purge(model, scope) }
 
 func newEntries(maxBytes int64) (*entries, error) {
 	s := &entries{buckets: map[string]map[string]*entry{}}
@@ -84,6 +100,10 @@ func (s *entries) put(e *entry) {
 			b = map[string]*entry{}
 			s.buckets[e.bucket] = b
 		}
+		if _, had := b[e.key]; !had {
+			s.count++
+			s.bytes += e.cost()
+		}
 		b[e.key] = e
 		s.mu.Unlock()
 	}
@@ -92,6 +112,7 @@ func (s *entries) put(e *entry) {
 		return
 	}
 	s.cache.Wait() // visible to the next lookup
+	s.stored.Add(1)
 }
 
 func (s *entries) unindex(e *entry) {
@@ -102,6 +123,8 @@ func (s *entries) unindex(e *entry) {
 	defer s.mu.Unlock()
 	if b := s.buckets[e.bucket]; b != nil && b[e.key] == e {
 		delete(b, e.key)
+		s.count--
+		s.bytes -= e.cost()
 		if len(b) == 0 {
 			delete(s.buckets, e.bucket)
 		}
@@ -144,6 +167,7 @@ func (s *entries) purge(model, scope string) int {
 		s.cache.Clear()
 		s.mu.Lock()
 		s.buckets = map[string]map[string]*entry{}
+		s.count, s.bytes = 0, 0
 		s.mu.Unlock()
 		return len(victims)
 	}
