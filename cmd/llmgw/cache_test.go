@@ -158,3 +158,34 @@ func TestCacheScopedPerTenantAndSemantic(t *testing.T) {
 }
 
 func hashOf(secret string) string { return llm.HashKey(secret) }
+
+func TestCacheSharedThroughRedis(t *testing.T) {
+	redis := startRedis(t)
+	before := "\t\tllm_cache {\n\t\t\tredis " + redis.url() + "\n\t\t}"
+	g1 := startGatewayBefore(t, cacheModels, before)
+	g2 := startGatewayBefore(t, cacheModels, before)
+	first, _ := chatWith(t, g1.client(), "sim-chat", "shared question")
+	var got *openai.ChatCompletion
+	waitFor(t, 10*time.Second, "the entry to reach the other instance", func() bool {
+		resp, raw := chatWith(t, g2.client(), "sim-chat", "shared question", option.WithHeader("Cache-Control", "no-store"))
+		got = resp
+		return raw.Header.Get("X-Llmgw-Cache") == "hit-exact"
+	})
+	if got.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Errorf("the other instance answered %q, want %q", got.Choices[0].Message.Content, first.Choices[0].Message.Content)
+	}
+	// A starting instance warms from Redis.
+	g3 := startGatewayBefore(t, cacheModels, before)
+	waitFor(t, 10*time.Second, "a new instance to warm", func() bool {
+		_, raw := chatWith(t, g3.client(), "sim-chat", "shared question", option.WithHeader("Cache-Control", "no-store"))
+		return raw.Header.Get("X-Llmgw-Cache") == "hit-exact"
+	})
+	// A purge on one instance reaches the others.
+	if code, _ := adminDo(t, g1, "POST", "/llm/cache/purge", `{}`); code != 200 {
+		t.Fatalf("purge: %d", code)
+	}
+	waitFor(t, 10*time.Second, "the purge to reach the other instance", func() bool {
+		_, raw := chatWith(t, g2.client(), "sim-chat", "shared question", option.WithHeader("Cache-Control", "no-store"))
+		return raw.Header.Get("X-Llmgw-Cache") == "miss"
+	})
+}

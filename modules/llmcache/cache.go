@@ -51,6 +51,11 @@ type Cache struct {
 	Scope string `json:"scope,omitempty"`
 	// Semantic, when set, also answers similar questions.
 	Semantic *Semantic `json:"semantic,omitempty"`
+	// Redis, such as redis://host:6379, shares entries between instances:
+	// each kept entry is written there with its TTL and announced, the
+	// others index it, and a starting instance warms from it. Lookups stay
+	// in this process.
+	Redis string `json:"redis,omitempty"`
 
 	app        *llm.App
 	store      *entries
@@ -97,8 +102,18 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("llm_cache needs the llm app (a global llm { … } option): %w", err)
 	}
 	c.app = a.(*llm.App)
-	c.poolKey = "entries:" + strconv.FormatInt(c.MaxMemory, 10)
-	v, _, err := pool.LoadOrNew(c.poolKey, func() (caddy.Destructor, error) { return newEntries(c.MaxMemory) })
+	c.poolKey = "entries:" + strconv.FormatInt(c.MaxMemory, 10) + ":" + c.Redis
+	v, _, err := pool.LoadOrNew(c.poolKey, func() (caddy.Destructor, error) {
+		s, err := newEntries(c.MaxMemory)
+		if err != nil || c.Redis == "" {
+			return s, err
+		}
+		if s.shared, err = newShared(c.Redis, s, c.logger); err != nil {
+			s.cache.Close()
+			return nil, fmt.Errorf("llm_cache redis %q: %w", c.Redis, err)
+		}
+		return s, nil
+	})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_temperature <t>
 //		scope           key|project|team|org|global
 //		semantic        [<threshold>]
+//		redis           redis://host:port[/db]
 //	}
 func (c *Cache) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -102,6 +103,8 @@ func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) er
 			return d.Errf("max_temperature %q is not a number of at least 0", v)
 		}
 		c.MaxTemperature = &t
+	case "redis":
+		c.Redis = v
 	case "scope":
 		switch v {
 		case "key", "project", "team", "org", "global":

@@ -43,6 +43,8 @@ type entries struct {
 	bytes   int64
 
 	exact, semantic, misses, bypass, stored atomic.Int64
+
+	shared *shared // when entries are shared through Redis
 }
 
 // CacheStats implements llm.CacheAdmin.
@@ -54,7 +56,13 @@ func (s *entries) CacheStats() any {
 }
 
 // Purge implements llm.CacheAdmin.
-func (s *entries) Purge(model, scope string) int { return s.purge(model, scope) }
+func (s *entries) Purge(model, scope string) int {
+	n := s.purge(model, scope)
+	if s.shared != nil {
+		s.shared.purge(model, scope)
+	}
+	return n
+}
 
 func newEntries(maxBytes int64) (*entries, error) {
 	s := &entries{buckets: map[string]map[string]*entry{}}
@@ -73,6 +81,9 @@ func newEntries(maxBytes int64) (*entries, error) {
 }
 
 func (s *entries) Destruct() error {
+	if s.shared != nil {
+		s.shared.close()
+	}
 	s.cache.Close()
 	return nil
 }
@@ -85,10 +96,18 @@ func (s *entries) get(key string) (*entry, bool) {
 	return e, true
 }
 
+// put keeps an entry and, when shared, hands it to the other instances.
 func (s *entries) put(e *entry) {
+	if s.putLocal(e) && s.shared != nil {
+		s.shared.publish(e)
+	}
+}
+
+// putLocal keeps an entry in this instance only.
+func (s *entries) putLocal(e *entry) bool {
 	ttl := time.Until(e.expires)
 	if ttl <= 0 {
-		return
+		return false
 	}
 	if old, ok := s.cache.Get(e.key); ok {
 		s.unindex(old)
@@ -109,10 +128,11 @@ func (s *entries) put(e *entry) {
 	}
 	if !s.cache.SetWithTTL(e.key, e, e.cost(), ttl) {
 		s.unindex(e)
-		return
+		return false
 	}
 	s.cache.Wait() // visible to the next lookup
 	s.stored.Add(1)
+	return true
 }
 
 func (s *entries) unindex(e *entry) {
