@@ -189,3 +189,25 @@ func TestCacheSharedThroughRedis(t *testing.T) {
 		return raw.Header.Get("X-Llmgw-Cache") == "miss"
 	})
 }
+
+func TestCacheSemanticWithCatalogEmbedder(t *testing.T) {
+	// The sim engine's embeddings hash words (a simulator, not a model), so
+	// the threshold is lower than the built-in embedder's.
+	models := cacheModels + `
+		model sim-embed {
+			engine sim
+		}`
+	g := startGatewayBefore(t, models, "\t\tllm_cache {\n\t\t\tsemantic 0.6 {\n\t\t\t\tembedder sim-embed\n\t\t\t}\n\t\t}")
+	c := g.client()
+	chatWith(t, c, "sim-chat", "What is the capital of France?")
+	if _, raw := chatWith(t, c, "sim-chat", "Tell me the capital of France."); !strings.HasPrefix(raw.Header.Get("X-Llmgw-Cache"), "hit-semantic") {
+		t.Errorf("paraphrase: %q, want hit-semantic", raw.Header.Get("X-Llmgw-Cache"))
+	}
+	if _, raw := chatWith(t, c, "sim-chat", "What is the capital of Germany?"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("another country: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+	}
+	rep := g.readyReplicas("sim-embed", 1)[0]
+	if n := simStats(t, rep.URL)["requests"]; n != 3 {
+		t.Errorf("the embedding model saw %d requests, want one per question (3)", n)
+	}
+}

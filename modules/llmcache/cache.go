@@ -5,6 +5,7 @@ package llmcache
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -66,6 +67,13 @@ type Cache struct {
 
 // Semantic configures matching similar questions.
 type Semantic struct {
+	// Embedder is a catalog model that serves /v1/embeddings, used to
+	// embed questions. Default: the built-in embedder, which needs no
+	// model and measures lexical similarity only.
+	Embedder string `json:"embedder,omitempty"`
+	// EmbedTimeout bounds one embedding call; on timeout or error the
+	// request is looked up exactly only. Default: 2s.
+	EmbedTimeout caddy.Duration `json:"embed_timeout,omitempty"`
 	// Threshold is the least cosine similarity for a hit. Default: 0.8,
 	// where the built-in embedder matched 72% of the project's paraphrase
 	// set and none of its near-misses.
@@ -97,11 +105,19 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 	if c.Semantic != nil && c.Semantic.Threshold == 0 {
 		c.Semantic.Threshold = 0.8
 	}
+	if c.Semantic != nil && c.Semantic.EmbedTimeout == 0 {
+		c.Semantic.EmbedTimeout = caddy.Duration(2 * time.Second)
+	}
 	a, err := ctx.App("llm")
 	if err != nil {
 		return fmt.Errorf("llm_cache needs the llm app (a global llm { … } option): %w", err)
 	}
 	c.app = a.(*llm.App)
+	if s := c.Semantic; s != nil && s.Embedder != "" {
+		if _, err := c.app.Lookup(s.Embedder); err != nil {
+			return fmt.Errorf("llm_cache: semantic embedder: %w", err)
+		}
+	}
 	c.poolKey = "entries:" + strconv.FormatInt(c.MaxMemory, 10) + ":" + c.Redis
 	v, _, err := pool.LoadOrNew(c.poolKey, func() (caddy.Destructor, error) {
 		s, err := newEntries(c.MaxMemory)
@@ -170,7 +186,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	noCache, noStore := cacheControl(r)
 	scope := scopeOf(r, c.Scope)
-	q, err := newQuery(scope, m.Name, req, c.Semantic != nil)
+	q, err := newQuery(scope, m.Name, req, c.Semantic != nil, c.embedFunc(r))
 	if err != nil {
 		w.Header().Set(header, "bypass")
 		return next.ServeHTTP(w, r)
@@ -194,6 +210,23 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		c.keep(r, q, tw)
 	}
 	return err
+}
+
+// embedFunc returns how questions are embedded for this request.
+func (c *Cache) embedFunc(r *http.Request) func(string) []float32 {
+	if c.Semantic == nil || c.Semantic.Embedder == "" {
+		return embed
+	}
+	return func(q string) []float32 {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(c.Semantic.EmbedTimeout))
+		defer cancel()
+		vecs, err := c.app.Embeddings(ctx, c.Semantic.Embedder, []string{q})
+		if err != nil {
+			c.logger.Warn("embedding a question; looking up exactly only", zap.String("embedder", c.Semantic.Embedder), zap.Error(err))
+			return nil
+		}
+		return normalize(vecs[0])
+	}
 }
 
 // maxEntryBytes bounds one answer kept; longer ones are not cached.

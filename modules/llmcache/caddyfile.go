@@ -78,7 +78,7 @@ func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) er
 			}
 			c.Semantic.Threshold = t
 		}
-		return nil
+		return c.parseSemanticBlock(d)
 	}
 	v, err := one()
 	if err != nil {
@@ -114,6 +114,35 @@ func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) er
 		c.Scope = v
 	default:
 		return d.Errf("unrecognized llm_cache subdirective %q", dir)
+	}
+	return nil
+}
+
+// parseSemanticBlock reads semantic's optional block:
+//
+//	semantic [<threshold>] {
+//		embedder      <catalog model>
+//		embed_timeout <duration>
+//	}
+func (c *Cache) parseSemanticBlock(d *caddyfile.Dispenser) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return d.ArgErr()
+		}
+		switch dir {
+		case "embedder":
+			c.Semantic.Embedder = v
+		case "embed_timeout":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("embed_timeout %q is not a positive duration", v)
+			}
+			c.Semantic.EmbedTimeout = caddy.Duration(time.Duration(dur))
+		default:
+			return d.Errf("unrecognized semantic subdirective %q", dir)
+		}
 	}
 	return nil
 }

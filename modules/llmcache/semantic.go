@@ -21,7 +21,7 @@ type query struct {
 	vec      []float32
 }
 
-func newQuery(scope, model string, req *openai.Request, semantic bool) (*query, error) {
+func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
 	key, err := exactKey(scope, model, req.Endpoint, req.Raw)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func newQuery(scope, model string, req *openai.Request, semantic bool) (*query, 
 	if q.bucket, err = exactKey(scope, model, req.Endpoint+"#context", rest); err != nil {
 		return nil, err
 	}
-	q.question, q.vec = question, embed(question)
+	q.question, q.vec = question, embedder(question)
 	return q, nil
 }
 
@@ -120,6 +120,11 @@ func embed(text string) []float32 {
 			add(words[i-1]+" "+w, 0.5)
 		}
 	}
+	return normalize(v)
+}
+
+// normalize scales v to unit length, so a dot product is the cosine.
+func normalize(v []float32) []float32 {
 	var n float64
 	for _, f := range v {
 		n += float64(f) * float64(f)
