@@ -259,7 +259,7 @@ func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
 	if c.Semantic == nil || q.vec == nil {
 		return nil, 0, false, false
 	}
-	e, sim = c.store.nearest(q.bucket, q.vec, func(e *entry) bool { return sameFacts(q.question, e.question) })
+	e, sim = c.store.nearest(q.bucket, q.question, q.vec, func(e *entry) bool { return sameFacts(q.question, e.question) })
 	if e == nil || float64(sim) < c.Semantic.Threshold {
 		return nil, sim, true, false
 	}

@@ -1,6 +1,7 @@
 package llmcache
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,10 +38,11 @@ func (e *entry) cost() int64 {
 type entries struct {
 	cache *ristretto.Cache[string, *entry]
 
-	mu      sync.RWMutex
-	buckets map[string]map[string]*entry // bucket → key → entry
-	count   int
-	bytes   int64
+	mu       sync.RWMutex
+	buckets  map[string]map[string]*entry              // bucket → key → entry
+	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries
+	count    int
+	bytes    int64
 
 	exact, semantic, misses, bypass, stored atomic.Int64
 
@@ -65,7 +67,7 @@ func (s *entries) Purge(model, scope string) int {
 }
 
 func newEntries(maxBytes int64) (*entries, error) {
-	s := &entries{buckets: map[string]map[string]*entry{}}
+	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{}}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
 		MaxCost:     maxBytes,
@@ -124,6 +126,9 @@ func (s *entries) putLocal(e *entry) bool {
 			s.bytes += e.cost()
 		}
 		b[e.key] = e
+		if e.vec != nil {
+			s.postLocked(e, true)
+		}
 		s.mu.Unlock()
 	}
 	if !s.cache.SetWithTTL(e.key, e, e.cost(), ttl) {
@@ -145,27 +150,83 @@ func (s *entries) unindex(e *entry) {
 		delete(b, e.key)
 		s.count--
 		s.bytes -= e.cost()
+		if e.vec != nil {
+			s.postLocked(e, false)
+		}
 		if len(b) == 0 {
 			delete(s.buckets, e.bucket)
 		}
 	}
 }
 
+// postLocked adds e to (or removes it from) the postings of its
+// question's content words; s.mu must be held.
+func (s *entries) postLocked(e *entry, add bool) {
+	words := s.postings[e.bucket]
+	if words == nil {
+		if !add {
+			return
+		}
+		words = map[string]map[*entry]struct{}{}
+		s.postings[e.bucket] = words
+	}
+	for _, w := range contentWords(e.question) {
+		set := words[w]
+		switch {
+		case add && set == nil:
+			words[w] = map[*entry]struct{}{e: {}}
+		case add:
+			set[e] = struct{}{}
+		case set != nil:
+			delete(set, e)
+			if len(set) == 0 {
+				delete(words, w)
+			}
+		}
+	}
+	if len(words) == 0 {
+		delete(s.postings, e.bucket)
+	}
+}
+
+// maxCandidates bounds the entries one semantic lookup scores.
+const maxCandidates = 2048
+
 // nearest returns the live entry in bucket whose question is most similar
-// to vec, with its cosine similarity (vectors are unit length).
-func (s *entries) nearest(bucket string, vec []float32, accept func(*entry) bool) (*entry, float32) {
+// to vec, with its cosine similarity (vectors are unit length). Only
+// entries that share a content word with the question are scored, rarest
+// words first, at most maxCandidates of them: the words that are rare in a
+// bucket are the ones that tell questions apart, and the lookup costs what
+// its candidates cost, not what the bucket holds.
+func (s *entries) nearest(bucket string, question string, vec []float32, accept func(*entry) bool) (*entry, float32) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	words := s.postings[bucket]
+	if words == nil {
+		return nil, -2
+	}
+	qw := contentWords(question)
+	slices.SortFunc(qw, func(a, b string) int { return len(words[a]) - len(words[b]) })
 	var best *entry
 	var bestSim float32 = -2
 	now := time.Now()
-	for _, e := range s.buckets[bucket] {
-		if e.vec == nil || now.After(e.expires) {
-			continue
+	scored := 0 // an entry that shares several words is scored again: cheaper than a set
+	common := max(len(s.buckets[bucket])/10, 256)
+	for _, w := range slices.Compact(qw) {
+		if scored > 0 && len(words[w]) > common {
+			break // a word this common tells nothing the rarer ones did not
 		}
-		sim := dot(vec, e.vec)
-		if sim > bestSim && accept(e) {
-			best, bestSim = e, sim
+		for e := range words[w] {
+			if scored >= maxCandidates {
+				return best, bestSim
+			}
+			scored++
+			if now.After(e.expires) {
+				continue
+			}
+			if sim := dot(vec, e.vec); sim > bestSim && accept(e) {
+				best, bestSim = e, sim
+			}
 		}
 	}
 	return best, bestSim
@@ -187,6 +248,7 @@ func (s *entries) purge(model, scope string) int {
 		s.cache.Clear()
 		s.mu.Lock()
 		s.buckets = map[string]map[string]*entry{}
+		s.postings = map[string]map[string]map[*entry]struct{}{}
 		s.count, s.bytes = 0, 0
 		s.mu.Unlock()
 		return len(victims)

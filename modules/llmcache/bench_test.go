@@ -1,0 +1,104 @@
+package llmcache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vocabulary for generated questions: 4000 made-up words.
+var vocabulary = func() []string {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	words := make([]string, 4000)
+	for i := range words {
+		b := make([]byte, 4+rng.IntN(6))
+		for j := range b {
+			b[j] = letters[rng.IntN(len(letters))]
+		}
+		words[i] = string(b)
+	}
+	return words
+}()
+
+func question(rng *rand.Rand) string {
+	n := 5 + rng.IntN(6)
+	w := make([]string, n)
+	for i := range w {
+		w[i] = vocabulary[rng.IntN(len(vocabulary))]
+	}
+	return "How does " + strings.Join(w, " ") + " work?"
+}
+
+// filled returns a store with n entries in one bucket (the worst case: one
+// tenant, one model, one context) and the memory they take.
+func filled(tb testing.TB, n int) (*entries, float64) {
+	s, err := newEntries(1 << 30)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ans := &answer{Chat: true, Choices: []answerChoice{{Content: strings.Repeat("an answer of some length ", 8), FinishReason: "stop"}}}
+	for i := range n {
+		q := question(rng)
+		s.putLocal(&entry{key: fmt.Sprint(i), bucket: "b", question: q, vec: embed(q), ans: ans, expires: time.Now().Add(time.Hour)})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return s, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+func benchLookup(b *testing.B, n int, embedToo bool) {
+	s, perEntry := filled(b, n)
+	defer s.Destruct()
+	rng := rand.New(rand.NewPCG(5, 6))
+	qs := make([]string, 1024)
+	vecs := make([][]float32, len(qs))
+	for i := range qs {
+		qs[i] = question(rng)
+		vecs[i] = embed(qs[i])
+	}
+	var times []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		q := qs[i%len(qs)]
+		start := time.Now()
+		v := vecs[i%len(qs)]
+		if embedToo {
+			v = embed(q)
+		}
+		s.nearest("b", q, v, func(e *entry) bool { return sameFacts(q, e.question) })
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(perEntry, "bytes/entry")
+}
+
+// BenchmarkSemanticLookup measures one semantic lookup in a bucket of 10k
+// and 100k entries, with the question's embedding made before (lookup) or
+// inside the timing (embed+lookup).
+func BenchmarkSemanticLookup(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("%dk/lookup", n/1000), func(b *testing.B) { benchLookup(b, n, false) })
+		b.Run(fmt.Sprintf("%dk/embed+lookup", n/1000), func(b *testing.B) { benchLookup(b, n, true) })
+	}
+}
+
+func BenchmarkExactKey(b *testing.B) {
+	body := []byte(`{"model":"sim-chat","temperature":0,"max_tokens":64,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short poem about the sea and the mountains, in four lines."}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := exactKey("p:a", "sim-chat", "chat/completions", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
