@@ -48,7 +48,7 @@ func filled(tb testing.TB, n int) (*entries, float64) {
 	ans := &answer{Chat: true, Choices: []answerChoice{{Content: strings.Repeat("an answer of some length ", 8), FinishReason: "stop"}}}
 	for i := range n {
 		q := question(rng)
-		s.putLocal(&entry{key: fmt.Sprint(i), bucket: "b", question: q, vec: embed(q), ans: ans, expires: time.Now().Add(time.Hour)})
+		s.putLocal(&entry{key: fmt.Sprint(i), bucket: "b", question: q, vec: quantize(embed(q)), ans: ans, expires: time.Now().Add(time.Hour)})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -60,10 +60,10 @@ func benchLookup(b *testing.B, n int, embedToo bool) {
 	defer s.Destruct()
 	rng := rand.New(rand.NewPCG(5, 6))
 	qs := make([]string, 1024)
-	vecs := make([][]float32, len(qs))
+	vecs := make([][]int8, len(qs))
 	for i := range qs {
 		qs[i] = question(rng)
-		vecs[i] = embed(qs[i])
+		vecs[i] = quantize(embed(qs[i]))
 	}
 	var times []time.Duration
 	b.ResetTimer()
@@ -72,7 +72,7 @@ func benchLookup(b *testing.B, n int, embedToo bool) {
 		start := time.Now()
 		v := vecs[i%len(qs)]
 		if embedToo {
-			v = embed(q)
+			v = quantize(embed(q))
 		}
 		s.nearest("b", q, v, func(e *entry) bool { return sameFacts(q, e.question) })
 		times = append(times, time.Since(start))

@@ -108,7 +108,7 @@ func TestReplayRoundTrip(t *testing.T) {
 func TestSemanticMatching(t *testing.T) {
 	const threshold = 0.8
 	match := func(a, b string) (bool, float32) {
-		sim := dot(embed(a), embed(b))
+		sim := dot(quantize(embed(a)), quantize(embed(b)))
 		return float64(sim) >= threshold && sameFacts(a, b), sim
 	}
 	for _, p := range [][2]string{

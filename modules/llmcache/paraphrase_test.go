@@ -31,7 +31,7 @@ var intents = []struct {
 func TestParaphraseSet(t *testing.T) {
 	const threshold = 0.8
 	match := func(a, b string) bool {
-		return float64(dot(embed(a), embed(b))) >= threshold && sameFacts(a, b)
+		return float64(dot(quantize(embed(a)), quantize(embed(b)))) >= threshold && sameFacts(a, b)
 	}
 	var pos, posHit, neg, negHit int
 	var misses []string

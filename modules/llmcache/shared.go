@@ -36,7 +36,7 @@ type wireEntry struct {
 	Key      string    `json:"key,omitempty"`
 	Bucket   string    `json:"bucket,omitempty"`
 	Question string    `json:"question,omitempty"`
-	Vec      []float32 `json:"vec,omitempty"`
+	Vec      []int8    `json:"vec,omitempty"`
 	Ans      *answer   `json:"answer,omitempty"`
 	Expires  time.Time `json:"expires,omitzero"`
 	Scope    string    `json:"scope,omitempty"`

@@ -11,10 +11,10 @@ import (
 
 // entry is one cached answer.
 type entry struct {
-	key      string    // exact key
-	bucket   string    // semantic candidates share it: scope, model, context
-	question string    // the last user turn, for semantic matching
-	vec      []float32 // its embedding
+	key      string // exact key
+	bucket   string // semantic candidates share it: scope, model, context
+	question string // the last user turn, for semantic matching
+	vec      []int8 // its embedding, quantized
 	ans      *answer
 	expires  time.Time
 	scope    string
@@ -23,7 +23,7 @@ type entry struct {
 
 // cost estimates an entry's memory in bytes, for max_memory.
 func (e *entry) cost() int64 {
-	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + 4*len(e.vec)
+	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec)
 	for _, c := range e.ans.Choices {
 		n += 64 + len(c.Content)
 		for _, t := range c.ToolCalls {
@@ -198,7 +198,7 @@ const maxCandidates = 2048
 // words first, at most maxCandidates of them: the words that are rare in a
 // bucket are the ones that tell questions apart, and the lookup costs what
 // its candidates cost, not what the bucket holds.
-func (s *entries) nearest(bucket string, question string, vec []float32, accept func(*entry) bool) (*entry, float32) {
+func (s *entries) nearest(bucket string, question string, vec []int8, accept func(*entry) bool) (*entry, float32) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	words := s.postings[bucket]
@@ -263,13 +263,14 @@ func (s *entries) purge(model, scope string) int {
 	return len(victims)
 }
 
-func dot(a, b []float32) float32 {
+// dot is the cosine of two quantized unit vectors.
+func dot(a, b []int8) float32 {
 	if len(a) != len(b) {
 		return -1
 	}
-	var s float32
+	var s int32
 	for i := range a {
-		s += a[i] * b[i]
+		s += int32(a[i]) * int32(b[i])
 	}
-	return s
+	return float32(s) / (127 * 127)
 }
