@@ -211,3 +211,17 @@ func TestCacheSemanticWithCatalogEmbedder(t *testing.T) {
 		t.Errorf("the embedding model saw %d requests, want one per question (3)", n)
 	}
 }
+
+func TestCacheSurvivesReload(t *testing.T) {
+	before := "\t\tllm_cache {\n\t\t\tsemantic\n\t\t}"
+	g := startGatewayBefore(t, cacheModels, before)
+	c := g.client()
+	chatWith(t, c, "sim-chat", "What is the capital of Peru?")
+	g.reload(cacheModels, "")
+	if _, raw := chatWith(t, c, "sim-chat", "What is the capital of Peru?"); raw.Header.Get("X-Llmgw-Cache") != "hit-exact" {
+		t.Errorf("after a reload: %q, want hit-exact", raw.Header.Get("X-Llmgw-Cache"))
+	}
+	if _, raw := chatWith(t, c, "sim-chat", "Tell me the capital of Peru."); !strings.HasPrefix(raw.Header.Get("X-Llmgw-Cache"), "hit-semantic") {
+		t.Errorf("the semantic index after a reload: %q, want hit-semantic", raw.Header.Get("X-Llmgw-Cache"))
+	}
+}
