@@ -194,12 +194,14 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	// Usage is settled before the answer completes (before a stream's
 	// [DONE]), so a client that has its answer can count on its usage
 	// being counted: its next request sees it.
+	if !req.Stream {
+		err = next.ServeHTTP(w, r)
+		q.settle(r, st, adm, m, tenant)
+		return err
+	}
 	var once sync.Once
 	settle := func() { once.Do(func() { q.settle(r, st, adm, m, tenant) }) }
-	if req.Stream {
-		w = &settleWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, settle: settle}
-	}
-	err = next.ServeHTTP(w, r)
+	err = next.ServeHTTP(&settleWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, settle: settle}, r)
 	settle()
 	return err
 }

@@ -103,9 +103,11 @@ type memoryStore struct {
 	mu       sync.Mutex
 	counters map[string]*counter
 	leases   map[string]map[string]time.Time // concurrency key → request → lease end
-	ledger   map[string]*llm.Usage           // usageKey → totals
+	ledger   map[ledgerKey]*llm.Usage        // hourly bucket and model → totals
 	done     chan struct{}
 }
+
+type ledgerKey struct{ bucket, model string }
 
 type counter struct {
 	n       int64
@@ -114,7 +116,7 @@ type counter struct {
 
 func newMemoryStore() *memoryStore {
 	m := &memoryStore{counters: map[string]*counter{}, leases: map[string]map[string]time.Time{},
-		ledger: map[string]*llm.Usage{}, done: make(chan struct{})}
+		ledger: map[ledgerKey]*llm.Usage{}, done: make(chan struct{})}
 	go m.sweep()
 	return m
 }
@@ -142,6 +144,14 @@ func (m *memoryStore) sweep() {
 		}
 		for k := range m.leases {
 			m.pruneLocked(k, cut)
+		}
+		for k := range m.ledger { // usage is kept 90 days, as in Redis
+			if len(k.bucket) < 10 {
+				continue
+			}
+			if h, err := time.Parse("2006010215", k.bucket[len(k.bucket)-10:]); err == nil && cut.Sub(h) > 90*24*time.Hour {
+				delete(m.ledger, k)
+			}
 		}
 		m.mu.Unlock()
 	}
@@ -248,7 +258,7 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 		if ls := m.leases[lp.keys[4]]; ls != nil {
 			delete(ls, a.reqID)
 		}
-		uk := lp.usageKey + ":" + a.model
+		uk := ledgerKey{lp.usageKey, a.model}
 		u := m.ledger[uk]
 		if u == nil {
 			u = &llm.Usage{}
@@ -268,14 +278,13 @@ func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*ll
 	defer m.mu.Unlock()
 	out := map[string]*llm.Usage{}
 	for h := from.UTC().Truncate(time.Hour); !h.After(to); h = h.Add(time.Hour) {
-		prefix := hourKey(node, h) + ":"
+		bucket := hourKey(node, h)
 		for k, u := range m.ledger {
-			if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-				model := k[len(prefix):]
-				if out[model] == nil {
-					out[model] = &llm.Usage{}
+			if k.bucket == bucket {
+				if out[k.model] == nil {
+					out[k.model] = &llm.Usage{}
 				}
-				out[model].Add(*u)
+				out[k.model].Add(*u)
 			}
 		}
 	}
