@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 func init() {
@@ -33,23 +35,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		redis           redis://host:port[/db]
 //	}
 func (c *Cache) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		dir := d.Val()
-		if seen[dir] {
-			return d.Errf("duplicate subdirective %q", dir)
-		}
-		seen[dir] = true
-		args := d.RemainingArgs()
-		if err := c.parseField(d, dir, args); err != nil {
-			return err
-		}
-	}
-	return nil
+	return llm.ParseBlock(d, func(dir string) error {
+		return c.parseField(d, dir, d.RemainingArgs())
+	})
 }
 
 func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) error {

@@ -8,6 +8,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 func init() {
@@ -29,17 +31,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		lease              <duration>
 //	}
 func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		dir := d.Val()
-		if seen[dir] {
-			return d.Errf("duplicate subdirective %q", dir)
-		}
-		seen[dir] = true
+	return llm.ParseBlock(d, func(dir string) error {
 		if !d.NextArg() {
 			return d.ArgErr()
 		}
@@ -70,8 +62,8 @@ func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unrecognized llm_quota subdirective %q", dir)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Interface guards

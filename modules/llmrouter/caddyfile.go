@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 func init() {
@@ -30,35 +32,19 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_idle_conns_per_host <n>
 //	}
 func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		dir := d.Val()
-		if seen[dir] {
-			return d.Errf("duplicate subdirective %q", dir)
-		}
-		seen[dir] = true
-		var err error
+	return llm.ParseBlock(d, func(dir string) error {
 		switch dir {
 		case "policy":
-			err = rt.parsePolicy(d)
+			return rt.parsePolicy(d)
 		case "first_byte_timeout":
-			err = parseDuration(d, &rt.FirstByteTimeout)
+			return parseDuration(d, &rt.FirstByteTimeout)
 		case "dial_timeout":
-			err = parseDuration(d, &rt.DialTimeout)
+			return parseDuration(d, &rt.DialTimeout)
 		case "max_idle_conns_per_host":
-			err = parseInt(d, &rt.MaxIdleConnsPerHost)
-		default:
-			return d.Errf("unrecognized llm_router subdirective %q", dir)
+			return parseInt(d, &rt.MaxIdleConnsPerHost)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return d.Errf("unrecognized llm_router subdirective %q", dir)
+	})
 }
 
 func (rt *Router) parsePolicy(d *caddyfile.Dispenser) error {
