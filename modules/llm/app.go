@@ -146,7 +146,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
-	return nil
+	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
 
 func (a *App) provisionModel(m *Model) error {

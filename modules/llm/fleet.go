@@ -129,6 +129,10 @@ func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
 			f.mu.Unlock()
 			return nil, err
 		}
+		if deadline == nil {
+			waitStart := now()
+			defer func() { metricQueueWait.WithLabelValues(f.model.Name).Observe(now().Sub(waitStart).Seconds()) }()
+		}
 		if f.waiting >= f.opts.maxWaiting {
 			f.mu.Unlock()
 			return nil, &NoCapacityError{Model: f.model.Name, RetryAfter: time.Second,
@@ -231,6 +235,7 @@ func (f *fleet) startLocked() {
 		defer f.mu.Unlock()
 		f.starting--
 		if err != nil {
+			metricStarts.WithLabelValues(f.model.Name, "failed").Inc()
 			if f.ctx.Err() == nil {
 				f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
 				f.lastErr, f.retryAt = err, now().Add(f.backoff)
@@ -243,6 +248,7 @@ func (f *fleet) startLocked() {
 			go f.stopReplica(r)
 			return
 		}
+		metricStarts.WithLabelValues(f.model.Name, "ok").Inc()
 		f.lastErr, f.backoff = nil, 0
 		f.replicas = append(f.replicas, r)
 		f.notify()

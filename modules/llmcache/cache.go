@@ -135,7 +135,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 	}
 	c.store = v.(*entries)
 	c.unregister = llm.RegisterCache(c.poolKey, c.store)
-	return nil
+	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
 // Validate checks the configuration.
@@ -181,6 +181,9 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	m, err := c.app.Lookup(req.Model)
 	if err != nil || !c.enabled(m.Name, req) {
 		c.store.bypass.Add(1)
+		if m != nil {
+			countOutcome(m.Name, "bypass")
+		}
 		w.Header().Set(header, "bypass")
 		return next.ServeHTTP(w, r)
 	}
@@ -193,12 +196,14 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	if noCache {
 		c.store.bypass.Add(1)
+		countOutcome(m.Name, "bypass")
 		w.Header().Set(header, "bypass")
 	} else if e, sim, semantic, hit := c.lookup(q); hit {
 		c.serve(w, r, req, e, sim, semantic)
 		return nil
 	} else {
 		c.store.misses.Add(1)
+		countOutcome(m.Name, "miss")
 		w.Header().Set(header, "miss")
 	}
 	if noStore {
@@ -270,8 +275,10 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 	h := w.Header()
 	if semantic {
 		c.store.semantic.Add(1)
+		countOutcome(e.model, "hit-semantic")
 	} else {
 		c.store.exact.Add(1)
+		countOutcome(e.model, "hit-exact")
 	}
 	if semantic {
 		h.Set(header, "hit-semantic;similarity="+strconv.FormatFloat(float64(sim), 'f', 3, 32))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -52,6 +53,11 @@ func toAPIError(err error) *openai.Error {
 // Server-Timing when start is known.
 func (rt *Router) writeError(w http.ResponseWriter, r *http.Request, err error, start time.Time) {
 	e := toAPIError(err)
+	if model, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		if name, _ := model.GetString("http.llm.model"); name != "" {
+			countRequest(name, rt.engineOf(name), e.Status)
+		}
+	}
 	if !start.IsZero() {
 		w.Header().Set("Server-Timing", serverTiming(time.Since(start), -1))
 	}

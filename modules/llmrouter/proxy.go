@@ -117,11 +117,18 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	copyHeader(h, resp.Header)
 	h.Set("Server-Timing", serverTiming(sent.Sub(start), ttfb))
 	setVars(r, rep)
+	countRequest(rep.Model, rt.engineOf(rep.Model), resp.StatusCode)
+	var st *streamState
 	if req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header) {
-		rt.stream(w, r, req, resp)
-		return attempt{served: true}
+		st = new(streamState)
+		rt.stream(w, r, req, resp, st)
+	} else {
+		rt.whole(w, r, resp)
 	}
-	rt.whole(w, r, resp)
+	if resp.StatusCode == http.StatusOK {
+		u, _ := openai.GetUsage(r)
+		observe(rep.Model, start, sent, st, u.PromptTokens, u.CompletionTokens)
+	}
 	return attempt{served: true}
 }
 
@@ -201,7 +208,7 @@ var (
 // stream forwards SSE events as they arrive: the first at once, later ones
 // whenever no more bytes are waiting, so a burst costs one flush. It reads usage from the usage chunk, and drops that
 // chunk when the client did not ask for it.
-func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Request, resp *http.Response) {
+func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Request, resp *http.Response, st *streamState) {
 	// Caddy's writers flush through Unwrap, which a ResponseController
 	// follows and a type assertion does not.
 	flusher := http.NewResponseController(w)
@@ -218,8 +225,7 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 	event := (*ep)[:0]
 	defer func() { *ep = event; putBuf(ep) }()
 	first := true
-	var st streamState
-	defer settleCut(r, req, &st)
+	defer settleCut(r, req, st)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
@@ -232,7 +238,7 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 			continue // event not complete
 		}
 		if len(event) > 0 {
-			if !rt.forwardEvent(w, r, req, event, &st) {
+			if !rt.forwardEvent(w, r, req, event, st) {
 				return
 			}
 			event = event[:0]
@@ -258,6 +264,8 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 // streamState is what stream learns from the events it forwards.
 type streamState struct {
 	events    int64 // data events forwarded, about one token each
+	first     time.Time
+	last      time.Time
 	sawUsage  bool
 	sawDone   bool
 	sawFinish bool
@@ -278,6 +286,10 @@ func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *open
 			st.sawDone = true
 		} else {
 			st.events++
+			st.last = time.Now()
+			if st.first.IsZero() {
+				st.first = st.last
+			}
 		}
 	}
 	_, err := w.Write(event)

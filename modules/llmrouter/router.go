@@ -105,7 +105,15 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return err
 	}
 	rt.transport = v.(*pooledTransport).Transport
-	return nil
+	return registerMetrics(ctx.GetMetricsRegistry())
+}
+
+// engineOf names a catalog model's engine, for metrics.
+func (rt *Router) engineOf(model string) string {
+	if m, err := rt.app.Lookup(model); err == nil {
+		return m.Engine
+	}
+	return ""
 }
 
 // Validate checks the configuration.

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape parses the admin endpoint's /metrics with Prometheus's parser.
+func scrape(t *testing.T, g *gateway) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := adminDo(t, g, "GET", "/metrics", "")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// value finds a series by its labels and returns its counter, gauge or
+// histogram-count value.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func TestMetrics(t *testing.T) {
+	g := startGatewayBefore(t, cacheModels, "\t\tllm_cache")
+	c := g.client()
+	chatWith(t, c, "sim-chat", "count me")
+	chatWith(t, c, "sim-chat", "count me") // a cache hit: the router does not see it
+	post(t, g.base+"/v1/chat/completions", `{"model":"sim-chat","stream":true,"messages":[{"role":"user","content":"stream me"}]}`)
+	post(t, g.base+"/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"x"}]}`)
+	before := scrape(t, g)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"llmgw_requests_total", map[string]string{"model": "sim-chat", "engine": "sim", "status": "200"}, 2},
+		{"llmgw_requests_total", map[string]string{"model": "broken", "status": "500"}, 1},
+		{"llmgw_tokens_total", map[string]string{"model": "sim-chat", "kind": "completion"}, 16},
+		{"llmgw_time_to_first_token_seconds", map[string]string{"model": "sim-chat"}, 1},
+		{"llmgw_inter_token_latency_seconds", map[string]string{"model": "sim-chat"}, 1},
+		{"llmgw_request_duration_seconds", map[string]string{"model": "sim-chat"}, 2},
+		{"llmgw_replicas", map[string]string{"model": "sim-chat", "state": "ready"}, 1},
+		{"llmgw_replica_starts_total", map[string]string{"model": "sim-chat", "outcome": "ok"}, 1},
+		{"llmgw_cache_requests_total", map[string]string{"model": "sim-chat", "outcome": "hit-exact"}, 1},
+		{"llmgw_cache_requests_total", map[string]string{"model": "sim-chat", "outcome": "miss"}, 2},
+	} {
+		if got, ok := value(before, tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s%v: got %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+	// And they move.
+	chatWith(t, c, "sim-chat", "count me again")
+	after := scrape(t, g)
+	if got, _ := value(after, "llmgw_requests_total", map[string]string{"model": "sim-chat", "status": "200"}); got != 3 {
+		t.Errorf("requests after one more: %v, want 3", got)
+	}
+}

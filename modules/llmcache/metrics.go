@@ -1,0 +1,25 @@
+package llmcache
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var metricOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "llmgw", Subsystem: "cache", Name: "requests_total",
+	Help: "Requests llm_cache saw, by model and outcome (hit-exact, hit-semantic, miss, bypass).",
+}, []string{"model", "outcome"})
+
+func registerMetrics(reg *prometheus.Registry) error {
+	if reg == nil {
+		return nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(metricOutcomes); err != nil && !errors.As(err, &are) {
+		return err
+	}
+	return nil
+}
+
+func countOutcome(model, outcome string) { metricOutcomes.WithLabelValues(model, outcome).Inc() }

@@ -1,0 +1,108 @@
+package llmrouter
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The collectors live for the process, so counts survive reloads; each
+// config's registry (the admin endpoint's /metrics) registers them again.
+var (
+	latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	tokenBuckets   = []float64{.001, .0025, .005, .01, .02, .04, .08, .16, .32, .64}
+
+	metricRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llmgw", Name: "requests_total",
+		Help: "Requests the router answered, by catalog model, engine and HTTP status.",
+	}, []string{"model", "engine", "status"})
+	metricTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llmgw", Name: "tokens_total",
+		Help: "Tokens in answers the router served, by model and kind (prompt or completion).",
+	}, []string{"model", "kind"})
+	metricTTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "time_to_first_token_seconds", Buckets: latencyBuckets,
+		Help: "From the request's arrival to the first streamed event of the answer.",
+	}, []string{"model"})
+	metricITL = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "inter_token_latency_seconds", Buckets: tokenBuckets,
+		Help: "Mean time between streamed events, one observation per stream.",
+	}, []string{"model"})
+	metricUpstream = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "upstream_duration_seconds", Buckets: latencyBuckets,
+		Help: "From sending to the replica to the answer's last byte.",
+	}, []string{"model"})
+	metricTotal = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "request_duration_seconds", Buckets: latencyBuckets,
+		Help: "From the router receiving the request to the answer's last byte.",
+	}, []string{"model"})
+)
+
+func registerMetrics(reg *prometheus.Registry) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal} {
+		var are prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
+			return err
+		}
+	}
+	return nil
+}
+
+// modelMetrics are one model's children, looked up once.
+type modelMetrics struct {
+	prompt, completion         prometheus.Counter
+	ttft, itl, upstream, total prometheus.Observer
+}
+
+var (
+	byModel  sync.Map // model → *modelMetrics
+	byStatus sync.Map // statusKey → prometheus.Counter
+)
+
+type statusKey struct {
+	model, engine string
+	status        int
+}
+
+func metricsFor(model string) *modelMetrics {
+	if v, ok := byModel.Load(model); ok {
+		return v.(*modelMetrics)
+	}
+	m := &modelMetrics{prompt: metricTokens.WithLabelValues(model, "prompt"), completion: metricTokens.WithLabelValues(model, "completion"),
+		ttft: metricTTFT.WithLabelValues(model), itl: metricITL.WithLabelValues(model),
+		upstream: metricUpstream.WithLabelValues(model), total: metricTotal.WithLabelValues(model)}
+	v, _ := byModel.LoadOrStore(model, m)
+	return v.(*modelMetrics)
+}
+
+func countRequest(model, engine string, status int) {
+	k := statusKey{model, engine, status}
+	v, ok := byStatus.Load(k)
+	if !ok {
+		v, _ = byStatus.LoadOrStore(k, metricRequests.WithLabelValues(model, engine, strconv.Itoa(status)))
+	}
+	v.(prometheus.Counter).Inc()
+}
+
+// observe records one served answer.
+func observe(model string, start, sent time.Time, st *streamState, prompt, completion int64) {
+	m := metricsFor(model)
+	end := time.Now()
+	m.total.Observe(end.Sub(start).Seconds())
+	m.upstream.Observe(end.Sub(sent).Seconds())
+	m.prompt.Add(float64(prompt))
+	m.completion.Add(float64(completion))
+	if st == nil || st.first.IsZero() {
+		return
+	}
+	m.ttft.Observe(st.first.Sub(start).Seconds())
+	if st.events > 1 {
+		m.itl.Observe(st.last.Sub(st.first).Seconds() / float64(st.events-1))
+	}
+}
