@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+func ctlRun(t *testing.T, g *gateway, args ...string) (string, error) {
+	t.Helper()
+	all := append([]string{"ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)}, args...)
+	out, err := exec.Command(binary, all...).CombinedOutput()
+	return string(out), err
+}
+
+func TestCtl(t *testing.T) {
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	g.stop()
+	g.before = "\t\tllm_cache"
+	g.writeConfig(quotaModels+tenancy("", "", "", ""), "")
+	g.start()
+	g.readyReplicas("sim-chat", 1)
+
+	out, err := ctlRun(t, g, "models")
+	if err != nil || !strings.Contains(out, "MODEL") || !regexpLine(out, "sim-chat", "sim", "ready") || !regexpLine(out, "other", "idle") {
+		t.Errorf("ctl models: %v\n%s", err, out)
+	}
+	out, err = ctlRun(t, g, "replicas")
+	if err != nil || !regexpLine(out, "sim-chat-", "sim-chat", "ready", "http://127.0.0.1:") {
+		t.Errorf("ctl replicas: %v\n%s", err, out)
+	}
+	out, err = ctlRun(t, g, "engines", "--json")
+	var engines []llm.EngineStatus
+	if err != nil || json.Unmarshal([]byte(out), &engines) != nil || len(engines) != 1 || engines[0].Type != "sim" {
+		t.Errorf("ctl engines --json: %v\n%s", err, out)
+	}
+
+	out, err = ctlRun(t, g, "keys", "create", "--project", "acme/research/alpha", "--id", "cli")
+	i := strings.Index(out, "secret: ")
+	if err != nil || i < 0 {
+		t.Fatalf("ctl keys create: %v\n%s", err, out)
+	}
+	secret := strings.Fields(out[i+len("secret: "):])[0]
+	if _, e := chatErr(keyClient(g, secret), "sim-chat"); e != nil {
+		t.Fatalf("the key from ctl does not work: %v", e)
+	}
+	out, err = ctlRun(t, g, "keys")
+	if err != nil || !regexpLine(out, "cli", "acme/research/alpha", "runtime", "active") || strings.Contains(out, secret) {
+		t.Errorf("ctl keys: %v\n%s", err, out)
+	}
+	out, err = ctlRun(t, g, "usage", "--key", "cli")
+	if err != nil || !regexpLine(out, "sim-chat", "1") || !strings.Contains(out, "(total)") {
+		t.Errorf("ctl usage: %v\n%s", err, out)
+	}
+	out, err = ctlRun(t, g, "cache")
+	if err != nil || !strings.Contains(out, "ENTRIES") {
+		t.Errorf("ctl cache: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "keys", "revoke", "cli"); err != nil || !strings.Contains(out, "revoked") {
+		t.Errorf("ctl keys revoke: %v\n%s", err, out)
+	}
+	if _, e := chatErr(keyClient(g, secret), "sim-chat"); e == nil || e.StatusCode != 401 {
+		t.Errorf("a key revoked by ctl still works: %+v", e)
+	}
+
+	// Errors say what to do.
+	if out, err = ctlRun(t, g, "keys", "revoke", "k1"); err == nil || !strings.Contains(out, "config file") {
+		t.Errorf("revoking a config key: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "usage"); err == nil || !strings.Contains(out, "name one node") {
+		t.Errorf("usage without a node: %v\n%s", err, out)
+	}
+	raw, err := exec.Command(binary, "ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "models").CombinedOutput()
+	if err == nil || !strings.Contains(string(raw), "is llmgw running") {
+		t.Errorf("no llmgw at --admin: %v\n%s", err, raw)
+	}
+}
+
+// regexpLine reports whether some line of out holds all the words, in order.
+func regexpLine(out string, words ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := line, true
+		for _, w := range words {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				ok = false
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

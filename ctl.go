@@ -1,0 +1,279 @@
+package llmgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "ctl",
+		Short: "Operates a running llmgw through its admin endpoint",
+		Long: `
+Reads and changes a running llmgw through the llm routes of its admin
+endpoint (--admin, default localhost:2019). Tables by default, --json for
+scripts. Changes are logged with the OS user as the actor.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			var c ctl
+			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
+			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
+			cmd.AddCommand(c.models(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache())
+		},
+	})
+}
+
+type ctl struct {
+	admin string
+	json  bool
+}
+
+// call sends a request to the admin endpoint and decodes the answer into
+// out (when not nil); admin errors come back with their message.
+func (c *ctl) call(method, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	base := c.admin
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if u, err := user.Current(); err == nil {
+		req.Header.Set("X-Llmgw-Actor", u.Username)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching llmgw's admin endpoint at %s: %w; is llmgw running, and is --admin right?", c.admin, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s", e.Error)
+		}
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+	}
+	if c.json {
+		_, err := os.Stdout.Write(raw)
+		return err
+	}
+	if out != nil && len(raw) > 0 {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+func table(header string, rows [][]string) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+func (c *ctl) models() *cobra.Command {
+	return &cobra.Command{Use: "models", Short: "Lists the models, their state and replicas", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var ms []llm.ModelStatus
+			if err := c.call("GET", "/llm/models", nil, &ms); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for _, m := range ms {
+				rows = append(rows, []string{m.Name, m.Engine, m.State, fmt.Sprintf("%d/%d-%d", len(m.Replicas), m.Min, m.Max),
+					strings.Join(m.Aliases, ","), m.Reason})
+			}
+			table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tALIASES\tREASON", rows)
+			return nil
+		}}
+}
+
+func (c *ctl) replicas() *cobra.Command {
+	return &cobra.Command{Use: "replicas", Short: "Lists the replicas of every model", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var ms []llm.ModelStatus
+			if err := c.call("GET", "/llm/models", nil, &ms); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for _, m := range ms {
+				for _, r := range m.Replicas {
+					rows = append(rows, []string{r.ID, m.Name, r.State, r.URL, fmt.Sprint(r.PID), fmt.Sprint(r.Inflight),
+						time.Since(r.Started).Round(time.Second).String()})
+				}
+			}
+			table("REPLICA\tMODEL\tSTATE\tURL\tPID\tIN FLIGHT\tUP", rows)
+			return nil
+		}}
+}
+
+func (c *ctl) engines() *cobra.Command {
+	return &cobra.Command{Use: "engines", Short: "Lists the engine plugins", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var es []llm.EngineStatus
+			if err := c.call("GET", "/llm/engines", nil, &es); err != nil || c.json {
+				return err
+			}
+			sort.Slice(es, func(i, j int) bool { return es[i].Type < es[j].Type })
+			var rows [][]string
+			for _, e := range es {
+				rows = append(rows, []string{e.Type, e.Version, fmt.Sprint(e.PID), strings.Join(e.Capabilities, ","), strings.Join(e.Formats, ",")})
+			}
+			table("ENGINE\tVERSION\tPID\tCAPABILITIES\tFORMATS", rows)
+			return nil
+		}}
+}
+
+func (c *ctl) keys() *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "Lists API keys (never their secrets)", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var ks []llm.KeyInfo
+			if err := c.call("GET", "/llm/keys", nil, &ks); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for _, k := range ks {
+				state := "active"
+				if k.Revoked != nil {
+					state = "revoked " + k.Revoked.Format(time.RFC3339)
+				}
+				rows = append(rows, []string{k.ID, k.Project, k.Source, state})
+			}
+			table("KEY\tPROJECT\tSOURCE\tSTATE", rows)
+			return nil
+		}}
+	var project, id string
+	create := &cobra.Command{Use: "create", Short: "Creates a key and prints its secret once", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if project == "" {
+				return fmt.Errorf("--project is required: org/team/project as declared in the config")
+			}
+			var k llm.KeyInfo
+			if err := c.call("POST", "/llm/keys", map[string]string{"project": project, "id": id}, &k); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("key %s in %s\nsecret: %s\n(the secret is shown only now)\n", k.ID, k.Project, k.Secret)
+			return nil
+		}}
+	create.Flags().StringVar(&project, "project", "", "org/team/project")
+	create.Flags().StringVar(&id, "id", "", "the key's id (default: generated)")
+	revoke := &cobra.Command{Use: "revoke <id>", Short: "Revokes a key created at runtime", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := c.call("DELETE", "/llm/keys/"+url.PathEscape(args[0]), nil, nil); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("key %s revoked\n", args[0])
+			return nil
+		}}
+	rotate := &cobra.Command{Use: "rotate <id>", Short: "Issues a new secret for a key; the old one stops working", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var k llm.KeyInfo
+			if err := c.call("POST", "/llm/keys/"+url.PathEscape(args[0])+"/rotate", nil, &k); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("key %s rotated\nsecret: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
+			return nil
+		}}
+	cmd.AddCommand(create, revoke, rotate)
+	return cmd
+}
+
+func (c *ctl) usage() *cobra.Command {
+	var org, team, project, key, since string
+	cmd := &cobra.Command{Use: "usage", Short: "Shows usage by model for a node of the tenancy tree", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			q := url.Values{}
+			for k, v := range map[string]string{"org": org, "team": team, "project": project, "key": key} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if len(q) != 1 {
+				return fmt.Errorf("name one node: --org, --team org/team, --project org/team/project or --key id")
+			}
+			d, err := time.ParseDuration(since)
+			if err != nil {
+				return fmt.Errorf("--since %q: use a duration such as 24h", since)
+			}
+			q.Set("from", time.Now().Add(-d).UTC().Format(time.RFC3339))
+			var u struct {
+				Models map[string]llm.Usage `json:"models"`
+				Total  llm.Usage            `json:"total"`
+			}
+			if err := c.call("GET", "/llm/usage?"+q.Encode(), nil, &u); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for m, x := range u.Models {
+				rows = append(rows, usageRow(m, x))
+			}
+			sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+			table("MODEL\tREQUESTS\tINPUT TOKENS\tOUTPUT TOKENS\tCOST", append(rows, usageRow("(total)", u.Total)))
+			return nil
+		}}
+	cmd.Flags().StringVar(&org, "org", "", "an organisation")
+	cmd.Flags().StringVar(&team, "team", "", "a team: org/team")
+	cmd.Flags().StringVar(&project, "project", "", "a project: org/team/project")
+	cmd.Flags().StringVar(&key, "key", "", "a key id")
+	cmd.Flags().StringVar(&since, "since", "24h", "how far back")
+	return cmd
+}
+
+func usageRow(name string, u llm.Usage) []string {
+	return []string{name, fmt.Sprint(u.Requests), fmt.Sprint(u.InputTokens), fmt.Sprint(u.OutputTokens),
+		fmt.Sprintf("%.4f", float64(u.CostMicros)/1e6)}
+}
+
+func (c *ctl) cache() *cobra.Command {
+	cmd := &cobra.Command{Use: "cache", Short: "Shows cache entries and outcomes", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var stats []map[string]int64
+			if err := c.call("GET", "/llm/cache", nil, &stats); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for _, s := range stats {
+				rows = append(rows, []string{fmt.Sprint(s["entries"]), fmt.Sprint(s["bytes"]), fmt.Sprint(s["hits_exact"]),
+					fmt.Sprint(s["hits_semantic"]), fmt.Sprint(s["misses"]), fmt.Sprint(s["bypass"])})
+			}
+			table("ENTRIES\tBYTES\tEXACT HITS\tSEMANTIC HITS\tMISSES\tBYPASSED", rows)
+			return nil
+		}}
+	var model, scope string
+	purge := &cobra.Command{Use: "purge", Short: "Removes cache entries of a model and/or scope (all without flags)", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var out map[string]int
+			if err := c.call("POST", "/llm/cache/purge", map[string]string{"model": model, "scope": scope}, &out); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("purged %d entries\n", out["purged"])
+			return nil
+		}}
+	purge.Flags().StringVar(&model, "model", "", "a catalog model")
+	purge.Flags().StringVar(&scope, "scope", "", "a scope, such as p:org/team/project")
+	cmd.AddCommand(purge)
+	return cmd
+}
