@@ -32,7 +32,7 @@ scripts. Changes are logged with the OS user as the actor.`,
 			var c ctl
 			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
-			cmd.AddCommand(c.models(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache())
+			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache())
 		},
 	})
 }
@@ -111,7 +111,37 @@ func (c *ctl) models() *cobra.Command {
 		}}
 }
 
+func (c *ctl) model() *cobra.Command {
+	cmd := &cobra.Command{Use: "model", Short: "Stops or starts one model"}
+	for _, action := range []string{"stop", "start"} {
+		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error {
+				var m llm.ModelStatus
+				if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/"+action, nil, &m); err != nil || c.json {
+					return err
+				}
+				fmt.Printf("model %s: %s\n", m.Name, m.State)
+				return nil
+			}})
+	}
+	return cmd
+}
+
 func (c *ctl) replicas() *cobra.Command {
+	restart := &cobra.Command{Use: "restart <replica>", Short: "Replaces one replica with a new one", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := c.call("POST", "/llm/replicas/"+url.PathEscape(args[0])+"/restart", nil, nil); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("replica %s restarting\n", args[0])
+			return nil
+		}}
+	cmd := c.replicaList()
+	cmd.AddCommand(restart)
+	return cmd
+}
+
+func (c *ctl) replicaList() *cobra.Command {
 	return &cobra.Command{Use: "replicas", Short: "Lists the replicas of every model", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var ms []llm.ModelStatus

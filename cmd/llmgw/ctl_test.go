@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -32,6 +33,12 @@ func TestCtl(t *testing.T) {
 	out, err = ctlRun(t, g, "replicas")
 	if err != nil || !regexpLine(out, "sim-chat-", "sim-chat", "ready", "http://127.0.0.1:") {
 		t.Errorf("ctl replicas: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "model", "stop", "other"); err != nil || !strings.Contains(out, "model other: stopped") {
+		t.Errorf("ctl model stop: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "model", "start", "other"); err != nil || !strings.Contains(out, "model other: idle") {
+		t.Errorf("ctl model start: %v\n%s", err, out)
 	}
 	out, err = ctlRun(t, g, "engines", "--json")
 	var engines []llm.EngineStatus
@@ -97,4 +104,44 @@ func regexpLine(out string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+func TestAdminModelStopStartAndReplicaRestart(t *testing.T) {
+	g := startGateway(t, `
+		model m {
+			engine sim
+		}`, "")
+	old := g.readyReplicas("m", 1)[0]
+	if code, body := adminDo(t, g, "POST", "/llm/replicas/"+old.ID+"/restart", ""); code != 200 {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	waitFor(t, 20*time.Second, "a new replica", func() bool {
+		rs := g.models()["m"].Replicas
+		return len(rs) == 1 && rs[0].ID != old.ID
+	})
+	waitFor(t, 10*time.Second, "the old replica to exit", func() bool { return !processAlive(int(old.PID)) })
+
+	if code, body := adminDo(t, g, "POST", "/llm/models/m/stop", ""); code != 200 || !strings.Contains(string(body), `"state":"stopped"`) {
+		t.Fatalf("stop: %d %s", code, body)
+	}
+	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	if r.StatusCode != 503 || !strings.Contains(string(body), "administrator stopped it") {
+		t.Errorf("a stopped model: %d %s", r.StatusCode, body)
+	}
+	// It stays stopped across a restart of llmgw.
+	g.stop()
+	g.start()
+	if st := g.models()["m"]; st.State != "stopped" || len(st.Replicas) != 0 {
+		t.Errorf("after a restart: %s with %d replicas, want stopped", st.State, len(st.Replicas))
+	}
+	if code, _ := adminDo(t, g, "POST", "/llm/models/m/start", ""); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	g.readyReplicas("m", 1)
+	chatOnce(t, g, "m")
+
+	code, doc := adminDo(t, g, "GET", "/llm/openapi.json", "")
+	if code != 200 || !strings.Contains(string(doc), `"/llm/models/{name}/stop"`) {
+		t.Errorf("openapi: %d", code)
+	}
 }

@@ -14,19 +14,8 @@ func init() {
 }
 
 // Admin is admin.api.llm: the llm app's routes under /llm/ on Caddy's
-// admin endpoint.
-//
-//	GET /llm/models          every model with its state and replicas
-//	GET /llm/models/<name>   one model
-//	GET /llm/engines         the engine plugins
-//	GET /llm/keys            API keys (never their secrets)
-//	POST /llm/keys           create a key: {"project":"org/team/project","id":"…"}; the secret is shown once
-//	GET /llm/keys/<id>       one key with its levels and effective limits
-//	DELETE /llm/keys/<id>    revoke a key created here
-//	POST /llm/keys/<id>/rotate  replace a key's secret; the old one stops working
-//	GET /llm/usage?project=…&from=&to=  usage by model (also org=, team=, key=)
-//	GET /llm/cache           cache entries and outcomes
-//	POST /llm/cache/purge    remove entries: {"model":…,"scope":…} (both optional)
+// admin endpoint. GET /llm/openapi.json describes every one of them (see
+// operations).
 type Admin struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -34,20 +23,6 @@ func (Admin) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "admin.api.llm",
 		New: func() caddy.Module { return new(Admin) },
-	}
-}
-
-// Routes returns the admin routes.
-func (Admin) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{
-		{Pattern: "/llm/models", Handler: caddy.AdminHandlerFunc(getModels)},
-		{Pattern: "/llm/models/", Handler: caddy.AdminHandlerFunc(getModel)},
-		{Pattern: "/llm/engines", Handler: caddy.AdminHandlerFunc(getEngines)},
-		{Pattern: "/llm/keys", Handler: caddy.AdminHandlerFunc(handleKeys)},
-		{Pattern: "/llm/keys/", Handler: caddy.AdminHandlerFunc(handleKey)},
-		{Pattern: "/llm/usage", Handler: caddy.AdminHandlerFunc(getUsage)},
-		{Pattern: "/llm/cache", Handler: caddy.AdminHandlerFunc(getCacheStats)},
-		{Pattern: "/llm/cache/purge", Handler: caddy.AdminHandlerFunc(purgeCache)},
 	}
 }
 
@@ -75,11 +50,19 @@ func getModels(w http.ResponseWriter, r *http.Request) error {
 }
 
 func getModel(w http.ResponseWriter, r *http.Request) error {
+	rest := strings.TrimPrefix(r.URL.Path, "/llm/models/")
+	if name, action, ok := strings.Cut(rest, "/"); ok && r.Method == http.MethodPost {
+		a, err := running()
+		if err != nil {
+			return err
+		}
+		return a.modelAction(w, r, name, action)
+	}
 	a, err := current(r)
 	if err != nil {
 		return err
 	}
-	name := strings.TrimPrefix(r.URL.Path, "/llm/models/")
+	name := rest
 	m, err := a.Lookup(name)
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}

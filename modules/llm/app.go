@@ -146,6 +146,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	if err := a.loadStopped(ctx); err != nil {
+		return fmt.Errorf("loading stopped models from storage: %w", err)
+	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
 

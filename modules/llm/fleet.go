@@ -67,6 +67,7 @@ type fleet struct {
 	backoff   time.Duration
 	retryAt   time.Time
 	lastUsed  time.Time
+	stopped   bool // by an administrator
 	startOnce sync.Once
 
 	ctx    context.Context
@@ -191,6 +192,10 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 // unavailableLocked returns an error when waiting makes no sense: the
 // model is failing to start and is backing off.
 func (f *fleet) unavailableLocked() error {
+	if f.stopped {
+		return &NoCapacityError{Model: f.model.Name, RetryAfter: time.Minute,
+			Reason: "an administrator stopped it (POST /llm/models/" + f.model.Name + "/start, or llmgw ctl, starts it again)"}
+	}
 	if f.ctx.Err() != nil {
 		return &NoCapacityError{Model: f.model.Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
@@ -218,7 +223,47 @@ func (f *fleet) reportFailure(*Replica) {
 }
 
 func (f *fleet) canStartLocked() bool {
-	return f.ctx.Err() == nil && (f.lastErr == nil || !now().Before(f.retryAt))
+	return !f.stopped && f.ctx.Err() == nil && (f.lastErr == nil || !now().Before(f.retryAt))
+}
+
+// setStopped stops (or starts again) a model by an administrator's word:
+// stopped, its replicas drain and requests get 503 saying so.
+func (f *fleet) setStopped(stopped bool) {
+	f.mu.Lock()
+	f.stopped = stopped
+	var rs []*Replica
+	if stopped {
+		rs, f.replicas = f.replicas, nil
+	}
+	f.notify()
+	f.mu.Unlock()
+	for _, r := range rs {
+		go f.stopReplica(r)
+	}
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// restart replaces one replica: it drains, and a new one starts.
+func (f *fleet) restart(id string) bool {
+	f.mu.Lock()
+	var victim *Replica
+	for _, r := range f.replicas {
+		if r.ID == id {
+			victim = r
+		}
+	}
+	if victim != nil && f.canStartLocked() {
+		f.startLocked()
+	}
+	f.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	f.drop(victim, "restarted by an administrator")
+	return true
 }
 
 // startLocked starts one replica in the background.

@@ -126,6 +126,8 @@ func (f *fleet) status() ModelStatus {
 			PID: r.PID, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {
+	case f.stopped:
+		s.State, s.Reason = "stopped", "an administrator stopped it"
 	case len(f.replicas) > 0:
 		s.State = "ready"
 	case f.starting > 0:

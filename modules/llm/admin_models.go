@@ -1,0 +1,98 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// stoppedStorageKey keeps the models an administrator stopped, so they
+// stay stopped across restarts.
+const stoppedStorageKey = "llmgw/stopped-models.json"
+
+func (a *App) loadStopped(ctx context.Context) error {
+	if a.storage == nil {
+		return nil
+	}
+	b, err := a.storage.Load(ctx, stoppedStorageKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if f, ok := a.fleets[n]; ok {
+			f.setStopped(true)
+		}
+	}
+	return nil
+}
+
+func (a *App) saveStopped(ctx context.Context) error {
+	var names []string
+	for n, f := range a.fleets {
+		f.mu.Lock()
+		if f.stopped {
+			names = append(names, n)
+		}
+		f.mu.Unlock()
+	}
+	sort.Strings(names)
+	b, _ := json.Marshal(names)
+	if a.storage == nil {
+		return nil
+	}
+	return a.storage.Store(ctx, stoppedStorageKey, b)
+}
+
+// modelAction answers POST /llm/models/<name>/stop|start.
+func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action string) error {
+	m, err := a.Lookup(name)
+	if err != nil {
+		return apiErr(http.StatusNotFound, "%v", err)
+	}
+	f := a.fleets[m.Name]
+	switch action {
+	case "stop":
+		f.setStopped(true)
+	case "start":
+		f.setStopped(false)
+	default:
+		return apiErr(http.StatusNotFound, "no action %q; use stop or start", action)
+	}
+	if err := a.saveStopped(r.Context()); err != nil {
+		return apiErr(http.StatusInternalServerError, "saving the model's state: %v", err)
+	}
+	a.audit(r, "model "+action+"ped", zap.String("model", m.Name))
+	return writeJSON(w, f.status())
+}
+
+// restartReplica answers POST /llm/replicas/<id>/restart.
+func restartReplica(w http.ResponseWriter, r *http.Request) error {
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	id, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/llm/replicas/"), "/restart")
+	if !ok || r.Method != http.MethodPost {
+		return apiErr(http.StatusNotFound, "use POST /llm/replicas/<id>/restart")
+	}
+	for _, f := range a.fleets {
+		if f.restart(id) {
+			a.audit(r, "replica restarted", zap.String("replica", id))
+			return writeJSON(w, map[string]string{"restarted": id})
+		}
+	}
+	return apiErr(http.StatusNotFound, "no replica %q; GET /llm/models lists them", id)
+}

@@ -1,0 +1,89 @@
+package llm
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// operation is one admin API operation. The admin routes and the OpenAPI
+// document are both made from this table, so they cannot drift apart.
+type operation struct {
+	method, path, summary string
+	pattern               string // the admin mux pattern that serves it
+	handler               caddy.AdminHandlerFunc
+	body                  string // the request body, for the document
+}
+
+var operations = []operation{
+	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
+	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
+	{"POST", "/llm/models/{name}/stop", "Stop a model: its replicas drain, requests get 503 saying so; kept across restarts", "/llm/models/", getModel, ""},
+	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
+	{"POST", "/llm/replicas/{id}/restart", "Replace one replica with a new one", "/llm/replicas/", restartReplica, ""},
+	{"GET", "/llm/engines", "List the engine plugins", "/llm/engines", getEngines, ""},
+	{"GET", "/llm/keys", "List API keys (never their secrets)", "/llm/keys", handleKeys, ""},
+	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
+	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},
+	{"DELETE", "/llm/keys/{id}", "Revoke a key created through the API", "/llm/keys/", handleKey, ""},
+	{"POST", "/llm/keys/{id}/rotate", "Issue a new secret for a key; the old one stops working", "/llm/keys/", handleKey, ""},
+	{"GET", "/llm/usage", "Usage by model of a node: ?org=, ?team=, ?project= or ?key=, with from and to (RFC 3339)", "/llm/usage", getUsage, ""},
+	{"GET", "/llm/cache", "Cache entries and outcomes", "/llm/cache", getCacheStats, ""},
+	{"POST", "/llm/cache/purge", "Remove cache entries of a model and/or scope", "/llm/cache/purge", purgeCache, `{"model":"optional","scope":"optional"}`},
+	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
+}
+
+func init() { operations[len(operations)-1].handler = getOpenAPI }
+
+// Routes returns the admin routes, one per pattern of the table.
+func (Admin) Routes() []caddy.AdminRoute {
+	seen := map[string]bool{}
+	var routes []caddy.AdminRoute
+	for _, op := range operations {
+		if !seen[op.pattern] {
+			seen[op.pattern] = true
+			routes = append(routes, caddy.AdminRoute{Pattern: op.pattern, Handler: op.handler})
+		}
+	}
+	return routes
+}
+
+// OpenAPI returns the OpenAPI 3 document of the admin API.
+func OpenAPI() map[string]any {
+	paths := map[string]any{}
+	for _, op := range operations {
+		p, _ := paths[op.path].(map[string]any)
+		if p == nil {
+			p = map[string]any{}
+			paths[op.path] = p
+		}
+		o := map[string]any{"summary": op.summary, "responses": map[string]any{
+			"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{}}},
+			"4XX": map[string]any{"description": "An error, as {\"error\": \"what is wrong and how to fix it\"}"},
+		}}
+		var params []any
+		for _, seg := range strings.Split(op.path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
+					"schema": map[string]any{"type": "string"}})
+			}
+		}
+		params = append(params, map[string]any{"name": "X-Llmgw-Actor", "in": "header", "required": false,
+			"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
+		o["parameters"] = params
+		if op.body != "" {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]any{"type": "object"}, "example": op.body}}}
+		}
+		p[strings.ToLower(op.method)] = o
+	}
+	return map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "llmgw admin API", "version": "1"}, "paths": paths}
+}
+
+func getOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiErr(http.StatusMethodNotAllowed, "use GET")
+	}
+	return writeJSON(w, OpenAPI())
+}
