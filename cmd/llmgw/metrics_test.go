@@ -2,6 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -87,5 +93,33 @@ func TestMetrics(t *testing.T) {
 	after := scrape(t, g)
 	if got, _ := value(after, "llmgw_requests_total", map[string]string{"model": "sim-chat", "status": "200"}); got != 3 {
 		t.Errorf("requests after one more: %v, want 3", got)
+	}
+}
+
+func TestTracePropagatesToTheEngine(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "none") // spans are made, not exported
+	// A stand-in provider that records the trace context it receives.
+	var got atomic.Value
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Traceparent"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer provider.Close()
+	models := fmt.Sprintf(`
+		model remote {
+			engine openai
+			option base_url %s/v1
+		}`, provider.URL)
+	plain := startGateway(t, models, "")
+	chatOnce(t, plain, "remote")
+	if tp, _ := got.Load().(string); tp != "" {
+		t.Errorf("without tracing the engine got a traceparent %q", tp)
+	}
+	traced := startGatewayBefore(t, models, "\t\ttracing {\n\t\t\tspan llmgw\n\t\t}")
+	chatOnce(t, traced, "remote")
+	tp, _ := got.Load().(string)
+	if !regexp.MustCompile(`^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$`).MatchString(tp) || strings.Contains(tp, strings.Repeat("0", 32)) {
+		t.Errorf("the engine got traceparent %q, want a W3C trace context", tp)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
@@ -198,7 +199,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		c.store.bypass.Add(1)
 		countOutcome(m.Name, "bypass")
 		w.Header().Set(header, "bypass")
-	} else if e, sim, semantic, hit := c.lookup(q); hit {
+	} else if e, sim, semantic, hit := c.tracedLookup(r, q); hit {
 		c.serve(w, r, req, e, sim, semantic)
 		return nil
 	} else {
@@ -253,6 +254,17 @@ func (c *Cache) enabled(model string, req *openai.Request) bool {
 		}
 	}
 	return false
+}
+
+// tracedLookup is lookup in its own span when the request is traced.
+func (c *Cache) tracedLookup(r *http.Request, q *query) (*entry, float32, bool, bool) {
+	_, span, traced := openai.StartSpan(r.Context(), "llm.cache")
+	e, sim, semantic, hit := c.lookup(q)
+	if traced {
+		span.SetAttributes(attribute.Bool("llm.cache.hit", hit), attribute.Bool("llm.cache.semantic", semantic))
+		span.End()
+	}
+	return e, sim, semantic, hit
 }
 
 // lookup finds an exact entry, or the most similar one in the question's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
@@ -180,7 +181,12 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	adm := q.plan(tenant, req, m)
+	_, span, traced := openai.StartSpan(r.Context(), "llm.quota")
 	st, dec, err := q.admit(r, adm)
+	if traced {
+		span.SetAttributes(attribute.String("llm.key", tenant.KeyID), attribute.Bool("llm.admitted", err == nil && dec.ok))
+		span.End()
+	}
 	if err != nil {
 		(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "quota_store_unavailable", RetryAfter: 5 * time.Second,
 			Message: "the quota store is unreachable, so requests cannot be counted; try again shortly"}).Write(w)

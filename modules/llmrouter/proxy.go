@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -82,6 +83,11 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	if sctx, span, ok := openai.StartSpan(ctx, "llm.upstream"); ok {
+		span.SetAttributes(attribute.String("llm.model", rep.Model), attribute.String("llm.replica", rep.ID))
+		defer span.End()
+		ctx = sctx
+	}
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+"/"+req.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		return attempt{err: err}
@@ -94,6 +100,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	for k, v := range rep.Header {
 		up.Header[k] = v
 	}
+	openai.InjectTrace(ctx, up.Header)
 	sent := time.Now()
 	timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
 	resp, err := rt.transport.RoundTrip(up)
