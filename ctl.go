@@ -16,6 +16,7 @@ import (
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -112,7 +113,59 @@ func (c *ctl) models() *cobra.Command {
 }
 
 func (c *ctl) model() *cobra.Command {
-	cmd := &cobra.Command{Use: "model", Short: "Stops or starts one model"}
+	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
+	var file string
+	add := &cobra.Command{Use: "add -f <model.yaml|model.json>", Short: "Adds a model, in the shape a model takes in the JSON config", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			m, err := readModelFile(file)
+			if err != nil {
+				return err
+			}
+			var st llm.ModelStatus
+			if err := c.call("POST", "/llm/models", m, &st); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("model %s added: %s\n", st.Name, st.State)
+			return nil
+		}}
+	add.Flags().StringVarP(&file, "file", "f", "", "the model, in YAML or JSON")
+	var minR, maxR, target int
+	var idle string
+	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if cmd.Flags().Changed("min") {
+				body["min"] = minR
+			}
+			if maxR > 0 {
+				body["max"] = maxR
+			}
+			if idle != "" {
+				body["idle_timeout"] = idle
+			}
+			if target > 0 {
+				body["target_concurrency"] = target
+			}
+			var st llm.ModelStatus
+			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/scale", body, &st); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("model %s: min %d, max %d\n", st.Name, st.Min, st.Max)
+			return nil
+		}}
+	scale.Flags().IntVar(&minR, "min", 1, "replicas kept running (0: on demand)")
+	scale.Flags().IntVar(&maxR, "max", 0, "most replicas")
+	scale.Flags().StringVar(&idle, "idle-timeout", "", "stop replicas above min after this idle time")
+	scale.Flags().IntVar(&target, "target-concurrency", 0, "requests per replica before another starts")
+	remove := &cobra.Command{Use: "remove <model>", Short: "Removes a model added at runtime", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := c.call("DELETE", "/llm/models/"+url.PathEscape(args[0]), nil, nil); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("model %s removed\n", args[0])
+			return nil
+		}}
+	cmd.AddCommand(add, scale, remove)
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
@@ -306,4 +359,20 @@ func (c *ctl) cache() *cobra.Command {
 	purge.Flags().StringVar(&scope, "scope", "", "a scope, such as p:org/team/project")
 	cmd.AddCommand(purge)
 	return cmd
+}
+
+// readModelFile reads a model in YAML (or JSON, which is YAML too).
+func readModelFile(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, fmt.Errorf("give the model's file with -f model.yaml")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s is not YAML or JSON: %w", path, err)
+	}
+	return m, nil
 }

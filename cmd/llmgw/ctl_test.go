@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -39,6 +40,23 @@ func TestCtl(t *testing.T) {
 	}
 	if out, err = ctlRun(t, g, "model", "start", "other"); err != nil || !strings.Contains(out, "model other: idle") {
 		t.Errorf("ctl model start: %v\n%s", err, out)
+	}
+	file := g.dir + "/model.yaml"
+	if err := os.WriteFile(file, []byte("name: cli-model\nengine: sim\naliases: [cm]\nscaling:\n  min: 1\n  max: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = ctlRun(t, g, "model", "add", "-f", file); err != nil || !strings.Contains(out, "model cli-model added") {
+		t.Errorf("ctl model add: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "model", "scale", "cli-model", "--min", "2", "--max", "2"); err != nil || !strings.Contains(out, "min 2, max 2") {
+		t.Errorf("ctl model scale: %v\n%s", err, out)
+	}
+	g.readyReplicas("cli-model", 2)
+	if out, err = ctlRun(t, g, "model", "scale", "sim-chat", "--min", "2"); err == nil || !strings.Contains(out, "config file") {
+		t.Errorf("ctl model scale of a config model: %v\n%s", err, out)
+	}
+	if out, err = ctlRun(t, g, "model", "remove", "cli-model"); err != nil || !strings.Contains(out, "removed") {
+		t.Errorf("ctl model remove: %v\n%s", err, out)
 	}
 	out, err = ctlRun(t, g, "engines", "--json")
 	var engines []llm.EngineStatus
@@ -143,5 +161,57 @@ func TestAdminModelStopStartAndReplicaRestart(t *testing.T) {
 	code, doc := adminDo(t, g, "GET", "/llm/openapi.json", "")
 	if code != 200 || !strings.Contains(string(doc), `"/llm/models/{name}/stop"`) {
 		t.Errorf("openapi: %d", code)
+	}
+}
+
+func TestAdminRuntimeModels(t *testing.T) {
+	g := startGateway(t, `
+		model base {
+			engine sim
+		}`, "")
+	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"extra","engine":"sim","aliases":["x2"],"fallbacks":["base"],"scaling":{"min":1,"max":3}}`); code != 201 {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	if resp := chatOnce(t, g, "x2"); resp.SystemFingerprint != "llmgw-sim:extra" {
+		t.Errorf("the added model answered as %q", resp.SystemFingerprint)
+	}
+	for _, bad := range []struct{ body, want string }{
+		{`{"name":"base","engine":"sim"}`, "used twice"},
+		{`{"name":"y","engine":"sim","fallbacks":["nope"]}`, "not in the catalog"},
+		{`{"name":"z","engine":"nosuch"}`, "no plugin"},
+		{`{"name":"w","engine":"sim","colour":"red"}`, "unknown field"},
+	} {
+		if code, body := adminDo(t, g, "POST", "/llm/models", bad.body); code != 400 || !strings.Contains(string(body), bad.want) {
+			t.Errorf("adding %s: %d %s, want 400 mentioning %q", bad.body, code, body, bad.want)
+		}
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/models/extra/scale", `{"min":2,"max":3}`); code != 200 {
+		t.Fatalf("scale: %d %s", code, body)
+	}
+	g.readyReplicas("extra", 2)
+	if code, body := adminDo(t, g, "POST", "/llm/models/base/scale", `{"min":2}`); code != 409 || !strings.Contains(string(body), "config file") {
+		t.Errorf("scaling a config model: %d %s", code, body)
+	}
+	if code, body := adminDo(t, g, "DELETE", "/llm/models/base", ""); code != 409 || !strings.Contains(string(body), "config file") {
+		t.Errorf("removing a config model: %d %s", code, body)
+	}
+
+	// Runtime models survive a restart, with their scaling.
+	g.stop()
+	g.start()
+	rs := g.readyReplicas("extra", 2)
+	if !g.models()["extra"].Runtime {
+		t.Error("the model is not marked as added at runtime")
+	}
+	if code, body := adminDo(t, g, "DELETE", "/llm/models/extra", ""); code != 204 {
+		t.Fatalf("remove: %d %s", code, body)
+	}
+	if _, ok := g.models()["extra"]; ok {
+		t.Error("the removed model is still listed")
+	}
+	waitFor(t, 10*time.Second, "its replicas to exit", func() bool { return !processAlive(int(rs[0].PID)) && !processAlive(int(rs[1].PID)) })
+	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"extra","messages":[{"role":"user","content":"x"}]}`)
+	if r.StatusCode != 404 {
+		t.Errorf("a removed model: %d %s", r.StatusCode, body)
 	}
 }

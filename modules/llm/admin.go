@@ -42,6 +42,13 @@ func running() (*App, error) {
 }
 
 func getModels(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodPost {
+		a, err := running()
+		if err != nil {
+			return err
+		}
+		return a.addModel(w, r)
+	}
 	a, err := current(r)
 	if err != nil {
 		return err
@@ -56,7 +63,17 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		if action == "scale" {
+			return a.scaleModel(w, r, name)
+		}
 		return a.modelAction(w, r, name, action)
+	}
+	if r.Method == http.MethodDelete {
+		a, err := running()
+		if err != nil {
+			return err
+		}
+		return a.removeModel(w, r, rest)
 	}
 	a, err := current(r)
 	if err != nil {
@@ -67,7 +84,7 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}
-	return writeJSON(w, a.fleets[m.Name].status())
+	return writeJSON(w, a.v().fleets[m.Name].status())
 }
 
 // EngineStatus describes one engine plugin.

@@ -32,7 +32,7 @@ func (a *App) loadStopped(ctx context.Context) error {
 		return err
 	}
 	for _, n := range names {
-		if f, ok := a.fleets[n]; ok {
+		if f, ok := a.v().fleets[n]; ok {
 			f.setStopped(true)
 		}
 	}
@@ -41,7 +41,7 @@ func (a *App) loadStopped(ctx context.Context) error {
 
 func (a *App) saveStopped(ctx context.Context) error {
 	var names []string
-	for n, f := range a.fleets {
+	for n, f := range a.v().fleets {
 		f.mu.Lock()
 		if f.stopped {
 			names = append(names, n)
@@ -62,7 +62,7 @@ func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action s
 	if err != nil {
 		return apiErr(http.StatusNotFound, "%v", err)
 	}
-	f := a.fleets[m.Name]
+	f := a.v().fleets[m.Name]
 	switch action {
 	case "stop":
 		f.setStopped(true)
@@ -74,7 +74,7 @@ func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action s
 	if err := a.saveStopped(r.Context()); err != nil {
 		return apiErr(http.StatusInternalServerError, "saving the model's state: %v", err)
 	}
-	a.audit(r, "model "+action+"ped", zap.String("model", m.Name))
+	a.audit(r, map[string]string{"stop": "model stopped", "start": "model started"}[action], zap.String("model", m.Name))
 	return writeJSON(w, f.status())
 }
 
@@ -88,7 +88,7 @@ func restartReplica(w http.ResponseWriter, r *http.Request) error {
 	if !ok || r.Method != http.MethodPost {
 		return apiErr(http.StatusNotFound, "use POST /llm/replicas/<id>/restart")
 	}
-	for _, f := range a.fleets {
+	for _, f := range a.v().fleets {
 		if f.restart(id) {
 			a.audit(r, "replica restarted", zap.String("replica", id))
 			return writeJSON(w, map[string]string{"restarted": id})

@@ -65,9 +65,9 @@ type App struct {
 	// projects and API keys, each with limits. llm_quota enforces them.
 	Orgs []*Org `json:"orgs,omitempty"`
 
-	cat     *catalog
-	fleets  map[string]*fleet // by model name
-	fkeys   []string
+	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
+	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
+	fkeys   map[string]string     // model name → its fleet's pool key
 	pkeys   []string
 	engines map[string]*host.Plugin
 	logger  *zap.Logger
@@ -113,20 +113,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.StartTimeout == 0 {
 		a.StartTimeout = caddy.Duration(5 * time.Minute)
 	}
-	repl := caddy.NewReplacer()
-	for _, m := range a.Models {
-		m.Source = repl.ReplaceKnown(m.Source, "")
-		for k, v := range m.Options {
-			m.Options[k] = repl.ReplaceKnown(v, "")
-		}
-	}
-	cat, err := newCatalog(a.Models)
-	if err != nil {
-		return err
-	}
-	a.cat = cat
 	a.storage = ctx.Storage()
 	a.keys = new(atomic.Pointer[keyring])
+	a.view = new(atomic.Pointer[view])
+	a.mu = new(sync.Mutex)
+	a.fkeys = map[string]string{}
+	a.engines = make(map[string]*host.Plugin)
 	runtime, err := a.loadRuntimeKeys(ctx)
 	if err != nil {
 		return err
@@ -134,28 +126,79 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.rebuildKeys(runtime); err != nil {
 		return err
 	}
-	for _, m := range a.Models {
-		if err := m.Price.validate(m.Name); err != nil {
-			return err
-		}
+	added, err := a.loadRuntimeModels(ctx)
+	if err != nil {
+		return err
 	}
-	a.engines = make(map[string]*host.Plugin)
-	a.fleets = make(map[string]*fleet)
-	for _, m := range a.Models {
-		if err := a.provisionModel(m); err != nil {
-			return err
-		}
+	v, err := a.buildView(append(append([]*Model{}, a.Models...), added...), added)
+	if err != nil {
+		return err
 	}
+	a.view.Store(v)
 	if err := a.loadStopped(ctx); err != nil {
 		return fmt.Errorf("loading stopped models from storage: %w", err)
 	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
 
-func (a *App) provisionModel(m *Model) error {
+// view is the catalog and its fleets as request handlers see them.
+type view struct {
+	cat     *catalog
+	models  []*Model // config models first, then runtime ones
+	fleets  map[string]*fleet
+	runtime map[string]bool // models added through the admin API
+}
+
+func (a *App) v() *view { return a.view.Load() }
+
+// buildView validates models as one catalog and loads (or reuses) their
+// fleets; runtime are those added through the admin API.
+func (a *App) buildView(models, runtime []*Model) (*view, error) {
+	repl := caddy.NewReplacer()
+	for _, m := range models {
+		m.Source = repl.ReplaceKnown(m.Source, "")
+		for k, v := range m.Options {
+			m.Options[k] = repl.ReplaceKnown(v, "")
+		}
+		if err := m.Price.validate(m.Name); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := newCatalog(models)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{cat: cat, models: models, fleets: map[string]*fleet{}, runtime: map[string]bool{}}
+	for _, m := range runtime {
+		v.runtime[m.Name] = true
+	}
+	for _, m := range models {
+		if f, ok := a.currentFleet(m.Name); ok && a.fkeys[m.Name] != "" {
+			v.fleets[m.Name] = f
+			continue
+		}
+		f, err := a.provisionModel(m)
+		if err != nil {
+			return nil, err
+		}
+		v.fleets[m.Name] = f
+	}
+	return v, nil
+}
+
+func (a *App) currentFleet(name string) (*fleet, bool) {
+	cur := a.view.Load()
+	if cur == nil {
+		return nil, false
+	}
+	f, ok := cur.fleets[name]
+	return f, ok
+}
+
+func (a *App) provisionModel(m *Model) (*fleet, error) {
 	p, pkey, err := a.loadEngine(m.Engine)
 	if err != nil {
-		return fmt.Errorf("model %q: %w", m.Name, err)
+		return nil, fmt.Errorf("model %q: %w", m.Name, err)
 	}
 	key := m.key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
@@ -165,11 +208,10 @@ func (a *App) provisionModel(m *Model) error {
 		}), nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.fkeys = append(a.fkeys, key)
-	a.fleets[m.Name] = v.(*fleet)
-	return nil
+	a.fkeys[m.Name] = key
+	return v.(*fleet), nil
 }
 
 // loadEngine returns the supervised plugin for an engine type, starting it
@@ -222,11 +264,12 @@ func (a *App) Validate() error { return nil }
 // Start starts the fleets' supervision; fleets kept from a previous config
 // are already running.
 func (a *App) Start() error {
-	for _, f := range a.fleets {
+	v := a.v()
+	for _, f := range v.fleets {
 		f.run()
 	}
 	active.Store(a)
-	a.logger.Info("llm app started", zap.Int("models", len(a.Models)), zap.Int("engines", len(a.engines)))
+	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines)))
 	return nil
 }
 
@@ -240,6 +283,11 @@ func (a *App) Stop() error {
 // Cleanup releases this config's hold on fleets and plugins; those no
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
+	if a.mu == nil {
+		return nil // Provision never ran
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, k := range a.fkeys {
 		_, _ = fleets.Delete(k)
 	}

@@ -18,7 +18,10 @@ type operation struct {
 
 var operations = []operation{
 	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
+	{"POST", "/llm/models", "Add a model (validated against the whole catalog); kept in Caddy storage, no reload needed", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
+	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file)", "/llm/models/", getModel, ""},
+	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
 	{"POST", "/llm/models/{name}/stop", "Stop a model: its replicas drain, requests get 503 saying so; kept across restarts", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
 	{"POST", "/llm/replicas/{id}/restart", "Replace one replica with a new one", "/llm/replicas/", restartReplica, ""},

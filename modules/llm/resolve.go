@@ -52,17 +52,18 @@ func quoteJoin(s []string) string {
 
 // Lookup resolves a name or alias to its catalog model.
 func (a *App) Lookup(name string) (*Model, error) {
-	if m, ok := a.cat.byName[name]; ok {
+	cat := a.v().cat
+	if m, ok := cat.byName[name]; ok {
 		return m, nil
 	}
-	return nil, &UnknownModelError{Name: name, Similar: a.cat.closest(name, 3)}
+	return nil, &UnknownModelError{Name: name, Similar: cat.closest(name, 3)}
 }
 
 // Acquire returns a ready replica of the model (by catalog name), held
 // until release is called. It starts the model if none runs and waits,
 // bounded, for a replica; it fails with *NoCapacityError otherwise.
 func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica, func(), error) {
-	f, ok := a.fleets[model]
+	f, ok := a.v().fleets[model]
 	if !ok {
 		return nil, nil, &UnknownModelError{Name: model}
 	}
@@ -75,7 +76,7 @@ func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica
 
 // ReportFailure tells the app that a request could not reach r.
 func (a *App) ReportFailure(r *Replica) {
-	if f, ok := a.fleets[r.Model]; ok {
+	if f, ok := a.v().fleets[r.Model]; ok {
 		f.reportFailure(r)
 	}
 }
@@ -90,6 +91,7 @@ type ModelStatus struct {
 	Reason   string          `json:"reason,omitempty"`
 	Min      int             `json:"min"`
 	Max      int             `json:"max"`
+	Runtime  bool            `json:"runtime,omitempty"` // added through the admin API
 	Replicas []ReplicaStatus `json:"replicas"`
 }
 
@@ -105,15 +107,18 @@ type ReplicaStatus struct {
 
 // Status reports every model, in catalog order.
 func (a *App) Status() []ModelStatus {
-	out := make([]ModelStatus, 0, len(a.Models))
-	for _, m := range a.Models {
-		out = append(out, a.fleets[m.Name].status())
+	v := a.v()
+	out := make([]ModelStatus, 0, len(v.models))
+	for _, m := range v.models {
+		st := v.fleets[m.Name].status()
+		st.Runtime = v.runtime[m.Name]
+		out = append(out, st)
 	}
 	return out
 }
 
 // Names lists every name and alias in the catalog, sorted.
-func (a *App) Names() []string { return a.cat.names }
+func (a *App) Names() []string { return a.v().cat.names }
 
 func (f *fleet) status() ModelStatus {
 	f.mu.Lock()

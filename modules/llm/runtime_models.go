@@ -1,0 +1,185 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+
+	"go.uber.org/zap"
+)
+
+// modelsStorageKey keeps the models added through the admin API.
+const modelsStorageKey = "llmgw/models.json"
+
+func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
+	if a.storage == nil {
+		return nil, nil
+	}
+	b, err := a.storage.Load(ctx, modelsStorageKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading runtime models from storage: %w", err)
+	}
+	var ms []*Model
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return nil, fmt.Errorf("runtime models in storage (%s) are corrupt: %w", modelsStorageKey, err)
+	}
+	declared := map[string]bool{}
+	for _, m := range a.Models {
+		declared[m.Name] = true
+	}
+	var keep []*Model
+	for _, m := range ms {
+		if declared[m.Name] {
+			a.logger.Warn("the config now declares a model added at runtime; the config's wins", zap.String("model", m.Name))
+			continue
+		}
+		keep = append(keep, m)
+	}
+	return keep, nil
+}
+
+func (a *App) saveRuntimeModels(ctx context.Context, v *view) error {
+	var ms []*Model
+	for _, m := range v.models {
+		if v.runtime[m.Name] {
+			ms = append(ms, m)
+		}
+	}
+	b, err := json.Marshal(ms)
+	if err != nil || a.storage == nil {
+		return err
+	}
+	return a.storage.Store(ctx, modelsStorageKey, b)
+}
+
+// runtimeModels returns the models added at runtime in v, after change.
+func runtimeOf(v *view, change func([]*Model) []*Model) []*Model {
+	var rt []*Model
+	for _, m := range v.models {
+		if v.runtime[m.Name] {
+			rt = append(rt, m)
+		}
+	}
+	return change(rt)
+}
+
+func (a *App) swap(ctx context.Context, models, runtime []*Model) (*view, error) {
+	v, err := a.buildView(models, runtime)
+	if err != nil {
+		return nil, apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if err := a.saveRuntimeModels(ctx, v); err != nil {
+		return nil, apiErr(http.StatusInternalServerError, "saving models to storage: %v", err)
+	}
+	for _, f := range v.fleets {
+		f.run()
+	}
+	a.view.Store(v)
+	return v, nil
+}
+
+// addModel answers POST /llm/models with a model in its JSON shape.
+func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
+	var m Model
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.v()
+	rt := runtimeOf(cur, func(ms []*Model) []*Model { return append(ms, &m) })
+	v, err := a.swap(r.Context(), append(append([]*Model{}, a.Models...), rt...), rt)
+	if err != nil {
+		return err
+	}
+	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine))
+	w.WriteHeader(http.StatusCreated)
+	return writeJSON(w, v.fleets[m.Name].status())
+}
+
+// removeModel answers DELETE /llm/models/<name>.
+func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.v()
+	m, ok := cur.cat.byName[name]
+	if !ok {
+		return apiErr(http.StatusNotFound, "no model %q", name)
+	}
+	if !cur.runtime[m.Name] {
+		return apiErr(http.StatusConflict, "model %q is declared in the config file; remove it there and reload", m.Name)
+	}
+	for _, o := range cur.models {
+		for _, fb := range o.Fallbacks {
+			if o != m && cur.cat.byName[fb] == m {
+				return apiErr(http.StatusConflict, "model %q is a fallback of %q; change that first", m.Name, o.Name)
+			}
+		}
+	}
+	rt := runtimeOf(cur, func(ms []*Model) []*Model {
+		var out []*Model
+		for _, x := range ms {
+			if x != m {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+	if _, err := a.swap(r.Context(), append(append([]*Model{}, a.Models...), rt...), rt); err != nil {
+		return err
+	}
+	if k := a.fkeys[m.Name]; k != "" {
+		delete(a.fkeys, m.Name)
+		_, _ = fleets.Delete(k) // stops its replicas
+	}
+	a.audit(r, "model removed", zap.String("model", m.Name))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// scaleModel answers POST /llm/models/<name>/scale with
+// {"min":…,"max":…,"idle_timeout":…,"target_concurrency":…}.
+func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) error {
+	var sc Scaling
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sc); err != nil {
+		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %v`, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.v()
+	m, ok := cur.cat.byName[name]
+	if !ok {
+		return apiErr(http.StatusNotFound, "no model %q", name)
+	}
+	if !cur.runtime[m.Name] {
+		return apiErr(http.StatusConflict, "model %q is declared in the config file; change its scaling there and reload", m.Name)
+	}
+	probe := *m
+	probe.Scaling = &sc
+	if err := probe.validate(); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	f := cur.fleets[m.Name]
+	f.mu.Lock()
+	m.Scaling = &sc // the fleet shares m: its next tick follows
+	f.mu.Unlock()
+	if err := a.saveRuntimeModels(r.Context(), cur); err != nil {
+		return apiErr(http.StatusInternalServerError, "saving models to storage: %v", err)
+	}
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	a.audit(r, "model scaled", zap.String("model", m.Name), zap.Int("min", sc.min()), zap.Int("max", sc.max()))
+	return writeJSON(w, f.status())
+}
