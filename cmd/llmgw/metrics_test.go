@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -88,6 +89,11 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v: got %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
+	// The access log names the engine and the cache outcome.
+	waitFor(t, 5*time.Second, "llm_engine and llm_cache in the access log", func() bool {
+		l := g.logs.String()
+		return strings.Contains(l, `"llm_engine":"sim"`) && strings.Contains(l, `"llm_cache":"hit-exact"`) && strings.Contains(l, `"llm_cache":"miss"`)
+	})
 	// And they move.
 	chatWith(t, c, "sim-chat", "count me again")
 	after := scrape(t, g)

@@ -186,6 +186,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 			countOutcome(m.Name, "bypass")
 		}
 		w.Header().Set(header, "bypass")
+		logOutcome(r, "bypass")
 		return next.ServeHTTP(w, r)
 	}
 	noCache, noStore := cacheControl(r)
@@ -199,6 +200,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		c.store.bypass.Add(1)
 		countOutcome(m.Name, "bypass")
 		w.Header().Set(header, "bypass")
+		logOutcome(r, "bypass")
 	} else if e, sim, semantic, hit := c.tracedLookup(r, q); hit {
 		c.serve(w, r, req, e, sim, semantic)
 		return nil
@@ -206,6 +208,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		c.store.misses.Add(1)
 		countOutcome(m.Name, "miss")
 		w.Header().Set(header, "miss")
+		logOutcome(r, "miss")
 	}
 	if noStore {
 		return next.ServeHTTP(w, r)
@@ -303,6 +306,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.cache", h.Get(header))
 	}
+	logOutcome(r, h.Get(header))
 	if req.Stream {
 		e.ans.writeStream(w, req.Model, req.IncludeUsage)
 		return

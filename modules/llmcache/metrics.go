@@ -2,6 +2,10 @@ package llmcache
 
 import (
 	"errors"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,3 +27,10 @@ func registerMetrics(reg *prometheus.Registry) error {
 }
 
 func countOutcome(model, outcome string) { metricOutcomes.WithLabelValues(model, outcome).Inc() }
+
+// logOutcome adds the cache outcome to the request's access log entry.
+func logOutcome(r *http.Request, outcome string) {
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.String("llm_cache", outcome))
+	}
+}

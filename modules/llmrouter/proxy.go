@@ -123,7 +123,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	h := w.Header()
 	copyHeader(h, resp.Header)
 	h.Set("Server-Timing", serverTiming(sent.Sub(start), ttfb))
-	setVars(r, rep)
+	setVars(r, rep, rt.engineOf(rep.Model))
 	countRequest(rep.Model, rt.engineOf(rep.Model), resp.StatusCode)
 	var st *streamState
 	if req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header) {
@@ -318,13 +318,14 @@ func settleCut(r *http.Request, req *openai.Request, st *streamState) {
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
-func setVars(r *http.Request, rep *llm.Replica) {
+func setVars(r *http.Request, rep *llm.Replica, engine string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.replica", rep.ID)
 	}
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
 		extra.Set(zap.String("llm_model", rep.Model))
 		extra.Set(zap.String("llm_replica", rep.ID))
+		extra.Set(zap.String("llm_engine", engine))
 	}
 }
 
