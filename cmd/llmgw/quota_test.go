@@ -517,3 +517,33 @@ func TestQuotaPassesBadRequestsThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotaFallbacksStayWithinAllowedModels(t *testing.T) {
+	models := `
+		model primary {
+			engine sim
+			option fail_status 500
+			fallback backup
+		}
+		model backup {
+			engine sim
+		}`
+	g := startQuotaGateway(t, models+tenancy("", "", "models primary", "")+
+		fmt.Sprintf(`
+		org open {
+			team t {
+				project p {
+					key k3 %s
+				}
+			}
+		}`, llm.HashKey("secret-3")), "")
+	// A key that may use only primary gets primary's error, not backup's answer.
+	if _, e := chatErr(keyClient(g, "secret-1"), "primary"); e == nil || e.StatusCode != 500 {
+		t.Errorf("restricted key: got %+v, want primary's 500", e)
+	}
+	// A key that may use every model falls back.
+	resp, e := chatErr(keyClient(g, "secret-3"), "primary")
+	if e != nil || resp.SystemFingerprint != "llmgw-sim:backup" {
+		t.Errorf("open key: got %+v %v, want the fallback's answer", resp, e)
+	}
+}

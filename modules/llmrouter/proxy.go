@@ -47,7 +47,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	if repl != nil {
 		repl.Set("http.llm.model", m.Name)
 	}
-	candidates := append([]string{m.Name}, m.Fallbacks...)
+	candidates := rt.candidates(r, m)
 	var last error
 	for i, name := range candidates {
 		rep, release, err := rt.app.Acquire(r.Context(), name, rt.policy)
@@ -72,6 +72,22 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		}
 	}
 	rt.writeError(w, r, last, start)
+}
+
+// candidates are the model and the fallbacks the caller may use: with
+// llm_quota in front, a fallback outside the key's models is skipped.
+func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
+	out := []string{m.Name}
+	tenant, limited := llm.TenantOf(r)
+	for _, fb := range m.Fallbacks {
+		if limited {
+			if f, err := rt.app.Lookup(fb); err != nil || !tenant.Allowed(fb, f.Name) {
+				continue
+			}
+		}
+		out = append(out, fb)
+	}
+	return out
 }
 
 // proxy sends req to one replica. A failure that allows a fallback (connect
