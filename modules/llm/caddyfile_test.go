@@ -64,8 +64,7 @@ func TestParseGlobalOptionTwice(t *testing.T) {
 }
 
 func TestCatalogValidation(t *testing.T) {
-	one, zero := 1, 0
-	_ = one
+	zero := 0
 	for _, tc := range []struct {
 		name   string
 		models []*Model

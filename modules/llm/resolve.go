@@ -117,9 +117,6 @@ func (a *App) Status() []ModelStatus {
 	return out
 }
 
-// Names lists every name and alias in the catalog, sorted.
-func (a *App) Names() []string { return a.v().cat.names }
-
 func (f *fleet) status() ModelStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -58,7 +58,7 @@ func (a *App) saveRuntimeModels(ctx context.Context, v *view) error {
 	return a.storage.Store(ctx, modelsStorageKey, b)
 }
 
-// runtimeModels returns the models added at runtime in v, after change.
+// runtimeOf returns the models added at runtime in v, after change.
 func runtimeOf(v *view, change func([]*Model) []*Model) []*Model {
 	var rt []*Model
 	for _, m := range v.models {
@@ -69,8 +69,10 @@ func runtimeOf(v *view, change func([]*Model) []*Model) []*Model {
 	return change(rt)
 }
 
-func (a *App) swap(ctx context.Context, models, runtime []*Model) (*view, error) {
-	v, err := a.buildView(models, runtime)
+// swap makes the config's models plus runtime the catalog, saves the
+// runtime ones and starts any new fleet.
+func (a *App) swap(ctx context.Context, runtime []*Model) (*view, error) {
+	v, err := a.buildView(append(append([]*Model{}, a.Models...), runtime...), runtime)
 	if err != nil {
 		return nil, apiErr(http.StatusBadRequest, "%v", err)
 	}
@@ -96,7 +98,7 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	defer a.mu.Unlock()
 	cur := a.v()
 	rt := runtimeOf(cur, func(ms []*Model) []*Model { return append(ms, &m) })
-	v, err := a.swap(r.Context(), append(append([]*Model{}, a.Models...), rt...), rt)
+	v, err := a.swap(r.Context(), rt)
 	if err != nil {
 		return err
 	}
@@ -133,7 +135,7 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 		}
 		return out
 	})
-	if _, err := a.swap(r.Context(), append(append([]*Model{}, a.Models...), rt...), rt); err != nil {
+	if _, err := a.swap(r.Context(), rt); err != nil {
 		return err
 	}
 	if k := a.fkeys[m.Name]; k != "" {

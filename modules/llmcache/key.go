@@ -22,6 +22,11 @@ func exactKey(scope, model, endpoint string, raw []byte) (string, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return "", err
 	}
+	return keyOf(scope, model, endpoint, fields)
+}
+
+// keyOf is exactKey over a body already split into its fields.
+func keyOf(scope, model, endpoint string, fields map[string]json.RawMessage) (string, error) {
 	canon := make(map[string]any, len(fields))
 	for k, v := range fields {
 		if ignored[k] || k == "model" {

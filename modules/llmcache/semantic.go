@@ -22,7 +22,11 @@ type query struct {
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
-	key, err := exactKey(scope, model, req.Endpoint, req.Raw)
+	var fields map[string]json.RawMessage // the body, split once for both keys
+	if err := json.Unmarshal(req.Raw, &fields); err != nil {
+		return nil, err
+	}
+	key, err := keyOf(scope, model, req.Endpoint, fields)
 	if err != nil {
 		return nil, err
 	}
@@ -30,11 +34,11 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 	if !semantic {
 		return q, nil
 	}
-	question, rest, ok := splitQuestion(req)
+	question, rest, ok := splitQuestion(req.Endpoint, fields)
 	if !ok {
 		return q, nil // no trailing user question: exact matching only
 	}
-	if q.bucket, err = exactKey(scope, model, req.Endpoint+"#context", rest); err != nil {
+	if q.bucket, err = keyOf(scope, model, req.Endpoint+"#context", rest); err != nil {
 		return nil, err
 	}
 	q.question = question
@@ -45,22 +49,23 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 }
 
 // splitQuestion separates the last user turn (or a completion's prompt)
-// from the rest of the request, which becomes the context fingerprint.
-func splitQuestion(req *openai.Request) (string, []byte, bool) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(req.Raw, &fields) != nil {
-		return "", nil, false
+// from the rest of the request's fields, which become the context
+// fingerprint. fields is not changed.
+func splitQuestion(endpoint string, fields map[string]json.RawMessage) (string, map[string]json.RawMessage, bool) {
+	rest := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		rest[k] = v
 	}
 	var question string
-	switch req.Endpoint {
+	switch endpoint {
 	case openai.Completions:
-		if json.Unmarshal(fields["prompt"], &question) != nil {
+		if json.Unmarshal(rest["prompt"], &question) != nil {
 			return "", nil, false
 		}
-		delete(fields, "prompt")
+		delete(rest, "prompt")
 	default:
 		var msgs []json.RawMessage
-		if json.Unmarshal(fields["messages"], &msgs) != nil || len(msgs) == 0 {
+		if json.Unmarshal(rest["messages"], &msgs) != nil || len(msgs) == 0 {
 			return "", nil, false
 		}
 		var last struct {
@@ -71,13 +76,12 @@ func splitQuestion(req *openai.Request) (string, []byte, bool) {
 			return "", nil, false
 		}
 		question = contentText(last.Content)
-		fields["messages"], _ = json.Marshal(msgs[:len(msgs)-1])
+		rest["messages"], _ = json.Marshal(msgs[:len(msgs)-1])
 	}
 	if strings.TrimSpace(question) == "" {
 		return "", nil, false
 	}
-	rest, err := json.Marshal(fields)
-	return question, rest, err == nil
+	return question, rest, true
 }
 
 func contentText(c json.RawMessage) string {

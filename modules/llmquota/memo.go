@@ -19,7 +19,6 @@ import (
 type windowSet struct {
 	minute int64
 	keys   [5]string
-	hour   int64
 	usage  string // the node's hourly usage key
 }
 
@@ -37,7 +36,7 @@ func nodeKeys(l *llm.Level, at time.Time) *windowSet {
 		return w
 	}
 	w := &windowSet{minute: minute, keys: windowKeys("llmgw:", node, at, l.Limits.BudgetPeriod),
-		hour: at.Unix() / 3600, usage: hourKey(node, at)}
+		usage: hourKey(node, at)}
 	p.Store(w)
 	return w
 }

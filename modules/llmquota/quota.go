@@ -264,7 +264,7 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 		}
 	}
 	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Duration(q.Lease),
-		model: m.Name, minute: at.Truncate(time.Minute), levels: make([]levelPlan, len(t.Levels))}
+		model: m.Name, levels: make([]levelPlan, len(t.Levels))}
 	for i := range t.Levels {
 		l := &t.Levels[i]
 		w := nodeKeys(l, at)

@@ -42,7 +42,6 @@ type admission struct {
 	lease  time.Duration
 	levels []levelPlan
 	model  string
-	minute time.Time // window start, for reset headers
 }
 
 // decision is the store's answer to an admission.

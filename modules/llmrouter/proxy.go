@@ -286,12 +286,11 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 
 // streamState is what stream learns from the events it forwards.
 type streamState struct {
-	events    int64 // data events forwarded, about one token each
-	first     time.Time
-	last      time.Time
-	sawUsage  bool
-	sawDone   bool
-	sawFinish bool
+	events   int64 // data events forwarded, about one token each
+	first    time.Time
+	last     time.Time
+	sawUsage bool
+	sawDone  bool
 }
 
 func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte, st *streamState) bool {

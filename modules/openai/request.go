@@ -180,14 +180,6 @@ func (r *Request) Set(field string, value json.RawMessage) error {
 	return nil
 }
 
-// Body returns the bytes to send upstream: Raw, unless a field was set.
-func (r *Request) Body() ([]byte, error) {
-	if !r.changed {
-		return r.Raw, nil
-	}
-	return json.Marshal(r.fields)
-}
-
 // UpstreamBody returns the body for one upstream: the model name replaced
 // when the upstream names it differently, and include_usage asked for on
 // streams so that usage can be counted. It never changes r.

@@ -107,7 +107,7 @@ func TestSetMarksChanged(t *testing.T) {
 	if err := r.Set("temperature", json.RawMessage("0")); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := r.Body()
+	b, _ := r.UpstreamBody("")
 	if !r.Changed() || string(b) != `{"messages":[{}],"model":"m","temperature":0}` {
 		t.Errorf("got changed=%v body %s", r.Changed(), b)
 	}
