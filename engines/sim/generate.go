@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // request holds the fields of an OpenAI request the simulator acts on;
@@ -90,6 +91,28 @@ func (r *request) promptText() string {
 	var ss []string
 	_ = json.Unmarshal(r.Prompt, &ss)
 	return strings.Join(ss, "\n")
+}
+
+// lastText is the last message's text, or the prompt.
+func (r *request) lastText() string {
+	if len(r.Messages) > 0 {
+		return r.Messages[len(r.Messages)-1].text()
+	}
+	return r.promptText()
+}
+
+// pieces cuts s into pieces of at most n bytes, at rune boundaries.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > 0 {
+		end := min(n, len(s))
+		for end < len(s) && !utf8.RuneStart(s[end]) {
+			end++
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out
 }
 
 func (r *request) inputs() ([]string, error) {
@@ -187,6 +210,10 @@ func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		if forced != nil {
 			choices = append(choices, choice{tool: forced, args: toolArgs(forced, rng), finish: "tool_calls"})
+			continue
+		}
+		if s.cfg.Echo {
+			choices = append(choices, choice{words: pieces(req.lastText(), 3), finish: "stop"})
 			continue
 		}
 		c := choice{finish: "length"}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -30,6 +31,9 @@ type ServerConfig struct {
 	MaxTokens       int
 	EmbeddingDims   int
 	FailStatus      int
+	// Echo answers with the last message's text (the prompt for
+	// completions) cut into 3-byte pieces, one per token.
+	Echo bool
 }
 
 // Server is the simulated model's HTTP server.
@@ -37,6 +41,7 @@ type Server struct {
 	cfg ServerConfig
 	// Counters, served at GET /sim/stats for tests and demos.
 	requests, inflight, canceled, completed atomic.Int64
+	last                                    atomic.Pointer[[]byte] // the last generation request's body, at GET /sim/last
 }
 
 // NewServer returns a server with defaults applied.
@@ -62,6 +67,7 @@ func RunReplica(args []string) error {
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 16, "answer length when the request sets none")
 	fs.IntVar(&cfg.EmbeddingDims, "embedding-dims", 64, "embedding dimensions")
 	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
+	fs.BoolVar(&cfg.Echo, "echo", false, "answer with the last message's text")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,6 +102,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"requests": s.requests.Load(), "inflight": s.inflight.Load(),
 			"canceled": s.canceled.Load(), "completed": s.completed.Load(),
 		})
+	case "/sim/last":
+		w.Header().Set("Content-Type", "application/json")
+		if b := s.last.Load(); b != nil {
+			_, _ = w.Write(*b)
+		} else {
+			_, _ = w.Write([]byte("null"))
+		}
 	case "/v1/models":
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim"},
@@ -116,7 +129,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	var req request
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	s.last.Store(&body)
+	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return
 	}
@@ -127,7 +146,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	if req.Model == "" {
 		req.Model = s.cfg.Model
 	}
-	var err error
 	switch r.URL.Path {
 	case "/v1/embeddings":
 		err = s.embeddings(w, &req)

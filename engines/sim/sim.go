@@ -51,6 +51,7 @@ var optionFlags = map[string]string{
 	"max_tokens":        "max-tokens",        // answer length when the request sets none; default 16
 	"embedding_dims":    "embedding-dims",    // default 64
 	"fail_status":       "fail-status",       // answer every generation with this HTTP status
+	"echo":              "echo",              // answer with the last message's text, in 3-byte pieces
 }
 
 // Start starts a replica server process.
@@ -68,9 +69,9 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	for k, v := range spec.Options {
 		flag, ok := optionFlags[k]
 		if !ok {
-			return engine.Replica{}, fmt.Errorf("sim engine has no option %q; known: ttft, tokens_per_second, max_tokens, embedding_dims, fail_status", k)
+			return engine.Replica{}, fmt.Errorf("sim engine has no option %q; known: ttft, tokens_per_second, max_tokens, embedding_dims, fail_status, echo", k)
 		}
-		args = append(args, "--"+flag, v)
+		args = append(args, "--"+flag+"="+v)
 	}
 	args = append(args, spec.Args...)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health"}

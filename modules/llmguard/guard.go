@@ -1,0 +1,445 @@
+// Package llmguard is the llm_guardrails HTTP handler: checks on the
+// prompt and the answer (regular expressions, PII and secrets, a guard
+// model, an outside service), PII redaction with the values put back in
+// the answer, and all of it on streams without buffering them.
+package llmguard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() {
+	caddy.RegisterModule(Guardrails{})
+}
+
+// Guardrails runs checks on the prompt before the model sees it and on
+// the answer before the client does.
+//
+// Input findings block the request (400, naming the check), are redacted
+// (typed placeholders such as <EMAIL_1>; the model sees only those, and
+// the client gets the original values back in the answer, also when a
+// placeholder is split across stream chunks), or are logged. Output
+// findings cut the answer (an SSE error event, or a refusal), are masked
+// ([EMAIL]), or are logged. Streams stay streams: only a possible
+// placeholder's prefix is held back, never the answer.
+//
+// Each request records every check's outcome (passed, redacted, blocked,
+// flagged, skipped with the reason, errored) in the access log field
+// llm_guard and in metrics; Server-Timing carries guard.
+type Guardrails struct {
+	// Checks, each a module in http.llm_guardrails.checks (pii, regex,
+	// judge, webhook), run in order.
+	ChecksRaw []json.RawMessage `json:"checks,omitempty" caddy:"namespace=http.llm_guardrails.checks inline_key=check"`
+	// OutputBlock is how a blocked answer ends: error (an SSE error event,
+	// or a 400 for a whole answer) or refusal (the refusal text with
+	// finish_reason content_filter). Default: error.
+	OutputBlock string `json:"output_block,omitempty"`
+	// Refusal is the text a refused answer gets. Default: "I can't help
+	// with that."
+	Refusal string `json:"refusal,omitempty"`
+	// Window is how many bytes of recent answer text output checks see
+	// again with each stream chunk, to find matches across chunks.
+	// Default: 256.
+	Window int `json:"window,omitempty"`
+
+	checks []Check
+	app    *llm.App
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Guardrails) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.llm_guardrails", New: func() caddy.Module { return new(Guardrails) }}
+}
+
+// Provision loads the checks.
+func (g *Guardrails) Provision(ctx caddy.Context) error {
+	g.logger = ctx.Logger()
+	if a, err := ctx.App("llm"); err == nil {
+		g.app = a.(*llm.App)
+	}
+	mods, err := ctx.LoadModule(g, "ChecksRaw")
+	if err != nil {
+		return fmt.Errorf("llm_guardrails: %w", err)
+	}
+	names := map[string]bool{}
+	for _, m := range mods.([]any) {
+		c, ok := m.(Check)
+		if !ok {
+			return fmt.Errorf("llm_guardrails: module %T is not a check", m)
+		}
+		name := c.CheckScope().Name
+		if names[name] {
+			return fmt.Errorf("llm_guardrails: two checks are named %q; give one a name", name)
+		}
+		names[name] = true
+		g.checks = append(g.checks, c)
+	}
+	if len(g.checks) == 0 {
+		return fmt.Errorf("llm_guardrails: no checks; add at least one (pii, regex, judge, webhook)")
+	}
+	switch g.OutputBlock {
+	case "":
+		g.OutputBlock = "error"
+	case "error", "refusal":
+	default:
+		return fmt.Errorf("llm_guardrails: output_block %q: use error or refusal", g.OutputBlock)
+	}
+	if g.Refusal == "" {
+		g.Refusal = "I can't help with that."
+	}
+	if g.Window <= 0 {
+		g.Window = 256
+	}
+	return registerMetrics(ctx.GetMetricsRegistry())
+}
+
+// result is one check's outcome on one stage of a request.
+type result struct {
+	check   string
+	stage   Stage
+	outcome string
+	reason  string
+}
+
+// severity orders outcomes: a check's outcome on a stage is its worst.
+func severity(o string) int {
+	switch o {
+	case Blocked:
+		return 5
+	case Errored:
+		return 4
+	case Redacted:
+		return 3
+	case Flagged:
+		return 2
+	case Passed:
+		return 1
+	}
+	return 0
+}
+
+// state is one request's guardrail state.
+type state struct {
+	g       *Guardrails
+	model   string
+	results []result
+	vault   vault
+	prompt  []string // input texts, for output checks that judge the exchange
+}
+
+func (s *state) record(check string, stage Stage, outcome, reason string) {
+	for i := range s.results {
+		r := &s.results[i]
+		if r.check == check && r.stage == stage {
+			if severity(outcome) > severity(r.outcome) {
+				r.outcome, r.reason = outcome, reason
+			}
+			return
+		}
+	}
+	s.results = append(s.results, result{check, stage, outcome, reason})
+}
+
+// ServeHTTP checks the prompt, then the answer on its way out.
+func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	endpoint, ok := endpointOf(r)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	req, err := openai.Load(r, endpoint)
+	if err != nil {
+		return next.ServeHTTP(w, r) // the router answers with the error
+	}
+	start := time.Now()
+	ctx, span, traced := openai.StartSpan(r.Context(), "llm.guard")
+	st := &state{g: g, model: req.Model}
+	if g.app != nil {
+		if m, err := g.app.Lookup(req.Model); err == nil {
+			st.model = m.Name
+		}
+	}
+	tenant, _ := llm.TenantOf(r)
+	in, out := g.plan(st, tenant, req)
+	var blocked *openai.Error
+	if len(in) > 0 {
+		blocked = g.input(ctx, st, req, in)
+	}
+	took := time.Since(start)
+	if traced {
+		span.SetAttributes(attribute.String("llm.guard.input", summary(st.results)))
+		span.End()
+	}
+	metricDuration.WithLabelValues(string(Input)).Observe(took.Seconds())
+	if blocked != nil {
+		st.finish(r)
+		w.Header().Add("Server-Timing", timing("guard", took))
+		blocked.Write(w)
+		return nil
+	}
+	w.Header().Add("Server-Timing", timing("guard", took))
+	if len(out) == 0 && st.vault.empty() {
+		err := next.ServeHTTP(w, r)
+		st.finish(r)
+		return err
+	}
+	ow := newOutputWriter(w, st, req, out)
+	err = next.ServeHTTP(ow, r)
+	ow.finish()
+	st.finish(r)
+	return err
+}
+
+// plan picks the checks that run on each stage, recording those skipped.
+func (g *Guardrails) plan(st *state, t *llm.Tenant, req *openai.Request) (in, out []Check) {
+	for _, c := range g.checks {
+		sc := c.CheckScope()
+		ok, why := sc.applies(st.model, t)
+		for _, stage := range []Stage{Input, Output} {
+			if !sc.runsOn(stage) {
+				continue
+			}
+			switch {
+			case !ok:
+				st.record(sc.Name, stage, Skipped, why)
+			case stage == Output && req.Endpoint == openai.Embeddings:
+				st.record(sc.Name, stage, Skipped, "embeddings have no text output")
+			case stage == Output && req.Stream && !incremental(c):
+				st.record(sc.Name, stage, Skipped, "it needs the whole answer and this one is streamed")
+			case stage == Input:
+				in = append(in, c)
+			default:
+				out = append(out, c)
+			}
+		}
+	}
+	return in, out
+}
+
+func incremental(c Check) bool {
+	i, ok := c.(Incremental)
+	return ok && i.Incremental()
+}
+
+// inputField is where an endpoint's text is and how it is named.
+func inputField(req *openai.Request) (string, []byte, uint8) {
+	switch req.Endpoint {
+	case openai.ChatCompletions:
+		return "messages", req.Messages, fieldNone
+	case openai.Completions:
+		return "prompt", req.Prompt, fieldPrompt
+	}
+	return "input", req.Input, fieldInput
+}
+
+// input runs the input checks, blocking or redacting. It returns the
+// error to answer with when the prompt is blocked.
+func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, checks []Check) *openai.Error {
+	name, raw, root := inputField(req)
+	var d doc
+	if err := d.parse(raw, root); err != nil {
+		return nil // the router reports malformed requests
+	}
+	texts := make([]string, len(d.spans))
+	for i, s := range d.spans {
+		texts[i] = d.text(s)
+	}
+	st.prompt = texts
+	insp := &Inspection{Stage: Input, Model: st.model, Texts: texts}
+	var redact []Finding
+	for _, c := range checks {
+		sc := c.CheckScope()
+		fs, err := inspect(ctx, c, insp)
+		if err != nil {
+			if e := st.failed(sc, Input, err); e != nil {
+				return e
+			}
+			continue
+		}
+		outcome, first := Passed, (*Finding)(nil)
+		for i := range fs {
+			f := &fs[i]
+			countFinding(sc.Name, f.Kind, f.Action)
+			switch f.Action {
+			case Block:
+				if first == nil || first.Action != Block {
+					first = f
+				}
+				outcome = Blocked
+			case Redact:
+				redact = append(redact, *f)
+				outcome = worse(outcome, Redacted)
+			case Log:
+				outcome = worse(outcome, Flagged)
+				if first == nil {
+					first = f
+				}
+				g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "input"), zap.String("kind", f.Kind))
+			}
+		}
+		st.record(sc.Name, Input, outcome, "")
+		if outcome == Blocked {
+			return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "guardrail_blocked",
+				Param: name, Message: fmt.Sprintf("the prompt was blocked by guardrail %q: %s; remove it and try again", sc.Name, describe(first))}
+		}
+	}
+	if len(redact) == 0 {
+		return nil
+	}
+	redact = resolve(redact)
+	var edits []edit
+	for i := 0; i < len(redact); {
+		ti := redact[i].Text
+		if ti < 0 {
+			i++
+			continue
+		}
+		text := texts[ti]
+		var b strings.Builder
+		at := 0
+		for ; i < len(redact) && redact[i].Text == ti; i++ {
+			f := redact[i]
+			b.WriteString(text[at:f.Start])
+			if f.Replacement != "" || f.Kind == "" {
+				b.WriteString(f.Replacement)
+			} else {
+				b.WriteString(st.vault.placeholder(f.Kind, text[f.Start:f.End]))
+			}
+			at = f.End
+		}
+		b.WriteString(text[at:])
+		edits = append(edits, edit{span: ti, text: b.String()})
+	}
+	body := d.splice(make([]byte, 0, len(raw)+64), edits)
+	if err := req.Set(name, body); err != nil {
+		g.logger.Error("redacting the prompt", zap.Error(err))
+		return &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "guardrail_error",
+			Message: "redacting the prompt failed: " + err.Error()}
+	}
+	return nil
+}
+
+// inspect runs one check with its timeout.
+func inspect(ctx context.Context, c Check, in *Inspection) ([]Finding, error) {
+	if _, ok := c.(Incremental); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.CheckScope().Timeout))
+		defer cancel()
+	}
+	return c.Inspect(ctx, in)
+}
+
+// failed records a check that could not run; with on_error deny it
+// returns the error that blocks the request.
+func (st *state) failed(sc *Scope, stage Stage, err error) *openai.Error {
+	st.g.logger.Warn("guardrail check failed", zap.String("check", sc.Name), zap.String("stage", string(stage)),
+		zap.String("on_error", sc.OnError), zap.Error(err))
+	st.record(sc.Name, stage, Errored, err.Error())
+	if sc.OnError == "allow" {
+		return nil
+	}
+	return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "guardrail_unavailable",
+		RetryAfter: time.Second,
+		Message:    fmt.Sprintf("guardrail %q could not check the %s (%v) and its on_error is deny; try again later", sc.Name, what(stage), err)}
+}
+
+func what(s Stage) string {
+	if s == Input {
+		return "prompt"
+	}
+	return "answer"
+}
+
+func worse(a, b string) string {
+	if severity(b) > severity(a) {
+		return b
+	}
+	return a
+}
+
+// describe says what a finding was, without its value.
+func describe(f *Finding) string {
+	if f == nil {
+		return "a match"
+	}
+	d := kindNames[f.Kind]
+	if d == "" {
+		d = "a match for " + f.Kind
+	}
+	if f.Detail != "" {
+		d += " (" + f.Detail + ")"
+	}
+	return d
+}
+
+var kindNames = map[string]string{
+	KindEmail: "an email address", KindPhone: "a phone number", KindCard: "a payment card number",
+	KindIBAN: "a bank account number (IBAN)", KindNationalID: "a national id number", KindIP: "an IP address",
+	KindSecret: "a secret (a key, token or private key)",
+}
+
+// finish records the outcomes in the access log and metrics.
+func (st *state) finish(r *http.Request) {
+	for _, res := range st.results {
+		metricChecks.WithLabelValues(res.check, string(res.stage), res.outcome).Inc()
+	}
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && len(st.results) > 0 {
+		extra.Set(zap.String("llm_guard", summary(st.results)))
+	}
+}
+
+// summary is the results as "pii/input:redacted regex/output:passed
+// judge/output:skipped(it needs the whole answer …)".
+func summary(rs []result) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(r.check)
+		b.WriteByte('/')
+		b.WriteString(string(r.stage))
+		b.WriteByte(':')
+		b.WriteString(r.outcome)
+		if r.reason != "" && (r.outcome == Skipped || r.outcome == Errored) {
+			b.WriteString("(" + r.reason + ")")
+		}
+	}
+	return b.String()
+}
+
+func timing(name string, d time.Duration) string {
+	return name + ";dur=" + strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
+}
+
+func endpointOf(r *http.Request) (string, bool) {
+	i := strings.Index(r.URL.Path, "/v1/")
+	if i < 0 || r.Method != http.MethodPost {
+		return "", false
+	}
+	switch ep := r.URL.Path[i+4:]; ep {
+	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
+		return ep, true
+	}
+	return "", false
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Guardrails)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Guardrails)(nil)
+)
