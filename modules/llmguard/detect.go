@@ -469,7 +469,7 @@ var secretPrefixes = []struct {
 	{"xoxp-", isTokenChar, 20, 255},
 	{"xoxa-", isTokenChar, 20, 255},
 	{"xoxr-", isTokenChar, 20, 255},
-	{"AIza", isTokenChar, 35, 35}, // Google API key
+	{"AIza", isTokenChar, 35, 35},  // Google API key
 	{"sk_live_", isAlnum, 20, 255}, // Stripe
 	{"rk_live_", isAlnum, 20, 255},
 	{"sk-ant-", isTokenChar, 32, 255}, // API keys of model providers

@@ -205,7 +205,7 @@ func eventEnd(b []byte) int {
 }
 
 var (
-	dataPrefix = []byte("data:")
+	dataPrefix     = []byte("data:")
 	escapedLT      = []byte(`\u003c`)
 	escapedLTUpper = []byte(`\u003C`)
 )

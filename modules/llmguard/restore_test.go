@@ -53,7 +53,7 @@ func TestRestoreWhole(t *testing.T) {
 		{"mail <EM", "mail ", "<EM"},
 		{"mail <", "mail ", "<"},
 		{"x <EMAIL_1", "x ", "<EMAIL_1"},
-		{"x <ZZ", "x <ZZ", ""},              // no placeholder starts so
+		{"x <ZZ", "x <ZZ", ""},                       // no placeholder starts so
 		{"x <EMAIL_1234567", "x <EMAIL_1234567", ""}, // longer than any
 		{"a<b", "a<b", ""},
 	} {
