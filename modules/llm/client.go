@@ -17,45 +17,13 @@ var modelClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 6
 // Embeddings asks a catalog model (by name or alias) for the embeddings
 // of texts, through one of its replicas chosen as the router would.
 func (a *App) Embeddings(ctx context.Context, model string, texts []string) ([][]float32, error) {
-	m, err := a.Lookup(model)
-	if err != nil {
-		return nil, err
-	}
-	rep, release, err := a.Acquire(ctx, m.Name, LeastOutstanding{})
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	name := m.Name
-	if rep.UpstreamModel != "" {
-		name = rep.UpstreamModel
-	}
-	body, _ := json.Marshal(map[string]any{"model": name, "input": texts})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+"/embeddings", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range rep.Header {
-		req.Header[k] = v
-	}
-	resp, err := modelClient.Do(req)
-	if err != nil {
-		a.ReportFailure(rep)
-		return nil, fmt.Errorf("embedding with %q: %w", model, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("embedding with %q: %s: %s", model, resp.Status, b)
-	}
 	var out struct {
 		Data []struct {
 			Index     int       `json:"index"`
 			Embedding []float32 `json:"embedding"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	if err := a.call(ctx, model, "/embeddings", map[string]any{"input": texts}, &out); err != nil {
 		return nil, fmt.Errorf("embedding with %q: %w", model, err)
 	}
 	vecs := make([][]float32, len(texts))
@@ -70,4 +38,71 @@ func (a *App) Embeddings(ctx context.Context, model string, texts []string) ([][
 		}
 	}
 	return vecs, nil
+}
+
+// ChatMessage is one message of a Chat call.
+type ChatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Chat asks a catalog model for a short answer (temperature 0), through
+// one of its replicas chosen as the router would: for modules that use a
+// model themselves, such as a guard model.
+func (a *App) Chat(ctx context.Context, model string, messages []ChatMessage, maxTokens int) (string, error) {
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	body := map[string]any{"messages": messages, "max_tokens": maxTokens, "temperature": 0}
+	if err := a.call(ctx, model, "/chat/completions", body, &out); err != nil {
+		return "", fmt.Errorf("asking %q: %w", model, err)
+	}
+	if len(out.Choices) == 0 {
+		return "", fmt.Errorf("asking %q: the answer has no choices", model)
+	}
+	return out.Choices[0].Message.Content, nil
+}
+
+// call posts body (with the replica's model name added) to one of a
+// model's replicas and decodes the JSON answer into out.
+func (a *App) call(ctx context.Context, model, path string, body map[string]any, out any) error {
+	m, err := a.Lookup(model)
+	if err != nil {
+		return err
+	}
+	rep, release, err := a.Acquire(ctx, m.Name, LeastOutstanding{})
+	if err != nil {
+		return err
+	}
+	defer release()
+	body["model"] = m.Name
+	if rep.UpstreamModel != "" {
+		body["model"] = rep.UpstreamModel
+	}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range rep.Header {
+		req.Header[k] = v
+	}
+	resp, err := modelClient.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.ReportFailure(rep)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, msg)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }

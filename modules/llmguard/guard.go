@@ -39,7 +39,8 @@ func init() {
 //
 // Each request records every check's outcome (passed, redacted, blocked,
 // flagged, skipped with the reason, errored) in the access log field
-// llm_guard and in metrics; Server-Timing carries guard.
+// llm_guard (also the request variable llm.guard) and in metrics;
+// Server-Timing carries guard.
 type Guardrails struct {
 	// Checks, each a module in http.llm_guardrails.checks (pii, regex,
 	// judge, webhook), run in order.
@@ -55,6 +56,12 @@ type Guardrails struct {
 	// again with each stream chunk, to find matches across chunks.
 	// Default: 256.
 	Window int `json:"window,omitempty"`
+	// Lookahead is how many bytes of a stream's text output checks hold
+	// back, so that a match up to that long never reaches the client, not
+	// even in part. It delays the text by as much. Default: 0 (a match
+	// that spans chunks is cut where it completes, and nothing after it
+	// is sent).
+	Lookahead int `json:"lookahead,omitempty"`
 
 	checks []Check
 	app    *llm.App
@@ -397,8 +404,13 @@ func (st *state) finish(r *http.Request) {
 	for _, res := range st.results {
 		metricChecks.WithLabelValues(res.check, string(res.stage), res.outcome).Inc()
 	}
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && len(st.results) > 0 {
-		extra.Set(zap.String("llm_guard", summary(st.results)))
+	if len(st.results) == 0 {
+		return
+	}
+	sum := summary(st.results)
+	caddyhttp.SetVar(r.Context(), "llm.guard", sum)
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.String("llm_guard", sum))
 	}
 }
 

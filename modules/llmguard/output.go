@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -55,8 +56,8 @@ type streamText struct {
 	choice  int32
 	tool    int32
 	field   uint8
-	pending string // held back: may be the start of a placeholder
-	tail    string // recent model text, for checks across chunks
+	pending string // held back, as the model wrote it
+	tail    string // recently released model text, for checks across chunks
 }
 
 // chunkMeta is what synthetic chunks copy from the stream's own.
@@ -226,12 +227,10 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 		return append(out, ev...)
 	}
 	payload := bytes.TrimSpace(ev[len(dataPrefix):])
-	if bytes.Equal(payload, []byte("[DONE]")) {
-		out = o.flushAll(out)
-		return append(out, ev...)
-	}
-	if len(payload) == 0 || payload[0] != '{' || bytes.HasPrefix(payload, []byte(`{"error"`)) {
-		out = o.flushAll(out)
+	if bytes.Equal(payload, []byte("[DONE]")) || len(payload) == 0 || payload[0] != '{' || bytes.HasPrefix(payload, []byte(`{"error"`)) {
+		if out = o.flushAll(out); o.blocked {
+			return out
+		}
 		return append(out, ev...)
 	}
 	if len(o.checks) == 0 && !o.holding() && bytes.IndexByte(payload, '<') < 0 &&
@@ -261,27 +260,18 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 			o.streams[key] = ts
 		}
 		orig := d.text(sp)
-		text := orig
-		if len(o.checks) > 0 && text != "" {
-			var cut *Finding
-			text, cut = o.checkChunk(ts, text)
-			if cut != nil {
-				return o.cut(out, ts, text, cut)
-			}
+		send, cut := o.advance(ts, orig, contains(finished, ts.choice))
+		if cut != nil {
+			return o.cut(out, ts, send, cut)
 		}
-		final := contains(finished, ts.choice)
-		full := text
-		if ts.pending != "" {
-			full = ts.pending + text
-		}
-		restored, rest := o.st.vault.restore(full, final)
-		ts.pending = rest
-		if restored != orig {
-			edits = append(edits, edit{span: si, text: restored})
+		if send != orig {
+			edits = append(edits, edit{span: si, text: send})
 		}
 	}
 	for _, c := range finished {
-		out = o.flushChoice(out, c, seen)
+		if out = o.flushChoice(out, c, seen); o.blocked {
+			return out
+		}
 	}
 	if len(edits) == 0 {
 		return append(out, ev...)
@@ -300,52 +290,114 @@ func contains(s []int32, v int32) bool {
 	return false
 }
 
-// checkChunk runs the output checks on a chunk's text with the recent
-// text before it. It returns the text with redactions, or the finding
-// that cuts the stream (text is then what may still be sent).
-func (o *outputWriter) checkChunk(ts *streamText, text string) (string, *Finding) {
-	window := ts.tail + text
-	base := len(ts.tail)
-	ts.tail = window
-	if len(ts.tail) > o.st.g.Window {
-		ts.tail = ts.tail[len(ts.tail)-o.st.g.Window:]
+// advance adds a chunk's text to a stream and returns what of the
+// stream may go to the client now, masked and restored. Held back are the
+// lookahead (when output checks run), matches that reach the end of the
+// text so far (they may grow), and a possible placeholder's start; final
+// releases everything. When a check cuts the stream it returns the
+// finding, and send is the text before the match.
+func (o *outputWriter) advance(ts *streamText, text string, final bool) (send string, cut *Finding) {
+	cand := text
+	if ts.pending != "" {
+		cand = ts.pending + text
 	}
-	insp := &Inspection{Stage: Output, Model: o.st.model, Texts: []string{window}, Prompt: o.st.prompt}
-	var redact []Finding
-	for _, c := range o.checks {
-		sc := c.CheckScope()
-		fs, err := c.Inspect(o.ctx, insp)
-		if err != nil {
-			if e := o.st.failed(sc, Output, err); e != nil {
-				f := &Finding{Text: -1, Kind: "", Detail: e.Message, Start: base}
-				return "", o.named(sc, f)
-			}
-			continue
+	rel := len(cand)
+	var masks []Finding
+	if len(o.checks) > 0 && cand != "" {
+		if !final {
+			rel = max(0, len(cand)-o.st.g.Lookahead)
 		}
-		for i := range fs {
-			f := fs[i]
-			if f.End <= base {
-				continue // seen with an earlier chunk
+		base := len(ts.tail)
+		window := ts.tail + cand
+		insp := &Inspection{Stage: Output, Model: o.st.model, Texts: []string{window}, Prompt: o.st.prompt}
+		for _, c := range o.checks {
+			sc := c.CheckScope()
+			fs, err := c.Inspect(o.ctx, insp)
+			if err != nil {
+				if e := o.st.failed(sc, Output, err); e != nil {
+					ts.pending = ""
+					return "", o.named(sc, &Finding{Text: -1, Detail: e.Message})
+				}
+				continue
 			}
-			countFinding(sc.Name, f.Kind, f.Action)
-			switch f.Action {
-			case Block:
-				f.Start = max(f.Start, base)
-				return text[:f.Start-base], o.named(sc, &f)
-			case Redact:
-				o.st.record(sc.Name, Output, Redacted, "")
-				f.Start = max(f.Start, base)
-				redact = append(redact, f)
-			case Log:
-				o.st.record(sc.Name, Output, Flagged, "")
-				o.st.g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "output"), zap.String("kind", f.Kind))
+			for i := range fs {
+				f := fs[i]
+				if f.End <= base {
+					continue // released already
+				}
+				f.Start, f.End = max(f.Start, base)-base, f.End-base
+				if f.Action == Block {
+					countFinding(sc.Name, f.Kind, f.Action)
+					ts.pending = ""
+					return o.releaseMasked(ts, cand[:f.Start], within(masks, f.Start), true), o.named(sc, &f)
+				}
+				if !final && f.End == len(cand) {
+					rel = min(rel, f.Start) // it may grow: wait for more
+					continue
+				}
+				if f.Start >= rel {
+					continue // counted when it is released
+				}
+				rel = max(rel, f.End)
+				countFinding(sc.Name, f.Kind, f.Action)
+				if f.Action == Redact {
+					o.st.record(sc.Name, Output, Redacted, "")
+					masks = append(masks, f)
+				} else {
+					o.st.record(sc.Name, Output, Flagged, "")
+					o.st.g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "output"), zap.String("kind", f.Kind))
+				}
 			}
 		}
+		for changed := true; changed; {
+			changed = false
+			for _, m := range masks {
+				if m.Start < rel && m.End > rel {
+					rel, changed = m.Start, true // never release part of a mask
+				}
+			}
+		}
+		masks = within(masks, rel)
+		for rel > 0 && rel < len(cand) && !utf8.RuneStart(cand[rel]) {
+			rel--
+		}
 	}
-	if len(redact) == 0 {
-		return text, nil
+	ts.pending = cand[rel:]
+	return o.releaseMasked(ts, cand[:rel], masks, final), nil
+}
+
+// within returns the masks that end by n.
+func within(masks []Finding, n int) []Finding {
+	out := masks[:0:0]
+	for _, m := range masks {
+		if m.End <= n {
+			out = append(out, m)
+		}
 	}
-	return mask(window, resolve(redact))[base:], nil
+	return out
+}
+
+// releaseMasked masks and restores text leaving the stream, keeps back a
+// possible placeholder's start unless final, and remembers the released
+// model text as context for the checks.
+func (o *outputWriter) releaseMasked(ts *streamText, text string, masks []Finding, final bool) string {
+	out := text
+	if len(masks) > 0 {
+		out = mask(text, resolve(masks))
+	}
+	out, rest := o.st.vault.restore(out, final)
+	if rest != "" {
+		// rest is unmasked model text (masks hold no '<'): hold it.
+		text = text[:len(text)-len(rest)]
+		ts.pending = rest + ts.pending
+	}
+	if len(o.checks) > 0 {
+		ts.tail += text
+		if len(ts.tail) > o.st.g.Window {
+			ts.tail = ts.tail[len(ts.tail)-o.st.g.Window:]
+		}
+	}
+	return out
 }
 
 // named remembers which check a cutting finding came from.
@@ -380,10 +432,8 @@ func mask(text string, fs []Finding) string {
 func (o *outputWriter) cut(out []byte, ts *streamText, before string, f *Finding) []byte {
 	o.blocked = true
 	check, detail, _ := strings.Cut(f.Detail, "\x00")
-	full := ts.pending + before
-	ts.pending = ""
-	if restored, _ := o.st.vault.restore(full, true); restored != "" {
-		out = o.synthetic(out, ts, restored, "")
+	if before != "" {
+		out = o.synthetic(out, ts, before, "")
 	}
 	out = o.flushAll(out)
 	g := *f
@@ -409,8 +459,9 @@ func (o *outputWriter) flushChoice(out []byte, choice int32, seen map[uint64]boo
 			continue
 		}
 		if ts.pending != "" && !seen[key] {
-			text, _ := o.st.vault.restore(ts.pending, true)
-			out = o.synthetic(out, ts, text, "")
+			if out = o.flush(out, ts); o.blocked {
+				return out
+			}
 		}
 		delete(o.streams, key)
 	}
@@ -421,10 +472,23 @@ func (o *outputWriter) flushChoice(out []byte, choice int32, seen map[uint64]boo
 func (o *outputWriter) flushAll(out []byte) []byte {
 	for _, ts := range o.streams {
 		if ts.pending != "" {
-			text, _ := o.st.vault.restore(ts.pending, true)
-			out = o.synthetic(out, ts, text, "")
-			ts.pending = ""
+			blocked := o.blocked
+			if out = o.flush(out, ts); o.blocked && !blocked {
+				return out
+			}
 		}
+	}
+	return out
+}
+
+// flush releases one stream's held text, the checks seeing it last.
+func (o *outputWriter) flush(out []byte, ts *streamText) []byte {
+	send, c := o.advance(ts, "", true)
+	if c != nil && !o.blocked {
+		return o.cut(out, ts, send, c)
+	}
+	if send != "" {
+		out = o.synthetic(out, ts, send, "")
 	}
 	return out
 }

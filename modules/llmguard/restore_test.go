@@ -66,7 +66,11 @@ func TestRestoreWhole(t *testing.T) {
 // streamThrough sends deltas as a chat stream through an output writer,
 // writing the bytes in pieces, and returns what the client got.
 func streamThrough(t testing.TB, v *vault, checks []Check, deltas []string, writes []int, htmlEscape bool) (string, []string, string) {
-	g := &Guardrails{Window: 256, OutputBlock: "error", Refusal: "no", logger: zap.NewNop()}
+	return streamThroughWith(t, v, checks, 0, deltas, writes, htmlEscape)
+}
+
+func streamThroughWith(t testing.TB, v *vault, checks []Check, lookahead int, deltas []string, writes []int, htmlEscape bool) (string, []string, string) {
+	g := &Guardrails{Window: 256, Lookahead: lookahead, OutputBlock: "error", Refusal: "no", logger: zap.NewNop()}
 	st := &state{g: g, vault: *v, model: "m"}
 	rec := httptest.NewRecorder()
 	ow := newOutputWriter(rec, st, &openai.Request{Endpoint: openai.ChatCompletions, Stream: true}, checks)
@@ -221,4 +225,33 @@ func TestStreamRestoreEveryCut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzStreamBlock: with an output check that blocks XYZZY and a lookahead
+// as long as the match, the client gets exactly the restored text before
+// the first match, then an error, and nothing of the match.
+func FuzzStreamBlock(f *testing.F) {
+	f.Add("hello <EMAIL_1> XYZZY after", []byte{1, 2, 3})
+	f.Add("XYZZY", []byte{0})
+	f.Add("<NAME_1>XYZ", []byte{4, 4})
+	f.Add("no match here <CARD_1>", []byte{9, 1})
+	f.Fuzz(func(t *testing.T, text string, cuts []byte) {
+		text = strings.ToValidUTF8(text, "?")
+		v := testVault()
+		re := &Regex{Scope: Scope{On: []Stage{Output}}, Deny: []Pattern{{Name: "magic", Regex: "XYZZY"}}}
+		if err := re.Provision(caddyCtx()); err != nil {
+			t.Fatal(err)
+		}
+		got, _, errMsg := streamThroughWith(t, v, []Check{re}, 5, cutRunes(text, cuts), writeSizes(cuts), false)
+		idx := strings.Index(text, "XYZZY")
+		if idx < 0 {
+			if got != reference(v, text) || errMsg != "" {
+				t.Fatalf("got %q (error %q), want %q", got, errMsg, reference(v, text))
+			}
+			return
+		}
+		if want := reference(v, text[:idx]); got != want || !strings.Contains(errMsg, `"magic"`) && !strings.Contains(errMsg, `"regex"`) {
+			t.Fatalf("got %q (error %q), want %q and an error", got, errMsg, want)
+		}
+	})
 }

@@ -59,7 +59,7 @@ func (rt *Router) writeError(w http.ResponseWriter, r *http.Request, err error, 
 		}
 	}
 	if !start.IsZero() {
-		w.Header().Set("Server-Timing", serverTiming(time.Since(start), -1))
+		w.Header().Add("Server-Timing", serverTiming(time.Since(start), -1))
 	}
 	if c := rt.logger.Check(zapcore.DebugLevel, "request failed"); c != nil {
 		c.Write(zap.Int("status", e.Status), zap.String("code", e.Code), zap.String("error", e.Message))

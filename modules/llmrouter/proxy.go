@@ -138,7 +138,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	}
 	h := w.Header()
 	copyHeader(h, resp.Header)
-	h.Set("Server-Timing", serverTiming(sent.Sub(start), ttfb))
+	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
 	setVars(r, rep, rt.engineOf(rep.Model))
 	countRequest(rep.Model, rt.engineOf(rep.Model), resp.StatusCode)
 	var st *streamState
