@@ -18,6 +18,17 @@ import (
 	"time"
 )
 
+// benchGuard is the guardrails measured: PII (redacted on input, masked
+// on output) and a regular expression, on the prompt and the answer.
+const benchGuard = `			pii {
+				on input output
+			}
+			regex {
+				deny codename "(?i)project\\s+(zeus|hera)"
+				on input output
+			}
+`
+
 // target is one way to reach the sim replica.
 type target struct {
 	name string
@@ -42,6 +53,8 @@ func compare(args []string) error {
 	conc := fs.String("c", "1,64", "concurrencies")
 	tokens := fs.Int("max-tokens", 20, "tokens per answer (stream chunks)")
 	withRedis := fs.Bool("redis", true, "also measure llm_quota with a redis-server it starts (needs redis-server on PATH)")
+	withGuard := fs.Bool("guard", true, "also measure llm_guardrails (pii and regex on input and output)")
+	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
 	if err != nil {
@@ -67,6 +80,10 @@ func compare(args []string) error {
 		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp},
 		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp},
 		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp},
+	}
+	if *withGuard {
+		gateways = append(gateways, struct{ name, site, global string }{"+ llm_guardrails pii,regex",
+			"route /v1/* {\n\t\tllm_guardrails {\n" + benchGuard + "\t\t}\n\t\tllm_router\n\t}", llmApp})
 	}
 	if *withRedis {
 		url, cmd, err := startRedis(dir)
@@ -94,10 +111,16 @@ func compare(args []string) error {
 		if err != nil {
 			return fmt.Errorf("-c: %w", err)
 		}
-		for _, stream := range []bool{false, true} {
-			cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens, Key: benchKey}
-			if err := scenario(cfg, targets, *rounds); err != nil {
-				return err
+		for _, size := range strings.Split(*sizes, ",") {
+			pb, err := strconv.Atoi(size)
+			if err != nil {
+				return fmt.Errorf("-prompt-bytes: %w", err)
+			}
+			for _, stream := range []bool{false, true} {
+				cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens, Key: benchKey, PromptBytes: pb}
+				if err := scenario(cfg, targets, *rounds); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -130,7 +153,7 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu})
 		}
 	}
-	fmt.Printf("\nconcurrency %d, stream %t, %d rounds of %s (medians)\n", cfg.Concurrency, cfg.Stream, rounds, cfg.Duration)
+	fmt.Printf("\nconcurrency %d, stream %t, prompt %d bytes, %d rounds of %s (medians)\n", cfg.Concurrency, cfg.Stream, len(cfg.body()), rounds, cfg.Duration)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tp50\tadded p50\tttfb p50\tadded ttfb\treq/s\tvs direct\tcpu/req\tcpu vs caddy\tcpu vs router\t")
 	direct := median(samples[0])

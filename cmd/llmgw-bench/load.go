@@ -26,6 +26,9 @@ type loadConfig struct {
 	Stream      bool
 	MaxTokens   int
 	Key         string
+	// PromptBytes, when set, makes the user message about that long:
+	// prose with an email address and a card number in every kilobyte.
+	PromptBytes int
 }
 
 type result struct {
@@ -44,8 +47,28 @@ func newClient(conc int) *http.Client {
 }
 
 func (cfg loadConfig) body() []byte {
-	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short poem about the sea and the mountains, in four lines."}]}`,
-		cfg.Model, cfg.Stream, cfg.MaxTokens)
+	prompt := "Write a short poem about the sea and the mountains, in four lines."
+	if cfg.PromptBytes > 0 {
+		prompt = longPrompt(cfg.PromptBytes)
+	}
+	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
+		cfg.Model, cfg.Stream, cfg.MaxTokens, prompt)
+}
+
+// longPrompt is n bytes of prose, each kilobyte holding an email address
+// and a card number, as prompts that guardrails redact do.
+func longPrompt(n int) string {
+	const para = "Please summarise the quarterly report for the operations team. Revenue grew in every region, " +
+		"costs fell after the move to the new data centre, and the support queue is shorter than last year. " +
+		"Questions go to ops-lead@example.com; the corporate card 4111 1111 1111 1111 pays for the offsite. " +
+		"The board meets on Tuesday to discuss hiring, the roadmap for the next two quarters, and the budget for " +
+		"training. Keep the summary under two hundred words, use plain language, and list three risks with an owner " +
+		"for each. Mention the customer survey results and the uptime figures from the monitoring dashboards. "
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(para)
+	}
+	return b.String()[:n]
 }
 
 // run drives the URL with cfg.Concurrency closed-loop clients.

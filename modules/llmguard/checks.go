@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
@@ -42,12 +43,77 @@ type Pattern struct {
 	Regex  string `json:"regex"`
 	Action Action `json:"action,omitempty"`
 
-	re *regexp.Regexp
+	re  *regexp.Regexp
+	pre prefilter
+}
+
+// prefilter is a literal every match contains: texts without it skip the
+// regular expression, which would otherwise try every position.
+type prefilter struct {
+	lit  string
+	fold bool // compare lower-cased
+}
+
+// requiredLiteral finds the longest literal (three bytes or more) in a
+// regular expression's top-level sequence.
+func requiredLiteral(expr string) prefilter {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return prefilter{}
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	var best prefilter
+	for _, sub := range subs {
+		if sub.Op != syntax.OpLiteral {
+			continue
+		}
+		lit := string(sub.Rune)
+		fold := sub.Flags&syntax.FoldCase != 0
+		if fold {
+			if !isASCII(lit) {
+				continue
+			}
+			lit = strings.ToLower(lit)
+		}
+		if len(lit) >= 3 && len(lit) > len(best.lit) {
+			best = prefilter{lit, fold}
+		}
+	}
+	return best
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// mayMatch reports whether text holds the literal; lower is text
+// lower-cased, made on first need.
+func (p prefilter) mayMatch(text string, lower *string) bool {
+	if p.lit == "" {
+		return true
+	}
+	if !p.fold {
+		return strings.Contains(text, p.lit)
+	}
+	if *lower == "" {
+		*lower = strings.ToLower(text)
+	}
+	return strings.Contains(*lower, p.lit)
 }
 
 type piiDetector struct {
 	detect func(string, []detection) []detection
 	re     *regexp.Regexp
+	pre    prefilter
 	kind   string
 	action Action
 }
@@ -104,7 +170,7 @@ func (p *PII) Provision(caddy.Context) error {
 			return fmt.Errorf("check %s: pattern %s: %w", p.Name, pt.Name, err)
 		}
 		pt.re = re
-		p.run = append(p.run, piiDetector{re: re, kind: strings.ToUpper(pt.Name), action: a})
+		p.run = append(p.run, piiDetector{re: re, pre: requiredLiteral(pt.Regex), kind: strings.ToUpper(pt.Name), action: a})
 	}
 	return nil
 }
@@ -129,9 +195,13 @@ func (p *PII) Inspect(_ context.Context, in *Inspection) ([]Finding, error) {
 	var out []Finding
 	var ds []detection
 	for ti, text := range in.Texts {
+		lower := ""
 		for _, d := range p.run {
 			mark := len(ds)
 			if d.re != nil {
+				if !d.pre.mayMatch(text, &lower) {
+					continue
+				}
 				for _, m := range d.re.FindAllStringIndex(text, -1) {
 					if m[1] > m[0] {
 						ds = append(ds, detection{m[0], m[1], d.kind})
@@ -181,6 +251,7 @@ func (c *Regex) Provision(caddy.Context) error {
 				return fmt.Errorf("check %s: pattern %s: %w", c.Name, pt.Name, err)
 			}
 			pt.re = re
+			pt.pre = requiredLiteral(pt.Regex)
 			if pt.Action == "" {
 				pt.Action = c.Action
 			}
@@ -199,11 +270,20 @@ func (*Regex) Incremental() bool { return true }
 func (c *Regex) Inspect(_ context.Context, in *Inspection) ([]Finding, error) {
 	var out []Finding
 	for ti, text := range in.Texts {
+		lower := ""
 		var allowed [][]int
-		for _, a := range c.Allow {
-			allowed = append(allowed, a.re.FindAllStringIndex(text, -1)...)
-		}
 		for _, d := range c.Deny {
+			if !d.pre.mayMatch(text, &lower) {
+				continue
+			}
+			if allowed == nil {
+				allowed = [][]int{}
+				for _, a := range c.Allow {
+					if a.pre.mayMatch(text, &lower) {
+						allowed = append(allowed, a.re.FindAllStringIndex(text, -1)...)
+					}
+				}
+			}
 			for _, m := range d.re.FindAllStringIndex(text, -1) {
 				if m[1] == m[0] || slices.ContainsFunc(allowed, func(a []int) bool { return a[0] <= m[0] && a[1] >= m[1] }) {
 					continue

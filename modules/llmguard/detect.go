@@ -199,6 +199,9 @@ func detectPhones(s string, out []detection) []detection {
 	var buf [32]byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c != '+' && c != '(' && !isDigit(c) {
+			continue
+		}
 		start := i
 		plus := false
 		switch {
@@ -277,10 +280,10 @@ func phoneRun(s string, i int, buf []byte) (end int, digits []byte, groups int) 
 func detectNationalIDs(s string, out []detection) []detection {
 	const dniLetters = "TRWAGMYFPDXBNJZSQVHLCKE"
 	for i := 0; i < len(s); i++ {
-		if wordBefore(s, i) {
+		c := s[i]
+		if (!isDigit(c) && c != 'X' && c != 'Y' && c != 'Z') || wordBefore(s, i) {
 			continue
 		}
-		c := s[i]
 		// NIE: X/Y/Z + 7 digits + letter.
 		if (c == 'X' || c == 'Y' || c == 'Z') && i+9 <= len(s) && allDigits(s[i+1:i+8]) && isUpper(s[i+8]) && !wordAfter(s, i+9) {
 			n := int(c-'X')*10000000 + atoi(s[i+1:i+8])
@@ -411,9 +414,13 @@ func ibanValid(d []byte) bool {
 func isHex(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
 
 func detectIPs(s string, out []detection) []detection {
+	v6 := strings.IndexByte(s, ':') >= 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(isHex(c) || c == ':') || wordBefore(s, i) || (i > 0 && (s[i-1] == '.' || s[i-1] == ':')) {
+		if !isDigit(c) && (!v6 || !(isHex(c) || c == ':')) {
+			continue
+		}
+		if wordBefore(s, i) || (i > 0 && (s[i-1] == '.' || s[i-1] == ':')) {
 			continue
 		}
 		j, colons, dots := i, 0, 0
@@ -482,35 +489,70 @@ func isUpperDigit(c byte) bool { return isUpper(c) || isDigit(c) }
 func isTokenChar(c byte) bool  { return isAlnum(c) || c == '-' || c == '_' }
 func isJWTChar(c byte) bool    { return isTokenChar(c) || c == '.' }
 
-func detectSecrets(s string, out []detection) []detection {
-	mark := len(out)
+// secretFirst indexes secretPrefixes by first byte, so that one pass over
+// a text finds every candidate.
+var secretFirst = func() (t [256][]int) {
+	for i, p := range secretPrefixes {
+		t[p.prefix[0]] = append(t[p.prefix[0]], i)
+	}
+	return t
+}()
+
+// secretStart marks the bytes a secret can start with.
+var secretStart = func() (t [256]bool) {
 	for _, p := range secretPrefixes {
-		for off := 0; ; {
-			k := strings.Index(s[off:], p.prefix)
-			if k < 0 {
-				break
+		t[p.prefix[0]] = true
+	}
+	t['-'], t['B'], t['b'] = true, true, true
+	return t
+}()
+
+func detectSecrets(s string, out []detection) []detection {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !secretStart[c] || (i > 0 && isAlnum(s[i-1])) {
+			continue
+		}
+		switch {
+		case c == '-' && strings.HasPrefix(s[i:], "-----BEGIN "):
+			if end := privateKeyEnd(s, i); end > 0 {
+				out = append(out, detection{i, end, KindSecret})
+				i = end - 1
 			}
-			start := off + k
-			j := start + len(p.prefix)
+			continue
+		case (c == 'B' || c == 'b') && i+7 <= len(s) && strings.EqualFold(s[i:i+7], "bearer "):
+			if start, end := bearerToken(s, i+7); end > 0 {
+				out = append(out, detection{start, end, KindSecret})
+				i = end - 1
+				continue
+			}
+		}
+		ks := secretFirst[c]
+		if len(ks) == 0 || wordBefore(s, i) || i+1 >= len(s) {
+			continue
+		}
+		for _, k := range ks {
+			p := &secretPrefixes[k]
+			if s[i+1] != p.prefix[1] || !strings.HasPrefix(s[i:], p.prefix) {
+				continue
+			}
+			j := i + len(p.prefix)
 			for j < len(s) && p.charset(s[j]) {
 				j++
 			}
-			off = max(j, start+1)
-			n := j - start - len(p.prefix)
-			if n < p.min || n > p.max || wordBefore(s, start) || covered(out[mark:], start) {
+			if n := j - i - len(p.prefix); n < p.min || n > p.max {
 				continue
 			}
 			if p.prefix == "eyJ" {
-				j = jwtEnd(s, start, j)
-				if j < 0 {
+				if j = jwtEnd(s, i, j); j < 0 {
 					continue
 				}
 			}
-			out = append(out, detection{start, j, KindSecret})
+			out = append(out, detection{i, j, KindSecret})
+			i = j - 1
+			break
 		}
 	}
-	out = detectPrivateKeys(s, out)
-	out = detectBearers(s, out)
 	return out
 }
 
@@ -531,77 +573,37 @@ func jwtEnd(s string, start, end int) int {
 	return end
 }
 
-func covered(ds []detection, i int) bool {
-	for _, d := range ds {
-		if i >= d.Start && i < d.End {
-			return true
-		}
+// privateKeyEnd returns the end of a private key block starting at i
+// (the rest of the text when it is cut off), or -1.
+func privateKeyEnd(s string, i int) int {
+	const endMark = "PRIVATE KEY-----"
+	off := i + len("-----BEGIN ")
+	h := strings.Index(s[off:], endMark)
+	if h < 0 || h > 40 {
+		return -1
 	}
-	return false
+	f := strings.Index(s[off:], "-----END ")
+	if f < 0 {
+		return len(s)
+	}
+	e := strings.Index(s[off+f:], endMark)
+	if e < 0 {
+		return len(s)
+	}
+	return off + f + e + len(endMark)
 }
 
-func detectPrivateKeys(s string, out []detection) []detection {
-	const begin, endMark = "-----BEGIN ", "PRIVATE KEY-----"
-	for off := 0; ; {
-		k := strings.Index(s[off:], begin)
-		if k < 0 {
-			return out
-		}
-		start := off + k
-		off = start + len(begin)
-		h := strings.Index(s[off:], endMark)
-		if h < 0 || h > 40 {
-			continue
-		}
-		f := strings.Index(s[off:], "-----END ")
-		if f < 0 {
-			// Cut off: the rest of the text is the key.
-			out = append(out, detection{start, len(s), KindSecret})
-			return out
-		}
-		e := strings.Index(s[off+f:], endMark)
-		if e < 0 {
-			out = append(out, detection{start, len(s), KindSecret})
-			return out
-		}
-		end := off + f + e + len(endMark)
-		out = append(out, detection{start, end, KindSecret})
-		off = end
+// bearerToken returns the token after "Bearer " at i when it is long and
+// random enough to be a credential.
+func bearerToken(s string, i int) (int, int) {
+	j := i
+	for j < len(s) && (isTokenChar(s[j]) || s[j] == '.' || s[j] == '~' || s[j] == '+' || s[j] == '/' || s[j] == '=') {
+		j++
 	}
-}
-
-// detectBearers finds "Bearer <token>" where the token is long and random
-// enough to be a credential.
-func detectBearers(s string, out []detection) []detection {
-	for off := 0; ; {
-		k := indexFold(s[off:], "bearer ")
-		if k < 0 {
-			return out
-		}
-		start := off + k + len("bearer ")
-		j := start
-		for j < len(s) && (isTokenChar(s[j]) || s[j] == '.' || s[j] == '~' || s[j] == '+' || s[j] == '/' || s[j] == '=') {
-			j++
-		}
-		off = max(j, start)
-		if j-start >= 20 && entropy(s[start:j]) >= 3.5 && !covered(out, start) {
-			out = append(out, detection{start, j, KindSecret})
-		}
+	if j-i >= 20 && entropy(s[i:j]) >= 3.5 {
+		return i, j
 	}
-}
-
-// indexFold is strings.Index for an ASCII lower-case needle, ignoring case.
-func indexFold(s, needle string) int {
-	for i := 0; i+len(needle) <= len(s); i++ {
-		c := s[i] | 0x20
-		if c != needle[0] {
-			continue
-		}
-		if strings.EqualFold(s[i:i+len(needle)], needle) {
-			return i
-		}
-	}
-	return -1
+	return -1, -1
 }
 
 // entropy is the Shannon entropy of s in bits per byte.

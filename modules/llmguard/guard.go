@@ -54,7 +54,7 @@ type Guardrails struct {
 	Refusal string `json:"refusal,omitempty"`
 	// Window is how many bytes of recent answer text output checks see
 	// again with each stream chunk, to find matches across chunks.
-	// Default: 256.
+	// Default: 128.
 	Window int `json:"window,omitempty"`
 	// Lookahead is how many bytes of a stream's text output checks hold
 	// back, so that a match up to that long never reaches the client, not
@@ -110,7 +110,7 @@ func (g *Guardrails) Provision(ctx caddy.Context) error {
 		g.Refusal = "I can't help with that."
 	}
 	if g.Window <= 0 {
-		g.Window = 256
+		g.Window = 128
 	}
 	return registerMetrics(ctx.GetMetricsRegistry())
 }

@@ -28,8 +28,8 @@ const varKey = "llm.request"
 
 // Request is one API request, parsed once and shared by every llm_*
 // handler through the request's context. Handlers that change it call
-// the setters, which mark it changed; the router then re-encodes the
-// body, and otherwise forwards Raw unchanged.
+// Set, which splices the new value into the body; the router forwards
+// that body, or Raw when nothing changed.
 type Request struct {
 	Endpoint string // ChatCompletions, Completions or Embeddings
 	Raw      []byte // the body as the client sent it
@@ -45,8 +45,7 @@ type Request struct {
 	Input         json.RawMessage
 	StreamOptions json.RawMessage
 
-	fields  map[string]json.RawMessage // lazily, when a setter needs it
-	changed bool
+	body []byte // the body as Set changed it; nil while unchanged
 }
 
 // wire is what Parse decodes; everything else stays in Raw.
@@ -164,50 +163,69 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 }
 
 // Changed reports whether a handler changed the request.
-func (r *Request) Changed() bool { return r.changed }
+func (r *Request) Changed() bool { return r.body != nil }
 
-// Set replaces one top-level field with a JSON value, marking the request
-// changed.
+// Set replaces one top-level field with a JSON value (or adds it),
+// splicing the bytes: the rest of the body is not re-encoded.
 func (r *Request) Set(field string, value json.RawMessage) error {
-	if r.fields == nil {
-		r.fields = make(map[string]json.RawMessage)
-		if err := json.Unmarshal(r.Raw, &r.fields); err != nil {
-			return err
-		}
+	base := r.base()
+	start, end, err := memberSpan(base, field)
+	if err != nil {
+		return err
 	}
-	r.fields[field] = value
-	r.changed = true
+	if start < 0 { // absent: add it after '{'
+		i := bytes.IndexByte(base, '{')
+		key, _ := json.Marshal(field)
+		out := make([]byte, 0, len(base)+len(key)+len(value)+2)
+		out = append(out, base[:i+1]...)
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, value...)
+		if rest := bytes.TrimSpace(base[i+1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		r.body = append(out, base[i+1:]...)
+		return nil
+	}
+	out := make([]byte, 0, len(base)-(end-start)+len(value))
+	out = append(out, base[:start]...)
+	out = append(out, value...)
+	r.body = append(out, base[end:]...)
 	return nil
+}
+
+func (r *Request) base() []byte {
+	if r.body != nil {
+		return r.body
+	}
+	return r.Raw
 }
 
 // UpstreamBody returns the body for one upstream: the model name replaced
 // when the upstream names it differently, and include_usage asked for on
 // streams so that usage can be counted. It never changes r.
 func (r *Request) UpstreamBody(model string) ([]byte, error) {
+	base := r.base()
 	needUsage := r.Stream && !r.IncludeUsage
-	if !r.changed && model == "" && !needUsage {
-		return r.Raw, nil
+	if model == "" && !needUsage {
+		return base, nil
 	}
-	if !r.changed && model == "" && needUsage && len(r.StreamOptions) == 0 {
+	if model == "" && needUsage && len(r.StreamOptions) == 0 {
 		// Common case, no re-encode: splice the option in after '{'.
-		i := bytes.IndexByte(r.Raw, '{')
+		i := bytes.IndexByte(base, '{')
 		if i < 0 {
 			return nil, errors.New("request body is not an object")
 		}
-		out := make([]byte, 0, len(r.Raw)+48)
-		out = append(out, r.Raw[:i+1]...)
+		out := make([]byte, 0, len(base)+48)
+		out = append(out, base[:i+1]...)
 		out = append(out, `"stream_options":{"include_usage":true}`...)
-		if rest := bytes.TrimSpace(r.Raw[i+1:]); len(rest) > 0 && rest[0] != '}' {
+		if rest := bytes.TrimSpace(base[i+1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
-		return append(out, r.Raw[i+1:]...), nil
+		return append(out, base[i+1:]...), nil
 	}
 	fields := make(map[string]json.RawMessage)
-	if r.fields != nil {
-		for k, v := range r.fields {
-			fields[k] = v
-		}
-	} else if err := json.Unmarshal(r.Raw, &fields); err != nil {
+	if err := json.Unmarshal(base, &fields); err != nil {
 		return nil, err
 	}
 	if model != "" {
@@ -223,6 +241,102 @@ func (r *Request) UpstreamBody(model string) ([]byte, error) {
 		fields["stream_options"], _ = json.Marshal(so)
 	}
 	return json.Marshal(fields)
+}
+
+var errNotObject = errors.New("request body is not a JSON object")
+
+// memberSpan finds a top-level member's value in a JSON object: its
+// bytes [start, end), or start -1 when the object has no such member.
+func memberSpan(b []byte, key string) (int, int, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, 0, errNotObject
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] != '}' {
+		if b[i] != '"' {
+			return 0, 0, errNotObject
+		}
+		kend := skipValue(b, i)
+		if kend < 0 {
+			return 0, 0, errNotObject
+		}
+		var k string
+		if err := json.Unmarshal(b[i:kend], &k); err != nil {
+			return 0, 0, errNotObject
+		}
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, 0, errNotObject
+		}
+		i = skipSpace(b, i+1)
+		vend := skipValue(b, i)
+		if vend < 0 {
+			return 0, 0, errNotObject
+		}
+		if k == key {
+			return i, vend, nil
+		}
+		i = skipSpace(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return -1, -1, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			case '"':
+				e := skipValue(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // PromptTokensEstimate guesses the prompt's size in tokens from its bytes

@@ -99,17 +99,33 @@ func TestUpstreamBody(t *testing.T) {
 	}
 }
 
-func TestSetMarksChanged(t *testing.T) {
-	r, err := Parse(ChatCompletions, []byte(`{"model":"m","messages":[{}]}`))
+func TestSetSplices(t *testing.T) {
+	raw := `{"model":"m", "messages" : [{"role":"user","content":"a \"b\" {c}"}],"n":1}`
+	r, err := Parse(ChatCompletions, []byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Set("temperature", json.RawMessage("0")); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.Set("messages", json.RawMessage(`[{"role":"user","content":"x"}]`)); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := r.UpstreamBody("")
-	if !r.Changed() || string(b) != `{"messages":[{}],"model":"m","temperature":0}` {
+	want := `{"temperature":0,"model":"m", "messages" : [{"role":"user","content":"x"}],"n":1}`
+	if !r.Changed() || string(b) != want || string(r.Raw) != raw {
 		t.Errorf("got changed=%v body %s", r.Changed(), b)
+	}
+	// With a renamed model the changed body is the one re-encoded.
+	b, _ = r.UpstreamBody("other")
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil || got["model"] != "other" || got["temperature"] != 0.0 || got["n"] != 1.0 {
+		t.Errorf("renamed: %s", b)
+	}
+	for _, bad := range []string{`[1]`, `{"a" 1}`, `{"a":"x`} {
+		if _, _, err := memberSpan([]byte(bad), "a"); err == nil {
+			t.Errorf("memberSpan(%s): no error", bad)
+		}
 	}
 }
 
