@@ -46,17 +46,12 @@ func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model, t 
 	}
 	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
 		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
-	ctx := context.Background() // the client may have left; settle anyway
-	if _, remote := st.(*redisStore); remote {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-	}
-	if err := st.settle(ctx, s); err != nil {
+	// The client may have left; settle anyway. Redis settlements are
+	// queued and sent with the next admission or at once by a flusher.
+	if err := st.settle(context.Background(), s); err != nil {
 		q.logger.Error("settling usage", zap.String("key", a.levels[0].level.Name), zap.Error(err))
 	}
 	recordUsage(t, a.model, s)
-
 }
 
 // refuse answers 429, naming the limit.

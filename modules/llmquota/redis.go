@@ -1,10 +1,12 @@
 package llmquota
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +17,26 @@ import (
 // redisStore keeps counters in Redis. Admission and settlement are one
 // Lua script each, so every level is checked and counted atomically and
 // any number of gateway instances enforce one exact limit.
+//
+// A request costs one round trip: settlements are queued and sent in the
+// same pipeline as the next admission (so this instance's next request
+// sees them), or by a background flusher at once when no request comes.
+// Queued settlements outlive Redis outages and are sent when it returns;
+// each is applied once (the script records its request id).
 type redisStore struct {
 	client *redis.Client
+
+	mu      sync.Mutex
+	queue   []*settlement
+	sending int   // taken from the queue by flush, not yet sent
+	dropped int64 // settlements dropped because the queue was full
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
 }
+
+// maxQueued bounds the settlements kept while Redis is unreachable.
+const maxQueued = 1 << 20
 
 func newRedisStore(url string) (*redisStore, error) {
 	opts, err := redis.ParseURL(url)
@@ -29,10 +48,155 @@ func newRedisStore(url string) (*redisStore, error) {
 	// RESP2: the counters need no push notifications, and checking for
 	// them costs CPU on every reply.
 	opts.Protocol = 2
-	return &redisStore{client: redis.NewClient(opts)}, nil
+	s := &redisStore{client: redis.NewClient(opts), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	go s.flusher()
+	return s, nil
 }
 
-func (s *redisStore) Destruct() error { return s.client.Close() }
+// Destruct sends what is queued (for up to five seconds) and disconnects.
+func (s *redisStore) Destruct() error {
+	close(s.stop)
+	<-s.stopped
+	return s.client.Close()
+}
+
+// flusher sends queued settlements that no admission took along.
+func (s *redisStore) flusher() {
+	defer close(s.stopped)
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.flush(ctx)
+			cancel()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.flush(ctx)
+		cancel()
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			continue
+		}
+		select { // Redis is away: try again later
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 2*time.Second)
+			s.wake()
+		case <-s.stop:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.flush(ctx)
+			cancel()
+			return
+		}
+	}
+}
+
+func (s *redisStore) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *redisStore) take() []*settlement {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	return q
+}
+
+// requeue puts back settlements that were not sent, oldest first.
+func (s *redisStore) requeue(q []*settlement) {
+	if len(q) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.queue = append(q, s.queue...)
+	if over := len(s.queue) - maxQueued; over > 0 {
+		s.dropped += int64(over)
+		s.queue = s.queue[over:]
+	}
+	s.mu.Unlock()
+}
+
+// flush sends every queued settlement in one pipeline.
+func (s *redisStore) flush(ctx context.Context) error {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.sending += len(q)
+	s.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
+	_, err := s.run(ctx, q, nil)
+	s.mu.Lock()
+	s.sending -= len(q)
+	s.mu.Unlock()
+	return err
+}
+
+// pending counts the settlements not yet in Redis.
+func (s *redisStore) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) + s.sending
+}
+
+// run sends settlements, and an admission if a is set, in one pipeline.
+// Settlements that fail are queued again. Scripts missing from Redis (it
+// restarted) are loaded and the pipeline sent once more.
+func (s *redisStore) run(ctx context.Context, q []*settlement, a *admission) (*redis.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		pipe := s.client.Pipeline()
+		settles := make([]*redis.Cmd, len(q))
+		for i, st := range q {
+			keys, args := settleArgs(st)
+			settles[i] = pipe.EvalSha(ctx, settleScript.Hash(), keys, args...)
+		}
+		var adm *redis.Cmd
+		if a != nil {
+			keys, args := admitArgs(a)
+			adm = pipe.EvalSha(ctx, admitScript.Hash(), keys, args...)
+		}
+		_, _ = pipe.Exec(ctx)
+		noScript := false
+		var failed []*settlement
+		var firstErr error
+		for i, c := range settles {
+			if err := c.Err(); err != nil {
+				noScript = noScript || redis.HasErrorPrefix(err, "NOSCRIPT")
+				failed = append(failed, q[i])
+				firstErr = cmp.Or(firstErr, err)
+			}
+		}
+		if adm != nil && adm.Err() != nil {
+			noScript = noScript || redis.HasErrorPrefix(adm.Err(), "NOSCRIPT")
+		}
+		if noScript && attempt == 0 {
+			if err := s.loadScripts(ctx); err == nil {
+				q = failed
+				continue
+			}
+		}
+		s.requeue(failed)
+		if adm != nil {
+			return adm, adm.Err()
+		}
+		return nil, firstErr
+	}
+}
+
+func (s *redisStore) loadScripts(ctx context.Context) error {
+	if err := admitScript.Load(ctx, s.client).Err(); err != nil {
+		return err
+	}
+	return settleScript.Load(ctx, s.client).Err()
+}
 
 // admitScript checks every level, then counts at every level, or nothing.
 // KEYS: 5 per level (requests, tokens minute, tokens day, budget,
@@ -81,6 +245,22 @@ return out
 `)
 
 func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) {
+	cmd, err := s.run(ctx, s.take(), a)
+	if err != nil {
+		return decision{}, err
+	}
+	res, err := cmd.Int64Slice()
+	if err != nil {
+		return decision{}, err
+	}
+	d := decision{ok: res[0] == 0, failLevel: int(res[0]) - 1, failKind: int(res[1]), counts: make([][5]int64, len(a.levels))}
+	for i := range a.levels {
+		copy(d.counts[i][:], res[2+5*i:7+5*i])
+	}
+	return d, nil
+}
+
+func admitArgs(a *admission) ([]string, []any) {
 	keys := make([]string, 0, 5*len(a.levels))
 	args := make([]any, 0, 4+9*len(a.levels))
 	args = append(args, a.now.UnixMilli(), a.est, a.reqID, a.now.Add(a.lease).UnixMilli())
@@ -94,25 +274,18 @@ func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) 
 			args = append(args, int64(ttl(k, p)/time.Second))
 		}
 	}
-	res, err := admitScript.Run(ctx, s.client, keys, args...).Int64Slice()
-	if err != nil {
-		return decision{}, err
-	}
-	d := decision{ok: res[0] == 0, failLevel: int(res[0]) - 1, failKind: int(res[1]), counts: make([][5]int64, len(a.levels))}
-	for i := range a.levels {
-		copy(d.counts[i][:], res[2+5*i:7+5*i])
-	}
-	return d, nil
+	return keys, args
 }
 
 // settleScript applies the difference between reservation and usage,
-// adds the cost, ends the in-flight lease and records usage by hour.
-// KEYS: 5 per level, then one usage hash per level. ARGV: delta tokens,
-// cost (micros), request id, model, prompt, completion, budget TTL (s)
-// per level.
+// adds the cost, ends the in-flight lease and records usage by hour, once
+// per request id. KEYS: 5 per level, then one usage hash per level, then
+// the request's settled marker. ARGV: delta tokens, cost (micros),
+// request id, model, prompt, completion, budget TTL (s) per level.
 var settleScript = redis.NewScript(`
+if not redis.call('SET', KEYS[#KEYS], 1, 'NX', 'EX', 86400) then return 0 end
 local delta, cost, id, model, p, c = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local n = #KEYS / 6
+local n = (#KEYS - 1) / 6
 for i = 0, n - 1 do
   local k = i * 5
   for j = 2, 3 do
@@ -133,18 +306,28 @@ end
 return 1
 `)
 
-func (s *redisStore) settle(ctx context.Context, st *settlement) error {
+// settle queues a settlement: the next admission or the flusher sends it.
+func (s *redisStore) settle(_ context.Context, st *settlement) error {
+	s.mu.Lock()
+	s.queue = append(s.queue, st)
+	s.mu.Unlock()
+	s.wake()
+	return nil
+}
+
+func settleArgs(st *settlement) ([]string, []any) {
 	a := st.adm
-	keys := make([]string, 0, 6*len(a.levels))
+	keys := make([]string, 0, 6*len(a.levels)+1)
 	for _, lp := range a.levels {
 		keys = append(keys, lp.keys[:]...)
 	}
-	args := []any{st.prompt + st.completion - a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion}
+	args := make([]any, 0, 6+len(a.levels))
+	args = append(args, st.prompt+st.completion-a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion)
 	for _, lp := range a.levels {
 		keys = append(keys, lp.usageKey)
 		args = append(args, int64(ttl(kindBudget, lp.level.Limits.BudgetPeriod)/time.Second))
 	}
-	return settleScript.Run(ctx, s.client, keys, args...).Err()
+	return append(keys, "llmgw:settled:"+a.reqID), args
 }
 
 func hourKey(node string, t time.Time) string {
@@ -155,6 +338,9 @@ func hourKey(node string, t time.Time) string {
 func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := s.flush(ctx); err != nil { // what was used so far counts
+		return nil, err
+	}
 	pipe := s.client.Pipeline()
 	var cmds []*redis.MapStringStringCmd
 	for h := from.UTC().Truncate(time.Hour); !h.After(to); h = h.Add(time.Hour) {
