@@ -214,8 +214,9 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return next.ServeHTTP(w, r)
 	}
 	tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: maxEntryBytes}
+	tw.keep = func() { c.keep(r, q, tw) }
 	err = next.ServeHTTP(tw, r)
-	if err == nil {
+	if err == nil && !tw.kept {
 		c.keep(r, q, tw)
 	}
 	return err
@@ -334,14 +335,19 @@ func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
 		expires: time.Now().Add(time.Duration(c.TTL)), scope: q.scope, model: q.model})
 }
 
-// teeWriter copies what the router writes, up to a limit.
+// teeWriter copies what the router writes, up to a limit. It keeps the
+// answer just before its last bytes go out (a stream's [DONE], a whole
+// answer's final write), so a client that has the answer finds it cached.
 type teeWriter struct {
 	*caddyhttp.ResponseWriterWrapper
 	status   int
 	sse      bool
+	length   int // Content-Length of a whole answer, -1 if unknown
 	buf      bytes.Buffer
 	limit    int
 	overflow bool
+	keep     func()
+	kept     bool
 }
 
 func (t *teeWriter) WriteHeader(status int) {
@@ -349,6 +355,10 @@ func (t *teeWriter) WriteHeader(status int) {
 		t.status = status
 		ct := t.Header().Get("Content-Type")
 		t.sse = len(ct) >= 17 && ct[:17] == "text/event-stream"
+		t.length = -1
+		if n, err := strconv.Atoi(t.Header().Get("Content-Length")); err == nil {
+			t.length = n
+		}
 	}
 	t.ResponseWriterWrapper.WriteHeader(status)
 }
@@ -365,8 +375,14 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 			t.buf.Write(b)
 		}
 	}
+	if t.keep != nil && !t.kept && !t.overflow && (t.sse && bytes.HasPrefix(b, doneEvent) || !t.sse && t.buf.Len() == t.length) {
+		t.kept = true
+		t.keep()
+	}
 	return t.ResponseWriterWrapper.Write(b)
 }
+
+var doneEvent = []byte("data: [DONE]")
 
 func endpointOf(r *http.Request) (string, bool) {
 	if r.Method != http.MethodPost {

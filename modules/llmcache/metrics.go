@@ -4,10 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 var metricOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -30,7 +29,5 @@ func countOutcome(model, outcome string) { metricOutcomes.WithLabelValues(model,
 
 // logOutcome adds the cache outcome to the request's access log entry.
 func logOutcome(r *http.Request, outcome string) {
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.String("llm_cache", outcome))
-	}
+	openai.Log(r).Cache = outcome
 }

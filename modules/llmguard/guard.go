@@ -409,9 +409,7 @@ func (st *state) finish(r *http.Request) {
 	}
 	sum := summary(st.results)
 	caddyhttp.SetVar(r.Context(), "llm.guard", sum)
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.String("llm_guard", sum))
-	}
+	openai.Log(r).Guard = sum
 }
 
 // summary is the results as "pii/input:redacted regex/output:passed

@@ -103,6 +103,8 @@ func resetIn(t time.Time, kind int, budgetPeriod string) time.Duration {
 // setRateHeaders sets OpenAI's x-ratelimit-* headers for the tightest
 // level of requests and of tokens per minute.
 func setRateHeaders(h http.Header, a *admission, d decision) {
+	var vals [6]string // one allocation for the six header values
+	set := 0
 	reset := ""
 	for k := 0; k < 2; k++ {
 		best := -1
@@ -121,10 +123,20 @@ func setRateHeaders(h http.Header, a *admission, d decision) {
 		if reset == "" {
 			reset = resetIn(a.now, kindRequests, "").Round(time.Millisecond).String()
 		}
-		names := rateHeaders[k]
-		h[names[0]] = []string{strconv.FormatInt(limit, 10)}
-		h[names[1]] = []string{strconv.FormatInt(remaining, 10)}
-		h[names[2]] = []string{reset}
+		vals[3*k], vals[3*k+1], vals[3*k+2] = strconv.FormatInt(limit, 10), strconv.FormatInt(remaining, 10), reset
+		set |= 1 << k
+	}
+	if set == 0 {
+		return
+	}
+	all := vals[:]
+	for k := 0; k < 2; k++ {
+		if set&(1<<k) == 0 {
+			continue
+		}
+		for j, name := range rateHeaders[k] {
+			h[name] = all[3*k+j : 3*k+j+1 : 3*k+j+1]
+		}
 	}
 }
 

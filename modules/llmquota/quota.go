@@ -160,9 +160,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil
 	}
 	llm.SetTenant(r, tenant)
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.String("llm_key", tenant.KeyID))
-	}
+	openai.Log(r).Key = tenant.KeyID
 	endpoint, generating := endpointOf(r)
 	if !generating {
 		return next.ServeHTTP(w, r)

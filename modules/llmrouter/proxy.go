@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -337,11 +336,8 @@ func setVars(r *http.Request, rep *llm.Replica, engine string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.replica", rep.ID)
 	}
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.String("llm_model", rep.Model))
-		extra.Set(zap.String("llm_replica", rep.ID))
-		extra.Set(zap.String("llm_engine", engine))
-	}
+	lf := openai.Log(r)
+	lf.Model, lf.Replica, lf.Engine = rep.Model, rep.ID, engine
 }
 
 func setUsage(r *http.Request, u openai.Usage) {
@@ -351,10 +347,8 @@ func setUsage(r *http.Request, u openai.Usage) {
 		repl.Set("http.llm.usage.completion_tokens", u.CompletionTokens)
 		repl.Set("http.llm.usage.total_tokens", u.TotalTokens)
 	}
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.Int64("llm_prompt_tokens", u.PromptTokens))
-		extra.Set(zap.Int64("llm_completion_tokens", u.CompletionTokens))
-	}
+	lf := openai.Log(r)
+	lf.PromptTokens, lf.CompletionTokens, lf.HasUsage = u.PromptTokens, u.CompletionTokens, true
 }
 
 type upstreamError struct {
