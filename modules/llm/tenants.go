@@ -80,6 +80,7 @@ type Level struct {
 	Kind   string // "key", "project", "team", "organisation"
 	Name   string // the node's path, such as "acme/research/alpha"
 	Limits Limits
+	node   string // Node(), made once
 }
 
 // Tenant is what a valid key resolves to: the key and its path, with the
@@ -171,8 +172,11 @@ func checkName(kind, name string, seen map[string]bool, full string) error {
 	return nil
 }
 
+// NewLevel returns a tenancy level with defaults applied.
+func NewLevel(kind, name string, l Limits) Level { return level(kind, name, &l) }
+
 func level(kind, name string, l *Limits) Level {
-	lv := Level{Kind: kind, Name: name}
+	lv := Level{Kind: kind, Name: name, node: kind[:1] + ":" + name}
 	if l != nil {
 		lv.Limits = *l
 	}

@@ -19,10 +19,10 @@ import (
 func BenchmarkInProcess(b *testing.B) {
 	q := &Quota{DefaultMaxTokens: 1024, Lease: caddy.Duration(15 * time.Minute), store: newMemoryStore()}
 	t := &llm.Tenant{KeyID: "k", Org: "o", Team: "t", Project: "p", Levels: []llm.Level{
-		{Kind: "key", Name: "o/t/p/k"},
-		{Kind: "project", Name: "o/t/p"},
-		{Kind: "team", Name: "o/t", Limits: llm.Limits{TokensPerMinute: 1 << 50}},
-		{Kind: "organisation", Name: "o", Limits: llm.Limits{RequestsPerMinute: 1 << 50, Budget: 1e9, BudgetPeriod: "month"}},
+		llm.NewLevel("key", "o/t/p/k", llm.Limits{}),
+		llm.NewLevel("project", "o/t/p", llm.Limits{}),
+		llm.NewLevel("team", "o/t", llm.Limits{TokensPerMinute: 1 << 50}),
+		llm.NewLevel("organisation", "o", llm.Limits{RequestsPerMinute: 1 << 50, Budget: 1e9, BudgetPeriod: "month"}),
 	}}
 	req, err := openai.Parse(openai.ChatCompletions, []byte(`{"model":"m","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {

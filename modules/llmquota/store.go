@@ -96,26 +96,65 @@ func ttl(kind int, budgetPeriod string) time.Duration {
 	return 0
 }
 
-// memoryStore keeps counters in this process. It survives reloads in a
+// memoryStore keeps counters in this process, one set per tenancy node
+// (found with one map lookup per level). It survives reloads in a
 // UsagePool.
 type memoryStore struct {
-	mu       sync.Mutex
-	counters map[string]*counter
-	leases   map[string]map[string]time.Time // concurrency key → request → lease end
-	ledger   map[ledgerKey]*llm.Usage        // hourly bucket and model → totals
-	done     chan struct{}
+	mu    sync.Mutex
+	nodes map[string]*nodeCounters
+	done  chan struct{}
 }
 
-type ledgerKey struct{ bucket, model string }
+// nodeCounters are one node's windows, in-flight leases and usage.
+type nodeCounters struct {
+	requests, tokensMinute, tokensDay, budget window
+	leases                                    map[string]time.Time // request → lease end
+	ledger                                    map[ledgerKey]*llm.Usage
+}
 
-type counter struct {
-	n       int64
-	expires time.Time
+// ledgerKey is an hour (Unix hours) and a model.
+type ledgerKey struct {
+	hour  int64
+	model string
+}
+
+// window counts within one window (a minute, a day, a budget period,
+// numbered); a later window starts from zero.
+type window struct{ id, n int64 }
+
+func (w *window) get(id int64) int64 {
+	if w.id == id {
+		return w.n
+	}
+	return 0
+}
+
+func (w *window) add(id, n int64) {
+	switch {
+	case w.id == id:
+		w.n += n
+	case id > w.id:
+		w.id, w.n = id, n
+	} // an older window's change is moot
+}
+
+// windowIDs numbers the windows a time falls in: minute, UTC day, budget
+// period (day, or month as year*12+month).
+func windowIDs(t time.Time, budgetPeriod string) (minute, day, period int64) {
+	u := t.Unix()
+	minute, day = u/60, u/86400
+	if u < 0 {
+		day--
+	}
+	if budgetPeriod == "day" {
+		return minute, day, day
+	}
+	y, m, _ := t.UTC().Date()
+	return minute, day, int64(y)*12 + int64(m)
 }
 
 func newMemoryStore() *memoryStore {
-	m := &memoryStore{counters: map[string]*counter{}, leases: map[string]map[string]time.Time{},
-		ledger: map[ledgerKey]*llm.Usage{}, done: make(chan struct{})}
+	m := &memoryStore{nodes: map[string]*nodeCounters{}, done: make(chan struct{})}
 	go m.sweep()
 	return m
 }
@@ -125,6 +164,17 @@ func (m *memoryStore) Destruct() error {
 	return nil
 }
 
+// node returns a node's counters, making them on first use.
+func (m *memoryStore) node(name string) *nodeCounters {
+	n := m.nodes[name]
+	if n == nil {
+		n = &nodeCounters{}
+		m.nodes[name] = n
+	}
+	return n
+}
+
+// sweep drops expired leases and usage older than 90 days, as in Redis.
 func (m *memoryStore) sweep() {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
@@ -135,66 +185,43 @@ func (m *memoryStore) sweep() {
 		case <-t.C:
 		}
 		cut := now()
+		oldest := cut.Add(-90*24*time.Hour).Unix() / 3600
 		m.mu.Lock()
-		for k, c := range m.counters {
-			if cut.After(c.expires) {
-				delete(m.counters, k)
-			}
-		}
-		for k := range m.leases {
-			m.pruneLocked(k, cut)
-		}
-		for k := range m.ledger { // usage is kept 90 days, as in Redis
-			if len(k.bucket) < 10 {
-				continue
-			}
-			if h, err := time.Parse("2006010215", k.bucket[len(k.bucket)-10:]); err == nil && cut.Sub(h) > 90*24*time.Hour {
-				delete(m.ledger, k)
+		for _, n := range m.nodes {
+			n.prune(cut)
+			for k := range n.ledger {
+				if k.hour < oldest {
+					delete(n.ledger, k)
+				}
 			}
 		}
 		m.mu.Unlock()
 	}
 }
 
-func (m *memoryStore) pruneLocked(key string, t time.Time) int64 {
-	ls := m.leases[key]
-	for id, end := range ls {
+// prune drops expired leases and returns how many are left.
+func (n *nodeCounters) prune(t time.Time) int64 {
+	for id, end := range n.leases {
 		if t.After(end) {
-			delete(ls, id)
+			delete(n.leases, id)
 		}
 	}
-	if len(ls) == 0 {
-		delete(m.leases, key)
-	}
-	return int64(len(ls))
-}
-
-func (m *memoryStore) get(key string, t time.Time) int64 {
-	if c, ok := m.counters[key]; ok && !t.After(c.expires) {
-		return c.n
-	}
-	return 0
-}
-
-func (m *memoryStore) add(key string, n int64, t time.Time, life time.Duration) {
-	c, ok := m.counters[key]
-	if !ok || t.After(c.expires) {
-		c = &counter{expires: t.Add(life)}
-		m.counters[key] = c
-	}
-	c.n += n
+	return int64(len(n.leases))
 }
 
 func (m *memoryStore) admit(_ context.Context, a *admission) (decision, error) {
+	d := decision{ok: true, counts: make([][5]int64, len(a.levels))}
+	var nodes [8]*nodeCounters
+	ns := nodes[:0]
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := decision{ok: true, counts: make([][5]int64, len(a.levels))}
 	for i, lp := range a.levels {
+		n := m.node(lp.level.Node())
+		ns = append(ns, n)
+		minute, day, period := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
 		c := &d.counts[i]
-		for k := 0; k < 4; k++ {
-			c[k] = m.get(lp.keys[k], a.now)
-		}
-		c[4] = m.pruneLocked(lp.keys[4], a.now)
+		c[0], c[1], c[2], c[3] = n.requests.get(minute), n.tokensMinute.get(minute), n.tokensDay.get(day), n.budget.get(period)
+		c[4] = n.prune(a.now)
 		if d.ok {
 			if kind := exceeded(lp.limits, *c, a.est); kind != 0 {
 				d.ok, d.failLevel, d.failKind = false, i, kind
@@ -205,18 +232,19 @@ func (m *memoryStore) admit(_ context.Context, a *admission) (decision, error) {
 		return d, nil
 	}
 	for i, lp := range a.levels {
-		period := lp.level.Limits.BudgetPeriod
-		m.add(lp.keys[0], 1, a.now, ttl(kindRequests, period))
-		m.add(lp.keys[1], a.est, a.now, ttl(kindTokensMinute, period))
-		m.add(lp.keys[2], a.est, a.now, ttl(kindTokensDay, period))
+		n := ns[i]
+		minute, day, _ := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
+		n.requests.add(minute, 1)
+		n.tokensMinute.add(minute, a.est)
+		n.tokensDay.add(day, a.est)
 		d.counts[i][0]++
 		d.counts[i][1] += a.est
 		d.counts[i][2] += a.est
 		if lp.limits[4] > 0 {
-			if m.leases[lp.keys[4]] == nil {
-				m.leases[lp.keys[4]] = map[string]time.Time{}
+			if n.leases == nil {
+				n.leases = map[string]time.Time{}
 			}
-			m.leases[lp.keys[4]][a.reqID] = a.now.Add(a.lease)
+			n.leases[a.reqID] = a.now.Add(a.lease)
 			d.counts[i][4]++
 		}
 	}
@@ -243,25 +271,30 @@ func exceeded(l, c [5]int64, est int64) int {
 func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 	a := s.adm
 	delta := s.prompt + s.completion - a.est
+	hour := a.now.Unix() / 3600
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, lp := range a.levels {
-		for _, k := range []string{lp.keys[1], lp.keys[2]} {
-			if c, ok := m.counters[k]; ok {
-				c.n += delta
-			}
+		n := m.node(lp.level.Node())
+		minute, day, period := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
+		if n.tokensMinute.id == minute {
+			n.tokensMinute.n += delta
+		}
+		if n.tokensDay.id == day {
+			n.tokensDay.n += delta
 		}
 		if s.costMicros > 0 {
-			m.add(lp.keys[3], s.costMicros, a.now, ttl(kindBudget, lp.level.Limits.BudgetPeriod))
+			n.budget.add(period, s.costMicros)
 		}
-		if ls := m.leases[lp.keys[4]]; ls != nil {
-			delete(ls, a.reqID)
+		delete(n.leases, a.reqID)
+		if n.ledger == nil {
+			n.ledger = map[ledgerKey]*llm.Usage{}
 		}
-		uk := ledgerKey{lp.usageKey, a.model}
-		u := m.ledger[uk]
+		uk := ledgerKey{hour, a.model}
+		u := n.ledger[uk]
 		if u == nil {
 			u = &llm.Usage{}
-			m.ledger[uk] = u
+			n.ledger[uk] = u
 		}
 		u.Requests++
 		u.InputTokens += s.prompt
@@ -276,16 +309,19 @@ func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*ll
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]*llm.Usage{}
-	for h := from.UTC().Truncate(time.Hour); !h.After(to); h = h.Add(time.Hour) {
-		bucket := hourKey(node, h)
-		for k, u := range m.ledger {
-			if k.bucket == bucket {
-				if out[k.model] == nil {
-					out[k.model] = &llm.Usage{}
-				}
-				out[k.model].Add(*u)
-			}
+	n := m.nodes[node]
+	if n == nil {
+		return out, nil
+	}
+	first, last := from.Unix()/3600, to.Unix()/3600
+	for k, u := range n.ledger {
+		if k.hour < first || k.hour > last {
+			continue
 		}
+		if out[k.model] == nil {
+			out[k.model] = &llm.Usage{}
+		}
+		out[k.model].Add(*u)
 	}
 	return out, nil
 }
