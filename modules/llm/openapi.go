@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -76,8 +77,12 @@ func OpenAPI() map[string]any {
 			"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
 		o["parameters"] = params
 		if op.body != "" {
+			var example any = op.body
+			if json.Valid([]byte(op.body)) {
+				example = json.RawMessage(op.body)
+			}
 			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
-				"schema": map[string]any{"type": "object"}, "example": op.body}}}
+				"schema": map[string]any{"type": "object"}, "example": example}}}
 		}
 		p[strings.ToLower(op.method)] = o
 	}

@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // TestOpenAPICoversEveryRoute fails when an admin route is served that the
@@ -38,6 +41,34 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		o, ok := doc.Paths[op.path][strings.ToLower(op.method)]
 		if !ok || len(o) == 0 || op.summary == "" {
 			t.Errorf("%s %s is not described", op.method, op.path)
+		}
+	}
+}
+
+// TestOpenAPIValidates loads the document with an OpenAPI 3 implementation
+// and validates it against the specification: schemas, references,
+// parameters and responses.
+func TestOpenAPIValidates(t *testing.T) {
+	b, err := json.Marshal(OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(b)
+	if err != nil {
+		t.Fatalf("loading the document: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the document is not valid OpenAPI 3: %v", err)
+	}
+	for _, op := range operations {
+		item := doc.Paths.Find(op.path)
+		if item == nil || item.GetOperation(op.method) == nil {
+			t.Errorf("%s %s is missing after loading", op.method, op.path)
+			continue
+		}
+		if o := item.GetOperation(op.method); o.Responses == nil || o.Responses.Len() == 0 {
+			t.Errorf("%s %s has no responses", op.method, op.path)
 		}
 	}
 }
