@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/llmgw/llmgw/engines/llamacpp"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/modules/llm"
@@ -66,7 +67,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -83,8 +84,12 @@ func RunEngine(args []string) int {
 		impl = sim.New(logger)
 	case "openai":
 		impl = openaieng.New()
+	case "llamacpp":
+		e := llamacpp.New(logger)
+		defer e.Shutdown()
+		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

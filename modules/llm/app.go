@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ const defaultIdle = 10 * time.Minute
 
 // firstParty are the engines linked into the llmgw binary, run as
 // "llmgw engine <type>".
-var firstParty = map[string]bool{"sim": true, "openai": true}
+var firstParty = map[string]bool{"sim": true, "openai": true, "llamacpp": true}
 
 // Package pools: plugin processes and fleets outlive a config, so a reload
 // that leaves them unchanged keeps them.
@@ -88,6 +89,10 @@ type EngineConfig struct {
 	// SHA256 pins the executable: it must hash to this hex digest or it
 	// is not run.
 	SHA256 string `json:"sha256,omitempty"`
+	// Options configure the engine plugin itself (such as bin, the engine
+	// server's binary). The plugin gets each as the environment variable
+	// LLMGW_ENGINE_<NAME>.
+	Options map[string]string `json:"options,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -221,12 +226,19 @@ func (a *App) loadEngine(typ string) (*host.Plugin, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	key := "engine:" + typ + ":" + strings.Join(argv, "\x00") + ":" + sum
+	var env []string
+	if ec := a.Engines[typ]; ec != nil {
+		for k, v := range ec.Options {
+			env = append(env, "LLMGW_ENGINE_"+strings.ToUpper(k)+"="+v)
+		}
+		sort.Strings(env)
+	}
+	key := "engine:" + typ + ":" + strings.Join(argv, "\x00") + ":" + sum + ":" + strings.Join(env, "\x00")
 	if p, ok := a.engines[typ]; ok {
 		return p, key, nil
 	}
 	v, _, err := plugins.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return host.Launch(host.Config{Type: typ, Argv: argv, SHA256: sum}, a.logger.Named("engine"))
+		return host.Launch(host.Config{Type: typ, Argv: argv, SHA256: sum, Env: env}, a.logger.Named("engine"))
 	})
 	if err != nil {
 		return nil, "", err
@@ -253,7 +265,7 @@ func (a *App) engineCommand(typ string) ([]string, string, error) {
 		path = filepath.Join(a.PluginDir, "llmgw-engine-"+typ)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim and openai, others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
+		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, openai and llamacpp; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
 	}
 	return []string{path}, ec.SHA256, nil
 }

@@ -123,6 +123,16 @@ func (a *App) parseEngine(d *caddyfile.Dispenser) error {
 			err = oneArg(d, &ec.Path)
 		case "sha256":
 			err = oneArg(d, &ec.SHA256)
+		case "option":
+			seen["option"] = false // may repeat
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("option takes a name and a value, such as: option bin /usr/local/bin/llama-server")
+			}
+			if ec.Options == nil {
+				ec.Options = map[string]string{}
+			}
+			ec.Options[args[0]] = args[1]
 		default:
 			return d.Errf("unrecognized engine subdirective %q", d.Val())
 		}

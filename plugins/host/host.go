@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime/debug"
 	"sync"
@@ -31,6 +32,7 @@ type Config struct {
 	Type   string   // engine type, for logs and errors
 	Argv   []string // command and arguments
 	SHA256 string   // hex digest of Argv[0]; empty = not pinned
+	Env    []string // added to the plugin's environment (KEY=value)
 	// StartTimeout bounds the handshake. Default: 30s.
 	StartTimeout time.Duration
 	// HealthInterval is how often the plugin is pinged. Default: 1s.
@@ -83,6 +85,7 @@ func (p *Plugin) start() error {
 		return fmt.Errorf("engine %q: %w", p.cfg.Type, err)
 	}
 	cmd := exec.Command(p.cfg.Argv[0], p.cfg.Argv[1:]...)
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  engine.Handshake,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -286,4 +287,32 @@ func (w *logWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// FindBin resolves an engine server's binary: the configured path (the
+// engine option bin), else name on PATH, with an error that says how to
+// fix it.
+func FindBin(configured, name, typ string) (string, error) {
+	if configured != "" {
+		if st, err := os.Stat(configured); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%s (from the engine's bin option) is not an executable file; fix engine %s { option bin … }", configured, typ)
+		}
+		return configured, nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found on PATH; install it or set engine %s { option bin /path/to/%s }", name, typ, name)
+	}
+	return p, nil
+}
+
+// FreePort asks the kernel for a free loopback port, for servers that
+// must be told theirs.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

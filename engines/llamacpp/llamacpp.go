@@ -1,0 +1,272 @@
+// Package llamacpp is the llama.cpp engine: each replica is a
+// llama-server process on its own loopback port, serving one GGUF model
+// through its OpenAI-compatible API.
+package llamacpp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/engines/internal/proc"
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// Version of the llamacpp engine.
+const Version = "0.1.0"
+
+// Engine implements engine.Engine for llama.cpp's llama-server.
+type Engine struct {
+	// Bin is llama-server's path. Default: the engine option bin
+	// (LLMGW_ENGINE_BIN), else llama-server on PATH.
+	Bin string
+	// StartTimeout bounds loading a model. Default: 10 minutes.
+	StartTimeout time.Duration
+
+	binErr error
+	table  proc.Table
+	client *http.Client
+}
+
+// New returns the engine with its binary found.
+func New(logger hclog.Logger) *Engine {
+	e := &Engine{StartTimeout: 10 * time.Minute, client: &http.Client{Timeout: 2 * time.Second}}
+	e.table.Logger = logger
+	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "llama-server", "llamacpp")
+	return e
+}
+
+// Info describes the engine; it fails when llama-server cannot be found,
+// so the gateway refuses the config at once rather than at the first
+// request.
+func (e *Engine) Info(context.Context) (engine.Info, error) {
+	if e.binErr != nil {
+		return engine.Info{}, e.binErr
+	}
+	return engine.Info{
+		Type: "llamacpp", Version: Version, Protocol: engine.ProtocolVersion,
+		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
+		Formats:      []string{"gguf"},
+	}, nil
+}
+
+// Options a model may set for this engine.
+var known = map[string]string{
+	"threads":      "CPU threads (llama-server --threads); default: llama-server's",
+	"embeddings":   "true to serve /v1/embeddings (--embeddings)",
+	"lora":         "adapters, comma-separated path[:scale] (--lora / --lora-scaled)",
+	"gpu_layers":   "layers to offload to GPUs (--n-gpu-layers)",
+	"metrics":      "false to turn off llama-server's /metrics (on by default: slot load)",
+	"flash_attn":   "true for --flash-attn",
+	"batch_size":   "logical batch size (--batch-size)",
+	"ubatch_size":  "physical batch size (--ubatch-size)",
+	"cache_type_k": "KV cache type for K (--cache-type-k)",
+	"cache_type_v": "KV cache type for V (--cache-type-v)",
+}
+
+func knownList() string {
+	var ks []string
+	for k := range known {
+		ks = append(ks, k)
+	}
+	return strings.Join(sortStrings(ks), ", ")
+}
+
+// CheckWeights refuses sources llama-server cannot load: anything but a
+// GGUF file.
+func CheckWeights(source string) error {
+	if source == "" {
+		return errors.New("llamacpp needs the model's weights: set source to a .gguf file")
+	}
+	f, err := os.Open(source)
+	if err != nil {
+		return fmt.Errorf("llamacpp cannot read the weights: %w", err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != "GGUF" {
+		return fmt.Errorf("llamacpp loads GGUF files and %s is not one (no GGUF header); convert it with llama.cpp's convert_hf_to_gguf.py", source)
+	}
+	return nil
+}
+
+// Command returns llama-server's arguments for a replica on port.
+func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
+	for k := range spec.Options {
+		if _, ok := known[k]; !ok {
+			return nil, fmt.Errorf("llamacpp has no option %q; known: %s", k, knownList())
+		}
+	}
+	parallel := max(spec.Concurrency, 1)
+	args := []string{"--model", spec.Source, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--alias", spec.Model, "--parallel", strconv.FormatInt(parallel, 10)}
+	if spec.ContextLength > 0 {
+		// llama-server splits its context between the slots: each gets the
+		// model's context length.
+		args = append(args, "--ctx-size", strconv.FormatInt(spec.ContextLength*parallel, 10))
+	}
+	opt := spec.Options
+	num := func(k, flag string) error {
+		v, ok := opt[k]
+		if !ok {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("llamacpp option %s %q is not a whole number", k, v)
+		}
+		args = append(args, flag, strconv.Itoa(n))
+		return nil
+	}
+	for _, f := range [][2]string{{"threads", "--threads"}, {"gpu_layers", "--n-gpu-layers"},
+		{"batch_size", "--batch-size"}, {"ubatch_size", "--ubatch-size"}} {
+		if err := num(f[0], f[1]); err != nil {
+			return nil, err
+		}
+	}
+	flag := func(k string, def bool) (bool, error) {
+		v, ok := opt[k]
+		if !ok {
+			return def, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("llamacpp option %s %q: use true or false", k, v)
+		}
+		return b, nil
+	}
+	if on, err := flag("embeddings", false); err != nil {
+		return nil, err
+	} else if on {
+		args = append(args, "--embeddings")
+	}
+	if on, err := flag("flash_attn", false); err != nil {
+		return nil, err
+	} else if on {
+		args = append(args, "--flash-attn")
+	}
+	if on, err := flag("metrics", true); err != nil {
+		return nil, err
+	} else if on {
+		args = append(args, "--metrics")
+	}
+	for _, k := range []string{"cache_type_k", "cache_type_v"} {
+		if v := opt[k]; v != "" {
+			args = append(args, "--"+strings.ReplaceAll(k, "_", "-"), v)
+		}
+	}
+	if l := opt["lora"]; l != "" {
+		for _, a := range strings.Split(l, ",") {
+			a = strings.TrimSpace(a)
+			path, scale, scaled := strings.Cut(a, ":")
+			if path == "" {
+				return nil, fmt.Errorf("llamacpp option lora %q: give path[:scale], comma-separated", l)
+			}
+			if !scaled {
+				args = append(args, "--lora", path)
+				continue
+			}
+			if _, err := strconv.ParseFloat(scale, 64); err != nil {
+				return nil, fmt.Errorf("llamacpp option lora: scale %q of %s is not a number", scale, path)
+			}
+			args = append(args, "--lora-scaled", path, scale)
+		}
+	}
+	return append(args, spec.Args...), nil
+}
+
+// Start runs llama-server for one replica and waits until /health says
+// the model is loaded.
+func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
+	if e.binErr != nil {
+		return engine.Replica{}, e.binErr
+	}
+	if err := CheckWeights(spec.Source); err != nil {
+		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
+	}
+	port, err := proc.FreePort()
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	args, err := Command(spec, port)
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(e.Bin, args...)
+	cmd.Dir = filepath.Dir(spec.Source)
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health"}
+	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+		return engine.Replica{}, fmt.Errorf("starting llama-server for %q: %w", spec.Model, err)
+	}
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
+}
+
+// Status reports a replica's state and, from llama-server's metrics, the
+// requests it is processing.
+func (e *Engine) Status(ctx context.Context, id string) (engine.Status, error) {
+	st, err := e.table.Status(id)
+	if err != nil || st.State != engine.StateReady {
+		return st, err
+	}
+	p, err := e.table.Get(id)
+	if err != nil {
+		return st, nil
+	}
+	if n, ok := e.processing(ctx, strings.TrimSuffix(p.BaseURL, "/v1")+"/metrics"); ok {
+		st.Inflight = n
+	}
+	return st, nil
+}
+
+// processing reads llamacpp:requests_processing from /metrics.
+func (e *Engine) processing(ctx context.Context, url string) (int64, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "llamacpp:requests_processing "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f), err == nil
+		}
+	}
+	return 0, false
+}
+
+// Stop stops a replica.
+func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
+	return e.table.Stop(id, grace)
+}
+
+// Shutdown stops every replica.
+func (e *Engine) Shutdown() { e.table.StopAll(5 * time.Second) }
+
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
