@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmgw/llmgw/engines/llamacpp"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
+	"github.com/llmgw/llmgw/engines/vllm"
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
@@ -67,7 +68,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp|vllm> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -88,8 +89,12 @@ func RunEngine(args []string) int {
 		e := llamacpp.New(logger)
 		defer e.Shutdown()
 		impl = e
+	case "vllm":
+		e := vllm.New(logger)
+		defer e.Shutdown()
+		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp, vllm\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

@@ -1,0 +1,215 @@
+// Package vllm is the vLLM engine: each replica is a `vllm serve` process
+// on its own loopback port, serving one model directory (safetensors)
+// through its OpenAI-compatible API.
+package vllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/engines/internal/proc"
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// Version of the vllm engine.
+const Version = "0.1.0"
+
+// Engine implements engine.Engine for vLLM's OpenAI-compatible server.
+type Engine struct {
+	// Bin is the vllm command. Default: the engine option bin
+	// (LLMGW_ENGINE_BIN), else vllm on PATH.
+	Bin string
+	// StartTimeout bounds loading a model. Default: 20 minutes.
+	StartTimeout time.Duration
+
+	binErr error
+	table  proc.Table
+}
+
+// New returns the engine with its binary found.
+func New(logger hclog.Logger) *Engine {
+	e := &Engine{StartTimeout: 20 * time.Minute}
+	e.table.Logger = logger
+	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "vllm", "vllm")
+	return e
+}
+
+// Info describes the engine; it fails when vllm cannot be found.
+func (e *Engine) Info(context.Context) (engine.Info, error) {
+	if e.binErr != nil {
+		return engine.Info{}, e.binErr
+	}
+	return engine.Info{
+		Type: "vllm", Version: Version, Protocol: engine.ProtocolVersion,
+		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
+		Formats:      []string{"safetensors"},
+	}, nil
+}
+
+var known = map[string]bool{
+	"gpus": true, "gpu_memory_utilization": true, "dtype": true, "lora": true, "max_lora_rank": true,
+	"task": true, "enforce_eager": true, "allow_pickle": true,
+}
+
+// pickle are weight formats that run code when loaded.
+var pickle = []string{".bin", ".pt", ".pth", ".ckpt", ".pkl"}
+
+// CheckWeights refuses sources vLLM should not load: anything but a model
+// directory with config.json and safetensors weights. Pickle weights are
+// refused unless allowPickle.
+func CheckWeights(source string, allowPickle bool) error {
+	if source == "" {
+		return errors.New("vllm needs the model's weights: set source to a model directory (config.json and *.safetensors)")
+	}
+	st, err := os.Stat(source)
+	if err != nil {
+		return fmt.Errorf("vllm cannot read the weights: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("vllm loads model directories and %s is a file; point source at the directory holding config.json and the .safetensors files", source)
+	}
+	if _, err := os.Stat(filepath.Join(source, "config.json")); err != nil {
+		return fmt.Errorf("%s has no config.json; vllm needs a model directory in the Hugging Face layout", source)
+	}
+	entries, _ := os.ReadDir(source)
+	var safe, pick []string
+	for _, en := range entries {
+		name := en.Name()
+		switch {
+		case strings.HasSuffix(name, ".safetensors"):
+			safe = append(safe, name)
+		case hasSuffix(name, pickle):
+			pick = append(pick, name)
+		}
+	}
+	switch {
+	case len(safe) > 0:
+		return nil
+	case len(pick) > 0 && allowPickle:
+		return nil
+	case len(pick) > 0:
+		return fmt.Errorf("%s holds only pickle weights (%s), which run code when loaded; convert them to safetensors, or set option allow_pickle true if you trust them", source, strings.Join(pick, ", "))
+	}
+	return fmt.Errorf("%s has no .safetensors weights", source)
+}
+
+func hasSuffix(name string, suffixes []string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Command returns vllm's arguments and extra environment for a replica on
+// port.
+func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) {
+	for k := range spec.Options {
+		if !known[k] {
+			return nil, nil, fmt.Errorf("vllm has no option %q; known: allow_pickle, dtype, enforce_eager, gpu_memory_utilization, gpus, lora, max_lora_rank, task", k)
+		}
+	}
+	opt := spec.Options
+	args = []string{"serve", spec.Source, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--served-model-name", spec.Model}
+	if g := opt["gpus"]; g != "" {
+		ids := strings.Split(g, ",")
+		for i, id := range ids {
+			ids[i] = strings.TrimSpace(id)
+			if _, err := strconv.Atoi(ids[i]); err != nil {
+				return nil, nil, fmt.Errorf("vllm option gpus %q: give GPU indexes, comma-separated, such as 0,1", g)
+			}
+		}
+		env = append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
+		args = append(args, "--tensor-parallel-size", strconv.Itoa(len(ids)))
+	}
+	if spec.ContextLength > 0 {
+		args = append(args, "--max-model-len", strconv.FormatInt(spec.ContextLength, 10))
+	}
+	if spec.Concurrency > 0 {
+		args = append(args, "--max-num-seqs", strconv.FormatInt(spec.Concurrency, 10))
+	}
+	if v := opt["gpu_memory_utilization"]; v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return nil, nil, fmt.Errorf("vllm option gpu_memory_utilization %q must be a fraction in (0, 1]", v)
+		}
+		args = append(args, "--gpu-memory-utilization", v)
+	}
+	if v := opt["dtype"]; v != "" {
+		args = append(args, "--dtype", v)
+	}
+	if v := opt["task"]; v != "" {
+		args = append(args, "--task", v)
+	}
+	if v := opt["enforce_eager"]; v == "true" {
+		args = append(args, "--enforce-eager")
+	}
+	if l := opt["lora"]; l != "" {
+		args = append(args, "--enable-lora")
+		if r := opt["max_lora_rank"]; r != "" {
+			if _, err := strconv.Atoi(r); err != nil {
+				return nil, nil, fmt.Errorf("vllm option max_lora_rank %q is not a whole number", r)
+			}
+			args = append(args, "--max-lora-rank", r)
+		}
+		args = append(args, "--lora-modules")
+		for _, m := range strings.Split(l, ",") {
+			name, path, ok := strings.Cut(strings.TrimSpace(m), "=")
+			if !ok || name == "" || path == "" {
+				return nil, nil, fmt.Errorf("vllm option lora %q: give name=path adapters, comma-separated", l)
+			}
+			args = append(args, name+"="+path)
+		}
+	}
+	return append(args, spec.Args...), env, nil
+}
+
+// Start runs vllm serve for one replica and waits until /health answers.
+func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
+	if e.binErr != nil {
+		return engine.Replica{}, e.binErr
+	}
+	if err := CheckWeights(spec.Source, spec.Options["allow_pickle"] == "true"); err != nil {
+		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
+	}
+	port, err := proc.FreePort()
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	args, env, err := Command(spec, port)
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(e.Bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health"}
+	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+		return engine.Replica{}, fmt.Errorf("starting vllm for %q: %w", spec.Model, err)
+	}
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
+}
+
+// Status reports a replica's state.
+func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
+	return e.table.Status(id)
+}
+
+// Stop stops a replica.
+func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
+	return e.table.Stop(id, grace)
+}
+
+// Shutdown stops every replica.
+func (e *Engine) Shutdown() { e.table.StopAll(10 * time.Second) }
