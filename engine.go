@@ -16,8 +16,8 @@ import (
 
 	"github.com/llmgw/llmgw/engines/llamacpp"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
-	"github.com/llmgw/llmgw/engines/vllm"
 	"github.com/llmgw/llmgw/engines/sim"
+	"github.com/llmgw/llmgw/engines/vllm"
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmguard"
