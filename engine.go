@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmgw/llmgw/engines/llamacpp"
+	"github.com/llmgw/llmgw/engines/ollama"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/engines/vllm"
@@ -68,7 +69,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp|vllm> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp|vllm|ollama> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -93,8 +94,12 @@ func RunEngine(args []string) int {
 		e := vllm.New(logger)
 		defer e.Shutdown()
 		impl = e
+	case "ollama":
+		e := ollama.New(logger)
+		defer e.Shutdown()
+		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp, vllm\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp, vllm, ollama\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

@@ -6,13 +6,13 @@ package llamacpp
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,26 +80,13 @@ func knownList() string {
 	for k := range known {
 		ks = append(ks, k)
 	}
-	return strings.Join(sortStrings(ks), ", ")
+	slices.Sort(ks)
+	return strings.Join(ks, ", ")
 }
 
 // CheckWeights refuses sources llama-server cannot load: anything but a
 // GGUF file.
-func CheckWeights(source string) error {
-	if source == "" {
-		return errors.New("llamacpp needs the model's weights: set source to a .gguf file")
-	}
-	f, err := os.Open(source)
-	if err != nil {
-		return fmt.Errorf("llamacpp cannot read the weights: %w", err)
-	}
-	defer f.Close()
-	var magic [4]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != "GGUF" {
-		return fmt.Errorf("llamacpp loads GGUF files and %s is not one (no GGUF header); convert it with llama.cpp's convert_hf_to_gguf.py", source)
-	}
-	return nil
-}
+func CheckWeights(source string) error { return proc.CheckGGUF(source, "llamacpp") }
 
 // Command returns llama-server's arguments for a replica on port.
 func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
@@ -261,12 +248,3 @@ func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
 
 // Shutdown stops every replica.
 func (e *Engine) Shutdown() { e.table.StopAll(5 * time.Second) }
-
-func sortStrings(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
-}

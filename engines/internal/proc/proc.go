@@ -316,3 +316,21 @@ func FreePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// CheckGGUF refuses weights an engine that loads GGUF files cannot load,
+// saying why.
+func CheckGGUF(source, typ string) error {
+	if source == "" {
+		return fmt.Errorf("%s needs the model's weights: set source to a .gguf file", typ)
+	}
+	f, err := os.Open(source)
+	if err != nil {
+		return fmt.Errorf("%s cannot read the weights: %w", typ, err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != "GGUF" {
+		return fmt.Errorf("%s loads GGUF files and %s is not one (no GGUF header); convert it with llama.cpp's convert_hf_to_gguf.py", typ, source)
+	}
+	return nil
+}

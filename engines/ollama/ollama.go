@@ -1,0 +1,267 @@
+// Package ollama is the Ollama engine: each replica is its own `ollama
+// serve` (a private loopback port, models directory and HOME), into which
+// the catalog's GGUF file is created as a model and loaded, then served
+// through Ollama's OpenAI-compatible /v1 endpoints. llmgw decides when a
+// replica stops, so Ollama keeps the model loaded (keep-alive -1).
+package ollama
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/engines/internal/proc"
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// Version of the ollama engine.
+const Version = "0.1.0"
+
+// Engine implements engine.Engine for Ollama.
+type Engine struct {
+	// Bin is the ollama command. Default: the engine option bin
+	// (LLMGW_ENGINE_BIN), else ollama on PATH.
+	Bin string
+	// StartTimeout bounds starting the server, creating and loading the
+	// model. Default: 10 minutes.
+	StartTimeout time.Duration
+
+	binErr error
+	table  proc.Table
+	logger hclog.Logger
+	mu     sync.Mutex
+	dirs   map[string]string // replica → its private directory
+}
+
+// New returns the engine with its binary found.
+func New(logger hclog.Logger) *Engine {
+	e := &Engine{StartTimeout: 10 * time.Minute, logger: logger, dirs: map[string]string{}}
+	e.table.Logger = logger
+	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "ollama", "ollama")
+	return e
+}
+
+// Info describes the engine; it fails when ollama cannot be found.
+func (e *Engine) Info(context.Context) (engine.Info, error) {
+	if e.binErr != nil {
+		return engine.Info{}, e.binErr
+	}
+	return engine.Info{
+		Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
+		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
+		Formats:      []string{"gguf"},
+	}, nil
+}
+
+// DefaultTemplate is the chat template for GGUF files that carry none:
+// each message on its own line after its role.
+const DefaultTemplate = `{{- if .System }}system: {{ .System }}
+{{ end }}{{- range .Messages }}{{ .Role }}: {{ .Content }}
+{{ end }}assistant:`
+
+// Options a model may set for this engine: template, and parameters for
+// the Modelfile as param_<name> (param_temperature 0.2, param_stop …).
+func checkOptions(opts map[string]string) error {
+	for k := range opts {
+		if k != "template" && k != "system" && !strings.HasPrefix(k, "param_") {
+			return fmt.Errorf("ollama has no option %q; known: template, system, param_<name> (a Modelfile PARAMETER)", k)
+		}
+	}
+	return nil
+}
+
+// Modelfile returns the Modelfile that creates the replica's model.
+func Modelfile(spec engine.ReplicaSpec) (string, error) {
+	if err := checkOptions(spec.Options); err != nil {
+		return "", err
+	}
+	src, err := filepath.Abs(spec.Source)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "FROM %s\n", src)
+	tmpl := spec.Options["template"]
+	if tmpl == "" {
+		tmpl = DefaultTemplate
+	}
+	if strings.Contains(tmpl, `"""`) {
+		return "", fmt.Errorf("ollama option template must not contain three quotes in a row")
+	}
+	fmt.Fprintf(&b, "TEMPLATE \"\"\"%s\"\"\"\n", tmpl)
+	if s := spec.Options["system"]; s != "" {
+		fmt.Fprintf(&b, "SYSTEM \"\"\"%s\"\"\"\n", s)
+	}
+	if spec.ContextLength > 0 {
+		fmt.Fprintf(&b, "PARAMETER num_ctx %d\n", spec.ContextLength)
+	}
+	var params []string
+	for k := range spec.Options {
+		if strings.HasPrefix(k, "param_") {
+			params = append(params, k)
+		}
+	}
+	slices.Sort(params)
+	for _, k := range params {
+		for _, v := range strings.Split(spec.Options[k], "\x1f") { // repeated values (stop) joined by \x1f
+			fmt.Fprintf(&b, "PARAMETER %s %s\n", strings.TrimPrefix(k, "param_"), v)
+		}
+	}
+	return b.String(), nil
+}
+
+// Env returns the environment of a replica's ollama serve.
+func Env(spec engine.ReplicaSpec, port int, dir string) []string {
+	return []string{
+		"OLLAMA_HOST=127.0.0.1:" + strconv.Itoa(port),
+		"HOME=" + filepath.Join(dir, "home"),
+		"OLLAMA_MODELS=" + filepath.Join(dir, "models"),
+		"OLLAMA_NUM_PARALLEL=" + strconv.FormatInt(max(spec.Concurrency, 1), 10),
+		"OLLAMA_KEEP_ALIVE=-1",
+		"OLLAMA_MAX_LOADED_MODELS=1",
+		"OLLAMA_NOPRUNE=1",
+	}
+}
+
+// ModelName is the name the replica's model gets inside its Ollama.
+func ModelName(model string) string {
+	var b strings.Builder
+	b.WriteString("llmgw-")
+	for _, r := range strings.ToLower(model) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// Start runs ollama serve for one replica, creates the model from the
+// catalog's GGUF file, loads it, and returns once it answers.
+func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
+	if e.binErr != nil {
+		return engine.Replica{}, e.binErr
+	}
+	if err := proc.CheckGGUF(spec.Source, "ollama"); err != nil {
+		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
+	}
+	modelfile, err := Modelfile(spec)
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	port, err := proc.FreePort()
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	dir, err := os.MkdirTemp("", "llmgw-ollama-")
+	if err != nil {
+		return engine.Replica{}, err
+	}
+	for _, d := range []string{"home", "models"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return engine.Replica{}, err
+		}
+	}
+	env := append(os.Environ(), Env(spec, port, dir)...)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(e.Bin, "serve")
+	cmd.Env = env
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/"}
+	fail := func(err error) (engine.Replica, error) {
+		_ = e.table.Stop(spec.ReplicaID, 0)
+		_ = os.RemoveAll(dir)
+		return engine.Replica{}, fmt.Errorf("starting ollama for %q: %w", spec.Model, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.StartTimeout)
+	defer cancel()
+	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+		_ = os.RemoveAll(dir)
+		return engine.Replica{}, fmt.Errorf("starting ollama for %q: %w", spec.Model, err)
+	}
+	name := ModelName(spec.Model)
+	mf := filepath.Join(dir, "Modelfile")
+	if err := os.WriteFile(mf, []byte(modelfile), 0o600); err != nil {
+		return fail(err)
+	}
+	create := exec.CommandContext(ctx, e.Bin, "create", name, "-f", mf)
+	create.Env = env
+	if out, err := create.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("ollama create: %v: %s", err, lastLine(out)))
+	}
+	// Load it now, and keep it loaded: llmgw decides when the replica goes.
+	if err := post(ctx, base+"/api/generate", map[string]any{"model": name, "keep_alive": -1}); err != nil {
+		return fail(fmt.Errorf("loading the model: %w", err))
+	}
+	e.mu.Lock()
+	e.dirs[spec.ReplicaID] = dir
+	e.mu.Unlock()
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID, UpstreamModel: name}, nil
+}
+
+func post(ctx context.Context, url string, body any) error {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Status reports a replica's state.
+func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
+	return e.table.Status(id)
+}
+
+// Stop stops a replica and removes its private directory.
+func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
+	err := e.table.Stop(id, grace)
+	e.mu.Lock()
+	dir := e.dirs[id]
+	delete(e.dirs, id)
+	e.mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	return err
+}
+
+// Shutdown stops every replica.
+func (e *Engine) Shutdown() {
+	e.table.StopAll(5 * time.Second)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, dir := range e.dirs {
+		_ = os.RemoveAll(dir)
+		delete(e.dirs, id)
+	}
+}

@@ -1,0 +1,140 @@
+package ollama
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
+)
+
+// The test binary doubles as a stand-in for the ollama command in the
+// unit tests (the end-to-end tests run the real Ollama): with
+// LLMGW_STANDIN=ollama, "serve" answers on OLLAMA_HOST and "create"
+// records the Modelfile where serve finds it.
+func TestMain(m *testing.M) {
+	if os.Getenv("LLMGW_STANDIN") == "ollama" {
+		os.Exit(standIn(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func standIn(args []string) int {
+	host, models := os.Getenv("OLLAMA_HOST"), os.Getenv("OLLAMA_MODELS")
+	switch {
+	case len(args) == 1 && args[0] == "serve":
+		mux := http.NewServeMux()
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("Ollama is running")) })
+		mux.HandleFunc("/api/generate", func(w http.ResponseWriter, r *http.Request) {
+			entries, _ := os.ReadDir(models)
+			if len(entries) == 0 {
+				http.Error(w, `{"error":"model not found"}`, 404)
+				return
+			}
+			_, _ = w.Write([]byte(`{"done":true}`))
+		})
+		return exitOn(http.ListenAndServe(host, mux))
+	case len(args) == 4 && args[0] == "create" && args[2] == "-f":
+		if resp, err := http.Get("http://" + host + "/"); err != nil {
+			fmt.Fprintln(os.Stderr, "Error: could not connect to ollama app, is it running?")
+			return 1
+		} else {
+			resp.Body.Close()
+		}
+		mf, err := os.ReadFile(args[3])
+		if err != nil || os.Getenv("STANDIN_FAIL_CREATE") != "" {
+			fmt.Fprintln(os.Stderr, "gathering model components\nError: invalid model file")
+			return 1
+		}
+		return exitOn(os.WriteFile(filepath.Join(models, args[1]), mf, 0o644))
+	}
+	return 2
+}
+
+func exitOn(err error) int {
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func TestModelfileAndEnv(t *testing.T) {
+	spec := engine.ReplicaSpec{Model: "Tiny Chat", Source: "/m/tiny.gguf", ContextLength: 2048, Concurrency: 4,
+		Options: map[string]string{"param_temperature": "0.2", "param_stop": "</s>\x1fuser:", "system": "Be brief."}}
+	mf, err := Modelfile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "FROM /m/tiny.gguf\nTEMPLATE \"\"\"" + DefaultTemplate + "\"\"\"\nSYSTEM \"\"\"Be brief.\"\"\"\nPARAMETER num_ctx 2048\n" +
+		"PARAMETER stop </s>\nPARAMETER stop user:\nPARAMETER temperature 0.2\n"
+	if mf != want {
+		t.Errorf("Modelfile:\n%s\nwant:\n%s", mf, want)
+	}
+	env := Env(spec, 40123, "/run/r1")
+	wantEnv := []string{"OLLAMA_HOST=127.0.0.1:40123", "HOME=/run/r1/home", "OLLAMA_MODELS=/run/r1/models",
+		"OLLAMA_NUM_PARALLEL=4", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_NOPRUNE=1"}
+	if !reflect.DeepEqual(env, wantEnv) {
+		t.Errorf("env %q", env)
+	}
+	if n := ModelName("Tiny Chat/v2"); n != "llmgw-tiny-chat-v2" {
+		t.Errorf("ModelName: %s", n)
+	}
+	if _, err := Modelfile(engine.ReplicaSpec{Source: "/m.gguf", Options: map[string]string{"colour": "red"}}); err == nil || !strings.Contains(err.Error(), `ollama has no option "colour"`) {
+		t.Errorf("unknown option: %v", err)
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("LLMGW_ENGINE_BIN", "")
+	if _, err := New(hclog.NewNullLogger()).Info(context.Background()); err == nil || err.Error() != "ollama not found on PATH; install it or set engine ollama { option bin /path/to/ollama }" {
+		t.Errorf("Info: %v", err)
+	}
+}
+
+func TestStartCreatesAndLoads(t *testing.T) {
+	t.Setenv("LLMGW_STANDIN", "ollama")
+	t.Setenv("LLMGW_ENGINE_BIN", os.Args[0])
+	e := New(hclog.NewNullLogger())
+	e.StartTimeout = 10 * time.Second
+	defer e.Shutdown()
+	model := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := tinygguf.WriteFile(model, tinygguf.Default()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Start(context.Background(), engine.ReplicaSpec{Model: "tiny", ReplicaID: "tiny-1", Source: model, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.UpstreamModel != "llmgw-tiny" || !strings.HasSuffix(rep.BaseURL, "/v1") {
+		t.Errorf("replica %+v", rep)
+	}
+	e.mu.Lock()
+	dir := e.dirs["tiny-1"]
+	e.mu.Unlock()
+	mf, err := os.ReadFile(filepath.Join(dir, "models", "llmgw-tiny"))
+	if err != nil || !strings.HasPrefix(string(mf), "FROM "+model+"\n") {
+		t.Errorf("the model was not created from the catalog's file: %v %q", err, mf)
+	}
+	if err := e.Stop(context.Background(), "tiny-1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the replica's directory is left after Stop: %v", err)
+	}
+	// A model Ollama refuses: the error says what ollama create said.
+	t.Setenv("STANDIN_FAIL_CREATE", "1")
+	_, err = e.Start(context.Background(), engine.ReplicaSpec{Model: "tiny", ReplicaID: "tiny-2", Source: model})
+	if err == nil || !strings.Contains(err.Error(), "ollama create") || !strings.Contains(err.Error(), "Error: invalid model file") {
+		t.Errorf("a refused model: %v", err)
+	}
+}
