@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/enginetest"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
@@ -201,4 +202,12 @@ func TestStartFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `model "tiny": llamacpp loads GGUF files`) {
 		t.Errorf("weights it cannot load: %v", err)
 	}
+}
+
+// The conformance suite, against the stand-in llama-server.
+func TestConformanceStandIn(t *testing.T) {
+	model := tinyModel(t)
+	opts := enginetest.Options{Spec: engine.ReplicaSpec{Model: "tiny", Source: model}, ProbePath: "/chat/completions", StartTimeout: 10 * time.Second}
+	t.Run("direct", func(t *testing.T) { enginetest.Run(t, standInEngine(t), opts) })
+	t.Run("grpc", func(t *testing.T) { enginetest.Run(t, enginetest.OverGRPC(t, standInEngine(t)), opts) })
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Run checks Info, Start, Status and Stop, and how unknown replicas are
-// reported.
+// Run checks Info, Start, Status and Stop, how unknown replicas are
+// reported, and that a replica process that dies is reported so (not
+// ready) for the gateway to replace.
 func Run(t *testing.T, eng engine.Engine, o Options) {
 	t.Helper()
 	if o.StartTimeout == 0 {
@@ -88,6 +90,33 @@ func Run(t *testing.T, eng engine.Engine, o Options) {
 			resp.Body.Close()
 			t.Errorf("the replica still answers after Stop")
 		}
+	}
+	if rep.PID == 0 {
+		return // not a local process: nothing to crash
+	}
+	// A crash: the replica's process is killed; Status must say so.
+	spec.ReplicaID += "-crash"
+	sctx2, cancel2 := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel2()
+	crash, err := eng.Start(sctx2, spec)
+	if err != nil {
+		t.Fatalf("Start (for the crash): %v", err)
+	}
+	defer func() { _ = eng.Stop(ctx, crash.ID, 0) }()
+	if err := syscall.Kill(int(crash.PID), syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the replica: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := eng.Status(ctx, crash.ID)
+		if err != nil || st.State == engine.StateExited || st.State == engine.StateFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("Status of a killed replica is still %+v after 10s; want exited or failed", st)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
