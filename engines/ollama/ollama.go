@@ -136,10 +136,11 @@ func Env(spec engine.ReplicaSpec, port int, dir string) []string {
 	}
 }
 
-// ModelName is the name the replica's model gets inside its Ollama.
+// ModelName is the name the replica's model gets inside its Ollama: the
+// catalog's name where Ollama accepts it, so answers name it as the client
+// did.
 func ModelName(model string) string {
 	var b strings.Builder
-	b.WriteString("llmgw-")
 	for _, r := range strings.ToLower(model) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
@@ -210,7 +211,11 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	e.mu.Lock()
 	e.dirs[spec.ReplicaID] = dir
 	e.mu.Unlock()
-	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID, UpstreamModel: name}, nil
+	rep := engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}
+	if name != spec.Model {
+		rep.UpstreamModel = name
+	}
+	return rep, nil
 }
 
 func post(ctx context.Context, url string, body any) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/enginetest"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
@@ -85,7 +86,7 @@ func TestModelfileAndEnv(t *testing.T) {
 	if !reflect.DeepEqual(env, wantEnv) {
 		t.Errorf("env %q", env)
 	}
-	if n := ModelName("Tiny Chat/v2"); n != "llmgw-tiny-chat-v2" {
+	if n := ModelName("Tiny Chat/v2"); n != "tiny-chat-v2" {
 		t.Errorf("ModelName: %s", n)
 	}
 	if _, err := Modelfile(engine.ReplicaSpec{Source: "/m.gguf", Options: map[string]string{"colour": "red"}}); err == nil || !strings.Contains(err.Error(), `ollama has no option "colour"`) {
@@ -115,13 +116,13 @@ func TestStartCreatesAndLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.UpstreamModel != "llmgw-tiny" || !strings.HasSuffix(rep.BaseURL, "/v1") {
+	if rep.UpstreamModel != "" || !strings.HasSuffix(rep.BaseURL, "/v1") {
 		t.Errorf("replica %+v", rep)
 	}
 	e.mu.Lock()
 	dir := e.dirs["tiny-1"]
 	e.mu.Unlock()
-	mf, err := os.ReadFile(filepath.Join(dir, "models", "llmgw-tiny"))
+	mf, err := os.ReadFile(filepath.Join(dir, "models", "tiny"))
 	if err != nil || !strings.HasPrefix(string(mf), "FROM "+model+"\n") {
 		t.Errorf("the model was not created from the catalog's file: %v %q", err, mf)
 	}
@@ -137,4 +138,32 @@ func TestStartCreatesAndLoads(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ollama create") || !strings.Contains(err.Error(), "Error: invalid model file") {
 		t.Errorf("a refused model: %v", err)
 	}
+}
+
+// The conformance suite against the real Ollama that .ci/install builds.
+func TestConformanceRealOllama(t *testing.T) {
+	bin := os.Getenv("LLMGW_OLLAMA")
+	if bin == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			cache = filepath.Join(os.Getenv("HOME"), ".cache")
+		}
+		bin = filepath.Join(cache, "llmgw", "ollama-v0.6.5", "ollama")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("ollama is not installed at %s; .ci/install builds it (go install github.com/ollama/ollama@v0.6.5)", bin)
+	}
+	model := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := tinygguf.WriteFile(model, tinygguf.Default()); err != nil {
+		t.Fatal(err)
+	}
+	newEngine := func(t *testing.T) *Engine {
+		t.Setenv("LLMGW_ENGINE_BIN", bin)
+		e := New(hclog.NewNullLogger())
+		t.Cleanup(e.Shutdown)
+		return e
+	}
+	opts := enginetest.Options{Spec: engine.ReplicaSpec{Model: "tiny", Source: model, ContextLength: 256}, ProbePath: "/models", StartTimeout: 2 * time.Minute}
+	t.Run("direct", func(t *testing.T) { enginetest.Run(t, newEngine(t), opts) })
+	t.Run("grpc", func(t *testing.T) { enginetest.Run(t, enginetest.OverGRPC(t, newEngine(t)), opts) })
 }

@@ -42,6 +42,10 @@ type Replica struct {
 	state    atomic.Value // string
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanos
+	// suspect (unix nanos) is until when a replica a request could not
+	// reach is passed over while others are ready, until the supervisor
+	// has checked it.
+	suspect atomic.Int64
 }
 
 // Inflight is the number of requests the replica is serving.
@@ -169,8 +173,14 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 	ready := make([]*Replica, 0, len(f.replicas))
 	busy := true
 	target := int64(f.model.Scaling.target())
+	t := now().UnixNano()
+	var suspects []*Replica
 	for _, r := range f.replicas {
 		if r.State() == ReplicaReady {
+			if r.suspect.Load() > t {
+				suspects = append(suspects, r)
+				continue
+			}
 			ready = append(ready, r)
 			if r.inflight.Load() < target {
 				busy = false
@@ -179,6 +189,9 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 	}
 	if busy && len(f.replicas)+f.starting < f.model.Scaling.max() && f.canStartLocked() {
 		f.startLocked()
+	}
+	if len(ready) == 0 {
+		ready = suspects // better a suspect than nothing
 	}
 	if len(ready) == 0 {
 		return nil
@@ -214,7 +227,8 @@ func (f *fleet) release(r *Replica) {
 
 // reportFailure tells the fleet a request could not reach r, so it checks
 // the replica (and its plugin) now rather than at the next tick.
-func (f *fleet) reportFailure(*Replica) {
+func (f *fleet) reportFailure(r *Replica) {
+	r.suspect.Store(now().Add(5 * time.Second).UnixNano())
 	f.plugin.Check()
 	select {
 	case f.kick <- struct{}{}:

@@ -48,7 +48,9 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	}
 	candidates := rt.candidates(r, m)
 	var last error
-	for i, name := range candidates {
+	retried := false
+	for i := 0; i < len(candidates); i++ {
+		name := candidates[i]
 		rep, release, err := rt.app.Acquire(r.Context(), name, rt.policy)
 		if err != nil {
 			last = err
@@ -65,6 +67,14 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		last = a.err
 		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
 			break // the client left, or waited long enough: no fallback
+		}
+		var ue *upstreamError
+		if errors.As(a.err, &ue) && !retried {
+			// The replica could not be reached: once, another replica of
+			// the same model (the failed one is passed over for now).
+			retried = true
+			i--
+			continue
 		}
 		if c := rt.logger.Check(zapcore.DebugLevel, "trying fallback"); c != nil && i+1 < len(candidates) {
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))

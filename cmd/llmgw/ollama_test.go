@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
+)
+
+// ollamaBin finds the Ollama that .ci/install builds (or one on PATH, or
+// LLMGW_OLLAMA).
+func ollamaBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LLMGW_OLLAMA"); p != "" {
+		return p
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	if p := filepath.Join(cache, "llmgw", "ollama-v0.6.5", "ollama"); fileExists(p) {
+		return p
+	}
+	if p, err := exec.LookPath("ollama"); err == nil {
+		return p
+	}
+	t.Fatal("ollama is not installed; .ci/install builds it (go install github.com/ollama/ollama@v0.6.5 into ~/.cache/llmgw/ollama-v0.6.5)")
+	return ""
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// tinyModel writes the tiny test model: it answers with words until
+// max_tokens.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := tinygguf.WriteFile(path, tinygguf.Default()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func ollamaModels(t *testing.T, model string) string {
+	return fmt.Sprintf(`
+		engine ollama {
+			option bin %s
+		}
+		%s`, ollamaBin(t), model)
+}
+
+func TestOllamaServesChatCompletionsEmbeddings(t *testing.T) {
+	src := tinyModel(t)
+	g := startGateway(t, ollamaModels(t, `model tiny {
+			engine ollama
+			source `+src+`
+			context_length 512
+			target_concurrency 4
+			min 1
+		}`), "")
+	c := g.client()
+	g.readyReplicas("tiny", 1)
+
+	resp, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{
+		Model: "tiny", MaxTokens: openai.Int(8), Temperature: openai.Float(0),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about the sea")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Choices[0].Message.Content == "" || resp.Usage.CompletionTokens < 1 || resp.Usage.CompletionTokens > 8 || resp.Usage.PromptTokens < 1 {
+		t.Errorf("chat: %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+	}
+	if resp.Model != "tiny" {
+		t.Errorf("the answer names model %q, want the catalog's name", resp.Model)
+	}
+
+	stream := c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
+		Model: "tiny", MaxTokens: openai.Int(16), Temperature: openai.Float(0),
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("and the mountains")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	var acc openai.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 4 || acc.Choices[0].Message.Content == "" || acc.Usage.CompletionTokens < 1 {
+		t.Errorf("stream: %d chunks, %q, usage %+v", chunks, acc.Choices[0].Message.Content, acc.Usage)
+	}
+
+	comp, err := c.Completions.New(bg, openai.CompletionNewParams{
+		Model: "tiny", MaxTokens: openai.Int(8), Temperature: openai.Float(0),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("the river")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comp.Choices[0].Text == "" || comp.Usage.CompletionTokens < 1 {
+		t.Errorf("completion: %q, usage %+v", comp.Choices[0].Text, comp.Usage)
+	}
+
+	emb, err := c.Embeddings.New(bg, openai.EmbeddingNewParams{
+		Model: "tiny", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hello world")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) != 64 {
+		t.Errorf("embeddings: %d vectors of %d", len(emb.Data), len(emb.Data[0].Embedding))
+	}
+	fams := scrape(t, g)
+	if v, _ := value(fams, "llmgw_tokens_total", map[string]string{"model": "tiny", "kind": "completion"}); v < 3 {
+		t.Errorf("completion tokens counted: %v", v)
+	}
+}
+
+func TestOllamaOnDemandAndIdleStop(t *testing.T) {
+	src := tinyModel(t)
+	g := startGateway(t, ollamaModels(t, `model lazy {
+			engine ollama
+			source `+src+`
+			context_length 256
+			min 0
+			idle_timeout 2s
+		}`), "")
+	if st := g.models()["lazy"]; st.State != "idle" || len(st.Replicas) != 0 {
+		t.Fatalf("before any request: %q with %d replicas", st.State, len(st.Replicas))
+	}
+	chatOnce(t, g, "lazy") // starts ollama, creates and loads the model
+	rs := g.models()["lazy"].Replicas
+	if len(rs) != 1 {
+		t.Fatalf("after a request: %d replicas", len(rs))
+	}
+	waitFor(t, 20*time.Second, "the idle replica to stop", func() bool { return len(g.models()["lazy"].Replicas) == 0 })
+	waitFor(t, 10*time.Second, "ollama to exit", func() bool { return !processAlive(int(rs[0].PID)) })
+}
+
+func TestOllamaReplicaKilledMidStream(t *testing.T) {
+	src := tinyModel(t)
+	g := startGateway(t, ollamaModels(t, `model pair {
+			engine ollama
+			source `+src+`
+			context_length 2048
+			min 2
+			max 2
+		}`), "")
+	reps := g.readyReplicas("pair", 2)
+	c := g.client()
+	stream := c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
+		Model: "pair", MaxTokens: openai.Int(1800), Temperature: openai.Float(0),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write a long story")},
+	})
+	if !stream.Next() {
+		t.Fatalf("no first chunk: %v", stream.Err())
+	}
+	// Kill the replica serving the stream.
+	var victim int64
+	waitFor(t, 5*time.Second, "the stream's replica", func() bool {
+		for _, r := range g.models()["pair"].Replicas {
+			if r.Inflight > 0 {
+				victim = r.PID
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(int(victim), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for stream.Next() {
+	}
+	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "error") {
+		t.Errorf("the client got no error event when its replica died: %v", err)
+	}
+	// The next request is served by the other replica.
+	resp, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{
+		Model: "pair", MaxTokens: openai.Int(4),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	})
+	if err != nil || resp.Choices[0].Message.Content == "" {
+		t.Fatalf("after the kill: %v", err)
+	}
+	_ = reps
+}
