@@ -4,7 +4,9 @@
 // last byte. With -pid it also reports the CPU time those processes spent
 // per request. "llmgw-bench compare" runs the sim replica directly, behind
 // plain Caddy reverse_proxy and behind llm_router, all in one run, and
-// prints the gateway overhead side by side.
+// prints the gateway overhead side by side. "llmgw-bench ollama" does the
+// same for tokens per second and time to first token on a real Ollama
+// serving the tiny test model.
 package main
 
 import (
@@ -15,6 +17,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "ollama" {
+		if err := ollamaCompare(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench ollama:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		if err := compare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench compare:", err)

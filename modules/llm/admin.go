@@ -96,6 +96,13 @@ type EngineStatus struct {
 	Formats      []string `json:"formats"`
 }
 
+func getNode(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiErr(http.StatusMethodNotAllowed, "use GET")
+	}
+	return writeJSON(w, node.status())
+}
+
 func getEngines(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {

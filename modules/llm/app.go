@@ -50,6 +50,10 @@ type App struct {
 	// named llmgw-engine-<type>. Default: "plugins" under Caddy's data
 	// directory.
 	PluginDir string `json:"plugin_dir,omitempty"`
+	// Node is what this machine offers replicas (memory, cores, GPUs).
+	// Default: detected (total memory, CPUs, NVIDIA GPUs); declared values
+	// replace detected ones.
+	Node *Resources `json:"node,omitempty"`
 	// Engines pins or overrides engine plugins by type.
 	Engines map[string]*EngineConfig `json:"engines,omitempty"`
 	// Models is the catalog.
@@ -106,6 +110,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision builds the catalog and loads (or reuses) plugins and fleets.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	node.setCapacity(a.Node)
 	if a.PluginDir == "" {
 		a.PluginDir = filepath.Join(caddy.AppDataDir(), "plugins")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/dustin/go-humanize"
 )
 
 func init() {
@@ -83,6 +84,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = durationArg(d, &a.StartTimeout)
 		case "max_waiting":
 			err = intArg(d, &a.MaxWaiting, 1)
+		case "node":
+			a.Node = new(Resources)
+			err = parseResources(d, a.Node)
 		case "engine":
 			err = a.parseEngine(d)
 		case "model":
@@ -226,8 +230,47 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return manyArgs(d, &m.Fallbacks)
 	case "price":
 		return parsePrice(d, m)
+	case "resources":
+		m.Resources = new(Resources)
+		return parseResources(d, m.Resources)
+	case "class":
+		return oneArg(d, &m.Class)
+	case "owner":
+		return oneArg(d, &m.Owner)
 	}
 	return d.Errf("unrecognized model subdirective %q", dir)
+}
+
+// parseResources reads a block of memory <size>, cores <n>, gpus <n>.
+func parseResources(d *caddyfile.Dispenser, r *Resources) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "memory":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil {
+				return d.Errf("memory %q is not a size such as 8GiB", s)
+			}
+			r.Memory = int64(n)
+		case "cores":
+			if err := intArg(d, &r.Cores, 0); err != nil {
+				return err
+			}
+		case "gpus":
+			if err := intArg(d, &r.GPUs, 0); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("unrecognized resources subdirective %q; use memory, cores or gpus", d.Val())
+		}
+	}
+	return nil
 }
 
 func oneArg(d *caddyfile.Dispenser, dst *string) error {

@@ -42,6 +42,16 @@ type Model struct {
 	// fails before the first byte of the answer: connect error, 5xx, 429
 	// or no capacity.
 	Fallbacks []string `json:"fallbacks,omitempty"`
+	// Resources one replica needs from the node (memory, cores, GPUs).
+	// A replica starts only where it fits. Default: nothing.
+	Resources *Resources `json:"resources,omitempty"`
+	// Class decides who gives way when the node is full: critical,
+	// standard (the default) or opportunistic. Replicas of lower classes
+	// are stopped to make room for higher ones.
+	Class string `json:"class,omitempty"`
+	// Owner is the organisation, team or project the model belongs to,
+	// for operators (org/team/project).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Price is what a model's tokens cost, per million, in the currency
@@ -139,6 +149,14 @@ func (m *Model) validate() error {
 	}
 	if s != nil && (s.TargetConcurrency < 0 || s.IdleTimeout < 0) {
 		return fmt.Errorf("model %q: scaling values must not be negative", m.Name)
+	}
+	switch m.Class {
+	case "", ClassCritical, ClassStandard, ClassOpportunistic:
+	default:
+		return fmt.Errorf("model %q: class %q: use critical, standard or opportunistic", m.Name, m.Class)
+	}
+	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
+		return fmt.Errorf("model %q: resources must not be negative", m.Name)
 	}
 	return nil
 }

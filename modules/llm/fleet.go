@@ -71,7 +71,8 @@ type fleet struct {
 	backoff   time.Duration
 	retryAt   time.Time
 	lastUsed  time.Time
-	stopped   bool // by an administrator
+	stopped   bool   // by an administrator
+	waitFor   string // why no replica can start now: the node is full
 	startOnce sync.Once
 
 	ctx    context.Context
@@ -212,6 +213,9 @@ func (f *fleet) unavailableLocked() error {
 	if f.ctx.Err() != nil {
 		return &NoCapacityError{Model: f.model.Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
+	if f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
+		return &NoCapacityError{Model: f.model.Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
+	}
 	if f.starting == 0 && f.lastErr != nil && now().Before(f.retryAt) {
 		wait := f.retryAt.Sub(now())
 		return &NoCapacityError{Model: f.model.Name, RetryAfter: wait,
@@ -281,7 +285,22 @@ func (f *fleet) restart(id string) bool {
 }
 
 // startLocked starts one replica in the background.
-func (f *fleet) startLocked() {
+// startLocked starts a replica if the node has room for it (stopping
+// replicas of lower classes to make some), and reports whether it did.
+func (f *fleet) startLocked() bool {
+	p, victims, why := node.reserve(f)
+	if p == nil {
+		if f.waitFor != why {
+			f.waitFor = why
+			f.logger.Info("replica cannot start", zap.String("reason", why))
+			f.notify()
+		}
+		return false
+	}
+	f.waitFor = ""
+	for _, v := range victims {
+		go v.fleet.evict(v.rep, f.model.Name)
+	}
 	f.starting++
 	go func() {
 		defer func() {
@@ -290,6 +309,11 @@ func (f *fleet) startLocked() {
 			}
 		}()
 		r, err := f.startReplica()
+		if err == nil {
+			node.bind(p, r)
+		} else {
+			node.release(p)
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.starting--
@@ -313,6 +337,22 @@ func (f *fleet) startLocked() {
 		f.notify()
 		f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID))
 	}()
+	return true
+}
+
+// evict stops a replica to make room for a model of a higher class.
+func (f *fleet) evict(r *Replica, forModel string) {
+	f.mu.Lock()
+	for i, x := range f.replicas {
+		if x == r {
+			f.replicas = append(f.replicas[:i:i], f.replicas[i+1:]...)
+			break
+		}
+	}
+	f.notify()
+	f.mu.Unlock()
+	f.logger.Info("stopping replica to make room", zap.String("replica", r.ID), zap.String("for", forModel), zap.String("class", f.model.Class))
+	f.stopReplica(r)
 }
 
 func (f *fleet) startReplica() (*Replica, error) {
@@ -349,6 +389,7 @@ func randID() string {
 }
 
 func (f *fleet) stopReplica(r *Replica) {
+	defer node.releaseReplica(r)
 	r.state.Store(ReplicaDraining)
 	eng, epoch, err := f.plugin.Engine()
 	if err != nil || epoch != r.epoch {

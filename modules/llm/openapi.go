@@ -27,6 +27,7 @@ var operations = []operation{
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
 	{"POST", "/llm/replicas/{id}/restart", "Replace one replica with a new one", "/llm/replicas/", restartReplica, ""},
 	{"GET", "/llm/engines", "List the engine plugins", "/llm/engines", getEngines, ""},
+	{"GET", "/llm/node", "The node's capacity (memory, cores, GPUs), what its replicas use, and what is free", "/llm/node", getNode, ""},
 	{"GET", "/llm/keys", "List API keys (never their secrets)", "/llm/keys", handleKeys, ""},
 	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
 	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},

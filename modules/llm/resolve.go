@@ -83,16 +83,19 @@ func (a *App) ReportFailure(r *Replica) {
 
 // ModelStatus is what the catalog and fleet say about one model.
 type ModelStatus struct {
-	Name     string          `json:"name"`
-	Aliases  []string        `json:"aliases,omitempty"`
-	Engine   string          `json:"engine"`
-	Source   string          `json:"source,omitempty"`
-	State    string          `json:"state"`
-	Reason   string          `json:"reason,omitempty"`
-	Min      int             `json:"min"`
-	Max      int             `json:"max"`
-	Runtime  bool            `json:"runtime,omitempty"` // added through the admin API
-	Replicas []ReplicaStatus `json:"replicas"`
+	Name      string          `json:"name"`
+	Aliases   []string        `json:"aliases,omitempty"`
+	Engine    string          `json:"engine"`
+	Source    string          `json:"source,omitempty"`
+	State     string          `json:"state"`
+	Reason    string          `json:"reason,omitempty"`
+	Min       int             `json:"min"`
+	Max       int             `json:"max"`
+	Runtime   bool            `json:"runtime,omitempty"` // added through the admin API
+	Class     string          `json:"class"`
+	Owner     string          `json:"owner,omitempty"`
+	Resources *Resources      `json:"resources,omitempty"`
+	Replicas  []ReplicaStatus `json:"replicas"`
 }
 
 // ReplicaStatus describes one replica.
@@ -122,7 +125,11 @@ func (f *fleet) status() ModelStatus {
 	defer f.mu.Unlock()
 	m := f.model
 	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
-		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{}}
+		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{},
+		Class: m.Class, Owner: m.Owner, Resources: m.Resources}
+	if s.Class == "" {
+		s.Class = ClassStandard
+	}
 	for _, r := range f.replicas {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL,
 			PID: r.PID, Inflight: r.inflight.Load(), Started: r.Started})
@@ -132,6 +139,8 @@ func (f *fleet) status() ModelStatus {
 		s.State, s.Reason = "stopped", "an administrator stopped it"
 	case len(f.replicas) > 0:
 		s.State = "ready"
+	case f.waitFor != "" && f.starting == 0:
+		s.State, s.Reason = "waiting", f.waitFor
 	case f.starting > 0:
 		s.State, s.Reason = "starting", "a replica is starting"
 	case f.lastErr != nil:

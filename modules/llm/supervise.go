@@ -45,7 +45,9 @@ func (f *fleet) tick() {
 	f.scaleDown()
 	f.mu.Lock()
 	for len(f.replicas)+f.starting < f.model.Scaling.min() && f.canStartLocked() {
-		f.startLocked()
+		if !f.startLocked() {
+			break
+		}
 	}
 	f.mu.Unlock()
 }

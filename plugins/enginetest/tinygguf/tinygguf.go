@@ -149,7 +149,7 @@ func Write(w io.Writer, c Config) error {
 	for t := 0; t < vocab; t++ {
 		embd[t*e] = 1 // the constant dimension
 		switch {
-		case t == 2:
+		case t == 2 && c.StopBias != 0:
 			out[t*e] = c.StopBias
 		case word[t]:
 			out[t*e] = 0

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/engines/ollama"
+	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
+)
+
+// ollamaCompare runs the tiny test model on a real Ollama and measures
+// tokens per second and time to first token directly and through
+// llm_router (reaching the same Ollama through the openai engine),
+// interleaved, at each concurrency.
+func ollamaCompare(args []string) error {
+	fs := flag.NewFlagSet("ollama", flag.ExitOnError)
+	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
+	home, _ := os.UserCacheDir()
+	ollamaBin := fs.String("ollama", filepath.Join(home, "llmgw", "ollama-v0.6.5", "ollama"), "the ollama binary")
+	dur := fs.Duration("d", 5*time.Second, "duration of each measurement")
+	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
+	conc := fs.String("c", "1,8", "concurrencies")
+	tokens := fs.Int("max-tokens", 128, "tokens per answer (the tiny model always writes this many)")
+	_ = fs.Parse(args)
+	dir, err := os.MkdirTemp("", "llmgw-bench-ollama-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := tinygguf.WriteFile(model, tinygguf.Default()); err != nil {
+		return err
+	}
+	os.Setenv("LLMGW_ENGINE_BIN", *ollamaBin)
+	eng := ollama.New(hclog.NewNullLogger())
+	defer eng.Shutdown()
+	rep, err := eng.Start(context.Background(), engine.ReplicaSpec{Model: "bench", ReplicaID: "bench-1", Source: model,
+		ContextLength: 2048, Concurrency: 8})
+	if err != nil {
+		return err
+	}
+	llmApp := "llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url " + rep.BaseURL + "\n\t\t\ttarget_concurrency 64\n\t\t}\n\t}"
+	port, cmd, err := startGateway(*bin, dir, "llmgw", llmApp, "route /v1/* {\n\t\tllm_router\n\t}")
+	if cmd != nil {
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	}
+	if err != nil {
+		return err
+	}
+	targets := []target{{name: "ollama direct", url: rep.BaseURL}, {name: "through llmgw", url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid}}
+	for _, c := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return fmt.Errorf("-c: %w", err)
+		}
+		cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: true, MaxTokens: *tokens}
+		samples := make([][]sample, len(targets))
+		for i, t := range targets { // warm up
+			w := cfg
+			w.URL, w.Duration = t.url, time.Second
+			if _, err := run(w); err != nil {
+				return fmt.Errorf("%s: %w", targets[i].name, err)
+			}
+		}
+		for range *rounds {
+			for i, t := range targets {
+				w := cfg
+				w.URL = t.url
+				res, err := run(w)
+				if err != nil {
+					return err
+				}
+				if res.Errors > 0 {
+					return fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
+				}
+				samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps()})
+			}
+		}
+		fmt.Printf("\ntiny model on Ollama, concurrency %d, streamed, %d tokens per answer, %d rounds of %s (medians)\n", n, *tokens, *rounds, *dur)
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "target\ttokens/s\tvs direct\tttft p50\tadded ttft\tp50\t")
+		direct := median(samples[0])
+		for i, t := range targets {
+			m := median(samples[i])
+			fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t\n", t.name, m.rps*float64(*tokens), m.rps/direct.rps, us(m.ttfb), us(m.ttfb-direct.ttfb), us(m.p50))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package llm
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Resources are what a node has or what one replica of a model needs.
+type Resources struct {
+	// Memory in bytes (the Caddyfile takes sizes such as 8GiB).
+	Memory int64 `json:"memory,omitempty"`
+	Cores  int   `json:"cores,omitempty"`
+	GPUs   int   `json:"gpus,omitempty"`
+}
+
+func (r Resources) add(o Resources, sign int64) Resources {
+	return Resources{Memory: r.Memory + sign*o.Memory, Cores: r.Cores + int(sign)*o.Cores, GPUs: r.GPUs + int(sign)*o.GPUs}
+}
+
+func (r Resources) fits(in Resources) bool {
+	return r.Memory <= in.Memory && r.Cores <= in.Cores && r.GPUs <= in.GPUs
+}
+
+func (r Resources) String() string { return r.describe(r) }
+
+// describe names r's amounts of the kinds that like has.
+func (r Resources) describe(like Resources) string {
+	var parts []string
+	if like.Memory != 0 {
+		parts = append(parts, humanize.IBytes(uint64(max(r.Memory, 0)))+" memory")
+	}
+	if like.Cores != 0 {
+		parts = append(parts, strconv.Itoa(r.Cores)+" cores")
+	}
+	if like.GPUs != 0 {
+		parts = append(parts, strconv.Itoa(r.GPUs)+" GPUs")
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Model classes, in the order they give way: when a replica does not fit,
+// replicas of lower classes are stopped to make room.
+const (
+	ClassCritical      = "critical"
+	ClassStandard      = "standard"
+	ClassOpportunistic = "opportunistic"
+)
+
+func classRank(c string) int {
+	switch c {
+	case ClassCritical:
+		return 3
+	case ClassOpportunistic:
+		return 1
+	}
+	return 2
+}
+
+// detectNode reads this machine's memory, cores and NVIDIA GPUs.
+func detectNode() Resources {
+	n := Resources{Cores: runtime.NumCPU()}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				n.Memory = kb << 10
+			}
+		}
+		f.Close()
+	}
+	if gpus, err := os.ReadDir("/proc/driver/nvidia/gpus"); err == nil {
+		n.GPUs = len(gpus)
+	}
+	return n
+}
+
+// placement is one replica's claim on the node: reserved when its start
+// begins, bound to the replica once it runs, released when it stops.
+type placement struct {
+	fleet   *fleet
+	need    Resources
+	rank    int
+	rep     *Replica
+	evicted bool
+}
+
+// ledger places replicas on this node. There is one per process: the
+// node's capacity is the active config's, the placements are everyone's.
+type ledger struct {
+	mu       sync.Mutex
+	capacity atomic.Pointer[Resources]
+	places   []*placement
+}
+
+var node = &ledger{}
+
+// setCapacity sets what the node has: declared, or detected.
+func (l *ledger) setCapacity(declared *Resources) {
+	c := detectNode()
+	if declared != nil {
+		if declared.Memory > 0 {
+			c.Memory = declared.Memory
+		}
+		if declared.Cores > 0 {
+			c.Cores = declared.Cores
+		}
+		if declared.GPUs > 0 || declared.Memory > 0 || declared.Cores > 0 {
+			c.GPUs = declared.GPUs
+		}
+	}
+	l.capacity.Store(&c)
+}
+
+func (l *ledger) cap() Resources {
+	if c := l.capacity.Load(); c != nil {
+		return *c
+	}
+	return detectNode()
+}
+
+// usedLocked sums the placements that still hold resources.
+func (l *ledger) usedLocked() Resources {
+	var u Resources
+	for _, p := range l.places {
+		if !p.evicted {
+			u = u.add(p.need, 1)
+		}
+	}
+	return u
+}
+
+// NodeStatus is the node's capacity and what its replicas use.
+type NodeStatus struct {
+	Capacity Amounts `json:"capacity"`
+	Used     Amounts `json:"used"`
+	Free     Amounts `json:"free"`
+}
+
+// Amounts are resources with every kind shown, zero or not.
+type Amounts struct {
+	Memory int64 `json:"memory"`
+	Cores  int   `json:"cores"`
+	GPUs   int   `json:"gpus"`
+}
+
+func amounts(r Resources) Amounts { return Amounts(r) }
+
+func (l *ledger) status() NodeStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, u := l.cap(), l.usedLocked()
+	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.add(u, -1))}
+}
+
+// reserve claims room for one replica of f. When the node is full it
+// picks replicas of lower classes to stop (idle ones first, newest
+// first); when even that is not enough it says why.
+func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
+	need := f.model.needs()
+	rank := classRank(f.model.Class)
+	p := &placement{fleet: f, need: need, rank: rank}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	free := l.cap().add(l.usedLocked(), -1)
+	if need.fits(free) {
+		l.places = append(l.places, p)
+		return p, nil, ""
+	}
+	var cands []*placement
+	for _, q := range l.places {
+		if !q.evicted && q.rep != nil && q.rank < rank {
+			cands = append(cands, q)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b *placement) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		ai, bi := a.rep.inflight.Load(), b.rep.inflight.Load()
+		if (ai == 0) != (bi == 0) {
+			if ai == 0 {
+				return -1
+			}
+			return 1
+		}
+		return b.rep.Started.Compare(a.rep.Started)
+	})
+	var victims []*placement
+	for _, q := range cands {
+		if need.fits(free) {
+			break
+		}
+		victims = append(victims, q)
+		free = free.add(q.need, 1)
+	}
+	if !need.fits(free) {
+		return nil, nil, fmt.Sprintf("waiting for a node with room for it (a replica needs %s; the node has %s free)",
+			need, l.cap().add(l.usedLocked(), -1).describe(need))
+	}
+	for _, q := range victims {
+		q.evicted = true
+	}
+	l.places = append(l.places, p)
+	return p, victims, ""
+}
+
+// bind records the replica a placement became.
+func (l *ledger) bind(p *placement, r *Replica) {
+	l.mu.Lock()
+	p.rep = r
+	l.mu.Unlock()
+}
+
+// release gives a placement's room back.
+func (l *ledger) release(p *placement) {
+	if p == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.places = slices.DeleteFunc(l.places, func(q *placement) bool { return q == p })
+}
+
+// releaseReplica gives back the room of a replica that stopped.
+func (l *ledger) releaseReplica(r *Replica) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.places = slices.DeleteFunc(l.places, func(q *placement) bool { return q.rep == r })
+}
+
+// needs is what one replica of the model needs from the node.
+func (m *Model) needs() Resources {
+	if m.Resources == nil {
+		return Resources{}
+	}
+	return *m.Resources
+}
