@@ -49,3 +49,41 @@ func TestMissingEngineBinaryRefusedAtProvision(t *testing.T) {
 		t.Errorf("a bin that is not there: %v\n%s", err, lastLines(out, 3))
 	}
 }
+
+// A model whose weights its engine cannot load is refused when the config
+// is loaded, with the reason.
+func TestWeightsTheEngineCannotLoadAreRefused(t *testing.T) {
+	gguf := tinyModel(t)
+	st := t.TempDir()
+	_ = os.WriteFile(filepath.Join(st, "config.json"), []byte("{}"), 0o644)
+	_ = os.WriteFile(filepath.Join(st, "model.safetensors"), []byte("{}"), 0o644)
+	cfg := func(engine, source string) string {
+		return `{
+	admin off
+	llm {
+		engine ` + engine + ` {
+			option bin /bin/true
+		}
+		model m {
+			engine ` + engine + `
+			source ` + source + `
+		}
+	}
+}
+:0 {
+	llm_router
+}
+`
+	}
+	out, err := validate(t, cfg("vllm", gguf))
+	if err == nil || !strings.Contains(out, `model \"m\": engine vllm cannot load gguf weights (`+gguf+`); it loads safetensors`) {
+		t.Errorf("GGUF for vllm: %v\n%s", err, lastLines(out, 2))
+	}
+	out, err = validate(t, cfg("llamacpp", st))
+	if err == nil || !strings.Contains(out, `engine llamacpp cannot load safetensors weights`) {
+		t.Errorf("safetensors for llamacpp: %v\n%s", err, lastLines(out, 2))
+	}
+	if out, err := validate(t, cfg("llamacpp", gguf)); err != nil {
+		t.Errorf("GGUF for llamacpp: %v\n%s", err, lastLines(out, 2))
+	}
+}

@@ -210,6 +210,9 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %q: %w", m.Name, err)
 	}
+	if err := checkFormat(m, p.Info().Formats); err != nil {
+		return nil, err
+	}
 	key := m.key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{

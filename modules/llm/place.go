@@ -248,3 +248,65 @@ func (m *Model) needs() Resources {
 	}
 	return *m.Resources
 }
+
+// Weight formats the gateway recognises in a model's source.
+const (
+	FormatGGUF        = "gguf"
+	FormatSafetensors = "safetensors"
+)
+
+// sourceFormat tells a local source's weight format: a GGUF file, or a
+// directory of safetensors. It returns "" for what it does not recognise
+// (and for URLs and engine-specific sources).
+func sourceFormat(source string) (string, error) {
+	if source == "" || strings.Contains(source, "://") {
+		return "", nil
+	}
+	st, err := os.Stat(source)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		entries, _ := os.ReadDir(source)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".safetensors") {
+				return FormatSafetensors, nil
+			}
+		}
+		return "", nil
+	}
+	f, err := os.Open(source)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if n, _ := f.Read(magic[:]); n == 4 && string(magic[:]) == "GGUF" {
+		return FormatGGUF, nil
+	}
+	return "", nil
+}
+
+// checkFormat refuses a model whose weights its engine cannot load, when
+// the engine loads weight files (GGUF, safetensors) at all.
+func checkFormat(m *Model, formats []string) error {
+	files := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
+	if !files {
+		return nil
+	}
+	if m.Source == "" {
+		return fmt.Errorf("model %q: engine %s loads %s weights; set source to them", m.Name, m.Engine, strings.Join(formats, " or "))
+	}
+	got, err := sourceFormat(m.Source)
+	if err != nil {
+		return fmt.Errorf("model %q: source: %w", m.Name, err)
+	}
+	if got == "" && !strings.Contains(m.Source, "://") {
+		return fmt.Errorf("model %q: engine %s loads %s weights and %s is neither a GGUF file nor a directory of safetensors",
+			m.Name, m.Engine, strings.Join(formats, " or "), m.Source)
+	}
+	if got != "" && !slices.Contains(formats, got) {
+		return fmt.Errorf("model %q: engine %s cannot load %s weights (%s); it loads %s", m.Name, m.Engine, got, m.Source, strings.Join(formats, " or "))
+	}
+	return nil
+}
