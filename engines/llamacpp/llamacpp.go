@@ -63,7 +63,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 
 // Options a model may set for this engine.
 var known = map[string]string{
-	"threads":      "CPU threads (llama-server --threads); default: llama-server's",
+	"threads":      "CPU threads (llama-server --threads); default: the model's resources cores, else llama-server's",
 	"embeddings":   "true to serve /v1/embeddings (--embeddings)",
 	"lora":         "adapters, comma-separated path[:scale] (--lora / --lora-scaled)",
 	"gpu_layers":   "layers to offload to GPUs (--n-gpu-layers)",
@@ -115,6 +115,9 @@ func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
 		}
 		args = append(args, flag, strconv.Itoa(n))
 		return nil
+	}
+	if _, set := opt["threads"]; !set && spec.Cores > 0 {
+		args = append(args, "--threads", strconv.Itoa(spec.Cores)) // the model's cores
 	}
 	for _, f := range [][2]string{{"threads", "--threads"}, {"gpu_layers", "--n-gpu-layers"},
 		{"batch_size", "--batch-size"}, {"ubatch_size", "--ubatch-size"}} {

@@ -109,6 +109,10 @@ func TestCommand(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("command:\n got %q\nwant %q", got, want)
 	}
+	got, _ = Command(engine.ReplicaSpec{Model: "m", Source: "/m.gguf", Cores: 6}, 1)
+	if !strings.Contains(strings.Join(got, " "), "--threads 6") {
+		t.Errorf("threads from the model's cores: %q", got)
+	}
 	for opts, msg := range map[string]string{
 		"colour=red":        `llamacpp has no option "colour"`,
 		"threads=many":      `threads "many" is not a whole number`,

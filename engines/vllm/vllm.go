@@ -132,6 +132,8 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 		}
 		env = append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
 		args = append(args, "--tensor-parallel-size", strconv.Itoa(len(ids)))
+	} else if spec.GPUs > 1 {
+		args = append(args, "--tensor-parallel-size", strconv.Itoa(spec.GPUs)) // the model's resources gpus
 	}
 	if spec.ContextLength > 0 {
 		args = append(args, "--max-model-len", strconv.FormatInt(spec.ContextLength, 10))

@@ -82,6 +82,10 @@ func TestCommand(t *testing.T) {
 	if !reflect.DeepEqual(env, []string{"CUDA_VISIBLE_DEVICES=0,1"}) {
 		t.Errorf("env %q", env)
 	}
+	args, env, _ = Command(engine.ReplicaSpec{Model: "m", Source: "/m", GPUs: 4}, 1)
+	if !strings.Contains(strings.Join(args, " "), "--tensor-parallel-size 4") || len(env) != 0 {
+		t.Errorf("tensor parallel size from the model's gpus: %q %q", args, env)
+	}
 	for opts, msg := range map[string]string{
 		"colour=red":                 `vllm has no option "colour"`,
 		"gpus=first":                 "give GPU indexes",

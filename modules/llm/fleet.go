@@ -367,6 +367,7 @@ func (f *fleet) startReplica() (*Replica, error) {
 		Model: f.model.Name, ReplicaID: id, Source: f.model.Source, Args: f.model.Args,
 		Options: f.model.Options, ContextLength: f.model.ContextLength,
 		Concurrency: int64(f.model.Scaling.target()),
+		Memory:      f.model.needs().Memory, Cores: f.model.needs().Cores, GPUs: f.model.needs().GPUs,
 	})
 	if err != nil {
 		f.plugin.Check()

@@ -91,6 +91,11 @@ type ReplicaSpec struct {
 	Options       map[string]string // engine-specific settings
 	ContextLength int64
 	Concurrency   int64 // requests a replica should serve at once
+	// What the model says one replica needs (0 = not said): engines size
+	// threads and GPU splits from them.
+	Memory int64
+	Cores  int
+	GPUs   int
 }
 
 // Replica is a started replica.

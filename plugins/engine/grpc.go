@@ -46,6 +46,7 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 	r, err := g.c.Start(ctx, &pb.StartRequest{
 		Model: s.Model, ReplicaId: s.ReplicaID, Source: s.Source, Args: s.Args,
 		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
+		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs),
 	})
 	if err != nil {
 		return Replica{}, fromStatus(err)
@@ -85,6 +86,7 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 	rep, err := g.impl.Start(ctx, ReplicaSpec{
 		Model: r.Model, ReplicaID: r.ReplicaId, Source: r.Source, Args: r.Args,
 		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
+		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus),
 	})
 	if err != nil {
 		return nil, toStatus(err)

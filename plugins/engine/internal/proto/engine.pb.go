@@ -136,6 +136,9 @@ type StartRequest struct {
 	Options       map[string]string      `protobuf:"bytes,5,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ContextLength int64                  `protobuf:"varint,6,opt,name=context_length,json=contextLength,proto3" json:"context_length,omitempty"`
 	Concurrency   int64                  `protobuf:"varint,7,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
+	Memory        int64                  `protobuf:"varint,8,opt,name=memory,proto3" json:"memory,omitempty"` // bytes one replica may use; 0 = not said
+	Cores         int32                  `protobuf:"varint,9,opt,name=cores,proto3" json:"cores,omitempty"`
+	Gpus          int32                  `protobuf:"varint,10,opt,name=gpus,proto3" json:"gpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -215,6 +218,27 @@ func (x *StartRequest) GetContextLength() int64 {
 func (x *StartRequest) GetConcurrency() int64 {
 	if x != nil {
 		return x.Concurrency
+	}
+	return 0
+}
+
+func (x *StartRequest) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *StartRequest) GetCores() int32 {
+	if x != nil {
+		return x.Cores
+	}
+	return 0
+}
+
+func (x *StartRequest) GetGpus() int32 {
+	if x != nil {
+		return x.Gpus
 	}
 	return 0
 }
@@ -549,7 +573,7 @@ const file_engine_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12\x18\n" +
-	"\aformats\x18\x04 \x03(\tR\aformats\"\xba\x02\n" +
+	"\aformats\x18\x04 \x03(\tR\aformats\"\xfc\x02\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
@@ -558,7 +582,11 @@ const file_engine_proto_rawDesc = "" +
 	"\x04args\x18\x04 \x03(\tR\x04args\x12D\n" +
 	"\aoptions\x18\x05 \x03(\v2*.llmgw.engine.v1.StartRequest.OptionsEntryR\aoptions\x12%\n" +
 	"\x0econtext_length\x18\x06 \x01(\x03R\rcontextLength\x12 \n" +
-	"\vconcurrency\x18\a \x01(\x03R\vconcurrency\x1a:\n" +
+	"\vconcurrency\x18\a \x01(\x03R\vconcurrency\x12\x16\n" +
+	"\x06memory\x18\b \x01(\x03R\x06memory\x12\x14\n" +
+	"\x05cores\x18\t \x01(\x05R\x05cores\x12\x12\n" +
+	"\x04gpus\x18\n" +
+	" \x01(\x05R\x04gpus\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
