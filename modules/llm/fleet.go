@@ -342,17 +342,7 @@ func (f *fleet) startLocked() bool {
 
 // evict stops a replica to make room for a model of a higher class.
 func (f *fleet) evict(r *Replica, forModel string) {
-	f.mu.Lock()
-	for i, x := range f.replicas {
-		if x == r {
-			f.replicas = append(f.replicas[:i:i], f.replicas[i+1:]...)
-			break
-		}
-	}
-	f.notify()
-	f.mu.Unlock()
-	f.logger.Info("stopping replica to make room", zap.String("replica", r.ID), zap.String("for", forModel), zap.String("class", f.model.Class))
-	f.stopReplica(r)
+	f.drop(r, "stopped to make room for "+forModel+", a model of a higher class")
 }
 
 func (f *fleet) startReplica() (*Replica, error) {
