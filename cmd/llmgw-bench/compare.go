@@ -236,7 +236,7 @@ func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"model":"bench","messages":[{"role":"user","content":"x"}]}`))
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"model":"bench","max_tokens":1,"messages":[{"role":"user","content":"x"}]}`))
 		req.Header.Set("Authorization", "Bearer "+benchKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -27,7 +26,7 @@ func ollamaCompare(args []string) error {
 	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
 	home, _ := os.UserCacheDir()
 	ollamaBin := fs.String("ollama", filepath.Join(home, "llmgw", "ollama-v0.6.5", "ollama"), "the ollama binary")
-	dur := fs.Duration("d", 5*time.Second, "duration of each measurement")
+	per := fs.Int("n", 6, "answers per client in each measurement (a fixed count, so that batches of answers finishing together do not skew the rate)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
 	conc := fs.String("c", "1,8", "concurrencies")
 	tokens := fs.Int("max-tokens", 128, "tokens per answer (the tiny model always writes this many)")
@@ -63,11 +62,11 @@ func ollamaCompare(args []string) error {
 		if err != nil {
 			return fmt.Errorf("-c: %w", err)
 		}
-		cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: true, MaxTokens: *tokens}
+		cfg := loadConfig{Model: "bench", Concurrency: n, Requests: n * *per, Stream: true, MaxTokens: *tokens}
 		samples := make([][]sample, len(targets))
-		for i, t := range targets { // warm up
+		for i, t := range targets { // warm up: one answer per client
 			w := cfg
-			w.URL, w.Duration = t.url, time.Second
+			w.URL, w.Requests = t.url, n
 			if _, err := run(w); err != nil {
 				return fmt.Errorf("%s: %w", targets[i].name, err)
 			}
@@ -84,9 +83,12 @@ func ollamaCompare(args []string) error {
 					return fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
 				}
 				samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps()})
+				if os.Getenv("LLMGW_BENCH_VERBOSE") != "" {
+					res.print(os.Stdout, w)
+				}
 			}
 		}
-		fmt.Printf("\ntiny model on Ollama, concurrency %d, streamed, %d tokens per answer, %d rounds of %s (medians)\n", n, *tokens, *rounds, *dur)
+		fmt.Printf("\ntiny model on Ollama, concurrency %d, streamed, %d tokens per answer, %d rounds of %d answers (medians)\n", n, *tokens, *rounds, n**per)
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "target\ttokens/s\tvs direct\tttft p50\tadded ttft\tp50\t")
 		direct := median(samples[0])
