@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,22 +27,16 @@ const Version = "0.1.0"
 
 // Engine implements engine.Engine for llama.cpp's llama-server.
 type Engine struct {
-	// Bin is llama-server's path. Default: the engine option bin
-	// (LLMGW_ENGINE_BIN), else llama-server on PATH.
-	Bin string
-	// StartTimeout bounds loading a model. Default: 10 minutes.
-	StartTimeout time.Duration
-
-	binErr error
-	table  proc.Table
+	// Servers holds llama-server's path (the engine option bin, else
+	// llama-server on PATH) and the replicas; loading may take 10 minutes.
+	proc.Servers
 	client *http.Client
 }
 
 // New returns the engine with its binary found.
 func New(logger hclog.Logger) *Engine {
-	e := &Engine{StartTimeout: 10 * time.Minute, client: &http.Client{Timeout: 2 * time.Second}}
-	e.table.Logger = logger
-	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "llama-server", "llamacpp")
+	e := &Engine{client: &http.Client{Timeout: 2 * time.Second}}
+	e.Init(logger, "llama-server", "llamacpp", 10*time.Minute)
 	return e
 }
 
@@ -51,8 +44,8 @@ func New(logger hclog.Logger) *Engine {
 // so the gateway refuses the config at once rather than at the first
 // request.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.binErr != nil {
-		return engine.Info{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Info{}, e.BinErr
 	}
 	return engine.Info{
 		Type: "llamacpp", Version: Version, Protocol: engine.ProtocolVersion,
@@ -179,8 +172,8 @@ func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
 // Start runs llama-server for one replica and waits until /health says
 // the model is loaded.
 func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
-	if e.binErr != nil {
-		return engine.Replica{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Replica{}, e.BinErr
 	}
 	if err := CheckWeights(spec.Source); err != nil {
 		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
@@ -197,7 +190,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	cmd := exec.Command(e.Bin, args...)
 	cmd.Dir = filepath.Dir(spec.Source)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health"}
-	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting llama-server for %q: %w", spec.Model, err)
 	}
 	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
@@ -206,11 +199,11 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 // Status reports a replica's state and, from llama-server's metrics, the
 // requests it is processing.
 func (e *Engine) Status(ctx context.Context, id string) (engine.Status, error) {
-	st, err := e.table.Status(id)
+	st, err := e.Table.Status(id)
 	if err != nil || st.State != engine.StateReady {
 		return st, err
 	}
-	p, err := e.table.Get(id)
+	p, err := e.Table.Get(id)
 	if err != nil {
 		return st, nil
 	}
@@ -243,11 +236,3 @@ func (e *Engine) processing(ctx context.Context, url string) (int64, bool) {
 	}
 	return 0, false
 }
-
-// Stop stops a replica.
-func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
-	return e.table.Stop(id, grace)
-}
-
-// Shutdown stops every replica.
-func (e *Engine) Shutdown() { e.table.StopAll(5 * time.Second) }

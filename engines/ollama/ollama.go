@@ -32,32 +32,25 @@ const Version = "0.1.0"
 
 // Engine implements engine.Engine for Ollama.
 type Engine struct {
-	// Bin is the ollama command. Default: the engine option bin
-	// (LLMGW_ENGINE_BIN), else ollama on PATH.
-	Bin string
-	// StartTimeout bounds starting the server, creating and loading the
-	// model. Default: 10 minutes.
-	StartTimeout time.Duration
-
-	binErr error
-	table  proc.Table
-	logger hclog.Logger
-	mu     sync.Mutex
-	dirs   map[string]string // replica → its private directory
+	// Servers holds the ollama command (the engine option bin, else
+	// ollama on PATH) and the replicas; starting the server, creating and
+	// loading the model may take 10 minutes.
+	proc.Servers
+	mu   sync.Mutex
+	dirs map[string]string // replica → its private directory
 }
 
 // New returns the engine with its binary found.
 func New(logger hclog.Logger) *Engine {
-	e := &Engine{StartTimeout: 10 * time.Minute, logger: logger, dirs: map[string]string{}}
-	e.table.Logger = logger
-	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "ollama", "ollama")
+	e := &Engine{dirs: map[string]string{}}
+	e.Init(logger, "ollama", "ollama", 10*time.Minute)
 	return e
 }
 
 // Info describes the engine; it fails when ollama cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.binErr != nil {
-		return engine.Info{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Info{}, e.BinErr
 	}
 	return engine.Info{
 		Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
@@ -155,8 +148,8 @@ func ModelName(model string) string {
 // Start runs ollama serve for one replica, creates the model from the
 // catalog's GGUF file, loads it, and returns once it answers.
 func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
-	if e.binErr != nil {
-		return engine.Replica{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Replica{}, e.BinErr
 	}
 	if err := proc.CheckGGUF(spec.Source, "ollama"); err != nil {
 		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
@@ -184,13 +177,13 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	cmd.Env = env
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/"}
 	fail := func(err error) (engine.Replica, error) {
-		_ = e.table.Stop(spec.ReplicaID, 0)
+		_ = e.Table.Stop(spec.ReplicaID, 0)
 		_ = os.RemoveAll(dir)
 		return engine.Replica{}, fmt.Errorf("starting ollama for %q: %w", spec.Model, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.StartTimeout)
 	defer cancel()
-	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		_ = os.RemoveAll(dir)
 		return engine.Replica{}, fmt.Errorf("starting ollama for %q: %w", spec.Model, err)
 	}
@@ -242,14 +235,9 @@ func lastLine(b []byte) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// Status reports a replica's state.
-func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
-	return e.table.Status(id)
-}
-
 // Stop stops a replica and removes its private directory.
 func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
-	err := e.table.Stop(id, grace)
+	err := e.Table.Stop(id, grace)
 	e.mu.Lock()
 	dir := e.dirs[id]
 	delete(e.dirs, id)
@@ -262,7 +250,7 @@ func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
 
 // Shutdown stops every replica.
 func (e *Engine) Shutdown() {
-	e.table.StopAll(5 * time.Second)
+	e.Servers.Shutdown()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for id, dir := range e.dirs {

@@ -25,28 +25,22 @@ const Version = "0.1.0"
 
 // Engine implements engine.Engine for vLLM's OpenAI-compatible server.
 type Engine struct {
-	// Bin is the vllm command. Default: the engine option bin
-	// (LLMGW_ENGINE_BIN), else vllm on PATH.
-	Bin string
-	// StartTimeout bounds loading a model. Default: 20 minutes.
-	StartTimeout time.Duration
-
-	binErr error
-	table  proc.Table
+	// Servers holds the vllm command (the engine option bin, else vllm on
+	// PATH) and the replicas; loading a model may take 20 minutes.
+	proc.Servers
 }
 
 // New returns the engine with its binary found.
 func New(logger hclog.Logger) *Engine {
-	e := &Engine{StartTimeout: 20 * time.Minute}
-	e.table.Logger = logger
-	e.Bin, e.binErr = proc.FindBin(os.Getenv("LLMGW_ENGINE_BIN"), "vllm", "vllm")
+	e := &Engine{}
+	e.Init(logger, "vllm", "vllm", 20*time.Minute)
 	return e
 }
 
 // Info describes the engine; it fails when vllm cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.binErr != nil {
-		return engine.Info{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Info{}, e.BinErr
 	}
 	return engine.Info{
 		Type: "vllm", Version: Version, Protocol: engine.ProtocolVersion,
@@ -179,8 +173,8 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 
 // Start runs vllm serve for one replica and waits until /health answers.
 func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
-	if e.binErr != nil {
-		return engine.Replica{}, e.binErr
+	if e.BinErr != nil {
+		return engine.Replica{}, e.BinErr
 	}
 	if err := CheckWeights(spec.Source, spec.Options["allow_pickle"] == "true"); err != nil {
 		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
@@ -197,21 +191,8 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	cmd := exec.Command(e.Bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health"}
-	if err := e.table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
+	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting vllm for %q: %w", spec.Model, err)
 	}
 	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
 }
-
-// Status reports a replica's state.
-func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
-	return e.table.Status(id)
-}
-
-// Stop stops a replica.
-func (e *Engine) Stop(_ context.Context, id string, grace time.Duration) error {
-	return e.table.Stop(id, grace)
-}
-
-// Shutdown stops every replica.
-func (e *Engine) Shutdown() { e.table.StopAll(10 * time.Second) }

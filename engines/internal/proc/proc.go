@@ -334,3 +334,37 @@ func CheckGGUF(source, typ string) error {
 	}
 	return nil
 }
+
+// Servers is what engines whose replicas are local server processes
+// share: the server's binary (from the engine's bin option, else PATH),
+// a start timeout and the process table. Engines embed it and add their
+// own Info and Start.
+type Servers struct {
+	// Bin is the engine server's binary.
+	Bin string
+	// StartTimeout bounds starting one replica.
+	StartTimeout time.Duration
+	// BinErr says why Bin could not be found; Info and Start return it.
+	BinErr error
+	Table  Table
+}
+
+// Init finds the binary called name for engine typ and sets the logger.
+func (s *Servers) Init(logger hclog.Logger, name, typ string, startTimeout time.Duration) {
+	s.Table.Logger = logger
+	s.StartTimeout = startTimeout
+	s.Bin, s.BinErr = FindBin(os.Getenv("LLMGW_ENGINE_BIN"), name, typ)
+}
+
+// Status reports a replica's state.
+func (s *Servers) Status(_ context.Context, id string) (engine.Status, error) {
+	return s.Table.Status(id)
+}
+
+// Stop stops a replica.
+func (s *Servers) Stop(_ context.Context, id string, grace time.Duration) error {
+	return s.Table.Stop(id, grace)
+}
+
+// Shutdown stops every replica.
+func (s *Servers) Shutdown() { s.Table.StopAll(5 * time.Second) }
