@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/llmgw/llmgw/engines/ollama"
 	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/enginetest"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
@@ -24,13 +26,15 @@ import (
 func ollamaCompare(args []string) error {
 	fs := flag.NewFlagSet("ollama", flag.ExitOnError)
 	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
-	home, _ := os.UserCacheDir()
-	ollamaBin := fs.String("ollama", filepath.Join(home, "llmgw", "ollama-v0.6.5", "ollama"), "the ollama binary")
+	ollamaBin := fs.String("ollama", enginetest.OllamaBin(), "the ollama binary (default: the one .ci/install builds, or on PATH)")
 	per := fs.Int("n", 6, "answers per client in each measurement (a fixed count, so that batches of answers finishing together do not skew the rate)")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
 	conc := fs.String("c", "1,8", "concurrencies")
 	tokens := fs.Int("max-tokens", 128, "tokens per answer (the tiny model always writes this many)")
 	_ = fs.Parse(args)
+	if *ollamaBin == "" {
+		return errors.New(enginetest.OllamaMissing)
+	}
 	dir, err := os.MkdirTemp("", "llmgw-bench-ollama-")
 	if err != nil {
 		return err

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,33 +10,18 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/llmgw/llmgw/plugins/enginetest"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
-// ollamaBin finds the Ollama that .ci/install builds (or one on PATH, or
-// LLMGW_OLLAMA).
+// ollamaBin finds the Ollama that .ci/install builds.
 func ollamaBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("LLMGW_OLLAMA"); p != "" {
-		return p
+	p := enginetest.OllamaBin()
+	if p == "" {
+		t.Fatal(enginetest.OllamaMissing)
 	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		cache = filepath.Join(os.Getenv("HOME"), ".cache")
-	}
-	if p := filepath.Join(cache, "llmgw", "ollama-v0.6.5", "ollama"); fileExists(p) {
-		return p
-	}
-	if p, err := exec.LookPath("ollama"); err == nil {
-		return p
-	}
-	t.Fatal("ollama is not installed; .ci/install builds it (go install github.com/ollama/ollama@v0.6.5 into ~/.cache/llmgw/ollama-v0.6.5)")
-	return ""
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
+	return p
 }
 
 // tinyModel writes the tiny test model: it answers with words until
@@ -160,7 +143,7 @@ func TestOllamaReplicaKilledMidStream(t *testing.T) {
 			min 2
 			max 2
 		}`), "")
-	reps := g.readyReplicas("pair", 2)
+	g.readyReplicas("pair", 2)
 	c := g.client()
 	stream := c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
 		Model: "pair", MaxTokens: openai.Int(1800), Temperature: openai.Float(0),
@@ -196,5 +179,4 @@ func TestOllamaReplicaKilledMidStream(t *testing.T) {
 	if err != nil || resp.Choices[0].Message.Content == "" {
 		t.Fatalf("after the kill: %v", err)
 	}
-	_ = reps
 }

@@ -44,14 +44,9 @@ func New(logger hclog.Logger) *Engine {
 // so the gateway refuses the config at once rather than at the first
 // request.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.BinErr != nil {
-		return engine.Info{}, e.BinErr
-	}
-	return engine.Info{
-		Type: "llamacpp", Version: Version, Protocol: engine.ProtocolVersion,
+	return e.Describe(engine.Info{Type: "llamacpp", Version: Version,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
-		Formats:      []string{"gguf"},
-	}, nil
+		Formats:      []string{"gguf"}})
 }
 
 // Options a model may set for this engine.

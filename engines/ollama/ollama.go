@@ -49,14 +49,9 @@ func New(logger hclog.Logger) *Engine {
 
 // Info describes the engine; it fails when ollama cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.BinErr != nil {
-		return engine.Info{}, e.BinErr
-	}
-	return engine.Info{
-		Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
+	return e.Describe(engine.Info{Type: "ollama", Version: Version,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
-		Formats:      []string{"gguf"},
-	}, nil
+		Formats:      []string{"gguf"}})
 }
 
 // DefaultTemplate is the chat template for GGUF files that carry none:

@@ -142,16 +142,9 @@ func TestStartCreatesAndLoads(t *testing.T) {
 
 // The conformance suite against the real Ollama that .ci/install builds.
 func TestConformanceRealOllama(t *testing.T) {
-	bin := os.Getenv("LLMGW_OLLAMA")
+	bin := enginetest.OllamaBin()
 	if bin == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			cache = filepath.Join(os.Getenv("HOME"), ".cache")
-		}
-		bin = filepath.Join(cache, "llmgw", "ollama-v0.6.5", "ollama")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("ollama is not installed at %s; .ci/install builds it (go install github.com/ollama/ollama@v0.6.5)", bin)
+		t.Fatal(enginetest.OllamaMissing)
 	}
 	model := filepath.Join(t.TempDir(), "tiny.gguf")
 	if err := tinygguf.WriteFile(model, tinygguf.Default()); err != nil {

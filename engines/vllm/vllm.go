@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,14 +41,9 @@ func New(logger hclog.Logger) *Engine {
 
 // Info describes the engine; it fails when vllm cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	if e.BinErr != nil {
-		return engine.Info{}, e.BinErr
-	}
-	return engine.Info{
-		Type: "vllm", Version: Version, Protocol: engine.ProtocolVersion,
+	return e.Describe(engine.Info{Type: "vllm", Version: Version,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
-		Formats:      []string{"safetensors"},
-	}, nil
+		Formats:      []string{"safetensors"}})
 }
 
 var known = map[string]bool{
@@ -110,7 +107,8 @@ func hasSuffix(name string, suffixes []string) bool {
 func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) {
 	for k := range spec.Options {
 		if !known[k] {
-			return nil, nil, fmt.Errorf("vllm has no option %q; known: allow_pickle, dtype, enforce_eager, gpu_memory_utilization, gpus, lora, max_lora_rank, task", k)
+			names := slices.Sorted(maps.Keys(known))
+			return nil, nil, fmt.Errorf("vllm has no option %q; known: %s", k, strings.Join(names, ", "))
 		}
 	}
 	opt := spec.Options

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // modelClient reaches replicas for modules that use a catalog model
@@ -50,21 +52,16 @@ type ChatMessage struct {
 // one of its replicas chosen as the router would: for modules that use a
 // model themselves, such as a guard model.
 func (a *App) Chat(ctx context.Context, model string, messages []ChatMessage, maxTokens int) (string, error) {
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
+	var out openai.ChatAnswer
 	body := map[string]any{"messages": messages, "max_tokens": maxTokens, "temperature": 0}
 	if err := a.call(ctx, model, "/chat/completions", body, &out); err != nil {
 		return "", fmt.Errorf("asking %q: %w", model, err)
 	}
-	if len(out.Choices) == 0 {
-		return "", fmt.Errorf("asking %q: the answer has no choices", model)
+	text, err := out.Content()
+	if err != nil {
+		return "", fmt.Errorf("asking %q: %w", model, err)
 	}
-	return out.Choices[0].Message.Content, nil
+	return text, nil
 }
 
 // call posts body (with the replica's model name added) to one of a

@@ -205,6 +205,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return err
 	}
 	ow := newOutputWriter(w, st, req, out)
+	ow.ctx = ctx
 	err = next.ServeHTTP(ow, r)
 	ow.finish()
 	st.finish(r)

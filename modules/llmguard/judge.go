@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 func init() {
@@ -146,20 +147,15 @@ func (j *Judge) remote(ctx context.Context, msgs []llm.ChatMessage) (string, err
 	if j.key != "" {
 		req.Header.Set("Authorization", "Bearer "+j.key)
 	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
+	var out openai.ChatAnswer
 	if err := doJSON(req, &out); err != nil {
 		return "", fmt.Errorf("asking %s: %w", j.Endpoint, err)
 	}
-	if len(out.Choices) == 0 {
-		return "", fmt.Errorf("asking %s: the answer has no choices", j.Endpoint)
+	text, err := out.Content()
+	if err != nil {
+		return "", fmt.Errorf("asking %s: %w", j.Endpoint, err)
 	}
-	return out.Choices[0].Message.Content, nil
+	return text, nil
 }
 
 // parseVerdict reads a guard model's answer.

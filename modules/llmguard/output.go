@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,17 +38,19 @@ type outputWriter struct {
 	st     *state
 	req    *openai.Request
 	checks []Check
-	ctx    context.Context
+	ctx    context.Context // the request's: a check that calls out stops when the client leaves
 
-	mode    int
-	status  int
-	buf     []byte // whole: the answer; SSE: an event arriving
-	out     []byte // SSE: what one Write sends on
-	streams map[uint64]*streamText
-	meta    *chunkMeta
-	blocked bool
-	took    time.Duration
-	d       doc
+	mode     int
+	status   int
+	buf      []byte // whole: the answer; SSE: an event arriving
+	out      []byte // SSE: what one Write sends on
+	streams  map[uint64]*streamText
+	meta     *chunkMeta
+	blocked  bool
+	took     time.Duration
+	d        doc
+	seen     []uint64 // the stream keys of the event at hand
+	finished []int32  // the choices it finishes
 }
 
 // streamText is one text of a stream: a choice's content or text, or a
@@ -71,7 +74,7 @@ type chunkMeta struct {
 
 func newOutputWriter(w http.ResponseWriter, st *state, req *openai.Request, checks []Check) *outputWriter {
 	return &outputWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
-		st: st, req: req, checks: checks, ctx: context.Background()}
+		st: st, req: req, checks: checks, ctx: context.Background()} // ServeHTTP sets the request's
 }
 
 func (o *outputWriter) WriteHeader(status int) {
@@ -245,12 +248,13 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 		o.meta = new(chunkMeta)
 		_ = json.Unmarshal(payload, o.meta)
 	}
-	finished := d.finishedChoices(nil)
+	finished := d.finishedChoices(o.finished[:0])
+	o.finished = finished
 	var edits []edit
-	seen := map[uint64]bool{}
+	seen := o.seen[:0]
 	for si, sp := range d.spans {
 		key := d.streamKey(sp)
-		seen[key] = true
+		seen = append(seen, key)
 		ts := o.streams[key]
 		if ts == nil {
 			if o.streams == nil {
@@ -260,7 +264,7 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 			o.streams[key] = ts
 		}
 		orig := d.text(sp)
-		send, cut := o.advance(ts, orig, contains(finished, ts.choice))
+		send, cut := o.advance(ts, orig, slices.Contains(finished, ts.choice))
 		if cut != nil {
 			return o.cut(out, ts, send, cut)
 		}
@@ -268,6 +272,7 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 			edits = append(edits, edit{span: si, text: send})
 		}
 	}
+	o.seen = seen
 	for _, c := range finished {
 		if out = o.flushChoice(out, c, seen); o.blocked {
 			return out
@@ -279,15 +284,6 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 	out = append(out, "data: "...)
 	out = d.splice(out, edits)
 	return append(out, "\n\n"...)
-}
-
-func contains(s []int32, v int32) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // advance adds a chunk's text to a stream and returns what of the
@@ -453,12 +449,12 @@ func (o *outputWriter) cut(out []byte, ts *streamText, before string, f *Finding
 
 // flushChoice sends the held text of a finishing choice's streams that
 // this chunk did not carry, before the chunk.
-func (o *outputWriter) flushChoice(out []byte, choice int32, seen map[uint64]bool) []byte {
+func (o *outputWriter) flushChoice(out []byte, choice int32, seen []uint64) []byte {
 	for key, ts := range o.streams {
 		if ts.choice != choice {
 			continue
 		}
-		if ts.pending != "" && !seen[key] {
+		if ts.pending != "" && !slices.Contains(seen, key) {
 			if out = o.flush(out, ts); o.blocked {
 				return out
 			}

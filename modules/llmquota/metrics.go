@@ -25,6 +25,10 @@ var (
 		Namespace: "llmgw", Subsystem: "usage", Name: "cost_total",
 		Help: "Cost of the tokens used, in the currency of the catalog's prices.",
 	}, usageLabels)
+	metricDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "llmgw", Subsystem: "quota", Name: "settlements_dropped_total",
+		Help: "Settlements dropped because Redis was away so long that more than a million waited.",
+	})
 	metricRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llmgw", Subsystem: "quota", Name: "rejections_total",
 		Help: "Requests refused, by the level and the limit that refused them.",
@@ -35,7 +39,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricCost, metricRejections} {
+	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricCost, metricRejections, metricDropped} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

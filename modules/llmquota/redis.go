@@ -28,8 +28,7 @@ type redisStore struct {
 
 	mu      sync.Mutex
 	queue   []*settlement
-	sending int   // taken from the queue by flush, not yet sent
-	dropped int64 // settlements dropped because the queue was full
+	sending int // taken from the queue by flush, not yet sent
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
@@ -117,7 +116,7 @@ func (s *redisStore) requeue(q []*settlement) {
 	s.mu.Lock()
 	s.queue = append(q, s.queue...)
 	if over := len(s.queue) - maxQueued; over > 0 {
-		s.dropped += int64(over)
+		metricDropped.Add(float64(over))
 		s.queue = s.queue[over:]
 	}
 	s.mu.Unlock()

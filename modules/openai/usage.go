@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -97,4 +98,22 @@ func objectEnd(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// ChatAnswer is what a caller wanting a short answer reads of a chat
+// completion (a guard model's verdict, for instance).
+type ChatAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// Content is the first choice's text.
+func (a *ChatAnswer) Content() (string, error) {
+	if len(a.Choices) == 0 {
+		return "", errors.New("the answer has no choices")
+	}
+	return a.Choices[0].Message.Content, nil
 }

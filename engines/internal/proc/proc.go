@@ -356,6 +356,15 @@ func (s *Servers) Init(logger hclog.Logger, name, typ string, startTimeout time.
 	s.Bin, s.BinErr = FindBin(os.Getenv("LLMGW_ENGINE_BIN"), name, typ)
 }
 
+// Describe returns info, or why the engine server's binary is missing.
+func (s *Servers) Describe(info engine.Info) (engine.Info, error) {
+	if s.BinErr != nil {
+		return engine.Info{}, s.BinErr
+	}
+	info.Protocol = engine.ProtocolVersion
+	return info, nil
+}
+
 // Status reports a replica's state.
 func (s *Servers) Status(_ context.Context, id string) (engine.Status, error) {
 	return s.Table.Status(id)
