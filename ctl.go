@@ -157,14 +157,30 @@ func (c *ctl) model() *cobra.Command {
 	scale.Flags().IntVar(&maxR, "max", 0, "most replicas")
 	scale.Flags().StringVar(&idle, "idle-timeout", "", "stop replicas above min after this idle time")
 	scale.Flags().IntVar(&target, "target-concurrency", 0, "requests per replica before another starts")
-	remove := &cobra.Command{Use: "remove <model>", Short: "Removes a model added at runtime", Args: cobra.ExactArgs(1),
+	var purge bool
+	remove := &cobra.Command{Use: "remove <model> [--purge]", Short: "Removes a model added at runtime", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := c.call("DELETE", "/llm/models/"+url.PathEscape(args[0]), nil, nil); err != nil || c.json {
+			path := "/llm/models/" + url.PathEscape(args[0])
+			if purge {
+				path += "?purge=true"
+			}
+			var out struct {
+				Purged []string `json:"purged"`
+			}
+			if err := c.call("DELETE", path, nil, &out); err != nil || c.json {
 				return err
 			}
 			fmt.Printf("model %s removed\n", args[0])
+			if purge {
+				if len(out.Purged) == 0 {
+					fmt.Println("no weights purged (none in the mirror, or another model uses them)")
+				} else {
+					fmt.Printf("weights purged: %s\n", strings.Join(out.Purged, ", "))
+				}
+			}
 			return nil
 		}}
+	remove.Flags().BoolVar(&purge, "purge", false, "also remove its weights from the mirror and the node cache (never what another model uses)")
 	cmd.AddCommand(add, scale, remove)
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),

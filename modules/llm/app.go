@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
@@ -69,6 +70,11 @@ type App struct {
 	// Orgs is the tenancy tree: organisations, their teams,
 	// projects and API keys, each with limits. llm_quota enforces them.
 	Orgs []*Org `json:"orgs,omitempty"`
+	// Mirror keeps model weights in one or two stores and fetches them to
+	// this node; see MirrorConfig. Default: used only when a model's source
+	// is mirror:// or hf://, with one directory store in Caddy's data
+	// directory.
+	Mirror *MirrorConfig `json:"mirror,omitempty"`
 
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
@@ -78,6 +84,8 @@ type App struct {
 	logger  *zap.Logger
 
 	storage     certmagic.Storage
+	mirror      *mirror.Mirror
+	mirrorKey   string
 	keys        *atomic.Pointer[keyring]
 	runtimeKeys []*APIKey
 }
@@ -124,6 +132,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.StartTimeout = caddy.Duration(5 * time.Minute)
 	}
 	a.storage = ctx.Storage()
+	if err := a.provisionMirror(); err != nil {
+		return err
+	}
 	a.keys = new(atomic.Pointer[keyring])
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
@@ -284,6 +295,7 @@ func (a *App) Validate() error { return nil }
 // Start starts the fleets' supervision; fleets kept from a previous config
 // are already running.
 func (a *App) Start() error {
+	activeMirror.Store(a.mirror)
 	v := a.v()
 	for _, f := range v.fleets {
 		f.run()
@@ -313,6 +325,9 @@ func (a *App) Cleanup() error {
 	}
 	for _, k := range a.pkeys {
 		_, _ = plugins.Delete(k)
+	}
+	if a.mirrorKey != "" {
+		_, _ = mirrors.Delete(a.mirrorKey)
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ func init() {
 //		org <name> {                            # see parseOrg
 //			...
 //		}
+//		mirror {                                # see MirrorConfig.parse
+//			...
+//		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -93,6 +96,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = a.parseModel(d)
 		case "org":
 			err = a.parseOrg(d)
+		case "mirror":
+			a.Mirror = new(MirrorConfig)
+			err = a.Mirror.parse(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}

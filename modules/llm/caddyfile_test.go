@@ -42,6 +42,19 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"model bad target_concurrency", "llm {\n model a {\n  target_concurrency 0\n }\n}", "at least 1"},
 		{"model fallback without names", "llm {\n model a {\n  fallback\n }\n}", "wrong argument count"},
 		{"model source without value", "llm {\n model a {\n  source\n }\n}", "wrong argument count"},
+		{"mirror argument", "llm {\n mirror x\n}", "wrong argument count"},
+		{"mirror twice", "llm {\n mirror\n mirror\n}", `duplicate subdirective "mirror"`},
+		{"mirror unknown subdirective", "llm {\n mirror {\n  colour red\n }\n}", `unrecognized mirror subdirective "colour"`},
+		{"mirror store without type", "llm {\n mirror {\n  store a\n }\n}", "give its type, dir <path> or s3"},
+		{"mirror store bad type", "llm {\n mirror {\n  store a ftp\n }\n}", `type "ftp" is not dir or s3`},
+		{"mirror dir store without path", "llm {\n mirror {\n  store a dir\n }\n}", "a dir store needs a path"},
+		{"mirror store twice", "llm {\n mirror {\n  store a dir /x\n  store a dir /y\n }\n}", `store "a" is configured twice`},
+		{"mirror three stores", "llm {\n mirror {\n  store a dir /x\n  store b dir /y\n  store c dir /z\n }\n}", "one or two stores, not 3"},
+		{"mirror s3 without bucket", "llm {\n mirror {\n  store a s3 {\n   endpoint h:1\n  }\n }\n}", "needs endpoint and bucket"},
+		{"mirror s3 unknown", "llm {\n mirror {\n  store a s3 {\n   colour red\n  }\n }\n}", `unrecognized s3 store subdirective "colour"`},
+		{"mirror s3 bad part_size", "llm {\n mirror {\n  store a s3 {\n   part_size big\n  }\n }\n}", "not a size such as 16MiB"},
+		{"mirror bad cache size", "llm {\n mirror {\n  cache /c lots\n }\n}", "not a size such as 200GiB"},
+		{"mirror bad verify_every", "llm {\n mirror {\n  verify_every -2\n }\n}", "at least -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := caddyfile.NewTestDispenser(tc.input)

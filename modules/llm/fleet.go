@@ -46,6 +46,8 @@ type Replica struct {
 	// reach is passed over while others are ready, until the supervisor
 	// has checked it.
 	suspect atomic.Int64
+	// release gives back the weights the replica holds in the node cache.
+	release func()
 }
 
 // Inflight is the number of requests the replica is serving.
@@ -351,20 +353,27 @@ func (f *fleet) startReplica() (*Replica, error) {
 		return nil, err
 	}
 	id := f.model.Name + "-" + randID()
+	// Weights from the mirror may take long to arrive: that is not part
+	// of the start timeout.
+	source, release, err := f.fetchWeights(f.ctx)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.startTimeout)
 	defer cancel()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
-		Model: f.model.Name, ReplicaID: id, Source: f.model.Source, Args: f.model.Args,
+		Model: f.model.Name, ReplicaID: id, Source: source, Args: f.model.Args,
 		Options: f.model.Options, ContextLength: f.model.ContextLength,
 		Concurrency: int64(f.model.Scaling.target()),
 		Memory:      f.model.needs().Memory, Cores: f.model.needs().Cores, GPUs: f.model.needs().GPUs,
 	})
 	if err != nil {
+		release()
 		f.plugin.Check()
 		return nil, err
 	}
 	r := &Replica{ID: rep.ID, Model: f.model.Name, BaseURL: rep.BaseURL, PID: rep.PID,
-		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header)}
+		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header), release: release}
 	for k, v := range rep.Headers {
 		r.Header.Set(k, v)
 	}
@@ -381,6 +390,9 @@ func randID() string {
 
 func (f *fleet) stopReplica(r *Replica) {
 	defer node.releaseReplica(r)
+	if r.release != nil {
+		defer r.release()
+	}
 	r.state.Store(ReplicaDraining)
 	eng, epoch, err := f.plugin.Engine()
 	if err != nil || epoch != r.epoch {

@@ -21,7 +21,7 @@ var operations = []operation{
 	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
 	{"POST", "/llm/models", "Add a model (validated against the whole catalog); kept in Caddy storage, no reload needed", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
-	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file)", "/llm/models/", getModel, ""},
+	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file); ?purge=true also removes its weights from the mirror and the node cache, keeping what another model uses", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
 	{"POST", "/llm/models/{name}/stop", "Stop a model: its replicas drain, requests get 503 saying so; kept across restarts", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
@@ -36,6 +36,13 @@ var operations = []operation{
 	{"GET", "/llm/usage", "Usage by model of a node: ?org=, ?team=, ?project= or ?key=, with from and to (RFC 3339)", "/llm/usage", getUsage, ""},
 	{"GET", "/llm/cache", "Cache entries and outcomes", "/llm/cache", getCacheStats, ""},
 	{"POST", "/llm/cache/purge", "Remove cache entries of a model and/or scope", "/llm/cache/purge", purgeCache, `{"model":"optional","scope":"optional"}`},
+	{"GET", "/llm/mirror", "The weights mirror: stores and how far each is behind, transfers under way (bytes, rate, time left), the node cache", "/llm/mirror", getMirror, ""},
+	{"GET", "/llm/mirror/versions", "List model versions in the mirror and the stores holding each", "/llm/mirror/versions", handleMirrorVersions, ""},
+	{"POST", "/llm/mirror/versions", "Add a version from a local path, an http(s) URL or hf://org/repo[@revision][/path]", "/llm/mirror/versions", handleMirrorVersions, `{"model":"m","version":"optional","source":"hf://org/repo","allow_pickle":false,"track":true}`},
+	{"GET", "/llm/mirror/versions/{model}/{version}", "A version's manifest: files, sizes, sha256, origin", "/llm/mirror/versions/", handleMirrorVersion, ""},
+	{"DELETE", "/llm/mirror/versions/{model}/{version}", "Remove a version from every store (a tombstone keeps it from coming back)", "/llm/mirror/versions/", handleMirrorVersion, ""},
+	{"POST", "/llm/mirror/versions/{model}/{version}/verify", "Read every copy of a version and check its sha256", "/llm/mirror/versions/", handleMirrorVersion, ""},
+	{"POST", "/llm/mirror/sync", "Reconcile the stores now (?deep=true reads and checks every file)", "/llm/mirror/sync", postMirrorSync, ""},
 	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 

@@ -143,8 +143,16 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 		_, _ = fleets.Delete(k) // stops its replicas
 	}
 	a.audit(r, "model removed", zap.String("model", m.Name))
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	if r.URL.Query().Get("purge") != "true" {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	purged, err := a.purgeWeights(r, m)
+	if err != nil {
+		return apiErr(http.StatusBadGateway, "model %q removed, but purging its weights failed: %v; run llmgw mirror purge when the stores answer", m.Name, err)
+	}
+	a.audit(r, "model weights purged", zap.String("model", m.Name), zap.Strings("versions", purged))
+	return writeJSON(w, map[string]any{"removed": m.Name, "purged": purged})
 }
 
 // scaleModel answers POST /llm/models/<name>/scale with

@@ -1,0 +1,451 @@
+package llmgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "mirror",
+		Short: "Manages the weights mirror: model versions in the stores the config names",
+		Long: `
+Works on the weights mirror directly, against the stores named in the llm
+app's mirror block of the config (--config, default ./Caddyfile); llmgw need
+not be running. Versions are added from a local path, an http(s) URL or a
+registry reference hf://org/repo[@revision][/path], checksummed, stored on
+every store that answers, and copied to the others by sync.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			var mc mirrorCmd
+			cmd.PersistentFlags().StringVarP(&mc.config, "config", "c", "", "the config file (default ./Caddyfile)")
+			cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
+			cmd.PersistentFlags().BoolVar(&mc.json, "json", false, "print JSON")
+			cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
+		},
+	})
+}
+
+type mirrorCmd struct {
+	config, adapter string
+	json            bool
+	m               *mirror.Mirror
+}
+
+// open builds the mirror the config describes.
+func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
+	cfgFile := mc.config
+	if cfgFile == "" {
+		if _, err := os.Stat("Caddyfile"); err != nil {
+			return nil, errors.New("no config: give --config with the llmgw config whose mirror block names the stores")
+		}
+		cfgFile = "Caddyfile"
+	}
+	raw, _, _, err := caddycmd.LoadConfig(cfgFile, mc.adapter)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", cfgFile, err)
+	}
+	var cfg struct {
+		Apps struct {
+			LLM *llm.App `json:"llm"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", cfgFile, err)
+	}
+	var mcfg *llm.MirrorConfig
+	if cfg.Apps.LLM != nil {
+		mcfg = cfg.Apps.LLM.Mirror
+	}
+	logger := zap.NewNop()
+	if os.Getenv("LLMGW_MIRROR_DEBUG") != "" {
+		logger, _ = zap.NewDevelopment()
+	}
+	m, err := llm.NewMirror(mcfg, caddy.AppDataDir(), logger)
+	if err != nil {
+		return nil, err
+	}
+	mc.m = m
+	return m, nil
+}
+
+func (mc *mirrorCmd) print(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func cmdContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+func actor() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+// showProgress draws the transfers under way on stderr until stopped: a bar
+// on a terminal, a line every 10 s otherwise.
+func showProgress(m *mirror.Mirror) func() {
+	done := make(chan struct{})
+	fi, _ := os.Stderr.Stat()
+	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	every := 10 * time.Second
+	if tty {
+		every = 200 * time.Millisecond
+	}
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				if tty {
+					fmt.Fprint(os.Stderr, "\r\033[K")
+				}
+				return
+			case <-tick.C:
+			}
+			for _, p := range m.Transfers() {
+				if tty {
+					fmt.Fprintf(os.Stderr, "\r\033[K%s %s", bar(p.Bytes, p.Total, 30), p)
+				} else {
+					fmt.Fprintln(os.Stderr, p)
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func bar(done, total int64, width int) string {
+	n := width
+	if total > 0 {
+		n = int(int64(width) * min(done, total) / total)
+	}
+	return "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "]"
+}
+
+func (mc *mirrorCmd) add() *cobra.Command {
+	var o mirror.AddOptions
+	cmd := &cobra.Command{Use: "add <model> <source>", Short: "Adds a version from a local path, an http(s) URL or hf://org/repo[@revision][/path]",
+		Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			o.Model, o.Source = args[0], args[1]
+			stop := showProgress(m)
+			res, err := m.Add(ctx, o)
+			stop()
+			if err != nil {
+				return err
+			}
+			if mc.json {
+				return mc.print(res)
+			}
+			fmt.Printf("added %s/%s (%s, %d files, %s) to %s\n", res.Manifest.Model, res.Manifest.Version, res.Manifest.Format,
+				len(res.Manifest.Files), mirror.HumanBytes(res.Manifest.Size()), strings.Join(res.Stored, ", "))
+			if perr := res.PendingError(); perr != nil {
+				fmt.Fprintln(os.Stderr, perr)
+			}
+			return nil
+		}}
+	cmd.Flags().StringVar(&o.Version, "version", "", "the version's name (default: the registry commit, or a hash of the contents)")
+	cmd.Flags().BoolVar(&o.AllowPickle, "allow-pickle", false, "let pickle formats (.bin, .pt, .pth, .ckpt, .pkl) in")
+	cmd.Flags().BoolVar(&o.Track, "track", false, "follow the hf:// repository for updates and make this version current")
+	return cmd
+}
+
+func (mc *mirrorCmd) list() *cobra.Command {
+	return &cobra.Command{Use: "list", Short: "Lists the versions and the stores holding each", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			list, err := m.List(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "warning:", err)
+			}
+			if mc.json {
+				return mc.print(list)
+			}
+			var rows [][]string
+			for _, v := range list {
+				cur := ""
+				if v.Current {
+					cur = "*"
+				}
+				rows = append(rows, []string{v.Model, v.Version + cur, v.Format, fmt.Sprint(v.Files), mirror.HumanBytes(v.Size),
+					strings.Join(v.Stores, ","), v.Added.Format(time.RFC3339), v.Origin.Source})
+			}
+			table("MODEL\tVERSION\tFORMAT\tFILES\tSIZE\tSTORES\tADDED\tSOURCE", rows)
+			return nil
+		}}
+}
+
+// versionArgs reads <model> [<version>]; no version means the current one.
+func versionArgs(ctx context.Context, m *mirror.Mirror, args []string) (string, string, error) {
+	if len(args) == 2 {
+		return args[0], args[1], nil
+	}
+	v, err := m.Current(ctx, args[0])
+	return args[0], v, err
+}
+
+func (mc *mirrorCmd) show() *cobra.Command {
+	return &cobra.Command{Use: "show <model> [<version>]", Short: "Shows a version's manifest", Args: cobra.RangeArgs(1, 2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			model, version, err := versionArgs(ctx, m, args)
+			if err != nil {
+				return err
+			}
+			man, err := m.Show(ctx, model, version)
+			if err != nil {
+				return err
+			}
+			if mc.json {
+				return mc.print(man)
+			}
+			fmt.Printf("%s/%s  format %s  added %s\nsource %s\n", man.Model, man.Version, man.Format, man.Added.Format(time.RFC3339), man.Origin.Source)
+			if man.Origin.Commit != "" {
+				fmt.Printf("repository %s  revision %s  commit %s\n", man.Origin.Repository, man.Origin.Revision, man.Origin.Commit)
+			}
+			var rows [][]string
+			for _, f := range man.Files {
+				rows = append(rows, []string{f.Path, mirror.HumanBytes(f.Size), f.SHA256})
+			}
+			table("FILE\tSIZE\tSHA256", rows)
+			return nil
+		}}
+}
+
+func (mc *mirrorCmd) verify() *cobra.Command {
+	return &cobra.Command{Use: "verify <model> [<version>]", Short: "Reads every file on every store and checks its sha256", Args: cobra.RangeArgs(1, 2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			model, version, err := versionArgs(ctx, m, args)
+			if err != nil {
+				return err
+			}
+			checks, err := m.Verify(ctx, model, version)
+			if err != nil {
+				return err
+			}
+			bad := 0
+			for _, c := range checks {
+				if c.Status != "ok" {
+					bad++
+				}
+			}
+			if mc.json {
+				if err := mc.print(checks); err != nil {
+					return err
+				}
+			} else {
+				var rows [][]string
+				for _, c := range checks {
+					rows = append(rows, []string{c.Store, c.File, c.Status, c.Detail})
+				}
+				table("STORE\tFILE\tSTATUS\tDETAIL", rows)
+			}
+			if bad > 0 {
+				return fmt.Errorf("%d of %d copies failed; llmgw mirror sync copies a good one over each", bad, len(checks))
+			}
+			return nil
+		}}
+}
+
+func (mc *mirrorCmd) remove() *cobra.Command {
+	return &cobra.Command{Use: "remove <model> <version>", Short: "Removes a version from every store (a tombstone keeps it from coming back)", Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			res, err := m.Remove(ctx, args[0], args[1], actor())
+			if err != nil {
+				return err
+			}
+			if mc.json {
+				return mc.print(res)
+			}
+			fmt.Printf("removed %s/%s from %s\n", args[0], args[1], strings.Join(res.Removed, ", "))
+			for s, e := range res.Pending {
+				fmt.Fprintf(os.Stderr, "%s; %s removes it when it answers\n", e, s)
+			}
+			return nil
+		}}
+}
+
+func (mc *mirrorCmd) purge() *cobra.Command {
+	return &cobra.Command{Use: "purge <model>", Short: "Removes every version of a model", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			removed, err := m.Purge(ctx, args[0], actor(), nil)
+			if mc.json {
+				if perr := mc.print(removed); perr != nil {
+					return perr
+				}
+			} else if len(removed) > 0 {
+				fmt.Printf("removed %s versions %s\n", args[0], strings.Join(removed, ", "))
+			}
+			return err
+		}}
+}
+
+func (mc *mirrorCmd) sync() *cobra.Command {
+	var deep bool
+	cmd := &cobra.Command{Use: "sync", Short: "Brings the stores in step: removals, missing versions, bad copies", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			stop := showProgress(m)
+			rep, err := m.Sync(ctx, deep)
+			stop()
+			if mc.json {
+				if perr := mc.print(map[string]any{"report": rep, "status": m.Status()}); perr != nil {
+					return perr
+				}
+				return err
+			}
+			for _, c := range rep.Copied {
+				fmt.Println("copied", c)
+			}
+			for _, r := range rep.Removed {
+				fmt.Println("removed", r)
+			}
+			for _, r := range rep.Repaired {
+				fmt.Println("repaired", r)
+			}
+			var rows [][]string
+			for _, s := range m.Status().Stores {
+				state := "ok"
+				if !s.Reachable {
+					state = "unreachable"
+				}
+				rows = append(rows, []string{s.Name, state, fmt.Sprint(s.Versions), fmt.Sprintf("%d versions, %s, %d removals", s.LagVersions, mirror.HumanBytes(s.LagBytes), s.LagRemovals)})
+			}
+			table("STORE\tSTATE\tVERSIONS\tBEHIND", rows)
+			return err
+		}}
+	cmd.Flags().BoolVar(&deep, "deep", false, "read every stored file and check its sha256 first")
+	return cmd
+}
+
+func (mc *mirrorCmd) updates() *cobra.Command {
+	return &cobra.Command{Use: "updates", Short: "Says which tracked repositories moved on", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			ups, err := m.Updates(ctx)
+			if mc.json {
+				if perr := mc.print(ups); perr != nil {
+					return perr
+				}
+				return err
+			}
+			var rows [][]string
+			for _, u := range ups {
+				state := "up to date"
+				if u.Moved {
+					state = "moved to " + u.Latest
+				}
+				rows = append(rows, []string{u.Model, u.Source, u.Current, state})
+			}
+			table("MODEL\tSOURCE\tCURRENT\tSTATE", rows)
+			return err
+		}}
+}
+
+func (mc *mirrorCmd) update() *cobra.Command {
+	return &cobra.Command{Use: "update <model>", Short: "Fetches a tracked model's new revision beside the old one and makes it current", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			stop := showProgress(m)
+			res, err := m.UpdateModel(ctx, args[0])
+			stop()
+			if err != nil {
+				return err
+			}
+			if mc.json {
+				return mc.print(res)
+			}
+			fmt.Printf("%s is now at %s (commit %s)\n", args[0], res.Manifest.Version, res.Manifest.Origin.Commit)
+			return nil
+		}}
+}
+
+func (mc *mirrorCmd) rollback() *cobra.Command {
+	return &cobra.Command{Use: "rollback <model>", Short: "Makes a model's previous version current again", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			t, err := m.Rollback(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if mc.json {
+				return mc.print(t)
+			}
+			fmt.Printf("%s is back at %s\n", args[0], t.Current)
+			return nil
+		}}
+}

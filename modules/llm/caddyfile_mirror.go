@@ -1,0 +1,155 @@
+package llm
+
+import (
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
+)
+
+// parse reads the mirror block of the llm global option:
+//
+//	mirror {
+//		store <name> dir <path>
+//		store <name> s3 {
+//			endpoint       <host:port>
+//			bucket         <bucket>
+//			prefix         <prefix>
+//			region         <region>
+//			tls
+//			access_key_env <VAR>    # default AWS_ACCESS_KEY_ID
+//			secret_key_env <VAR>    # default AWS_SECRET_ACCESS_KEY
+//			part_size      <size>   # default 16MiB
+//		}
+//		cache         <dir> [<max size>]
+//		registry      <url>         # default $HF_ENDPOINT
+//		sync_interval <duration>    # default 5m
+//		verify_every  <n>           # default 288; -1 never
+//	}
+func (c *MirrorConfig) parse(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if dir != "store" {
+			if seen[dir] {
+				return d.Errf("duplicate subdirective %q", dir)
+			}
+			seen[dir] = true
+		}
+		var err error
+		switch dir {
+		case "store":
+			err = c.parseStore(d)
+		case "cache":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			c.Cache = d.Val()
+			if d.NextArg() {
+				n, perr := humanize.ParseBytes(d.Val())
+				if perr != nil {
+					return d.Errf("cache size %q is not a size such as 200GiB", d.Val())
+				}
+				c.CacheSize = int64(n)
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		case "registry":
+			err = oneArg(d, &c.Registry)
+		case "sync_interval":
+			err = durationArg(d, &c.SyncInterval)
+		case "verify_every":
+			err = intArg(d, &c.VerifyEvery, -1)
+		default:
+			return d.Errf("unrecognized mirror subdirective %q; use store, cache, registry, sync_interval or verify_every", dir)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(c.Stores) > 2 {
+		return d.Errf("the mirror takes one or two stores, not %d", len(c.Stores))
+	}
+	return nil
+}
+
+func (c *MirrorConfig) parseStore(d *caddyfile.Dispenser) error {
+	sc := new(StoreConfig)
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	sc.Name = d.Val()
+	for _, o := range c.Stores {
+		if o.Name == sc.Name {
+			return d.Errf("store %q is configured twice", sc.Name)
+		}
+	}
+	if !d.NextArg() {
+		return d.Errf("store %s: give its type, dir <path> or s3 { … }", sc.Name)
+	}
+	sc.Type = d.Val()
+	switch sc.Type {
+	case "dir":
+		if !d.NextArg() {
+			return d.Errf("store %s: a dir store needs a path", sc.Name)
+		}
+		sc.Path = d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	case "s3":
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		seen := map[string]bool{}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			if seen[d.Val()] {
+				return d.Errf("duplicate subdirective %q", d.Val())
+			}
+			seen[d.Val()] = true
+			var err error
+			switch d.Val() {
+			case "endpoint":
+				err = oneArg(d, &sc.Endpoint)
+			case "bucket":
+				err = oneArg(d, &sc.Bucket)
+			case "prefix":
+				err = oneArg(d, &sc.Prefix)
+			case "region":
+				err = oneArg(d, &sc.Region)
+			case "tls":
+				if d.NextArg() {
+					return d.ArgErr()
+				}
+				sc.TLS = true
+			case "access_key_env":
+				err = oneArg(d, &sc.AccessKeyEnv)
+			case "secret_key_env":
+				err = oneArg(d, &sc.SecretKeyEnv)
+			case "part_size":
+				var s string
+				if err = oneArg(d, &s); err == nil {
+					n, perr := humanize.ParseBytes(s)
+					if perr != nil {
+						return d.Errf("part_size %q is not a size such as 16MiB", s)
+					}
+					sc.PartSize = int64(n)
+				}
+			default:
+				return d.Errf("unrecognized s3 store subdirective %q", d.Val())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if sc.Endpoint == "" || sc.Bucket == "" {
+			return d.Errf("store %s: an s3 store needs endpoint and bucket", sc.Name)
+		}
+	default:
+		return d.Errf("store %s: type %q is not dir or s3", sc.Name, sc.Type)
+	}
+	c.Stores = append(c.Stores, sc)
+	return nil
+}
