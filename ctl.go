@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -181,7 +182,51 @@ func (c *ctl) model() *cobra.Command {
 			return nil
 		}}
 	remove.Flags().BoolVar(&purge, "purge", false, "also remove its weights from the mirror and the node cache (never what another model uses)")
-	cmd.AddCommand(add, scale, remove)
+	var class, owner, fallbacks, canary string
+	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%]", Short: "Changes a runtime model's class, owner, fallbacks or canary; replicas keep running", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if cmd.Flags().Changed("class") {
+				body["class"] = class
+			}
+			if cmd.Flags().Changed("owner") {
+				body["owner"] = owner
+			}
+			if cmd.Flags().Changed("fallbacks") {
+				list := []string{}
+				for _, f := range strings.Split(fallbacks, ",") {
+					if f = strings.TrimSpace(f); f != "" {
+						list = append(list, f)
+					}
+				}
+				body["fallbacks"] = list
+			}
+			if cmd.Flags().Changed("canary") {
+				c, err := parseCanary(canary)
+				if err != nil {
+					return err
+				}
+				body["canary"] = c
+			}
+			if len(body) == 0 {
+				return fmt.Errorf("nothing to change; give --class, --owner, --fallbacks or --canary")
+			}
+			var st llm.ModelStatus
+			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/settings", body, &st); err != nil || c.json {
+				return err
+			}
+			can := "none"
+			if st.Canary != nil {
+				can = fmt.Sprintf("%s %g%%", st.Canary.Model, st.Canary.Share*100)
+			}
+			fmt.Printf("model %s: class %s, owner %q, fallbacks [%s], canary %s\n", st.Name, st.Class, st.Owner, strings.Join(st.Fallbacks, ","), can)
+			return nil
+		}}
+	set.Flags().StringVar(&class, "class", "", "critical, standard or opportunistic")
+	set.Flags().StringVar(&owner, "owner", "", "the organisation, team or project it belongs to")
+	set.Flags().StringVar(&fallbacks, "fallbacks", "", "models tried in order when it fails before its first byte (comma-separated; empty clears)")
+	set.Flags().StringVar(&canary, "canary", "", "model:percent sends that share of requests to model first (\"off\" removes it)")
+	cmd.AddCommand(add, scale, remove, set)
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
@@ -391,4 +436,17 @@ func readModelFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("%s is not YAML or JSON: %w", path, err)
 	}
 	return m, nil
+}
+
+// parseCanary reads model:percent (such as chat-v2:10%) or "off".
+func parseCanary(s string) (llm.Canary, error) {
+	if s == "off" || s == "" {
+		return llm.Canary{}, nil
+	}
+	model, pct, ok := strings.Cut(s, ":")
+	share, err := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
+	if !ok || model == "" || err != nil || share < 0 || share > 100 {
+		return llm.Canary{}, fmt.Errorf("--canary %q: want model:percent such as chat-v2:10%%, or off", s)
+	}
+	return llm.Canary{Model: model, Share: share / 100}, nil
 }

@@ -35,7 +35,7 @@ every store that answers, and copied to the others by sync.`,
 			cmd.PersistentFlags().StringVarP(&mc.config, "config", "c", "", "the config file (default ./Caddyfile)")
 			cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
 			cmd.PersistentFlags().BoolVar(&mc.json, "json", false, "print JSON")
-			cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
+			cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.fetch(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
 		},
 	})
 }
@@ -244,6 +244,34 @@ func (mc *mirrorCmd) show() *cobra.Command {
 				rows = append(rows, []string{f.Path, mirror.HumanBytes(f.Size), f.SHA256})
 			}
 			table("FILE\tSIZE\tSHA256", rows)
+			return nil
+		}}
+}
+
+func (mc *mirrorCmd) fetch() *cobra.Command {
+	return &cobra.Command{Use: "fetch <model> [<version>]", Short: "Fetches a version to this node's cache (verified), ahead of its first replica", Args: cobra.RangeArgs(1, 2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			m, err := mc.open()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cmdContext()
+			defer cancel()
+			model, version, err := versionArgs(ctx, m, args)
+			if err != nil {
+				return err
+			}
+			stop := showProgress(m)
+			fe, err := m.Fetch(ctx, model, version)
+			stop()
+			if err != nil {
+				return err
+			}
+			fe.Release()
+			if mc.json {
+				return mc.print(map[string]any{"dir": fe.Dir, "manifest": fe.Manifest})
+			}
+			fmt.Printf("%s/%s is in %s\n", model, version, fe.Dir)
 			return nil
 		}}
 }

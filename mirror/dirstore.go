@@ -72,13 +72,14 @@ func (s *DirStore) Put(ctx context.Context, key string, src io.ReaderAt, size in
 	if err != nil {
 		return PutStats{}, fmt.Errorf("store %s: writing %s: %w", s.name, key, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); sum != "" && got != sum {
+	got := hex.EncodeToString(h.Sum(nil))
+	if sum != "" && got != sum {
 		return PutStats{}, fmt.Errorf("store %s: %s: got sha256 %s, want %s: %w", s.name, key, got, sum, ErrChecksum)
 	}
 	if err := os.Rename(tmp.Name(), p); err != nil {
 		return PutStats{}, err
 	}
-	return PutStats{PartsSent: 1, BytesSent: size}, nil
+	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got}, nil
 }
 
 // PutSmall implements Store.

@@ -48,6 +48,16 @@ type Mirror struct {
 	mu      sync.Mutex
 	suspect map[string]bool // store + "\x00" + key whose bytes failed a check
 	status  SyncStatus
+	writing sync.Map // store + "\x00" + model/version → *sync.Mutex
+}
+
+// lockVersion keeps an add and a reconciliation from writing one version
+// to one store at once.
+func (m *Mirror) lockVersion(s Store, id string) func() {
+	v, _ := m.writing.LoadOrStore(s.Name()+"\x00"+id, new(sync.Mutex))
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // New makes a mirror. It contacts no store.
@@ -144,6 +154,14 @@ func (m *Mirror) Add(ctx context.Context, o AddOptions) (*AddResult, error) {
 	if man.Version == "" {
 		man.Version = r.version
 	}
+	// Sums of local files come from the upload, in the same pass; they are
+	// read first only when the version is named after its contents or a
+	// version of that name exists to compare with.
+	if man.Version == "" || m.exists(ctx, o.Model, man.Version) {
+		if err := hashUnknown(ctx, r.files, man.Files); err != nil {
+			return nil, err
+		}
+	}
 	if man.Version == "" {
 		man.Version = contentVersion(man.Files)
 	}
@@ -153,7 +171,7 @@ func (m *Mirror) Add(ctx context.Context, o AddOptions) (*AddResult, error) {
 	res := &AddResult{Pending: map[string]string{}, Stats: map[string]PutStats{}}
 	var stored []Manifest
 	for _, s := range m.stores {
-		got, stats, err := m.storeVersion(ctx, s, man, func(f File) (ReadAtCloser, error) {
+		got, stats, err := m.storeVersion(ctx, s, &man, func(f File) (ReadAtCloser, error) {
 			for _, sf := range r.files {
 				if sf.Path == f.Path {
 					return os.Open(sf.local)
@@ -225,25 +243,33 @@ func (m *Mirror) checkPickle(files []srcFile, allow bool) error {
 // storeVersion puts a version's files on a store, then its manifest: a
 // version counts as stored only once its manifest is there. If the store
 // already holds the version, its manifest is what is returned.
-func (m *Mirror) storeVersion(ctx context.Context, s Store, man Manifest, open func(File) (ReadAtCloser, error), kind string) (Manifest, PutStats, error) {
+//
+// Files whose sum is not known yet get it from the store's Put, which
+// computes it in the same pass; the manifest is written with it.
+func (m *Mirror) storeVersion(ctx context.Context, s Store, man *Manifest, open func(File) (ReadAtCloser, error), kind string) (Manifest, PutStats, error) {
 	var total PutStats
 	if err := s.Ping(ctx); err != nil {
-		return man, total, err
+		return *man, total, err
 	}
+	defer m.lockVersion(s, man.Model+"/"+man.Version)()
 	if old, err := m.readManifest(ctx, s, man.Model, man.Version); err == nil {
 		if !sameFiles(old.Files, man.Files) {
-			return man, total, fmt.Errorf("store %s already holds %s/%s with other files; add it under another version name", s.Name(), man.Model, man.Version)
+			return *man, total, fmt.Errorf("store %s already holds %s/%s with other files; add it under another version name", s.Name(), man.Model, man.Version)
 		}
 		return old, total, nil
 	}
-	for _, f := range man.Files {
+	for i := range man.Files {
+		f := &man.Files[i]
 		key := fileKey(man.Model, man.Version, f.Path)
-		if o, err := s.Stat(ctx, key); err == nil && o.Size == f.Size && !m.isSuspect(s, key) {
-			continue // a file of an earlier, interrupted try
+		// A file of an earlier, interrupted try is kept when its size
+		// matches a known sum (a deep sync reads it). Without a known sum
+		// it is sent again; parts of an unfinished upload still resume.
+		if o, err := s.Stat(ctx, key); err == nil && f.SHA256 != "" && o.Size == f.Size && !m.isSuspect(s, key) {
+			continue
 		}
-		src, err := open(f)
+		src, err := open(*f)
 		if err != nil {
-			return man, total, err
+			return *man, total, err
 		}
 		t := m.tr.start(&Transfer{Kind: kind, Model: man.Model, Version: man.Version, File: f.Path, Store: s.Name(), Total: f.Size})
 		stop := m.logProgress(t)
@@ -253,15 +279,47 @@ func (m *Mirror) storeVersion(ctx context.Context, s Store, man Manifest, open f
 		src.Close()
 		total.add(stats)
 		if err != nil {
-			return man, total, err
+			return *man, total, err
+		}
+		if f.SHA256 == "" {
+			f.SHA256 = stats.SHA256
 		}
 		m.clearSuspect(s, key)
 	}
 	data, _ := json.MarshalIndent(man, "", "  ")
 	if err := s.PutSmall(ctx, manifestKey(man.Model, man.Version), data); err != nil {
-		return man, total, err
+		return *man, total, err
 	}
-	return man, total, nil
+	return *man, total, nil
+}
+
+// exists says whether any store holds a manifest of model/version.
+func (m *Mirror) exists(ctx context.Context, model, version string) bool {
+	for _, s := range m.stores {
+		if _, err := s.Stat(ctx, manifestKey(model, version)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hashUnknown reads the sums the source did not give.
+func hashUnknown(ctx context.Context, src []srcFile, files []File) error {
+	for i := range files {
+		if files[i].SHA256 != "" {
+			continue
+		}
+		for _, sf := range src {
+			if sf.Path == files[i].Path {
+				sum, _, err := hashFile(ctx, sf.local)
+				if err != nil {
+					return err
+				}
+				files[i].SHA256 = sum
+			}
+		}
+	}
+	return nil
 }
 
 func sameFiles(a, b []File) bool {

@@ -88,10 +88,12 @@ func (p Progress) String() string {
 		HumanBytes(p.Bytes), HumanBytes(p.Total), pct, HumanBytes(int64(p.Rate)), (time.Duration(p.ETA) * time.Second).String())
 }
 
-// transfers is the set of transfers under way.
+// transfers is the set of transfers under way, and the bytes moved by
+// those that ended, by kind and store.
 type transfers struct {
-	mu  sync.Mutex
-	set map[*Transfer]struct{}
+	mu    sync.Mutex
+	set   map[*Transfer]struct{}
+	moved map[[2]string]int64
 }
 
 func (ts *transfers) start(t *Transfer) *Transfer {
@@ -108,7 +110,27 @@ func (ts *transfers) start(t *Transfer) *Transfer {
 func (ts *transfers) end(t *Transfer) {
 	ts.mu.Lock()
 	delete(ts.set, t)
+	if ts.moved == nil {
+		ts.moved = make(map[[2]string]int64)
+	}
+	ts.moved[[2]string{t.Kind, t.Store}] += t.Done()
 	ts.mu.Unlock()
+}
+
+// BytesMoved is the bytes moved so far, by kind ("add", "copy", "fetch",
+// "download") and store, counting transfers under way.
+func (m *Mirror) BytesMoved() map[[2]string]int64 {
+	ts := &m.tr
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make(map[[2]string]int64, len(ts.moved)+len(ts.set))
+	for k, v := range ts.moved {
+		out[k] = v
+	}
+	for t := range ts.set {
+		out[[2]string{t.Kind, t.Store}] += t.Done()
+	}
+	return out
 }
 
 func (ts *transfers) list() []Progress {

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net"
 	"net/url"
@@ -136,7 +135,7 @@ func (s *S3Store) putSmallVerified(ctx context.Context, key string, src io.Reade
 		return PutStats{}, s.wrap(key, err)
 	}
 	t.Add(size)
-	return PutStats{PartsSent: 1, BytesSent: size}, nil
+	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got}, nil
 }
 
 type part struct {
@@ -153,7 +152,11 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 		return PutStats{}, err
 	}
 	if uploadID == "" {
-		uploadID, err = s.core.NewMultipartUpload(ctx, s.cfg.Bucket, obj, minio.PutObjectOptions{UserMetadata: map[string]string{"sha256": sum}})
+		var opts minio.PutObjectOptions
+		if sum != "" {
+			opts.UserMetadata = map[string]string{"sha256": sum}
+		}
+		uploadID, err = s.core.NewMultipartUpload(ctx, s.cfg.Bucket, obj, opts)
 		if err != nil {
 			return PutStats{}, s.wrap(key, err)
 		}
@@ -180,8 +183,11 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 	for range s.cfg.Uploads {
 		wg.Go(func() {
 			for p := range send {
+				// The payload goes unsigned: Content-MD5 has the server
+				// check each part, and the whole file's sha256 is checked
+				// before the upload completes, so a third hash is not needed.
 				op, err := s.core.PutObjectPart(ctx, s.cfg.Bucket, obj, uploadID, p.num, bytes.NewReader(p.buf), int64(len(p.buf)),
-					minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(p.md5), Sha256Hex: hex.EncodeToString(p.sha)})
+					minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(p.md5), DisableContentSha256: true})
 				if err != nil {
 					fail(s.wrap(key, err))
 				} else {
@@ -196,7 +202,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 	}
 
 	whole := sha256.New()
-	var partMD5, partSHA hash.Hash = md5.New(), sha256.New()
+	partMD5 := md5.New()
 	reused := 0
 read:
 	for i := range nparts {
@@ -224,10 +230,8 @@ read:
 			free <- buf[:cap(buf)]
 			continue
 		}
-		partSHA.Reset()
-		partSHA.Write(buf)
 		select {
-		case send <- &part{num: i + 1, buf: buf, md5: m, sha: partSHA.Sum(nil)}:
+		case send <- &part{num: i + 1, buf: buf, md5: m}:
 		case <-ctx.Done():
 			break read
 		}
@@ -242,10 +246,12 @@ read:
 	if err := ctx.Err(); err != nil {
 		return stats, err
 	}
-	if got := hex.EncodeToString(whole.Sum(nil)); sum != "" && got != sum {
+	got := hex.EncodeToString(whole.Sum(nil))
+	if sum != "" && got != sum {
 		_ = s.core.AbortMultipartUpload(context.WithoutCancel(ctx), s.cfg.Bucket, obj, uploadID)
 		return stats, fmt.Errorf("store %s: %s: got sha256 %s, want %s: %w", s.name, key, got, sum, ErrChecksum)
 	}
+	stats.SHA256 = got
 	if _, err := s.core.CompleteMultipartUpload(ctx, s.cfg.Bucket, obj, uploadID, done, minio.PutObjectOptions{}); err != nil {
 		return stats, s.wrap(key, err)
 	}

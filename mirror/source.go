@@ -75,12 +75,14 @@ func (m *Mirror) resolveLocal(ctx context.Context, source string) (*resolved, er
 		return nil, fmt.Errorf("source %s: %w", source, err)
 	}
 	r := &resolved{origin: Origin{Source: abs}}
+	// Sums are left for the upload to compute: a second pass over
+	// multi-GB files is what users would wait for.
 	add := func(p, rel string) error {
-		sum, size, err := hashFile(ctx, p)
+		fi, err := os.Stat(p)
 		if err != nil {
 			return err
 		}
-		r.files = append(r.files, srcFile{File: File{Path: filepath.ToSlash(rel), Size: size, SHA256: sum}, local: p})
+		r.files = append(r.files, srcFile{File: File{Path: filepath.ToSlash(rel), Size: fi.Size()}, local: p})
 		return nil
 	}
 	if !fi.IsDir() {

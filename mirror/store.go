@@ -18,9 +18,10 @@ type Store interface {
 	// Name is the store's name in the configuration.
 	Name() string
 	// Put stores size bytes read from src under key. The bytes must hash to
-	// sum (hex sha256): otherwise nothing is stored and the error wraps
-	// ErrChecksum. An interrupted Put of a large object resumes on the next
-	// call with the same key, keeping the parts already stored that match.
+	// sum (hex sha256) when it is given: otherwise nothing is stored and the
+	// error wraps ErrChecksum. The sum of what was stored comes back in the
+	// stats. An interrupted Put of a large object resumes on the next call
+	// with the same key, keeping the parts already stored that match.
 	Put(ctx context.Context, key string, src io.ReaderAt, size int64, sum string, t *Transfer) (PutStats, error)
 	// PutSmall stores a small object (manifests, tombstones) in one request.
 	PutSmall(ctx context.Context, key string, data []byte) error
@@ -56,6 +57,8 @@ type PutStats struct {
 	PartsSent   int   `json:"parts_sent"`
 	PartsReused int   `json:"parts_reused"`
 	BytesSent   int64 `json:"bytes_sent"`
+	// SHA256 is the sum of the bytes stored (set by Put).
+	SHA256 string `json:"-"`
 }
 
 func (s *PutStats) add(o PutStats) {

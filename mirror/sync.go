@@ -193,7 +193,9 @@ func (m *Mirror) Sync(ctx context.Context, deep bool) (*SyncReport, error) {
 				}
 				continue
 			}
+			unlock := m.lockVersion(v.s, id)
 			stats, changed, err := m.bringUp(ctx, v, man, holders)
+			unlock()
 			rep.Stats.add(stats)
 			if err != nil {
 				rep.Errors = append(rep.Errors, err.Error())
@@ -370,10 +372,21 @@ func (m *Mirror) Run(ctx context.Context, interval time.Duration, deepEvery int)
 	}()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	last := ""
 	for n := 1; ; n++ {
 		deep := deepEvery > 0 && n%deepEvery == 0
-		if _, err := m.Sync(ctx, deep); err != nil && ctx.Err() == nil {
+		_, err := m.Sync(ctx, deep)
+		if ctx.Err() != nil {
+			return
+		}
+		// Logged when the trouble starts or changes, not every interval.
+		switch {
+		case err != nil && err.Error() != last:
+			last = err.Error()
 			m.log.Warn("reconciliation incomplete", zap.Error(err))
+		case err == nil && last != "":
+			last = ""
+			m.log.Info("stores in step again")
 		}
 		select {
 		case <-ctx.Done():

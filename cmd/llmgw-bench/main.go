@@ -6,7 +6,8 @@
 // plain Caddy reverse_proxy and behind llm_router, all in one run, and
 // prints the gateway overhead side by side. "llmgw-bench ollama" does the
 // same for tokens per second and time to first token on a real Ollama
-// serving the tiny test model.
+// serving the tiny test model. "llmgw-bench mirror" compares the weights
+// mirror's upload and fetch with raw minio-go on one large file.
 package main
 
 import (
@@ -20,6 +21,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "ollama" {
 		if err := ollamaCompare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench ollama:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "mirror" {
+		if err := mirrorCompare(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench mirror:", err)
 			os.Exit(1)
 		}
 		return

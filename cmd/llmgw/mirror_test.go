@@ -224,6 +224,19 @@ func TestMirrorAdminAndPurge(t *testing.T) {
 		g.adminGet("/llm/mirror", &v)
 		return len(v.Sync.Stores) == 2 && !v.Sync.Stores[1].Reachable && v.Sync.Stores[0].Reachable
 	})
+	fams := scrape(t, g)
+	if v, ok := value(fams, "llmgw_mirror_store_up", map[string]string{"store": "s3-b"}); !ok || v != 0 {
+		t.Errorf("llmgw_mirror_store_up{store=s3-b} = %v (%v), want 0", v, ok)
+	}
+	if v, ok := value(fams, "llmgw_mirror_store_up", map[string]string{"store": "s3-a"}); !ok || v != 1 {
+		t.Errorf("llmgw_mirror_store_up{store=s3-a} = %v (%v), want 1", v, ok)
+	}
+	if v, _ := value(fams, "llmgw_mirror_transfer_bytes_total", map[string]string{"kind": "fetch", "store": "s3-a"}); v < float64(len("GGUF weights of shared")) {
+		t.Errorf("llmgw_mirror_transfer_bytes_total{kind=fetch,store=s3-a} = %v", v)
+	}
+	if v, _ := value(fams, "llmgw_mirror_transfer_bytes_total", map[string]string{"kind": "add", "store": "s3-b"}); v < 2 {
+		t.Errorf("llmgw_mirror_transfer_bytes_total{kind=add,store=s3-b} = %v", v)
+	}
 	var raw map[string]any
 	code, body = adminDo(t, g, "POST", "/llm/mirror/sync", "")
 	if code != 200 || json.Unmarshal(body, &raw) != nil || !strings.Contains(fmt.Sprint(raw["error"]), "store s3-b is unreachable") {

@@ -89,9 +89,8 @@ func (s *Server) Restart() {
 	if err := os.MkdirAll(vdir, 0o755); err != nil {
 		s.t.Fatal(err)
 	}
-	s.cmd = exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--port", s.Endpoint(),
-		"posix", "--versioning-dir", vdir, s.Dir)
-	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
+	s.cmd = exec.Command(s.bin, Args(s.Endpoint(), s.Dir)...)
+	s.cmd.Stderr = os.Stderr
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
@@ -105,6 +104,14 @@ func (s *Server) Restart() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.t.Fatalf("versitygw did not listen on %s", s.Endpoint())
+}
+
+// Args is versitygw's command line for a quiet server on addr over dir
+// (whose versions go to dir.versions, which must exist), keeping
+// connections alive as S3 services do.
+func Args(addr, dir string) []string {
+	return []string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "--keep-alive",
+		"posix", "--versioning-dir", dir + ".versions", dir}
 }
 
 func freePort(t testing.TB) int {

@@ -63,8 +63,11 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if action == "scale" {
+		switch action {
+		case "scale":
 			return a.scaleModel(w, r, name)
+		case "settings":
+			return a.setModel(w, r, name)
 		}
 		return a.modelAction(w, r, name, action)
 	}

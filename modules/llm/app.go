@@ -177,9 +177,15 @@ func (a *App) v() *view { return a.view.Load() }
 func (a *App) buildView(models, runtime []*Model) (*view, error) {
 	repl := caddy.NewReplacer()
 	for _, m := range models {
-		m.Source = repl.ReplaceKnown(m.Source, "")
+		// Written only when a placeholder changes it: models kept from the
+		// running catalog are read by their fleets meanwhile.
+		if s := repl.ReplaceKnown(m.Source, ""); s != m.Source {
+			m.Source = s
+		}
 		for k, v := range m.Options {
-			m.Options[k] = repl.ReplaceKnown(v, "")
+			if s := repl.ReplaceKnown(v, ""); s != v {
+				m.Options[k] = s
+			}
 		}
 		if err := m.Price.validate(m.Name); err != nil {
 			return nil, err
@@ -234,6 +240,9 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A fleet kept from the previous config takes this config's entry,
+	// whose routing fields may differ.
+	v.(*fleet).model.Store(m)
 	a.fkeys[m.Name] = key
 	return v.(*fleet), nil
 }

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -38,6 +39,7 @@ func init() {
 //			idle_timeout       <duration>
 //			target_concurrency <requests>
 //			fallback           <model...>
+//			canary             <model> <percent>%  # a share of requests to another model
 //			price              <input> <output>   # per million tokens
 //		}
 //		org <name> {                            # see parseOrg
@@ -243,6 +245,17 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return oneArg(d, &m.Class)
 	case "owner":
 		return oneArg(d, &m.Owner)
+	case "canary":
+		var model, share string
+		if !d.Args(&model, &share) || d.NextArg() {
+			return d.ArgErr()
+		}
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(share, "%"), 64)
+		if err != nil || !strings.HasSuffix(share, "%") || pct < 0 || pct > 100 {
+			return d.Errf("canary share %q is not a percentage such as 10%%", share)
+		}
+		m.Canary = &Canary{Model: model, Share: pct / 100}
+		return nil
 	}
 	return d.Errf("unrecognized model subdirective %q", dir)
 }

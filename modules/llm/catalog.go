@@ -52,6 +52,18 @@ type Model struct {
 	// Owner is the organisation, team or project the model belongs to,
 	// for operators (org/team/project).
 	Owner string `json:"owner,omitempty"`
+	// Canary sends a share of this model's requests to another catalog
+	// model (a new version being tried). When the canary fails before the
+	// first byte of its answer, the request goes on to this model.
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is a share of a model's requests served by another model.
+type Canary struct {
+	// Model is the catalog model that takes the share.
+	Model string `json:"model"`
+	// Share of requests, from 0 to 1 (0.1 is 10%).
+	Share float64 `json:"share"`
 }
 
 // Price is what a model's tokens cost, per million, in the currency
@@ -122,11 +134,15 @@ func (s *Scaling) target() int {
 
 // key is a hash of everything that shapes a model's replicas, so a reload
 // that leaves them unchanged keeps its replicas.
+// Fields that only steer routing (aliases, fallbacks, canary, owner) are
+// left out: changing them keeps the model's replicas.
 func (m *Model) key(engineKey string) string {
+	k := *m
+	k.Aliases, k.Fallbacks, k.Canary, k.Owner = nil, nil, nil, ""
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string
-	}{m, engineKey})
+	}{&k, engineKey})
 	sum := sha256.Sum256(b)
 	return "model:" + m.Name + ":" + hex.EncodeToString(sum[:12])
 }
@@ -188,6 +204,16 @@ func newCatalog(models []*Model) (*catalog, error) {
 			}
 			if c.byName[fb] == m {
 				return nil, fmt.Errorf("model %q: a model cannot be its own fallback", m.Name)
+			}
+		}
+		if cn := m.Canary; cn != nil {
+			switch target, ok := c.byName[cn.Model]; {
+			case !ok:
+				return nil, fmt.Errorf("model %q: canary %q is not in the catalog", m.Name, cn.Model)
+			case target == m:
+				return nil, fmt.Errorf("model %q: a model cannot be its own canary", m.Name)
+			case cn.Share < 0 || cn.Share > 1:
+				return nil, fmt.Errorf("model %q: canary share %g must be between 0 and 1 (0.1 is 10%%)", m.Name, cn.Share)
 			}
 		}
 	}

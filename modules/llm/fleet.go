@@ -59,7 +59,9 @@ func (r *Replica) State() string { s, _ := r.state.Load().(string); return s }
 // fleet runs the replicas of one model. It lives in a UsagePool, keyed by
 // the model's config, so reloads that leave the model alone keep it.
 type fleet struct {
-	model  *Model
+	// model is the catalog entry; runtime changes (scale, settings) store
+	// a changed copy, so readers need no lock.
+	model  atomic.Pointer[Model]
 	plugin *host.Plugin
 	logger *zap.Logger
 	opts   fleetOptions
@@ -92,12 +94,16 @@ type fleetOptions struct {
 }
 
 func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
-	f := &fleet{model: m, plugin: p, opts: o, changed: make(chan struct{}),
+	f := &fleet{plugin: p, opts: o, changed: make(chan struct{}),
 		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	f.model.Store(m)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	return f
 }
+
+// m is the fleet's model as it is now.
+func (f *fleet) m() *Model { return f.model.Load() }
 
 // run starts supervision once; later calls (from reloads) do nothing.
 func (f *fleet) run() {
@@ -139,11 +145,11 @@ func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
 		}
 		if deadline == nil {
 			waitStart := now()
-			defer func() { metricQueueWait.WithLabelValues(f.model.Name).Observe(now().Sub(waitStart).Seconds()) }()
+			defer func() { metricQueueWait.WithLabelValues(f.m().Name).Observe(now().Sub(waitStart).Seconds()) }()
 		}
 		if f.waiting >= f.opts.maxWaiting {
 			f.mu.Unlock()
-			return nil, &NoCapacityError{Model: f.model.Name, RetryAfter: time.Second,
+			return nil, &NoCapacityError{Model: f.m().Name, RetryAfter: time.Second,
 				Reason: fmt.Sprintf("%d requests are already waiting for it to start", f.waiting)}
 		}
 		f.waiting++
@@ -160,7 +166,7 @@ func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
 		case <-ctx.Done():
 			err = ctx.Err()
 		case <-deadline:
-			err = &NoCapacityError{Model: f.model.Name, RetryAfter: 5 * time.Second,
+			err = &NoCapacityError{Model: f.m().Name, RetryAfter: 5 * time.Second,
 				Reason: fmt.Sprintf("no replica became ready within %s", f.opts.holdTimeout)}
 		}
 		f.mu.Lock()
@@ -175,7 +181,7 @@ func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
 func (f *fleet) pickLocked(sel Selector) *Replica {
 	ready := make([]*Replica, 0, len(f.replicas))
 	busy := true
-	target := int64(f.model.Scaling.target())
+	target := int64(f.m().Scaling.target())
 	t := now().UnixNano()
 	var suspects []*Replica
 	for _, r := range f.replicas {
@@ -190,7 +196,7 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 			}
 		}
 	}
-	if busy && len(f.replicas)+f.starting < f.model.Scaling.max() && f.canStartLocked() {
+	if busy && len(f.replicas)+f.starting < f.m().Scaling.max() && f.canStartLocked() {
 		f.startLocked()
 	}
 	if len(ready) == 0 {
@@ -209,18 +215,18 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 // model is failing to start and is backing off.
 func (f *fleet) unavailableLocked() error {
 	if f.stopped {
-		return &NoCapacityError{Model: f.model.Name, RetryAfter: time.Minute,
-			Reason: "an administrator stopped it (POST /llm/models/" + f.model.Name + "/start, or llmgw ctl, starts it again)"}
+		return &NoCapacityError{Model: f.m().Name, RetryAfter: time.Minute,
+			Reason: "an administrator stopped it (POST /llm/models/" + f.m().Name + "/start, or llmgw ctl, starts it again)"}
 	}
 	if f.ctx.Err() != nil {
-		return &NoCapacityError{Model: f.model.Name, Reason: "it is being removed", RetryAfter: time.Second}
+		return &NoCapacityError{Model: f.m().Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
 	if f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
-		return &NoCapacityError{Model: f.model.Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
+		return &NoCapacityError{Model: f.m().Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
 	}
 	if f.starting == 0 && f.lastErr != nil && now().Before(f.retryAt) {
 		wait := f.retryAt.Sub(now())
-		return &NoCapacityError{Model: f.model.Name, RetryAfter: wait,
+		return &NoCapacityError{Model: f.m().Name, RetryAfter: wait,
 			Reason: fmt.Sprintf("its last start failed (%v); retrying in %s", f.lastErr, wait.Round(time.Millisecond))}
 	}
 	return nil
@@ -301,7 +307,7 @@ func (f *fleet) startLocked() bool {
 	}
 	f.waitFor = ""
 	for _, v := range victims {
-		go v.fleet.evict(v.rep, f.model.Name)
+		go v.fleet.evict(v.rep, f.m().Name)
 	}
 	f.starting++
 	go func() {
@@ -320,7 +326,7 @@ func (f *fleet) startLocked() bool {
 		defer f.mu.Unlock()
 		f.starting--
 		if err != nil {
-			metricStarts.WithLabelValues(f.model.Name, "failed").Inc()
+			metricStarts.WithLabelValues(f.m().Name, "failed").Inc()
 			if f.ctx.Err() == nil {
 				f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
 				f.lastErr, f.retryAt = err, now().Add(f.backoff)
@@ -333,7 +339,7 @@ func (f *fleet) startLocked() bool {
 			go f.stopReplica(r)
 			return
 		}
-		metricStarts.WithLabelValues(f.model.Name, "ok").Inc()
+		metricStarts.WithLabelValues(f.m().Name, "ok").Inc()
 		f.lastErr, f.backoff = nil, 0
 		f.replicas = append(f.replicas, r)
 		f.notify()
@@ -352,7 +358,7 @@ func (f *fleet) startReplica() (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := f.model.Name + "-" + randID()
+	id := f.m().Name + "-" + randID()
 	// Weights from the mirror may take long to arrive: that is not part
 	// of the start timeout.
 	source, release, err := f.fetchWeights(f.ctx)
@@ -362,17 +368,17 @@ func (f *fleet) startReplica() (*Replica, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.startTimeout)
 	defer cancel()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
-		Model: f.model.Name, ReplicaID: id, Source: source, Args: f.model.Args,
-		Options: f.model.Options, ContextLength: f.model.ContextLength,
-		Concurrency: int64(f.model.Scaling.target()),
-		Memory:      f.model.needs().Memory, Cores: f.model.needs().Cores, GPUs: f.model.needs().GPUs,
+		Model: f.m().Name, ReplicaID: id, Source: source, Args: f.m().Args,
+		Options: f.m().Options, ContextLength: f.m().ContextLength,
+		Concurrency: int64(f.m().Scaling.target()),
+		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
 	})
 	if err != nil {
 		release()
 		f.plugin.Check()
 		return nil, err
 	}
-	r := &Replica{ID: rep.ID, Model: f.model.Name, BaseURL: rep.BaseURL, PID: rep.PID,
+	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID,
 		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header), release: release}
 	for k, v := range rep.Headers {
 		r.Header.Set(k, v)

@@ -17,7 +17,44 @@ var (
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 	}, []string{"model"})
 	replicasDesc = prometheus.NewDesc("llmgw_replicas", "Replicas by model and state.", []string{"model", "state"}, nil)
+
+	mirrorBytesDesc = prometheus.NewDesc("llmgw_mirror_transfer_bytes_total",
+		"Bytes the weights mirror moved, by kind (add, copy, fetch, download) and store.", []string{"kind", "store"}, nil)
+	mirrorUpDesc = prometheus.NewDesc("llmgw_mirror_store_up",
+		"Whether a store answered at the last reconciliation (1) or not (0).", []string{"store"}, nil)
+	mirrorLagDesc = prometheus.NewDesc("llmgw_mirror_store_lag_versions",
+		"Versions a store still lacks after the last reconciliation.", []string{"store"}, nil)
+	mirrorLagBytesDesc = prometheus.NewDesc("llmgw_mirror_store_lag_bytes",
+		"Bytes a store still lacks after the last reconciliation.", []string{"store"}, nil)
 )
+
+// mirrorCollector reports the running config's mirror at scrape time.
+type mirrorCollector struct{}
+
+func (mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{mirrorBytesDesc, mirrorUpDesc, mirrorLagDesc, mirrorLagBytesDesc} {
+		ch <- d
+	}
+}
+
+func (mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	m := activeMirror.Load()
+	if m == nil {
+		return
+	}
+	for k, n := range m.BytesMoved() {
+		ch <- prometheus.MustNewConstMetric(mirrorBytesDesc, prometheus.CounterValue, float64(n), k[0], k[1])
+	}
+	for _, s := range m.Status().Stores {
+		up := 0.0
+		if s.Reachable {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(mirrorUpDesc, prometheus.GaugeValue, up, s.Name)
+		ch <- prometheus.MustNewConstMetric(mirrorLagDesc, prometheus.GaugeValue, float64(s.LagVersions), s.Name)
+		ch <- prometheus.MustNewConstMetric(mirrorLagBytesDesc, prometheus.GaugeValue, float64(s.LagBytes), s.Name)
+	}
+}
 
 // fleetCollector reports each model's replicas by state at scrape time.
 type fleetCollector struct{ app *App }
@@ -43,7 +80,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricStarts, metricQueueWait, fleetCollector{a}} {
+	for _, c := range []prometheus.Collector{metricStarts, metricQueueWait, fleetCollector{a}, mirrorCollector{}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

@@ -232,7 +232,7 @@ func (a *App) provisionMirror() error {
 // goes through the mirror, and returns the local path to give the engine
 // and a release for when the replica stops. Other sources pass unchanged.
 func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
-	src := f.model.Source
+	src := f.m().Source
 	formats := f.plugin.Info().Formats
 	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
 	viaMirror := isMirrorSource(src) || (loadsFiles && (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")))
@@ -241,15 +241,15 @@ func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
 	}
 	mr := activeMirror.Load()
 	if mr == nil {
-		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.model.Name, redactSource(src))
+		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.m().Name, redactSource(src))
 	}
-	fe, path, err := resolveSource(ctx, mr, f.model, f.logger)
+	fe, path, err := resolveSource(ctx, mr, f.m(), f.logger)
 	if err != nil {
 		return "", nil, err
 	}
 	if loadsFiles && fe.Manifest.Format != "other" && !slices.Contains(formats, fe.Manifest.Format) {
 		fe.Release()
-		return "", nil, fmt.Errorf("model %q: engine %s cannot load %s weights (%s/%s); it loads %s", f.model.Name, f.model.Engine,
+		return "", nil, fmt.Errorf("model %q: engine %s cannot load %s weights (%s/%s); it loads %s", f.m().Name, f.m().Engine,
 			fe.Manifest.Format, fe.Manifest.Model, fe.Manifest.Version, strings.Join(formats, " or "))
 	}
 	return path, fe.Release, nil

@@ -169,8 +169,8 @@ func (l *ledger) status() NodeStatus {
 // picks replicas of lower classes to stop (idle ones first, newest
 // first); when even that is not enough it says why.
 func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
-	need := f.model.needs()
-	rank := classRank(f.model.Class)
+	need := f.m().needs()
+	rank := classRank(f.m().Class)
 	p := &placement{fleet: f, need: need, rank: rank}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -95,6 +95,8 @@ type ModelStatus struct {
 	Class     string          `json:"class"`
 	Owner     string          `json:"owner,omitempty"`
 	Resources *Resources      `json:"resources,omitempty"`
+	Fallbacks []string        `json:"fallbacks,omitempty"`
+	Canary    *Canary         `json:"canary,omitempty"`
 	Replicas  []ReplicaStatus `json:"replicas"`
 }
 
@@ -123,10 +125,10 @@ func (a *App) Status() []ModelStatus {
 func (f *fleet) status() ModelStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m := f.model
+	m := f.m()
 	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
 		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{},
-		Class: m.Class, Owner: m.Owner, Resources: m.Resources}
+		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary}
 	if s.Class == "" {
 		s.Class = ClassStandard
 	}

@@ -164,32 +164,101 @@ func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) er
 	if err := dec.Decode(&sc); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %v`, err)
 	}
+	f, err := a.changeModel(r, name, "its scaling", func(m *Model) { m.Scaling = &sc })
+	if err != nil {
+		return err
+	}
+	a.audit(r, "model scaled", zap.String("model", name), zap.Int("min", sc.min()), zap.Int("max", sc.max()))
+	return writeJSON(w, f.status())
+}
+
+// ModelSettings is the body of POST /llm/models/<name>/settings: the
+// fields given replace the model's; those left out stay.
+type ModelSettings struct {
+	Class     *string    `json:"class,omitempty"`
+	Owner     *string    `json:"owner,omitempty"`
+	Fallbacks *[]string  `json:"fallbacks,omitempty"`
+	Resources *Resources `json:"resources,omitempty"`
+	// Canary sets the canary; {"model":"","share":0} removes it.
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// setModel answers POST /llm/models/<name>/settings. Routing changes
+// apply to the next request; class and resources to the next placement.
+// Replicas keep running.
+func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) error {
+	var st ModelSettings
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
+	}
+	f, err := a.changeModel(r, name, "its settings", func(m *Model) {
+		if st.Class != nil {
+			m.Class = *st.Class
+		}
+		if st.Owner != nil {
+			m.Owner = *st.Owner
+		}
+		if st.Fallbacks != nil {
+			m.Fallbacks = *st.Fallbacks
+		}
+		if st.Resources != nil {
+			m.Resources = st.Resources
+		}
+		if st.Canary != nil {
+			m.Canary = st.Canary
+			if st.Canary.Model == "" {
+				m.Canary = nil
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(st)
+	a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))
+	return writeJSON(w, f.status())
+}
+
+// changeModel applies change to a copy of a runtime model, checks the
+// whole catalog with it, stores it and hands it to the model's fleet
+// (which keeps its replicas). Config models are changed in the file.
+func (a *App) changeModel(r *http.Request, name, what string, change func(*Model)) (*fleet, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
 	m, ok := cur.cat.byName[name]
 	if !ok {
-		return apiErr(http.StatusNotFound, "no model %q", name)
+		return nil, apiErr(http.StatusNotFound, "no model %q", name)
 	}
 	if !cur.runtime[m.Name] {
-		return apiErr(http.StatusConflict, "model %q is declared in the config file; change its scaling there and reload", m.Name)
+		return nil, apiErr(http.StatusConflict, "model %q is declared in the config file; change %s there and reload", m.Name, what)
 	}
-	probe := *m
-	probe.Scaling = &sc
-	if err := probe.validate(); err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
+	next := *m
+	change(&next)
+	if err := next.validate(); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "%v", err)
 	}
-	f := cur.fleets[m.Name]
-	f.mu.Lock()
-	m.Scaling = &sc // the fleet shares m: its next tick follows
-	f.mu.Unlock()
-	if err := a.saveRuntimeModels(r.Context(), cur); err != nil {
-		return apiErr(http.StatusInternalServerError, "saving models to storage: %v", err)
+	rt := runtimeOf(cur, func(ms []*Model) []*Model {
+		out := make([]*Model, len(ms))
+		for i, x := range ms {
+			out[i] = x
+			if x == m {
+				out[i] = &next
+			}
+		}
+		return out
+	})
+	v, err := a.swap(r.Context(), rt)
+	if err != nil {
+		return nil, err
 	}
+	f := v.fleets[next.Name]
+	f.model.Store(&next)
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
-	a.audit(r, "model scaled", zap.String("model", m.Name), zap.Int("min", sc.min()), zap.Int("max", sc.max()))
-	return writeJSON(w, f.status())
+	return f, nil
 }

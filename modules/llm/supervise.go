@@ -44,7 +44,7 @@ func (f *fleet) tick() {
 	}
 	f.scaleDown()
 	f.mu.Lock()
-	for len(f.replicas)+f.starting < f.model.Scaling.min() && f.canStartLocked() {
+	for len(f.replicas)+f.starting < f.m().Scaling.min() && f.canStartLocked() {
 		if !f.startLocked() {
 			break
 		}
@@ -94,14 +94,14 @@ func (f *fleet) drop(r *Replica, reason string) {
 }
 
 func (f *fleet) scaleDown() {
-	idle := time.Duration(f.model.Scaling.idle())
+	idle := time.Duration(f.m().Scaling.idle())
 	f.mu.Lock()
 	var stop []*Replica
 	keep := f.replicas[:0:0]
 	n := len(f.replicas)
 	for _, r := range f.replicas {
 		last := time.Unix(0, r.lastUsed.Load())
-		if n > f.model.Scaling.min() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
+		if n > f.m().Scaling.min() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
 			stop = append(stop, r)
 			n--
 			continue

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -84,17 +85,27 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 }
 
 // candidates are the model and the fallbacks the caller may use: with
-// llm_quota in front, a fallback outside the key's models is skipped.
+// llm_quota in front, a fallback outside the key's models is skipped. A
+// model with a canary sends its share of requests to the canary first,
+// with the model itself next.
 func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
-	out := []string{m.Name}
 	tenant, limited := llm.TenantOf(r)
-	for _, fb := range m.Fallbacks {
-		if limited {
-			if f, err := rt.app.Lookup(fb); err != nil || !tenant.Allowed(fb, f.Name) {
-				continue
-			}
+	allowed := func(name string) bool {
+		if !limited {
+			return true
 		}
-		out = append(out, fb)
+		f, err := rt.app.Lookup(name)
+		return err == nil && tenant.Allowed(name, f.Name)
+	}
+	out := make([]string, 0, 2+len(m.Fallbacks))
+	if c := m.Canary; c != nil && c.Share > 0 && rand.Float64() < c.Share && allowed(c.Model) {
+		out = append(out, c.Model)
+	}
+	out = append(out, m.Name)
+	for _, fb := range m.Fallbacks {
+		if allowed(fb) {
+			out = append(out, fb)
+		}
 	}
 	return out
 }
