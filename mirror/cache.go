@@ -231,13 +231,13 @@ func (c *Cache) fetchFrom(ctx context.Context, s Store, man Manifest, f File, ke
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(io.MultiWriter(out, h, t.counter()), ctxReader{ctx, io.LimitReader(rc, f.Size-have)})
+		_, err = pipeCopy(ctx, out, h, t, io.LimitReader(rc, f.Size-have))
 		rc.Close()
 		if err != nil {
 			return fmt.Errorf("store %s: reading %s: %w", s.Name(), key, err)
 		}
 	}
-	if err := out.Sync(); err != nil {
+	if err := out.Sync(); err != nil { // durable before it is renamed into place
 		return err
 	}
 	got := hex.EncodeToString(h.Sum(nil))
@@ -360,4 +360,69 @@ func (c *Cache) evictVersion(model, version string) {
 	}
 	_ = os.RemoveAll(filepath.Join(c.dir, model, version))
 	_ = os.Remove(filepath.Join(c.dir, model))
+}
+
+// pipeCopy copies src to dst and feeds sum with the same bytes, reading,
+// writing and hashing in three stages that overlap, through a few 1 MiB
+// buffers: a fetch runs at the speed of the slowest stage, not of their sum.
+func pipeCopy(ctx context.Context, dst io.Writer, sum io.Writer, t *Transfer, src io.Reader) (int64, error) {
+	const nbuf, size = 4, 1 << 20
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	free := make(chan []byte, nbuf)
+	for range nbuf {
+		free <- make([]byte, size)
+	}
+	toWrite := make(chan []byte, nbuf)
+	toHash := make(chan []byte, nbuf)
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for b := range toHash {
+			sum.Write(b)
+			free <- b[:cap(b)]
+		}
+	}()
+	var readErr error
+	go func() {
+		defer close(toWrite)
+		for {
+			b := <-free
+			n, err := io.ReadFull(src, b)
+			if n > 0 {
+				toWrite <- b[:n]
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+			if ctx.Err() != nil {
+				readErr = ctx.Err()
+				return
+			}
+		}
+	}()
+	var written int64
+	var writeErr error
+	for b := range toWrite {
+		if writeErr == nil {
+			var n int
+			n, writeErr = dst.Write(b)
+			written += int64(n)
+			t.Add(int64(n))
+			if writeErr != nil {
+				cancel() // the reader stops at its next buffer
+			}
+		}
+		toHash <- b
+	}
+	close(toHash)
+	<-hashed
+	if writeErr != nil {
+		return written, writeErr
+	}
+	return written, readErr
 }

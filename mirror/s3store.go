@@ -9,9 +9,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +38,7 @@ type S3Config struct {
 	TLS bool
 	// PartSize is the multipart part size. Default: 16 MiB.
 	PartSize int64
-	// Uploads is how many parts are sent at once. Default: 2.
+	// Uploads is how many parts are sent at once. Default: 4.
 	Uploads int
 }
 
@@ -42,9 +46,10 @@ type S3Config struct {
 const DefaultPartSize = 16 << 20
 
 // S3Store keeps objects in an S3 bucket through minio-go. Large objects go
-// up as multipart uploads that resume: the parts already stored whose MD5
-// matches the source are kept, only the rest are sent. Memory is bounded by
-// (uploads+1) parts whatever the object's size.
+// up as multipart uploads that resume: the parts already stored whose
+// CRC32C (or MD5 ETag) matches the source are kept, only the rest are
+// sent. A local file is streamed from disk; other sources go through at
+// most three part buffers, whatever the object's size.
 type S3Store struct {
 	name string
 	cfg  S3Config
@@ -69,7 +74,7 @@ func NewS3Store(name string, cfg S3Config) (*S3Store, error) {
 		return nil, fmt.Errorf("store %s: part size %d is below S3's minimum of 5 MiB", name, cfg.PartSize)
 	}
 	if cfg.Uploads <= 0 {
-		cfg.Uploads = 2
+		cfg.Uploads = 4
 	}
 	if cfg.Prefix != "" && !strings.HasSuffix(cfg.Prefix, "/") {
 		cfg.Prefix += "/"
@@ -139,11 +144,14 @@ func (s *S3Store) putSmallVerified(ctx context.Context, key string, src io.Reade
 }
 
 type part struct {
-	num int
-	buf []byte
-	md5 []byte
-	sha []byte
+	num    int
+	off, n int64
+	buf    []byte // the part's bytes; nil: read them from the source file
+	crc    string // base64 CRC32C, sent for the server to check
 }
+
+// castagnoli is the CRC32C table; the part checksum S3 keeps and lists.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt, size int64, sum string, t *Transfer) (PutStats, error) {
 	obj := s.cfg.Prefix + key
@@ -152,9 +160,9 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 		return PutStats{}, err
 	}
 	if uploadID == "" {
-		var opts minio.PutObjectOptions
+		opts := minio.PutObjectOptions{UserMetadata: map[string]string{"x-amz-checksum-algorithm": "CRC32C"}}
 		if sum != "" {
-			opts.UserMetadata = map[string]string{"sha256": sum}
+			opts.UserMetadata["sha256"] = sum
 		}
 		uploadID, err = s.core.NewMultipartUpload(ctx, s.cfg.Bucket, obj, opts)
 		if err != nil {
@@ -165,9 +173,16 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nparts := int((size + s.cfg.PartSize - 1) / s.cfg.PartSize)
-	free := make(chan []byte, s.cfg.Uploads+1)
-	for range s.cfg.Uploads + 1 {
-		free <- make([]byte, s.cfg.PartSize)
+	// A local file is read twice, to hash and to send, and never held in
+	// memory; any other source (another store) is read once into part
+	// buffers, (uploads+1) of them.
+	file, fromFile := src.(*os.File)
+	var free chan []byte
+	if !fromFile {
+		free = make(chan []byte, 3)
+		for range 3 {
+			free <- make([]byte, s.cfg.PartSize)
+		}
 	}
 	send := make(chan *part)
 	done := make([]minio.CompletePart, nparts)
@@ -183,55 +198,93 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 	for range s.cfg.Uploads {
 		wg.Go(func() {
 			for p := range send {
-				// The payload goes unsigned: Content-MD5 has the server
-				// check each part, and the whole file's sha256 is checked
-				// before the upload completes, so a third hash is not needed.
-				op, err := s.core.PutObjectPart(ctx, s.cfg.Bucket, obj, uploadID, p.num, bytes.NewReader(p.buf), int64(len(p.buf)),
-					minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(p.md5), DisableContentSha256: true})
+				var body io.Reader = io.NewSectionReader(file, p.off, p.n)
+				if p.buf != nil {
+					body = bytes.NewReader(p.buf)
+				}
+				// The payload goes unsigned: the server checks each part's
+				// CRC32C, and the whole file's sha256 is checked before
+				// the upload completes.
+				op, err := s.core.PutObjectPart(ctx, s.cfg.Bucket, obj, uploadID, p.num, body, p.n,
+					minio.PutObjectPartOptions{DisableContentSha256: true, CustomHeader: http.Header{"X-Amz-Checksum-Crc32c": {p.crc}}})
 				if err != nil {
 					fail(s.wrap(key, err))
 				} else {
-					done[p.num-1] = minio.CompletePart{PartNumber: p.num, ETag: op.ETag}
+					done[p.num-1] = minio.CompletePart{PartNumber: p.num, ETag: op.ETag, ChecksumCRC32C: p.crc}
 					sent.Add(1)
-					sentBytes.Add(int64(len(p.buf)))
-					t.Add(int64(len(p.buf)))
+					sentBytes.Add(p.n)
+					t.Add(p.n)
 				}
-				free <- p.buf[:cap(p.buf)]
+				if p.buf != nil {
+					free <- p.buf[:cap(p.buf)]
+				}
 			}
 		})
 	}
 
 	whole := sha256.New()
-	partMD5 := md5.New()
+	crc := crc32.New(castagnoli)
+	var scratch []byte
+	if fromFile {
+		scratch = make([]byte, 1<<20)
+	}
 	reused := 0
 read:
 	for i := range nparts {
 		off := int64(i) * s.cfg.PartSize
 		n := min(s.cfg.PartSize, size-off)
-		var buf []byte
-		select {
-		case buf = <-free:
-		case <-ctx.Done():
-			break read
+		p := &part{num: i + 1, off: off, n: n}
+		old, resumable := have[i+1]
+		resumable = resumable && old.Size == n
+		var m5 hash.Hash
+		if resumable && old.ChecksumCRC32C == "" {
+			m5 = md5.New() // the store lists only ETags
 		}
-		buf = buf[:n]
-		if _, err := src.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && len(buf) == int(n)) {
-			fail(fmt.Errorf("store %s: reading source of %s at %d: %w", s.name, key, off, err))
-			break
+		crc.Reset()
+		if fromFile {
+			for o := off; o < off+n; {
+				c := scratch[:min(int64(len(scratch)), off+n-o)]
+				if _, err := src.ReadAt(c, o); err != nil && !errors.Is(err, io.EOF) {
+					fail(fmt.Errorf("store %s: reading source of %s at %d: %w", s.name, key, o, err))
+					break read
+				}
+				whole.Write(c)
+				crc.Write(c)
+				if m5 != nil {
+					m5.Write(c)
+				}
+				o += int64(len(c))
+			}
+		} else {
+			select {
+			case p.buf = <-free:
+			case <-ctx.Done():
+				break read
+			}
+			p.buf = p.buf[:n]
+			if _, err := src.ReadAt(p.buf, off); err != nil && !(errors.Is(err, io.EOF) && len(p.buf) == int(n)) {
+				fail(fmt.Errorf("store %s: reading source of %s at %d: %w", s.name, key, off, err))
+				break
+			}
+			whole.Write(p.buf)
+			crc.Write(p.buf)
+			if m5 != nil {
+				m5.Write(p.buf)
+			}
 		}
-		whole.Write(buf)
-		partMD5.Reset()
-		partMD5.Write(buf)
-		m := partMD5.Sum(nil)
-		if old, ok := have[i+1]; ok && old.Size == n && strings.Trim(old.ETag, `"`) == hex.EncodeToString(m) {
-			done[i] = minio.CompletePart{PartNumber: i + 1, ETag: old.ETag}
+		p.crc = base64.StdEncoding.EncodeToString(crc.Sum(nil))
+		if resumable && ((old.ChecksumCRC32C != "" && old.ChecksumCRC32C == p.crc) ||
+			(m5 != nil && strings.Trim(old.ETag, `"`) == hex.EncodeToString(m5.Sum(nil)))) {
+			done[i] = minio.CompletePart{PartNumber: i + 1, ETag: old.ETag, ChecksumCRC32C: old.ChecksumCRC32C}
 			reused++
 			t.Add(n)
-			free <- buf[:cap(buf)]
+			if p.buf != nil {
+				free <- p.buf[:cap(p.buf)]
+			}
 			continue
 		}
 		select {
-		case send <- &part{num: i + 1, buf: buf, md5: m}:
+		case send <- p:
 		case <-ctx.Done():
 			break read
 		}

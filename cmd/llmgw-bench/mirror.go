@@ -32,6 +32,7 @@ func mirrorCompare(args []string) error {
 	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
 	sizeFlag := fs.String("size", "2GiB", "the file's size")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
+	outDir := fs.String("out", defaultOut(), "where fetched copies go (memory by default, so that the disk's write-back speed, the same for both, does not hide the difference)")
 	_ = fs.Parse(args)
 	size, err := humanize.ParseBytes(*sizeFlag)
 	if err != nil {
@@ -76,6 +77,11 @@ func mirrorCompare(args []string) error {
 		return err
 	}
 
+	outs, err := os.MkdirTemp(*outDir, "llmgw-bench-mirror-out-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(outs)
 	cfg := filepath.Join(dir, "Caddyfile")
 	caddyfile := fmt.Sprintf(`{
 	llm {
@@ -91,7 +97,7 @@ func mirrorCompare(args []string) error {
 		}
 	}
 }
-`, endpoint, filepath.Join(dir, "cache"))
+`, endpoint, filepath.Join(outs, "cache"))
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
 		return err
 	}
@@ -114,16 +120,19 @@ func mirrorCompare(args []string) error {
 		return el, rss, nil
 	}
 
-	var putRaw, putOurs, getRaw, getOurs []float64
+	var putRaw, putOurs, getRaw, getRawSync, getOurs []float64
 	var rssAdd, rssFetch int64
 	mb := float64(size) / (1 << 20)
 	for i := range *rounds {
 		v := fmt.Sprintf("r%d", i)
+		// Each timed step starts with no dirty pages of the one before.
+		syscall.Sync()
 		start := time.Now()
 		if _, err := raw.FPutObject(ctx, "raw", "obj-"+v, src, minio.PutObjectOptions{}); err != nil {
 			return fmt.Errorf("FPutObject: %w", err)
 		}
 		putRaw = append(putRaw, mb/time.Since(start).Seconds())
+		syscall.Sync()
 		el, rss, err := llmgw("add", "bench", src, "--version", v)
 		if err != nil {
 			return err
@@ -131,13 +140,22 @@ func mirrorCompare(args []string) error {
 		putOurs = append(putOurs, mb/el.Seconds())
 		rssAdd = max(rssAdd, rss)
 
-		out := filepath.Join(dir, "raw-"+v)
+		out := filepath.Join(outs, "raw-"+v)
+		syscall.Sync()
 		start = time.Now()
 		if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
 			return fmt.Errorf("FGetObject: %w", err)
 		}
 		getRaw = append(getRaw, mb/time.Since(start).Seconds())
+		// llmgw makes its copy durable before renaming it into place; the
+		// same for the raw copy, timed from the same start.
+		if f, err := os.Open(out); err == nil {
+			_ = f.Sync()
+			f.Close()
+		}
+		getRawSync = append(getRawSync, mb/time.Since(start).Seconds())
 		os.Remove(out)
+		syscall.Sync()
 		el, rss, err = llmgw("fetch", "bench", v)
 		if err != nil {
 			return err
@@ -146,14 +164,15 @@ func mirrorCompare(args []string) error {
 		rssFetch = max(rssFetch, rss)
 		// Keep the disk from filling: the next round stores its own copies.
 		_ = raw.RemoveObject(ctx, "raw", "obj-"+v, minio.RemoveObjectOptions{})
-		_ = os.RemoveAll(filepath.Join(dir, "cache", "bench", v))
+		_ = os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
 		_ = os.RemoveAll(filepath.Join(data, "mirror", "models", "bench", v))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s file, %d rounds, medians (MiB/s)\n", humanize.IBytes(size), *rounds)
+	fmt.Fprintf(tw, "%s file, %d rounds, medians (MiB/s); fetched copies in %s\n", humanize.IBytes(size), *rounds, *outDir)
 	fmt.Fprintln(tw, "direction\tminio-go\tllmgw mirror\tratio\tllmgw peak RSS")
 	fmt.Fprintf(tw, "upload\t%.0f\t%.0f\t%.2f\t%s\n", medianOf(putRaw), medianOf(putOurs), medianOf(putOurs)/medianOf(putRaw), humanize.IBytes(uint64(rssAdd)))
 	fmt.Fprintf(tw, "fetch to node cache\t%.0f\t%.0f\t%.2f\t%s\n", medianOf(getRaw), medianOf(getOurs), medianOf(getOurs)/medianOf(getRaw), humanize.IBytes(uint64(rssFetch)))
+	fmt.Fprintf(tw, "fetch, both copies fsynced\t%.0f\t%.0f\t%.2f\t\n", medianOf(getRawSync), medianOf(getOurs), medianOf(getOurs)/medianOf(getRawSync))
 	return tw.Flush()
 }
 
@@ -204,4 +223,11 @@ func medianOf(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+func defaultOut() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
