@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -43,7 +45,6 @@ every store that answers, and copied to the others by sync.`,
 type mirrorCmd struct {
 	config, adapter string
 	json            bool
-	m               *mirror.Mirror
 }
 
 // open builds the mirror the config describes.
@@ -55,9 +56,22 @@ func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
 		}
 		cfgFile = "Caddyfile"
 	}
-	raw, _, _, err := caddycmd.LoadConfig(cfgFile, mc.adapter)
+	raw, err := os.ReadFile(cfgFile)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", cfgFile, err)
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	adapter := mc.adapter
+	if base := filepath.Base(cfgFile); adapter == "" && (strings.HasPrefix(base, "Caddyfile") || strings.HasSuffix(base, ".caddyfile")) {
+		adapter = "caddyfile"
+	}
+	if adapter != "" {
+		ad := caddyconfig.GetAdapter(adapter)
+		if ad == nil {
+			return nil, fmt.Errorf("unknown config adapter %q", adapter)
+		}
+		if raw, _, err = ad.Adapt(raw, map[string]any{"filename": cfgFile}); err != nil {
+			return nil, fmt.Errorf("adapting %s: %w", cfgFile, err)
+		}
 	}
 	var cfg struct {
 		Apps struct {
@@ -79,7 +93,6 @@ func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc.m = m
 	return m, nil
 }
 
@@ -89,8 +102,18 @@ func (mc *mirrorCmd) print(v any) error {
 	return enc.Encode(v)
 }
 
-func cmdContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+// run opens the mirror the config names and runs f with a context that
+// ends on Ctrl-C.
+func (mc *mirrorCmd) run(f func(ctx context.Context, m *mirror.Mirror, args []string) error) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		m, err := mc.open()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer cancel()
+		return f(ctx, m, args)
+	}
 }
 
 func actor() string {
@@ -146,13 +169,7 @@ func (mc *mirrorCmd) add() *cobra.Command {
 	var o mirror.AddOptions
 	cmd := &cobra.Command{Use: "add <model> <source>", Short: "Adds a version from a local path, an http(s) URL or hf://org/repo[@revision][/path]",
 		Args: cobra.ExactArgs(2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			o.Model, o.Source = args[0], args[1]
 			stop := showProgress(m)
 			res, err := m.Add(ctx, o)
@@ -169,7 +186,7 @@ func (mc *mirrorCmd) add() *cobra.Command {
 				fmt.Fprintln(os.Stderr, perr)
 			}
 			return nil
-		}}
+		})}
 	cmd.Flags().StringVar(&o.Version, "version", "", "the version's name (default: the registry commit, or a hash of the contents)")
 	cmd.Flags().BoolVar(&o.AllowPickle, "allow-pickle", false, "let pickle formats (.bin, .pt, .pth, .ckpt, .pkl) in")
 	cmd.Flags().BoolVar(&o.Track, "track", false, "follow the hf:// repository for updates and make this version current")
@@ -178,14 +195,11 @@ func (mc *mirrorCmd) add() *cobra.Command {
 
 func (mc *mirrorCmd) list() *cobra.Command {
 	return &cobra.Command{Use: "list", Short: "Lists the versions and the stores holding each", Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			m, err := mc.open()
-			if err != nil {
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
+			list, err := m.List(ctx)
+			if err != nil && len(list) == 0 {
 				return err
 			}
-			ctx, cancel := cmdContext()
-			defer cancel()
-			list, err := m.List(ctx)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "warning:", err)
 			}
@@ -203,7 +217,7 @@ func (mc *mirrorCmd) list() *cobra.Command {
 			}
 			table("MODEL\tVERSION\tFORMAT\tFILES\tSIZE\tSTORES\tADDED\tSOURCE", rows)
 			return nil
-		}}
+		})}
 }
 
 // versionArgs reads <model> [<version>]; no version means the current one.
@@ -217,13 +231,7 @@ func versionArgs(ctx context.Context, m *mirror.Mirror, args []string) (string, 
 
 func (mc *mirrorCmd) show() *cobra.Command {
 	return &cobra.Command{Use: "show <model> [<version>]", Short: "Shows a version's manifest", Args: cobra.RangeArgs(1, 2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			model, version, err := versionArgs(ctx, m, args)
 			if err != nil {
 				return err
@@ -245,18 +253,12 @@ func (mc *mirrorCmd) show() *cobra.Command {
 			}
 			table("FILE\tSIZE\tSHA256", rows)
 			return nil
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) fetch() *cobra.Command {
 	return &cobra.Command{Use: "fetch <model> [<version>]", Short: "Fetches a version to this node's cache (verified), ahead of its first replica", Args: cobra.RangeArgs(1, 2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			model, version, err := versionArgs(ctx, m, args)
 			if err != nil {
 				return err
@@ -273,18 +275,12 @@ func (mc *mirrorCmd) fetch() *cobra.Command {
 			}
 			fmt.Printf("%s/%s is in %s\n", model, version, fe.Dir)
 			return nil
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) verify() *cobra.Command {
 	return &cobra.Command{Use: "verify <model> [<version>]", Short: "Reads every file on every store and checks its sha256", Args: cobra.RangeArgs(1, 2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			model, version, err := versionArgs(ctx, m, args)
 			if err != nil {
 				return err
@@ -314,18 +310,12 @@ func (mc *mirrorCmd) verify() *cobra.Command {
 				return fmt.Errorf("%d of %d copies failed; llmgw mirror sync copies a good one over each", bad, len(checks))
 			}
 			return nil
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) remove() *cobra.Command {
 	return &cobra.Command{Use: "remove <model> <version>", Short: "Removes a version from every store (a tombstone keeps it from coming back)", Args: cobra.ExactArgs(2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			res, err := m.Remove(ctx, args[0], args[1], actor())
 			if err != nil {
 				return err
@@ -338,18 +328,12 @@ func (mc *mirrorCmd) remove() *cobra.Command {
 				fmt.Fprintf(os.Stderr, "%s; %s removes it when it answers\n", e, s)
 			}
 			return nil
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) purge() *cobra.Command {
 	return &cobra.Command{Use: "purge <model>", Short: "Removes every version of a model", Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			removed, err := m.Purge(ctx, args[0], actor(), nil)
 			if mc.json {
 				if perr := mc.print(removed); perr != nil {
@@ -359,19 +343,13 @@ func (mc *mirrorCmd) purge() *cobra.Command {
 				fmt.Printf("removed %s versions %s\n", args[0], strings.Join(removed, ", "))
 			}
 			return err
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) sync() *cobra.Command {
 	var deep bool
 	cmd := &cobra.Command{Use: "sync", Short: "Brings the stores in step: removals, missing versions, bad copies", Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			stop := showProgress(m)
 			rep, err := m.Sync(ctx, deep)
 			stop()
@@ -400,20 +378,14 @@ func (mc *mirrorCmd) sync() *cobra.Command {
 			}
 			table("STORE\tSTATE\tVERSIONS\tBEHIND", rows)
 			return err
-		}}
+		})}
 	cmd.Flags().BoolVar(&deep, "deep", false, "read every stored file and check its sha256 first")
 	return cmd
 }
 
 func (mc *mirrorCmd) updates() *cobra.Command {
 	return &cobra.Command{Use: "updates", Short: "Says which tracked repositories moved on", Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			ups, err := m.Updates(ctx)
 			if mc.json {
 				if perr := mc.print(ups); perr != nil {
@@ -431,18 +403,12 @@ func (mc *mirrorCmd) updates() *cobra.Command {
 			}
 			table("MODEL\tSOURCE\tCURRENT\tSTATE", rows)
 			return err
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) update() *cobra.Command {
 	return &cobra.Command{Use: "update <model>", Short: "Fetches a tracked model's new revision beside the old one and makes it current", Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			stop := showProgress(m)
 			res, err := m.UpdateModel(ctx, args[0])
 			stop()
@@ -454,18 +420,12 @@ func (mc *mirrorCmd) update() *cobra.Command {
 			}
 			fmt.Printf("%s is now at %s (commit %s)\n", args[0], res.Manifest.Version, res.Manifest.Origin.Commit)
 			return nil
-		}}
+		})}
 }
 
 func (mc *mirrorCmd) rollback() *cobra.Command {
 	return &cobra.Command{Use: "rollback <model>", Short: "Makes a model's previous version current again", Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			m, err := mc.open()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := cmdContext()
-			defer cancel()
+		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			t, err := m.Rollback(ctx, args[0])
 			if err != nil {
 				return err
@@ -475,5 +435,5 @@ func (mc *mirrorCmd) rollback() *cobra.Command {
 			}
 			fmt.Printf("%s is back at %s\n", args[0], t.Current)
 			return nil
-		}}
+		})}
 }

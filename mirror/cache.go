@@ -72,7 +72,13 @@ func (m *Mirror) Fetch(ctx context.Context, model, version string) (*Fetched, er
 	if version == "" {
 		v, err := m.Current(ctx, model)
 		if err != nil {
-			return nil, err
+			// No store answers: the node's newest complete copy serves.
+			cv, ok := c.newest(model)
+			if !ok {
+				return nil, err
+			}
+			m.log.Warn("stores unreachable; using the version in the node cache", zap.String("model", model), zap.String("version", cv), zap.Error(err))
+			v = cv
 		}
 		version = v
 	}
@@ -349,6 +355,23 @@ func (c *Cache) makeRoom(need int64, forID string) error {
 		c.m.log.Info("version evicted from node cache", zap.String("model", cv.Model), zap.String("version", cv.Version), zap.Int64("bytes", cv.Size))
 	}
 	return nil
+}
+
+// newest is the most recently used complete version of model in the cache.
+func (c *Cache) newest(model string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	list, err := c.scan()
+	if err != nil {
+		return "", false
+	}
+	best := ""
+	for _, cv := range list { // least recently used first
+		if cv.Model == model && cv.Complete {
+			best = cv.Version
+		}
+	}
+	return best, best != ""
 }
 
 // evictVersion drops a removed version from the cache unless it is in use.

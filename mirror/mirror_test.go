@@ -257,6 +257,30 @@ func TestCorruptCopy(t *testing.T) {
 	}
 }
 
+func TestFetchFromCacheWhenStoresAreDown(t *testing.T) {
+	a := s3test.Start(t)
+	m := newMirror(t, s3Store(t, "s3-a", a, 0))
+	ctx := ctxT(t)
+	src := writeRandom(t, t.TempDir(), "m.gguf", 1<<20, 7)
+	if _, err := m.Add(ctx, AddOptions{Model: "m", Version: "v1", Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Fetch(ctx, "m", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Release()
+	a.Kill()
+	f, err = m.Fetch(ctx, "m", "")
+	if err != nil || f.Manifest.Version != "v1" {
+		t.Fatalf("fetch with the store down: %v", err)
+	}
+	f.Release()
+	if _, err := m.Fetch(ctx, "other", ""); err == nil {
+		t.Fatal("a model the node never fetched was found with the store down")
+	}
+}
+
 func TestNeverServesMismatch(t *testing.T) {
 	a := s3test.Start(t)
 	m := newMirror(t, s3Store(t, "s3-a", a, 5<<20))

@@ -242,4 +242,16 @@ func TestMirrorAdminAndPurge(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &raw) != nil || !strings.Contains(fmt.Sprint(raw["error"]), "store s3-b is unreachable") {
 		t.Errorf("sync with s3-b down: %d %s", code, body)
 	}
+
+	// With both stores down, a replica that restarts takes the node's copy.
+	a.Kill()
+	old := g.readyReplicas("keeper", 1)[0].ID
+	if code, body := adminDo(t, g, "POST", "/llm/replicas/"+old+"/restart", ""); code != 200 {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	waitFor(t, 30*time.Second, "keeper back from the node cache", func() bool {
+		m := g.models()["keeper"]
+		return len(m.Replicas) == 1 && m.Replicas[0].ID != old && m.Replicas[0].State == "ready"
+	})
+	chatOnce(t, g, "keeper")
 }

@@ -28,6 +28,16 @@ func (a *App) mirrorOrErr() (*mirror.Mirror, error) {
 	return a.mirror, nil
 }
 
+// runningMirror is the running app and its mirror, or the error to answer.
+func runningMirror() (*App, *mirror.Mirror, error) {
+	a, err := running()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := a.mirrorOrErr()
+	return a, m, err
+}
+
 func getMirror(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {
@@ -59,11 +69,7 @@ func mirrorErr(err error) error {
 
 // handleMirrorVersions answers GET and POST /llm/mirror/versions.
 func handleMirrorVersions(w http.ResponseWriter, r *http.Request) error {
-	a, err := running()
-	if err != nil {
-		return err
-	}
-	m, err := a.mirrorOrErr()
+	a, m, err := runningMirror()
 	if err != nil {
 		return err
 	}
@@ -99,11 +105,7 @@ func handleMirrorVersions(w http.ResponseWriter, r *http.Request) error {
 
 // handleMirrorVersion answers /llm/mirror/versions/{model}/{version}[/verify].
 func handleMirrorVersion(w http.ResponseWriter, r *http.Request) error {
-	a, err := running()
-	if err != nil {
-		return err
-	}
-	m, err := a.mirrorOrErr()
+	a, m, err := runningMirror()
 	if err != nil {
 		return err
 	}
@@ -141,14 +143,10 @@ func handleMirrorVersion(w http.ResponseWriter, r *http.Request) error {
 
 // postMirrorSync answers POST /llm/mirror/sync[?deep=true].
 func postMirrorSync(w http.ResponseWriter, r *http.Request) error {
-	a, err := running()
-	if err != nil {
-		return err
-	}
 	if r.Method != http.MethodPost {
 		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use POST", r.Method)
 	}
-	m, err := a.mirrorOrErr()
+	_, m, err := runningMirror()
 	if err != nil {
 		return err
 	}

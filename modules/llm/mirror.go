@@ -171,7 +171,8 @@ func NewMirror(c *MirrorConfig, dataDir string, logger *zap.Logger) (*mirror.Mir
 				skEnv = "AWS_SECRET_ACCESS_KEY"
 			}
 			s, err := mirror.NewS3Store(sc.Name, mirror.S3Config{Endpoint: sc.Endpoint, Bucket: sc.Bucket, Prefix: sc.Prefix,
-				Region: sc.Region, TLS: sc.TLS, AccessKey: os.Getenv(akEnv), SecretKey: os.Getenv(skEnv), PartSize: sc.PartSize})
+				Region: sc.Region, TLS: sc.TLS, AccessKey: os.Getenv(akEnv), SecretKey: os.Getenv(skEnv), PartSize: sc.PartSize,
+				KeysFrom: "$" + akEnv + " and $" + skEnv})
 			if err != nil {
 				return nil, err
 			}
@@ -284,6 +285,11 @@ func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap
 			res, err := mr.Add(ctx, mirror.AddOptions{Model: model, Source: src, AllowPickle: m.Options["allow_pickle"] == "true",
 				Track: strings.HasPrefix(src, "hf://")})
 			if err != nil {
+				// With the stores out of reach, a copy this node fetched before serves.
+				if fe, ferr := mr.Fetch(ctx, model, ""); ferr == nil {
+					logger.Warn("weights not added to the mirror; using the node's copy", zap.String("model", m.Name), zap.Error(err))
+					return pickFile(m, fe, "")
+				}
 				return nil, "", fmt.Errorf("model %q: adding %s to the mirror: %w", m.Name, redactSource(src), err)
 			}
 			if perr := res.PendingError(); perr != nil {
@@ -296,6 +302,12 @@ func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap
 	if err != nil {
 		return nil, "", fmt.Errorf("model %q: fetching weights: %w", m.Name, err)
 	}
+	return pickFile(m, fe, file)
+}
+
+// pickFile is the path to hand the engine: the named file, the one GGUF
+// file of the version, or its directory.
+func pickFile(m *Model, fe *mirror.Fetched, file string) (*mirror.Fetched, string, error) {
 	if file != "" {
 		for _, f := range fe.Manifest.Files {
 			if f.Path == file {
