@@ -140,6 +140,34 @@ func TestMirrorServesOllama(t *testing.T) {
 	if err != nil || strings.Count(out, " ok") != 2 {
 		t.Errorf("mirror verify: %v\n%s", err, out)
 	}
+	out, err = mirrorCLI(t, g, "show", "tiny", "v1")
+	if err != nil || !strings.Contains(out, "tiny/v1  format gguf") || !strings.Contains(out, "tiny.gguf") {
+		t.Errorf("mirror show: %v\n%s", err, out)
+	}
+
+	// A version removed with one store down is removed there when it is back.
+	if out, err = mirrorCLI(t, g, "add", "tiny", src, "--version", "v2"); err != nil {
+		t.Fatalf("mirror add v2: %v\n%s", err, out)
+	}
+	b.Kill()
+	out, err = mirrorCLI(t, g, "remove", "tiny", "v2")
+	if err != nil || !strings.Contains(out, "removed tiny/v2 from s3-a") || !strings.Contains(out, "s3-b removes it when it answers") {
+		t.Errorf("mirror remove with s3-b down: %v\n%s", err, out)
+	}
+	b.Restart()
+	// The gateway reconciles every second too; whichever runs first
+	// applies the tombstone.
+	out, err = mirrorCLI(t, g, "sync")
+	if err != nil || !regexpLine(out, "s3-b", "ok") {
+		t.Errorf("mirror sync: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(b.ObjectPath("weights", "llmgw/models/tiny/v2/files/tiny.gguf")); !os.IsNotExist(err) {
+		t.Errorf("tiny/v2 still on s3-b after sync: %v", err)
+	}
+	out, err = mirrorCLI(t, g, "list")
+	if err != nil || strings.Contains(out, "v2") || !regexpLine(out, "tiny", "v1*", "gguf", "s3-a,s3-b") {
+		t.Errorf("mirror list: %v\n%s", err, out)
+	}
 }
 
 // TestMirrorAdminAndPurge drives the mirror through the admin API and ctl
