@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -75,8 +76,15 @@ func ollamaCompare(args []string) error {
 				return fmt.Errorf("%s: %w", targets[i].name, err)
 			}
 		}
-		for range *rounds {
-			for i, t := range targets {
+		for r := range *rounds {
+			// Odd rounds go the other way round, so that neither target
+			// always follows the other (Ollama's caches warm either way).
+			order := []int{0, 1}
+			if r%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, i := range order {
+				t := targets[i]
 				w := cfg
 				w.URL = t.url
 				res, err := run(w)
@@ -103,6 +111,14 @@ func ollamaCompare(args []string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		// Each round's pair, llmgw over direct: their spread is the noise
+		// any single figure above carries.
+		ratios := make([]float64, len(samples[0]))
+		for r := range ratios {
+			ratios[r] = samples[1][r].rps / samples[0][r].rps
+		}
+		sort.Float64s(ratios)
+		fmt.Printf("tokens/s through llmgw over direct, round by round: median %.3f, range %.3f–%.3f\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 	return nil
 }
