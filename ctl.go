@@ -183,7 +183,7 @@ func (c *ctl) model() *cobra.Command {
 		}}
 	remove.Flags().BoolVar(&purge, "purge", false, "also remove its weights from the mirror and the node cache (never what another model uses)")
 	var class, owner, fallbacks, canary string
-	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%]", Short: "Changes a runtime model's class, owner, fallbacks or canary; replicas keep running", Args: cobra.ExactArgs(1),
+	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%]", Short: "Changes a model's class, owner, fallbacks or canary; replicas keep running", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if cmd.Flags().Changed("class") {

@@ -67,7 +67,7 @@ func TestModelSettingsAndCanary(t *testing.T) {
 		{"/llm/models/stable/settings", `{"canary":{"model":"next","share":2}}`, "must be between 0 and 1"},
 		{"/llm/models/stable/settings", `{"class":"vip"}`, `class "vip"`},
 		{"/llm/models/stable/settings", `{"colour":"red"}`, "unknown field"},
-		{"/llm/models/chat/settings", `{"class":"critical"}`, "declared in the config file; change its settings there"},
+		{"/llm/models/chat/scale", `{"min":2}`, "declared in the config file; change its scaling there"},
 	} {
 		code, body := adminDo(t, g, "POST", tc.path, tc.body)
 		var e struct{ Error string }
@@ -85,10 +85,33 @@ func TestModelSettingsAndCanary(t *testing.T) {
 		t.Errorf("after the canary is removed: %v", got)
 	}
 
-	// Runtime settings survive a restart.
+	// A model from the config file takes settings too; they are laid
+	// over the file at every start and reload.
+	chatReplica := g.readyReplicas("chat", 1)[0].ID
+	code, body = adminDo(t, g, "POST", "/llm/models/chat/settings", `{"class":"critical","canary":{"model":"stable","share":1}}`)
+	if code != 200 {
+		t.Fatalf("settings on a config model: %d %s", code, body)
+	}
+	resp, _ := post(t, g.base+"/v1/chat/completions", `{"model":"chat","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	if rep := resp.Header.Get("X-Llm-Replica"); !strings.HasPrefix(rep, "stable-") {
+		t.Errorf("a 100%% canary on chat was served by %s", rep)
+	}
+	g.reload(`
+		model chat {
+			engine sim
+			min 1
+		}`, "")
+	if m := g.models()["chat"]; m.Class != "critical" || m.Canary == nil || len(m.Replicas) != 1 || m.Replicas[0].ID != chatReplica {
+		t.Errorf("after a reload: %+v (replica was %s)", m, chatReplica)
+	}
+
+	// Settings survive a restart.
 	g.stop()
 	g.start()
 	if m := g.models()["stable"]; m.Class != "opportunistic" || m.Owner != "acme/research" || m.Canary != nil {
-		t.Errorf("after a restart: %+v", m)
+		t.Errorf("stable after a restart: %+v", m)
+	}
+	if m := g.models()["chat"]; m.Class != "critical" || m.Canary == nil || m.Canary.Model != "stable" {
+		t.Errorf("chat after a restart: %+v", m)
 	}
 }

@@ -151,6 +151,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.applySettings(ctx); err != nil {
+		return err
+	}
 	v, err := a.buildView(append(append([]*Model{}, a.Models...), added...), added)
 	if err != nil {
 		return err

@@ -134,11 +134,12 @@ func (s *Scaling) target() int {
 
 // key is a hash of everything that shapes a model's replicas, so a reload
 // that leaves them unchanged keeps its replicas.
-// Fields that only steer routing (aliases, fallbacks, canary, owner) are
-// left out: changing them keeps the model's replicas.
+// Fields that only steer routing or placement (aliases, fallbacks,
+// canary, owner, class) are left out: changing them keeps the model's
+// replicas.
 func (m *Model) key(engineKey string) string {
 	k := *m
-	k.Aliases, k.Fallbacks, k.Canary, k.Owner = nil, nil, nil, ""
+	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class = nil, nil, nil, "", ""
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string

@@ -164,7 +164,7 @@ func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) er
 	if err := dec.Decode(&sc); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %v`, err)
 	}
-	f, err := a.changeModel(r, name, "its scaling", func(m *Model) { m.Scaling = &sc })
+	f, err := a.changeModel(r, name, "its scaling", func(m *Model) { m.Scaling = &sc }, nil)
 	if err != nil {
 		return err
 	}
@@ -183,9 +183,9 @@ type ModelSettings struct {
 	Canary *Canary `json:"canary,omitempty"`
 }
 
-// setModel answers POST /llm/models/<name>/settings. Routing changes
-// apply to the next request; class and resources to the next placement.
-// Replicas keep running.
+// setModel answers POST /llm/models/<name>/settings, for runtime and config
+// models alike. Routing changes apply to the next request; class and
+// resources to the next placement. Replicas keep running.
 func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) error {
 	var st ModelSettings
 	dec := json.NewDecoder(r.Body)
@@ -193,26 +193,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
 	}
-	f, err := a.changeModel(r, name, "its settings", func(m *Model) {
-		if st.Class != nil {
-			m.Class = *st.Class
-		}
-		if st.Owner != nil {
-			m.Owner = *st.Owner
-		}
-		if st.Fallbacks != nil {
-			m.Fallbacks = *st.Fallbacks
-		}
-		if st.Resources != nil {
-			m.Resources = st.Resources
-		}
-		if st.Canary != nil {
-			m.Canary = st.Canary
-			if st.Canary.Model == "" {
-				m.Canary = nil
-			}
-		}
-	})
+	f, err := a.changeModel(r, name, "its settings", st.apply, &st)
 	if err != nil {
 		return err
 	}
@@ -221,10 +202,12 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	return writeJSON(w, f.status())
 }
 
-// changeModel applies change to a copy of a runtime model, checks the
-// whole catalog with it, stores it and hands it to the model's fleet
-// (which keeps its replicas). Config models are changed in the file.
-func (a *App) changeModel(r *http.Request, name, what string, change func(*Model)) (*fleet, error) {
+// changeModel applies change to a copy of a model, checks the whole
+// catalog with it, stores it and hands it to the model's fleet (which keeps
+// its replicas). A config model takes only settings (st): they are kept in
+// Caddy storage and laid over the config's model at every start and reload;
+// other changes to it are made in the file.
+func (a *App) changeModel(r *http.Request, name, what string, change func(*Model), st *ModelSettings) (*fleet, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
@@ -232,7 +215,8 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	if !ok {
 		return nil, apiErr(http.StatusNotFound, "no model %q", name)
 	}
-	if !cur.runtime[m.Name] {
+	fromConfig := !cur.runtime[m.Name]
+	if fromConfig && st == nil {
 		return nil, apiErr(http.StatusConflict, "model %q is declared in the config file; change %s there and reload", m.Name, what)
 	}
 	next := *m
@@ -240,7 +224,7 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	if err := next.validate(); err != nil {
 		return nil, apiErr(http.StatusBadRequest, "%v", err)
 	}
-	rt := runtimeOf(cur, func(ms []*Model) []*Model {
+	swapIn := func(ms []*Model) []*Model {
 		out := make([]*Model, len(ms))
 		for i, x := range ms {
 			out[i] = x
@@ -249,10 +233,20 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 			}
 		}
 		return out
-	})
-	v, err := a.swap(r.Context(), rt)
+	}
+	before := a.Models
+	if fromConfig {
+		a.Models = swapIn(a.Models)
+	}
+	v, err := a.swap(r.Context(), runtimeOf(cur, swapIn))
 	if err != nil {
+		a.Models = before
 		return nil, err
+	}
+	if fromConfig {
+		if err := a.saveSettings(r.Context(), m.Name, *st); err != nil {
+			return nil, apiErr(http.StatusInternalServerError, "saving the model's settings: %v", err)
+		}
 	}
 	f := v.fleets[next.Name]
 	f.model.Store(&next)
@@ -261,4 +255,102 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	default:
 	}
 	return f, nil
+}
+
+// settingsStorageKey keeps settings changed through the admin API on
+// models declared in the config file.
+const settingsStorageKey = "llmgw/model-settings.json"
+
+func (a *App) loadSettings(ctx context.Context) (map[string]ModelSettings, error) {
+	out := map[string]ModelSettings{}
+	if a.storage == nil {
+		return out, nil
+	}
+	b, err := a.storage.Load(ctx, settingsStorageKey)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading model settings from storage: %w", err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("model settings in storage (%s) are corrupt: %w", settingsStorageKey, err)
+	}
+	return out, nil
+}
+
+// saveSettings merges st into the stored settings of a config model.
+func (a *App) saveSettings(ctx context.Context, name string, st ModelSettings) error {
+	all, err := a.loadSettings(ctx)
+	if err != nil {
+		return err
+	}
+	all[name] = all[name].merge(st)
+	b, _ := json.Marshal(all)
+	if a.storage == nil {
+		return nil
+	}
+	return a.storage.Store(ctx, settingsStorageKey, b)
+}
+
+// applySettings lays the stored settings over the config's models.
+func (a *App) applySettings(ctx context.Context) error {
+	all, err := a.loadSettings(ctx)
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	models := make([]*Model, len(a.Models))
+	for i, m := range a.Models {
+		models[i] = m
+		if st, ok := all[m.Name]; ok {
+			next := *m
+			st.apply(&next)
+			models[i] = &next
+			a.logger.Info("settings changed through the admin API apply over the config", zap.String("model", m.Name))
+		}
+	}
+	a.Models = models
+	return nil
+}
+
+// merge lays o's fields over s's.
+func (s ModelSettings) merge(o ModelSettings) ModelSettings {
+	if o.Class != nil {
+		s.Class = o.Class
+	}
+	if o.Owner != nil {
+		s.Owner = o.Owner
+	}
+	if o.Fallbacks != nil {
+		s.Fallbacks = o.Fallbacks
+	}
+	if o.Resources != nil {
+		s.Resources = o.Resources
+	}
+	if o.Canary != nil {
+		s.Canary = o.Canary
+	}
+	return s
+}
+
+// apply sets the given fields on m; a canary with no model removes it.
+func (s ModelSettings) apply(m *Model) {
+	if s.Class != nil {
+		m.Class = *s.Class
+	}
+	if s.Owner != nil {
+		m.Owner = *s.Owner
+	}
+	if s.Fallbacks != nil {
+		m.Fallbacks = *s.Fallbacks
+	}
+	if s.Resources != nil {
+		m.Resources = s.Resources
+	}
+	if s.Canary != nil {
+		m.Canary = s.Canary
+		if s.Canary.Model == "" {
+			m.Canary = nil
+		}
+	}
 }
