@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -181,7 +182,7 @@ func (mc *mirrorCmd) add() *cobra.Command {
 				return mc.print(res)
 			}
 			fmt.Printf("added %s/%s (%s, %d files, %s) to %s\n", res.Manifest.Model, res.Manifest.Version, res.Manifest.Format,
-				len(res.Manifest.Files), mirror.HumanBytes(res.Manifest.Size()), strings.Join(res.Stored, ", "))
+				len(res.Manifest.Files), humanize.IBytes(uint64(res.Manifest.Size())), strings.Join(res.Stored, ", "))
 			if perr := res.PendingError(); perr != nil {
 				fmt.Fprintln(os.Stderr, perr)
 			}
@@ -212,7 +213,7 @@ func (mc *mirrorCmd) list() *cobra.Command {
 				if v.Current {
 					cur = "*"
 				}
-				rows = append(rows, []string{v.Model, v.Version + cur, v.Format, fmt.Sprint(v.Files), mirror.HumanBytes(v.Size),
+				rows = append(rows, []string{v.Model, v.Version + cur, v.Format, fmt.Sprint(v.Files), humanize.IBytes(uint64(v.Size)),
 					strings.Join(v.Stores, ","), v.Added.Format(time.RFC3339), v.Origin.Source})
 			}
 			table("MODEL\tVERSION\tFORMAT\tFILES\tSIZE\tSTORES\tADDED\tSOURCE", rows)
@@ -249,7 +250,7 @@ func (mc *mirrorCmd) show() *cobra.Command {
 			}
 			var rows [][]string
 			for _, f := range man.Files {
-				rows = append(rows, []string{f.Path, mirror.HumanBytes(f.Size), f.SHA256})
+				rows = append(rows, []string{f.Path, humanize.IBytes(uint64(f.Size)), f.SHA256})
 			}
 			table("FILE\tSIZE\tSHA256", rows)
 			return nil
@@ -374,7 +375,7 @@ func (mc *mirrorCmd) sync() *cobra.Command {
 				if !s.Reachable {
 					state = "unreachable"
 				}
-				rows = append(rows, []string{s.Name, state, fmt.Sprint(s.Versions), fmt.Sprintf("%d versions, %s, %d removals", s.LagVersions, mirror.HumanBytes(s.LagBytes), s.LagRemovals)})
+				rows = append(rows, []string{s.Name, state, fmt.Sprint(s.Versions), fmt.Sprintf("%d versions, %s, %d removals", s.LagVersions, humanize.IBytes(uint64(s.LagBytes)), s.LagRemovals)})
 			}
 			table("STORE\tSTATE\tVERSIONS\tBEHIND", rows)
 			return err

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 )
 
@@ -338,7 +339,7 @@ func (c *Cache) makeRoom(need int64, forID string) error {
 	}
 	if pinned+need > c.limit {
 		return fmt.Errorf("node cache is too small for %s (%s): %s of its %s are versions in use; raise the cache size or stop a model",
-			forID, HumanBytes(need), HumanBytes(pinned), HumanBytes(c.limit))
+			forID, humanize.IBytes(uint64(need)), humanize.IBytes(uint64(pinned)), humanize.IBytes(uint64(c.limit)))
 	}
 	for _, cv := range list {
 		if used+need <= c.limit {

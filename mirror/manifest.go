@@ -100,14 +100,28 @@ func CheckName(kind, name string) error {
 	if name[0] == '.' {
 		return fmt.Errorf("%s name %q must not start with '.'", kind, name)
 	}
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == ':':
-		default:
+	for i := 0; i < len(name); i++ {
+		if !nameByte(name[i]) {
 			return fmt.Errorf("%s name %q may hold only letters, digits, '.', '_', '-' and ':'", kind, name)
 		}
 	}
 	return nil
+}
+
+// NameFor turns any name (a catalog model's) into one CheckName accepts:
+// other characters become '_'.
+func NameFor(name string) string {
+	b := []byte(strings.TrimLeft(name, "."))
+	for i, c := range b {
+		if !nameByte(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == ':'
 }
 
 // checkPath checks a file's path within a version.

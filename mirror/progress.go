@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // now is the clock; tests replace it.
@@ -85,7 +87,7 @@ func (p Progress) String() string {
 		pct = 100 * float64(p.Bytes) / float64(p.Total)
 	}
 	return fmt.Sprintf("%s %s/%s %s: %s of %s (%.0f%%), %s/s, %s left", p.Kind, p.Model, p.Version, p.File,
-		HumanBytes(p.Bytes), HumanBytes(p.Total), pct, HumanBytes(int64(p.Rate)), (time.Duration(p.ETA) * time.Second).String())
+		humanize.IBytes(uint64(p.Bytes)), humanize.IBytes(uint64(p.Total)), pct, humanize.IBytes(uint64(p.Rate)), (time.Duration(p.ETA) * time.Second).String())
 }
 
 // transfers is the set of transfers under way, and the bytes moved by
@@ -141,18 +143,4 @@ func (ts *transfers) list() []Progress {
 		out = append(out, t.Snapshot())
 	}
 	return out
-}
-
-// HumanBytes writes a byte count in binary units.
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -201,7 +201,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 	for range s.cfg.Uploads {
 		wg.Go(func() {
 			for p := range send {
-				var body io.Reader = &fileSection{f: file, off: p.off, end: p.off + p.n}
+				var body io.Reader = io.NewSectionReader(file, p.off, p.n)
 				if p.buf != nil {
 					body = bytes.NewReader(p.buf)
 				}
@@ -450,48 +450,3 @@ func (s *S3Store) wrap(key string, err error) error {
 
 // Interface guards
 var _ Store = (*S3Store)(nil)
-
-// fileSection is part of a file sent as a request body. It writes itself
-// out in 1 MiB reads, so that sending a part takes a few dozen system
-// calls rather than thousands of 32 KiB ones.
-type fileSection struct {
-	f        *os.File
-	off, end int64
-}
-
-var sectionBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
-
-func (s *fileSection) Read(p []byte) (int, error) {
-	if s.off >= s.end {
-		return 0, io.EOF
-	}
-	p = p[:min(int64(len(p)), s.end-s.off)]
-	n, err := s.f.ReadAt(p, s.off)
-	s.off += int64(n)
-	if err == io.EOF && s.off < s.end {
-		err = io.ErrUnexpectedEOF
-	} else if err == io.EOF {
-		err = nil
-	}
-	return n, err
-}
-
-func (s *fileSection) WriteTo(w io.Writer) (int64, error) {
-	bp := sectionBufs.Get().(*[]byte)
-	defer sectionBufs.Put(bp)
-	var total int64
-	for s.off < s.end {
-		n, err := s.Read(*bp)
-		if n > 0 {
-			m, werr := w.Write((*bp)[:n])
-			total += int64(m)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if err != nil {
-			return total, err
-		}
-	}
-	return total, nil
-}

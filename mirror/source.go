@@ -145,7 +145,7 @@ func (m *Mirror) download(ctx context.Context, src, wantSum string, wantSize int
 	var lastErr error
 	for attempt := range m.cfg.DownloadAttempts {
 		if attempt > 0 {
-			m.log.Info("resuming download", zap.String("url", redactURL(src)), zap.Int("attempt", attempt+1), zap.Error(lastErr))
+			m.log.Info("resuming download", zap.String("url", RedactURL(src)), zap.Int("attempt", attempt+1), zap.Error(lastErr))
 			select {
 			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
 			case <-ctx.Done():
@@ -166,7 +166,7 @@ func (m *Mirror) download(ctx context.Context, src, wantSum string, wantSize int
 		}
 	}
 	if lastErr != nil {
-		return "", "", 0, fmt.Errorf("downloading %s: %w (the part already fetched is kept; adding again resumes it)", redactURL(src), lastErr)
+		return "", "", 0, fmt.Errorf("downloading %s: %w (the part already fetched is kept; adding again resumes it)", RedactURL(src), lastErr)
 	}
 	sum, size, err := hashFile(ctx, part)
 	if err != nil {
@@ -174,7 +174,7 @@ func (m *Mirror) download(ctx context.Context, src, wantSum string, wantSize int
 	}
 	if (wantSum != "" && sum != wantSum) || (wantSize >= 0 && size != wantSize) {
 		os.Remove(part)
-		return "", "", 0, fmt.Errorf("downloading %s: got %d bytes with sha256 %s, want %d bytes with %s: %w", redactURL(src), size, sum, wantSize, wantSum, ErrChecksum)
+		return "", "", 0, fmt.Errorf("downloading %s: got %d bytes with sha256 %s, want %d bytes with %s: %w", RedactURL(src), size, sum, wantSize, wantSum, ErrChecksum)
 	}
 	if err := os.Rename(part, local); err != nil {
 		return "", "", 0, err
@@ -225,7 +225,7 @@ func (m *Mirror) downloadOnce(ctx context.Context, src, part string, t *Transfer
 		}
 		have = 0
 	default:
-		err := fmt.Errorf("%s answered %s", redactURL(src), resp.Status)
+		err := fmt.Errorf("%s answered %s", RedactURL(src), resp.Status)
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 			return false, &permanentError{err}
 		}
@@ -253,11 +253,15 @@ func (m *Mirror) authorize(req *http.Request) {
 	}
 }
 
-// redactURL drops a URL's query and user info, which may carry secrets.
-func redactURL(s string) string {
+// RedactURL drops a URL's query and user info, which may carry secrets;
+// anything that is not a URL passes unchanged.
+func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "<url>"
+	}
+	if u.Scheme == "" {
+		return s
 	}
 	u.User, u.RawQuery = nil, ""
 	return u.String()
@@ -353,17 +357,17 @@ func (m *Mirror) getJSON(ctx context.Context, u string, v any, hdr *http.Header)
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("registry: %s: %w", redactURL(u), ErrNotFound)
+		return fmt.Errorf("registry: %s: %w", RedactURL(u), ErrNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("registry refused %s (%s); set a token with HF_TOKEN for gated or private repositories", redactURL(u), resp.Status)
+		return fmt.Errorf("registry refused %s (%s); set a token with HF_TOKEN for gated or private repositories", RedactURL(u), resp.Status)
 	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("registry answered %s for %s", resp.Status, redactURL(u))
+		return fmt.Errorf("registry answered %s for %s", resp.Status, RedactURL(u))
 	}
 	if hdr != nil {
 		*hdr = resp.Header
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v); err != nil {
-		return fmt.Errorf("registry: decoding %s: %w", redactURL(u), err)
+		return fmt.Errorf("registry: decoding %s: %w", RedactURL(u), err)
 	}
 	return nil
 }

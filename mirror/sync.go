@@ -55,14 +55,13 @@ func (m *Mirror) Status() SyncStatus {
 }
 
 type storeView struct {
-	s       Store
-	err     error
-	objs    map[string]int64 // key → size
-	mans    map[string]bool  // model/version with a manifest
-	tombs   map[string]bool
-	tracks  map[string]bool
-	status  *StoreStatus
-	lagVers map[string]bool
+	s      Store
+	err    error
+	objs   map[string]int64 // key → size
+	mans   map[string]bool  // model/version with a manifest
+	tombs  map[string]bool
+	tracks map[string]bool
+	status *StoreStatus
 }
 
 // Sync reconciles the stores: removals recorded on any store are applied
@@ -76,7 +75,7 @@ func (m *Mirror) Sync(ctx context.Context, deep bool) (*SyncReport, error) {
 	views := make([]*storeView, len(m.stores))
 	for i, s := range m.stores {
 		v := &storeView{s: s, objs: map[string]int64{}, mans: map[string]bool{}, tombs: map[string]bool{}, tracks: map[string]bool{},
-			status: &StoreStatus{Name: s.Name()}, lagVers: map[string]bool{}}
+			status: &StoreStatus{Name: s.Name()}}
 		views[i] = v
 		if v.err = s.Ping(ctx); v.err == nil {
 			var objs []Object

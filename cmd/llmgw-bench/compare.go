@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -214,12 +213,10 @@ func startReplica(bin string) (string, *exec.Cmd, error) {
 }
 
 func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeTCPPort()
 	if err != nil {
 		return 0, nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	sub := filepath.Join(dir, strconv.Itoa(port))
 	if err := os.MkdirAll(sub, 0o700); err != nil {
 		return 0, nil, err
@@ -265,21 +262,17 @@ const benchTenancy = `		org bench {
 `
 
 func startRedis(dir string) (string, *exec.Cmd, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeTCPPort()
 	if err != nil {
 		return "", nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", dir)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("starting redis-server (or run with -redis=false): %w", err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return fmt.Sprintf("redis://127.0.0.1:%d", port), cmd, nil
-		}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitListen(addr); err != nil {
+		return "", cmd, fmt.Errorf("redis-server: %w", err)
 	}
-	return "", cmd, errors.New("redis-server did not listen")
+	return "redis://" + addr, cmd, nil
 }

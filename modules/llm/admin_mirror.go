@@ -21,29 +21,23 @@ type MirrorView struct {
 	Cache     []mirror.CachedVersion `json:"cache"`
 }
 
-func (a *App) mirrorOrErr() (*mirror.Mirror, error) {
-	if a.mirror == nil {
-		return nil, apiErr(http.StatusNotFound, "the mirror is not in use; add a mirror block to the llm app, or give a model a mirror:// or hf:// source")
-	}
-	return a.mirror, nil
-}
-
 // runningMirror is the running app and its mirror, or the error to answer.
 func runningMirror() (*App, *mirror.Mirror, error) {
 	a, err := running()
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := a.mirrorOrErr()
-	return a, m, err
+	if a.mirror == nil {
+		return nil, nil, apiErr(http.StatusNotFound, "the mirror is not in use; add a mirror block to the llm app, or give a model a mirror:// or hf:// source")
+	}
+	return a, a.mirror, nil
 }
 
 func getMirror(w http.ResponseWriter, r *http.Request) error {
-	a, err := current(r)
-	if err != nil {
+	if _, err := current(r); err != nil { // GET only
 		return err
 	}
-	m, err := a.mirrorOrErr()
+	_, m, err := runningMirror()
 	if err != nil {
 		return err
 	}
@@ -97,7 +91,7 @@ func handleMirrorVersions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return mirrorErr(err)
 		}
-		a.audit(r, "mirror version added", zap.String("model", res.Manifest.Model), zap.String("version", res.Manifest.Version), zap.String("source", redactSource(req.Source)))
+		a.audit(r, "mirror version added", zap.String("model", res.Manifest.Model), zap.String("version", res.Manifest.Version), zap.String("source", mirror.RedactURL(req.Source)))
 		return writeJSON(w, res)
 	}
 	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
@@ -170,7 +164,7 @@ func mirrorRef(m *Model) (model, version string, ok bool) {
 		return parts[0], version, true
 	}
 	if strings.HasPrefix(m.Source, "hf://") || strings.HasPrefix(m.Source, "http://") || strings.HasPrefix(m.Source, "https://") {
-		return mirrorName(m.Name), "", true
+		return mirror.NameFor(m.Name), "", true
 	}
 	return "", "", false
 }

@@ -242,7 +242,7 @@ func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
 	}
 	mr := activeMirror.Load()
 	if mr == nil {
-		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.m().Name, redactSource(src))
+		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.m().Name, mirror.RedactURL(src))
 	}
 	fe, path, err := resolveSource(ctx, mr, f.m(), f.logger)
 	if err != nil {
@@ -273,15 +273,17 @@ func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap
 			file = parts[2]
 		}
 	} else {
-		model = mirrorName(m.Name)
-		list, _ := mr.List(ctx) // oldest first
+		model = mirror.NameFor(m.Name)
+		list, _ := mr.List(ctx) // oldest first: the current version, else the newest
 		for _, v := range list {
-			if v.Model == model && v.Origin.Source == src && (v.Current || !currentFound(list, model, src)) {
-				version = v.Version
+			if v.Model == model && v.Origin.Source == src {
+				if version = v.Version; v.Current {
+					break
+				}
 			}
 		}
 		if version == "" {
-			logger.Info("adding weights to the mirror", zap.String("model", m.Name), zap.String("source", redactSource(src)))
+			logger.Info("adding weights to the mirror", zap.String("model", m.Name), zap.String("source", mirror.RedactURL(src)))
 			res, err := mr.Add(ctx, mirror.AddOptions{Model: model, Source: src, AllowPickle: m.Options["allow_pickle"] == "true",
 				Track: strings.HasPrefix(src, "hf://")})
 			if err != nil {
@@ -290,7 +292,7 @@ func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap
 					logger.Warn("weights not added to the mirror; using the node's copy", zap.String("model", m.Name), zap.Error(err))
 					return pickFile(m, fe, "")
 				}
-				return nil, "", fmt.Errorf("model %q: adding %s to the mirror: %w", m.Name, redactSource(src), err)
+				return nil, "", fmt.Errorf("model %q: adding %s to the mirror: %w", m.Name, mirror.RedactURL(src), err)
 			}
 			if perr := res.PendingError(); perr != nil {
 				logger.Warn("weights not on every store yet", zap.String("model", m.Name), zap.Error(perr))
@@ -329,40 +331,6 @@ func pickFile(m *Model, fe *mirror.Fetched, file string) (*mirror.Fetched, strin
 	}
 	return fe, fe.Dir, nil
 }
-
-func currentFound(list []mirror.VersionInfo, model, src string) bool {
-	for _, v := range list {
-		if v.Model == model && v.Origin.Source == src && v.Current {
-			return true
-		}
-	}
-	return false
-}
-
-// mirrorName turns a catalog model name into a mirror model name.
-func mirrorName(name string) string {
-	var b strings.Builder
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == ':':
-			b.WriteRune(c)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return strings.TrimLeft(b.String(), ".")
-}
-
-// redactSource drops a URL's query, which may hold a token.
-func redactSource(s string) string {
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// Mirror is the app's weights mirror, or nil when none is in use.
-func (a *App) MirrorStore() *mirror.Mirror { return a.mirror }
 
 // Interface guards
 var _ caddy.Destructor = (*mirrorHandle)(nil)
