@@ -70,45 +70,32 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		dir := d.Val()
-		if dir != "engine" && dir != "model" && dir != "org" {
-			if seen[dir] {
-				return d.Errf("duplicate subdirective %q", dir)
-			}
-			seen[dir] = true
-		}
-		var err error
+	return eachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "plugin_dir":
-			err = oneArg(d, &a.PluginDir)
+			return oneArg(d, &a.PluginDir)
 		case "hold_timeout":
-			err = durationArg(d, &a.HoldTimeout)
+			return durationArg(d, &a.HoldTimeout)
 		case "start_timeout":
-			err = durationArg(d, &a.StartTimeout)
+			return durationArg(d, &a.StartTimeout)
 		case "max_waiting":
-			err = intArg(d, &a.MaxWaiting, 1)
+			return intArg(d, &a.MaxWaiting, 1)
 		case "node":
 			a.Node = new(Resources)
-			err = parseResources(d, a.Node)
+			return parseResources(d, a.Node)
 		case "engine":
-			err = a.parseEngine(d)
+			return a.parseEngine(d)
 		case "model":
-			err = a.parseModel(d)
+			return a.parseModel(d)
 		case "org":
-			err = a.parseOrg(d)
+			return a.parseOrg(d)
 		case "mirror":
 			a.Mirror = new(MirrorConfig)
-			err = a.Mirror.parse(d)
+			return a.Mirror.parse(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	}, "engine", "model", "org")
 }
 
 func (a *App) parseEngine(d *caddyfile.Dispenser) error {
@@ -123,20 +110,13 @@ func (a *App) parseEngine(d *caddyfile.Dispenser) error {
 		return d.Errf("engine %q is configured twice", typ)
 	}
 	ec := new(EngineConfig)
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if seen[d.Val()] {
-			return d.Errf("duplicate subdirective %q", d.Val())
-		}
-		seen[d.Val()] = true
-		var err error
-		switch d.Val() {
+	err := eachSubdirective(d, func(dir string) error {
+		switch dir {
 		case "path":
-			err = oneArg(d, &ec.Path)
+			return oneArg(d, &ec.Path)
 		case "sha256":
-			err = oneArg(d, &ec.SHA256)
+			return oneArg(d, &ec.SHA256)
 		case "option":
-			seen["option"] = false // may repeat
 			args := d.RemainingArgs()
 			if len(args) != 2 {
 				return d.Errf("option takes a name and a value, such as: option bin /usr/local/bin/llama-server")
@@ -146,11 +126,12 @@ func (a *App) parseEngine(d *caddyfile.Dispenser) error {
 			}
 			ec.Options[args[0]] = args[1]
 		default:
-			return d.Errf("unrecognized engine subdirective %q", d.Val())
+			return d.Errf("unrecognized engine subdirective %q", dir)
 		}
-		if err != nil {
-			return err
-		}
+		return nil
+	}, "option")
+	if err != nil {
+		return err
 	}
 	if a.Engines == nil {
 		a.Engines = make(map[string]*EngineConfig)
@@ -167,18 +148,9 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		dir := d.Val()
-		if dir != "option" && dir != "alias" && dir != "fallback" {
-			if seen[dir] {
-				return d.Errf("duplicate subdirective %q", dir)
-			}
-			seen[dir] = true
-		}
-		if err := parseModelField(d, m, dir); err != nil {
-			return err
-		}
+	err := eachSubdirective(d, func(dir string) error { return parseModelField(d, m, dir) }, "option", "alias", "fallback")
+	if err != nil {
+		return err
 	}
 	if m.Engine == "" {
 		return d.Errf("model %q: engine is required", m.Name)

@@ -28,19 +28,10 @@ func (c *MirrorConfig) parse(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		dir := d.Val()
-		if dir != "store" {
-			if seen[dir] {
-				return d.Errf("duplicate subdirective %q", dir)
-			}
-			seen[dir] = true
-		}
-		var err error
+	err := eachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "store":
-			err = c.parseStore(d)
+			return c.parseStore(d)
 		case "cache":
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -57,17 +48,18 @@ func (c *MirrorConfig) parse(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "registry":
-			err = oneArg(d, &c.Registry)
+			return oneArg(d, &c.Registry)
 		case "sync_interval":
-			err = durationArg(d, &c.SyncInterval)
+			return durationArg(d, &c.SyncInterval)
 		case "verify_every":
-			err = intArg(d, &c.VerifyEvery, -1)
+			return intArg(d, &c.VerifyEvery, -1)
 		default:
 			return d.Errf("unrecognized mirror subdirective %q; use store, cache, registry, sync_interval or verify_every", dir)
 		}
-		if err != nil {
-			return err
-		}
+		return nil
+	}, "store")
+	if err != nil {
+		return err
 	}
 	if len(c.Stores) > 2 {
 		return d.Errf("the mirror takes one or two stores, not %d", len(c.Stores))
@@ -103,46 +95,42 @@ func (c *MirrorConfig) parseStore(d *caddyfile.Dispenser) error {
 		if d.NextArg() {
 			return d.ArgErr()
 		}
-		seen := map[string]bool{}
-		for nesting := d.Nesting(); d.NextBlock(nesting); {
-			if seen[d.Val()] {
-				return d.Errf("duplicate subdirective %q", d.Val())
-			}
-			seen[d.Val()] = true
-			var err error
-			switch d.Val() {
+		err := eachSubdirective(d, func(dir string) error {
+			switch dir {
 			case "endpoint":
-				err = oneArg(d, &sc.Endpoint)
+				return oneArg(d, &sc.Endpoint)
 			case "bucket":
-				err = oneArg(d, &sc.Bucket)
+				return oneArg(d, &sc.Bucket)
 			case "prefix":
-				err = oneArg(d, &sc.Prefix)
+				return oneArg(d, &sc.Prefix)
 			case "region":
-				err = oneArg(d, &sc.Region)
+				return oneArg(d, &sc.Region)
 			case "tls":
 				if d.NextArg() {
 					return d.ArgErr()
 				}
 				sc.TLS = true
 			case "access_key_env":
-				err = oneArg(d, &sc.AccessKeyEnv)
+				return oneArg(d, &sc.AccessKeyEnv)
 			case "secret_key_env":
-				err = oneArg(d, &sc.SecretKeyEnv)
+				return oneArg(d, &sc.SecretKeyEnv)
 			case "part_size":
 				var s string
-				if err = oneArg(d, &s); err == nil {
-					n, perr := humanize.ParseBytes(s)
-					if perr != nil {
-						return d.Errf("part_size %q is not a size such as 16MiB", s)
-					}
-					sc.PartSize = int64(n)
+				if err := oneArg(d, &s); err != nil {
+					return err
 				}
+				n, err := humanize.ParseBytes(s)
+				if err != nil {
+					return d.Errf("part_size %q is not a size such as 16MiB", s)
+				}
+				sc.PartSize = int64(n)
 			default:
-				return d.Errf("unrecognized s3 store subdirective %q", d.Val())
+				return d.Errf("unrecognized s3 store subdirective %q", dir)
 			}
-			if err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if sc.Endpoint == "" || sc.Bucket == "" {
 			return d.Errf("store %s: an s3 store needs endpoint and bucket", sc.Name)

@@ -1,6 +1,10 @@
 package llm
 
-import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+import (
+	"slices"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
 
 // ParseBlock reads a handler directive that takes no arguments and a block
 // of subdirectives, calling fn with each subdirective's name (the
@@ -12,13 +16,22 @@ func ParseBlock(d *caddyfile.Dispenser, fn func(dir string) error) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	return eachSubdirective(d, fn)
+}
+
+// eachSubdirective calls fn with the name of each subdirective of the block
+// the dispenser is at (the dispenser on it). A subdirective given twice is
+// an error unless repeatable names it.
+func eachSubdirective(d *caddyfile.Dispenser, fn func(dir string) error, repeatable ...string) error {
 	seen := map[string]bool{}
-	for d.NextBlock(0) {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		dir := d.Val()
-		if seen[dir] {
-			return d.Errf("duplicate subdirective %q", dir)
+		if !slices.Contains(repeatable, dir) {
+			if seen[dir] {
+				return d.Errf("duplicate subdirective %q", dir)
+			}
+			seen[dir] = true
 		}
-		seen[dir] = true
 		if err := fn(dir); err != nil {
 			return err
 		}
