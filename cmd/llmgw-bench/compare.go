@@ -53,6 +53,7 @@ func compare(args []string) error {
 	tokens := fs.Int("max-tokens", 20, "tokens per answer (stream chunks)")
 	withRedis := fs.Bool("redis", true, "also measure llm_quota with a redis-server it starts (needs redis-server on PATH)")
 	withGuard := fs.Bool("guard", true, "also measure llm_guardrails (pii and regex on input and output)")
+	rate := fs.Float64("rate", 0, "also measure every scenario paced to this many requests per second in all, the same work for every target (0: closed loop only)")
 	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
@@ -120,6 +121,12 @@ func compare(args []string) error {
 				if err := scenario(cfg, targets, *rounds); err != nil {
 					return err
 				}
+				if *rate > 0 {
+					cfg.Rate = *rate
+					if err := scenario(cfg, targets, *rounds); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
@@ -152,7 +159,11 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu})
 		}
 	}
-	fmt.Printf("\nconcurrency %d, stream %t, prompt %d bytes, %d rounds of %s (medians)\n", cfg.Concurrency, cfg.Stream, len(cfg.body()), rounds, cfg.Duration)
+	paced := ""
+	if cfg.Rate > 0 {
+		paced = fmt.Sprintf(", paced to %.0f req/s", cfg.Rate)
+	}
+	fmt.Printf("\nconcurrency %d%s, stream %t, prompt %d bytes, %d rounds of %s (medians)\n", cfg.Concurrency, paced, cfg.Stream, len(cfg.body()), rounds, cfg.Duration)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tp50\tadded p50\tttfb p50\tadded ttfb\treq/s\tvs direct\tcpu/req\tcpu vs caddy\tcpu vs router\t")
 	direct := median(samples[0])
@@ -173,7 +184,24 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%s\t%s\t%s\t\n", t.name, us(m.p50), us(m.p50-direct.p50),
 			us(m.ttfb), us(m.ttfb-direct.ttfb), m.rps, m.rps/direct.rps, cpu, ratio(t, m.cpu, caddy.cpu), ratio(t, m.cpu, router.cpu))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Round by round, each module's CPU per request over the router's
+	// in the same round: the geometric mean and its 95% confidence
+	// interval say how much of a difference is the machine's noise.
+	for i, t := range targets {
+		if i <= 2 || len(samples[i]) < 2 {
+			continue
+		}
+		ratios := make([]float64, len(samples[i]))
+		for r := range ratios {
+			ratios[r] = float64(samples[i][r].cpu) / float64(samples[2][r].cpu)
+		}
+		mean, f := geoMeanCI(ratios)
+		fmt.Printf("  %s cpu/req over llm_router's, round by round: %.3f (95%% CI %.3f–%.3f)\n", t.name, mean, mean/f, mean*f)
+	}
+	return nil
 }
 
 func median(s []sample) sample {

@@ -29,6 +29,11 @@ type loadConfig struct {
 	// PromptBytes, when set, makes the user message about that long:
 	// prose with an email address and a card number in every kilobyte.
 	PromptBytes int
+	// Rate, when set, paces the clients to that many requests per second
+	// in all (each request starts at its slot, or at once when late), so
+	// targets are compared doing the same work per second rather than
+	// each at its own saturation.
+	Rate float64
 }
 
 type result struct {
@@ -88,19 +93,30 @@ func run(cfg loadConfig) (*result, error) {
 		left = cfg.Requests
 		wg   sync.WaitGroup
 	)
+	start := time.Now()
+	var slot int64
 	take := func() bool {
 		mu.Lock()
-		defer mu.Unlock()
-		if cfg.Requests == 0 {
-			return ctx.Err() == nil
-		}
-		if left == 0 {
+		if cfg.Requests == 0 && ctx.Err() != nil || cfg.Requests > 0 && left == 0 {
+			mu.Unlock()
 			return false
 		}
 		left--
+		n := slot
+		slot++
+		mu.Unlock()
+		if cfg.Rate > 0 {
+			at := start.Add(time.Duration(float64(n) / cfg.Rate * float64(time.Second)))
+			if d := time.Until(at); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return false
+				}
+			}
+		}
 		return true
 	}
-	start := time.Now()
 	for range cfg.Concurrency {
 		wg.Add(1)
 		go func() {

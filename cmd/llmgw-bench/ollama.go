@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +33,7 @@ func ollamaCompare(args []string) error {
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
 	conc := fs.String("c", "1,8", "concurrencies")
 	tokens := fs.Int("max-tokens", 128, "tokens per answer (the tiny model always writes this many)")
+	cores := fs.Int("cores", 0, "threads Ollama computes with (the model's cores; 0: every core). On a small machine, leaving a core to the client and the gateway keeps their work from stalling Ollama's compute threads, which wait for one another at every step")
 	_ = fs.Parse(args)
 	if *ollamaBin == "" {
 		return errors.New(enginetest.OllamaMissing)
@@ -49,7 +51,7 @@ func ollamaCompare(args []string) error {
 	eng := ollama.New(hclog.NewNullLogger())
 	defer eng.Shutdown()
 	rep, err := eng.Start(context.Background(), engine.ReplicaSpec{Model: "bench", ReplicaID: "bench-1", Source: model,
-		ContextLength: 2048, Concurrency: 8})
+		ContextLength: 2048, Concurrency: 8, Cores: *cores})
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,11 @@ func ollamaCompare(args []string) error {
 				}
 			}
 		}
-		fmt.Printf("\ntiny model on Ollama, concurrency %d, streamed, %d tokens per answer, %d rounds of %d answers (medians)\n", n, *tokens, *rounds, n**per)
+		threads := "every core"
+		if *cores > 0 {
+			threads = fmt.Sprintf("%d threads", *cores)
+		}
+		fmt.Printf("\ntiny model on Ollama (%s), concurrency %d, streamed, %d tokens per answer, %d rounds of %d answers (medians)\n", threads, n, *tokens, *rounds, n**per)
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "target\ttokens/s\tvs direct\tttft p50\tadded ttft\tp50\t")
 		direct := median(samples[0])
@@ -112,13 +118,38 @@ func ollamaCompare(args []string) error {
 			return err
 		}
 		// Each round's pair, llmgw over direct: their spread is the noise
-		// any single figure above carries.
+		// any single figure above carries. Their geometric mean, with a
+		// 95% confidence interval, is the figure to quote: many short
+		// interleaved rounds cancel the machine's drift.
 		ratios := make([]float64, len(samples[0]))
 		for r := range ratios {
 			ratios[r] = samples[1][r].rps / samples[0][r].rps
 		}
+		mean, half := geoMeanCI(ratios)
 		sort.Float64s(ratios)
-		fmt.Printf("tokens/s through llmgw over direct, round by round: median %.3f, range %.3f–%.3f\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+		fmt.Printf("tokens/s through llmgw over direct, round by round: geometric mean %.3f (95%% CI %.3f–%.3f), median %.3f, range %.3f–%.3f\n",
+			mean, mean/half, mean*half, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 	return nil
+}
+
+// geoMeanCI returns the geometric mean of ratios and the factor that
+// bounds its 95% confidence interval (mean/f to mean*f), from the
+// spread of their logarithms.
+func geoMeanCI(ratios []float64) (mean, factor float64) {
+	n := float64(len(ratios))
+	var sum, sq float64
+	for _, r := range ratios {
+		sum += math.Log(r)
+	}
+	m := sum / n
+	for _, r := range ratios {
+		d := math.Log(r) - m
+		sq += d * d
+	}
+	if len(ratios) < 2 {
+		return math.Exp(m), math.Inf(1)
+	}
+	se := math.Sqrt(sq/(n-1)) / math.Sqrt(n)
+	return math.Exp(m), math.Exp(1.96 * se)
 }

@@ -96,6 +96,11 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	if spec.ContextLength > 0 {
 		fmt.Fprintf(&b, "PARAMETER num_ctx %d\n", spec.ContextLength)
 	}
+	// Threads follow the cores the model says a replica needs, unless
+	// set outright; without either, Ollama takes every core.
+	if _, set := spec.Options["param_num_thread"]; !set && spec.Cores > 0 {
+		fmt.Fprintf(&b, "PARAMETER num_thread %d\n", spec.Cores)
+	}
 	var params []string
 	for k := range spec.Options {
 		if strings.HasPrefix(k, "param_") {

@@ -80,6 +80,15 @@ func TestModelfileAndEnv(t *testing.T) {
 	if mf != want {
 		t.Errorf("Modelfile:\n%s\nwant:\n%s", mf, want)
 	}
+	spec.Cores = 3
+	if mf, _ := Modelfile(spec); !strings.Contains(mf, "PARAMETER num_ctx 2048\nPARAMETER num_thread 3\n") {
+		t.Errorf("with cores 3, Modelfile:\n%s", mf)
+	}
+	spec.Options["param_num_thread"] = "2"
+	if mf, _ := Modelfile(spec); strings.Contains(mf, "num_thread 3") || !strings.Contains(mf, "PARAMETER num_thread 2\n") {
+		t.Errorf("with param_num_thread 2 and cores 3, Modelfile:\n%s", mf)
+	}
+	delete(spec.Options, "param_num_thread")
 	env := Env(spec, 40123, "/run/r1")
 	wantEnv := []string{"OLLAMA_HOST=127.0.0.1:40123", "HOME=/run/r1/home", "OLLAMA_MODELS=/run/r1/models",
 		"OLLAMA_NUM_PARALLEL=4", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_NOPRUNE=1"}
