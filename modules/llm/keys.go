@@ -3,6 +3,8 @@ package llm
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +35,10 @@ func (a *App) Authenticate(secret string) (*Tenant, error) {
 		return nil, ErrNoKey
 	}
 	kr := a.keys.Load()
-	if t, ok := kr.byHash[HashKey(secret)]; ok {
+	sum := sha256.Sum256([]byte(secret))
+	var hexSum [2 * sha256.Size]byte
+	hex.Encode(hexSum[:], sum[:])
+	if t, ok := kr.byHash[string(hexSum[:])]; ok { // no copy: the lookup converts in place
 		return t, nil
 	}
 	return nil, ErrUnknownKey

@@ -44,7 +44,8 @@ func (q *Quota) settle(r *http.Request, st store, a *admission, m *llm.Model, t 
 	if u.Cached {
 		u = openai.Usage{} // answered from the cache: no tokens, no cost
 	}
-	s := &settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
+	s := &a.settled
+	*s = settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
 		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
 	// The client may have left; settle anyway. Redis settlements are
 	// queued and sent with the next admission or at once by a flusher.
@@ -101,11 +102,13 @@ func resetIn(t time.Time, kind int, budgetPeriod string) time.Duration {
 }
 
 // setRateHeaders sets OpenAI's x-ratelimit-* headers for the tightest
-// level of requests and of tokens per minute.
+// level of requests and of tokens per minute. The values are written
+// into one buffer and sliced, so the six headers cost two allocations.
 func setRateHeaders(h http.Header, a *admission, d decision) {
-	var vals [6]string // one allocation for the six header values
+	var buf [96]byte
+	b := buf[:0]
+	var ends [6]int
 	set := 0
-	reset := ""
 	for k := 0; k < 2; k++ {
 		best := -1
 		var limit, remaining int64
@@ -120,24 +123,50 @@ func setRateHeaders(h http.Header, a *admission, d decision) {
 		if best < 0 {
 			continue
 		}
-		if reset == "" {
-			reset = resetIn(a.now, kindRequests, "").Round(time.Millisecond).String()
-		}
-		vals[3*k], vals[3*k+1], vals[3*k+2] = strconv.FormatInt(limit, 10), strconv.FormatInt(remaining, 10), reset
+		b = strconv.AppendInt(b, limit, 10)
+		ends[3*k] = len(b)
+		b = strconv.AppendInt(b, remaining, 10)
+		ends[3*k+1] = len(b)
+		b = appendSeconds(b, resetIn(a.now, kindRequests, "").Round(time.Millisecond))
+		ends[3*k+2] = len(b)
 		set |= 1 << k
 	}
 	if set == 0 {
 		return
 	}
-	all := vals[:]
+	all := string(b)
+	vals := make([]string, 6)
 	for k := 0; k < 2; k++ {
 		if set&(1<<k) == 0 {
 			continue
 		}
+		from := 0
+		if k == 1 && set&1 != 0 {
+			from = ends[2]
+		}
 		for j, name := range rateHeaders[k] {
-			h[name] = all[3*k+j : 3*k+j+1 : 3*k+j+1]
+			vals[3*k+j] = all[from:ends[3*k+j]]
+			from = ends[3*k+j]
+			h[name] = vals[3*k+j : 3*k+j+1 : 3*k+j+1]
 		}
 	}
+}
+
+// appendSeconds appends d as time.Duration's String writes it ("41.017s").
+func appendSeconds(b []byte, d time.Duration) []byte {
+	if d >= time.Minute || d < time.Second {
+		return append(b, d.String()...)
+	}
+	ms := int64(d / time.Millisecond)
+	b = strconv.AppendInt(b, ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		digits := []byte{'.', byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+		for digits[len(digits)-1] == '0' {
+			digits = digits[:len(digits)-1]
+		}
+		b = append(b, digits...)
+	}
+	return append(b, 's')
 }
 
 // rateHeaders are OpenAI's header names, canonical, for requests and tokens.

@@ -261,8 +261,12 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 			est += q.DefaultMaxTokens
 		}
 	}
-	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Duration(q.Lease),
-		model: m.Name, levels: make([]levelPlan, len(t.Levels))}
+	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Duration(q.Lease), model: m.Name}
+	a.levels = a.levelBuf[:0]
+	if len(t.Levels) > len(a.levelBuf) {
+		a.levels = make([]levelPlan, 0, len(t.Levels))
+	}
+	a.levels = a.levels[:len(t.Levels)]
 	for i := range t.Levels {
 		l := &t.Levels[i]
 		w := nodeKeys(l, at)

@@ -252,7 +252,7 @@ func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) 
 	if err != nil {
 		return decision{}, err
 	}
-	d := decision{ok: res[0] == 0, failLevel: int(res[0]) - 1, failKind: int(res[1]), counts: make([][5]int64, len(a.levels))}
+	d := decision{ok: res[0] == 0, failLevel: int(res[0]) - 1, failKind: int(res[1]), counts: a.newCounts()}
 	for i := range a.levels {
 		copy(d.counts[i][:], res[2+5*i:7+5*i])
 	}

@@ -42,6 +42,21 @@ type admission struct {
 	lease  time.Duration
 	levels []levelPlan
 	model  string
+	// Storage for the common tenancy depth (key, project, team,
+	// organisation), so one allocation holds a whole request's claim.
+	levelBuf  [4]levelPlan
+	countsBuf [4][5]int64
+	settled   settlement
+}
+
+// newCounts returns zeroed per-level counts for a decision.
+func (a *admission) newCounts() [][5]int64 {
+	if len(a.levels) <= len(a.countsBuf) {
+		c := a.countsBuf[:len(a.levels)]
+		clear(c)
+		return c
+	}
+	return make([][5]int64, len(a.levels))
 }
 
 // decision is the store's answer to an admission.
@@ -210,7 +225,7 @@ func (n *nodeCounters) prune(t time.Time) int64 {
 }
 
 func (m *memoryStore) admit(_ context.Context, a *admission) (decision, error) {
-	d := decision{ok: true, counts: make([][5]int64, len(a.levels))}
+	d := decision{ok: true, counts: a.newCounts()}
 	var nodes [8]*nodeCounters
 	ns := nodes[:0]
 	m.mu.Lock()

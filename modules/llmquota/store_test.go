@@ -1,6 +1,8 @@
 package llmquota
 
 import (
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -90,5 +92,43 @@ func TestResetIn(t *testing.T) {
 	}
 	if got := resetIn(time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC), kindBudget, "month"); got != 22*24*time.Hour {
 		t.Errorf("month reset: got %s", got)
+	}
+}
+
+func TestAppendSeconds(t *testing.T) {
+	for _, d := range []time.Duration{time.Second, 41017 * time.Millisecond, 41020 * time.Millisecond, 41100 * time.Millisecond,
+		5 * time.Millisecond, 59999 * time.Millisecond, time.Minute, 0} {
+		if got, want := string(appendSeconds(nil, d)), d.String(); got != want {
+			t.Errorf("appendSeconds(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestRateHeaders(t *testing.T) {
+	a := &admission{now: time.Date(2026, 11, 30, 10, 0, 18, 983e6, time.UTC)}
+	a.levels = a.levelBuf[:2]
+	a.levels[0].limits = [5]int64{100, 0}
+	a.levels[1].limits = [5]int64{50, 90000}
+	d := decision{ok: true, counts: [][5]int64{{10, 0}, {45, 1234}}}
+	h := http.Header{}
+	setRateHeaders(h, a, d)
+	want := http.Header{"X-Ratelimit-Limit-Requests": {"50"}, "X-Ratelimit-Remaining-Requests": {"5"}, "X-Ratelimit-Reset-Requests": {"41.017s"},
+		"X-Ratelimit-Limit-Tokens": {"90000"}, "X-Ratelimit-Remaining-Tokens": {"88766"}, "X-Ratelimit-Reset-Tokens": {"41.017s"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("headers %v, want %v", h, want)
+	}
+	a.levels[1].limits = [5]int64{0, 90000}
+	h = http.Header{}
+	setRateHeaders(h, a, d)
+	if h.Get("X-Ratelimit-Limit-Requests") != "100" || h.Get("X-Ratelimit-Remaining-Requests") != "90" || h.Get("X-Ratelimit-Remaining-Tokens") != "88766" {
+		t.Errorf("headers %v", h)
+	}
+	a.levels = a.levelBuf[:1]
+	a.levels[0].limits = [5]int64{0, 7}
+	h = http.Header{}
+	setRateHeaders(h, a, decision{counts: [][5]int64{{0, 9}}})
+	want = http.Header{"X-Ratelimit-Limit-Tokens": {"7"}, "X-Ratelimit-Remaining-Tokens": {"0"}, "X-Ratelimit-Reset-Tokens": {"41.017s"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("tokens only: headers %v, want %v", h, want)
 	}
 }
