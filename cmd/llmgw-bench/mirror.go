@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"text/tabwriter"
@@ -103,76 +104,168 @@ func mirrorCompare(args []string) error {
 	}
 	env := append(os.Environ(), "BENCH_S3_ACCESS="+s3test.AccessKey, "BENCH_S3_SECRET="+s3test.SecretKey,
 		"HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"))
-	llmgw := func(args ...string) (time.Duration, int64, error) {
+	// Each step's wall time and CPU time, the client's (this process for
+	// raw minio-go, the llmgw process otherwise) and the S3 server's.
+	type step struct {
+		el, client, server time.Duration
+		rss                int64
+	}
+	serverCPU := func() time.Duration { return cpuTimes([]int{srv.Process.Pid})[0] }
+	llmgw := func(args ...string) (step, error) {
 		cmd := exec.Command(*bin, append([]string{"mirror", "--config", cfg}, args...)...)
 		cmd.Env = env
+		s0 := serverCPU()
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
-		el := time.Since(start)
+		st := step{el: time.Since(start), server: serverCPU() - s0}
 		if err != nil {
-			return 0, 0, fmt.Errorf("llmgw %v: %v\n%s", args, err, out)
+			return st, fmt.Errorf("llmgw %v: %v\n%s", args, err, out)
 		}
-		ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		var rss int64
-		if ru != nil {
-			rss = ru.Maxrss * 1024
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			st.rss = ru.Maxrss * 1024
+			st.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
-		return el, rss, nil
+		return st, nil
+	}
+	rawStep := func(f func() error) (step, error) {
+		s0, c0 := serverCPU(), selfCPU()
+		start := time.Now()
+		err := f()
+		return step{el: time.Since(start), client: selfCPU() - c0, server: serverCPU() - s0}, err
 	}
 
-	var putRaw, putOurs, getRaw, getRawSync, getOurs []float64
-	var rssAdd, rssFetch int64
-	mb := float64(size) / (1 << 20)
+	var putRaw, putUnsigned, putOurs, getRaw, getOurs []step
 	for i := range *rounds {
 		v := fmt.Sprintf("r%d", i)
-		// Each timed step starts with no dirty pages of the one before.
-		syscall.Sync()
-		start := time.Now()
-		if _, err := raw.FPutObject(ctx, "raw", "obj-"+v, src, minio.PutObjectOptions{}); err != nil {
-			return fmt.Errorf("FPutObject: %w", err)
-		}
-		putRaw = append(putRaw, mb/time.Since(start).Seconds())
-		syscall.Sync()
-		el, rss, err := llmgw("add", "bench", src, "--version", v)
-		if err != nil {
-			return err
-		}
-		putOurs = append(putOurs, mb/el.Seconds())
-		rssAdd = max(rssAdd, rss)
-
 		out := filepath.Join(outs, "raw-"+v)
-		syscall.Sync()
-		start = time.Now()
-		if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
-			return fmt.Errorf("FGetObject: %w", err)
+		steps := []func() error{
+			func() error {
+				st, err := rawStep(func() error {
+					_, err := raw.FPutObject(ctx, "raw", "obj-"+v, src, minio.PutObjectOptions{})
+					return err
+				})
+				putRaw = append(putRaw, st)
+				return err
+			},
+			func() error {
+				// What minio-go sends over TLS: no streaming signature,
+				// so neither side hashes the payload with SHA-256.
+				st, err := rawStep(func() error {
+					_, err := raw.FPutObject(ctx, "raw", "unsigned-"+v, src, minio.PutObjectOptions{DisableContentSha256: true})
+					return err
+				})
+				putUnsigned = append(putUnsigned, st)
+				return err
+			},
+			func() error {
+				st, err := llmgw("add", "bench", src, "--version", v)
+				putOurs = append(putOurs, st)
+				return err
+			},
+			func() error {
+				// llmgw makes its copy durable before renaming it into
+				// place; the raw copy is fsynced too, timed the same.
+				st, err := rawStep(func() error {
+					if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
+						return err
+					}
+					f, err := os.Open(out)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					return f.Sync()
+				})
+				getRaw = append(getRaw, st)
+				os.Remove(out)
+				return err
+			},
+			func() error {
+				st, err := llmgw("fetch", "bench", v)
+				getOurs = append(getOurs, st)
+				return err
+			},
 		}
-		getRaw = append(getRaw, mb/time.Since(start).Seconds())
-		// llmgw makes its copy durable before renaming it into place; the
-		// same for the raw copy, timed from the same start.
-		if f, err := os.Open(out); err == nil {
-			_ = f.Sync()
-			f.Close()
+		// Blocks of steps on one copy, each followed by the removal of
+		// what it stored, so that no step pays to reclaim the page cache
+		// an earlier one filled. Odd rounds go the other way round.
+		blocks := []struct {
+			steps   []int
+			cleanup func()
+		}{
+			{[]int{0, 3}, func() { _ = raw.RemoveObject(ctx, "raw", "obj-"+v, minio.RemoveObjectOptions{}) }},
+			{[]int{1}, func() { _ = raw.RemoveObject(ctx, "raw", "unsigned-"+v, minio.RemoveObjectOptions{}) }},
+			{[]int{2, 4}, func() {
+				_ = os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
+				_ = os.RemoveAll(filepath.Join(data, "mirror", "models", "bench", v))
+			}},
 		}
-		getRawSync = append(getRawSync, mb/time.Since(start).Seconds())
-		os.Remove(out)
-		syscall.Sync()
-		el, rss, err = llmgw("fetch", "bench", v)
-		if err != nil {
-			return err
+		if i%2 == 1 {
+			slices.Reverse(blocks)
 		}
-		getOurs = append(getOurs, mb/el.Seconds())
-		rssFetch = max(rssFetch, rss)
-		// Keep the disk from filling: the next round stores its own copies.
-		_ = raw.RemoveObject(ctx, "raw", "obj-"+v, minio.RemoveObjectOptions{})
-		_ = os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
-		_ = os.RemoveAll(filepath.Join(data, "mirror", "models", "bench", v))
+		for _, b := range blocks {
+			for _, k := range b.steps {
+				// Each timed step starts with no dirty pages of the one before.
+				syscall.Sync()
+				if err := steps[k](); err != nil {
+					return err
+				}
+			}
+			b.cleanup()
+		}
+		if os.Getenv("LLMGW_BENCH_VERBOSE") != "" {
+			for _, x := range []struct {
+				name string
+				ss   []step
+			}{{"put raw", putRaw}, {"put unsigned", putUnsigned}, {"put llmgw", putOurs}, {"get raw", getRaw}, {"get llmgw", getOurs}} {
+				st := x.ss[len(x.ss)-1]
+				fmt.Printf("round %d %-9s %6.2fs  client %5.2fs  server %5.2fs\n", i, x.name, st.el.Seconds(), st.client.Seconds(), st.server.Seconds())
+			}
+		}
+	}
+	mb := float64(size) / (1 << 20)
+	gib := float64(size) / (1 << 30)
+	rate := func(ss []step) float64 {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = mb / s.el.Seconds()
+		}
+		return medianOf(v)
+	}
+	cpu := func(ss []step, server bool) string {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = s.client.Seconds() / gib
+			if server {
+				v[i] = s.server.Seconds() / gib
+			}
+		}
+		return fmt.Sprintf("%.2f", medianOf(v))
+	}
+	ci := func(ours, raws []step) string {
+		r := make([]float64, len(ours))
+		for i := range r {
+			r[i] = raws[i].el.Seconds() / ours[i].el.Seconds()
+		}
+		m, f := geoMeanCI(r)
+		return fmt.Sprintf("%.2f (%.2f–%.2f)", m, m/f, m*f)
+	}
+	maxRSS := func(ss []step) string {
+		var m int64
+		for _, s := range ss {
+			m = max(m, s.rss)
+		}
+		return humanize.IBytes(uint64(m))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s file, %d rounds, medians (MiB/s); fetched copies in %s\n", humanize.IBytes(size), *rounds, *outDir)
-	fmt.Fprintln(tw, "direction\tminio-go\tllmgw mirror\tratio\tllmgw peak RSS")
-	fmt.Fprintf(tw, "upload\t%.0f\t%.0f\t%.2f\t%s\n", medianOf(putRaw), medianOf(putOurs), medianOf(putOurs)/medianOf(putRaw), humanize.IBytes(uint64(rssAdd)))
-	fmt.Fprintf(tw, "fetch to node cache\t%.0f\t%.0f\t%.2f\t%s\n", medianOf(getRaw), medianOf(getOurs), medianOf(getOurs)/medianOf(getRaw), humanize.IBytes(uint64(rssFetch)))
-	fmt.Fprintf(tw, "fetch, both copies fsynced\t%.0f\t%.0f\t%.2f\t\n", medianOf(getRawSync), medianOf(getOurs), medianOf(getOurs)/medianOf(getRawSync))
+	fmt.Fprintf(tw, "%s file, %d rounds, medians; fetched copies in %s (fsynced, both)\n", humanize.IBytes(size), *rounds, *outDir)
+	fmt.Fprintln(tw, "direction\tminio-go MiB/s\tllmgw MiB/s\tratio\tround by round, 95% CI\tclient CPU s/GiB, minio-go / llmgw\tS3 server CPU s/GiB\tllmgw peak RSS")
+	fmt.Fprintf(tw, "upload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t%s\n", rate(putRaw), rate(putOurs), rate(putOurs)/rate(putRaw), ci(putOurs, putRaw),
+		cpu(putRaw, false), cpu(putOurs, false), cpu(putRaw, true), cpu(putOurs, true), maxRSS(putOurs))
+	fmt.Fprintf(tw, "upload, vs unsigned payload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t\n", rate(putUnsigned), rate(putOurs), rate(putOurs)/rate(putUnsigned), ci(putOurs, putUnsigned),
+		cpu(putUnsigned, false), cpu(putOurs, false), cpu(putUnsigned, true), cpu(putOurs, true))
+	fmt.Fprintf(tw, "fetch to node cache\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t%s\n", rate(getRaw), rate(getOurs), rate(getOurs)/rate(getRaw), ci(getOurs, getRaw),
+		cpu(getRaw, false), cpu(getOurs, false), cpu(getRaw, true), cpu(getOurs, true), maxRSS(getOurs))
 	return tw.Flush()
 }
 
@@ -230,4 +323,11 @@ func defaultOut() string {
 		return "/dev/shm"
 	}
 	return os.TempDir()
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
