@@ -386,11 +386,12 @@ func (c *Cache) evictVersion(model, version string) {
 	_ = os.Remove(filepath.Join(c.dir, model))
 }
 
-// pipeCopy copies src to dst and feeds sum with the same bytes, reading,
-// writing and hashing in three stages that overlap, through a few 1 MiB
-// buffers: a fetch runs at the speed of the slowest stage, not of their sum.
+// pipeCopy copies src to dst and feeds sum with the same bytes: one
+// goroutine reads, and each buffer it fills is written and hashed at the
+// same time, through a few 1 MiB buffers, so a fetch runs at the speed of
+// the slowest stage, not of their sum.
 func pipeCopy(ctx context.Context, dst io.Writer, sum io.Writer, t *Transfer, src io.Reader) (int64, error) {
-	const nbuf, size = 4, 1 << 20
+	const nbuf, size = 6, 1 << 20
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	free := make(chan []byte, nbuf)
@@ -399,22 +400,30 @@ func pipeCopy(ctx context.Context, dst io.Writer, sum io.Writer, t *Transfer, sr
 	}
 	toWrite := make(chan []byte, nbuf)
 	toHash := make(chan []byte, nbuf)
-	hashed := make(chan struct{})
-	go func() {
-		defer close(hashed)
-		for b := range toHash {
-			sum.Write(b)
-			free <- b[:cap(b)]
-		}
-	}()
+	written := make(chan []byte, nbuf) // buffers written, waiting for their hash
+	hashed := make(chan []byte, nbuf)  // buffers hashed, in the same order
 	var readErr error
 	go func() {
 		defer close(toWrite)
+		defer close(toHash)
 		for {
-			b := <-free
+			if err := ctx.Err(); err != nil {
+				readErr = err
+				return
+			}
+			var b []byte
+			select {
+			case b = <-free:
+			case <-ctx.Done():
+				readErr = ctx.Err()
+				return
+			}
 			n, err := io.ReadFull(src, b)
 			if n > 0 {
 				toWrite <- b[:n]
+				toHash <- b[:n]
+			} else {
+				free <- b
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				return
@@ -423,30 +432,45 @@ func pipeCopy(ctx context.Context, dst io.Writer, sum io.Writer, t *Transfer, sr
 				readErr = err
 				return
 			}
-			if ctx.Err() != nil {
-				readErr = ctx.Err()
-				return
-			}
 		}
 	}()
-	var written int64
+	go func() {
+		defer close(hashed)
+		for b := range toHash {
+			sum.Write(b)
+			hashed <- b
+		}
+	}()
+	// A buffer is free again once it is both written and hashed; both
+	// stages take buffers in the order they were read.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range written {
+			<-hashed
+			free <- b[:cap(b)]
+		}
+		for range hashed {
+		}
+	}()
+	var n int64
 	var writeErr error
 	for b := range toWrite {
 		if writeErr == nil {
-			var n int
-			n, writeErr = dst.Write(b)
-			written += int64(n)
-			t.Add(int64(n))
+			var w int
+			w, writeErr = dst.Write(b)
+			n += int64(w)
+			t.Add(int64(w))
 			if writeErr != nil {
 				cancel() // the reader stops at its next buffer
 			}
 		}
-		toHash <- b
+		written <- b
 	}
-	close(toHash)
-	<-hashed
+	close(written)
+	<-done
 	if writeErr != nil {
-		return written, writeErr
+		return n, writeErr
 	}
-	return written, readErr
+	return n, readErr
 }

@@ -33,6 +33,7 @@ func mirrorCompare(args []string) error {
 	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
 	sizeFlag := fs.String("size", "2GiB", "the file's size")
 	rounds := fs.Int("rounds", 3, "interleaved rounds; medians are reported")
+	fetchRounds := fs.Int("fetch-rounds", 0, "then this many more fetch-only rounds of one stored copy each way (a fetch is short, and its noise needs more rounds than an upload's)")
 	outDir := fs.String("out", defaultOut(), "where fetched copies go (memory by default, so that the disk's write-back speed, the same for both, does not hide the difference)")
 	_ = fs.Parse(args)
 	size, err := humanize.ParseBytes(*sizeFlag)
@@ -223,6 +224,49 @@ func mirrorCompare(args []string) error {
 			}
 		}
 	}
+	if *fetchRounds > 0 {
+		const v = "fetch"
+		if _, err := raw.FPutObject(ctx, "raw", "obj-"+v, src, minio.PutObjectOptions{}); err != nil {
+			return fmt.Errorf("FPutObject: %w", err)
+		}
+		if _, err := llmgw("add", "bench", src, "--version", v); err != nil {
+			return err
+		}
+		out := filepath.Join(outs, "raw-"+v)
+		fetches := []func() error{
+			func() error {
+				st, err := rawStep(func() error {
+					if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
+						return err
+					}
+					f, err := os.Open(out)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					return f.Sync()
+				})
+				getRaw = append(getRaw, st)
+				os.Remove(out)
+				return err
+			},
+			func() error {
+				st, err := llmgw("fetch", "bench", v)
+				getOurs = append(getOurs, st)
+				_ = os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
+				return err
+			},
+		}
+		for i := range *fetchRounds {
+			for j := range fetches {
+				syscall.Sync()
+				if err := fetches[(i+j)%2](); err != nil {
+					return err
+				}
+			}
+		}
+		_ = raw.RemoveObject(ctx, "raw", "obj-"+v, minio.RemoveObjectOptions{})
+	}
 	mb := float64(size) / (1 << 20)
 	gib := float64(size) / (1 << 30)
 	rate := func(ss []step) float64 {
@@ -258,12 +302,14 @@ func mirrorCompare(args []string) error {
 		return humanize.IBytes(uint64(m))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s file, %d rounds, medians; fetched copies in %s (fsynced, both)\n", humanize.IBytes(size), *rounds, *outDir)
+	fmt.Fprintf(tw, "%s file, %d rounds (and %d more of fetches), medians; fetched copies in %s (fsynced, both)\n", humanize.IBytes(size), *rounds, *fetchRounds, *outDir)
 	fmt.Fprintln(tw, "direction\tminio-go MiB/s\tllmgw MiB/s\tratio\tround by round, 95% CI\tclient CPU s/GiB, minio-go / llmgw\tS3 server CPU s/GiB\tllmgw peak RSS")
-	fmt.Fprintf(tw, "upload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t%s\n", rate(putRaw), rate(putOurs), rate(putOurs)/rate(putRaw), ci(putOurs, putRaw),
-		cpu(putRaw, false), cpu(putOurs, false), cpu(putRaw, true), cpu(putOurs, true), maxRSS(putOurs))
-	fmt.Fprintf(tw, "upload, vs unsigned payload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t\n", rate(putUnsigned), rate(putOurs), rate(putOurs)/rate(putUnsigned), ci(putOurs, putUnsigned),
-		cpu(putUnsigned, false), cpu(putOurs, false), cpu(putUnsigned, true), cpu(putOurs, true))
+	if len(putOurs) > 0 {
+		fmt.Fprintf(tw, "upload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t%s\n", rate(putRaw), rate(putOurs), rate(putOurs)/rate(putRaw), ci(putOurs, putRaw),
+			cpu(putRaw, false), cpu(putOurs, false), cpu(putRaw, true), cpu(putOurs, true), maxRSS(putOurs))
+		fmt.Fprintf(tw, "upload, vs unsigned payload\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t\n", rate(putUnsigned), rate(putOurs), rate(putOurs)/rate(putUnsigned), ci(putOurs, putUnsigned),
+			cpu(putUnsigned, false), cpu(putOurs, false), cpu(putUnsigned, true), cpu(putOurs, true))
+	}
 	fmt.Fprintf(tw, "fetch to node cache\t%.0f\t%.0f\t%.2f\t%s\t%s / %s\t%s / %s\t%s\n", rate(getRaw), rate(getOurs), rate(getOurs)/rate(getRaw), ci(getOurs, getRaw),
 		cpu(getRaw, false), cpu(getOurs, false), cpu(getRaw, true), cpu(getOurs, true), maxRSS(getOurs))
 	return tw.Flush()
