@@ -136,9 +136,33 @@ func mirrorCompare(args []string) error {
 	}
 
 	var putRaw, putUnsigned, putOurs, getRaw, getOurs []step
+	// getRawStep fetches version v with FGetObject. llmgw makes its copy
+	// durable before renaming it into place; the raw copy is fsynced
+	// too, timed the same.
+	getRawStep := func(v string) error {
+		out := filepath.Join(outs, "raw-"+v)
+		defer os.Remove(out)
+		st, err := rawStep(func() error {
+			if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
+				return err
+			}
+			f, err := os.Open(out)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Sync()
+		})
+		getRaw = append(getRaw, st)
+		return err
+	}
+	getOursStep := func(v string) error {
+		st, err := llmgw("fetch", "bench", v)
+		getOurs = append(getOurs, st)
+		return err
+	}
 	for i := range *rounds {
 		v := fmt.Sprintf("r%d", i)
-		out := filepath.Join(outs, "raw-"+v)
 		steps := []func() error{
 			func() error {
 				st, err := rawStep(func() error {
@@ -163,29 +187,8 @@ func mirrorCompare(args []string) error {
 				putOurs = append(putOurs, st)
 				return err
 			},
-			func() error {
-				// llmgw makes its copy durable before renaming it into
-				// place; the raw copy is fsynced too, timed the same.
-				st, err := rawStep(func() error {
-					if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
-						return err
-					}
-					f, err := os.Open(out)
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					return f.Sync()
-				})
-				getRaw = append(getRaw, st)
-				os.Remove(out)
-				return err
-			},
-			func() error {
-				st, err := llmgw("fetch", "bench", v)
-				getOurs = append(getOurs, st)
-				return err
-			},
+			func() error { return getRawStep(v) },
+			func() error { return getOursStep(v) },
 		}
 		// Blocks of steps on one copy, each followed by the removal of
 		// what it stored, so that no step pays to reclaim the page cache
@@ -232,29 +235,11 @@ func mirrorCompare(args []string) error {
 		if _, err := llmgw("add", "bench", src, "--version", v); err != nil {
 			return err
 		}
-		out := filepath.Join(outs, "raw-"+v)
 		fetches := []func() error{
+			func() error { return getRawStep(v) },
 			func() error {
-				st, err := rawStep(func() error {
-					if err := raw.FGetObject(ctx, "raw", "obj-"+v, out, minio.GetObjectOptions{}); err != nil {
-						return err
-					}
-					f, err := os.Open(out)
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					return f.Sync()
-				})
-				getRaw = append(getRaw, st)
-				os.Remove(out)
-				return err
-			},
-			func() error {
-				st, err := llmgw("fetch", "bench", v)
-				getOurs = append(getOurs, st)
-				_ = os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
-				return err
+				defer os.RemoveAll(filepath.Join(outs, "cache", "bench", v))
+				return getOursStep(v)
 			},
 		}
 		for i := range *fetchRounds {
