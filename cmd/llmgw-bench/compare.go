@@ -79,6 +79,7 @@ func compare(args []string) error {
 		{"caddy reverse_proxy", "reverse_proxy " + replica, ""},
 		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp},
 		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp},
+		{"+ llm_quota memory, headers on 429s", "route /v1/* {\n\t\tllm_quota {\n\t\t\trate_limit_headers refused\n\t\t}\n\t\tllm_router\n\t}", llmApp},
 		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp},
 	}
 	if *withGuard {

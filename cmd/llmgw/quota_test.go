@@ -211,6 +211,30 @@ func TestQuotaInheritanceAndHeaders(t *testing.T) {
 	}
 }
 
+// With rate_limit_headers refused, only a 429 shows the limits.
+func TestQuotaRateLimitHeadersOnlyWhenRefused(t *testing.T) {
+	freshMinute(t, 20*time.Second)
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1", ""), "rate_limit_headers refused")
+	c := keyClient(g, "secret-1")
+	var first *http.Response
+	if _, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}, option.WithResponseInto(&first)); err != nil {
+		t.Fatal(err)
+	}
+	for name := range first.Header {
+		if strings.HasPrefix(name, "X-Ratelimit-") {
+			t.Errorf("an admitted answer carries %s: %v", name, first.Header)
+		}
+	}
+	_, e := chatErr(c, "sim-chat")
+	if e == nil || e.StatusCode != 429 {
+		t.Fatalf("2nd request: got %+v, want 429", e)
+	}
+	if h := e.Response.Header; h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
+		t.Errorf("the 429's rate limit headers: %v", h)
+	}
+}
+
 func TestQuotaBudgetTripsOnSettledCost(t *testing.T) {
 	// Each answer is 10 output tokens at 1 per token: 10 a request. With a
 	// budget of 25 the third request is admitted (20 spent < 25) and the

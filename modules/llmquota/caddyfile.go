@@ -29,6 +29,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		on_store_error     deny|allow
 //		default_max_tokens <n>
 //		lease              <duration>
+//		rate_limit_headers always|refused
 //	}
 func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return llm.ParseBlock(d, func(dir string) error {
@@ -59,6 +60,11 @@ func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("lease %q is not a positive duration such as 15m", val)
 			}
 			q.Lease = caddy.Duration(time.Duration(dur))
+		case "rate_limit_headers":
+			if val != "always" && val != "refused" {
+				return d.Errf("rate_limit_headers %q: use always (every answer) or refused (429s only)", val)
+			}
+			q.RateLimitHeaders = val
 		default:
 			return d.Errf("unrecognized llm_quota subdirective %q", dir)
 		}

@@ -17,6 +17,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bad policy", "llm_quota {\n on_store_error maybe\n}", `on_store_error "maybe"`},
 		{"bad max tokens", "llm_quota {\n default_max_tokens 0\n}", "at least 1"},
 		{"bad lease", "llm_quota {\n lease forever\n}", `lease "forever"`},
+		{"bad headers", "llm_quota {\n rate_limit_headers never\n}", `rate_limit_headers "never": use always (every answer) or refused (429s only)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := new(Quota).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))

@@ -34,9 +34,9 @@ var now = time.Now
 // the key may not use; 429 with Retry-After and a message that names the
 // limit (code rate_limit_exceeded, or insufficient_quota for a budget);
 // 503 when the counter store is unreachable and on_store_error is deny.
-// Every admitted answer carries x-ratelimit-limit-requests,
-// x-ratelimit-remaining-requests, x-ratelimit-reset-requests and the same
-// three for tokens, for the tightest level.
+// Answers carry x-ratelimit-limit-requests, x-ratelimit-remaining-requests,
+// x-ratelimit-reset-requests and the same three for tokens, for the
+// tightest level: every answer, or only 429s (RateLimitHeaders).
 //
 // Usage (requests, tokens, cost) is recorded per key, project, team and
 // organisation and model, and readable at the admin API's /llm/usage.
@@ -56,6 +56,12 @@ type Quota struct {
 	// Lease bounds how long a request counts as in flight if its instance
 	// dies before settling. Default: 15m.
 	Lease caddy.Duration `json:"lease,omitempty"`
+	// RateLimitHeaders says which answers carry the x-ratelimit-*
+	// headers: "always" (as OpenAI sends them) or "refused" (429s only),
+	// which keeps the limits and remaining counts of a key's project,
+	// team and organisation from callers that are not over them, and
+	// costs a little less per request. Default: always.
+	RateLimitHeaders string `json:"rate_limit_headers,omitempty"`
 
 	app        *llm.App
 	store      store
@@ -134,6 +140,9 @@ func (q *Quota) Validate() error {
 	if q.OnStoreError != "deny" && q.OnStoreError != "allow" {
 		return fmt.Errorf("llm_quota: on_store_error %q: use deny or allow", q.OnStoreError)
 	}
+	if q.RateLimitHeaders != "" && q.RateLimitHeaders != "always" && q.RateLimitHeaders != "refused" {
+		return fmt.Errorf("llm_quota: rate_limit_headers %q: use always or refused", q.RateLimitHeaders)
+	}
 	if !q.app.HasTenants() {
 		return fmt.Errorf("llm_quota: no keys can pass: declare org { team { project { key … } } } in the llm global option")
 	}
@@ -190,7 +199,9 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 			Message: "the quota store is unreachable, so requests cannot be counted; try again shortly"}).Write(w)
 		return nil
 	}
-	setRateHeaders(w.Header(), adm, dec)
+	if !dec.ok || q.RateLimitHeaders != "refused" {
+		setRateHeaders(w.Header(), adm, dec)
+	}
 	if !dec.ok {
 		q.refuse(w, adm, dec)
 		return nil
