@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,5 +24,18 @@ func TestPercentile(t *testing.T) {
 		if got := pct(d, tc.p); got != tc.want {
 			t.Errorf("pct(%v): got %v, want %v", tc.p, got, tc.want)
 		}
+	}
+}
+
+func TestGeoMeanCI(t *testing.T) {
+	if m, f := geoMeanCI([]float64{1.1, 1.1, 1.1}); math.Abs(m-1.1) > 1e-9 || math.Abs(f-1) > 1e-9 {
+		t.Errorf("equal ratios: mean %v, factor %v; want 1.1 and 1", m, f)
+	}
+	m, f := geoMeanCI([]float64{2, 0.5, 2, 0.5})
+	if math.Abs(m-1) > 1e-9 || f <= 1.5 {
+		t.Errorf("spread ratios: mean %v, factor %v; want 1 and a wide interval", m, f)
+	}
+	if _, f := geoMeanCI([]float64{1.2}); !math.IsInf(f, 1) {
+		t.Errorf("one ratio: factor %v, want +Inf", f)
 	}
 }

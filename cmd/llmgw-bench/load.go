@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -209,6 +210,27 @@ func pct(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// geoMeanCI returns the geometric mean of ratios and the factor that
+// bounds its 95% confidence interval (mean/f to mean*f), from the
+// spread of their logarithms.
+func geoMeanCI(ratios []float64) (mean, factor float64) {
+	n := float64(len(ratios))
+	var sum, sq float64
+	for _, r := range ratios {
+		sum += math.Log(r)
+	}
+	m := sum / n
+	for _, r := range ratios {
+		d := math.Log(r) - m
+		sq += d * d
+	}
+	if len(ratios) < 2 {
+		return math.Exp(m), math.Inf(1)
+	}
+	se := math.Sqrt(sq/(n-1)) / math.Sqrt(n)
+	return math.Exp(m), math.Exp(1.96 * se)
 }
 
 func (r *result) rps() float64 { return float64(r.OK) / r.Elapsed.Seconds() }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -125,31 +124,10 @@ func ollamaCompare(args []string) error {
 		for r := range ratios {
 			ratios[r] = samples[1][r].rps / samples[0][r].rps
 		}
-		mean, half := geoMeanCI(ratios)
+		mean, f := geoMeanCI(ratios)
 		sort.Float64s(ratios)
 		fmt.Printf("tokens/s through llmgw over direct, round by round: geometric mean %.3f (95%% CI %.3f–%.3f), median %.3f, range %.3f–%.3f\n",
-			mean, mean/half, mean*half, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+			mean, mean/f, mean*f, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 	return nil
-}
-
-// geoMeanCI returns the geometric mean of ratios and the factor that
-// bounds its 95% confidence interval (mean/f to mean*f), from the
-// spread of their logarithms.
-func geoMeanCI(ratios []float64) (mean, factor float64) {
-	n := float64(len(ratios))
-	var sum, sq float64
-	for _, r := range ratios {
-		sum += math.Log(r)
-	}
-	m := sum / n
-	for _, r := range ratios {
-		d := math.Log(r) - m
-		sq += d * d
-	}
-	if len(ratios) < 2 {
-		return math.Exp(m), math.Inf(1)
-	}
-	se := math.Sqrt(sq/(n-1)) / math.Sqrt(n)
-	return math.Exp(m), math.Exp(1.96 * se)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,10 +34,8 @@ func (a *App) Authenticate(secret string) (*Tenant, error) {
 		return nil, ErrNoKey
 	}
 	kr := a.keys.Load()
-	sum := sha256.Sum256([]byte(secret))
-	var hexSum [2 * sha256.Size]byte
-	hex.Encode(hexSum[:], sum[:])
-	if t, ok := kr.byHash[string(hexSum[:])]; ok { // no copy: the lookup converts in place
+	var sum [2 * sha256.Size]byte
+	if t, ok := kr.byHash[string(hashKeyInto(&sum, secret))]; ok { // no copy: the lookup converts in place
 		return t, nil
 	}
 	return nil, ErrUnknownKey

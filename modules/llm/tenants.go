@@ -120,8 +120,16 @@ func matchAny(globs, names []string) bool {
 
 // HashKey returns the hex SHA-256 of a key's secret, as stored.
 func HashKey(secret string) string {
+	var sum [2 * sha256.Size]byte
+	return string(hashKeyInto(&sum, secret))
+}
+
+// hashKeyInto writes HashKey's hex digits into dst, for lookups that
+// need not allocate.
+func hashKeyInto(dst *[2 * sha256.Size]byte, secret string) []byte {
 	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	hex.Encode(dst[:], sum[:])
+	return dst[:]
 }
 
 // keyring maps key hashes to tenants.

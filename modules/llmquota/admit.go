@@ -103,11 +103,12 @@ func resetIn(t time.Time, kind int, budgetPeriod string) time.Duration {
 
 // setRateHeaders sets OpenAI's x-ratelimit-* headers for the tightest
 // level of requests and of tokens per minute. The values are written
-// into one buffer and sliced, so the six headers cost two allocations.
+// into one buffer and sliced, so the six headers cost two allocations;
+// both reset headers share one value (the minute's end).
 func setRateHeaders(h http.Header, a *admission, d decision) {
 	var buf [96]byte
 	b := buf[:0]
-	var ends [6]int
+	var spans [6][2]int // each header's value in b
 	set := 0
 	for k := 0; k < 2; k++ {
 		best := -1
@@ -123,31 +124,30 @@ func setRateHeaders(h http.Header, a *admission, d decision) {
 		if best < 0 {
 			continue
 		}
-		b = strconv.AppendInt(b, limit, 10)
-		ends[3*k] = len(b)
-		b = strconv.AppendInt(b, remaining, 10)
-		ends[3*k+1] = len(b)
-		b = appendSeconds(b, resetIn(a.now, kindRequests, "").Round(time.Millisecond))
-		ends[3*k+2] = len(b)
+		for j, n := range [2]int64{limit, remaining} {
+			spans[3*k+j][0] = len(b)
+			b = strconv.AppendInt(b, n, 10)
+			spans[3*k+j][1] = len(b)
+		}
 		set |= 1 << k
 	}
 	if set == 0 {
 		return
 	}
+	reset := [2]int{len(b), 0}
+	b = appendSeconds(b, resetIn(a.now, kindRequests, "").Round(time.Millisecond))
+	reset[1] = len(b)
+	spans[2], spans[5] = reset, reset
 	all := string(b)
 	vals := make([]string, 6)
 	for k := 0; k < 2; k++ {
 		if set&(1<<k) == 0 {
 			continue
 		}
-		from := 0
-		if k == 1 && set&1 != 0 {
-			from = ends[2]
-		}
 		for j, name := range rateHeaders[k] {
-			vals[3*k+j] = all[from:ends[3*k+j]]
-			from = ends[3*k+j]
-			h[name] = vals[3*k+j : 3*k+j+1 : 3*k+j+1]
+			i := 3*k + j
+			vals[i] = all[spans[i][0]:spans[i][1]]
+			h[name] = vals[i : i+1 : i+1]
 		}
 	}
 }
