@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -213,7 +212,7 @@ func (c *Cache) fetchFrom(ctx context.Context, s Store, man Manifest, f File, ke
 		return err
 	}
 	defer out.Close()
-	h := sha256.New()
+	h, want, algo := f.checker()
 	have, err := io.Copy(h, out) // the bytes of an earlier try
 	if err != nil {
 		return err
@@ -252,9 +251,9 @@ func (c *Cache) fetchFrom(ctx context.Context, s Store, man Manifest, f File, ke
 	if err != nil {
 		return err
 	}
-	if fi.Size() != f.Size || got != f.SHA256 {
+	if fi.Size() != f.Size || got != want {
 		os.Remove(part)
-		return fmt.Errorf("store %s: %s: got %d bytes with sha256 %s, want %d with %s: %w", s.Name(), f.Path, fi.Size(), got, f.Size, f.SHA256, ErrChecksum)
+		return fmt.Errorf("store %s: %s: got %d bytes with %s %s, want %d with %s: %w", s.Name(), f.Path, fi.Size(), algo, got, f.Size, want, ErrChecksum)
 	}
 	return nil
 }

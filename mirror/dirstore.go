@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -57,7 +55,7 @@ func (s *DirStore) Put(ctx context.Context, key string, src io.ReaderAt, size in
 		return PutStats{}, err
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
+	h := newSums()
 	r := io.NewSectionReader(src, 0, size)
 	n, err := io.Copy(io.MultiWriter(tmp, h, t.counter()), ctxReader{ctx, r})
 	if err == nil && n != size {
@@ -72,14 +70,14 @@ func (s *DirStore) Put(ctx context.Context, key string, src io.ReaderAt, size in
 	if err != nil {
 		return PutStats{}, fmt.Errorf("store %s: writing %s: %w", s.name, key, err)
 	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got, b3 := h.hex()
 	if sum != "" && got != sum {
 		return PutStats{}, fmt.Errorf("store %s: %s: got sha256 %s, want %s: %w", s.name, key, got, sum, ErrChecksum)
 	}
 	if err := os.Rename(tmp.Name(), p); err != nil {
 		return PutStats{}, err
 	}
-	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got}, nil
+	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got, BLAKE3: b3}, nil
 }
 
 // PutSmall implements Store.

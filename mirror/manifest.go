@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"path"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/zeebo/blake3"
 )
 
 // Manifest describes one stored model version.
@@ -28,6 +31,34 @@ type File struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// BLAKE3 is the file's BLAKE3-256 sum, taken in the same pass as its
+	// SHA-256 when it was first stored. Fetches and checks use it: it is
+	// as hard to forge and twice as fast on one core. Manifests written
+	// before it existed lack it, and their files are checked by SHA-256.
+	BLAKE3 string `json:"blake3,omitempty"`
+}
+
+// checker returns the hash a copy of f is checked with, the sum it must
+// give and the hash's name for messages.
+func (f File) checker() (hash.Hash, string, string) {
+	if f.BLAKE3 != "" {
+		return blake3.New(), f.BLAKE3, "blake3"
+	}
+	return sha256.New(), f.SHA256, "sha256"
+}
+
+// sums takes a file's SHA-256 and BLAKE3 in one pass.
+type sums struct{ sha, b3 hash.Hash }
+
+func newSums() *sums { return &sums{sha256.New(), blake3.New()} }
+
+func (s *sums) Write(p []byte) (int, error) {
+	s.sha.Write(p)
+	return s.b3.Write(p)
+}
+
+func (s *sums) hex() (sha, b3 string) {
+	return hex.EncodeToString(s.sha.Sum(nil)), hex.EncodeToString(s.b3.Sum(nil))
 }
 
 // Origin says where a version came from.

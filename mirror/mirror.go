@@ -284,6 +284,12 @@ func (m *Mirror) storeVersion(ctx context.Context, s Store, man *Manifest, open 
 		if f.SHA256 == "" {
 			f.SHA256 = stats.SHA256
 		}
+		switch {
+		case f.BLAKE3 == "":
+			f.BLAKE3 = stats.BLAKE3
+		case f.BLAKE3 != stats.BLAKE3:
+			return *man, total, fmt.Errorf("store %s: %s: got blake3 %s, want %s: %w", s.Name(), key, stats.BLAKE3, f.BLAKE3, ErrChecksum)
+		}
 		m.clearSuspect(s, key)
 	}
 	data, _ := json.MarshalIndent(man, "", "  ")
@@ -326,8 +332,8 @@ func sameFiles(a, b []File) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
+	for i := range a { // a manifest written before BLAKE3 sums is the same
+		if a[i].Path != b[i].Path || a[i].Size != b[i].Size || a[i].SHA256 != b[i].SHA256 {
 			return false
 		}
 	}
@@ -488,7 +494,7 @@ type FileCheck struct {
 }
 
 // Verify reads every file of a version on every store and checks its size
-// and sha256. Bad copies are marked, so that a fetch passes them over and
+// and sum (BLAKE3 where the manifest has it, else SHA-256). Bad copies are marked, so that a fetch passes them over and
 // the next sync repairs them.
 func (m *Mirror) Verify(ctx context.Context, model, version string) ([]FileCheck, error) {
 	man, err := m.Show(ctx, model, version)
@@ -520,12 +526,13 @@ func (m *Mirror) checkFile(ctx context.Context, s Store, man Manifest, f File) F
 		m.markSuspect(s, key)
 		return c
 	}
-	sum, err := hashObject(ctx, s, key)
+	h, want, algo := f.checker()
+	sum, err := hashObject(ctx, s, key, h)
 	switch {
 	case err != nil:
 		c.Status, c.Detail = "unreachable", err.Error()
-	case sum != f.SHA256:
-		c.Status, c.Detail = "checksum_mismatch", fmt.Sprintf("sha256 %s, want %s", sum, f.SHA256)
+	case sum != want:
+		c.Status, c.Detail = "checksum_mismatch", fmt.Sprintf("%s %s, want %s", algo, sum, want)
 		m.markSuspect(s, key)
 		m.log.Error("stored file is corrupt", zap.String("store", s.Name()), zap.String("model", man.Model),
 			zap.String("version", man.Version), zap.String("file", f.Path))

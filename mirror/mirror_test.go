@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/mirror/s3test"
+	"github.com/zeebo/blake3"
 )
 
 // writeRandom writes n deterministic pseudo-random bytes to a new file.
@@ -94,6 +96,10 @@ func TestAddListVerifyFetch(t *testing.T) {
 	man := res.Manifest
 	if man.Format != "gguf" || len(man.Files) != 1 || man.Files[0].SHA256 != want || man.Files[0].Size != 100<<20+12345 {
 		t.Fatalf("manifest %+v", man)
+	}
+	data, _ := os.ReadFile(src)
+	if b3 := blake3.Sum256(data); man.Files[0].BLAKE3 != hex.EncodeToString(b3[:]) {
+		t.Fatalf("manifest blake3 %q, want %x", man.Files[0].BLAKE3, b3)
 	}
 	if st := res.Stats["s3-a"]; st.PartsSent != 7 || st.PartsReused != 0 {
 		t.Fatalf("s3-a stats %+v, want 7 parts sent", st)
@@ -281,26 +287,49 @@ func TestFetchFromCacheWhenStoresAreDown(t *testing.T) {
 }
 
 func TestNeverServesMismatch(t *testing.T) {
-	a := s3test.Start(t)
-	m := newMirror(t, s3Store(t, "s3-a", a, 5<<20))
-	ctx := ctxT(t)
-	src := writeRandom(t, t.TempDir(), "m.gguf", 1<<20, 4)
-	if _, err := m.Add(ctx, AddOptions{Model: "m", Version: "v1", Source: src}); err != nil {
-		t.Fatal(err)
-	}
-	p := a.ObjectPath("weights", "llmgw/"+fileKey("m", "v1", "m.gguf"))
-	data, _ := os.ReadFile(p)
-	data[100] ^= 0xff
-	os.WriteFile(p, data, 0o644)
-	_, err := m.Fetch(ctx, "m", "v1")
-	if !errors.Is(err, ErrChecksum) {
-		t.Fatalf("fetch of the only, corrupt copy: got %v, want a checksum error", err)
-	}
-	entries, _ := filepath.Glob(filepath.Join(m.cfg.CacheDir, "m", "v1", "*"))
-	for _, e := range entries {
-		if filepath.Base(e) == "m.gguf" {
-			t.Fatalf("corrupt bytes were put in place: %v", entries)
-		}
+	// Files are checked by BLAKE3 where the manifest has it, and by
+	// SHA-256 in manifests written before it was recorded.
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "blake3", true: "sha256"}[legacy], func(t *testing.T) {
+			a := s3test.Start(t)
+			st := s3Store(t, "s3-a", a, 5<<20)
+			m := newMirror(t, st)
+			ctx := ctxT(t)
+			src := writeRandom(t, t.TempDir(), "m.gguf", 1<<20, 4)
+			res, err := m.Add(ctx, AddOptions{Model: "m", Version: "v1", Source: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if legacy {
+				man := res.Manifest
+				man.Files[0].BLAKE3 = ""
+				data, _ := json.Marshal(man)
+				if err := st.PutSmall(ctx, manifestKey("m", "v1"), data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := a.ObjectPath("weights", "llmgw/"+fileKey("m", "v1", "m.gguf"))
+			data, _ := os.ReadFile(p)
+			data[100] ^= 0xff
+			os.WriteFile(p, data, 0o644)
+			_, err = m.Fetch(ctx, "m", "v1")
+			if !errors.Is(err, ErrChecksum) {
+				t.Fatalf("fetch of the only, corrupt copy: got %v, want a checksum error", err)
+			}
+			if algo := map[bool]string{false: "with blake3", true: "with sha256"}[legacy]; !strings.Contains(err.Error(), algo) {
+				t.Fatalf("error %q does not say it was checked %s", err, algo)
+			}
+			entries, _ := filepath.Glob(filepath.Join(m.cfg.CacheDir, "m", "v1", "*"))
+			for _, e := range entries {
+				if filepath.Base(e) == "m.gguf" {
+					t.Fatalf("corrupt bytes were put in place: %v", entries)
+				}
+			}
+			checks, err := m.Verify(ctx, "m", "v1")
+			if err != nil || len(checks) != 1 || checks[0].Status != "checksum_mismatch" {
+				t.Fatalf("verify %+v %v", checks, err)
+			}
+		})
 	}
 }
 

@@ -131,8 +131,9 @@ func (s *S3Store) putSmallVerified(ctx context.Context, key string, src io.Reade
 	if _, err := src.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
 		return PutStats{}, fmt.Errorf("store %s: reading source of %s: %w", s.name, key, err)
 	}
-	sh := sha256.Sum256(buf)
-	got := hex.EncodeToString(sh[:])
+	h := newSums()
+	h.Write(buf)
+	got, b3 := h.hex()
 	if sum != "" && got != sum {
 		return PutStats{}, fmt.Errorf("store %s: %s: got sha256 %s, want %s: %w", s.name, key, got, sum, ErrChecksum)
 	}
@@ -143,7 +144,7 @@ func (s *S3Store) putSmallVerified(ctx context.Context, key string, src io.Reade
 		return PutStats{}, s.wrap(key, err)
 	}
 	t.Add(size)
-	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got}, nil
+	return PutStats{PartsSent: 1, BytesSent: size, SHA256: got, BLAKE3: b3}, nil
 }
 
 type part struct {
@@ -225,7 +226,7 @@ func (s *S3Store) putMultipart(ctx context.Context, key string, src io.ReaderAt,
 		})
 	}
 
-	whole := sha256.New()
+	whole := newSums()
 	crc := crc32.New(castagnoli)
 	var scratch []byte
 	if fromFile {
@@ -302,12 +303,12 @@ read:
 	if err := ctx.Err(); err != nil {
 		return stats, err
 	}
-	got := hex.EncodeToString(whole.Sum(nil))
+	got, b3 := whole.hex()
 	if sum != "" && got != sum {
 		_ = s.core.AbortMultipartUpload(context.WithoutCancel(ctx), s.cfg.Bucket, obj, uploadID)
 		return stats, fmt.Errorf("store %s: %s: got sha256 %s, want %s: %w", s.name, key, got, sum, ErrChecksum)
 	}
-	stats.SHA256 = got
+	stats.SHA256, stats.BLAKE3 = got, b3
 	if _, err := s.core.CompleteMultipartUpload(ctx, s.cfg.Bucket, obj, uploadID, done, minio.PutObjectOptions{}); err != nil {
 		return stats, s.wrap(key, err)
 	}

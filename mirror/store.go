@@ -57,8 +57,9 @@ type PutStats struct {
 	PartsSent   int   `json:"parts_sent"`
 	PartsReused int   `json:"parts_reused"`
 	BytesSent   int64 `json:"bytes_sent"`
-	// SHA256 is the sum of the bytes stored (set by Put).
+	// SHA256 and BLAKE3 are the sums of the bytes stored (set by Put).
 	SHA256 string `json:"-"`
+	BLAKE3 string `json:"-"`
 }
 
 func (s *PutStats) add(o PutStats) {

@@ -2,11 +2,11 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sort"
 	"strings"
@@ -347,14 +347,13 @@ func (m *Mirror) copyFile(ctx context.Context, dst Store, man Manifest, f File, 
 	return PutStats{}, errors.Join(errs...)
 }
 
-// hashObject reads a stored object's sha256.
-func hashObject(ctx context.Context, s Store, key string) (string, error) {
+// hashObject reads a stored object through h and returns its sum.
+func hashObject(ctx context.Context, s Store, key string, h hash.Hash) (string, error) {
 	rc, err := s.Open(ctx, key, 0)
 	if err != nil {
 		return "", err
 	}
 	defer rc.Close()
-	h := sha256.New()
 	if _, err := io.Copy(h, ctxReader{ctx, rc}); err != nil {
 		return "", fmt.Errorf("store %s: reading %s: %w", s.Name(), key, err)
 	}
