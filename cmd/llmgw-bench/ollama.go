@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/llmgw/llmgw/engines/ollama"
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -21,9 +23,9 @@ import (
 )
 
 // ollamaCompare runs the tiny test model on a real Ollama and measures
-// tokens per second and time to first token directly and through
-// llm_router (reaching the same Ollama through the openai engine),
-// interleaved, at each concurrency.
+// tokens per second and time to first token directly, through plain
+// Caddy reverse_proxy and through llm_router (reaching the same Ollama
+// through the openai engine), interleaved, at each concurrency.
 func ollamaCompare(args []string) error {
 	fs := flag.NewFlagSet("ollama", flag.ExitOnError)
 	bin := fs.String("llmgw", "./llmgw", "the llmgw binary")
@@ -33,6 +35,7 @@ func ollamaCompare(args []string) error {
 	conc := fs.String("c", "1,8", "concurrencies")
 	tokens := fs.Int("max-tokens", 128, "tokens per answer (the tiny model always writes this many)")
 	cores := fs.Int("cores", 0, "threads Ollama computes with (the model's cores; 0: every core). On a small machine, leaving a core to the client and the gateway keeps their work from stalling Ollama's compute threads, which wait for one another at every step")
+	pin := fs.Bool("pin", false, "pin Ollama to the highest-numbered -cores cores, as a node with pin_cores does")
 	_ = fs.Parse(args)
 	if *ollamaBin == "" {
 		return errors.New(enginetest.OllamaMissing)
@@ -49,8 +52,23 @@ func ollamaCompare(args []string) error {
 	os.Setenv("LLMGW_ENGINE_BIN", *ollamaBin)
 	eng := ollama.New(hclog.NewNullLogger())
 	defer eng.Shutdown()
+	var cpus []int
+	if *pin {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			return err
+		}
+		for c := len(set)*64 - 1; c >= 0 && len(cpus) < *cores; c-- {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+		if *cores == 0 || len(cpus) < *cores {
+			return fmt.Errorf("-pin needs -cores between 1 and the %d cores this process may use", set.Count())
+		}
+	}
 	rep, err := eng.Start(context.Background(), engine.ReplicaSpec{Model: "bench", ReplicaID: "bench-1", Source: model,
-		ContextLength: 2048, Concurrency: 8, Cores: *cores})
+		ContextLength: 2048, Concurrency: 8, Cores: *cores, CPUs: cpus})
 	if err != nil {
 		return err
 	}
@@ -62,7 +80,21 @@ func ollamaCompare(args []string) error {
 	if err != nil {
 		return err
 	}
-	targets := []target{{name: "ollama direct", url: rep.BaseURL}, {name: "through llmgw", url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid}}
+	// Plain Caddy reverse_proxy (the same binary, no llmgw module in the
+	// path) in front of the same Ollama: the cost of any proxy hop on
+	// this machine, against which llmgw's own cost shows.
+	u, _ := url.Parse(rep.BaseURL)
+	caddyPort, caddyCmd, err := startGateway(*bin, dir, "caddy reverse_proxy", "",
+		"reverse_proxy "+u.Host+" {\n\t\tflush_interval -1\n\t}")
+	if caddyCmd != nil {
+		defer func() { _ = caddyCmd.Process.Kill(); _ = caddyCmd.Wait() }()
+	}
+	if err != nil {
+		return err
+	}
+	targets := []target{{name: "ollama direct", url: rep.BaseURL},
+		{name: "caddy reverse_proxy", url: fmt.Sprintf("http://127.0.0.1:%d/v1", caddyPort), pid: caddyCmd.Process.Pid},
+		{name: "through llmgw", url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid}}
 	for _, c := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(c)
 		if err != nil {
@@ -78,13 +110,10 @@ func ollamaCompare(args []string) error {
 			}
 		}
 		for r := range *rounds {
-			// Odd rounds go the other way round, so that neither target
-			// always follows the other (Ollama's caches warm either way).
-			order := []int{0, 1}
-			if r%2 == 1 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
+			// Each round starts one target further on, so that no target
+			// always follows the same one (Ollama's caches warm either way).
+			for j := range targets {
+				i := (r + j) % len(targets)
 				t := targets[i]
 				w := cfg
 				w.URL = t.url
@@ -105,6 +134,9 @@ func ollamaCompare(args []string) error {
 		if *cores > 0 {
 			threads = fmt.Sprintf("%d threads", *cores)
 		}
+		if len(cpus) > 0 {
+			threads += fmt.Sprintf(", pinned to cores %v", cpus)
+		}
 		fmt.Printf("\ntiny model on Ollama (%s), concurrency %d, streamed, %d tokens per answer, %d rounds of %d answers (medians)\n", threads, n, *tokens, *rounds, n**per)
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "target\ttokens/s\tvs direct\tttft p50\tadded ttft\tp50\t")
@@ -116,18 +148,20 @@ func ollamaCompare(args []string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		// Each round's pair, llmgw over direct: their spread is the noise
-		// any single figure above carries. Their geometric mean, with a
-		// 95% confidence interval, is the figure to quote: many short
-		// interleaved rounds cancel the machine's drift.
-		ratios := make([]float64, len(samples[0]))
-		for r := range ratios {
-			ratios[r] = samples[1][r].rps / samples[0][r].rps
+		// Each round's ratios: their spread is the noise any single figure
+		// above carries. Their geometric mean, with a 95% confidence
+		// interval, is the figure to quote: many short interleaved rounds
+		// cancel the machine's drift.
+		for _, p := range [][2]int{{2, 0}, {1, 0}, {2, 1}} {
+			ratios := make([]float64, len(samples[0]))
+			for r := range ratios {
+				ratios[r] = samples[p[0]][r].rps / samples[p[1]][r].rps
+			}
+			mean, f := geoMeanCI(ratios)
+			sort.Float64s(ratios)
+			fmt.Printf("tokens/s %s over %s, round by round: geometric mean %.3f (95%% CI %.3f–%.3f), median %.3f, range %.3f–%.3f\n",
+				targets[p[0]].name, targets[p[1]].name, mean, mean/f, mean*f, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 		}
-		mean, f := geoMeanCI(ratios)
-		sort.Float64s(ratios)
-		fmt.Printf("tokens/s through llmgw over direct, round by round: geometric mean %.3f (95%% CI %.3f–%.3f), median %.3f, range %.3f–%.3f\n",
-			mean, mean/f, mean*f, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 	return nil
 }

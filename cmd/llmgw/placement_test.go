@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"golang.org/x/sys/unix"
 )
 
 // Replicas start only where they fit; a higher class makes room by
@@ -91,4 +96,91 @@ func TestPlacementByResourcesAndClass(t *testing.T) {
 	if after.Used.Memory != 4<<30 || after.Free.Memory != 0 {
 		t.Errorf("node after: %+v", after)
 	}
+}
+
+// With pin_cores, each replica of a model that needs cores runs on cores
+// of its own, its threads and children too; other replicas run anywhere.
+func TestPinCores(t *testing.T) {
+	var mine unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mine); err != nil || mine.Count() < 2 {
+		t.Skip("needs two cores to pin replicas apart")
+	}
+	g := startGateway(t, `
+		node {
+			cores 2
+			pin_cores
+		}
+		model one {
+			engine sim
+			resources {
+				cores 1
+			}
+		}
+		model two {
+			engine sim
+			resources {
+				cores 1
+			}
+		}
+		model free {
+			engine sim
+		}`, "")
+	for _, m := range []string{"one", "two", "free"} {
+		g.readyReplicas(m, 1)
+	}
+	st := g.models()
+	got := map[int]string{}
+	for _, m := range []string{"one", "two"} {
+		r := st[m].Replicas[0]
+		if len(r.CPUs) != 1 {
+			t.Fatalf("%s: pinned to %v, want one core", m, r.CPUs)
+		}
+		if other, ok := got[r.CPUs[0]]; ok {
+			t.Fatalf("%s and %s share core %d", m, other, r.CPUs[0])
+		}
+		got[r.CPUs[0]] = m
+		if err := checkAffinity(r.PID, r.CPUs); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+		chatOnce(t, g, m) // a pinned replica serves
+	}
+	r := st["free"].Replicas[0]
+	if len(r.CPUs) != 0 {
+		t.Errorf("free (needs no cores) pinned to %v", r.CPUs)
+	}
+	var all []int
+	for c := range 1024 {
+		if mine.IsSet(c) {
+			all = append(all, c)
+		}
+	}
+	if err := checkAffinity(r.PID, all); err != nil {
+		t.Errorf("free: %v", err)
+	}
+}
+
+// checkAffinity checks that every thread of process pid may run on
+// exactly cpus.
+func checkAffinity(pid int64, cpus []int) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue // the thread has gone
+		}
+		var have []int
+		for c := range 1024 {
+			if set.IsSet(c) {
+				have = append(have, c)
+			}
+		}
+		if !slices.Equal(have, cpus) {
+			return fmt.Errorf("thread %d of process %d may run on %v, want %v", tid, pid, have, cpus)
+		}
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 		args = append(args, "--"+flag+"="+v)
 	}
 	args = append(args, spec.Args...)
-	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health"}
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs}
 	if err := e.table.Start(ctx, p, true, "/v1", 30*time.Second); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting sim replica of %q: %w", spec.Model, err)
 	}

@@ -55,6 +55,14 @@ type App struct {
 	// Default: detected (total memory, CPUs, NVIDIA GPUs); declared values
 	// replace detected ones.
 	Node *Resources `json:"node,omitempty"`
+	// PinCores gives each replica of a model that says how many cores it
+	// needs cores of its own: its engine's processes run only on them
+	// (the highest-numbered free ones; core 0, where the kernel handles
+	// most interrupts, goes last), and no other pinned replica gets them.
+	// The kernel then leaves a CPU engine's compute threads on their cores
+	// and runs the gateway's work on the others while they have room, so
+	// requests relayed through llmgw do not slow the engine down.
+	PinCores bool `json:"pin_cores,omitempty"`
 	// Engines pins or overrides engine plugins by type.
 	Engines map[string]*EngineConfig `json:"engines,omitempty"`
 	// Models is the catalog.
@@ -118,7 +126,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision builds the catalog and loads (or reuses) plugins and fleets.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	node.setCapacity(a.Node)
+	node.setCapacity(a.Node, a.PinCores)
 	if a.PluginDir == "" {
 		a.PluginDir = filepath.Join(caddy.AppDataDir(), "plugins")
 	}

@@ -82,7 +82,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return intArg(d, &a.MaxWaiting, 1)
 		case "node":
 			a.Node = new(Resources)
-			return parseResources(d, a.Node)
+			return parseResources(d, a.Node, &a.PinCores)
 		case "engine":
 			return a.parseEngine(d)
 		case "model":
@@ -212,7 +212,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return parsePrice(d, m)
 	case "resources":
 		m.Resources = new(Resources)
-		return parseResources(d, m.Resources)
+		return parseResources(d, m.Resources, nil)
 	case "class":
 		return oneArg(d, &m.Class)
 	case "owner":
@@ -232,8 +232,9 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	return d.Errf("unrecognized model subdirective %q", dir)
 }
 
-// parseResources reads a block of memory <size>, cores <n>, gpus <n>.
-func parseResources(d *caddyfile.Dispenser, r *Resources) error {
+// parseResources reads a block of memory <size>, cores <n>, gpus <n>, and
+// for the node (pin non-nil) pin_cores.
+func parseResources(d *caddyfile.Dispenser, r *Resources, pin *bool) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -257,7 +258,18 @@ func parseResources(d *caddyfile.Dispenser, r *Resources) error {
 			if err := intArg(d, &r.GPUs, 0); err != nil {
 				return err
 			}
+		case "pin_cores":
+			if pin == nil {
+				return d.Err("pin_cores belongs in the node block: it pins every model's replicas that say how many cores they need")
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			*pin = true
 		default:
+			if pin != nil {
+				return d.Errf("unrecognized node subdirective %q; use memory, cores, gpus or pin_cores", d.Val())
+			}
 			return d.Errf("unrecognized resources subdirective %q; use memory, cores or gpus", d.Val())
 		}
 	}

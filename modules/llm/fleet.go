@@ -36,6 +36,7 @@ type Replica struct {
 	Header        http.Header
 	UpstreamModel string
 	PID           int64
+	CPUs          []int // the cores it is pinned to, if any
 	Started       time.Time
 
 	epoch    uint64
@@ -316,7 +317,7 @@ func (f *fleet) startLocked() bool {
 				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			}
 		}()
-		r, err := f.startReplica()
+		r, err := f.startReplica(p.cpus)
 		if err == nil {
 			node.bind(p, r)
 		} else {
@@ -353,7 +354,7 @@ func (f *fleet) evict(r *Replica, forModel string) {
 	f.drop(r, "stopped to make room for "+forModel+", a model of a higher class")
 }
 
-func (f *fleet) startReplica() (*Replica, error) {
+func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 	eng, epoch, err := f.plugin.Engine()
 	if err != nil {
 		return nil, err
@@ -372,13 +373,14 @@ func (f *fleet) startReplica() (*Replica, error) {
 		Options: f.m().Options, ContextLength: f.m().ContextLength,
 		Concurrency: int64(f.m().Scaling.target()),
 		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
+		CPUs: cpus,
 	})
 	if err != nil {
 		release()
 		f.plugin.Check()
 		return nil, err
 	}
-	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID,
+	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus,
 		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header), release: release}
 	for k, v := range rep.Headers {
 		r.Header.Set(k, v)

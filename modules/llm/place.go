@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dustin/go-humanize"
+	"golang.org/x/sys/unix"
 )
 
 // Resources are what a node has or what one replica of a model needs.
@@ -92,6 +93,7 @@ func detectNode() Resources {
 type placement struct {
 	fleet   *fleet
 	need    Resources
+	cpus    []int // the cores it is pinned to, when the node pins cores
 	rank    int
 	rep     *Replica
 	evicted bool
@@ -102,13 +104,16 @@ type placement struct {
 type ledger struct {
 	mu       sync.Mutex
 	capacity atomic.Pointer[Resources]
+	pin      atomic.Bool
 	places   []*placement
 }
 
 var node = &ledger{}
 
-// setCapacity sets what the node has: declared, or detected.
-func (l *ledger) setCapacity(declared *Resources) {
+// setCapacity sets what the node has (declared, or detected) and whether
+// replicas are pinned to cores of their own.
+func (l *ledger) setCapacity(declared *Resources, pin bool) {
+	l.pin.Store(pin)
 	c := detectNode()
 	if declared != nil {
 		if declared.Memory > 0 {
@@ -176,7 +181,7 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	defer l.mu.Unlock()
 	free := l.cap().add(l.usedLocked(), -1)
 	if need.fits(free) {
-		l.places = append(l.places, p)
+		l.placeLocked(p)
 		return p, nil, ""
 	}
 	var cands []*placement
@@ -213,8 +218,57 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	for _, q := range victims {
 		q.evicted = true
 	}
-	l.places = append(l.places, p)
+	l.placeLocked(p)
 	return p, victims, ""
+}
+
+// placeLocked records p, with cores of its own when the node pins them.
+func (l *ledger) placeLocked(p *placement) {
+	if l.pin.Load() && p.need.Cores > 0 {
+		p.cpus = l.freeCPUsLocked(p.need.Cores)
+	}
+	l.places = append(l.places, p)
+}
+
+// allowedCPUs lists the cores this process may run on, in order.
+var allowedCPUs = sync.OnceValue(func() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil
+	}
+	var out []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+})
+
+// freeCPUsLocked picks n cores no other placement holds, highest first;
+// nil when there are not that many (the node declares more cores than
+// this process may use): the replica then runs unpinned.
+func (l *ledger) freeCPUsLocked(n int) []int {
+	held := map[int]bool{}
+	for _, q := range l.places {
+		if !q.evicted {
+			for _, c := range q.cpus {
+				held[c] = true
+			}
+		}
+	}
+	all := allowedCPUs()
+	var out []int
+	for i := len(all) - 1; i >= 0 && len(out) < n; i-- {
+		if !held[all[i]] {
+			out = append(out, all[i])
+		}
+	}
+	if len(out) < n {
+		return nil
+	}
+	slices.Sort(out)
+	return out
 }
 
 // bind records the replica a placement became.

@@ -106,6 +106,7 @@ type ReplicaStatus struct {
 	State    string    `json:"state"`
 	URL      string    `json:"url"`
 	PID      int64     `json:"pid,omitempty"`
+	CPUs     []int     `json:"cpus,omitempty"`
 	Inflight int64     `json:"inflight"`
 	Started  time.Time `json:"started"`
 }
@@ -134,7 +135,7 @@ func (f *fleet) status() ModelStatus {
 	}
 	for _, r := range f.replicas {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL,
-			PID: r.PID, Inflight: r.inflight.Load(), Started: r.Started})
+			PID: r.PID, CPUs: r.CPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {
 	case f.stopped:

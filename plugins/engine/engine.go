@@ -96,6 +96,11 @@ type ReplicaSpec struct {
 	Memory int64
 	Cores  int
 	GPUs   int
+	// CPUs are the cores the gateway gave this replica (its node pins
+	// cores): the engine's processes are to run only on them, so that
+	// nothing else on the node preempts its compute threads. Empty: run
+	// wherever the kernel puts them.
+	CPUs []int
 }
 
 // Replica is a started replica.

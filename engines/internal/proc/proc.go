@@ -13,12 +13,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -36,6 +39,9 @@ type Process struct {
 	// HealthPath, with an address read from stdout, sets it.
 	HealthURL  string
 	HealthPath string
+	// CPUs, when set, are the only cores the process (and what it starts)
+	// may run on.
+	CPUs []int
 
 	mu     sync.Mutex
 	misses int
@@ -70,7 +76,7 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 			return err
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, p.CPUs); err != nil {
 		return fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	p.done = make(chan struct{})
@@ -100,6 +106,45 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	}
 	return t.waitHealthy(ctx, p, timeout)
+}
+
+// startOn starts cmd pinned to cpus. A child takes the CPU mask of the
+// thread that forks it, and every thread and process it starts takes it in
+// turn, so the mask is set on this goroutine's thread for the fork and put
+// back after. (The thread must live on: Pdeathsig fires when the thread
+// that started the child exits.)
+func startOn(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return err
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pinning to CPUs %v (this process may use %s): %w", cpus, cpuList(&old), err)
+	}
+	err := cmd.Start()
+	_ = unix.SchedSetaffinity(0, &old)
+	return err
+}
+
+func cpuList(s *unix.CPUSet) string {
+	var b strings.Builder
+	for c := 0; c < len(s)*64; c++ {
+		if s.IsSet(c) {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(c))
+		}
+	}
+	return b.String()
 }
 
 func readAddr(ctx context.Context, r io.Reader, done <-chan struct{}, timeout time.Duration) (string, error) {

@@ -139,6 +139,9 @@ type StartRequest struct {
 	Memory        int64                  `protobuf:"varint,8,opt,name=memory,proto3" json:"memory,omitempty"` // bytes one replica may use; 0 = not said
 	Cores         int32                  `protobuf:"varint,9,opt,name=cores,proto3" json:"cores,omitempty"`
 	Gpus          int32                  `protobuf:"varint,10,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// CPUs the engine's processes are to run on (sched_setaffinity); empty:
+	// wherever the kernel puts them.
+	Cpus          []int32 `protobuf:"varint,11,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +244,13 @@ func (x *StartRequest) GetGpus() int32 {
 		return x.Gpus
 	}
 	return 0
+}
+
+func (x *StartRequest) GetCpus() []int32 {
+	if x != nil {
+		return x.Cpus
+	}
+	return nil
 }
 
 type Replica struct {
@@ -573,7 +583,7 @@ const file_engine_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12\x18\n" +
-	"\aformats\x18\x04 \x03(\tR\aformats\"\xfc\x02\n" +
+	"\aformats\x18\x04 \x03(\tR\aformats\"\x90\x03\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
@@ -586,7 +596,8 @@ const file_engine_proto_rawDesc = "" +
 	"\x06memory\x18\b \x01(\x03R\x06memory\x12\x14\n" +
 	"\x05cores\x18\t \x01(\x05R\x05cores\x12\x12\n" +
 	"\x04gpus\x18\n" +
-	" \x01(\x05R\x04gpus\x1a:\n" +
+	" \x01(\x05R\x04gpus\x12\x12\n" +
+	"\x04cpus\x18\v \x03(\x05R\x04cpus\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
