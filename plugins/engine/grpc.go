@@ -46,7 +46,7 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 	r, err := g.c.Start(ctx, &pb.StartRequest{
 		Model: s.Model, ReplicaId: s.ReplicaID, Source: s.Source, Args: s.Args,
 		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
-		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs), Cpus: toInt32s(s.CPUs),
+		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs), Cpus: ints[int32](s.CPUs),
 	})
 	if err != nil {
 		return Replica{}, fromStatus(err)
@@ -86,7 +86,7 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 	rep, err := g.impl.Start(ctx, ReplicaSpec{
 		Model: r.Model, ReplicaID: r.ReplicaId, Source: r.Source, Args: r.Args,
 		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
-		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus), CPUs: toInts(r.Cpus),
+		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus), CPUs: ints[int](r.Cpus),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -131,24 +131,14 @@ func fromStatus(err error) error {
 	return errors.New(s.Message())
 }
 
-func toInt32s(in []int) []int32 {
+// ints converts a list of CPU numbers between the protocol's int32 and Go's int.
+func ints[U, T int | int32](in []T) []U {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]int32, len(in))
+	out := make([]U, len(in))
 	for i, v := range in {
-		out[i] = int32(v)
-	}
-	return out
-}
-
-func toInts(in []int32) []int {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]int, len(in))
-	for i, v := range in {
-		out[i] = int(v)
+		out[i] = U(v)
 	}
 	return out
 }
