@@ -225,7 +225,7 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 // placeLocked records p, with cores of its own when the node pins them.
 func (l *ledger) placeLocked(p *placement) {
 	if l.pin.Load() && p.need.Cores > 0 {
-		p.cpus = l.freeCPUsLocked(p.need.Cores)
+		p.cpus = l.freeCPUsLocked(p.need.Cores, allowedCPUs())
 	}
 	l.places = append(l.places, p)
 }
@@ -245,10 +245,11 @@ var allowedCPUs = sync.OnceValue(func() []int {
 	return out
 })
 
-// freeCPUsLocked picks n cores no other placement holds, highest first;
-// nil when there are not that many (the node declares more cores than
-// this process may use): the replica then runs unpinned.
-func (l *ledger) freeCPUsLocked(n int) []int {
+// freeCPUsLocked picks n of the cores in all that no other placement
+// holds, highest first; nil when there are not that many (the node
+// declares more cores than this process may use): the replica then runs
+// unpinned.
+func (l *ledger) freeCPUsLocked(n int, all []int) []int {
 	held := map[int]bool{}
 	for _, q := range l.places {
 		if !q.evicted {
@@ -257,7 +258,6 @@ func (l *ledger) freeCPUsLocked(n int) []int {
 			}
 		}
 	}
-	all := allowedCPUs()
 	var out []int
 	for i := len(all) - 1; i >= 0 && len(out) < n; i-- {
 		if !held[all[i]] {
