@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
 	"github.com/llmgw/llmgw/engines/ollama"
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -54,18 +53,14 @@ func ollamaCompare(args []string) error {
 	defer eng.Shutdown()
 	var cpus []int
 	if *pin {
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &set); err != nil {
+		all, err := engine.CPUsOf(0)
+		if err != nil {
 			return err
 		}
-		for c := len(set)*64 - 1; c >= 0 && len(cpus) < *cores; c-- {
-			if set.IsSet(c) {
-				cpus = append(cpus, c)
-			}
+		if *cores == 0 || len(all) < *cores {
+			return fmt.Errorf("-pin needs -cores between 1 and the %d cores this process may use", len(all))
 		}
-		if *cores == 0 || len(cpus) < *cores {
-			return fmt.Errorf("-pin needs -cores between 1 and the %d cores this process may use", set.Count())
-		}
+		cpus = all[len(all)-*cores:] // the highest, as the node gives them
 	}
 	rep, err := eng.Start(context.Background(), engine.ReplicaSpec{Model: "bench", ReplicaID: "bench-1", Source: model,
 		ContextLength: 2048, Concurrency: 8, Cores: *cores, CPUs: cpus})

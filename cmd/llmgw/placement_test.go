@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
-	"golang.org/x/sys/unix"
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // Replicas start only where they fit; a higher class makes room by
@@ -101,8 +101,8 @@ func TestPlacementByResourcesAndClass(t *testing.T) {
 // With pin_cores, each replica of a model that needs cores runs on cores
 // of its own, its threads and children too; other replicas run anywhere.
 func TestPinCores(t *testing.T) {
-	var mine unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &mine); err != nil || mine.Count() < 2 {
+	mine, err := engine.CPUsOf(0)
+	if err != nil || len(mine) < 2 {
 		t.Skip("needs two cores to pin replicas apart")
 	}
 	g := startGateway(t, `
@@ -148,13 +148,7 @@ func TestPinCores(t *testing.T) {
 	if len(r.CPUs) != 0 {
 		t.Errorf("free (needs no cores) pinned to %v", r.CPUs)
 	}
-	var all []int
-	for c := range 1024 {
-		if mine.IsSet(c) {
-			all = append(all, c)
-		}
-	}
-	if err := checkAffinity(r.PID, all); err != nil {
+	if err := checkAffinity(r.PID, mine); err != nil {
 		t.Errorf("free: %v", err)
 	}
 }
@@ -168,15 +162,9 @@ func checkAffinity(pid int64, cpus []int) error {
 	}
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		have, err := engine.CPUsOf(tid)
+		if err != nil {
 			continue // the thread has gone
-		}
-		var have []int
-		for c := range 1024 {
-			if set.IsSet(c) {
-				have = append(have, c)
-			}
 		}
 		if !slices.Equal(have, cpus) {
 			return fmt.Errorf("thread %d of process %d may run on %v, want %v", tid, pid, have, cpus)

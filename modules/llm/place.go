@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dustin/go-humanize"
-	"golang.org/x/sys/unix"
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // Resources are what a node has or what one replica of a model needs.
@@ -232,17 +232,8 @@ func (l *ledger) placeLocked(p *placement) {
 
 // allowedCPUs lists the cores this process may run on, in order.
 var allowedCPUs = sync.OnceValue(func() []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil
-	}
-	var out []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out
+	cpus, _ := engine.CPUsOf(0)
+	return cpus
 })
 
 // freeCPUsLocked picks n of the cores in all that no other placement

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -127,24 +126,12 @@ func startOn(cmd *exec.Cmd, cpus []int) error {
 		set.Set(c)
 	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pinning to CPUs %v (this process may use %s): %w", cpus, cpuList(&old), err)
+		mine, _ := engine.CPUsOf(0)
+		return fmt.Errorf("pinning to CPUs %v (this process may use %v): %w", cpus, mine, err)
 	}
 	err := cmd.Start()
 	_ = unix.SchedSetaffinity(0, &old)
 	return err
-}
-
-func cpuList(s *unix.CPUSet) string {
-	var b strings.Builder
-	for c := 0; c < len(s)*64; c++ {
-		if s.IsSet(c) {
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Itoa(c))
-		}
-	}
-	return b.String()
 }
 
 func readAddr(ctx context.Context, r io.Reader, done <-chan struct{}, timeout time.Duration) (string, error) {
