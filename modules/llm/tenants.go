@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -94,6 +95,20 @@ type Tenant struct {
 	Levels []Level
 	// Effective is the tightest of every level's limits.
 	Effective Limits
+
+	memo sync.Map
+}
+
+// Memo returns what a module keeps for this tenant under key, made by mk
+// on first use, so that a request need not derive it again (metric
+// children, say). It lives as long as the tenant: a key ring rebuilt for
+// a new key or a reload starts afresh.
+func (t *Tenant) Memo(key any, mk func() any) any {
+	if v, ok := t.memo.Load(key); ok {
+		return v
+	}
+	v, _ := t.memo.LoadOrStore(key, mk())
+	return v
 }
 
 // Allowed reports whether the tenant may use a model, by its catalog name

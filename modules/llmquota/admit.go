@@ -18,7 +18,7 @@ import (
 func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 	d, err := q.store.admit(r.Context(), a)
 	if err == nil {
-		if q.down.CompareAndSwap(true, false) {
+		if q.down.Load() && q.down.CompareAndSwap(true, false) {
 			q.logger.Info("quota store reachable again; counting there", zap.String("store", q.Store))
 		}
 		return q.store, d, nil

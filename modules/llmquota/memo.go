@@ -3,6 +3,7 @@ package llmquota
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,24 +54,41 @@ var (
 
 func newReqID() string { return reqPrefix + strconv.FormatUint(reqCounter.Add(1), 36) }
 
-// Metric children per tenant and model, looked up without building label
-// maps on every request.
-type counterKey struct{ org, team, project, key, model string }
-
+// Metric children per tenant and model, kept on the tenant (llm.Tenant's
+// memo) in a map copied when a model is added, so a request finds them
+// with one lookup and builds no labels.
 type tenantCounters struct {
 	requests, cost, input, output prometheus.Counter
 }
 
-var counters sync.Map // counterKey → *tenantCounters
+type metersKey struct{}
+
+type meters struct {
+	mu      sync.Mutex
+	byModel atomic.Pointer[map[string]*tenantCounters]
+}
 
 func countersFor(t *llm.Tenant, model string) *tenantCounters {
-	k := counterKey{t.Org, t.Team, t.Project, t.KeyID, model}
-	if v, ok := counters.Load(k); ok {
-		return v.(*tenantCounters)
+	ms := t.Memo(metersKey{}, func() any { return new(meters) }).(*meters)
+	if m := ms.byModel.Load(); m != nil {
+		if c := (*m)[model]; c != nil {
+			return c
+		}
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	old := ms.byModel.Load()
+	if old != nil && (*old)[model] != nil {
+		return (*old)[model]
 	}
 	l := []string{t.Org, t.Team, t.Project, t.KeyID, model}
 	c := &tenantCounters{requests: metricRequests.WithLabelValues(l...), cost: metricCost.WithLabelValues(l...),
 		input: metricTokens.WithLabelValues(append(l, "input")...), output: metricTokens.WithLabelValues(append(l[:5:5], "output")...)}
-	v, _ := counters.LoadOrStore(k, c)
-	return v.(*tenantCounters)
+	m := make(map[string]*tenantCounters, 1)
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[model] = c
+	ms.byModel.Store(&m)
+	return c
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -214,18 +213,33 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		q.settle(r, st, adm, m, tenant)
 		return err
 	}
-	var once sync.Once
-	settle := func() { once.Do(func() { q.settle(r, st, adm, m, tenant) }) }
-	err = next.ServeHTTP(&settleWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, settle: settle}, r)
-	settle()
+	sw := &settleWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w},
+		q: q, r: r, st: st, adm: adm, m: m, tenant: tenant}
+	err = next.ServeHTTP(sw, r)
+	sw.settle()
 	return err
 }
 
 // settleWriter settles a stream's usage just before its [DONE] event,
-// which the router writes on its own, after the usage chunk.
+// which the router writes on its own, after the usage chunk, or when the
+// handler returns without one. The router writes from the handler's
+// goroutine, so settling needs no lock.
 type settleWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	settle func()
+	caddyhttp.ResponseWriterWrapper
+	q       *Quota
+	r       *http.Request
+	st      store
+	adm     *admission
+	m       *llm.Model
+	tenant  *llm.Tenant
+	settled bool
+}
+
+func (w *settleWriter) settle() {
+	if !w.settled {
+		w.settled = true
+		w.q.settle(w.r, w.st, w.adm, w.m, w.tenant)
+	}
 }
 
 var doneEvent = []byte("data: [DONE]")
@@ -272,18 +286,25 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 			est += q.DefaultMaxTokens
 		}
 	}
-	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Duration(q.Lease), model: m.Name}
+	a := &admission{now: at, est: est, lease: time.Duration(q.Lease), model: m.Name}
 	a.levels = a.levelBuf[:0]
 	if len(t.Levels) > len(a.levelBuf) {
 		a.levels = make([]levelPlan, 0, len(t.Levels))
 	}
 	a.levels = a.levels[:len(t.Levels)]
+	_, redis := q.store.(*redisStore)
+	if redis {
+		a.reqID = newReqID()
+	}
 	for i := range t.Levels {
 		l := &t.Levels[i]
-		w := nodeKeys(l, at)
-		a.levels[i] = levelPlan{level: l, keys: w.keys, usageKey: w.usage,
-			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
-				int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}}
+		lp := &a.levels[i]
+		lp.level = l
+		lp.limits = [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
+			int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}
+		if redis {
+			lp.win = nodeKeys(l, at)
+		}
 	}
 	return a
 }

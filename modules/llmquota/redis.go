@@ -264,7 +264,7 @@ func admitArgs(a *admission) ([]string, []any) {
 	args := make([]any, 0, 4+9*len(a.levels))
 	args = append(args, a.now.UnixMilli(), a.est, a.reqID, a.now.Add(a.lease).UnixMilli())
 	for _, lp := range a.levels {
-		keys = append(keys, lp.keys[:]...)
+		keys = append(keys, lp.win.keys[:]...)
 		for _, l := range lp.limits {
 			args = append(args, l)
 		}
@@ -318,12 +318,12 @@ func settleArgs(st *settlement) ([]string, []any) {
 	a := st.adm
 	keys := make([]string, 0, 6*len(a.levels)+1)
 	for _, lp := range a.levels {
-		keys = append(keys, lp.keys[:]...)
+		keys = append(keys, lp.win.keys[:]...)
 	}
 	args := make([]any, 0, 6+len(a.levels))
 	args = append(args, st.prompt+st.completion-a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion)
 	for _, lp := range a.levels {
-		keys = append(keys, lp.usageKey)
+		keys = append(keys, lp.win.usage)
 		args = append(args, int64(ttl(kindBudget, lp.level.Limits.BudgetPeriod)/time.Second))
 	}
 	return append(keys, "llmgw:settled:"+a.reqID), args

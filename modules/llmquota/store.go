@@ -25,18 +25,17 @@ var kindNames = map[int]string{
 
 // levelPlan is one level's counters and limits for one request.
 type levelPlan struct {
-	level *llm.Level
-	// Counter keys: requests and tokens this minute, tokens today, spending
-	// this budget period, requests in flight.
-	keys   [5]string
-	limits [5]int64 // same order; 0 = no limit; budget in micros
-	// usageKey is the node's usage bucket for the admission's hour.
-	usageKey string
+	level  *llm.Level
+	limits [5]int64 // requests and tokens this minute, tokens today, budget (micros), in flight; 0 = no limit
+	// Redis only: the node's counter keys for the admission's minute.
+	win *windowSet
+	// Memory only: the node's counters, found when admitted.
+	mem *nodeCounters
 }
 
 // admission is one request's claim on every level of its key.
 type admission struct {
-	reqID  string
+	reqID  string // Redis only
 	now    time.Time
 	est    int64 // tokens reserved
 	lease  time.Duration
@@ -123,8 +122,11 @@ type memoryStore struct {
 // nodeCounters are one node's windows, in-flight leases and usage.
 type nodeCounters struct {
 	requests, tokensMinute, tokensDay, budget window
-	leases                                    map[string]time.Time // request → lease end
+	leases                                    map[*admission]time.Time // request → lease end
 	ledger                                    map[ledgerKey]*llm.Usage
+	// The ledger entry the last settlement used: most settle into it.
+	lastKey   ledgerKey
+	lastUsage *llm.Usage
 }
 
 // ledgerKey is an hour (Unix hours) and a model.
@@ -153,19 +155,27 @@ func (w *window) add(id, n int64) {
 	} // an older window's change is moot
 }
 
-// windowIDs numbers the windows a time falls in: minute, UTC day, budget
-// period (day, or month as year*12+month).
-func windowIDs(t time.Time, budgetPeriod string) (minute, day, period int64) {
+// windowIDs numbers the windows a time falls in: minute, UTC day and
+// month (year*12+month).
+type windowIDs struct{ minute, day, month int64 }
+
+func windowsAt(t time.Time) windowIDs {
 	u := t.Unix()
-	minute, day = u/60, u/86400
-	if u < 0 {
-		day--
-	}
-	if budgetPeriod == "day" {
-		return minute, day, day
+	w := windowIDs{minute: u / 60, day: u / 86400}
+	if u < 0 && u%86400 != 0 {
+		w.day--
 	}
 	y, m, _ := t.UTC().Date()
-	return minute, day, int64(y)*12 + int64(m)
+	w.month = int64(y)*12 + int64(m)
+	return w
+}
+
+// period is the budget window: the day or the month.
+func (w windowIDs) period(budgetPeriod string) int64 {
+	if budgetPeriod == "day" {
+		return w.day
+	}
+	return w.month
 }
 
 func newMemoryStore() *memoryStore {
@@ -209,6 +219,9 @@ func (m *memoryStore) sweep() {
 					delete(n.ledger, k)
 				}
 			}
+			if n.lastKey.hour < oldest {
+				n.lastKey, n.lastUsage = ledgerKey{}, nil
+			}
 		}
 		m.mu.Unlock()
 	}
@@ -226,17 +239,19 @@ func (n *nodeCounters) prune(t time.Time) int64 {
 
 func (m *memoryStore) admit(_ context.Context, a *admission) (decision, error) {
 	d := decision{ok: true, counts: a.newCounts()}
-	var nodes [8]*nodeCounters
-	ns := nodes[:0]
+	w := windowsAt(a.now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, lp := range a.levels {
+	for i := range a.levels {
+		lp := &a.levels[i]
 		n := m.node(lp.level.Node())
-		ns = append(ns, n)
-		minute, day, period := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
+		lp.mem = n
 		c := &d.counts[i]
-		c[0], c[1], c[2], c[3] = n.requests.get(minute), n.tokensMinute.get(minute), n.tokensDay.get(day), n.budget.get(period)
-		c[4] = n.prune(a.now)
+		c[0], c[1], c[2] = n.requests.get(w.minute), n.tokensMinute.get(w.minute), n.tokensDay.get(w.day)
+		c[3] = n.budget.get(w.period(lp.level.Limits.BudgetPeriod))
+		if n.leases != nil {
+			c[4] = n.prune(a.now)
+		}
 		if d.ok {
 			if kind := exceeded(lp.limits, *c, a.est); kind != 0 {
 				d.ok, d.failLevel, d.failKind = false, i, kind
@@ -247,19 +262,18 @@ func (m *memoryStore) admit(_ context.Context, a *admission) (decision, error) {
 		return d, nil
 	}
 	for i, lp := range a.levels {
-		n := ns[i]
-		minute, day, _ := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
-		n.requests.add(minute, 1)
-		n.tokensMinute.add(minute, a.est)
-		n.tokensDay.add(day, a.est)
+		n := lp.mem
+		n.requests.add(w.minute, 1)
+		n.tokensMinute.add(w.minute, a.est)
+		n.tokensDay.add(w.day, a.est)
 		d.counts[i][0]++
 		d.counts[i][1] += a.est
 		d.counts[i][2] += a.est
 		if lp.limits[4] > 0 {
 			if n.leases == nil {
-				n.leases = map[string]time.Time{}
+				n.leases = map[*admission]time.Time{}
 			}
-			n.leases[a.reqID] = a.now.Add(a.lease)
+			n.leases[a] = a.now.Add(a.lease)
 			d.counts[i][4]++
 		}
 	}
@@ -286,30 +300,34 @@ func exceeded(l, c [5]int64, est int64) int {
 func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 	a := s.adm
 	delta := s.prompt + s.completion - a.est
-	hour := a.now.Unix() / 3600
+	uk := ledgerKey{a.now.Unix() / 3600, a.model}
+	w := windowsAt(a.now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, lp := range a.levels {
-		n := m.node(lp.level.Node())
-		minute, day, period := windowIDs(a.now, lp.level.Limits.BudgetPeriod)
-		if n.tokensMinute.id == minute {
+		n := lp.mem
+		if n.tokensMinute.id == w.minute {
 			n.tokensMinute.n += delta
 		}
-		if n.tokensDay.id == day {
+		if n.tokensDay.id == w.day {
 			n.tokensDay.n += delta
 		}
 		if s.costMicros > 0 {
-			n.budget.add(period, s.costMicros)
+			n.budget.add(w.period(lp.level.Limits.BudgetPeriod), s.costMicros)
 		}
-		delete(n.leases, a.reqID)
-		if n.ledger == nil {
-			n.ledger = map[ledgerKey]*llm.Usage{}
+		if n.leases != nil {
+			delete(n.leases, a)
 		}
-		uk := ledgerKey{hour, a.model}
-		u := n.ledger[uk]
-		if u == nil {
-			u = &llm.Usage{}
-			n.ledger[uk] = u
+		u := n.lastUsage
+		if u == nil || n.lastKey != uk {
+			if n.ledger == nil {
+				n.ledger = map[ledgerKey]*llm.Usage{}
+			}
+			if u = n.ledger[uk]; u == nil {
+				u = &llm.Usage{}
+				n.ledger[uk] = u
+			}
+			n.lastKey, n.lastUsage = uk, u
 		}
 		u.Requests++
 		u.InputTokens += s.prompt

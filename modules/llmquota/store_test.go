@@ -17,7 +17,7 @@ func testAdmission(est int64, levels ...llm.Level) *admission {
 		if l.Limits.BudgetPeriod == "" {
 			l.Limits.BudgetPeriod = "month"
 		}
-		a.levels = append(a.levels, levelPlan{level: l, keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usageKey: hourKey(l.Node(), at),
+		a.levels = append(a.levels, levelPlan{level: l, win: &windowSet{keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usage: hourKey(l.Node(), at)},
 			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay, int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}})
 	}
 	return a
@@ -130,5 +130,55 @@ func TestRateHeaders(t *testing.T) {
 	want = http.Header{"X-Ratelimit-Limit-Tokens": {"7"}, "X-Ratelimit-Remaining-Tokens": {"0"}, "X-Ratelimit-Reset-Tokens": {"41.017s"}}
 	if !reflect.DeepEqual(h, want) {
 		t.Errorf("tokens only: headers %v, want %v", h, want)
+	}
+}
+
+// Settlements land in the ledger of their model and hour, also when the
+// model or the hour changes between them (a node keeps the last entry it
+// used at hand).
+func TestUsageLedgerByModelAndHour(t *testing.T) {
+	m := newMemoryStore()
+	defer m.Destruct()
+	key := llm.Level{Kind: "key", Name: "k"}
+	settle := func(model string, at time.Time, prompt int64) {
+		a := testAdmission(1, key)
+		a.model, a.now = model, at
+		if d, _ := m.admit(t.Context(), a); !d.ok {
+			t.Fatalf("refused: %+v", d)
+		}
+		_ = m.settle(t.Context(), &settlement{adm: a, prompt: prompt, completion: 1})
+	}
+	h1 := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
+	h2 := h1.Add(time.Hour)
+	settle("a", h1, 1)
+	settle("b", h1, 10)
+	settle("a", h1, 100)
+	settle("a", h2, 1000)
+	settle("b", h1, 10000)
+	u, _ := m.ReadUsage(key.Node(), h1, h1)
+	if u["a"] == nil || u["a"].Requests != 2 || u["a"].InputTokens != 101 || u["b"] == nil || u["b"].InputTokens != 10010 {
+		t.Errorf("hour 1: a %+v, b %+v", u["a"], u["b"])
+	}
+	u, _ = m.ReadUsage(key.Node(), h2, h2)
+	if u["a"] == nil || u["a"].InputTokens != 1000 || u["b"] != nil {
+		t.Errorf("hour 2: a %+v, b %+v", u["a"], u["b"])
+	}
+}
+
+// Each model a tenant uses gets its own metric children, found again
+// without building labels; another tenant gets its own.
+func TestCountersForModels(t *testing.T) {
+	t1 := &llm.Tenant{KeyID: "k1", Org: "o", Team: "o/t", Project: "o/t/p"}
+	t2 := &llm.Tenant{KeyID: "k2", Org: "o", Team: "o/t", Project: "o/t/p"}
+	a, b := countersFor(t1, "model-a"), countersFor(t1, "model-b")
+	if a == b || countersFor(t1, "model-a") != a || countersFor(t1, "model-b") != b {
+		t.Fatal("a tenant's counters per model are not kept apart, or not found again")
+	}
+	if countersFor(t2, "model-a") == a {
+		t.Fatal("two tenants share counters")
+	}
+	if b.requests != metricRequests.WithLabelValues("o", "o/t", "o/t/p", "k1", "model-b") ||
+		b.output != metricTokens.WithLabelValues("o", "o/t", "o/t/p", "k1", "model-b", "output") {
+		t.Error("model-b's counters are not the children labelled with its tenant and model")
 	}
 }
