@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,12 +34,16 @@ type target struct {
 	name string
 	url  string
 	pid  int // process whose CPU is counted; 0 for none
+	// redis is the address of the Redis the target counts in, whose
+	// read events per request (round trips) are reported; "" for none.
+	redis string
 }
 
 type sample struct {
 	p50, ttfb time.Duration
 	rps       float64
 	cpu       time.Duration // per request
+	redisRTs  float64       // Redis read events per request, when counted
 }
 
 // compare starts a sim replica, plain Caddy reverse_proxy in front of it
@@ -75,16 +80,16 @@ func compare(args []string) error {
 	procs = append(procs, cmd)
 	targets := []target{{name: "direct", url: "http://" + replica + "/v1"}}
 	llmApp := "llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url http://" + replica + "/v1\n\t\t}\n" + benchTenancy + "\t}"
-	gateways := []struct{ name, site, global string }{
-		{"caddy reverse_proxy", "reverse_proxy " + replica, ""},
-		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp},
-		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp},
-		{"+ llm_quota memory, headers on 429s", "route /v1/* {\n\t\tllm_quota {\n\t\t\trate_limit_headers refused\n\t\t}\n\t\tllm_router\n\t}", llmApp},
-		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp},
+	gateways := []struct{ name, site, global, redis string }{
+		{"caddy reverse_proxy", "reverse_proxy " + replica, "", ""},
+		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp, ""},
+		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp, ""},
+		{"+ llm_quota memory, headers always", "route /v1/* {\n\t\tllm_quota {\n\t\t\trate_limit_headers always\n\t\t}\n\t\tllm_router\n\t}", llmApp, ""},
+		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp, ""},
 	}
 	if *withGuard {
-		gateways = append(gateways, struct{ name, site, global string }{"+ llm_guardrails pii,regex",
-			"route /v1/* {\n\t\tllm_guardrails {\n" + benchGuard + "\t\t}\n\t\tllm_router\n\t}", llmApp})
+		gateways = append(gateways, struct{ name, site, global, redis string }{"+ llm_guardrails pii,regex",
+			"route /v1/* {\n\t\tllm_guardrails {\n" + benchGuard + "\t\t}\n\t\tllm_router\n\t}", llmApp, ""})
 	}
 	if *withRedis {
 		url, cmd, err := startRedis(dir)
@@ -94,8 +99,8 @@ func compare(args []string) error {
 		if err != nil {
 			return err
 		}
-		gateways = append(gateways, struct{ name, site, global string }{"+ llm_quota redis",
-			"route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", llmApp})
+		gateways = append(gateways, struct{ name, site, global, redis string }{"+ llm_quota redis",
+			"route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", llmApp, strings.TrimPrefix(url, "redis://")})
 	}
 	for _, g := range gateways {
 		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)
@@ -105,7 +110,7 @@ func compare(args []string) error {
 		if err != nil {
 			return err
 		}
-		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid})
+		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid, redis: g.redis})
 	}
 	for _, c := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(c)
@@ -148,16 +153,22 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			c := cfg
 			c.URL = t.url
 			pids := []int{t.pid}
+			reads0, rerr := redisReads(t.redis)
 			before := cpuTimes(pids)
 			res, err := run(c)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
+			reads1, rerr1 := redisReads(t.redis)
 			if res.Errors > 0 {
 				return fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
 			}
 			cpu := (cpuTimes(pids)[0] - before[0]) / time.Duration(res.OK)
-			samples[i] = append(samples[i], sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu})
+			smp := sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu}
+			if t.redis != "" && rerr == nil && rerr1 == nil {
+				smp.redisRTs = float64(reads1-reads0) / float64(res.OK)
+			}
+			samples[i] = append(samples[i], smp)
 		}
 	}
 	paced := ""
@@ -202,7 +213,48 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 		mean, f := geoMeanCI(ratios)
 		fmt.Printf("  %s cpu/req over llm_router's, round by round: %.3f (95%% CI %.3f–%.3f)\n", t.name, mean, mean/f, mean*f)
 	}
+	for i, t := range targets {
+		if t.redis == "" {
+			continue
+		}
+		var sum float64
+		for _, smp := range samples[i] {
+			sum += smp.redisRTs
+		}
+		fmt.Printf("  %s: %.2f round trips to Redis per request (read events Redis processed, mean of %d rounds)\n",
+			t.name, sum/float64(len(samples[i])), len(samples[i]))
+	}
 	return nil
+}
+
+// redisReads returns how many read events a Redis has processed: each
+// is one round trip from a client (a command or a pipeline of them).
+func redisReads(addr string) (int64, error) {
+	if addr == "" {
+		return 0, nil
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("INFO stats\r\n")); err != nil {
+		return 0, err
+	}
+	br := bufio.NewReader(c)
+	if _, err := br.ReadString('\n'); err != nil { // $<length>
+		return 0, err
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return 0, fmt.Errorf("redis INFO stats has no total_reads_processed: %w", err)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_reads_processed:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
 }
 
 func median(s []sample) sample {

@@ -183,7 +183,7 @@ func TestQuotaInheritanceAndHeaders(t *testing.T) {
 	freshMinute(t, 20*time.Second)
 	// The team allows 3 requests a minute; the project asks for 10 and
 	// gets 3; the key's own token limit shows in the headers.
-	g := startQuotaGateway(t, quotaModels+tenancy("", "requests_per_minute 3", "requests_per_minute 10", "tokens_per_minute 100000"), "")
+	g := startQuotaGateway(t, quotaModels+tenancy("", "requests_per_minute 3", "requests_per_minute 10", "tokens_per_minute 100000"), "rate_limit_headers always")
 	c := keyClient(g, "secret-1")
 	var last *http.Response
 	for i := range 3 {
@@ -211,10 +211,10 @@ func TestQuotaInheritanceAndHeaders(t *testing.T) {
 	}
 }
 
-// With rate_limit_headers refused, only a 429 shows the limits.
+// By default only a 429 shows the limits.
 func TestQuotaRateLimitHeadersOnlyWhenRefused(t *testing.T) {
 	freshMinute(t, 20*time.Second)
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1", ""), "rate_limit_headers refused")
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1", ""), "")
 	c := keyClient(g, "secret-1")
 	var first *http.Response
 	if _, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",

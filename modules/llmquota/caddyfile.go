@@ -29,7 +29,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		on_store_error     deny|allow
 //		default_max_tokens <n>
 //		lease              <duration>
-//		rate_limit_headers always|refused
+//		rate_limit_headers refused|always
 //	}
 func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return llm.ParseBlock(d, func(dir string) error {
