@@ -3,10 +3,12 @@ package llmquota
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,24 +20,46 @@ import (
 // Lua script each, so every level is checked and counted atomically and
 // any number of gateway instances enforce one exact limit.
 //
-// A request costs one round trip: settlements are queued and sent in the
-// same pipeline as the next admission (so this instance's next request
-// sees them), or by a background flusher at once when no request comes.
-// Queued settlements outlive Redis outages and are sent when it returns;
-// each is applied once (the script records its request id).
+// One sender goroutine talks to Redis: it sends every admission waiting
+// and every settlement queued in one pipeline, and while that pipeline
+// is out, the next requests gather for the next one. A request thus costs
+// at most one round trip, and under load many share one: a settlement
+// rides along with the next admissions (so this instance's next request
+// sees it), or goes at once when none is waiting. Queued settlements
+// outlive Redis outages and are sent when it returns; each is applied
+// once (the script records its request id).
 type redisStore struct {
 	client *redis.Client
 
 	mu      sync.Mutex
 	queue   []*settlement
-	sending int // taken from the queue by flush, not yet sent
+	waiting []*waiter
+	sending int // settlements taken from the queue, not yet sent
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-// maxQueued bounds the settlements kept while Redis is unreachable.
-const maxQueued = 1 << 20
+// waiter is one admission waiting for the sender.
+type waiter struct {
+	a    *admission
+	done chan struct{} // closed when res or err is set
+	res  []int64
+	err  error
+	// gone is set when the request stopped waiting (its client left):
+	// an admission not yet sent is then not sent at all.
+	gone atomic.Bool
+}
+
+const (
+	// maxQueued bounds the settlements kept while Redis is unreachable.
+	maxQueued = 1 << 20
+	// maxBatch bounds the settlements in one pipeline, so a queue that
+	// grew during an outage goes out in pieces that each fit the timeout.
+	maxBatch = 1024
+)
+
+var errStoreClosed = errors.New("the quota store is shutting down")
 
 func newRedisStore(url string) (*redisStore, error) {
 	opts, err := redis.ParseURL(url)
@@ -49,7 +73,7 @@ func newRedisStore(url string) (*redisStore, error) {
 	opts.Protocol = 2
 	s := &redisStore{client: redis.NewClient(opts), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
-	go s.flusher()
+	go s.sender()
 	return s, nil
 }
 
@@ -60,34 +84,72 @@ func (s *redisStore) Destruct() error {
 	return s.client.Close()
 }
 
-// flusher sends queued settlements that no admission took along.
-func (s *redisStore) flusher() {
+// sender sends waiting admissions and queued settlements, a pipeline at
+// a time, until stopped.
+func (s *redisStore) sender() {
 	defer close(s.stopped)
 	backoff := 50 * time.Millisecond
 	for {
 		select {
 		case <-s.kick:
 		case <-s.stop:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.flush(ctx)
-			cancel()
+			s.closing()
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := s.flush(ctx)
-		cancel()
-		if err == nil {
-			backoff = 50 * time.Millisecond
-			continue
-		}
-		select { // Redis is away: try again later
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 2*time.Second)
-			s.wake()
-		case <-s.stop:
+		for {
+			ws, q := s.takeBatch(true)
+			if len(ws) == 0 && len(q) == 0 {
+				break
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.flush(ctx)
+			err := s.run(ctx, q, ws)
 			cancel()
+			s.mu.Lock()
+			s.sending -= len(q)
+			s.mu.Unlock()
+			for _, w := range ws {
+				close(w.done)
+			}
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				continue
+			}
+			// Redis is away. Admissions have their error; settlements
+			// are queued again and retried later, or with the next
+			// admission, whichever comes first.
+			select {
+			case <-time.After(backoff):
+				backoff = min(2*backoff, 2*time.Second)
+				s.wake()
+			case <-s.kick:
+				s.wake()
+			case <-s.stop:
+				s.closing()
+				return
+			}
+			break
+		}
+	}
+}
+
+// closing fails the admissions still waiting and sends the queued
+// settlements, for up to five seconds.
+func (s *redisStore) closing() {
+	s.mu.Lock()
+	ws := s.waiting
+	s.waiting = nil
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.err = errStoreClosed
+		close(w.done)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		n := len(s.queue)
+		s.mu.Unlock()
+		if n == 0 || s.flush(ctx) != nil {
 			return
 		}
 	}
@@ -100,12 +162,23 @@ func (s *redisStore) wake() {
 	}
 }
 
-func (s *redisStore) take() []*settlement {
+// takeBatch takes up to maxBatch settlements and, if asked, the waiting
+// admissions.
+func (s *redisStore) takeBatch(admissions bool) ([]*waiter, []*settlement) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ws []*waiter
+	if admissions {
+		ws, s.waiting = s.waiting, nil
+	}
 	q := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	return q
+	if len(q) > maxBatch {
+		q, s.queue = q[:maxBatch:maxBatch], q[maxBatch:]
+	} else {
+		s.queue = nil
+	}
+	s.sending += len(q)
+	return ws, q
 }
 
 // requeue puts back settlements that were not sent, oldest first.
@@ -122,17 +195,13 @@ func (s *redisStore) requeue(q []*settlement) {
 	s.mu.Unlock()
 }
 
-// flush sends every queued settlement in one pipeline.
+// flush sends queued settlements, up to maxBatch, in one pipeline now.
 func (s *redisStore) flush(ctx context.Context) error {
-	s.mu.Lock()
-	q := s.queue
-	s.queue = nil
-	s.sending += len(q)
-	s.mu.Unlock()
+	_, q := s.takeBatch(false)
 	if len(q) == 0 {
 		return nil
 	}
-	_, err := s.run(ctx, q, nil)
+	err := s.run(ctx, q, nil)
 	s.mu.Lock()
 	s.sending -= len(q)
 	s.mu.Unlock()
@@ -146,10 +215,12 @@ func (s *redisStore) pending() int {
 	return len(s.queue) + s.sending
 }
 
-// run sends settlements, and an admission if a is set, in one pipeline.
-// Settlements that fail are queued again. Scripts missing from Redis (it
-// restarted) are loaded and the pipeline sent once more.
-func (s *redisStore) run(ctx context.Context, q []*settlement, a *admission) (*redis.Cmd, error) {
+// run sends settlements, then admissions, in one pipeline, and returns
+// the first error. Settlements that fail are queued again; each
+// admission's answer or error is put in its waiter (whose done the
+// caller closes). Scripts missing from Redis (it restarted) are loaded
+// and what failed for that is sent once more.
+func (s *redisStore) run(ctx context.Context, q []*settlement, ws []*waiter) error {
 	for attempt := 0; ; attempt++ {
 		pipe := s.client.Pipeline()
 		settles := make([]*redis.Cmd, len(q))
@@ -157,36 +228,49 @@ func (s *redisStore) run(ctx context.Context, q []*settlement, a *admission) (*r
 			keys, args := settleArgs(st)
 			settles[i] = pipe.EvalSha(ctx, settleScript.Hash(), keys, args...)
 		}
-		var adm *redis.Cmd
-		if a != nil {
-			keys, args := admitArgs(a)
-			adm = pipe.EvalSha(ctx, admitScript.Hash(), keys, args...)
+		adms := make([]*redis.Cmd, len(ws))
+		for i, w := range ws {
+			if w.gone.Load() {
+				w.err = context.Canceled
+				continue
+			}
+			keys, args := admitArgs(w.a)
+			adms[i] = pipe.EvalSha(ctx, admitScript.Hash(), keys, args...)
 		}
 		_, _ = pipe.Exec(ctx)
-		noScript := false
 		var failed []*settlement
+		var retry []*waiter
 		var firstErr error
 		for i, c := range settles {
 			if err := c.Err(); err != nil {
-				noScript = noScript || redis.HasErrorPrefix(err, "NOSCRIPT")
 				failed = append(failed, q[i])
 				firstErr = cmp.Or(firstErr, err)
 			}
 		}
-		if adm != nil && adm.Err() != nil {
-			noScript = noScript || redis.HasErrorPrefix(adm.Err(), "NOSCRIPT")
+		for i, c := range adms {
+			w := ws[i]
+			if c == nil {
+				continue
+			}
+			if w.res, w.err = c.Int64Slice(); w.err != nil {
+				firstErr = cmp.Or(firstErr, w.err)
+				if redis.HasErrorPrefix(w.err, "NOSCRIPT") {
+					retry = append(retry, w)
+				}
+			}
+		}
+		noScript := len(retry) > 0
+		for _, c := range settles {
+			noScript = noScript || redis.HasErrorPrefix(c.Err(), "NOSCRIPT")
 		}
 		if noScript && attempt == 0 {
 			if err := s.loadScripts(ctx); err == nil {
-				q = failed
+				q, ws = failed, retry
 				continue
 			}
 		}
 		s.requeue(failed)
-		if adm != nil {
-			return adm, adm.Err()
-		}
-		return nil, firstErr
+		return firstErr
 	}
 }
 
@@ -244,14 +328,27 @@ return out
 `)
 
 func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) {
-	cmd, err := s.run(ctx, s.take(), a)
-	if err != nil {
-		return decision{}, err
+	w := &waiter{a: a, done: make(chan struct{})}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, w)
+	s.mu.Unlock()
+	s.wake()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.gone.Store(true)
+		return decision{}, ctx.Err()
+	case <-s.stopped:
+		select {
+		case <-w.done:
+		default:
+			return decision{}, errStoreClosed
+		}
 	}
-	res, err := cmd.Int64Slice()
-	if err != nil {
-		return decision{}, err
+	if w.err != nil {
+		return decision{}, w.err
 	}
+	res := w.res
 	d := decision{ok: res[0] == 0, failLevel: int(res[0]) - 1, failKind: int(res[1]), counts: a.newCounts()}
 	for i := range a.levels {
 		copy(d.counts[i][:], res[2+5*i:7+5*i])

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,7 +107,7 @@ func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 	if s.pending() != 0 {
 		t.Fatal("the queued settlement was not sent after Redis returned")
 	}
-	if _, err := s.run(ctx, []*settlement{{adm: b, prompt: 2, completion: 3}}, nil); err != nil {
+	if err := s.run(ctx, []*settlement{{adm: b, prompt: 2, completion: 3}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	u, err := s.ReadUsage(b.levels[0].level.Node(), b.now.Add(-time.Hour), b.now.Add(time.Hour))
@@ -112,5 +116,71 @@ func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 	}
 	if got := u["m"]; got == nil || got.Requests != 1 || got.InputTokens != 2 || got.OutputTokens != 3 {
 		t.Fatalf("usage after the outage: %+v", got)
+	}
+}
+
+// Concurrent admissions share pipelines: 64 at once against a limit of
+// 50 admit exactly 50 in fewer round trips than requests, and Redis
+// losing its scripts (a restart, SCRIPT FLUSH) costs one reload.
+func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
+	r := startRedisServer(t, 0)
+	url := fmt.Sprintf("redis://127.0.0.1:%d", r.port)
+	s, err := newRedisStore(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	ctx := context.Background()
+	lvl := llm.Level{Kind: "key", Name: "k-batch", Limits: llm.Limits{RequestsPerMinute: 50}}
+	if _, err := s.admit(ctx, testAdmission(1, llm.Level{Kind: "key", Name: "k-warm"})); err != nil {
+		t.Fatal(err) // connects and loads the scripts
+	}
+	reads := func() int64 {
+		info, err := s.client.Info(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		t.Fatal("no total_reads_processed in INFO stats")
+		return 0
+	}
+	before := reads()
+	start := make(chan struct{})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			<-start
+			d, err := s.admit(ctx, testAdmission(1, lvl))
+			if err != nil {
+				t.Error(err)
+			}
+			if d.ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	trips := reads() - before - 1 // the INFO before
+	if admitted.Load() != 50 {
+		t.Errorf("%d of 64 admitted against a limit of 50", admitted.Load())
+	}
+	if trips >= 64 {
+		t.Errorf("64 concurrent admissions took %d round trips; they should share pipelines", trips)
+	}
+	t.Logf("64 concurrent admissions in %d round trips", trips)
+
+	if err := s.client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.admit(ctx, testAdmission(1, llm.Level{Kind: "key", Name: "k-after-flush"}))
+	if err != nil || !d.ok {
+		t.Fatalf("admission after SCRIPT FLUSH: %v %+v", err, d)
 	}
 }
