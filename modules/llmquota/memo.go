@@ -21,6 +21,9 @@ type windowSet struct {
 	minute int64
 	keys   [5]string
 	usage  string // the node's hourly usage key
+	// boxed holds the five keys and the usage key as script arguments,
+	// boxed once rather than on every request.
+	boxed [6]any
 }
 
 var windows sync.Map // node → *atomic.Pointer[windowSet]
@@ -38,6 +41,10 @@ func nodeKeys(l *llm.Level, at time.Time) *windowSet {
 	}
 	w := &windowSet{minute: minute, keys: windowKeys("llmgw:", node, at, l.Limits.BudgetPeriod),
 		usage: hourKey(node, at)}
+	for i, k := range w.keys {
+		w.boxed[i] = k
+	}
+	w.boxed[5] = w.usage
 	p.Store(w)
 	return w
 }

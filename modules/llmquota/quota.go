@@ -296,14 +296,13 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 	a.levels = a.levels[:len(t.Levels)]
 	_, redis := q.store.(*redisStore)
 	if redis {
-		a.reqID = newReqID()
+		a.reqID, a.redisArgs = newReqID(), redisArgsOf(t)
 	}
 	for i := range t.Levels {
 		l := &t.Levels[i]
 		lp := &a.levels[i]
 		lp.level = l
-		lp.limits = [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
-			int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}
+		lp.limits = levelLimits(l)
 		if redis {
 			lp.win = nodeKeys(l, at)
 		}

@@ -225,8 +225,8 @@ func (s *redisStore) run(ctx context.Context, q []*settlement, ws []*waiter) err
 		pipe := s.client.Pipeline()
 		settles := make([]*redis.Cmd, len(q))
 		for i, st := range q {
-			keys, args := settleArgs(st)
-			settles[i] = pipe.EvalSha(ctx, settleScript.Hash(), keys, args...)
+			settles[i] = settleCmd(ctx, st)
+			_ = pipe.Process(ctx, settles[i])
 		}
 		adms := make([]*redis.Cmd, len(ws))
 		for i, w := range ws {
@@ -234,8 +234,8 @@ func (s *redisStore) run(ctx context.Context, q []*settlement, ws []*waiter) err
 				w.err = context.Canceled
 				continue
 			}
-			keys, args := admitArgs(w.a)
-			adms[i] = pipe.EvalSha(ctx, admitScript.Hash(), keys, args...)
+			adms[i] = admitCmd(ctx, w.a)
+			_ = pipe.Process(ctx, adms[i])
 		}
 		_, _ = pipe.Exec(ctx)
 		var failed []*settlement
@@ -284,21 +284,28 @@ func (s *redisStore) loadScripts(ctx context.Context) error {
 // admitScript checks every level, then counts at every level, or nothing.
 // KEYS: 5 per level (requests, tokens minute, tokens day, budget,
 // in-flight set). ARGV: now (ms), estimate, request id, lease end (ms),
-// then 5 limits and 4 TTLs (s) per level. Returns the failing level
-// (1-based, 0 = admitted), the failing kind, then 5 counts per level.
+// then per level its 5 limits and 4 TTLs (s) in one comma-separated
+// argument. Returns the failing level (1-based, 0 = admitted), the
+// failing kind, then 5 counts per level.
 var admitScript = redis.NewScript(`
 local now, est, id, leaseEnd = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local n = #KEYS / 5
 local out = {0, 0}
+local lim = {}
 for i = 0, n - 1 do
-  local k, a = i * 5, 4 + i * 9
+  local v = {}
+  for x in string.gmatch(ARGV[5 + i], '[^,]+') do v[#v + 1] = tonumber(x) end
+  lim[i] = v
+end
+for i = 0, n - 1 do
+  local k, v = i * 5, lim[i]
   local c = {}
   for j = 1, 4 do c[j] = tonumber(redis.call('GET', KEYS[k + j]) or '0') end
   redis.call('ZREMRANGEBYSCORE', KEYS[k + 5], '-inf', now)
   c[5] = redis.call('ZCARD', KEYS[k + 5])
   if out[1] == 0 then
     local l = {}
-    for j = 1, 5 do l[j] = tonumber(ARGV[a + j]) end
+    for j = 1, 5 do l[j] = v[j] end
     local kind = 0
     if l[1] > 0 and c[1] + 1 > l[1] then kind = 1
     elseif l[2] > 0 and c[2] + est > l[2] then kind = 2
@@ -311,14 +318,14 @@ for i = 0, n - 1 do
 end
 if out[1] ~= 0 then return out end
 for i = 0, n - 1 do
-  local k, a = i * 5, 4 + i * 9
+  local k, v = i * 5, lim[i]
   local add = {1, est, est}
   for j = 1, 3 do
-    redis.call('SET', KEYS[k + j], 0, 'EX', ARGV[a + 5 + j], 'NX')
+    redis.call('SET', KEYS[k + j], 0, 'EX', v[5 + j], 'NX')
     redis.call('INCRBY', KEYS[k + j], add[j])
     out[2 + i * 5 + j] = out[2 + i * 5 + j] + add[j]
   end
-  if tonumber(ARGV[a + 5]) > 0 then
+  if v[5] > 0 then
     redis.call('ZADD', KEYS[k + 5], leaseEnd, id)
     redis.call('PEXPIREAT', KEYS[k + 5], leaseEnd + 60000)
     out[2 + i * 5 + 5] = out[2 + i * 5 + 5] + 1
@@ -356,21 +363,47 @@ func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) 
 	return d, nil
 }
 
-func admitArgs(a *admission) ([]string, []any) {
-	keys := make([]string, 0, 5*len(a.levels))
-	args := make([]any, 0, 4+9*len(a.levels))
-	args = append(args, a.now.UnixMilli(), a.est, a.reqID, a.now.Add(a.lease).UnixMilli())
+// admitCmd is the admission's script call. Its arguments are built in
+// one slice; keys and per-level limits come boxed from their memos.
+func admitCmd(ctx context.Context, a *admission) *redis.Cmd {
+	args := make([]any, 0, 3+6*len(a.levels)+4)
+	args = append(args, "evalsha", admitScript.Hash(), 5*len(a.levels))
 	for _, lp := range a.levels {
-		keys = append(keys, lp.win.keys[:]...)
-		for _, l := range lp.limits {
-			args = append(args, l)
-		}
-		p := lp.level.Limits.BudgetPeriod
-		for k := kindRequests; k <= kindBudget; k++ {
-			args = append(args, int64(ttl(k, p)/time.Second))
-		}
+		args = append(args, lp.win.boxed[:5]...)
 	}
-	return keys, args
+	args = append(args, a.now.UnixMilli(), a.est, a.reqID, a.now.Add(a.lease).UnixMilli())
+	args = append(args, a.redisArgs.admit...)
+	return redis.NewCmd(ctx, args...)
+}
+
+// redisArgs are a tenant's per-level script arguments, made once per
+// tenant (llm.Tenant's memo): limits and TTLs for admission, the budget's
+// TTL for settlement.
+type redisArgs struct{ admit, budgetTTL []any }
+
+type redisArgsKey struct{}
+
+func redisArgsOf(t *llm.Tenant) *redisArgs {
+	return t.Memo(redisArgsKey{}, func() any {
+		ra := &redisArgs{}
+		for i := range t.Levels {
+			l := &t.Levels[i]
+			b := make([]byte, 0, 64)
+			for j, n := range levelLimits(l) {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, n, 10)
+			}
+			for k := kindRequests; k <= kindBudget; k++ {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, int64(ttl(k, l.Limits.BudgetPeriod)/time.Second), 10)
+			}
+			ra.admit = append(ra.admit, string(b))
+			ra.budgetTTL = append(ra.budgetTTL, int64(ttl(kindBudget, l.Limits.BudgetPeriod)/time.Second))
+		}
+		return ra
+	}).(*redisArgs)
 }
 
 // settleScript applies the difference between reservation and usage,
@@ -411,19 +444,21 @@ func (s *redisStore) settle(_ context.Context, st *settlement) error {
 	return nil
 }
 
-func settleArgs(st *settlement) ([]string, []any) {
+// settleCmd is the settlement's script call, built like admitCmd's.
+func settleCmd(ctx context.Context, st *settlement) *redis.Cmd {
 	a := st.adm
-	keys := make([]string, 0, 6*len(a.levels)+1)
+	args := make([]any, 0, 3+6*len(a.levels)+1+6+len(a.levels))
+	args = append(args, "evalsha", settleScript.Hash(), 6*len(a.levels)+1)
 	for _, lp := range a.levels {
-		keys = append(keys, lp.win.keys[:]...)
+		args = append(args, lp.win.boxed[:5]...)
 	}
-	args := make([]any, 0, 6+len(a.levels))
+	for _, lp := range a.levels {
+		args = append(args, lp.win.boxed[5])
+	}
+	args = append(args, "llmgw:settled:"+a.reqID)
 	args = append(args, st.prompt+st.completion-a.est, st.costMicros, a.reqID, a.model, st.prompt, st.completion)
-	for _, lp := range a.levels {
-		keys = append(keys, lp.win.usage)
-		args = append(args, int64(ttl(kindBudget, lp.level.Limits.BudgetPeriod)/time.Second))
-	}
-	return append(keys, "llmgw:settled:"+a.reqID), args
+	args = append(args, a.redisArgs.budgetTTL...)
+	return redis.NewCmd(ctx, args...)
 }
 
 func hourKey(node string, t time.Time) string {

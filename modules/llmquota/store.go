@@ -33,14 +33,21 @@ type levelPlan struct {
 	mem *nodeCounters
 }
 
+// levelLimits are a level's limits in the order of levelPlan.limits.
+func levelLimits(l *llm.Level) [5]int64 {
+	return [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
+		int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}
+}
+
 // admission is one request's claim on every level of its key.
 type admission struct {
-	reqID  string // Redis only
-	now    time.Time
-	est    int64 // tokens reserved
-	lease  time.Duration
-	levels []levelPlan
-	model  string
+	reqID     string     // Redis only
+	redisArgs *redisArgs // Redis only
+	now       time.Time
+	est       int64 // tokens reserved
+	lease     time.Duration
+	levels    []levelPlan
+	model     string
 	// Storage for the common tenancy depth (key, project, team,
 	// organisation), so one allocation holds a whole request's claim.
 	levelBuf  [4]levelPlan

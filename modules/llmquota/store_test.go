@@ -17,9 +17,14 @@ func testAdmission(est int64, levels ...llm.Level) *admission {
 		if l.Limits.BudgetPeriod == "" {
 			l.Limits.BudgetPeriod = "month"
 		}
-		a.levels = append(a.levels, levelPlan{level: l, win: &windowSet{keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usage: hourKey(l.Node(), at)},
-			limits: [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay, int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}})
+		w := &windowSet{keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usage: hourKey(l.Node(), at)}
+		for i, k := range w.keys {
+			w.boxed[i] = k
+		}
+		w.boxed[5] = w.usage
+		a.levels = append(a.levels, levelPlan{level: l, win: w, limits: levelLimits(l)})
 	}
+	a.redisArgs = redisArgsOf(&llm.Tenant{Levels: levels})
 	return a
 }
 
