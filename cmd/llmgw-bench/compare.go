@@ -148,8 +148,12 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			return fmt.Errorf("%s: %w", targets[i].name, err)
 		}
 	}
-	for range rounds {
-		for i, t := range targets {
+	for round := range rounds {
+		// Each round starts at another target, so that no target always
+		// follows the same one (the machine's state carries over).
+		for k := range targets {
+			i := (round + k) % len(targets)
+			t := targets[i]
 			c := cfg
 			c.URL = t.url
 			pids := []int{t.pid}
