@@ -19,11 +19,20 @@ import (
 // turns.
 type windowSet struct {
 	minute int64
-	keys   [5]string
-	usage  string // the node's hourly usage key
-	// boxed holds the five keys and the usage key as script arguments,
-	// boxed once rather than on every request.
+	period string // the budget period its budget key is for
+	// boxed holds the five counter keys (windowKeys) and the node's
+	// hourly usage key as script arguments, boxed once rather than on
+	// every request.
 	boxed [6]any
+}
+
+func newWindowSet(prefix, node string, at time.Time, budgetPeriod string) *windowSet {
+	w := &windowSet{minute: at.Unix() / 60, period: budgetPeriod}
+	for i, k := range windowKeys(prefix, node, at, budgetPeriod) {
+		w.boxed[i] = k
+	}
+	w.boxed[5] = hourKey(node, at)
+	return w
 }
 
 var windows sync.Map // node → *atomic.Pointer[windowSet]
@@ -36,15 +45,10 @@ func nodeKeys(l *llm.Level, at time.Time) *windowSet {
 	}
 	p := v.(*atomic.Pointer[windowSet])
 	minute := at.Unix() / 60
-	if w := p.Load(); w != nil && w.minute == minute {
+	if w := p.Load(); w != nil && w.minute == minute && w.period == l.Limits.BudgetPeriod {
 		return w
 	}
-	w := &windowSet{minute: minute, keys: windowKeys("llmgw:", node, at, l.Limits.BudgetPeriod),
-		usage: hourKey(node, at)}
-	for i, k := range w.keys {
-		w.boxed[i] = k
-	}
-	w.boxed[5] = w.usage
+	w := newWindowSet("llmgw:", node, at, l.Limits.BudgetPeriod)
 	p.Store(w)
 	return w
 }

@@ -17,12 +17,7 @@ func testAdmission(est int64, levels ...llm.Level) *admission {
 		if l.Limits.BudgetPeriod == "" {
 			l.Limits.BudgetPeriod = "month"
 		}
-		w := &windowSet{keys: windowKeys("t:", l.Node(), at, l.Limits.BudgetPeriod), usage: hourKey(l.Node(), at)}
-		for i, k := range w.keys {
-			w.boxed[i] = k
-		}
-		w.boxed[5] = w.usage
-		a.levels = append(a.levels, levelPlan{level: l, win: w, limits: levelLimits(l)})
+		a.levels = append(a.levels, levelPlan{level: l, win: newWindowSet("t:", l.Node(), at, l.Limits.BudgetPeriod), limits: levelLimits(l)})
 	}
 	a.redisArgs = redisArgsOf(&llm.Tenant{Levels: levels})
 	return a
@@ -185,5 +180,19 @@ func TestCountersForModels(t *testing.T) {
 	if b.requests != metricRequests.WithLabelValues("o", "o/t", "o/t/p", "k1", "model-b") ||
 		b.output != metricTokens.WithLabelValues("o", "o/t", "o/t/p", "k1", "model-b", "output") {
 		t.Error("model-b's counters are not the children labelled with its tenant and model")
+	}
+}
+
+// A node's keys are kept for the minute, but not across a change of its
+// budget period (a reload can make a monthly budget daily).
+func TestNodeKeysFollowBudgetPeriod(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 30, 10, 0, time.UTC)
+	month := llm.NewLevel("organisation", "o-period", llm.Limits{Budget: 1, BudgetPeriod: "month"})
+	day := llm.NewLevel("organisation", "o-period", llm.Limits{Budget: 1, BudgetPeriod: "day"})
+	if w := nodeKeys(&month, at); nodeKeys(&month, at.Add(time.Second)) != w {
+		t.Error("keys made again within the minute")
+	}
+	if got, want := nodeKeys(&day, at).boxed[3], "llmgw:q:o:o-period:b:day:20260501"; got != want {
+		t.Errorf("budget key after the period changed: %v, want %s", got, want)
 	}
 }
