@@ -241,10 +241,12 @@ func (s *redisStore) run(ctx context.Context, q []*settlement, ws []*waiter) err
 		var failed []*settlement
 		var retry []*waiter
 		var firstErr error
+		noScript := false
 		for i, c := range settles {
 			if err := c.Err(); err != nil {
 				failed = append(failed, q[i])
 				firstErr = cmp.Or(firstErr, err)
+				noScript = noScript || redis.HasErrorPrefix(err, "NOSCRIPT")
 			}
 		}
 		for i, c := range adms {
@@ -255,13 +257,9 @@ func (s *redisStore) run(ctx context.Context, q []*settlement, ws []*waiter) err
 			if w.res, w.err = c.Int64Slice(); w.err != nil {
 				firstErr = cmp.Or(firstErr, w.err)
 				if redis.HasErrorPrefix(w.err, "NOSCRIPT") {
-					retry = append(retry, w)
+					retry, noScript = append(retry, w), true
 				}
 			}
-		}
-		noScript := len(retry) > 0
-		for _, c := range settles {
-			noScript = noScript || redis.HasErrorPrefix(c.Err(), "NOSCRIPT")
 		}
 		if noScript && attempt == 0 {
 			if err := s.loadScripts(ctx); err == nil {
@@ -304,14 +302,12 @@ for i = 0, n - 1 do
   redis.call('ZREMRANGEBYSCORE', KEYS[k + 5], '-inf', now)
   c[5] = redis.call('ZCARD', KEYS[k + 5])
   if out[1] == 0 then
-    local l = {}
-    for j = 1, 5 do l[j] = v[j] end
     local kind = 0
-    if l[1] > 0 and c[1] + 1 > l[1] then kind = 1
-    elseif l[2] > 0 and c[2] + est > l[2] then kind = 2
-    elseif l[3] > 0 and c[3] + est > l[3] then kind = 3
-    elseif l[4] > 0 and c[4] >= l[4] then kind = 4
-    elseif l[5] > 0 and c[5] + 1 > l[5] then kind = 5 end
+    if v[1] > 0 and c[1] + 1 > v[1] then kind = 1
+    elseif v[2] > 0 and c[2] + est > v[2] then kind = 2
+    elseif v[3] > 0 and c[3] + est > v[3] then kind = 3
+    elseif v[4] > 0 and c[4] >= v[4] then kind = 4
+    elseif v[5] > 0 and c[5] + 1 > v[5] then kind = 5 end
     if kind > 0 then out[1], out[2] = i + 1, kind end
   end
   for j = 1, 5 do out[#out + 1] = c[j] end

@@ -184,3 +184,27 @@ func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
 		t.Fatalf("admission after SCRIPT FLUSH: %v %+v", err, d)
 	}
 }
+
+// An admission whose request stopped waiting before the sender took it
+// is not sent: nothing is counted for it.
+func TestRedisGoneAdmissionNotSent(t *testing.T) {
+	r := startRedisServer(t, 0)
+	s, err := newRedisStore(fmt.Sprintf("redis://127.0.0.1:%d", r.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	ctx := context.Background()
+	lvl := llm.Level{Kind: "key", Name: "k-gone", Limits: llm.Limits{RequestsPerMinute: 1}}
+	gone := &waiter{a: testAdmission(1, lvl), done: make(chan struct{})}
+	gone.gone.Store(true)
+	if err := s.run(ctx, nil, []*waiter{gone}); err != nil {
+		t.Fatal(err)
+	}
+	if gone.err == nil {
+		t.Error("the gone admission has no error")
+	}
+	if d, err := s.admit(ctx, testAdmission(1, lvl)); err != nil || !d.ok {
+		t.Fatalf("the only admission sent was refused: %v %+v", err, d)
+	}
+}
