@@ -54,6 +54,19 @@ func startRedisServer(t *testing.T, port int) *redisAt {
 	}
 }
 
+// startRedisStore runs a redis-server and a store counting in it, both
+// stopped when the test ends.
+func startRedisStore(t *testing.T) (*redisAt, *redisStore) {
+	t.Helper()
+	r := startRedisServer(t, 0)
+	s, err := newRedisStore(fmt.Sprintf("redis://127.0.0.1:%d", r.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Destruct() })
+	return r, s
+}
+
 func (r *redisAt) stop() {
 	if r.cmd != nil && r.cmd.Process != nil {
 		_ = r.cmd.Process.Kill()
@@ -65,12 +78,7 @@ func (r *redisAt) stop() {
 // Settlements are queued, ride along with the next admission, survive an
 // outage of Redis and are applied once.
 func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
-	r := startRedisServer(t, 0)
-	s, err := newRedisStore(fmt.Sprintf("redis://127.0.0.1:%d", r.port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destruct()
+	r, s := startRedisStore(t)
 	ctx := context.Background()
 	lvl := llm.Level{Kind: "key", Name: "k-redis", Limits: llm.Limits{TokensPerMinute: 1000}}
 	a := testAdmission(400, lvl)
@@ -123,13 +131,7 @@ func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 // 50 admit exactly 50 in fewer round trips than requests, and Redis
 // losing its scripts (a restart, SCRIPT FLUSH) costs one reload.
 func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
-	r := startRedisServer(t, 0)
-	url := fmt.Sprintf("redis://127.0.0.1:%d", r.port)
-	s, err := newRedisStore(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destruct()
+	_, s := startRedisStore(t)
 	ctx := context.Background()
 	lvl := llm.Level{Kind: "key", Name: "k-batch", Limits: llm.Limits{RequestsPerMinute: 50}}
 	if _, err := s.admit(ctx, testAdmission(1, llm.Level{Kind: "key", Name: "k-warm"})); err != nil {
@@ -188,12 +190,7 @@ func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
 // An admission whose request stopped waiting before the sender took it
 // is not sent: nothing is counted for it.
 func TestRedisGoneAdmissionNotSent(t *testing.T) {
-	r := startRedisServer(t, 0)
-	s, err := newRedisStore(fmt.Sprintf("redis://127.0.0.1:%d", r.port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destruct()
+	_, s := startRedisStore(t)
 	ctx := context.Background()
 	lvl := llm.Level{Kind: "key", Name: "k-gone", Limits: llm.Limits{RequestsPerMinute: 1}}
 	gone := &waiter{a: testAdmission(1, lvl), done: make(chan struct{})}
