@@ -75,6 +75,12 @@ type App struct {
 	MaxWaiting int `json:"max_waiting,omitempty"`
 	// StartTimeout bounds one replica's start. Default: 5m.
 	StartTimeout caddy.Duration `json:"start_timeout,omitempty"`
+	// DrainTimeout bounds how long a replica that is being replaced or
+	// stopped (a reload that changes its model, a model stop or removal,
+	// a replica restart) keeps serving the requests it already has: it
+	// receives nothing new and is stopped when its last request ends or
+	// this much time has passed, whichever comes first. Default: 5m.
+	DrainTimeout caddy.Duration `json:"drain_timeout,omitempty"`
 	// Orgs is the tenancy tree: organisations, their teams,
 	// projects and API keys, each with limits. llm_quota enforces them.
 	Orgs []*Org `json:"orgs,omitempty"`
@@ -138,6 +144,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.StartTimeout == 0 {
 		a.StartTimeout = caddy.Duration(5 * time.Minute)
+	}
+	if a.DrainTimeout == 0 {
+		a.DrainTimeout = caddy.Duration(5 * time.Minute)
 	}
 	a.storage = ctx.Storage()
 	if err := a.provisionMirror(); err != nil {
@@ -246,6 +255,7 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
 			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
 			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
+			drainTimeout: time.Duration(a.DrainTimeout),
 		}), nil
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ func init() {
 //		plugin_dir    <path>
 //		hold_timeout  <duration>
 //		start_timeout <duration>
+//		drain_timeout <duration>
 //		max_waiting   <n>
 //		engine <type> {
 //			path   <executable>
@@ -78,6 +79,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return durationArg(d, &a.HoldTimeout)
 		case "start_timeout":
 			return durationArg(d, &a.StartTimeout)
+		case "drain_timeout":
+			return durationArg(d, &a.DrainTimeout)
 		case "max_waiting":
 			return intArg(d, &a.MaxWaiting, 1)
 		case "node":

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -47,6 +49,8 @@ type Replica struct {
 	// reach is passed over while others are ready, until the supervisor
 	// has checked it.
 	suspect atomic.Int64
+	// idle is signalled when a draining replica's last request ends.
+	idle chan struct{}
 	// release gives back the weights the replica holds in the node cache.
 	release func()
 }
@@ -92,6 +96,7 @@ type fleetOptions struct {
 	maxWaiting   int
 	stopGrace    time.Duration
 	interval     time.Duration // supervision tick
+	drainTimeout time.Duration // bound on a retired replica's last requests
 }
 
 func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
@@ -129,14 +134,16 @@ func (e *NoCapacityError) Error() string {
 }
 
 // acquire returns a ready replica chosen by sel, starting one if none runs,
-// and holding the caller (bounded) until one is ready. The caller must
-// call release.
-func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
+// and holding the caller (bounded) until one is ready. A request that
+// could not reach avoid (when set) is not sent to it again while the
+// supervisor has not cleared it: it waits for another replica instead,
+// such as the one replacing avoid. The caller must call release.
+func (f *fleet) acquire(ctx context.Context, sel Selector, avoid *Replica) (*Replica, error) {
 	var deadline <-chan time.Time
 	for {
 		f.mu.Lock()
 		f.lastUsed = now()
-		if r := f.pickLocked(sel); r != nil {
+		if r := f.pickLocked(sel, avoid); r != nil {
 			f.mu.Unlock()
 			return r, nil
 		}
@@ -179,7 +186,7 @@ func (f *fleet) acquire(ctx context.Context, sel Selector) (*Replica, error) {
 	}
 }
 
-func (f *fleet) pickLocked(sel Selector) *Replica {
+func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 	ready := make([]*Replica, 0, len(f.replicas))
 	busy := true
 	target := int64(f.m().Scaling.target())
@@ -188,7 +195,9 @@ func (f *fleet) pickLocked(sel Selector) *Replica {
 	for _, r := range f.replicas {
 		if r.State() == ReplicaReady {
 			if r.suspect.Load() > t {
-				suspects = append(suspects, r)
+				if r != avoid {
+					suspects = append(suspects, r)
+				}
 				continue
 			}
 			ready = append(ready, r)
@@ -234,8 +243,13 @@ func (f *fleet) unavailableLocked() error {
 }
 
 func (f *fleet) release(r *Replica) {
-	r.inflight.Add(-1)
 	r.lastUsed.Store(now().UnixNano())
+	if r.inflight.Add(-1) == 0 && r.State() == ReplicaDraining {
+		select {
+		case r.idle <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // reportFailure tells the fleet a request could not reach r, so it checks
@@ -265,7 +279,7 @@ func (f *fleet) setStopped(stopped bool) {
 	f.notify()
 	f.mu.Unlock()
 	for _, r := range rs {
-		go f.stopReplica(r)
+		f.retire(r, "its model was stopped by an administrator")
 	}
 	select {
 	case f.kick <- struct{}{}:
@@ -289,7 +303,7 @@ func (f *fleet) restart(id string) bool {
 	if victim == nil {
 		return false
 	}
-	f.drop(victim, "restarted by an administrator")
+	f.retire(victim, "restarted by an administrator")
 	return true
 }
 
@@ -381,7 +395,8 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus,
-		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header), release: release}
+		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header),
+		idle: make(chan struct{}, 1), release: release}
 	for k, v := range rep.Headers {
 		r.Header.Set(k, v)
 	}
@@ -413,7 +428,11 @@ func (f *fleet) stopReplica(r *Replica) {
 	}
 }
 
-// Destruct stops supervision and every replica.
+// Destruct stops supervision. On a reload or a removal its replicas
+// drain in the background: they take no new request and stop when their
+// last one ends (or the drain timeout passes), so a reload that changes a
+// model cuts no stream. When the process exits, Caddy's servers have
+// already finished their requests, and the replicas are stopped at once.
 func (f *fleet) Destruct() error {
 	f.cancel()
 	f.mu.Lock()
@@ -424,6 +443,12 @@ func (f *fleet) Destruct() error {
 	f.mu.Unlock()
 	f.startOnce.Do(func() { close(started) }) // never ran
 	<-started
+	if !caddy.Exiting() {
+		for _, r := range rs {
+			f.retire(r, "its model changed or was removed")
+		}
+		return nil
+	}
 	var wg sync.WaitGroup
 	for _, r := range rs {
 		wg.Add(1)
@@ -432,4 +457,78 @@ func (f *fleet) Destruct() error {
 	wg.Wait()
 	f.logger.Info("model stopped", zap.Int("replicas", len(rs)))
 	return nil
+}
+
+// retire takes r out of service: it receives no new request, keeps
+// serving those it has, and is stopped when the last one ends or the
+// drain timeout passes. f.mu must not be held.
+func (f *fleet) retire(r *Replica, reason string) {
+	f.mu.Lock()
+	f.removeLocked(r)
+	r.state.Store(ReplicaDraining)
+	draining.add(r)
+	f.notify()
+	f.mu.Unlock()
+	f.logger.Info("replica draining", zap.String("replica", r.ID), zap.String("reason", reason),
+		zap.Int64("inflight", r.inflight.Load()), zap.Duration("drain_timeout", f.opts.drainTimeout))
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				f.logger.Error("replica drain panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			}
+		}()
+		timeout := time.NewTimer(f.opts.drainTimeout)
+		defer timeout.Stop()
+	wait:
+		for r.inflight.Load() > 0 {
+			select {
+			case <-r.idle:
+			case <-timeout.C:
+				f.logger.Warn("drain timeout passed; stopping replica with requests in flight",
+					zap.String("replica", r.ID), zap.Int64("inflight", r.inflight.Load()))
+				break wait
+			}
+		}
+		f.stopReplica(r)
+		draining.remove(r)
+		f.logger.Info("replica drained and stopped", zap.String("replica", r.ID))
+	}()
+}
+
+// draining holds the replicas finishing their last requests, by model
+// name: a fleet replaced by a reload drains its replicas after it is gone,
+// and the model's new fleet still shows them.
+var draining = drainSet{byModel: map[string][]*Replica{}}
+
+type drainSet struct {
+	mu      sync.Mutex
+	byModel map[string][]*Replica
+}
+
+func (d *drainSet) add(r *Replica) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.byModel[r.Model] = append(d.byModel[r.Model], r)
+}
+
+func (d *drainSet) remove(r *Replica) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rs := slices.DeleteFunc(slices.Clone(d.byModel[r.Model]), func(x *Replica) bool { return x == r })
+	if len(rs) == 0 {
+		delete(d.byModel, r.Model)
+		return
+	}
+	d.byModel[r.Model] = rs
+}
+
+func (d *drainSet) of(model string) []*Replica {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byModel[model]
+}
+
+// removeLocked takes r out of the serving set; f.mu must be held.
+func (f *fleet) removeLocked(r *Replica) {
+	f.replicas = slices.DeleteFunc(slices.Clone(f.replicas), func(x *Replica) bool { return x == r })
 }

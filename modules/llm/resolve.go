@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,11 +64,19 @@ func (a *App) Lookup(name string) (*Model, error) {
 // until release is called. It starts the model if none runs and waits,
 // bounded, for a replica; it fails with *NoCapacityError otherwise.
 func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica, func(), error) {
+	return a.Reacquire(ctx, model, sel, nil)
+}
+
+// Reacquire is Acquire for a request that could not reach failed: it is
+// not given failed again until the supervisor has checked it, and waits
+// (bounded, like Acquire) for another replica when there is none, such as
+// the replacement of a replica that died.
+func (a *App) Reacquire(ctx context.Context, model string, sel Selector, failed *Replica) (*Replica, func(), error) {
 	f, ok := a.v().fleets[model]
 	if !ok {
 		return nil, nil, &UnknownModelError{Name: model}
 	}
-	r, err := f.acquire(ctx, sel)
+	r, err := f.acquire(ctx, sel, failed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +142,7 @@ func (f *fleet) status() ModelStatus {
 	if s.Class == "" {
 		s.Class = ClassStandard
 	}
-	for _, r := range f.replicas {
+	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL,
 			PID: r.PID, CPUs: r.CPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}

@@ -2,6 +2,8 @@ package llm
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -52,14 +54,20 @@ func (f *fleet) tick() {
 	f.mu.Unlock()
 }
 
-// check returns why r is no longer usable, or "".
+// check returns why r is no longer usable, or "". The plugin's word
+// (Status) comes first; when the plugin cannot give it (it is down, hung or
+// restarting) the replica is judged by itself, over HTTP, so a plugin's
+// trouble never takes down a replica that still serves.
 func (f *fleet) check(r *Replica) string {
 	eng, epoch, err := f.plugin.Engine()
-	if err != nil {
-		return "its engine plugin is down"
-	}
-	if epoch != r.epoch {
-		return "its engine plugin restarted"
+	if err != nil || epoch != r.epoch {
+		if f.reachable(r) {
+			if r.suspect.Load() != 0 {
+				f.clearSuspect(r)
+			}
+			return ""
+		}
+		return "its engine plugin is down and the replica does not answer"
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
 	defer cancel()
@@ -69,6 +77,9 @@ func (f *fleet) check(r *Replica) string {
 		return ""
 	case err != nil:
 		f.plugin.Check()
+		if f.reachable(r) {
+			return ""
+		}
 		return "status: " + err.Error()
 	case st.State == engine.StateExited || st.State == engine.StateFailed:
 		if st.Message == "" {
@@ -76,17 +87,49 @@ func (f *fleet) check(r *Replica) string {
 		}
 		return st.Message
 	}
+	if r.suspect.Load() != 0 {
+		if !f.reachable(r) {
+			return "it does not answer"
+		}
+		f.clearSuspect(r)
+	}
 	return ""
+}
+
+// clearSuspect lets requests use r again, and wakes those that were
+// waiting for a replica other than r.
+func (f *fleet) clearSuspect(r *Replica) {
+	r.suspect.Store(0)
+	f.mu.Lock()
+	f.notify()
+	f.mu.Unlock()
+}
+
+// probeClient checks replicas directly; its timeout bounds a hung server.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+// reachable reports whether r's server answers HTTP at all: any answer
+// below 500 to GET <base>/models, with the replica's headers.
+func (f *fleet) reachable(r *Replica) bool {
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, r.BaseURL+"/models", nil)
+	if err != nil {
+		return false
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode < 500
 }
 
 func (f *fleet) drop(r *Replica, reason string) {
 	f.mu.Lock()
-	for i, x := range f.replicas {
-		if x == r {
-			f.replicas = append(f.replicas[:i:i], f.replicas[i+1:]...)
-			break
-		}
-	}
+	f.removeLocked(r)
 	f.notify()
 	f.mu.Unlock()
 	f.logger.Info("replica lost", zap.String("replica", r.ID), zap.String("reason", reason))

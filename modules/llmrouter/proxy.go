@@ -50,9 +50,11 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	candidates := rt.candidates(r, m)
 	var last error
 	retried := false
+	var failed *llm.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
-		rep, release, err := rt.app.Acquire(r.Context(), name, rt.policy)
+		rep, release, err := rt.app.Reacquire(r.Context(), name, rt.policy, failed)
+		failed = nil
 		if err != nil {
 			last = err
 			if r.Context().Err() != nil {
@@ -72,8 +74,10 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		var ue *upstreamError
 		if errors.As(a.err, &ue) && !retried {
 			// The replica could not be reached: once, another replica of
-			// the same model (the failed one is passed over for now).
+			// the same model, or the one replacing it (held like an
+			// on-demand start), never the failed one unless it is cleared.
 			retried = true
+			failed = rep
 			i--
 			continue
 		}
