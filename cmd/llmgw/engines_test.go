@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // validate runs llmgw validate on a Caddyfile and returns its output.
@@ -85,5 +87,66 @@ func TestWeightsTheEngineCannotLoadAreRefused(t *testing.T) {
 	}
 	if out, err := validate(t, cfg("llamacpp", gguf)); err != nil {
 		t.Errorf("GGUF for llamacpp: %v\n%s", err, lastLines(out, 2))
+	}
+}
+
+// A model's options and args are checked against what its engine declares
+// when the config is loaded: a misspelled option is refused with the known
+// ones, and args that would move a replica off loopback are refused.
+// Names follow one rule.
+func TestEngineSettingsCheckedAtLoad(t *testing.T) {
+	cfg := func(name, body string) string {
+		return "{\n\tadmin off\n\tllm {\n\t\tmodel " + name + " {\n\t\t\tengine sim\n\t\t\t" + body + "\n\t\t}\n\t}\n}\n:0 {\n\tllm_router\n}\n"
+	}
+	for _, tc := range []struct{ name, model, body, want string }{
+		{"misspelled option", "chat", "option tokens_per_secnd 20", `model \"chat\": engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second, max_tokens, embedding_dims, fail_status, echo`},
+		{"option type", "chat", "option ttft soon", `model \"chat\": engine sim option ttft: \"soon\" is not a duration`},
+		{"listen in args", "chat", "args --listen 0.0.0.0:9", `model \"chat\": engine sim: args must not set --listen (\"--listen\"): engine servers listen only on loopback, on a port llmgw chooses`},
+		{"unknown flag", "chat", "args --flash-attn", `engine sim has no flag --flash-attn; its flags are --ttft`},
+		{"name", "../../x", "", `model name \"../../x\" has a \"..\" part`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := validate(t, cfg(tc.model, tc.body))
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("validate: %v\n%s\nwant %s", err, lastLines(out, 3), tc.want)
+			}
+		})
+	}
+	if out, err := validate(t, cfg("Qwen/Qwen2.5-7B", "option tokens_per_second 20\n\t\t\targs --ttft 1ms")); err != nil {
+		t.Errorf("a valid model: %v\n%s", err, lastLines(out, 3))
+	}
+}
+
+// The admin API applies the same checks: 400 with the rule, nothing added,
+// nothing listening off loopback, and no log line carries a huge name.
+func TestAdminRefusesUnsafeModels(t *testing.T) {
+	g := startGateway(t, `
+		model base {
+			engine sim
+		}`, "")
+	long := strings.Repeat("n", 200<<10)
+	for _, bad := range []struct{ body, want string }{
+		{`{"name":"x","engine":"sim","args":["--listen","0.0.0.0:9"]}`, `model \"x\": engine sim: args must not set --listen`},
+		{`{"name":"x","engine":"sim","args":["--listen=0.0.0.0:9"]}`, `engine servers listen only on loopback`},
+		{`{"name":"x","engine":"sim","options":{"tokens_per_secnd":"20"}}`, `engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second`},
+		{`{"name":"x","engine":"sim","args":["--flash-attn"]}`, `no flag --flash-attn`},
+		{`{"name":"../../x","engine":"sim"}`, `has a \"..\" part; a name is 1 to 128 characters`},
+		{`{"name":"x","aliases":["a b"],"engine":"sim"}`, `alias \"a b\" has ' '`},
+		{`{"name":"` + long + `","engine":"sim"}`, `is 204800 bytes long`},
+	} {
+		code, body := adminDo(t, g, "POST", "/llm/models", bad.body)
+		if code != 400 || !strings.Contains(string(body), bad.want) || len(body) > 1000 {
+			t.Errorf("adding %.80s: %d %.300s, want 400 mentioning %s", bad.body, code, body, bad.want)
+		}
+	}
+	if ms := g.models(); len(ms) != 1 {
+		t.Errorf("models after refusals: %v", ms)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.2:9", 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Error("a replica listens on 0.0.0.0:9 (reached at 127.0.0.2:9)")
+	}
+	if strings.Contains(g.logs.String(), strings.Repeat("n", 300)) {
+		t.Error("the log carries the long name")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,32 +43,28 @@ func New(logger hclog.Logger) *Engine {
 // so the gateway refuses the config at once rather than at the first
 // request.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	return e.Describe(engine.Info{Type: "llamacpp", Version: Version,
-		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
-		Formats:      []string{"gguf"}})
+	return e.Describe(info)
 }
 
-// Options a model may set for this engine.
-var known = map[string]string{
-	"threads":      "CPU threads (llama-server --threads); default: the model's resources cores, else llama-server's",
-	"embeddings":   "true to serve /v1/embeddings (--embeddings)",
-	"lora":         "adapters, comma-separated path[:scale] (--lora / --lora-scaled)",
-	"gpu_layers":   "layers to offload to GPUs (--n-gpu-layers)",
-	"metrics":      "false to turn off llama-server's /metrics (on by default: slot load)",
-	"flash_attn":   "true for --flash-attn",
-	"batch_size":   "logical batch size (--batch-size)",
-	"ubatch_size":  "physical batch size (--ubatch-size)",
-	"cache_type_k": "KV cache type for K (--cache-type-k)",
-	"cache_type_v": "KV cache type for V (--cache-type-v)",
-}
-
-func knownList() string {
-	var ks []string
-	for k := range known {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return strings.Join(ks, ", ")
+// info is the engine's description; Command checks specs against it.
+var info = engine.Info{Type: "llamacpp", Version: Version, Protocol: engine.ProtocolVersion,
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
+	Formats:      []string{"gguf"},
+	Options: []engine.Option{
+		{Name: "threads", Type: engine.TypeInteger, Description: "CPU threads (llama-server --threads); default: the model's resources cores, else llama-server's"},
+		{Name: "embeddings", Type: engine.TypeBool, Description: "true to serve /v1/embeddings (--embeddings)"},
+		{Name: "lora", Description: "adapters, comma-separated path[:scale] (--lora / --lora-scaled)"},
+		{Name: "gpu_layers", Type: engine.TypeInteger, Description: "layers to offload to GPUs (--n-gpu-layers)"},
+		{Name: "metrics", Type: engine.TypeBool, Description: "false to turn off llama-server's /metrics (on by default: slot load)"},
+		{Name: "flash_attn", Type: engine.TypeBool, Description: "true for --flash-attn"},
+		{Name: "batch_size", Type: engine.TypeInteger, Description: "logical batch size (--batch-size)"},
+		{Name: "ubatch_size", Type: engine.TypeInteger, Description: "physical batch size (--ubatch-size)"},
+		{Name: "cache_type_k", Description: "KV cache type for K (--cache-type-k)"},
+		{Name: "cache_type_v", Description: "KV cache type for V (--cache-type-v)"},
+	},
+	// llama-server's listen address (a host ending in .sock is a Unix
+	// socket) and port; neither has a short form.
+	ReservedArgs: []string{"--host", "--port"},
 }
 
 // CheckWeights refuses sources llama-server cannot load: anything but a
@@ -78,10 +73,11 @@ func CheckWeights(source string) error { return proc.CheckGGUF(source, "llamacpp
 
 // Command returns llama-server's arguments for a replica on port.
 func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
-	for k := range spec.Options {
-		if _, ok := known[k]; !ok {
-			return nil, fmt.Errorf("llamacpp has no option %q; known: %s", k, knownList())
-		}
+	if err := info.CheckOptions(spec.Options); err != nil {
+		return nil, err
+	}
+	if err := info.CheckArgs(spec.Args); err != nil {
+		return nil, err
 	}
 	parallel := max(spec.Concurrency, 1)
 	args := []string{"--model", spec.Source, "--host", "127.0.0.1", "--port", strconv.Itoa(port),

@@ -114,8 +114,8 @@ func TestCommand(t *testing.T) {
 		t.Errorf("threads from the model's cores: %q", got)
 	}
 	for opts, msg := range map[string]string{
-		"colour=red":        `llamacpp has no option "colour"`,
-		"threads=many":      `threads "many" is not a whole number`,
+		"colour=red":        `engine llamacpp has no option "colour"; known options: threads, embeddings`,
+		"threads=many":      `option threads: "many" is not a whole number`,
 		"embeddings=yes!":   "use true or false",
 		"lora=/a.gguf:loud": `scale "loud" of /a.gguf is not a number`,
 	} {
@@ -123,6 +123,12 @@ func TestCommand(t *testing.T) {
 		_, err := Command(engine.ReplicaSpec{Model: "m", Source: "/m.gguf", Options: map[string]string{k: v}}, 1)
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", opts, err, msg)
+		}
+	}
+	for _, args := range [][]string{{"--host", "0.0.0.0"}, {"--port=80"}, {"--no-mmap", "--host", "/tmp/x.sock"}} {
+		_, err := Command(engine.ReplicaSpec{Model: "m", Source: "/m.gguf", Args: args}, 1)
+		if err == nil || !strings.Contains(err.Error(), "engine llamacpp: args must not set --") || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("args %q: got %v, want them refused", args, err)
 		}
 	}
 }

@@ -49,9 +49,20 @@ func New(logger hclog.Logger) *Engine {
 
 // Info describes the engine; it fails when ollama cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	return e.Describe(engine.Info{Type: "ollama", Version: Version,
-		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
-		Formats:      []string{"gguf"}})
+	return e.Describe(info)
+}
+
+// info is the engine's description. Ollama's listen address is its
+// environment (OLLAMA_HOST), which llmgw sets and no option reaches; a
+// model's args are not passed to ollama serve.
+var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
+	Formats:      []string{"gguf"},
+	Options: []engine.Option{
+		{Name: "template", Description: "the Modelfile TEMPLATE (Go template syntax); default: one that supports tools"},
+		{Name: "system", Description: "the Modelfile SYSTEM message"},
+		{Name: "param_*", Description: "a Modelfile PARAMETER: param_temperature 0.2, param_stop …"},
+	},
 }
 
 // DefaultTemplate is the chat template for GGUF files that carry none:
@@ -62,10 +73,15 @@ const DefaultTemplate = `{{- if .System }}system: {{ .System }}
 
 // Options a model may set for this engine: template, and parameters for
 // the Modelfile as param_<name> (param_temperature 0.2, param_stop …).
+// Values are written into the Modelfile, so a parameter's value is one
+// line.
 func checkOptions(opts map[string]string) error {
-	for k := range opts {
-		if k != "template" && k != "system" && !strings.HasPrefix(k, "param_") {
-			return fmt.Errorf("ollama has no option %q; known: template, system, param_<name> (a Modelfile PARAMETER)", k)
+	if err := info.CheckOptions(opts); err != nil {
+		return err
+	}
+	for k, v := range opts {
+		if strings.HasPrefix(k, "param_") && strings.ContainsAny(k+v, "\r\n") {
+			return fmt.Errorf("ollama option %s: a parameter's name and value must be on one line", k)
 		}
 	}
 	return nil

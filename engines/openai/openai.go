@@ -29,9 +29,19 @@ func New() *Engine { return &Engine{replicas: make(map[string]struct{})} }
 
 // Info describes the engine.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	return engine.Info{Type: "openai", Version: Version, Protocol: engine.ProtocolVersion,
-		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
-		Formats:      []string{"remote"}}, nil
+	return info, nil
+}
+
+// info is the engine's description. It runs no process, so no flag is
+// reserved.
+var info = engine.Info{Type: "openai", Version: Version, Protocol: engine.ProtocolVersion,
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
+	Formats:      []string{"remote"},
+	Options: []engine.Option{
+		{Name: "base_url", Description: "the provider's API, such as https://api.openai.com/v1 (required)"},
+		{Name: "api_key", Description: "sent as Authorization: Bearer; use a placeholder such as {env.OPENAI_API_KEY}"},
+		{Name: "model", Description: "the provider's name for the model; default: the catalog name"},
+	},
 }
 
 // Start checks the provider settings. Options: base_url (required, e.g.
@@ -46,12 +56,8 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return engine.Replica{}, fmt.Errorf("model %q: base_url %q is not an http(s) URL", spec.Model, base)
 	}
-	for k := range spec.Options {
-		switch k {
-		case "base_url", "api_key", "model":
-		default:
-			return engine.Replica{}, fmt.Errorf("openai engine has no option %q; known: base_url, api_key, model", k)
-		}
+	if err := info.CheckOptions(spec.Options); err != nil {
+		return engine.Replica{}, err
 	}
 	rep := engine.Replica{ID: spec.ReplicaID, BaseURL: base, UpstreamModel: spec.Options["model"]}
 	if k := spec.Options["api_key"]; k != "" {

@@ -55,10 +55,11 @@ func NewServer(cfg ServerConfig) *Server {
 	return &Server{cfg: cfg}
 }
 
-// RunReplica is the entry point of a replica process: it parses flags,
-// listens, prints its address on stdout and serves until SIGTERM.
-func RunReplica(args []string) error {
+// parseFlags parses a replica's flags. Errors name the flag and list the
+// replica's flags; nothing is printed.
+func parseFlags(args []string) (ServerConfig, string, error) {
 	fs := flag.NewFlagSet("sim replica", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	var cfg ServerConfig
 	fs.StringVar(&cfg.Model, "model", "sim", "model name reported in answers")
@@ -69,9 +70,24 @@ func RunReplica(args []string) error {
 	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
 	fs.BoolVar(&cfg.Echo, "echo", false, "answer with the last message's text")
 	if err := fs.Parse(args); err != nil {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		return cfg, "", fmt.Errorf("%w; the sim replica's flags are %s", err, strings.Join(names, ", "))
+	}
+	if fs.NArg() > 0 {
+		return cfg, "", fmt.Errorf("unexpected argument %q: the sim replica takes only flags", fs.Arg(0))
+	}
+	return cfg, *listen, nil
+}
+
+// RunReplica is the entry point of a replica process: it parses flags,
+// listens, prints its address on stdout and serves until SIGTERM.
+func RunReplica(args []string) error {
+	cfg, listen, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("sim replica: %w", err)
 	}

@@ -35,27 +35,51 @@ func New(logger hclog.Logger) *Engine {
 	return e
 }
 
-// Info describes the engine.
+// Info describes the engine: its options, and the replica flags a model's
+// args may carry (the options' flags; the listen address is the engine's).
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	return engine.Info{
+	var flags []string
+	for _, o := range options {
+		flags = append(flags, "--"+o.flag)
+	}
+	info := engine.Info{
 		Type: "sim", Version: Version, Protocol: engine.ProtocolVersion,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
 		Formats:      []string{"sim"},
-	}, nil
+		ReservedArgs: []string{"-listen", "--listen"},
+		ArgFlags:     flags,
+	}
+	for _, o := range options {
+		info.Options = append(info.Options, o.Option)
+	}
+	return info, nil
 }
 
-// Options the sim engine understands, all optional.
-var optionFlags = map[string]string{
-	"ttft":              "ttft",              // time to first token, Go duration; default 0
-	"tokens_per_second": "tokens-per-second", // 0 = as fast as possible; default 0
-	"max_tokens":        "max-tokens",        // answer length when the request sets none; default 16
-	"embedding_dims":    "embedding-dims",    // default 64
-	"fail_status":       "fail-status",       // answer every generation with this HTTP status
-	"echo":              "echo",              // answer with the last message's text, in 3-byte pieces
+// options the sim engine understands, all optional, with the replica flag
+// each sets.
+var options = []struct {
+	engine.Option
+	flag string
+}{
+	{engine.Option{Name: "ttft", Type: engine.TypeDuration, Description: "time to first token; default 0"}, "ttft"},
+	{engine.Option{Name: "tokens_per_second", Type: engine.TypeNumber, Description: "token rate; 0 (the default) is as fast as possible"}, "tokens-per-second"},
+	{engine.Option{Name: "max_tokens", Type: engine.TypeInteger, Description: "answer length when the request sets none; default 16"}, "max-tokens"},
+	{engine.Option{Name: "embedding_dims", Type: engine.TypeInteger, Description: "embedding dimensions; default 64"}, "embedding-dims"},
+	{engine.Option{Name: "fail_status", Type: engine.TypeInteger, Description: "answer every generation with this HTTP status"}, "fail-status"},
+	{engine.Option{Name: "echo", Type: engine.TypeBool, Description: "answer with the last message's text, in 3-byte pieces"}, "echo"},
 }
 
-// Start starts a replica server process.
+// Start starts a replica server process. Options and args are checked
+// first, as the gateway does at config load, so that a replica never
+// starts with flags it would die of.
 func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
+	info, _ := e.Info(ctx)
+	if err := info.CheckOptions(spec.Options); err != nil {
+		return engine.Replica{}, err
+	}
+	if err := info.CheckArgs(spec.Args); err != nil {
+		return engine.Replica{}, err
+	}
 	argv := e.Command
 	if len(argv) == 0 {
 		exe, err := proc.Executable()
@@ -64,16 +88,19 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 		}
 		argv = []string{exe, "engine", "sim", "replica"}
 	}
+	var flags []string
+	for _, o := range options {
+		if v, ok := spec.Options[o.Name]; ok {
+			flags = append(flags, "--"+o.flag+"="+v)
+		}
+	}
+	flags = append(flags, spec.Args...)
+	if _, _, err := parseFlags(flags); err != nil {
+		return engine.Replica{}, fmt.Errorf("sim replica of %q: %w", spec.Model, err)
+	}
 	args := append([]string{}, argv[1:]...)
 	args = append(args, "--listen", "127.0.0.1:0", "--model", spec.Model)
-	for k, v := range spec.Options {
-		flag, ok := optionFlags[k]
-		if !ok {
-			return engine.Replica{}, fmt.Errorf("sim engine has no option %q; known: ttft, tokens_per_second, max_tokens, embedding_dims, fail_status, echo", k)
-		}
-		args = append(args, "--"+flag+"="+v)
-	}
-	args = append(args, spec.Args...)
+	args = append(args, flags...)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs}
 	if err := e.table.Start(ctx, p, true, "/v1", 30*time.Second); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting sim replica of %q: %w", spec.Model, err)

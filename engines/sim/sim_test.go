@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,5 +46,40 @@ func TestStartRejectsUnknownOption(t *testing.T) {
 	_, err := e.Start(t.Context(), engine.ReplicaSpec{Model: "m", ReplicaID: "x", Options: map[string]string{"colour": "red"}})
 	if err == nil {
 		t.Fatal("an unknown option was accepted")
+	}
+}
+
+func TestStartRefusesArgs(t *testing.T) {
+	e := newTestEngine(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"listen", []string{"--listen", "0.0.0.0:9"}, "args must not set --listen"},
+		{"listen with =", []string{"--listen=0.0.0.0:9"}, "args must not set --listen"},
+		{"single dash", []string{"-listen", "0.0.0.0:9"}, "args must not set -listen"},
+		{"unknown flag", []string{"--flash-attn"}, "engine sim has no flag --flash-attn; its flags are --ttft"},
+		{"bad value", []string{"--ttft", "soon"}, `invalid value "soon" for flag -ttft`},
+		{"option type", nil, "engine sim option ttft"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := engine.ReplicaSpec{Model: "m", ReplicaID: "x", Args: tc.args}
+			if tc.args == nil {
+				spec.Options = map[string]string{"ttft": "soon"}
+			}
+			_, err := e.Start(t.Context(), spec)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// Flags the replica has still pass through args.
+	rep, err := e.Start(t.Context(), engine.ReplicaSpec{Model: "m", ReplicaID: "ok", Args: []string{"--max-tokens", "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.BaseURL, "http://127.0.0.1:") {
+		t.Errorf("base URL %s is not on loopback", rep.BaseURL)
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,14 +39,26 @@ func New(logger hclog.Logger) *Engine {
 
 // Info describes the engine; it fails when vllm cannot be found.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
-	return e.Describe(engine.Info{Type: "vllm", Version: Version,
-		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
-		Formats:      []string{"safetensors"}})
+	return e.Describe(info)
 }
 
-var known = map[string]bool{
-	"gpus": true, "gpu_memory_utilization": true, "dtype": true, "lora": true, "max_lora_rank": true,
-	"task": true, "enforce_eager": true, "allow_pickle": true,
+// info is the engine's description; Command checks specs against it.
+var info = engine.Info{Type: "vllm", Version: Version, Protocol: engine.ProtocolVersion,
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
+	Formats:      []string{"safetensors"},
+	Options: []engine.Option{
+		{Name: "gpus", Description: "GPU indexes, comma-separated (CUDA_VISIBLE_DEVICES; tensor parallel across them)"},
+		{Name: "gpu_memory_utilization", Type: engine.TypeNumber, Description: "fraction of GPU memory vLLM may take, in (0, 1]"},
+		{Name: "dtype", Description: "weights' data type (--dtype)"},
+		{Name: "lora", Description: "adapters, comma-separated name=path (--lora-modules)"},
+		{Name: "max_lora_rank", Type: engine.TypeInteger, Description: "--max-lora-rank, with lora"},
+		{Name: "task", Description: "--task, such as embed"},
+		{Name: "enforce_eager", Type: engine.TypeBool, Description: "true for --enforce-eager"},
+		{Name: "allow_pickle", Type: engine.TypeBool, Description: "true to load pickle weights (.bin, .pt), which run code when loaded"},
+	},
+	// vllm serve's listen address, port and Unix socket. Python's argparse
+	// also takes abbreviations (--ho), which CheckArgs refuses too.
+	ReservedArgs: []string{"--host", "--port", "--uds"},
 }
 
 // pickle are weight formats that run code when loaded.
@@ -105,11 +115,11 @@ func hasSuffix(name string, suffixes []string) bool {
 // Command returns vllm's arguments and extra environment for a replica on
 // port.
 func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) {
-	for k := range spec.Options {
-		if !known[k] {
-			names := slices.Sorted(maps.Keys(known))
-			return nil, nil, fmt.Errorf("vllm has no option %q; known: %s", k, strings.Join(names, ", "))
-		}
+	if err := info.CheckOptions(spec.Options); err != nil {
+		return nil, nil, err
+	}
+	if err := info.CheckArgs(spec.Args); err != nil {
+		return nil, nil, err
 	}
 	opt := spec.Options
 	args = []string{"serve", spec.Source, "--host", "127.0.0.1", "--port", strconv.Itoa(port),

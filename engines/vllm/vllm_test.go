@@ -97,6 +97,12 @@ func TestCommand(t *testing.T) {
 			t.Errorf("%s: %v, want %q", opts, err, msg)
 		}
 	}
+	for _, args := range [][]string{{"--host", "0.0.0.0"}, {"--port=80"}, {"--uds", "/tmp/v.sock"}, {"--ho", "0.0.0.0"}} {
+		_, _, err := Command(engine.ReplicaSpec{Model: "m", Source: "/m", Args: args}, 1)
+		if err == nil || !strings.Contains(err.Error(), "engine vllm: args must not set --") || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("args %q: got %v, want them refused", args, err)
+		}
+	}
 }
 
 func TestCheckWeights(t *testing.T) {

@@ -250,6 +250,9 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 	if err := checkFormat(m, p.Info().Formats); err != nil {
 		return nil, err
 	}
+	if err := checkEngineSettings(m, p.Info()); err != nil {
+		return nil, err
+	}
 	key := m.key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{

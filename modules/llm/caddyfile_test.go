@@ -89,14 +89,19 @@ func TestCatalogValidation(t *testing.T) {
 		models []*Model
 		want   string
 	}{
-		{"no name", []*Model{{Engine: "sim"}}, "has no name"},
+		{"no name", []*Model{{Engine: "sim"}}, "model name is empty"},
 		{"no engine", []*Model{{Name: "a"}}, "engine is required"},
 		{"duplicate name", []*Model{{Name: "a", Engine: "sim"}, {Name: "a", Engine: "sim"}}, `"a" is used twice`},
 		{"alias clash", []*Model{{Name: "a", Engine: "sim"}, {Name: "b", Engine: "sim", Aliases: []string{"a"}}}, `"a" is used twice`},
 		{"unknown fallback", []*Model{{Name: "a", Engine: "sim", Fallbacks: []string{"z"}}}, `fallback "z" is not in the catalog`},
 		{"self fallback", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"b"}, Fallbacks: []string{"b"}}}, "its own fallback"},
 		{"max below min", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: intp(3), Max: 2}}}, "max (2) is below min (3)"},
-		{"whitespace", []*Model{{Name: "a b", Engine: "sim"}}, "whitespace"},
+		{"whitespace", []*Model{{Name: "a b", Engine: "sim"}}, `model name "a b" has ' '; a name is 1 to 128 characters`},
+		{"dot-dot", []*Model{{Name: "../../x", Engine: "sim"}}, `model name "../../x" has a ".." part`},
+		{"long", []*Model{{Name: strings.Repeat("a", 1<<20), Engine: "sim"}}, `(1048512 bytes more) is 1048576 bytes long`},
+		{"bad alias", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"/x"}}}, `model "a": alias "/x" has an empty part`},
+		{"engine path", []*Model{{Name: "a", Engine: "../../bin/sh"}}, `engine "../../bin/sh": an engine type is`},
+		{"ok names", []*Model{{Name: "Qwen/Qwen2.5-7B", Engine: "sim", Aliases: []string{"gpt-4o-mini", "llama3.2:1b", "a_b"}}}, ""},
 		{"ok on demand", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: &zero}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // Model is one catalog entry: a name clients ask for and how to serve it.
@@ -149,13 +151,19 @@ func (m *Model) key(engineKey string) string {
 }
 
 func (m *Model) validate() error {
-	switch {
-	case m.Name == "":
-		return fmt.Errorf("a model has no name")
-	case m.Engine == "":
+	if err := CheckName("model name", m.Name); err != nil {
+		return err
+	}
+	for _, al := range m.Aliases {
+		if err := CheckName(fmt.Sprintf("model %q: alias", m.Name), al); err != nil {
+			return err
+		}
+	}
+	if m.Engine == "" {
 		return fmt.Errorf("model %q: engine is required (sim, openai, or a plugin's type)", m.Name)
-	case strings.ContainsAny(m.Name, " \t\n"):
-		return fmt.Errorf("model %q: a name must not contain whitespace", m.Name)
+	}
+	if err := checkEngineType(m.Name, m.Engine); err != nil {
+		return err
 	}
 	s := m.Scaling
 	if s.min() < 0 {
@@ -174,6 +182,18 @@ func (m *Model) validate() error {
 	}
 	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
 		return fmt.Errorf("model %q: resources must not be negative", m.Name)
+	}
+	return nil
+}
+
+// checkEngineSettings refuses options the model's engine does not declare
+// and args that would move its replicas off loopback.
+func checkEngineSettings(m *Model, info engine.Info) error {
+	if err := info.CheckOptions(m.Options); err != nil {
+		return fmt.Errorf("model %q: %w", m.Name, err)
+	}
+	if err := info.CheckArgs(m.Args); err != nil {
+		return fmt.Errorf("model %q: %w", m.Name, err)
 	}
 	return nil
 }
@@ -201,7 +221,7 @@ func newCatalog(models []*Model) (*catalog, error) {
 	for _, m := range models {
 		for _, fb := range m.Fallbacks {
 			if _, ok := c.byName[fb]; !ok {
-				return nil, fmt.Errorf("model %q: fallback %q is not in the catalog", m.Name, fb)
+				return nil, fmt.Errorf("model %q: fallback %s is not in the catalog", m.Name, Bounded(fb))
 			}
 			if c.byName[fb] == m {
 				return nil, fmt.Errorf("model %q: a model cannot be its own fallback", m.Name)
@@ -210,7 +230,7 @@ func newCatalog(models []*Model) (*catalog, error) {
 		if cn := m.Canary; cn != nil {
 			switch target, ok := c.byName[cn.Model]; {
 			case !ok:
-				return nil, fmt.Errorf("model %q: canary %q is not in the catalog", m.Name, cn.Model)
+				return nil, fmt.Errorf("model %q: canary %s is not in the catalog", m.Name, Bounded(cn.Model))
 			case target == m:
 				return nil, fmt.Errorf("model %q: a model cannot be its own canary", m.Name)
 			case cn.Share < 0 || cn.Share > 1:

@@ -35,6 +35,13 @@ func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
 	}
 	var keep []*Model
 	for _, m := range ms {
+		if err := m.validate(); err != nil {
+			// Stored by an older llmgw that did not check it: the rest of
+			// the catalog still starts.
+			a.logger.Warn("ignoring a runtime model from storage that breaks the catalog's rules; the next change through the admin API removes it from storage",
+				zap.String("model", boundedLog(m.Name)), zap.Error(err))
+			continue
+		}
 		if declared[m.Name] {
 			a.logger.Warn("the config now declares a model added at runtime; the config's wins", zap.String("model", m.Name))
 			continue
@@ -86,10 +93,15 @@ func (a *App) swap(ctx context.Context, runtime []*Model) (*view, error) {
 	return v, nil
 }
 
-// addModel answers POST /llm/models with a model in its JSON shape.
+// maxModelBody bounds the body of POST /llm/models.
+const maxModelBody = 1 << 20
+
+// addModel answers POST /llm/models with a model in its JSON shape. The
+// catalog's rules apply (names, the engine's options and args) and a
+// model that breaks one is refused with 400.
 func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	var m Model
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)

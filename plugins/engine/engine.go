@@ -80,7 +80,42 @@ type Info struct {
 	Protocol     int      `json:"protocol"`
 	Capabilities []string `json:"capabilities,omitempty"`
 	Formats      []string `json:"formats,omitempty"`
+	// Options a model may set for this engine. The gateway refuses a
+	// model with another option, or with a value not of the option's type,
+	// when it loads the config. Empty: options are not declared and not
+	// checked (plugins written before options were declared).
+	Options []Option `json:"options,omitempty"`
+	// ReservedArgs are the engine server's flags that a model's args must
+	// not carry: those that set its listen address, port or socket, which
+	// the engine chooses (always on loopback). Each is written as the
+	// server spells it ("--host", "-listen"); CheckArgs also refuses the
+	// "--host=x" form and, for "--" flags, abbreviations such as "--ho"
+	// (Python's argparse accepts them).
+	ReservedArgs []string `json:"reserved_args,omitempty"`
+	// ArgFlags, when set, are the only flags a model's args may carry
+	// (values after them are not checked). Empty: any flag not reserved.
+	ArgFlags []string `json:"arg_flags,omitempty"`
 }
+
+// Option is one engine-specific model option.
+type Option struct {
+	// Name of the option; a trailing * names a family (param_* is
+	// param_temperature, param_stop …).
+	Name string `json:"name"`
+	// Type of its value: one of the Type* constants. Empty: any string.
+	Type string `json:"type,omitempty"`
+	// Description for operators: what it does, its default.
+	Description string `json:"description,omitempty"`
+}
+
+// Option value types.
+const (
+	TypeString   = "string"
+	TypeInteger  = "integer"  // a whole number, such as 8 or -1
+	TypeNumber   = "number"   // such as 0.9 or 20
+	TypeBool     = "bool"     // true or false
+	TypeDuration = "duration" // a Go duration, such as 250ms or 2s
+)
 
 // ReplicaSpec is what a replica is started from.
 type ReplicaSpec struct {

@@ -38,8 +38,12 @@ func (g *grpcClient) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, fromStatus(err)
 	}
-	return Info{Type: r.Type, Version: r.Version, Protocol: ProtocolVersion,
-		Capabilities: r.Capabilities, Formats: r.Formats}, nil
+	info := Info{Type: r.Type, Version: r.Version, Protocol: ProtocolVersion,
+		Capabilities: r.Capabilities, Formats: r.Formats, ReservedArgs: r.ReservedArgs, ArgFlags: r.ArgFlags}
+	for _, o := range r.Options {
+		info.Options = append(info.Options, Option{Name: o.GetName(), Type: o.GetType(), Description: o.GetDescription()})
+	}
+	return info, nil
 }
 
 func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) {
@@ -79,7 +83,12 @@ func (g *grpcServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoRespo
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.InfoResponse{Type: i.Type, Version: i.Version, Capabilities: i.Capabilities, Formats: i.Formats}, nil
+	r := &pb.InfoResponse{Type: i.Type, Version: i.Version, Capabilities: i.Capabilities, Formats: i.Formats,
+		ReservedArgs: i.ReservedArgs, ArgFlags: i.ArgFlags}
+	for _, o := range i.Options {
+		r.Options = append(r.Options, &pb.Option{Name: o.Name, Type: o.Type, Description: o.Description})
+	}
+	return r, nil
 }
 
 func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartResponse, error) {

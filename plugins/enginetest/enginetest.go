@@ -6,7 +6,10 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,6 +47,7 @@ func Run(t *testing.T, eng engine.Engine, o Options) {
 	if info.Type == "" || info.Version == "" || len(info.Capabilities) == 0 || len(info.Formats) == 0 {
 		t.Errorf("Info is incomplete: %+v", info)
 	}
+	checkDeclarations(t, info)
 	if _, err := eng.Status(ctx, "no-such-replica"); !errors.Is(err, engine.ErrUnknownReplica) {
 		t.Errorf("Status of an unknown replica: got %v, want ErrUnknownReplica", err)
 	}
@@ -65,6 +69,10 @@ func Run(t *testing.T, eng engine.Engine, o Options) {
 	if !strings.HasPrefix(rep.BaseURL, "http://") && !strings.HasPrefix(rep.BaseURL, "https://") {
 		t.Errorf("BaseURL %q is not an http(s) URL", rep.BaseURL)
 	}
+	if u, err := url.Parse(rep.BaseURL); rep.PID != 0 && (err != nil || !loopback(u.Hostname())) {
+		t.Errorf("BaseURL %q of a local replica is not on loopback", rep.BaseURL)
+	}
+	refuseReserved(t, eng, info, spec)
 	if o.ProbePath != "" {
 		resp, err := http.Get(rep.BaseURL + o.ProbePath)
 		if err != nil {
@@ -135,4 +143,45 @@ func OverGRPC(t *testing.T, impl engine.Engine) engine.Engine {
 		t.Fatal(err)
 	}
 	return raw.(engine.Engine)
+}
+
+// checkDeclarations checks that declared options have names and known
+// types.
+func checkDeclarations(t *testing.T, info engine.Info) {
+	t.Helper()
+	types := []string{"", engine.TypeString, engine.TypeInteger, engine.TypeNumber, engine.TypeBool, engine.TypeDuration}
+	for _, o := range info.Options {
+		if o.Name == "" || o.Name == "*" || !slices.Contains(types, o.Type) {
+			t.Errorf("Info declares option %+v: it needs a name and a type among %q", o, types)
+		}
+	}
+	for _, r := range info.ReservedArgs {
+		if !strings.HasPrefix(r, "-") {
+			t.Errorf("Info reserves %q, which is not a flag", r)
+		}
+	}
+}
+
+// refuseReserved checks that Start refuses each reserved flag in args,
+// whatever the gateway checked before.
+func refuseReserved(t *testing.T, eng engine.Engine, info engine.Info, spec engine.ReplicaSpec) {
+	t.Helper()
+	for _, r := range info.ReservedArgs {
+		s := spec
+		s.ReplicaID += "-reserved"
+		s.Args = append(append([]string{}, spec.Args...), r, "0.0.0.0")
+		rep, err := eng.Start(context.Background(), s)
+		if err == nil {
+			_ = eng.Stop(context.Background(), rep.ID, 0)
+			t.Errorf("Start with args %q succeeded (%s); want it refused: %s is reserved", s.Args, rep.BaseURL, r)
+		}
+	}
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

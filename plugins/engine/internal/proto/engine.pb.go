@@ -60,11 +60,19 @@ func (*InfoRequest) Descriptor() ([]byte, []int) {
 }
 
 type InfoResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Capabilities  []string               `protobuf:"bytes,3,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	Formats       []string               `protobuf:"bytes,4,rep,name=formats,proto3" json:"formats,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Type         string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Version      string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Capabilities []string               `protobuf:"bytes,3,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Formats      []string               `protobuf:"bytes,4,rep,name=formats,proto3" json:"formats,omitempty"`
+	// Options a model may set for this engine; empty: not declared, not
+	// checked (older plugins).
+	Options []*Option `protobuf:"bytes,5,rep,name=options,proto3" json:"options,omitempty"`
+	// Flags of the engine server that a model's args may not carry (listen
+	// address and port: the gateway chooses them).
+	ReservedArgs []string `protobuf:"bytes,6,rep,name=reserved_args,json=reservedArgs,proto3" json:"reserved_args,omitempty"`
+	// When set, the only flags a model's args may carry.
+	ArgFlags      []string `protobuf:"bytes,7,rep,name=arg_flags,json=argFlags,proto3" json:"arg_flags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +135,88 @@ func (x *InfoResponse) GetFormats() []string {
 	return nil
 }
 
+func (x *InfoResponse) GetOptions() []*Option {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *InfoResponse) GetReservedArgs() []string {
+	if x != nil {
+		return x.ReservedArgs
+	}
+	return nil
+}
+
+func (x *InfoResponse) GetArgFlags() []string {
+	if x != nil {
+		return x.ArgFlags
+	}
+	return nil
+}
+
+// Option is one engine-specific model option.
+type Option struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // a trailing * names a family: param_*
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // string, integer, number, bool, duration
+	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Option) Reset() {
+	*x = Option{}
+	mi := &file_engine_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Option) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Option) ProtoMessage() {}
+
+func (x *Option) ProtoReflect() protoreflect.Message {
+	mi := &file_engine_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Option.ProtoReflect.Descriptor instead.
+func (*Option) Descriptor() ([]byte, []int) {
+	return file_engine_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Option) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Option) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Option) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 type StartRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -148,7 +238,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_engine_proto_msgTypes[2]
+	mi := &file_engine_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -160,7 +250,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[2]
+	mi := &file_engine_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -173,7 +263,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{2}
+	return file_engine_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StartRequest) GetModel() string {
@@ -266,7 +356,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_engine_proto_msgTypes[3]
+	mi := &file_engine_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +368,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[3]
+	mi := &file_engine_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +381,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{3}
+	return file_engine_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Replica) GetId() string {
@@ -338,7 +428,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_engine_proto_msgTypes[4]
+	mi := &file_engine_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +440,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[4]
+	mi := &file_engine_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +453,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{4}
+	return file_engine_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartResponse) GetReplica() *Replica {
@@ -382,7 +472,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_engine_proto_msgTypes[5]
+	mi := &file_engine_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +484,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[5]
+	mi := &file_engine_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +497,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{5}
+	return file_engine_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StatusRequest) GetReplicaId() string {
@@ -429,7 +519,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_engine_proto_msgTypes[6]
+	mi := &file_engine_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +531,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[6]
+	mi := &file_engine_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +544,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{6}
+	return file_engine_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusResponse) GetState() string {
@@ -495,7 +585,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_engine_proto_msgTypes[7]
+	mi := &file_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +597,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[7]
+	mi := &file_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +610,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{7}
+	return file_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StopRequest) GetReplicaId() string {
@@ -545,7 +635,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_engine_proto_msgTypes[8]
+	mi := &file_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +647,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[8]
+	mi := &file_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +660,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{8}
+	return file_engine_proto_rawDescGZIP(), []int{9}
 }
 
 var File_engine_proto protoreflect.FileDescriptor
@@ -578,12 +668,19 @@ var File_engine_proto protoreflect.FileDescriptor
 const file_engine_proto_rawDesc = "" +
 	"\n" +
 	"\fengine.proto\x12\x0fllmgw.engine.v1\"\r\n" +
-	"\vInfoRequest\"z\n" +
+	"\vInfoRequest\"\xef\x01\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12\x18\n" +
-	"\aformats\x18\x04 \x03(\tR\aformats\"\x90\x03\n" +
+	"\aformats\x18\x04 \x03(\tR\aformats\x121\n" +
+	"\aoptions\x18\x05 \x03(\v2\x17.llmgw.engine.v1.OptionR\aoptions\x12#\n" +
+	"\rreserved_args\x18\x06 \x03(\tR\freservedArgs\x12\x1b\n" +
+	"\targ_flags\x18\a \x03(\tR\bargFlags\"R\n" +
+	"\x06Option\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"\x90\x03\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
@@ -643,37 +740,39 @@ func file_engine_proto_rawDescGZIP() []byte {
 	return file_engine_proto_rawDescData
 }
 
-var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_engine_proto_goTypes = []any{
 	(*InfoRequest)(nil),    // 0: llmgw.engine.v1.InfoRequest
 	(*InfoResponse)(nil),   // 1: llmgw.engine.v1.InfoResponse
-	(*StartRequest)(nil),   // 2: llmgw.engine.v1.StartRequest
-	(*Replica)(nil),        // 3: llmgw.engine.v1.Replica
-	(*StartResponse)(nil),  // 4: llmgw.engine.v1.StartResponse
-	(*StatusRequest)(nil),  // 5: llmgw.engine.v1.StatusRequest
-	(*StatusResponse)(nil), // 6: llmgw.engine.v1.StatusResponse
-	(*StopRequest)(nil),    // 7: llmgw.engine.v1.StopRequest
-	(*StopResponse)(nil),   // 8: llmgw.engine.v1.StopResponse
-	nil,                    // 9: llmgw.engine.v1.StartRequest.OptionsEntry
-	nil,                    // 10: llmgw.engine.v1.Replica.HeadersEntry
+	(*Option)(nil),         // 2: llmgw.engine.v1.Option
+	(*StartRequest)(nil),   // 3: llmgw.engine.v1.StartRequest
+	(*Replica)(nil),        // 4: llmgw.engine.v1.Replica
+	(*StartResponse)(nil),  // 5: llmgw.engine.v1.StartResponse
+	(*StatusRequest)(nil),  // 6: llmgw.engine.v1.StatusRequest
+	(*StatusResponse)(nil), // 7: llmgw.engine.v1.StatusResponse
+	(*StopRequest)(nil),    // 8: llmgw.engine.v1.StopRequest
+	(*StopResponse)(nil),   // 9: llmgw.engine.v1.StopResponse
+	nil,                    // 10: llmgw.engine.v1.StartRequest.OptionsEntry
+	nil,                    // 11: llmgw.engine.v1.Replica.HeadersEntry
 }
 var file_engine_proto_depIdxs = []int32{
-	9,  // 0: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
-	10, // 1: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
-	3,  // 2: llmgw.engine.v1.StartResponse.replica:type_name -> llmgw.engine.v1.Replica
-	0,  // 3: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
-	2,  // 4: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
-	5,  // 5: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
-	7,  // 6: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
-	1,  // 7: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
-	4,  // 8: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
-	6,  // 9: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
-	8,  // 10: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
-	7,  // [7:11] is the sub-list for method output_type
-	3,  // [3:7] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	2,  // 0: llmgw.engine.v1.InfoResponse.options:type_name -> llmgw.engine.v1.Option
+	10, // 1: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
+	11, // 2: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
+	4,  // 3: llmgw.engine.v1.StartResponse.replica:type_name -> llmgw.engine.v1.Replica
+	0,  // 4: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
+	3,  // 5: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
+	6,  // 6: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
+	8,  // 7: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
+	1,  // 8: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
+	5,  // 9: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
+	7,  // 10: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
+	9,  // 11: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_engine_proto_init() }
@@ -687,7 +786,7 @@ func file_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_engine_proto_rawDesc), len(file_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

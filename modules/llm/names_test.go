@@ -1,0 +1,45 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"m", "gpt-4o-mini", "llama3.2:1b", "Qwen/Qwen2.5-7B", "org/team/name", "a_b.c", strings.Repeat("x", 128)} {
+		if err := CheckName("model name", ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"":                       "model name is empty",
+		"../../x":                `has a ".." part`,
+		"./x":                    `has a "." part`,
+		"/abs":                   "empty part",
+		"a//b":                   "empty part",
+		"a/":                     "empty part",
+		"a b":                    "has ' '",
+		"tab\there":              `has '\t'`,
+		"nl\nx":                  `has '\n'`,
+		"é":                      "has 'é'",
+		strings.Repeat("x", 129): "is 129 bytes long",
+	} {
+		err := CheckName("model name", name)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), NameRule) {
+			t.Errorf("%q: got %v, want an error with %q and the rule", name, err, want)
+		}
+		if err != nil && len(err.Error()) > 400 {
+			t.Errorf("%q: the error is %d bytes long", name, len(err.Error()))
+		}
+	}
+}
+
+func TestBounded(t *testing.T) {
+	if got := Bounded("short"); got != `"short"` {
+		t.Errorf("got %s", got)
+	}
+	got := Bounded(strings.Repeat("é", 1000))
+	if len(got) > 100 || !strings.HasSuffix(got, "… (1936 bytes more)") {
+		t.Errorf("got %s", got)
+	}
+}
