@@ -150,3 +150,30 @@ func TestAdminRefusesUnsafeModels(t *testing.T) {
 		t.Error("the log carries the long name")
 	}
 }
+
+// A replica that cannot start says why in the engine server's own words:
+// the last lines of its stderr are in the model's reason and in the 503.
+func TestEngineStderrInStartError(t *testing.T) {
+	gguf := tinyModel(t)
+	bin := filepath.Join(t.TempDir(), "llama-server")
+	script := "#!/bin/sh\necho 'loading model' >&2\necho 'error: unsupported tensor type q9_k in blk.0.attn_q.weight' >&2\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, `
+		engine llamacpp {
+			option bin `+bin+`
+		}
+		model broken {
+			engine llamacpp
+			source `+gguf+`
+		}`, "")
+	const want = "unsupported tensor type q9_k in blk.0.attn_q.weight"
+	waitFor(t, 20*time.Second, "the failed start's reason", func() bool {
+		return strings.Contains(g.models()["broken"].Reason, want)
+	})
+	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"x"}]}`)
+	if r.StatusCode != 503 || !strings.Contains(string(body), want) {
+		t.Errorf("a request to the model: %d %s, want 503 quoting the engine server", r.StatusCode, body)
+	}
+}

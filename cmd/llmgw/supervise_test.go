@@ -41,27 +41,86 @@ func TestReplicaKilledComesBack(t *testing.T) {
 	chatOnce(t, g, "m")
 }
 
-func TestPluginKilledRecovers(t *testing.T) {
-	g := startGateway(t, `
-		model m {
-			engine sim
-		}`, "")
-	rep := g.readyReplicas("m", 1)[0]
+func TestPluginKilledKeepsReplicasAndStreams(t *testing.T) {
+	g := startGateway(t, drainModel(20), "")
+	rep := g.readyReplicas("d", 1)[0]
 	plugin := g.enginePIDs()["sim"]
 	if plugin == 0 {
 		t.Fatal("no sim plugin pid")
 	}
+	results := openStreams(t, g, "d", 20, drainTokens)
 	if err := syscall.Kill(plugin, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// The replica dies with its plugin; the gateway restarts both.
-	waitFor(t, 10*time.Second, "the old replica to die with its plugin", func() bool { return !processAlive(int(rep.PID)) })
-	waitFor(t, 20*time.Second, "a new plugin and replica", func() bool {
-		rs := g.models()["m"].Replicas
+	// The replica outlives its plugin; a new plugin adopts it.
+	waitFor(t, 20*time.Second, "a new plugin", func() bool {
 		p := g.enginePIDs()["sim"]
-		return p != 0 && p != plugin && len(rs) == 1 && rs[0].PID != rep.PID
+		return p != 0 && p != plugin
 	})
-	chatOnce(t, g, "m")
+	waitFor(t, 10*time.Second, "the new plugin to adopt the replica", func() bool {
+		return strings.Contains(g.logs.String(), "replica adopted by the restarted engine plugin")
+	})
+	checkStreams(t, "plugin killed", results, 20, drainTokens)
+	if rs := g.models()["d"].Replicas; len(rs) != 1 || rs[0].PID != rep.PID {
+		t.Fatalf("after the plugin restart: %+v, want the same replica (pid %d)", rs, rep.PID)
+	}
+	chatOnce(t, g, "d")
+	// The new plugin supervises it: a restart through it stops the old
+	// process and starts a new one.
+	if code, body := adminDo(t, g, "POST", "/llm/replicas/"+rep.ID+"/restart", ""); code != 200 {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	waitFor(t, 10*time.Second, "the adopted replica to be stopped by the new plugin", func() bool { return !processAlive(int(rep.PID)) })
+	chatOnce(t, g, "d")
+}
+
+func TestPluginHangKeepsReplicas(t *testing.T) {
+	g := startGateway(t, `
+		model h {
+			engine sim
+			option tokens_per_second 20
+			min 3
+			max 3
+		}`, "")
+	reps := g.readyReplicas("h", 3)
+	plugin := g.enginePIDs()["sim"]
+	results := openStreams(t, g, "h", 30, 160) // 8s at 20 tokens/s
+	if err := syscall.Kill(plugin, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// While the plugin hangs, requests are served by its replicas.
+	for range 5 {
+		chatOnce(t, g, "h")
+		time.Sleep(time.Second)
+	}
+	time.Sleep(3 * time.Second)
+	_ = syscall.Kill(plugin, syscall.SIGCONT)
+	checkStreams(t, "plugin hung", results, 30, 160)
+	waitFor(t, 20*time.Second, "a live plugin", func() bool { return g.enginePIDs()["sim"] != 0 })
+	got := g.models()["h"].Replicas
+	if len(got) != 3 {
+		t.Fatalf("after the hang: %d replicas, want the same 3", len(got))
+	}
+	for i, r := range reps {
+		if !processAlive(int(r.PID)) {
+			t.Errorf("replica %d (pid %d) was stopped while its plugin hung", i, r.PID)
+		}
+	}
+	if strings.Contains(g.logs.String(), `"msg":"replica lost"`) {
+		t.Error("a replica was declared lost while only its plugin hung")
+	}
+	chatOnce(t, g, "h")
+}
+
+func TestGatewayKilledStopsEngines(t *testing.T) {
+	g := startGateway(t, drainModel(0), "")
+	rep := g.readyReplicas("d", 1)[0]
+	plugin := g.enginePIDs()["sim"]
+	_ = g.cmd.Process.Kill()
+	<-g.exited
+	waitFor(t, 15*time.Second, "the plugin and its engine server to exit with llmgw", func() bool {
+		return !processAlive(plugin) && !processAlive(int(rep.PID))
+	})
 }
 
 func TestOnDemandStartAndIdleStop(t *testing.T) {

@@ -80,6 +80,18 @@ func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
 	return engine.Status{State: engine.StateReady}, nil
 }
 
+// Adopt takes back a replica (an outside provider's endpoint) after the
+// plugin restarted.
+func (e *Engine) Adopt(_ context.Context, r engine.Replica) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.replicas == nil {
+		e.replicas = map[string]struct{}{}
+	}
+	e.replicas[r.ID] = struct{}{}
+	return nil
+}
+
 // Stop forgets a replica.
 func (e *Engine) Stop(_ context.Context, id string, _ time.Duration) error {
 	e.mu.Lock()

@@ -106,7 +106,12 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 		return engine.Replica{}, fmt.Errorf("starting sim replica of %q: %w", spec.Model, err)
 	}
 	st := p.Status()
-	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: st.PID}, nil
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: st.PID, HealthURL: p.HealthURL}, nil
+}
+
+// Adopt supervises a replica that an earlier run of the plugin started.
+func (e *Engine) Adopt(_ context.Context, r engine.Replica) error {
+	return e.table.Adopt(r)
 }
 
 // Status reports a replica's state.

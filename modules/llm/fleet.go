@@ -41,10 +41,13 @@ type Replica struct {
 	CPUs          []int // the cores it is pinned to, if any
 	Started       time.Time
 
-	epoch    uint64
-	state    atomic.Value // string
-	inflight atomic.Int64
-	lastUsed atomic.Int64 // unix nanos
+	// epoch is the run of the engine plugin that supervises the replica;
+	// after a plugin restart the next run adopts it (see adopt).
+	epoch     atomic.Uint64
+	healthURL string
+	state     atomic.Value // string
+	inflight  atomic.Int64
+	lastUsed  atomic.Int64 // unix nanos
 	// suspect (unix nanos) is until when a replica a request could not
 	// reach is passed over while others are ready, until the supervisor
 	// has checked it.
@@ -395,8 +398,9 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus,
-		UpstreamModel: rep.UpstreamModel, Started: now(), epoch: epoch, Header: make(http.Header),
+		UpstreamModel: rep.UpstreamModel, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
 		idle: make(chan struct{}, 1), release: release}
+	r.epoch.Store(epoch)
 	for k, v := range rep.Headers {
 		r.Header.Set(k, v)
 	}
@@ -417,9 +421,11 @@ func (f *fleet) stopReplica(r *Replica) {
 		defer r.release()
 	}
 	r.state.Store(ReplicaDraining)
-	eng, epoch, err := f.plugin.Engine()
-	if err != nil || epoch != r.epoch {
-		return // its plugin is gone, and its process with it
+	eng, err := f.supervisor(r)
+	if err != nil {
+		f.logger.Warn("stopping replica without its engine plugin", zap.String("replica", r.ID), zap.Error(err))
+		stopOrphan(r, f.opts.stopGrace)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.stopGrace+5*time.Second)
 	defer cancel()

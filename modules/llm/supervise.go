@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/host"
 )
 
 // supervise keeps the fleet at its scaling bounds: it replaces replicas
@@ -59,8 +61,9 @@ func (f *fleet) tick() {
 // restarting) the replica is judged by itself, over HTTP, so a plugin's
 // trouble never takes down a replica that still serves.
 func (f *fleet) check(r *Replica) string {
-	eng, epoch, err := f.plugin.Engine()
-	if err != nil || epoch != r.epoch {
+	eng, err := f.supervisor(r)
+	switch {
+	case errors.Is(err, host.ErrPluginDown):
 		if f.reachable(r) {
 			if r.suspect.Load() != 0 {
 				f.clearSuspect(r)
@@ -68,6 +71,8 @@ func (f *fleet) check(r *Replica) string {
 			return ""
 		}
 		return "its engine plugin is down and the replica does not answer"
+	case err != nil:
+		return "its engine plugin restarted and could not take it over: " + err.Error()
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
 	defer cancel()
@@ -108,10 +113,15 @@ func (f *fleet) clearSuspect(r *Replica) {
 // probeClient checks replicas directly; its timeout bounds a hung server.
 var probeClient = &http.Client{Timeout: 2 * time.Second}
 
-// reachable reports whether r's server answers HTTP at all: any answer
-// below 500 to GET <base>/models, with the replica's headers.
+// reachable reports whether r's server answers: 200 from its health URL
+// when the engine gave one, else any answer below 500 to GET
+// <base>/models, with the replica's headers.
 func (f *fleet) reachable(r *Replica) bool {
-	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, r.BaseURL+"/models", nil)
+	url, want := r.BaseURL+"/models", http.StatusInternalServerError
+	if r.healthURL != "" {
+		url, want = r.healthURL, http.StatusOK+1
+	}
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false
 	}
@@ -124,7 +134,7 @@ func (f *fleet) reachable(r *Replica) bool {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return resp.StatusCode < 500
+	return resp.StatusCode < want
 }
 
 func (f *fleet) drop(r *Replica, reason string) {

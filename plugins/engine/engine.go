@@ -148,6 +148,32 @@ type Replica struct {
 	Headers map[string]string
 	// UpstreamModel, when set, replaces the model name in request bodies.
 	UpstreamModel string
+	// HealthURL, when set, answers 200 while the replica is healthy. The
+	// gateway probes it itself when the plugin cannot answer Status.
+	HealthURL string
+}
+
+// Adopter is implemented by engines whose replicas outlive the plugin
+// process: engine servers are not killed when their plugin dies, so a
+// plugin crash or hang cuts no request. When the gateway restarts the
+// plugin it hands each replica the previous run started to Adopt, and the
+// new run supervises (Status) and stops (Stop) it as its own. Adopt fails
+// when the replica is gone; ErrAdoptUnsupported says the engine cannot.
+type Adopter interface {
+	Adopt(ctx context.Context, r Replica) error
+}
+
+// ErrAdoptUnsupported is returned by Adopt for an engine that does not
+// implement Adopter (plugins written before it existed).
+var ErrAdoptUnsupported = errors.New("engine cannot adopt replicas")
+
+// Adopt hands r to eng if it can take it.
+func Adopt(ctx context.Context, eng Engine, r Replica) error {
+	a, ok := eng.(Adopter)
+	if !ok {
+		return ErrAdoptUnsupported
+	}
+	return a.Adopt(ctx, r)
 }
 
 // Status is the state of one replica.

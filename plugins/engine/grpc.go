@@ -57,7 +57,22 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 	}
 	rep := r.GetReplica()
 	return Replica{ID: rep.GetId(), BaseURL: rep.GetBaseUrl(), PID: rep.GetPid(),
-		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel()}, nil
+		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl()}, nil
+}
+
+// Adopt asks the plugin to take over r; a plugin without Adopt answers
+// Unimplemented, which is ErrAdoptUnsupported here.
+func (g *grpcClient) Adopt(ctx context.Context, r Replica) error {
+	_, err := g.c.Adopt(ctx, &pb.AdoptRequest{Replica: toPBReplica(r)})
+	if status.Code(err) == codes.Unimplemented {
+		return ErrAdoptUnsupported
+	}
+	return fromStatus(err)
+}
+
+func toPBReplica(r Replica) *pb.Replica {
+	return &pb.Replica{Id: r.ID, BaseUrl: r.BaseURL, Pid: r.PID, Headers: r.Headers,
+		UpstreamModel: r.UpstreamModel, HealthUrl: r.HealthURL}
 }
 
 func (g *grpcClient) Status(ctx context.Context, id string) (Status, error) {
@@ -100,8 +115,20 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.StartResponse{Replica: &pb.Replica{Id: rep.ID, BaseUrl: rep.BaseURL, Pid: rep.PID,
-		Headers: rep.Headers, UpstreamModel: rep.UpstreamModel}}, nil
+	return &pb.StartResponse{Replica: toPBReplica(rep)}, nil
+}
+
+func (g *grpcServer) Adopt(ctx context.Context, r *pb.AdoptRequest) (*pb.AdoptResponse, error) {
+	rep := r.GetReplica()
+	err := Adopt(ctx, g.impl, Replica{ID: rep.GetId(), BaseURL: rep.GetBaseUrl(), PID: rep.GetPid(),
+		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl()})
+	if errors.Is(err, ErrAdoptUnsupported) {
+		return nil, status.Error(codes.Unimplemented, err.Error())
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.AdoptResponse{}, nil
 }
 
 func (g *grpcServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -24,6 +27,7 @@ func Serve(impl Engine, args []string) {
 		}
 		os.Exit(0)
 	}
+	watchGateway(impl)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(impl),
@@ -36,6 +40,49 @@ func Serve(impl Engine, args []string) {
 		sh.Shutdown()
 	}
 	os.Exit(0)
+}
+
+// watchGateway stops impl's replicas and exits when the gateway that
+// started the plugin is gone. Replicas outlive their plugin (a plugin that
+// crashes is restarted and adopts them), so they must not outlive the
+// gateway: the gateway asks for SIGTERM when it dies (Pdeathsig), and the
+// parent is also checked every second, for a gateway killed in a way that
+// sent nothing. A SIGTERM while the gateway lives ends the plugin alone;
+// its replicas wait for the next run to adopt them.
+func watchGateway(impl Engine) {
+	parent := os.Getppid()
+	gone := func() bool { return os.Getppid() != parent }
+	stop := func() {
+		if sh, ok := impl.(interface{ Shutdown() }); ok {
+			sh.Shutdown()
+		}
+		os.Exit(0)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-sig:
+				// Pdeathsig can arrive while the dying gateway's other
+				// threads still stand as the parent: give the exit a moment
+				// to finish before deciding.
+				for range 40 {
+					if gone() {
+						stop()
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				os.Exit(0)
+			case <-t.C:
+				if gone() {
+					stop()
+				}
+			}
+		}
+	}()
 }
 
 // Describe writes impl's Info as one line of JSON.

@@ -86,7 +86,10 @@ func (p *Plugin) start() error {
 	}
 	cmd := exec.Command(p.cfg.Argv[0], p.cfg.Argv[1:]...)
 	cmd.Env = append(os.Environ(), p.cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// SIGTERM when llmgw dies: the plugin then stops its engine servers,
+	// which outlive the plugin itself (so that a plugin crash cuts no
+	// request) but not the gateway.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  engine.Handshake,
 		VersionedPlugins: engine.VersionedPlugins(nil),
@@ -210,14 +213,34 @@ func (p *Plugin) alive() bool {
 	if err != nil {
 		return false
 	}
-	return rpc.Ping() == nil
+	// A plugin that hangs (stopped, deadlocked) never answers; past
+	// pingTimeout it is restarted, and its replicas, which do not depend on
+	// it, are adopted by the next run.
+	ok := make(chan bool, 1)
+	go func() { ok <- rpc.Ping() == nil }()
+	select {
+	case alive := <-ok:
+		return alive
+	case <-time.After(pingTimeout):
+		return false
+	case <-p.ctx.Done():
+		return true
+	}
 }
+
+// pingTimeout is how long a plugin may take to answer a health ping.
+const pingTimeout = 5 * time.Second
 
 func (p *Plugin) restart() {
 	p.mu.Lock()
-	old := p.client
+	old, pid := p.client, p.pid
 	p.client, p.eng, p.pid = nil, nil, 0
 	p.mu.Unlock()
+	if pid > 0 && old != nil && !old.Exited() {
+		// Killed outright, not asked to exit: asked, it would stop its
+		// replicas, which the next run adopts instead.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	if old != nil {
 		old.Kill()
 	}

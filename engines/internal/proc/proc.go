@@ -1,6 +1,9 @@
 // Package proc supervises the engine server processes that an engine plugin
-// starts: one process per replica, bound to loopback, killed with the
-// plugin.
+// starts: one process per replica, bound to loopback, in a process group
+// of its own. A server outlives its plugin (a plugin crash cuts no
+// request): the plugin's next run adopts it (Table.Adopt), and a plugin
+// whose gateway is gone stops its servers before it exits (see
+// engine.Serve).
 package proc
 
 import (
@@ -42,6 +45,7 @@ type Process struct {
 	// may run on.
 	CPUs []int
 
+	pid    int // the server's process id, also its process group id
 	mu     sync.Mutex
 	misses int
 	state  string
@@ -66,8 +70,10 @@ type Table struct {
 // given path suffix (such as "/v1"); otherwise p.BaseURL must be set.
 func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suffix string, timeout time.Duration) error {
 	cmd := p.Cmd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Stderr = &logWriter{log: t.Logger.With("replica", p.ID)}
+	// No Pdeathsig: the server must survive its plugin's death.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &logWriter{log: t.Logger.With("replica", p.ID)}
+	cmd.Stderr = stderr
 	var stdout io.ReadCloser
 	if addrFromStdout {
 		var err error
@@ -78,6 +84,7 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 	if err := startOn(cmd, p.CPUs); err != nil {
 		return fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
+	p.pid = cmd.Process.Pid
 	p.done = make(chan struct{})
 	p.state = engine.StateStarting
 	p.health = &http.Client{Timeout: 2 * time.Second}
@@ -96,7 +103,7 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 		addr, err := readAddr(ctx, stdout, p.done, timeout)
 		if err != nil {
 			_ = t.Stop(p.ID, 0)
-			return err
+			return stderr.explain(err)
 		}
 		p.BaseURL = "http://" + addr + suffix
 		if p.HealthPath != "" {
@@ -104,14 +111,13 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 		}
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	}
-	return t.waitHealthy(ctx, p, timeout)
+	return stderr.explain(t.waitHealthy(ctx, p, timeout))
 }
 
 // startOn starts cmd pinned to cpus. A child takes the CPU mask of the
 // thread that forks it, and every thread and process it starts takes it in
 // turn, so the mask is set on this goroutine's thread for the fork and put
-// back after. (The thread must live on: Pdeathsig fires when the thread
-// that started the child exits.)
+// back after.
 func startOn(cmd *exec.Cmd, cpus []int) error {
 	if len(cpus) == 0 {
 		return cmd.Start()
@@ -204,11 +210,7 @@ func (p *Process) probe() bool {
 func (p *Process) Status() engine.Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := engine.Status{State: p.state, Message: p.msg}
-	if p.Cmd.Process != nil {
-		s.PID = int64(p.Cmd.Process.Pid)
-	}
-	return s
+	return engine.Status{State: p.state, Message: p.msg, PID: int64(p.pid)}
 }
 
 // Get returns the process with id.
@@ -259,10 +261,10 @@ func (t *Table) Stop(id string, grace time.Duration) error {
 	p.mu.Lock()
 	p.state, p.msg = engine.StateExited, "stopped"
 	p.mu.Unlock()
-	if p.Cmd.Process == nil {
+	if p.pid == 0 {
 		return nil
 	}
-	pgid := -p.Cmd.Process.Pid
+	pgid := -p.pid
 	if grace > 0 {
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		select {
@@ -273,6 +275,48 @@ func (t *Table) Stop(id string, grace time.Duration) error {
 	}
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
 	<-p.done
+	return nil
+}
+
+// Adopt supervises a server that an earlier run of this plugin started
+// and that outlived it: its exit is watched through a pidfd (it is not
+// this process's child), and Status and Stop treat it as any other.
+func (t *Table) Adopt(r engine.Replica) error {
+	if _, err := t.Get(r.ID); err == nil {
+		return nil // ours already
+	}
+	pid := int(r.PID)
+	if pid <= 0 {
+		return fmt.Errorf("replica %s has no process to adopt", r.ID)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("replica %s: process %d is gone: %w", r.ID, pid, err)
+	}
+	if pgid, err := unix.Getpgid(pid); err != nil || pgid != pid {
+		_ = unix.Close(fd)
+		return fmt.Errorf("replica %s: process %d does not lead its own process group, so it is not the engine server started for it", r.ID, pid)
+	}
+	p := &Process{ID: r.ID, BaseURL: r.BaseURL, HealthURL: r.HealthURL, pid: pid, state: engine.StateReady,
+		done: make(chan struct{}), health: &http.Client{Timeout: 2 * time.Second}}
+	go func() {
+		defer func() { _ = unix.Close(fd) }()
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
+		}
+		p.mu.Lock()
+		if p.state != engine.StateExited {
+			p.state, p.msg = engine.StateExited, "engine server exited"
+		}
+		p.mu.Unlock()
+		close(p.done)
+		t.Logger.Info("engine server exited", "replica", p.ID)
+	}()
+	t.put(p)
+	t.Logger.Info("adopted engine server", "replica", r.ID, "pid", pid)
 	return nil
 }
 
@@ -310,15 +354,53 @@ func Executable() (string, error) {
 	return exe, nil
 }
 
-type logWriter struct{ log hclog.Logger }
+// logWriter logs an engine server's stderr line by line and keeps its
+// last lines, which a failed start quotes: that is where the server says
+// why it could not start.
+type logWriter struct {
+	log  hclog.Logger
+	mu   sync.Mutex
+	last []string
+}
+
+// Bounds on what a failed start quotes of the server's stderr.
+const (
+	tailLines = 5
+	tailWidth = 300
+)
 
 func (w *logWriter) Write(b []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if line != "" {
-			w.log.Info("engine server", "line", line)
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
 		}
+		w.log.Info("engine server", "line", line)
+		if len(line) > tailWidth {
+			line = line[:tailWidth] + "…"
+		}
+		w.mu.Lock()
+		w.last = append(w.last, line)
+		if len(w.last) > tailLines {
+			w.last = w.last[len(w.last)-tailLines:]
+		}
+		w.mu.Unlock()
 	}
 	return len(b), nil
+}
+
+// explain adds the server's last stderr lines to a start error.
+func (w *logWriter) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	w.mu.Lock()
+	last := strings.Join(w.last, " | ")
+	w.mu.Unlock()
+	if last == "" {
+		return fmt.Errorf("%w (the engine server wrote nothing to stderr)", err)
+	}
+	return fmt.Errorf("%w; the engine server said: %s", err, last)
 }
 
 // FindBin resolves an engine server's binary: the configured path (the
@@ -400,6 +482,11 @@ func (s *Servers) Describe(info engine.Info) (engine.Info, error) {
 // Status reports a replica's state.
 func (s *Servers) Status(_ context.Context, id string) (engine.Status, error) {
 	return s.Table.Status(id)
+}
+
+// Adopt supervises a replica an earlier run of the plugin started.
+func (s *Servers) Adopt(_ context.Context, r engine.Replica) error {
+	return s.Table.Adopt(r)
 }
 
 // Stop stops a replica.

@@ -350,6 +350,8 @@ type Replica struct {
 	Pid           int64                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
 	Headers       map[string]string      `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	UpstreamModel string                 `protobuf:"bytes,5,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	// When set, answers 200 when the replica is healthy.
+	HealthUrl     string `protobuf:"bytes,6,opt,name=health_url,json=healthUrl,proto3" json:"health_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +417,13 @@ func (x *Replica) GetHeaders() map[string]string {
 func (x *Replica) GetUpstreamModel() string {
 	if x != nil {
 		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *Replica) GetHealthUrl() string {
+	if x != nil {
+		return x.HealthUrl
 	}
 	return ""
 }
@@ -663,6 +672,86 @@ func (*StopResponse) Descriptor() ([]byte, []int) {
 	return file_engine_proto_rawDescGZIP(), []int{9}
 }
 
+type AdoptRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replica       *Replica               `protobuf:"bytes,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdoptRequest) Reset() {
+	*x = AdoptRequest{}
+	mi := &file_engine_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdoptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdoptRequest) ProtoMessage() {}
+
+func (x *AdoptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_engine_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdoptRequest.ProtoReflect.Descriptor instead.
+func (*AdoptRequest) Descriptor() ([]byte, []int) {
+	return file_engine_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AdoptRequest) GetReplica() *Replica {
+	if x != nil {
+		return x.Replica
+	}
+	return nil
+}
+
+type AdoptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdoptResponse) Reset() {
+	*x = AdoptResponse{}
+	mi := &file_engine_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdoptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdoptResponse) ProtoMessage() {}
+
+func (x *AdoptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_engine_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdoptResponse.ProtoReflect.Descriptor instead.
+func (*AdoptResponse) Descriptor() ([]byte, []int) {
+	return file_engine_proto_rawDescGZIP(), []int{11}
+}
+
 var File_engine_proto protoreflect.FileDescriptor
 
 const file_engine_proto_rawDesc = "" +
@@ -697,13 +786,15 @@ const file_engine_proto_rawDesc = "" +
 	"\x04cpus\x18\v \x03(\x05R\x04cpus\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x02\n" +
 	"\aReplica\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x10\n" +
 	"\x03pid\x18\x03 \x01(\x03R\x03pid\x12?\n" +
 	"\aheaders\x18\x04 \x03(\v2%.llmgw.engine.v1.Replica.HeadersEntryR\aheaders\x12%\n" +
-	"\x0eupstream_model\x18\x05 \x01(\tR\rupstreamModel\x1a:\n" +
+	"\x0eupstream_model\x18\x05 \x01(\tR\rupstreamModel\x12\x1d\n" +
+	"\n" +
+	"health_url\x18\x06 \x01(\tR\thealthUrl\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"C\n" +
@@ -721,12 +812,16 @@ const file_engine_proto_rawDesc = "" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\tR\treplicaId\x12\x19\n" +
 	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"\x0e\n" +
-	"\fStopResponse2\xa5\x02\n" +
+	"\fStopResponse\"B\n" +
+	"\fAdoptRequest\x122\n" +
+	"\areplica\x18\x01 \x01(\v2\x18.llmgw.engine.v1.ReplicaR\areplica\"\x0f\n" +
+	"\rAdoptResponse2\xed\x02\n" +
 	"\x06Engine\x12C\n" +
 	"\x04Info\x12\x1c.llmgw.engine.v1.InfoRequest\x1a\x1d.llmgw.engine.v1.InfoResponse\x12F\n" +
 	"\x05Start\x12\x1d.llmgw.engine.v1.StartRequest\x1a\x1e.llmgw.engine.v1.StartResponse\x12I\n" +
 	"\x06Status\x12\x1e.llmgw.engine.v1.StatusRequest\x1a\x1f.llmgw.engine.v1.StatusResponse\x12C\n" +
-	"\x04Stop\x12\x1c.llmgw.engine.v1.StopRequest\x1a\x1d.llmgw.engine.v1.StopResponseB6Z4github.com/llmgw/llmgw/plugins/engine/internal/protob\x06proto3"
+	"\x04Stop\x12\x1c.llmgw.engine.v1.StopRequest\x1a\x1d.llmgw.engine.v1.StopResponse\x12F\n" +
+	"\x05Adopt\x12\x1d.llmgw.engine.v1.AdoptRequest\x1a\x1e.llmgw.engine.v1.AdoptResponseB6Z4github.com/llmgw/llmgw/plugins/engine/internal/protob\x06proto3"
 
 var (
 	file_engine_proto_rawDescOnce sync.Once
@@ -740,7 +835,7 @@ func file_engine_proto_rawDescGZIP() []byte {
 	return file_engine_proto_rawDescData
 }
 
-var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_engine_proto_goTypes = []any{
 	(*InfoRequest)(nil),    // 0: llmgw.engine.v1.InfoRequest
 	(*InfoResponse)(nil),   // 1: llmgw.engine.v1.InfoResponse
@@ -752,27 +847,32 @@ var file_engine_proto_goTypes = []any{
 	(*StatusResponse)(nil), // 7: llmgw.engine.v1.StatusResponse
 	(*StopRequest)(nil),    // 8: llmgw.engine.v1.StopRequest
 	(*StopResponse)(nil),   // 9: llmgw.engine.v1.StopResponse
-	nil,                    // 10: llmgw.engine.v1.StartRequest.OptionsEntry
-	nil,                    // 11: llmgw.engine.v1.Replica.HeadersEntry
+	(*AdoptRequest)(nil),   // 10: llmgw.engine.v1.AdoptRequest
+	(*AdoptResponse)(nil),  // 11: llmgw.engine.v1.AdoptResponse
+	nil,                    // 12: llmgw.engine.v1.StartRequest.OptionsEntry
+	nil,                    // 13: llmgw.engine.v1.Replica.HeadersEntry
 }
 var file_engine_proto_depIdxs = []int32{
 	2,  // 0: llmgw.engine.v1.InfoResponse.options:type_name -> llmgw.engine.v1.Option
-	10, // 1: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
-	11, // 2: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
+	12, // 1: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
+	13, // 2: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
 	4,  // 3: llmgw.engine.v1.StartResponse.replica:type_name -> llmgw.engine.v1.Replica
-	0,  // 4: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
-	3,  // 5: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
-	6,  // 6: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
-	8,  // 7: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
-	1,  // 8: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
-	5,  // 9: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
-	7,  // 10: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
-	9,  // 11: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	4,  // 4: llmgw.engine.v1.AdoptRequest.replica:type_name -> llmgw.engine.v1.Replica
+	0,  // 5: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
+	3,  // 6: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
+	6,  // 7: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
+	8,  // 8: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
+	10, // 9: llmgw.engine.v1.Engine.Adopt:input_type -> llmgw.engine.v1.AdoptRequest
+	1,  // 10: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
+	5,  // 11: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
+	7,  // 12: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
+	9,  // 13: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
+	11, // 14: llmgw.engine.v1.Engine.Adopt:output_type -> llmgw.engine.v1.AdoptResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_engine_proto_init() }
@@ -786,7 +886,7 @@ func file_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_engine_proto_rawDesc), len(file_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,16 +25,20 @@ const (
 	Engine_Start_FullMethodName  = "/llmgw.engine.v1.Engine/Start"
 	Engine_Status_FullMethodName = "/llmgw.engine.v1.Engine/Status"
 	Engine_Stop_FullMethodName   = "/llmgw.engine.v1.Engine/Stop"
+	Engine_Adopt_FullMethodName  = "/llmgw.engine.v1.Engine/Adopt"
 )
 
 // EngineClient is the client API for Engine service.
 //
-// For semantics around ctx use and closing/ending streaming RPCs, see grpc.ClientConn.NewStream.
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type EngineClient interface {
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*InfoResponse, error)
 	Start(ctx context.Context, in *StartRequest, opts ...grpc.CallOption) (*StartResponse, error)
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	Stop(ctx context.Context, in *StopRequest, opts ...grpc.CallOption) (*StopResponse, error)
+	// Adopt takes over the supervision of a replica that a previous run of
+	// this plugin started and that outlived it.
+	Adopt(ctx context.Context, in *AdoptRequest, opts ...grpc.CallOption) (*AdoptResponse, error)
 }
 
 type engineClient struct {
@@ -85,6 +89,16 @@ func (c *engineClient) Stop(ctx context.Context, in *StopRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *engineClient) Adopt(ctx context.Context, in *AdoptRequest, opts ...grpc.CallOption) (*AdoptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdoptResponse)
+	err := c.cc.Invoke(ctx, Engine_Adopt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EngineServer is the server API for Engine service.
 // All implementations must embed UnimplementedEngineServer
 // for forward compatibility.
@@ -93,6 +107,9 @@ type EngineServer interface {
 	Start(context.Context, *StartRequest) (*StartResponse, error)
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	Stop(context.Context, *StopRequest) (*StopResponse, error)
+	// Adopt takes over the supervision of a replica that a previous run of
+	// this plugin started and that outlived it.
+	Adopt(context.Context, *AdoptRequest) (*AdoptResponse, error)
 	mustEmbedUnimplementedEngineServer()
 }
 
@@ -114,6 +131,9 @@ func (UnimplementedEngineServer) Status(context.Context, *StatusRequest) (*Statu
 }
 func (UnimplementedEngineServer) Stop(context.Context, *StopRequest) (*StopResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Stop not implemented")
+}
+func (UnimplementedEngineServer) Adopt(context.Context, *AdoptRequest) (*AdoptResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Adopt not implemented")
 }
 func (UnimplementedEngineServer) mustEmbedUnimplementedEngineServer() {}
 func (UnimplementedEngineServer) testEmbeddedByValue()                {}
@@ -208,6 +228,24 @@ func _Engine_Stop_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Engine_Adopt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdoptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EngineServer).Adopt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Engine_Adopt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EngineServer).Adopt(ctx, req.(*AdoptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Engine_ServiceDesc is the grpc.ServiceDesc for Engine service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -230,6 +268,10 @@ var Engine_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stop",
 			Handler:    _Engine_Stop_Handler,
+		},
+		{
+			MethodName: "Adopt",
+			Handler:    _Engine_Adopt_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
