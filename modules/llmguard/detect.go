@@ -23,6 +23,12 @@ const (
 	KindSecret     = "SECRET"
 )
 
+// detectLookahead is how far past a value a detector may read to decide
+// on it (a unit word after a number, the rest of an address after a
+// colon). A stream holds a finding that ends this close to the end of the
+// text so far until more text comes.
+const detectLookahead = 16
+
 // detectors by their configuration name.
 var detectors = map[string]func(s string, out []detection) []detection{
 	"email":       detectEmails,

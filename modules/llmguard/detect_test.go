@@ -2,9 +2,11 @@ package llmguard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -165,6 +167,53 @@ func TestLuhnAndIBAN(t *testing.T) {
 	}{{"GB82WEST12345698765432", true}, {"GB82WEST12345698765433", false}, {"DE89370400440532013000", true}} {
 		if got := ibanValid([]byte(c.s)); got != c.want {
 			t.Errorf("ibanValid(%s) = %v", c.s, got)
+		}
+	}
+}
+
+// TestCorpusRedactedAndRestored sends every corpus text through the guard
+// (pii on input and output, redact) to a model that echoes what it sees,
+// whole and streamed: the model sees every marked value replaced and every
+// other byte unchanged (so a key's header never swallows the question
+// after it), and the client gets the original text back.
+func TestCorpusRedactedAndRestored(t *testing.T) {
+	texts, where := corpus(t)
+	placeholder := regexp.MustCompile(`<[A-Z_]+_[0-9]+>`)
+	for _, stream := range []bool{false, true} {
+		next := &echoRouter{}
+		g := newGuard(t, &Guardrails{}, &PII{})
+		for li, line := range texts {
+			text, want := unmark(line)
+			code, got, _ := call(t, g, next, text, stream, nil)
+			if !stream {
+				got = strings.TrimSuffix(got, "|stop")
+			}
+			if code != 200 || got != text {
+				t.Errorf("%s (stream %v): got %d %q, want %q", where[li], stream, code, got, text)
+			}
+			var seen struct {
+				Messages []struct{ Content string } `json:"messages"`
+			}
+			if err := json.Unmarshal([]byte(next.seen.Load().(string)), &seen); err != nil {
+				t.Fatal(err)
+			}
+			upstream := seen.Messages[0].Content
+			// The model's text is the original with each marked span, and
+			// nothing else, replaced by a placeholder.
+			var b strings.Builder
+			prev := 0
+			for _, w := range want {
+				b.WriteString(regexp.QuoteMeta(text[prev:w.Start]))
+				b.WriteString(`<` + w.Kind + `_[0-9]+>`)
+				prev = w.End
+			}
+			b.WriteString(regexp.QuoteMeta(text[prev:]))
+			if !regexp.MustCompile(`^` + b.String() + `$`).MatchString(upstream) {
+				t.Errorf("%s (stream %v): model saw %q", where[li], stream, upstream)
+			}
+			if n := len(placeholder.FindAllString(upstream, -1)); n != len(want) {
+				t.Errorf("%s: %d placeholders, want %d", where[li], n, len(want))
+			}
 		}
 	}
 }
