@@ -255,7 +255,7 @@ func detectPhones(s string, out []detection) []detection {
 			}
 		case len(d) > 2 && d[0] == '0' && d[1] == '0' && r.lens[0] <= 4:
 			// 00 and a country code: the international form without +.
-			if r.groups < 2 || !internationalPhone(d[2:]) {
+			if r.groups < 2 || !internationalPhone(d[2:]) || wordsBefore(s, start, 3)&(ctxPhone|ctxNotNumber) == ctxNotNumber {
 				continue
 			}
 		default:
