@@ -337,7 +337,7 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 				return
 			}
 			i = j
-		case c == '/' && inGroup && r.slashes == 0 && !paren:
+		case c == '/' && inGroup && r.slashes == 0 && !paren && (r.groups == 1 || pending == ')'):
 			// 089/1234567 or 0151 / 23456789
 			j := i + 1
 			if j < len(s) && s[j] == ' ' {
@@ -350,7 +350,7 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 			inGroup = false
 			pending = '/'
 			i = j
-		case c == ' ' && inGroup && i+2 < len(s) && s[i+1] == '/' && s[i+2] == ' ' && r.slashes == 0:
+		case c == ' ' && inGroup && i+2 < len(s) && s[i+1] == '/' && s[i+2] == ' ' && r.slashes == 0 && r.groups == 1:
 			i++ // " / ": the slash case reads the rest
 			inGroup = true
 		case (c == ' ' || c == '-' || c == '.') && inGroup && !paren && i+1 < len(s) && (isDigit(s[i+1]) || (s[i+1] == '(' && c == ' ')):
@@ -364,6 +364,18 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 			inGroup = false
 			pending = c
 			i++
+		case inGroup && !paren && (strings.HasPrefix(s[i:], "\u00a0") || strings.HasPrefix(s[i:], "\u202f")):
+			// A no-break space, as word processors put between groups.
+			w := 2
+			if s[i] != 0xC2 {
+				w = 3
+			}
+			if i+w >= len(s) || !isDigit(s[i+w]) || sepKind == '.' {
+				return
+			}
+			inGroup = false
+			pending = ' '
+			i += w
 		default:
 			return
 		}
@@ -374,10 +386,12 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 // decimal, a range, a path, an amount, a time, an order number.
 func notPhoneStart(s string, i int) bool {
 	switch s[i-1] {
-	case '.', ',', '-', '/', '#', '$', '\\', '_':
+	case '.', ',', '-', '#', '$', '\\', '_':
 		return true
 	case ':':
 		return i > 1 && isDigit(s[i-2])
+	case '/':
+		return i < 2 || !isDigit(s[i-2]) // a path, not a list: 030 123456/0171 1234567
 	}
 	return false
 }
@@ -389,7 +403,7 @@ func badPhoneFollow(s string, i int) bool {
 		return false
 	}
 	switch s[i] {
-	case '%', '/', '*', '^', '=', '@':
+	case '%', '*', '^', '=', '@':
 		return true
 	case ':', '.', ',', '-':
 		return i+1 < len(s) && isDigit(s[i+1])
@@ -508,6 +522,12 @@ func nationalPhone(s string, start int, r *phoneRunInfo) bool {
 	case r.paren == 1 && r.lens[0] == 2 && d[0] != '0':
 		// Brazil: (21) 2345-6789, (11) 91234-5678
 		return (n == 10 || n == 11) && r.lens[g-1] == 4
+	case g == 3 && r.seps[2] == '-' && (shape(2, 4, 4) || shape(2, 5, 4) && d[2] == '9') && d[0] != '0':
+		// Brazil without brackets: 21 2345-6789, 11 91234-5678
+		return true
+	case n == 10 && (string(d[:4]) == "1300" || string(d[:4]) == "1800") && (g == 1 || shape(4, 3, 3) || shape(4, 6)):
+		// Australia's national numbers: 1300 123 456
+		return true
 	case n == 11 && d[0] == '1':
 		// 1 and a North American number.
 		return d[1] >= '2' && d[4] >= '2' && (g == 1 || shape(1, 3, 3, 4) || shape(1, 3, 7) || r.paren == 2)
@@ -517,7 +537,7 @@ func nationalPhone(s string, start int, r *phoneRunInfo) bool {
 		return g == 1 || shape(3, 3, 4) || shape(5, 5) || shape(3, 7) || shape(4, 3, 3) || shape(3, 4, 3)
 	case n == 9 && d[0] >= '6':
 		// Spain: 612 345 678, 612 34 56 78, 91 123 45 67.
-		return g == 1 || shape(3, 3, 3) || shape(3, 2, 2, 2) || shape(2, 3, 2, 2)
+		return g == 1 || shape(3, 3, 3) || shape(3, 2, 2, 2) || shape(2, 3, 2, 2) || shape(2, 3, 4)
 	}
 	return false
 }
@@ -977,6 +997,30 @@ func privateKeyEnd(s string, i int) int {
 			}
 		}
 	}
+	if strings.HasPrefix(s[end:], `\n`) {
+		// Flattened with literal \n and no END marker: the base64 parts.
+		for p := end; strings.HasPrefix(s[p:], `\n`); {
+			q := p + 2
+			e := strings.Index(s[q:], `\n`)
+			if e < 0 {
+				e = len(s) - q
+				for k := q; k < len(s); k++ {
+					if !isAlnum(s[k]) && s[k] != '+' && s[k] != '/' && s[k] != '=' {
+						e = k - q
+						break
+					}
+				}
+			}
+			if !base64Line(s[q : q+e]) {
+				if e == 0 {
+					end = q // the trailing \n
+				}
+				break
+			}
+			end, p = q+e, q+e
+		}
+		return end
+	}
 	header := false // Proc-Type/DEK-Info lines, then one blank line
 	for p := end; p < len(s) && s[p] == '\n'; {
 		q := p + 1
@@ -984,7 +1028,10 @@ func privateKeyEnd(s string, i int) int {
 		if e < 0 {
 			e = len(s) - q
 		}
-		line := strings.TrimRight(s[q:q+e], " \r")
+		next := q + e
+		line := strings.TrimRight(s[q:next], " \r")
+		indent := len(line) - len(strings.TrimLeft(line, " \t"))
+		q, line = q+indent, line[indent:] // a key indented in YAML
 		switch {
 		case strings.HasPrefix(line, "-----END ") && strings.HasSuffix(line, endMark):
 			return q + len(line)
@@ -997,7 +1044,7 @@ func privateKeyEnd(s string, i int) int {
 			return end
 		}
 		end = q + len(line)
-		p = q + e
+		p = next
 	}
 	return end
 }

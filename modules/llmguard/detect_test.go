@@ -17,19 +17,20 @@ import (
 func secretValues() map[string]string {
 	pemHead := "-----BEGIN " + "RSA PRIVATE KEY-----"
 	return map[string]string{
-		"gh":        "gh" + "p_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-		"slack":     "xo" + "xb-" + "2048-4096-aB3dE5gH7jK9mN1pQ3sT5vX7z",
-		"google":    "AI" + "za" + "SyD9x7Qm2Lk4Jh6Gf8Ds0Ap1Zo3Xi5Cu7Vb",
-		"aws":       "AK" + "IA" + "IOSFODNN7EXAMPLE",
-		"provider":  "sk-" + "proj-" + "q8Zr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4",
-		"anthropic": "sk-" + "ant-" + "api03-" + "Zr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4q8Zr2Lm4Xv6Nb8Pc0Wd2_f4Hg6Jk8Ls0-a2Tx4",
-		"stripe":    "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
-		"gitlab":    "gl" + "pat-" + "xR4bN8mK2pQ7wT5vY9zA",
-		"jwt":       "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-		"pem":       pemHead + "\nMIIEowIBAAKCAQEAx3f9Qk2mZp\nq8Lr5Vt7Yw1\n-----END RSA PRIVATE KEY-----",
-		"pemHead":   pemHead,
-		"pemFlat":   "-----BEGIN " + "PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nq8Lr5Vt7Yw1==\\n-----END PRIVATE KEY-----",
-		"bearer":    "Zx9Qv2Lm7Nb4Kc8Wd1Yf5Hg3Jt6Rs0Pa",
+		"gh":          "gh" + "p_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+		"slack":       "xo" + "xb-" + "2048-4096-aB3dE5gH7jK9mN1pQ3sT5vX7z",
+		"google":      "AI" + "za" + "SyD9x7Qm2Lk4Jh6Gf8Ds0Ap1Zo3Xi5Cu7Vb",
+		"aws":         "AK" + "IA" + "IOSFODNN7EXAMPLE",
+		"provider":    "sk-" + "proj-" + "q8Zr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4",
+		"anthropic":   "sk-" + "ant-" + "api03-" + "Zr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4q8Zr2Lm4Xv6Nb8Pc0Wd2_f4Hg6Jk8Ls0-a2Tx4",
+		"stripe":      "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+		"gitlab":      "gl" + "pat-" + "xR4bN8mK2pQ7wT5vY9zA",
+		"jwt":         "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		"pem":         pemHead + "\nMIIEowIBAAKCAQEAx3f9Qk2mZp\nq8Lr5Vt7Yw1\n-----END RSA PRIVATE KEY-----",
+		"pemHead":     pemHead,
+		"pemFlat":     "-----BEGIN " + "PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nq8Lr5Vt7Yw1==\\n-----END PRIVATE KEY-----",
+		"pemFlatHead": "-----BEGIN " + "PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nq8Lr5Vt7Yw1==\\n",
+		"bearer":      "Zx9Qv2Lm7Nb4Kc8Wd1Yf5Hg3Jt6Rs0Pa",
 	}
 }
 
