@@ -30,6 +30,12 @@ func secretValues() map[string]string {
 		"pemHead":     pemHead,
 		"pemFlat":     "-----BEGIN " + "PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nq8Lr5Vt7Yw1==\\n-----END PRIVATE KEY-----",
 		"pemFlatHead": "-----BEGIN " + "PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nq8Lr5Vt7Yw1==\\n",
+		"gho":         "gh" + "o_" + "Zr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4",
+		"ghs":         "gh" + "s_" + "9Kc8Wd1Yf5Hg3Jt6Rs0PaZx9Qv2Lm7Nb4Kc8",
+		"ghpat":       "github" + "_pat_" + "11ABCDE2Q0aB3dE5gH7jK9_mN1pQ3sT5vX7zZr2Lm4Xv6Nb8Pc0Wd2Yf4Hg6Jk8Ls0Qa2Tx4q8Zr2Lm4Xv6",
+		"xoxp":        "xo" + "xp-" + "1234567890-0987654321-aB3dE5gH7jK9mN1pQ3sT5",
+		"asia":        "AS" + "IA" + "Y3FDSNDKFKSIDJSW",
+		"rk":          "rk" + "_live_" + "51H8s2KL9xQm4Vb7Nc1Zr5Tp",
 		"bearer":      "Zx9Qv2Lm7Nb4Kc8Wd1Yf5Hg3Jt6Rs0Pa",
 	}
 }
