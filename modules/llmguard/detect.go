@@ -200,12 +200,52 @@ func detectCards(s string, out []detection) []detection {
 			continue
 		}
 		end, d := digitRun(s, i, " -", buf[:0])
-		if len(d) >= 12 && len(d) <= 19 && !wordAfter(s, end) && cardPrefix(d) && luhn(d) {
+		if len(d) >= 12 && len(d) <= 19 && !wordAfter(s, end) && cardPrefix(d) && luhn(d) &&
+			!inDecimal(s, i, end) && cardGroups(s[i:end]) {
 			out = append(out, detection{i, end, KindCard})
 		}
 		i = end
 	}
 	return out
+}
+
+// inDecimal reports digits that are a decimal's fraction (3.1415…) or
+// its whole part (…5.05), or a number in scientific notation.
+func inDecimal(s string, start, end int) bool {
+	if start >= 2 && (s[start-1] == '.' || s[start-1] == ',') && isDigit(s[start-2]) {
+		return true
+	}
+	return end+1 < len(s) && (s[end] == '.' || s[end] == ',' || s[end] == 'e' || s[end] == 'E') && isDigit(s[end+1])
+}
+
+// cardGroups reports a card number's grouping: none, fours (the last
+// group may be shorter), or 4-6-5 and 4-6-4 (Amex, Diners).
+func cardGroups(t string) bool {
+	var lens [8]int
+	g := 0
+	for i := 0; i < len(t); i++ {
+		if !isDigit(t[i]) {
+			g++
+			if g == len(lens) {
+				return false
+			}
+			continue
+		}
+		lens[g]++
+	}
+	g++
+	if g == 1 {
+		return true
+	}
+	if g == 3 && lens[0] == 4 && lens[1] == 6 && (lens[2] == 5 || lens[2] == 4) {
+		return true
+	}
+	for k := 0; k < g-1; k++ {
+		if lens[k] != 4 {
+			return false
+		}
+	}
+	return lens[g-1] >= 1 && lens[g-1] <= 4
 }
 
 // detectPhones finds phone numbers: international ones (+ or 00, a
@@ -253,7 +293,7 @@ func detectPhones(s string, out []detection) []detection {
 			if !internationalPhone(d) {
 				continue
 			}
-		case len(d) > 2 && d[0] == '0' && d[1] == '0' && r.lens[0] <= 4:
+		case len(d) > 2 && d[0] == '0' && d[1] == '0' && r.lens[0] >= 2 && r.lens[0] <= 4 && (r.seps[1] != '.' || r.groups >= 3):
 			// 00 and a country code: the international form without +.
 			if r.groups < 2 || !internationalPhone(d[2:]) || wordsBefore(s, start, 3)&(ctxPhone|ctxNotNumber) == ctxNotNumber {
 				continue
@@ -491,7 +531,7 @@ func nationalPhone(s string, start int, r *phoneRunInfo) bool {
 	if sep == '.' && (g < 3 || r.paren > 0) {
 		return false // a decimal, not a phone
 	}
-	if isDateShape(d, r) || moneyAround(s, start, r.end) {
+	if isDateShape(d, r) || moneyAround(s, start, r.end) || inList(s, start, r.end) {
 		return false
 	}
 	if g == 2 && sep == '-' && r.lens[0] == 5 && r.lens[1] == 4 && n == 9 {
@@ -534,10 +574,56 @@ func nationalPhone(s string, start int, r *phoneRunInfo) bool {
 	case n == 10:
 		// North America ((415) 555-2671), India (98765 43210), Italy's
 		// mobiles (347 123 4567).
-		return g == 1 || shape(3, 3, 4) || shape(5, 5) || shape(3, 7) || shape(4, 3, 3) || shape(3, 4, 3)
+		if d[0] < '2' {
+			return false
+		}
+		if shape(5, 5) {
+			// India's mobiles start with 6 to 9, and are written with a
+			// space: 98765-43210 only where the text says it is a phone
+			// (60000-61000 is a range).
+			return d[0] >= '6' && (r.seps[1] == ' ' || ctx&ctxPhone != 0)
+		}
+		return g == 1 || shape(3, 3, 4) || shape(3, 7) || shape(4, 3, 3) || shape(3, 4, 3)
 	case n == 9 && d[0] >= '6':
 		// Spain: 612 345 678, 612 34 56 78, 91 123 45 67.
 		return g == 1 || shape(3, 3, 3) || shape(3, 2, 2, 2) || shape(2, 3, 2, 2) || shape(2, 3, 4)
+	}
+	return false
+}
+
+// inList reports a run that is part of a longer space-separated list of
+// short numbers or hex bytes (4b 61 308 73 65), not a phone number.
+func inList(s string, start, end int) bool {
+	item := func(t string) bool {
+		if len(t) == 0 || len(t) > 4 {
+			return false
+		}
+		digit := false
+		for i := 0; i < len(t); i++ {
+			if !isHex(t[i]) {
+				return false
+			}
+			digit = digit || isDigit(t[i])
+		}
+		return digit
+	}
+	if start >= 2 && s[start-1] == ' ' {
+		j := start - 1
+		for j > 0 && isAlnum(s[j-1]) {
+			j--
+		}
+		if item(s[j : start-1]) {
+			return true
+		}
+	}
+	if end+1 < len(s) && s[end] == ' ' {
+		k := end + 1
+		for k < len(s) && isAlnum(s[k]) {
+			k++
+		}
+		if item(s[end+1 : k]) {
+			return true
+		}
 	}
 	return false
 }
@@ -647,7 +733,7 @@ func detectNationalIDs(s string, out []detection) []detection {
 			continue
 		}
 		switch {
-		case i+9 <= len(s) && allDigits(s[i:i+8]) && isUpper(s[i+8]) && !wordAfter(s, i+9): // DNI
+		case i+9 <= len(s) && allDigits(s[i:i+8]) && isUpper(s[i+8]) && !wordAfter(s, i+9) && !inDecimal(s, i, i+8) && !signed(s, i): // DNI
 			if dniLetters[atoi(s[i:i+8])%23] == s[i+8] {
 				out = append(out, detection{i, i + 9, KindNationalID})
 				i += 8
@@ -673,6 +759,9 @@ func detectNationalIDs(s string, out []detection) []detection {
 	}
 	return out
 }
+
+// signed reports a number with a sign before it (+99585767E-22).
+func signed(s string, i int) bool { return i > 0 && (s[i-1] == '+' || s[i-1] == '-') }
 
 // ssnValid applies the rules of issued US social security numbers: no
 // area 000, 666 or 9xx, no group 00, no serial 0000.
@@ -827,7 +916,8 @@ func detectIPs(s string, out []detection) []detection {
 				out = append(out, detection{i, end, KindIP})
 			}
 		case dots == 3 && colons == 0:
-			if a, err := netip.ParseAddr(tok); err == nil && a.Is4() && !badIPFollow(s, end) && wordsBefore(s, i, 1)&ctxNotIP == 0 {
+			// 0.x.x.x is no host's address but a version: 0.10.1.0
+			if a, err := netip.ParseAddr(tok); err == nil && a.Is4() && (tok[0] != '0' || tok == "0.0.0.0") && !badIPFollow(s, end) && wordsBefore(s, i, 1)&ctxNotIP == 0 {
 				out = append(out, detection{i, end, KindIP})
 			}
 		}
@@ -1094,8 +1184,9 @@ func bearerToken(s string, i int) (int, int) {
 	for j < len(s) && (isTokenChar(s[j]) || s[j] == '.' || s[j] == '~' || s[j] == '+' || s[j] == '/' || s[j] == '=') {
 		j++
 	}
-	if j-i >= 20 && entropy(s[i:j]) >= 3.5 {
-		return i, j
+	tok := strings.TrimRight(s[i:j], "=")
+	if j-i >= 20 && strings.IndexByte(tok, '=') < 0 && entropy(s[i:j]) >= 3.5 {
+		return i, j // base64's = pads the end only: KEY=value is a setting
 	}
 	return -1, -1
 }
@@ -1149,7 +1240,7 @@ var contextWords = func() map[string]uint8 {
 	add(ctxUnit, "eur usd gbp inr sek nok dkk chf jpy aud cad brl kr euro euros dollars dollar pounds rupees yen "+
 		"km kg mb gb kb tb bytes users people rows tokens views votes years miles points tonnes lakh crore "+
 		"times requests downloads visitors residents inhabitants page pages views hits clicks visits copies units")
-	add(ctxNotIP, "version ver release build section chapter figure fig table rule step clause article art oid mib")
+	add(ctxNotIP, "version versions ver release releases build section chapter figure fig table rule step clause article art oid mib")
 	return m
 }()
 
