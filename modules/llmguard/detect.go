@@ -23,6 +23,12 @@ const (
 	KindSecret     = "SECRET"
 )
 
+// detectLookahead is how far past a value a detector may read to decide
+// on it (a unit word after a number, the rest of an address after a
+// colon). A stream holds a finding that ends this close to the end of the
+// text so far until more text comes.
+const detectLookahead = 16
+
 // detectors by their configuration name.
 var detectors = map[string]func(s string, out []detection) []detection{
 	"email":       detectEmails,
@@ -50,7 +56,7 @@ func wordAfter(s string, i int) bool  { return i < len(s) && (isAlnum(s[i]) || s
 // --- email ---
 
 func isLocal(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-' || c == '\''
 }
 
 func detectEmails(s string, out []detection) []detection {
@@ -65,11 +71,11 @@ func detectEmails(s string, out []detection) []detection {
 		for start > 0 && isLocal(s[start-1]) {
 			start--
 		}
-		for start < at && s[start] == '.' {
+		for start < at && (s[start] == '.' || s[start] == '\'') {
 			start++
 		}
-		if start == at {
-			continue
+		if start == at || strings.HasSuffix(s[:start], "://") {
+			continue // no local part, or a URL's user (https://token@host)
 		}
 		// domain: labels of letters, digits and hyphens, two or more,
 		// the last (TLD) letters only and at least two long.
@@ -94,12 +100,22 @@ func detectEmails(s string, out []detection) []detection {
 			continue
 		}
 		tld := s[lastStart:end]
-		if len(tld) < 2 || !allLetters(tld) {
+		if len(tld) < 2 || !allLetters(tld) || scaleSuffix(s[at+1:end]) {
 			continue
 		}
 		out = append(out, detection{start, end, KindEmail})
 		off = end
 	}
+}
+
+// scaleSuffix reports an image's scale suffix read as a domain:
+// icon@2x.png, logo@1.5x.webp.
+func scaleSuffix(domain string) bool {
+	i := 0
+	for i < len(domain) && (isDigit(domain[i]) || domain[i] == '.') {
+		i++
+	}
+	return i > 0 && i < len(domain) && domain[i] == 'x' && (i+1 == len(domain) || domain[i+1] == '.')
 }
 
 func allLetters(s string) bool {
@@ -184,7 +200,8 @@ func detectCards(s string, out []detection) []detection {
 			continue
 		}
 		end, d := digitRun(s, i, " -", buf[:0])
-		if len(d) >= 12 && len(d) <= 19 && !wordAfter(s, end) && cardPrefix(d) && luhn(d) {
+		if len(d) >= 12 && len(d) <= 19 && !wordAfter(s, end) && cardPrefix(d) && luhn(d) &&
+			!inDecimal(s, i, end) && cardGroups(s[i:end]) {
 			out = append(out, detection{i, end, KindCard})
 		}
 		i = end
@@ -192,9 +209,52 @@ func detectCards(s string, out []detection) []detection {
 	return out
 }
 
-// detectPhones finds international numbers (+ and 8 to 15 digits) and
-// national ones written with separators: (555) 123-4567, 555-123-4567,
-// 555.123.4567, 020 7946 0958, 06 12 34 56 78.
+// inDecimal reports digits that are a decimal's fraction (3.1415…) or
+// its whole part (…5.05), or a number in scientific notation.
+func inDecimal(s string, start, end int) bool {
+	if start >= 2 && (s[start-1] == '.' || s[start-1] == ',') && isDigit(s[start-2]) {
+		return true
+	}
+	return end+1 < len(s) && (s[end] == '.' || s[end] == ',' || s[end] == 'e' || s[end] == 'E') && isDigit(s[end+1])
+}
+
+// cardGroups reports a card number's grouping: none, fours (the last
+// group may be shorter), or 4-6-5 and 4-6-4 (Amex, Diners).
+func cardGroups(t string) bool {
+	var lens [8]int
+	g := 0
+	for i := 0; i < len(t); i++ {
+		if !isDigit(t[i]) {
+			g++
+			if g == len(lens) {
+				return false
+			}
+			continue
+		}
+		lens[g]++
+	}
+	g++
+	if g == 1 {
+		return true
+	}
+	if g == 3 && lens[0] == 4 && lens[1] == 6 && (lens[2] == 5 || lens[2] == 4) {
+		return true
+	}
+	for k := 0; k < g-1; k++ {
+		if lens[k] != 4 {
+			return false
+		}
+	}
+	return lens[g-1] >= 1 && lens[g-1] <= 4
+}
+
+// detectPhones finds phone numbers: international ones (+ or 00, a
+// country code, 8 to 15 digits) and national ones of the countries in
+// phonePlans, in the groupings people write them in (spaces, dashes,
+// dots, one slash, a bracketed area code or trunk "(0)"). A number
+// written without separators counts only after a word such as "call" or
+// "phone". Dates, ISBNs, ZIP+4 codes, thousands-grouped amounts, decimals
+// and numbers after words such as "order" or "ISBN" do not count.
 func detectPhones(s string, out []detection) []detection {
 	var buf [32]byte
 	for i := 0; i < len(s); i++ {
@@ -202,75 +262,451 @@ func detectPhones(s string, out []detection) []detection {
 		if c != '+' && c != '(' && !isDigit(c) {
 			continue
 		}
-		start := i
-		plus := false
-		switch {
-		case c == '+' && i+1 < len(s) && isDigit(s[i+1]) && !wordBefore(s, i):
-			plus = true
-			i++
-		case c == '(' && i+1 < len(s) && isDigit(s[i+1]) && !wordBefore(s, i):
-		case isDigit(c) && !wordBefore(s, i) && (i == 0 || (s[i-1] != '.' && s[i-1] != '-')):
-		default:
+		if wordBefore(s, i) || (i > 0 && isDigit(c) && notPhoneStart(s, i)) {
 			continue
 		}
-		end, digits, groups := phoneRun(s, i, buf[:0])
-		i = max(end-1, i)
-		if wordAfter(s, end) {
+		start, plus := i, false
+		if c == '+' || c == '(' {
+			if i+1 >= len(s) || !isDigit(s[i+1]) {
+				continue
+			}
+			if c == '+' {
+				plus = true
+				i++
+			}
+		}
+		var r phoneRunInfo
+		phoneRun(s, i, buf[:0], &r)
+		if r.openParen && c == '(' {
+			continue // read again from the digit after the bracket
+		}
+		i = max(r.end-1, i)
+		if wordAfter(s, r.end) || badPhoneFollow(s, r.end) {
 			continue
 		}
+		d := r.digits
 		switch {
 		case plus:
-			if len(digits) >= 8 && len(digits) <= 15 {
-				out = append(out, detection{start, end, KindPhone})
+			if r.trunkParen > 0 {
+				d = append(d[:r.lens[0]], d[r.lens[0]+1:]...)
 			}
-		case groups >= 3 && len(digits) >= 10 && len(digits) <= 11:
-			out = append(out, detection{start, end, KindPhone})
+			if !internationalPhone(d) {
+				continue
+			}
+		case len(d) > 2 && d[0] == '0' && d[1] == '0' && r.lens[0] >= 2 && r.lens[0] <= 4 && (r.seps[1] != '.' || r.groups >= 3):
+			// 00 and a country code: the international form without +.
+			if r.groups < 2 || !internationalPhone(d[2:]) || wordsBefore(s, start, 3)&(ctxPhone|ctxNotNumber) == ctxNotNumber {
+				continue
+			}
+		default:
+			if !nationalPhone(s, start, &r) {
+				continue
+			}
 		}
+		out = append(out, detection{start, r.end, KindPhone})
 	}
 	return out
 }
 
-// phoneRun reads digits joined by phone separators (space, -, ., and one
-// parenthesised group) and counts the groups.
-func phoneRun(s string, i int, buf []byte) (end int, digits []byte, groups int) {
-	digits = buf
+// phoneRunInfo describes a run of digits in phone groupings.
+type phoneRunInfo struct {
+	end        int
+	digits     []byte
+	groups     int
+	lens       [8]int // digits per group (the first 8 groups)
+	seps       [8]byte
+	paren      int // index+1 of the bracketed group, 0 for none
+	trunkParen int // 1 when a bracketed "(0)" follows the country code
+	slashes    int
+	openParen  bool // a bracket that never closed: (98765 43210)
+}
+
+// phoneRun reads digits joined by phone separators: single spaces,
+// dashes or dots (dots not mixed with others), one slash (spaced or not)
+// and one bracketed group.
+func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
+	r.digits = buf
 	inGroup, paren := false, false
 	sepKind := byte(0)
-	end = i
+	r.end = i
+	pending := byte(0)
+	defer func() { r.openParen = paren }()
 	for i < len(s) {
 		c := s[i]
 		switch {
 		case isDigit(c):
 			if !inGroup {
-				groups++
+				if r.groups < len(r.lens) {
+					r.seps[r.groups] = pending
+				}
+				r.groups++
 				inGroup = true
+				pending = 0
 			}
-			digits = append(digits, c)
+			if r.groups <= len(r.lens) {
+				r.lens[r.groups-1]++
+			}
+			r.digits = append(r.digits, c)
 			i++
-			end = i
-		case c == '(' && !paren && !inGroup:
+			r.end = i
+		case c == '(' && !paren && !inGroup && r.paren == 0 && i+1 < len(s) && isDigit(s[i+1]):
 			paren = true
+			r.paren = r.groups + 1
 			i++
 		case c == ')' && paren && inGroup:
 			paren = false
 			inGroup = false
-			i++
-			if i < len(s) && s[i] == ' ' {
-				i++
+			if r.groups == 2 && r.lens[1] == 1 && r.digits[len(r.digits)-1] == '0' {
+				r.trunkParen = 1 // +44 (0) 20 …
 			}
-		case (c == ' ' || c == '-' || c == '.') && inGroup && i+1 < len(s) && (isDigit(s[i+1]) || s[i+1] == '('):
-			if sepKind == 0 {
+			i++
+			r.end = i
+			pending = ')'
+			// (555) 123-4567, (0)20 …, (089) / 123456, (11) 91234-5678
+			j := i
+			if j < len(s) && s[j] == ' ' {
+				j++
+			}
+			if j+1 < len(s) && (s[j] == '-' || s[j] == '/') {
+				j++
+				if s[j] == ' ' {
+					j++
+				}
+			}
+			if j >= len(s) || !isDigit(s[j]) {
+				return
+			}
+			i = j
+		case c == '/' && inGroup && r.slashes == 0 && !paren && (r.groups == 1 || pending == ')'):
+			// 089/1234567 or 0151 / 23456789
+			j := i + 1
+			if j < len(s) && s[j] == ' ' {
+				j++
+			}
+			if j >= len(s) || !isDigit(s[j]) {
+				return
+			}
+			r.slashes++
+			inGroup = false
+			pending = '/'
+			i = j
+		case c == ' ' && inGroup && i+2 < len(s) && s[i+1] == '/' && s[i+2] == ' ' && r.slashes == 0 && r.groups == 1:
+			i++ // " / ": the slash case reads the rest
+			inGroup = true
+		case (c == ' ' || c == '-' || c == '.') && inGroup && !paren && i+1 < len(s) && (isDigit(s[i+1]) || (s[i+1] == '(' && c == ' ')):
+			switch {
+			case sepKind == 0:
 				sepKind = c
-			} else if c != sepKind && !(sepKind == ' ' || c == ' ') {
-				return end, digits, groups
+			case c == sepKind:
+			case c == '.' || sepKind == '.':
+				return
 			}
 			inGroup = false
+			pending = c
 			i++
+		case inGroup && !paren && (strings.HasPrefix(s[i:], "\u00a0") || strings.HasPrefix(s[i:], "\u202f")):
+			// A no-break space, as word processors put between groups.
+			w := 2
+			if s[i] != 0xC2 {
+				w = 3
+			}
+			if i+w >= len(s) || !isDigit(s[i+w]) || sepKind == '.' {
+				return
+			}
+			inGroup = false
+			pending = ' '
+			i += w
 		default:
-			return end, digits, groups
+			return
 		}
 	}
-	return end, digits, groups
+}
+
+// notPhoneStart reports a digit at i that continues something else: a
+// decimal, a range, a path, an amount, a time, an order number.
+func notPhoneStart(s string, i int) bool {
+	switch s[i-1] {
+	case '.', ',', '-', '#', '$', '\\', '_':
+		return true
+	case ':':
+		return i > 1 && isDigit(s[i-2])
+	case '/':
+		return i < 2 || !isDigit(s[i-2]) // a path, not a list: 030 123456/0171 1234567
+	}
+	return false
+}
+
+// badPhoneFollow reports a run that goes on as something else: a
+// percentage, degrees, a time, a decimal or a range.
+func badPhoneFollow(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	switch s[i] {
+	case '%', '*', '^', '=', '@':
+		return true
+	case ':', '.', ',', '-':
+		return i+1 < len(s) && isDigit(s[i+1])
+	case 0xC2: // ° and other Latin-1 signs
+		return i+1 < len(s) && s[i+1] == 0xB0
+	}
+	return false
+}
+
+// internationalPhone checks the digits after + or 00: a country code
+// (the first digit is never 0) and a total of 8 to 15 digits; for the
+// countries in phonePlans, the national number's length.
+func internationalPhone(d []byte) bool {
+	if len(d) < 8 || len(d) > 15 || d[0] == '0' {
+		return false
+	}
+	for i := range phonePlans {
+		p := &phonePlans[i]
+		if len(d) > len(p.cc) && string(d[:len(p.cc)]) == p.cc {
+			n := len(d) - len(p.cc)
+			return n >= p.nsnMin && n <= p.nsnMax
+		}
+	}
+	return true
+}
+
+// A phonePlan is a country's numbering as far as the detector needs it:
+// its calling code and the length of the national significant number
+// (the number without the trunk 0 or the country code).
+type phonePlan struct {
+	country        string
+	cc             string
+	nsnMin, nsnMax int
+}
+
+// phonePlans are the countries whose national formats the phone detector
+// knows. Numbers written with a trunk 0 (every country here but the US,
+// Canada, Spain, Italy and India's mobiles) are 0 and 6 to 11 digits.
+var phonePlans = []phonePlan{
+	{"US/CA", "1", 10, 10},
+	{"GB", "44", 9, 10},
+	{"IE", "353", 7, 9},
+	{"DE", "49", 6, 11},
+	{"AT", "43", 4, 12},
+	{"CH", "41", 9, 9},
+	{"FR", "33", 9, 9},
+	{"BE", "32", 8, 9},
+	{"NL", "31", 9, 9},
+	{"ES", "34", 9, 9},
+	{"IT", "39", 6, 11},
+	{"SE", "46", 7, 9},
+	{"IN", "91", 10, 10},
+	{"JP", "81", 9, 10},
+	{"AU", "61", 9, 9},
+	{"BR", "55", 10, 11},
+}
+
+// nationalPhone decides whether a run without + is a national number of
+// one of phonePlans' countries.
+func nationalPhone(s string, start int, r *phoneRunInfo) bool {
+	d, n, g := r.digits, len(r.digits), r.groups
+	if n < 7 || n > 12 || g > len(r.lens) {
+		return false
+	}
+	ctx := wordsBefore(s, start, 3)
+	if ctx&ctxPhone == 0 && ctx&ctxNotNumber != 0 {
+		return false
+	}
+	if g == 1 && ctx&ctxPhone == 0 && ctx&ctxNumber == 0 {
+		return false // without separators only when the text says it is a phone
+	}
+	sep := byte(0)
+	for k := 1; k < g; k++ {
+		if r.seps[k] != ' ' && r.seps[k] != ')' {
+			sep = r.seps[k]
+		}
+	}
+	// Every group has two digits or more, but for the leading 1 of a North
+	// American number.
+	for k := 0; k < g; k++ {
+		if r.lens[k] < 2 && !(k == 0 && d[0] == '1' && n == 11) {
+			return false
+		}
+	}
+	if sep == '.' && (g < 3 || r.paren > 0) {
+		return false // a decimal, not a phone
+	}
+	if isDateShape(d, r) || moneyAround(s, start, r.end) || inList(s, start, r.end) {
+		return false
+	}
+	if g == 2 && sep == '-' && r.lens[0] == 5 && r.lens[1] == 4 && n == 9 {
+		return false // a ZIP+4 code
+	}
+	if thousands(r) && !(n == 9 && g == 3 && d[0] >= '6' && !zeroGroup(d, r)) {
+		return false
+	}
+	shape := func(ls ...int) bool {
+		if len(ls) != g {
+			return false
+		}
+		for k, l := range ls {
+			if r.lens[k] != l {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case d[0] == '0':
+		// A trunk 0 and the national number: GB, IE, DE, AT, CH, FR, BE,
+		// NL, SE, IN landlines, JP, AU, IT landlines.
+		if d[1] == '0' {
+			return false
+		}
+		return n >= 9 || (n >= 7 && (g >= 3 || r.paren == 1 || ctx&ctxPhone != 0))
+	case r.paren == 1 && r.lens[0] == 2 && d[0] != '0':
+		// Brazil: (21) 2345-6789, (11) 91234-5678
+		return (n == 10 || n == 11) && r.lens[g-1] == 4
+	case g == 3 && r.seps[2] == '-' && (shape(2, 4, 4) || shape(2, 5, 4) && d[2] == '9') && d[0] != '0':
+		// Brazil without brackets: 21 2345-6789, 11 91234-5678
+		return true
+	case n == 10 && (string(d[:4]) == "1300" || string(d[:4]) == "1800") && (g == 1 || shape(4, 3, 3) || shape(4, 6)):
+		// Australia's national numbers: 1300 123 456
+		return true
+	case n == 11 && d[0] == '1':
+		// 1 and a North American number.
+		return d[1] >= '2' && d[4] >= '2' && (g == 1 || shape(1, 3, 3, 4) || shape(1, 3, 7) || r.paren == 2)
+	case n == 10:
+		// North America ((415) 555-2671), India (98765 43210), Italy's
+		// mobiles (347 123 4567).
+		if d[0] < '2' {
+			return false
+		}
+		if shape(5, 5) {
+			// India's mobiles start with 6 to 9, and are written with a
+			// space: 98765-43210 only where the text says it is a phone
+			// (60000-61000 is a range).
+			return d[0] >= '6' && (r.seps[1] == ' ' || ctx&ctxPhone != 0)
+		}
+		return g == 1 || shape(3, 3, 4) || shape(3, 7) || shape(4, 3, 3) || shape(3, 4, 3)
+	case n == 9 && d[0] >= '6':
+		// Spain: 612 345 678, 612 34 56 78, 91 123 45 67.
+		return g == 1 || shape(3, 3, 3) || shape(3, 2, 2, 2) || shape(2, 3, 2, 2) || shape(2, 3, 4)
+	}
+	return false
+}
+
+// inList reports a run that is part of a longer space-separated list of
+// short numbers or hex bytes (4b 61 308 73 65), not a phone number.
+func inList(s string, start, end int) bool {
+	item := func(t string) bool {
+		if len(t) == 0 || len(t) > 4 {
+			return false
+		}
+		digit := false
+		for i := 0; i < len(t); i++ {
+			if !isHex(t[i]) {
+				return false
+			}
+			digit = digit || isDigit(t[i])
+		}
+		return digit
+	}
+	if start >= 2 && s[start-1] == ' ' {
+		j := start - 1
+		for j > 0 && isAlnum(s[j-1]) {
+			j--
+		}
+		if item(s[j : start-1]) {
+			return true
+		}
+	}
+	if end+1 < len(s) && s[end] == ' ' {
+		k := end + 1
+		for k < len(s) && isAlnum(s[k]) {
+			k++
+		}
+		if item(s[end+1 : k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDateShape reports dd.mm.yyyy, mm/dd/yy, yyyy-mm-dd and the like.
+func isDateShape(d []byte, r *phoneRunInfo) bool {
+	if r.groups != 3 {
+		return false
+	}
+	l0, l1, l2 := r.lens[0], r.lens[1], r.lens[2]
+	num := func(off, l int) int { return atoi(string(d[off : off+l])) }
+	switch {
+	case l0 <= 2 && l1 <= 2 && (l2 == 2 || l2 == 4):
+		a, b := num(0, l0), num(l0, l1)
+		return a >= 1 && b >= 1 && ((a <= 31 && b <= 12) || (a <= 12 && b <= 31))
+	case l0 == 4 && l1 <= 2 && l2 <= 2:
+		m, day := num(4, l1), num(4+l1, l2)
+		return m >= 1 && m <= 12 && day >= 1 && day <= 31
+	}
+	return false
+}
+
+// thousands reports an amount grouped in thousands: 1 234 567, 12.345.678.
+func thousands(r *phoneRunInfo) bool {
+	if r.groups < 3 || r.paren > 0 || r.lens[0] > 3 {
+		return false
+	}
+	for k := 1; k < r.groups; k++ {
+		if r.lens[k] != 3 || (r.seps[k] != ' ' && r.seps[k] != '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// zeroGroup reports a group of 000 after the first, as amounts have.
+func zeroGroup(d []byte, r *phoneRunInfo) bool {
+	off := r.lens[0]
+	for k := 1; k < r.groups; k++ {
+		if string(d[off:off+r.lens[k]]) == "000" {
+			return true
+		}
+		off += r.lens[k]
+	}
+	return false
+}
+
+// moneyAround reports a currency sign right before start, or a currency or
+// unit word right after end.
+func moneyAround(s string, start, end int) bool {
+	j := start
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	if currencySign(s[:j], true) {
+		return true
+	}
+	k := end
+	for k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k == end || k >= len(s) {
+		return false
+	}
+	if currencySign(s[k:], false) {
+		return true
+	}
+	e := k
+	for e < len(s) && isLetter(s[e]) {
+		e++
+	}
+	return wordKind(s[k:e])&ctxUnit != 0
+}
+
+// currencySign reports a currency sign at the end (before) or the start
+// of s.
+func currencySign(s string, before bool) bool {
+	for _, sign := range [...]string{"$", "€", "£", "¥", "₹"} {
+		if before && strings.HasSuffix(s, sign) || !before && strings.HasPrefix(s, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // detectNationalIDs finds identity numbers that carry a check: Spanish
@@ -297,16 +733,20 @@ func detectNationalIDs(s string, out []detection) []detection {
 			continue
 		}
 		switch {
-		case i+9 <= len(s) && allDigits(s[i:i+8]) && isUpper(s[i+8]) && !wordAfter(s, i+9): // DNI
+		case i+9 <= len(s) && allDigits(s[i:i+8]) && isUpper(s[i+8]) && !wordAfter(s, i+9) && !inDecimal(s, i, i+8) && !signed(s, i): // DNI
 			if dniLetters[atoi(s[i:i+8])%23] == s[i+8] {
 				out = append(out, detection{i, i + 9, KindNationalID})
 				i += 8
 			}
-		case i+11 <= len(s) && allDigits(s[i:i+3]) && s[i+3] == '-' && allDigits(s[i+4:i+6]) && s[i+6] == '-' && allDigits(s[i+7:i+11]) && !wordAfter(s, i+11): // SSN
-			area, group, serial := atoi(s[i:i+3]), atoi(s[i+4:i+6]), atoi(s[i+7:i+11])
-			if area != 0 && area != 666 && area < 900 && group != 0 && serial != 0 {
+		case i+11 <= len(s) && allDigits(s[i:i+3]) && (s[i+3] == '-' || s[i+3] == ' ') && s[i+6] == s[i+3] && allDigits(s[i+4:i+6]) && allDigits(s[i+7:i+11]) && !wordAfter(s, i+11) && !ssnGoesOn(s, i, i+11): // SSN: 123-45-6789, 123 45 6789
+			if ssnValid(s[i:i+3], s[i+4:i+6], s[i+7:i+11]) {
 				out = append(out, detection{i, i + 11, KindNationalID})
 				i += 10
+			}
+		case i+9 <= len(s) && allDigits(s[i:i+9]) && !wordAfter(s, i+9) && !ssnGoesOn(s, i, i+9): // SSN written 123456789, after a word that says so
+			if ssnValid(s[i:i+3], s[i+3:i+5], s[i+5:i+9]) && wordsBefore(s, i, 4)&ctxSSN != 0 {
+				out = append(out, detection{i, i + 9, KindNationalID})
+				i += 8
 			}
 		case i+11 <= len(s) && allDigits(s[i:i+6]) && (s[i+6] == '-' || s[i+6] == '+') && allDigits(s[i+7:i+11]) && !wordAfter(s, i+11): // personnummer
 			d := []byte(s[i:i+6] + s[i+7:i+11])
@@ -318,6 +758,25 @@ func detectNationalIDs(s string, out []detection) []detection {
 		}
 	}
 	return out
+}
+
+// signed reports a number with a sign before it (+99585767E-22).
+func signed(s string, i int) bool { return i > 0 && (s[i-1] == '+' || s[i-1] == '-') }
+
+// ssnValid applies the rules of issued US social security numbers: no
+// area 000, 666 or 9xx, no group 00, no serial 0000.
+func ssnValid(area, group, serial string) bool {
+	a := atoi(area)
+	return a != 0 && a != 666 && a < 900 && atoi(group) != 0 && atoi(serial) != 0
+}
+
+// ssnGoesOn reports digits joined before or after [start, end): a longer
+// number that only contains an SSN's shape.
+func ssnGoesOn(s string, start, end int) bool {
+	if start > 0 && (s[start-1] == '-' || s[start-1] == '.' || s[start-1] == '/') {
+		return true
+	}
+	return end+1 < len(s) && (s[end] == '-' || s[end] == '.' || s[end] == '/') && isDigit(s[end+1])
 }
 
 func allDigits(s string) bool {
@@ -443,14 +902,43 @@ func detectIPs(s string, out []detection) []detection {
 		}
 		tok := s[i:end]
 		dots = strings.Count(tok, ".")
-		if colons >= 2 || dots == 3 {
-			if a, err := netip.ParseAddr(tok); err == nil && (a.Is4() && dots == 3 || a.Is6() && colons >= 2) {
+		colons = strings.Count(tok, ":")
+		if colons == 1 && dots == 3 {
+			// An IPv4 address and a port: 10.1.2.3:8080
+			c := strings.IndexByte(tok, ':')
+			if p := tok[c+1:]; len(p) >= 1 && len(p) <= 5 && allDigits(p) {
+				tok, end, colons = tok[:c], i+c, 0
+			}
+		}
+		switch {
+		case colons >= 2:
+			if a, err := netip.ParseAddr(tok); err == nil && a.Is6() && hasHexDigit(tok) {
+				out = append(out, detection{i, end, KindIP})
+			}
+		case dots == 3 && colons == 0:
+			// 0.x.x.x is no host's address but a version: 0.10.1.0
+			if a, err := netip.ParseAddr(tok); err == nil && a.Is4() && (tok[0] != '0' || tok == "0.0.0.0") && !badIPFollow(s, end) && wordsBefore(s, i, 1)&ctxNotIP == 0 {
 				out = append(out, detection{i, end, KindIP})
 			}
 		}
 		i = j - 1
 	}
 	return out
+}
+
+func hasHexDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isHex(s[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// badIPFollow reports a dotted quad that goes on as a longer version
+// (1.2.3.4-beta, 1.2.3.4.5 is cut before) or a percentage.
+func badIPFollow(s string, i int) bool {
+	return i+1 < len(s) && (s[i] == '-' || s[i] == '+') && isLetter(s[i+1]) || i < len(s) && s[i] == '%'
 }
 
 // --- secrets ---
@@ -573,24 +1061,120 @@ func jwtEnd(s string, start, end int) int {
 	return end
 }
 
-// privateKeyEnd returns the end of a private key block starting at i
-// (the rest of the text when it is cut off), or -1.
+// privateKeyEnd returns the end of a private key block starting at i, or
+// -1. The block is the BEGIN line, the base64 lines (and encryption
+// headers) that follow it, and the END line when it follows them; a key
+// cut short ends at its last base64 line, so text after it stays text.
+// A key flattened onto one line (spaces or literal \n between its parts)
+// ends at its END marker.
 func privateKeyEnd(s string, i int) int {
 	const endMark = "PRIVATE KEY-----"
 	off := i + len("-----BEGIN ")
 	h := strings.Index(s[off:], endMark)
-	if h < 0 || h > 40 {
+	if h < 0 || h > 40 || strings.IndexByte(s[off:off+h], '\n') >= 0 {
 		return -1
 	}
-	f := strings.Index(s[off:], "-----END ")
-	if f < 0 {
-		return len(s)
+	end := off + h + len(endMark)
+	// Flattened: base64, spaces and \n up to an END marker on this line.
+	if nl := strings.IndexByte(s[end:], '\n'); nl != 0 {
+		line := s[end:]
+		if nl > 0 {
+			line = line[:nl]
+		}
+		if f := strings.Index(line, "-----END "); f >= 0 && flatBase64(line[:f]) {
+			if e := strings.Index(line[f:], endMark); e >= 0 {
+				return end + f + e + len(endMark)
+			}
+		}
 	}
-	e := strings.Index(s[off+f:], endMark)
-	if e < 0 {
-		return len(s)
+	if strings.HasPrefix(s[end:], `\n`) {
+		// Flattened with literal \n and no END marker: the base64 parts.
+		for p := end; strings.HasPrefix(s[p:], `\n`); {
+			q := p + 2
+			e := strings.Index(s[q:], `\n`)
+			if e < 0 {
+				e = len(s) - q
+				for k := q; k < len(s); k++ {
+					if !isAlnum(s[k]) && s[k] != '+' && s[k] != '/' && s[k] != '=' {
+						e = k - q
+						break
+					}
+				}
+			}
+			if !base64Line(s[q : q+e]) {
+				if e == 0 {
+					end = q // the trailing \n
+				}
+				break
+			}
+			end, p = q+e, q+e
+		}
+		return end
 	}
-	return off + f + e + len(endMark)
+	header := false // Proc-Type/DEK-Info lines, then one blank line
+	for p := end; p < len(s) && s[p] == '\n'; {
+		q := p + 1
+		e := strings.IndexByte(s[q:], '\n')
+		if e < 0 {
+			e = len(s) - q
+		}
+		next := q + e
+		line := strings.TrimRight(s[q:next], " \r")
+		indent := len(line) - len(strings.TrimLeft(line, " \t"))
+		q, line = q+indent, line[indent:] // a key indented in YAML
+		switch {
+		case strings.HasPrefix(line, "-----END ") && strings.HasSuffix(line, endMark):
+			return q + len(line)
+		case strings.HasPrefix(line, "Proc-Type:") || strings.HasPrefix(line, "DEK-Info:"):
+			header = true
+		case line == "" && header:
+			header = false
+		case base64Line(line):
+		default:
+			return end
+		}
+		end = q + len(line)
+		p = next
+	}
+	return end
+}
+
+// base64Line reports a line of a PEM body: base64 only, and long, or
+// short with a digit or +/= (so a one-word line of prose is not one).
+func base64Line(l string) bool {
+	if l == "" {
+		return false
+	}
+	marked := false
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		switch {
+		case isDigit(c) || c == '+' || c == '/' || c == '=':
+			marked = true
+		case isLetter(c):
+		default:
+			return false
+		}
+	}
+	return len(l) >= 20 || marked
+}
+
+// flatBase64 reports text made only of base64, spaces and literal \n.
+func flatBase64(t string) bool {
+	n := 0
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case isAlnum(c) || c == '+' || c == '/' || c == '=':
+			n++
+		case c == ' ' || c == '\t' || c == '\r':
+		case c == '\\' && i+1 < len(t) && t[i+1] == 'n':
+			i++
+		default:
+			return false
+		}
+	}
+	return n >= 20
 }
 
 // bearerToken returns the token after "Bearer " at i when it is long and
@@ -600,8 +1184,9 @@ func bearerToken(s string, i int) (int, int) {
 	for j < len(s) && (isTokenChar(s[j]) || s[j] == '.' || s[j] == '~' || s[j] == '+' || s[j] == '/' || s[j] == '=') {
 		j++
 	}
-	if j-i >= 20 && entropy(s[i:j]) >= 3.5 {
-		return i, j
+	tok := strings.TrimRight(s[i:j], "=")
+	if j-i >= 20 && strings.IndexByte(tok, '=') < 0 && entropy(s[i:j]) >= 3.5 {
+		return i, j // base64's = pads the end only: KEY=value is a setting
 	}
 	return -1, -1
 }
@@ -621,4 +1206,86 @@ func entropy(s string) float64 {
 		}
 	}
 	return h
+}
+
+// --- context words ---
+
+// Kinds of words that say what a number after them is.
+const (
+	ctxPhone     = 1 << iota // call, phone, tel, mobile …
+	ctxNotNumber             // order, invoice, ISBN, tracking … : not a phone
+	ctxSSN                   // SSN, social (security number)
+	ctxUnit                  // after a number: EUR, dollars, users …
+	ctxNotIP                 // version, section … : a dotted number, not an address
+	ctxNumber                // number: a phone's, unless a word says what else
+)
+
+var contextWords = func() map[string]uint8 {
+	m := map[string]uint8{}
+	add := func(kind uint8, words string) {
+		for _, w := range strings.Fields(words) {
+			m[w] |= kind
+		}
+	}
+	add(ctxPhone, "call calling phone phones telephone tel tlf tfn ph mobile mob cell cellphone whatsapp sms fax "+
+		"ring dial hotline helpline landline freephone contact reach handy telefon telefonnummer mobil "+
+		"movil telefono portable cellulare cellphone numero")
+	add(ctxNotNumber, "isbn issn doi pmid order orders invoice account acct iban ref reference tracking serial sku part "+
+		"ticket zip postcode version build release patent receipt transaction booking confirmation policy "+
+		"claim batch lot vin imei ean upc gtin barcode pin otp passport licence license ssn social page pages "+
+		"pp row rows step steps item items id ids")
+	add(ctxPhone, "teléfono móvil numéro téléphone rufnummer mobilnummer handynummer")
+	add(ctxNumber, "number num")
+	add(ctxSSN, "ssn ssns ss social")
+	add(ctxUnit, "eur usd gbp inr sek nok dkk chf jpy aud cad brl kr euro euros dollars dollar pounds rupees yen "+
+		"km kg mb gb kb tb bytes users people rows tokens views votes years miles points tonnes lakh crore "+
+		"times requests downloads visitors residents inhabitants page pages views hits clicks visits copies units")
+	add(ctxNotIP, "version versions ver release releases build section chapter figure fig table rule step clause article art oid mib")
+	return m
+}()
+
+func isLetter(c byte) bool { return isUpper(c) || isLower(c) }
+
+// isWordByte is a letter, or a byte of a non-ASCII character (the words
+// read before a number may be in any language).
+func isWordByte(c byte) bool { return isLetter(c) || c >= 0x80 }
+
+// wordKind is the kind of a word (any case), 0 when it has none.
+func wordKind(w string) uint8 {
+	var b [20]byte
+	if len(w) == 0 || len(w) > len(b) {
+		return 0
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return contextWords[string(b[:len(w)])]
+}
+
+// wordsBefore returns the kinds of the up to n words (runs of letters)
+// that end within 40 bytes before i on the same line, nearest first.
+func wordsBefore(s string, i, n int) uint8 {
+	lo := max(0, i-40)
+	var kinds uint8
+	for j := i; n > 0 && j > lo; n-- {
+		for j > lo && !isWordByte(s[j-1]) {
+			if s[j-1] == '\n' || isDigit(s[j-1]) {
+				return kinds
+			}
+			j--
+		}
+		e := j
+		for j > lo && isWordByte(s[j-1]) {
+			j--
+		}
+		if e == j || (j == lo && lo > 0) {
+			break
+		}
+		kinds |= wordKind(s[j:e])
+	}
+	return kinds
 }

@@ -288,9 +288,10 @@ func (o *outputWriter) event(out, ev []byte) []byte {
 
 // advance adds a chunk's text to a stream and returns what of the
 // stream may go to the client now, masked and restored. Held back are the
-// lookahead (when output checks run), matches that reach the end of the
-// text so far (they may grow), and a possible placeholder's start; final
-// releases everything. When a check cuts the stream it returns the
+// lookahead (when output checks run), matches that end within
+// detectLookahead bytes of the text so far (they may grow, or what follows
+// may change them), and a possible placeholder's start; final releases
+// everything. When a check cuts the stream it returns the
 // finding, and send is the text before the match.
 func (o *outputWriter) advance(ts *streamText, text string, final bool) (send string, cut *Finding) {
 	cand := text
@@ -327,8 +328,8 @@ func (o *outputWriter) advance(ts *streamText, text string, final bool) (send st
 					ts.pending = ""
 					return o.releaseMasked(ts, cand[:f.Start], within(masks, f.Start), true), o.named(sc, &f)
 				}
-				if !final && f.End == len(cand) {
-					rel = min(rel, f.Start) // it may grow: wait for more
+				if !final && f.End > len(cand)-detectLookahead {
+					rel = min(rel, f.Start) // it may grow or change: wait for more
 					continue
 				}
 				if f.Start >= rel {
