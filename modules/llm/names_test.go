@@ -2,6 +2,7 @@ package llm
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -41,5 +42,24 @@ func TestBounded(t *testing.T) {
 	got := Bounded(strings.Repeat("é", 1000))
 	if len(got) > 100 || !strings.HasSuffix(got, "… (1936 bytes more)") {
 		t.Errorf("got %s", got)
+	}
+}
+
+// A request's model that is no name at all gets no suggestions (no
+// distance is computed against a huge string) and a bounded message.
+func TestUnknownModelBounded(t *testing.T) {
+	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &App{view: new(atomic.Pointer[view])}
+	a.view.Store(&view{cat: c})
+	_, err = a.Lookup("gpt-4o-mni")
+	if err == nil || !strings.Contains(err.Error(), `did you mean "gpt-4o-mini"?`) {
+		t.Errorf("a misspelling: %v", err)
+	}
+	_, err = a.Lookup(strings.Repeat("g", 10<<20))
+	if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "bytes more") {
+		t.Errorf("a huge name: %.300v", err)
 	}
 }
