@@ -110,6 +110,9 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	if err := checkOptions(spec.Options); err != nil {
 		return "", err
 	}
+	if len(spec.Args) > 0 {
+		return "", fmt.Errorf("model %q: the ollama engine passes no args to ollama serve; remove args and use options template, system and param_<name>", spec.Model)
+	}
 	src, err := filepath.Abs(spec.Source)
 	if err != nil {
 		return "", err
