@@ -128,6 +128,9 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	}
 	fmt.Fprintf(&b, "TEMPLATE \"\"\"%s\"\"\"\n", tmpl)
 	if s := spec.Options["system"]; s != "" {
+		if strings.Contains(s, `"""`) {
+			return "", fmt.Errorf("ollama option system must not contain three quotes in a row")
+		}
 		fmt.Fprintf(&b, "SYSTEM \"\"\"%s\"\"\"\n", s)
 	}
 	if spec.ContextLength > 0 {
