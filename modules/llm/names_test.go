@@ -63,3 +63,18 @@ func TestUnknownModelBounded(t *testing.T) {
 		t.Errorf("a huge name: %.300v", err)
 	}
 }
+
+// BenchmarkLookupHugeName is the cost of the 404 for a request whose model
+// is 1 MiB long: it must not compare the string with every catalog name.
+func BenchmarkLookupHugeName(b *testing.B) {
+	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}, {Name: "llama3.2:1b", Engine: "sim"}, {Name: "Qwen/Qwen2.5-7B", Engine: "sim"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &App{view: new(atomic.Pointer[view])}
+	a.view.Store(&view{cat: c})
+	name := strings.Repeat("g", 1<<20)
+	for b.Loop() {
+		_, _ = a.Lookup(name)
+	}
+}
