@@ -1,9 +1,14 @@
 package llm
 
 import (
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestCheckName(t *testing.T) {
@@ -76,5 +81,19 @@ func BenchmarkLookupHugeName(b *testing.B) {
 	name := strings.Repeat("g", 1<<20)
 	for b.Loop() {
 		_, _ = a.Lookup(name)
+	}
+}
+
+// Audit lines cut the values a request supplied.
+func TestAuditBounded(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := &App{logger: zap.New(core)}
+	r := httptest.NewRequest("POST", "/llm/cache/purge", nil)
+	r.Header.Set("X-Llmgw-Actor", strings.Repeat("a", 1<<20))
+	a.audit(r, "cache purged", zap.String("scope", strings.Repeat("s", 1<<20)))
+	for _, f := range logs.All()[0].Context {
+		if len(f.String) > maxLogValue+40 {
+			t.Errorf("%s is %d bytes long in the log", f.Key, len(f.String))
+		}
 	}
 }
