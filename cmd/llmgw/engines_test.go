@@ -149,6 +149,26 @@ func TestAdminRefusesUnsafeModels(t *testing.T) {
 	if strings.Contains(g.logs.String(), strings.Repeat("n", 300)) {
 		t.Error("the log carries the long name")
 	}
+
+	// Runtime models an older llmgw stored with bad names are skipped at
+	// start, with a bounded warning; the others still serve.
+	g.stop()
+	stored := `[{"name":"` + long + `","engine":"sim"},{"name":"../../x","engine":"sim"},{"name":"kept","engine":"sim"}]`
+	_ = os.MkdirAll(filepath.Join(g.dir, "storage", "llmgw"), 0o700)
+	if err := os.WriteFile(filepath.Join(g.dir, "storage", "llmgw", "models.json"), []byte(stored), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.start()
+	g.readyReplicas("kept", 1)
+	if ms := g.models(); len(ms) != 2 {
+		t.Errorf("models after a start with bad stored names: %d, want base and kept", len(ms))
+	}
+	if n := strings.Count(g.logs.String(), "ignoring a runtime model from storage"); n != 2 {
+		t.Errorf("%d warnings about stored models, want 2", n)
+	}
+	if strings.Contains(g.logs.String(), strings.Repeat("n", 300)) {
+		t.Error("the log carries the long stored name")
+	}
 }
 
 // A replica that cannot start says why in the engine server's own words:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/llmgw/llmgw/plugins/enginetest"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
@@ -178,5 +179,63 @@ func TestOllamaReplicaKilledMidStream(t *testing.T) {
 	})
 	if err != nil || resp.Choices[0].Message.Content == "" {
 		t.Fatalf("after the kill: %v", err)
+	}
+}
+
+// An Ollama model answers requests with tools, whole and streamed, through
+// the official client, including a conversation that carries an earlier
+// tool call and its result. The tiny test model cannot choose to call a
+// tool, so this shows that Ollama accepts the request (its template
+// declares tools) and that the answer is well formed, not that a tool is
+// called.
+func TestOllamaAcceptsTools(t *testing.T) {
+	src := tinyModel(t)
+	g := startGateway(t, ollamaModels(t, `model tiny {
+			engine ollama
+			source `+src+`
+			context_length 1024
+			min 1
+		}`), "")
+	c := g.client()
+	g.readyReplicas("tiny", 1)
+	weather := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name: "get_weather", Description: openai.String("the weather in a city"),
+		Parameters: shared.FunctionParameters{"type": "object", "required": []string{"city"},
+			"properties": map[string]any{"city": map[string]any{"type": "string", "description": "the city"}}},
+	})
+	call := openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+		ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: `{"city":"Paris"}`},
+	}}
+	params := openai.ChatCompletionNewParams{
+		Model: "tiny", MaxTokens: openai.Int(8), Temperature: openai.Float(0),
+		Tools: []openai.ChatCompletionToolUnionParam{weather},
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage("Be brief."),
+			openai.UserMessage("weather in Paris?"),
+			{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{call}}},
+			openai.ToolMessage("sunny, 21 C", "call_1"),
+			openai.UserMessage("and tomorrow?"),
+		},
+	}
+	whole, err := c.Chat.Completions.New(bg, params)
+	if err != nil {
+		t.Fatalf("a request with tools: %v", err)
+	}
+	if len(whole.Choices) != 1 || (whole.Choices[0].Message.Content == "" && len(whole.Choices[0].Message.ToolCalls) == 0) || whole.Usage.CompletionTokens < 1 {
+		t.Errorf("answer: %+v", whole)
+	}
+	stream := c.Chat.Completions.NewStreaming(bg, params)
+	var acc openai.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("a streamed request with tools: %v", err)
+	}
+	if chunks < 1 || len(acc.Choices) != 1 || acc.Choices[0].FinishReason == "" ||
+		(acc.Choices[0].Message.Content == "" && len(acc.Choices[0].Message.ToolCalls) == 0) {
+		t.Errorf("stream: %d chunks, %+v", chunks, acc.Choices)
 	}
 }

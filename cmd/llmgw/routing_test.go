@@ -49,11 +49,13 @@ func TestFallbackWhenModelFails(t *testing.T) {
 	}
 }
 
+// A model whose replica cannot start: its args pass the config check (the
+// flag exists) but the replica refuses the flag's value.
 func TestFallbackWhenModelCannotStart(t *testing.T) {
 	g := startGateway(t, `
 		model broken {
 			engine sim
-			option no_such_option 1
+			args --ttft soon
 			fallback backup
 		}
 		model backup {
@@ -63,8 +65,8 @@ func TestFallbackWhenModelCannotStart(t *testing.T) {
 	waitFor(t, 10*time.Second, "the broken model to report its failure", func() bool {
 		return g.models()["broken"].State == "failed"
 	})
-	if reason := g.models()["broken"].Reason; !strings.Contains(reason, "no_such_option") {
-		t.Errorf("reason does not name the bad option: %q", reason)
+	if reason := g.models()["broken"].Reason; !strings.Contains(reason, `invalid value "soon" for flag -ttft`) {
+		t.Errorf("reason does not name the bad flag: %q", reason)
 	}
 	if resp := chatOnce(t, g, "broken"); resp.SystemFingerprint != "llmgw-sim:backup" {
 		t.Errorf("answer came from %q, want the fallback", resp.SystemFingerprint)
@@ -75,14 +77,14 @@ func TestNoCapacityIs503WithRetryAfter(t *testing.T) {
 	g := startGateway(t, `
 		model broken {
 			engine sim
-			option no_such_option 1
+			args --ttft soon
 		}`, "")
 	waitFor(t, 10*time.Second, "the model to fail", func() bool { return g.models()["broken"].State == "failed" })
 	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"broken","messages":[{"role":"user","content":"x"}]}`)
 	if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("got %d Retry-After=%q, want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
 	}
-	if !strings.Contains(string(body), `"code":"no_capacity"`) || !strings.Contains(string(body), "no_such_option") {
+	if !strings.Contains(string(body), `"code":"no_capacity"`) || !strings.Contains(string(body), `invalid value \"soon\" for flag -ttft`) {
 		t.Errorf("body does not say why: %s", body)
 	}
 }

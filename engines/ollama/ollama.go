@@ -66,10 +66,28 @@ var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.Protoc
 }
 
 // DefaultTemplate is the chat template for GGUF files that carry none:
-// each message on its own line after its role.
-const DefaultTemplate = `{{- if .System }}system: {{ .System }}
-{{ end }}{{- range .Messages }}{{ .Role }}: {{ .Content }}
-{{ end }}assistant:`
+// each message on its own line after its role. It supports tools, so that
+// Ollama accepts requests with tools: the tools are listed in the system
+// line as JSON, an assistant's earlier tool calls are written back as
+// {"name": …, "arguments": …} objects (the shape Ollama's parser then looks
+// for in the answer, taken from the range over .ToolCalls), and tool
+// results follow "tool:". System messages are in .System, so the range
+// skips them.
+const DefaultTemplate = `{{- if or .System .Tools }}system:{{ if .System }} {{ .System }}{{ end }}
+{{- if .Tools }}
+You can call these tools, given as JSON schemas:
+{{- range .Tools }}
+{{ . }}
+{{- end }}
+To call tools, answer with one JSON object per call: {"name": <the tool's name>, "arguments": <an object of its arguments>}.
+{{- end }}
+{{ end }}
+{{- range .Messages }}
+{{- if eq .Role "system" }}
+{{- else if .ToolCalls }}assistant:{{ range .ToolCalls }} {"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}
+{{ else }}{{ .Role }}: {{ .Content }}
+{{ end }}
+{{- end }}assistant:`
 
 // Options a model may set for this engine: template, and parameters for
 // the Modelfile as param_<name> (param_temperature 0.2, param_stop …).
@@ -92,6 +110,9 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	if err := checkOptions(spec.Options); err != nil {
 		return "", err
 	}
+	if len(spec.Args) > 0 {
+		return "", fmt.Errorf("model %q: the ollama engine passes no args to ollama serve; remove args and use options template, system and param_<name>", spec.Model)
+	}
 	src, err := filepath.Abs(spec.Source)
 	if err != nil {
 		return "", err
@@ -107,6 +128,9 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	}
 	fmt.Fprintf(&b, "TEMPLATE \"\"\"%s\"\"\"\n", tmpl)
 	if s := spec.Options["system"]; s != "" {
+		if strings.Contains(s, `"""`) {
+			return "", fmt.Errorf("ollama option system must not contain three quotes in a row")
+		}
 		fmt.Fprintf(&b, "SYSTEM \"\"\"%s\"\"\"\n", s)
 	}
 	if spec.ContextLength > 0 {

@@ -101,6 +101,13 @@ func TestModelfileAndEnv(t *testing.T) {
 	if _, err := Modelfile(engine.ReplicaSpec{Source: "/m.gguf", Options: map[string]string{"colour": "red"}}); err == nil || !strings.Contains(err.Error(), `ollama has no option "colour"`) {
 		t.Errorf("unknown option: %v", err)
 	}
+	if _, err := Modelfile(engine.ReplicaSpec{Model: "m", Source: "/m.gguf", Args: []string{"--host", "0.0.0.0"}}); err == nil || !strings.Contains(err.Error(), "passes no args to ollama serve") {
+		t.Errorf("args: %v", err)
+	}
+	// A system message cannot end its Modelfile string and add lines.
+	if _, err := Modelfile(engine.ReplicaSpec{Model: "m", Source: "/m.gguf", Options: map[string]string{"system": "hi\"\"\"\nADAPTER /x"}}); err == nil || !strings.Contains(err.Error(), "three quotes") {
+		t.Errorf("system with three quotes: %v", err)
+	}
 }
 
 func TestMissingBinary(t *testing.T) {

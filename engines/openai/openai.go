@@ -59,6 +59,9 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 	if err := info.CheckOptions(spec.Options); err != nil {
 		return engine.Replica{}, err
 	}
+	if len(spec.Args) > 0 {
+		return engine.Replica{}, fmt.Errorf("model %q: the openai engine runs no server, so args mean nothing to it; remove them", spec.Model)
+	}
 	rep := engine.Replica{ID: spec.ReplicaID, BaseURL: base, UpstreamModel: spec.Options["model"]}
 	if k := spec.Options["api_key"]; k != "" {
 		rep.Headers = map[string]string{"Authorization": "Bearer " + k}

@@ -19,14 +19,16 @@ func TestStart(t *testing.T) {
 		name    string
 		options map[string]string
 		want    string // error substring, or "" for success
+		args    []string
 	}{
-		{"no base_url", map[string]string{}, "needs option base_url"},
-		{"not http", map[string]string{"base_url": "ftp://x"}, "not an http(s) URL"},
-		{"unknown option", map[string]string{"base_url": "https://x/v1", "colour": "red"}, `no option "colour"`},
-		{"ok", map[string]string{"base_url": "https://x/v1/", "api_key": "k", "model": "up"}, ""},
+		{"args", map[string]string{"base_url": "https://x/v1"}, "args mean nothing to it", []string{"--host", "0.0.0.0"}},
+		{"no base_url", map[string]string{}, "needs option base_url", nil},
+		{"not http", map[string]string{"base_url": "ftp://x"}, "not an http(s) URL", nil},
+		{"unknown option", map[string]string{"base_url": "https://x/v1", "colour": "red"}, `no option "colour"`, nil},
+		{"ok", map[string]string{"base_url": "https://x/v1/", "api_key": "k", "model": "up"}, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := New().Start(t.Context(), engine.ReplicaSpec{Model: "m", ReplicaID: "r", Options: tc.options})
+			rep, err := New().Start(t.Context(), engine.ReplicaSpec{Model: "m", ReplicaID: "r", Options: tc.options, Args: tc.args})
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("got %v, want an error containing %q", err, tc.want)

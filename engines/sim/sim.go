@@ -96,7 +96,11 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	}
 	flags = append(flags, spec.Args...)
 	if _, _, err := parseFlags(flags); err != nil {
-		return engine.Replica{}, fmt.Errorf("sim replica of %q: %w", spec.Model, err)
+		msg := err.Error()
+		if len(msg) > 512 { // a flag's value is quoted in it
+			msg = msg[:512] + "…"
+		}
+		return engine.Replica{}, fmt.Errorf("sim replica of %q: %s", spec.Model, msg)
 	}
 	args := append([]string{}, argv[1:]...)
 	args = append(args, "--listen", "127.0.0.1:0", "--model", spec.Model)

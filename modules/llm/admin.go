@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 func init() {
@@ -97,6 +99,10 @@ type EngineStatus struct {
 	PID          int      `json:"pid"`
 	Capabilities []string `json:"capabilities"`
 	Formats      []string `json:"formats"`
+	// Options a model may set for the engine; empty when it declares none.
+	Options []engine.Option `json:"options,omitempty"`
+	// ReservedArgs are the server flags a model's args must not carry.
+	ReservedArgs []string `json:"reserved_args,omitempty"`
 }
 
 func getNode(w http.ResponseWriter, r *http.Request) error {
@@ -115,7 +121,7 @@ func getEngines(w http.ResponseWriter, r *http.Request) error {
 	for typ, p := range a.engines {
 		i := p.Info()
 		out = append(out, EngineStatus{Type: typ, Version: i.Version, PID: p.PID(),
-			Capabilities: i.Capabilities, Formats: i.Formats})
+			Capabilities: i.Capabilities, Formats: i.Formats, Options: i.Options, ReservedArgs: i.ReservedArgs})
 	}
 	return writeJSON(w, out)
 }

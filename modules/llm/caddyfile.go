@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -148,6 +149,9 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	m := &Model{Name: d.Val()}
+	if err := CheckName("model name", m.Name); err != nil {
+		return d.Err(err.Error())
+	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -171,7 +175,15 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	}
 	switch dir {
 	case "alias":
-		return manyArgs(d, &m.Aliases)
+		if err := manyArgs(d, &m.Aliases); err != nil {
+			return err
+		}
+		for _, al := range m.Aliases {
+			if err := CheckName(fmt.Sprintf("model %q: alias", m.Name), al); err != nil {
+				return d.Err(err.Error())
+			}
+		}
+		return nil
 	case "engine":
 		return oneArg(d, &m.Engine)
 	case "source":

@@ -101,6 +101,8 @@ func TestCatalogValidation(t *testing.T) {
 		{"long", []*Model{{Name: strings.Repeat("a", 1<<20), Engine: "sim"}}, `(1048512 bytes more) is 1048576 bytes long`},
 		{"bad alias", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"/x"}}}, `model "a": alias "/x" has an empty part`},
 		{"engine path", []*Model{{Name: "a", Engine: "../../bin/sh"}}, `engine "../../bin/sh": an engine type is`},
+		{"long arg", []*Model{{Name: "a", Engine: "sim", Args: []string{strings.Repeat("a", 5000)}}}, `arg "aaaa`},
+		{"long option", []*Model{{Name: "a", Engine: "sim", Options: map[string]string{"ttft": strings.Repeat("1", 70000)}}}, `option "ttft": names are at most 128 bytes and values 65536`},
 		{"ok names", []*Model{{Name: "Qwen/Qwen2.5-7B", Engine: "sim", Aliases: []string{"gpt-4o-mini", "llama3.2:1b", "a_b"}}}, ""},
 		{"ok on demand", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: &zero}}}, ""},
 	} {

@@ -165,6 +165,9 @@ func (m *Model) validate() error {
 	if err := checkEngineType(m.Name, m.Engine); err != nil {
 		return err
 	}
+	if err := m.checkSizes(); err != nil {
+		return err
+	}
 	s := m.Scaling
 	if s.min() < 0 {
 		return fmt.Errorf("model %q: scaling min must be 0 or more", m.Name)
@@ -182,6 +185,41 @@ func (m *Model) validate() error {
 	}
 	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
 		return fmt.Errorf("model %q: resources must not be negative", m.Name)
+	}
+	return nil
+}
+
+// Bounds on what a model hands its engine (much of it becomes a command
+// line, which the kernel limits).
+const (
+	maxArgs        = 256
+	maxArgLen      = 4096
+	maxOptionName  = 128
+	maxOptionValue = 64 << 10
+	maxSourceLen   = 4096
+	maxOwnerLen    = 256
+)
+
+// checkSizes bounds the model's args, options, source and owner.
+func (m *Model) checkSizes() error {
+	if len(m.Args) > maxArgs {
+		return fmt.Errorf("model %q: %d args; at most %d", m.Name, len(m.Args), maxArgs)
+	}
+	for _, a := range m.Args {
+		if len(a) > maxArgLen {
+			return fmt.Errorf("model %q: arg %s is %d bytes long; at most %d", m.Name, Bounded(a), len(a), maxArgLen)
+		}
+	}
+	for k, v := range m.Options {
+		if len(k) > maxOptionName || len(v) > maxOptionValue {
+			return fmt.Errorf("model %q: option %s: names are at most %d bytes and values %d", m.Name, Bounded(k), maxOptionName, maxOptionValue)
+		}
+	}
+	if len(m.Source) > maxSourceLen {
+		return fmt.Errorf("model %q: source %s is %d bytes long; at most %d", m.Name, Bounded(m.Source), len(m.Source), maxSourceLen)
+	}
+	if len(m.Owner) > maxOwnerLen {
+		return fmt.Errorf("model %q: owner %s is %d bytes long; at most %d", m.Name, Bounded(m.Owner), len(m.Owner), maxOwnerLen)
 	}
 	return nil
 }

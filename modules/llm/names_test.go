@@ -1,8 +1,14 @@
 package llm
 
 import (
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestCheckName(t *testing.T) {
@@ -41,5 +47,53 @@ func TestBounded(t *testing.T) {
 	got := Bounded(strings.Repeat("é", 1000))
 	if len(got) > 100 || !strings.HasSuffix(got, "… (1936 bytes more)") {
 		t.Errorf("got %s", got)
+	}
+}
+
+// A request's model that is no name at all gets no suggestions (no
+// distance is computed against a huge string) and a bounded message.
+func TestUnknownModelBounded(t *testing.T) {
+	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &App{view: new(atomic.Pointer[view])}
+	a.view.Store(&view{cat: c})
+	_, err = a.Lookup("gpt-4o-mni")
+	if err == nil || !strings.Contains(err.Error(), `did you mean "gpt-4o-mini"?`) {
+		t.Errorf("a misspelling: %v", err)
+	}
+	_, err = a.Lookup(strings.Repeat("g", 10<<20))
+	if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "bytes more") {
+		t.Errorf("a huge name: %.300v", err)
+	}
+}
+
+// BenchmarkLookupHugeName is the cost of the 404 for a request whose model
+// is 1 MiB long: it must not compare the string with every catalog name.
+func BenchmarkLookupHugeName(b *testing.B) {
+	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}, {Name: "llama3.2:1b", Engine: "sim"}, {Name: "Qwen/Qwen2.5-7B", Engine: "sim"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &App{view: new(atomic.Pointer[view])}
+	a.view.Store(&view{cat: c})
+	name := strings.Repeat("g", 1<<20)
+	for b.Loop() {
+		_, _ = a.Lookup(name)
+	}
+}
+
+// Audit lines cut the values a request supplied.
+func TestAuditBounded(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := &App{logger: zap.New(core)}
+	r := httptest.NewRequest("POST", "/llm/cache/purge", nil)
+	r.Header.Set("X-Llmgw-Actor", strings.Repeat("a", 1<<20))
+	a.audit(r, "cache purged", zap.String("scope", strings.Repeat("s", 1<<20)))
+	for _, f := range logs.All()[0].Context {
+		if len(f.String) > maxLogValue+40 {
+			t.Errorf("%s is %d bytes long in the log", f.Key, len(f.String))
+		}
 	}
 }

@@ -36,7 +36,7 @@ type UnknownModelError struct {
 }
 
 func (e *UnknownModelError) Error() string {
-	msg := fmt.Sprintf("the model %q does not exist", e.Name)
+	msg := fmt.Sprintf("the model %s does not exist", Bounded(e.Name))
 	if len(e.Similar) > 0 {
 		msg += "; did you mean " + quoteJoin(e.Similar) + "?"
 	}
@@ -56,6 +56,9 @@ func (a *App) Lookup(name string) (*Model, error) {
 	cat := a.v().cat
 	if m, ok := cat.byName[name]; ok {
 		return m, nil
+	}
+	if CheckName("", name) != nil {
+		return nil, &UnknownModelError{Name: name} // no catalog name is like it
 	}
 	return nil, &UnknownModelError{Name: name, Similar: cat.closest(name, 3)}
 }

@@ -44,7 +44,7 @@ func (i Info) CheckOptions(opts map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		o, ok := i.option(k)
 		if !ok {
-			return fmt.Errorf("engine %s has no option %q; known options: %s", i.Type, k, i.OptionNames())
+			return fmt.Errorf("engine %s has no option %s; known options: %s", i.Type, quote(k), i.OptionNames())
 		}
 		if err := checkValue(o.Type, opts[k]); err != nil {
 			return fmt.Errorf("engine %s option %s: %w", i.Type, k, err)
@@ -59,27 +59,28 @@ func checkValue(typ, v string) error {
 	if strings.Contains(v, "{") {
 		return nil
 	}
+	shown := bound(v)
 	var err error
 	switch typ {
 	case TypeInteger:
 		_, err = strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("%q is not a whole number", v)
+			return fmt.Errorf("%q is not a whole number", shown)
 		}
 	case TypeNumber:
 		_, err = strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("%q is not a number", v)
+			return fmt.Errorf("%q is not a number", shown)
 		}
 	case TypeBool:
 		_, err = strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("%q: use true or false", v)
+			return fmt.Errorf("%q: use true or false", shown)
 		}
 	case TypeDuration:
 		_, err = time.ParseDuration(v)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration; use a number with a unit, such as 250ms or 2s", v)
+			return fmt.Errorf("%q is not a duration; use a number with a unit, such as 250ms or 2s", shown)
 		}
 	}
 	return nil
@@ -91,7 +92,7 @@ func checkValue(typ, v string) error {
 func (i Info) CheckArgs(args []string) error {
 	for _, a := range args {
 		if r := reserved(i.ReservedArgs, a); r != "" {
-			return fmt.Errorf("engine %s: args must not set %s (%q): engine servers listen only on loopback, on a port llmgw chooses; remove it from args", i.Type, r, a)
+			return fmt.Errorf("engine %s: args must not set %s (%s): engine servers listen only on loopback, on a port llmgw chooses; remove it from args", i.Type, r, quote(a))
 		}
 	}
 	if len(i.ArgFlags) == 0 {
@@ -103,7 +104,7 @@ func (i Info) CheckArgs(args []string) error {
 		}
 		name, _, _ := strings.Cut(a, "=")
 		if !slices.Contains(i.ArgFlags, name) {
-			return fmt.Errorf("engine %s has no flag %s; its flags are %s", i.Type, name, strings.Join(i.ArgFlags, ", "))
+			return fmt.Errorf("engine %s has no flag %s; its flags are %s", i.Type, bound(name), strings.Join(i.ArgFlags, ", "))
 		}
 	}
 	return nil
@@ -128,4 +129,17 @@ func reserved(flags []string, arg string) string {
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
+}
+
+// quote quotes a value from a config or a request for an error, keeping
+// at most 64 bytes of it.
+func quote(s string) string { return strconv.Quote(bound(s)) }
+
+// bound cuts s to 64 bytes, saying how much it left out.
+func bound(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return s
+	}
+	return s[:keep] + fmt.Sprintf("… (%d bytes more)", len(s)-keep)
 }

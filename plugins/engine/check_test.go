@@ -73,3 +73,19 @@ func TestCheckOptions(t *testing.T) {
 		t.Errorf("an engine that declares no options is not checked: %v", err)
 	}
 }
+
+// Errors quote at most a bounded piece of what they refuse.
+func TestCheckErrorsBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	info := Info{Type: "sim", Options: []Option{{Name: "n", Type: TypeInteger}}, ReservedArgs: []string{"--listen"}, ArgFlags: []string{"--ttft"}}
+	for name, err := range map[string]error{
+		"option name":  info.CheckOptions(map[string]string{huge: "1"}),
+		"option value": info.CheckOptions(map[string]string{"n": huge}),
+		"reserved arg": info.CheckArgs([]string{"--listen=" + huge}),
+		"unknown flag": info.CheckArgs([]string{"--" + huge}),
+	} {
+		if err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "bytes more") {
+			t.Errorf("%s: %.400v", name, err)
+		}
+	}
+}
