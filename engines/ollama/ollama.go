@@ -202,7 +202,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	if err != nil {
 		return engine.Replica{}, err
 	}
-	dir, err := os.MkdirTemp("", "llmgw-ollama-")
+	dir, err := os.MkdirTemp("", dirPrefix(spec.ReplicaID))
 	if err != nil {
 		return engine.Replica{}, err
 	}
@@ -273,6 +273,26 @@ func post(ctx context.Context, url string, body any) error {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// dirPrefix names a replica's private directory, so that a later run of the
+// plugin that adopts the replica finds it again.
+func dirPrefix(id string) string {
+	return "llmgw-ollama-" + strings.ReplaceAll(id, "/", "_") + "-"
+}
+
+// Adopt supervises a replica an earlier run of the plugin started, and
+// takes back its private directory, which Stop removes.
+func (e *Engine) Adopt(ctx context.Context, r engine.Replica) error {
+	if err := e.Servers.Adopt(ctx, r); err != nil {
+		return err
+	}
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix(r.ID)+"*")); len(m) == 1 {
+		e.mu.Lock()
+		e.dirs[r.ID] = m[0]
+		e.mu.Unlock()
+	}
+	return nil
 }
 
 // Stop stops a replica and removes its private directory.
