@@ -55,14 +55,25 @@ func (s *redisStore) probe() {
 			return
 		case <-t.C:
 		}
+		if s.down.Load() == nil {
+			return // a read of usage found Redis first
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.probeEvery)
 		err := s.client.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			s.down.Store(nil)
-			s.wake()
+			s.markUp()
 			return
 		}
+	}
+}
+
+// markUp ends an outage, if any, and wakes the sender to send the
+// queued settlements. The probe then stops at its next tick.
+func (s *redisStore) markUp() {
+	if s.down.Load() != nil {
+		s.down.Store(nil)
+		s.wake()
 	}
 }
 

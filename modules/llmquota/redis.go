@@ -474,9 +474,8 @@ func hourKey(node string, t time.Time) string {
 
 // ReadUsage implements llm.UsageReader.
 func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
-	if err := s.isDown(); err != nil {
-		return nil, err
-	}
+	// An operator's read tries Redis even while the store is down: it
+	// may be back before the next probe.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.flush(ctx); err != nil { // what was used so far counts
@@ -490,6 +489,7 @@ func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
+	s.markUp()
 	out := map[string]*llm.Usage{}
 	for _, c := range cmds {
 		for field, v := range c.Val() {
