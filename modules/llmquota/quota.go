@@ -99,7 +99,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 	}
 	a, err := ctx.App("llm")
 	if err != nil {
-		return fmt.Errorf("llm_quota needs the llm app (a global llm { … } option): %w", err)
+		return err // the llm app's own error: Caddy makes one if none is configured
 	}
 	q.app = a.(*llm.App)
 	st, err := q.loadStore(q.Store)
