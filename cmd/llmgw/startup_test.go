@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A config whose llm app fails (an engine's sha256 does not match) fails
@@ -58,4 +60,55 @@ func errorLine(out string) string {
 		}
 	}
 	return out
+}
+
+// A second llmgw with the same config and data directory refuses to
+// start, naming the first one's pid; a reload of the first keeps its
+// lock, and once it stops the config starts again.
+func TestSecondInstanceRefused(t *testing.T) {
+	g := startGateway(t, `
+		model m {
+			engine sim
+		}`, "")
+	second := func() {
+		t.Helper()
+		cmd := exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
+		cmd.Env = g.cmd.Env
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("the second llmgw exited without an error:\n%s", out.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("a second llmgw with the same config is running:\n%s", out.String())
+		}
+		want := fmt.Sprintf("another llmgw (pid %d) is running with the data directory", g.cmd.Process.Pid)
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the second llmgw's error does not say %q:\n%s", want, out.String())
+		}
+	}
+	second()
+	g.reload(`
+		model m {
+			engine sim
+		}
+		model n {
+			engine sim
+			min 0
+		}`, "")
+	chatOnce(t, g, "m")
+	second()
+	chatOnce(t, g, "m")
+	g.stop()
+	g.start()
+	chatOnce(t, g, "n")
 }
