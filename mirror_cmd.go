@@ -258,21 +258,30 @@ func (mc *mirrorCmd) show() *cobra.Command {
 }
 
 func (mc *mirrorCmd) fetch() *cobra.Command {
-	return &cobra.Command{Use: "fetch <model> [<version>]", Short: "Fetches a version to this node's cache (verified), ahead of its first replica", Args: cobra.RangeArgs(1, 2),
+	return &cobra.Command{Use: "fetch <model> [<version>]", Short: "Fetches a version to this node's cache (verified; a bad copy there is replaced), ahead of its first replica", Args: cobra.RangeArgs(1, 2),
 		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			model, version, err := versionArgs(ctx, m, args)
 			if err != nil {
 				return err
 			}
 			stop := showProgress(m)
-			fe, err := m.Fetch(ctx, model, version)
+			// A copy already here is read again: a file that no longer
+			// matches is fetched anew from a good store.
+			replaced, err := m.Recheck(ctx, model, version)
+			var fe *mirror.Fetched
+			if err == nil {
+				fe, err = m.Fetch(ctx, model, version)
+			}
 			stop()
 			if err != nil {
 				return err
 			}
 			fe.Release()
 			if mc.json {
-				return mc.print(map[string]any{"dir": fe.Dir, "manifest": fe.Manifest})
+				return mc.print(map[string]any{"dir": fe.Dir, "manifest": fe.Manifest, "replaced": replaced})
+			}
+			for _, f := range replaced {
+				fmt.Printf("%s: the node cache's copy did not match its manifest; replaced from a store\n", f)
 			}
 			fmt.Printf("%s/%s is in %s\n", model, version, fe.Dir)
 			return nil

@@ -184,19 +184,26 @@ func (c *Cache) fetchFile(ctx context.Context, man Manifest, f File, dest string
 	key := fileKey(man.Model, man.Version, f.Path)
 	part := dest + ".part"
 	var errs []error
+	var bad []Store // stores whose copy failed a check: repaired from the good one
 	for _, s := range c.m.stores {
 		if c.m.isSuspect(s, key) {
 			errs = append(errs, fmt.Errorf("store %s: its copy of %s failed a check", s.Name(), f.Path))
+			bad = append(bad, s)
 			continue
 		}
 		err := c.fetchFrom(ctx, s, man, f, key, part)
 		if err == nil {
-			return os.Rename(part, dest)
+			if err := os.Rename(part, dest); err != nil {
+				return err
+			}
+			c.repairStores(ctx, man, f, key, dest, bad)
+			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if errors.Is(err, ErrChecksum) {
+			bad = append(bad, s)
 			c.m.markSuspect(s, key)
 			c.m.log.Error("stored file is corrupt; trying another store", zap.String("store", s.Name()),
 				zap.String("model", man.Model), zap.String("version", man.Version), zap.String("file", f.Path))

@@ -572,3 +572,26 @@ func TestQuotaFallbacksStayWithinAllowedModels(t *testing.T) {
 		t.Errorf("open key: got %+v %v, want the fallback's answer", resp, e)
 	}
 }
+
+// A request for n choices reserves n times its completion: with 300
+// tokens a minute, n=4 of at most 100 tokens is refused, naming the
+// reservation, and n=1 fits.
+func TestQuotaEstimateCountsChoices(t *testing.T) {
+	freshMinute(t, 20*time.Second)
+	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", "tokens_per_minute 300"), "")
+	c := keyClient(g, "secret-1")
+	ask := func(n int64) error {
+		_, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",
+			Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			N:         openai.Int(n),
+			MaxTokens: openai.Int(100)})
+		return err
+	}
+	var e *openai.Error
+	if err := ask(4); !errors.As(err, &e) || e.StatusCode != 429 || !strings.Contains(e.Message, "this request reserves 40") {
+		t.Fatalf("n=4, max_tokens=100 against 300 tokens a minute: got %v, want 429 naming a reservation of 400 and more", err)
+	}
+	if err := ask(1); err != nil {
+		t.Fatalf("n=1, max_tokens=100 against 300 tokens a minute: %v", err)
+	}
+}

@@ -102,6 +102,7 @@ type App struct {
 	mirrorKey   string
 	keys        *atomic.Pointer[keyring]
 	runtimeKeys []*APIKey
+	lockKey     string // the data directory's lock, once Start took it
 }
 
 // keysMu serializes runtime key changes.
@@ -328,6 +329,9 @@ func (a *App) Validate() error { return nil }
 // Start starts the fleets' supervision; fleets kept from a previous config
 // are already running.
 func (a *App) Start() error {
+	if err := a.lockDataDir(); err != nil { // lock.go
+		return err
+	}
 	activeMirror.Store(a.mirror)
 	v := a.v()
 	for _, f := range v.fleets {
@@ -362,6 +366,7 @@ func (a *App) Cleanup() error {
 	if a.mirrorKey != "" {
 		_, _ = mirrors.Delete(a.mirrorKey)
 	}
+	a.unlockDataDir()
 	return nil
 }
 

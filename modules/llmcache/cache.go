@@ -111,7 +111,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 	}
 	a, err := ctx.App("llm")
 	if err != nil {
-		return fmt.Errorf("llm_cache needs the llm app (a global llm { … } option): %w", err)
+		return err // the llm app's own error: Caddy makes one if none is configured
 	}
 	c.app = a.(*llm.App)
 	if s := c.Semantic; s != nil && s.Embedder != "" {

@@ -78,7 +78,7 @@ func (j *Judge) Provision(ctx caddy.Context) error {
 	}
 	a, err := ctx.App("llm")
 	if err != nil {
-		return fmt.Errorf("check %s: a catalog guard model needs the llm app: %w", j.Name, err)
+		return fmt.Errorf("check %s: %w", j.Name, err)
 	}
 	j.app = a.(*llm.App)
 	if _, err := j.app.Lookup(j.Model); err != nil {

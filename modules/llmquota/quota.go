@@ -6,6 +6,7 @@ package llmquota
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -47,7 +48,9 @@ type Quota struct {
 	Store string `json:"store,omitempty"`
 	// OnStoreError says what happens while the store is unreachable:
 	// "deny" answers 503; "allow" admits and counts in this instance.
-	// Default: deny.
+	// After the first failure the store counts as down and the policy
+	// applies at once, without trying Redis, until a probe (one a
+	// second) finds it again. Default: deny.
 	OnStoreError string `json:"on_store_error,omitempty"`
 	// DefaultMaxTokens is reserved for the answer when a request sets no
 	// max_tokens and its model declares no context length. Default: 1024.
@@ -96,7 +99,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 	}
 	a, err := ctx.App("llm")
 	if err != nil {
-		return fmt.Errorf("llm_quota needs the llm app (a global llm { … } option): %w", err)
+		return err // the llm app's own error: Caddy makes one if none is configured
 	}
 	q.app = a.(*llm.App)
 	st, err := q.loadStore(q.Store)
@@ -279,14 +282,18 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 	at := now()
 	est := req.PromptTokensEstimate()
 	if req.Endpoint != openai.Embeddings {
+		// Each of the n choices may use the whole completion; the prompt
+		// is counted once.
+		var completion int64
 		switch {
 		case req.MaxTokens > 0:
-			est += req.MaxTokens
+			completion = req.MaxTokens
 		case m.ContextLength > 0:
-			est = max(est, m.ContextLength)
+			completion = max(m.ContextLength-est, 0)
 		default:
-			est += q.DefaultMaxTokens
+			completion = q.DefaultMaxTokens
 		}
+		est = addTimes(est, completion, max(req.N, 1))
 	}
 	a := &admission{now: at, est: est, lease: time.Duration(q.Lease), model: m.Name}
 	a.levels = a.levelBuf[:0]
@@ -308,6 +315,15 @@ func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admissio
 		}
 	}
 	return a
+}
+
+// addTimes returns a + b*n for non-negative values, saturating at the
+// largest int64 instead of overflowing.
+func addTimes(a, b, n int64) int64 {
+	if b > 0 && n > (math.MaxInt64-a)/b {
+		return math.MaxInt64
+	}
+	return a + b*n
 }
 
 // Interface guards

@@ -38,6 +38,10 @@ type redisStore struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// down is set while Redis is unreachable (breaker.go).
+	down       atomic.Pointer[outage]
+	probeEvery time.Duration
 }
 
 // waiter is one admission waiting for the sender.
@@ -68,11 +72,14 @@ func newRedisStore(url string) (*redisStore, error) {
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
 	opts.MaxRetries = 1
+	// Two dials per attempt, not go-redis's five: an outage is handled by
+	// marking the store down (breaker.go), not by waiting here.
+	opts.DialerRetries, opts.DialerRetryTimeout = 2, 50*time.Millisecond
 	// RESP2: the counters need no push notifications, and checking for
 	// them costs CPU on every reply.
 	opts.Protocol = 2
 	s := &redisStore{client: redis.NewClient(opts), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+		stop: make(chan struct{}), stopped: make(chan struct{}), probeEvery: probeInterval}
 	go s.sender()
 	return s, nil
 }
@@ -97,6 +104,10 @@ func (s *redisStore) sender() {
 			return
 		}
 		for {
+			if err := s.isDown(); err != nil {
+				s.failWaiting(err) // settlements wait for the probe
+				break
+			}
 			ws, q := s.takeBatch(true)
 			if len(ws) == 0 && len(q) == 0 {
 				break
@@ -114,9 +125,13 @@ func (s *redisStore) sender() {
 				backoff = 50 * time.Millisecond
 				continue
 			}
-			// Redis is away. Admissions have their error; settlements
-			// are queued again and retried later, or with the next
-			// admission, whichever comes first.
+			if unreachable(err) {
+				s.markDown(err)
+				break
+			}
+			// Redis answered with an error. Admissions have it;
+			// settlements are queued again and retried later, or with
+			// the next admission, whichever comes first.
 			select {
 			case <-time.After(backoff):
 				backoff = min(2*backoff, 2*time.Second)
@@ -135,14 +150,7 @@ func (s *redisStore) sender() {
 // closing fails the admissions still waiting and sends the queued
 // settlements, for up to five seconds.
 func (s *redisStore) closing() {
-	s.mu.Lock()
-	ws := s.waiting
-	s.waiting = nil
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.err = errStoreClosed
-		close(w.done)
-	}
+	s.failWaiting(errStoreClosed)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
@@ -331,6 +339,9 @@ return out
 `)
 
 func (s *redisStore) admit(ctx context.Context, a *admission) (decision, error) {
+	if err := s.isDown(); err != nil {
+		return decision{}, err
+	}
 	w := &waiter{a: a, done: make(chan struct{})}
 	s.mu.Lock()
 	s.waiting = append(s.waiting, w)
@@ -463,6 +474,8 @@ func hourKey(node string, t time.Time) string {
 
 // ReadUsage implements llm.UsageReader.
 func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
+	// An operator's read tries Redis even while the store is down: it
+	// may be back before the next probe.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.flush(ctx); err != nil { // what was used so far counts
@@ -476,6 +489,7 @@ func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
+	s.markUp()
 	out := map[string]*llm.Usage{}
 	for _, c := range cmds {
 		for field, v := range c.Val() {

@@ -2,6 +2,7 @@ package llmquota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -17,12 +18,12 @@ import (
 
 // redisAt runs a real redis-server on a free loopback port until stopped.
 type redisAt struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	cmd  *exec.Cmd
 }
 
-func startRedisServer(t *testing.T, port int) *redisAt {
+func startRedisServer(t testing.TB, port int) *redisAt {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server is not installed; .ci/install installs it (apt-get install redis-server)")
@@ -56,7 +57,7 @@ func startRedisServer(t *testing.T, port int) *redisAt {
 
 // startRedisStore runs a redis-server and a store counting in it, both
 // stopped when the test ends.
-func startRedisStore(t *testing.T) (*redisAt, *redisStore) {
+func startRedisStore(t testing.TB) (*redisAt, *redisStore) {
 	t.Helper()
 	r := startRedisServer(t, 0)
 	s, err := newRedisStore(fmt.Sprintf("redis://127.0.0.1:%d", r.port))
@@ -203,5 +204,53 @@ func TestRedisGoneAdmissionNotSent(t *testing.T) {
 	}
 	if d, err := s.admit(ctx, testAdmission(1, lvl)); err != nil || !d.ok {
 		t.Fatalf("the only admission sent was refused: %v %+v", err, d)
+	}
+}
+
+// After Redis fails once, the store is down: admissions fail at once
+// with errStoreDown (no dial), settlements stay queued, and when a probe
+// finds Redis again, admissions count there and the queue is sent.
+func TestRedisStoreBreaker(t *testing.T) {
+	r, s := startRedisStore(t)
+	s.probeEvery = 100 * time.Millisecond
+	ctx := context.Background()
+	lvl := llm.Level{Kind: "key", Name: "k-breaker", Limits: llm.Limits{RequestsPerMinute: 100}}
+	if _, err := s.admit(ctx, testAdmission(1, lvl)); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	if _, err := s.admit(ctx, testAdmission(1, lvl)); err == nil {
+		t.Fatal("an admission with Redis stopped succeeded")
+	}
+	for i := range 3 {
+		if _, err := s.admit(ctx, testAdmission(1, lvl)); !errors.Is(err, errStoreDown) {
+			t.Fatalf("admission %d while down: got %v, want the store marked down", i, err)
+		}
+	}
+	a := testAdmission(1, lvl)
+	_ = s.settle(ctx, &settlement{adm: a, prompt: 1, completion: 1})
+	if _, err := s.ReadUsage(lvl.Node(), a.now, a.now); err == nil {
+		t.Fatal("usage read while Redis is stopped")
+	}
+	if s.pending() != 1 {
+		t.Fatalf("%d settlements queued while down, want 1", s.pending())
+	}
+	startRedisServer(t, r.port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.admit(ctx, testAdmission(1, lvl))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admissions did not resume after Redis returned: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for s.pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.pending() != 0 {
+		t.Fatal("the queued settlement was not sent after Redis returned")
 	}
 }

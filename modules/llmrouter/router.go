@@ -94,7 +94,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	}
 	appIface, err := ctx.App("llm")
 	if err != nil {
-		return fmt.Errorf("llm_router needs the llm app (a global llm { … } option): %w", err)
+		return err // the llm app's own error: Caddy makes one if none is configured
 	}
 	rt.app = appIface.(*llm.App)
 	rt.tkey = fmt.Sprintf("transport:%d:%d", rt.DialTimeout, rt.MaxIdleConnsPerHost)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A config whose llm app fails (an engine's sha256 does not match) fails
+// validate and run with that cause, not with a claim that the llm app is
+// missing.
+func TestLoadErrorNamesTheCause(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "Caddyfile")
+	conf := `{
+	admin off
+	storage file_system ` + filepath.Join(dir, "data") + `
+	llm {
+		engine sim {
+			sha256 ` + strings.Repeat("0", 64) + `
+		}
+		model m {
+			engine sim
+		}
+	}
+}
+:0 {
+	route /v1/* {
+		llm_quota
+		llm_cache
+		llm_router
+	}
+}
+`
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"validate", "run"} {
+		out, err := exec.Command(binary, verb, "--config", path).CombinedOutput()
+		if err == nil {
+			t.Fatalf("llmgw %s accepted a bad engine sha256:\n%s", verb, out)
+		}
+		msg := errorLine(string(out))
+		if strings.Contains(msg, "needs the llm app") || !strings.Contains(msg, "checksums did not match") {
+			t.Errorf("llmgw %s: got %q, want the checksum mismatch as the cause", verb, msg)
+		}
+	}
+}
+
+// errorLine returns the message of the last error-level log line.
+func errorLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], `"level":"error"`) {
+			return lines[i]
+		}
+	}
+	return out
+}
+
+// A second llmgw with the same config and data directory refuses to
+// start, naming the first one's pid; a reload of the first keeps its
+// lock, and once it stops the config starts again.
+func TestSecondInstanceRefused(t *testing.T) {
+	g := startGateway(t, `
+		model m {
+			engine sim
+		}`, "")
+	second := func() {
+		t.Helper()
+		cmd := exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
+		cmd.Env = g.cmd.Env
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("the second llmgw exited without an error:\n%s", out.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("a second llmgw with the same config is running:\n%s", out.String())
+		}
+		want := fmt.Sprintf("another llmgw (pid %d) is running with the data directory", g.cmd.Process.Pid)
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the second llmgw's error does not say %q:\n%s", want, out.String())
+		}
+	}
+	second()
+	g.reload(`
+		model m {
+			engine sim
+		}
+		model n {
+			engine sim
+			min 0
+		}`, "")
+	chatOnce(t, g, "m")
+	second()
+	chatOnce(t, g, "m")
+	g.stop()
+	g.start()
+	chatOnce(t, g, "n")
+}
