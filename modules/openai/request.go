@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -21,7 +19,10 @@ const (
 	Embeddings      = "embeddings"
 )
 
-// MaxBodyBytes bounds a request body. Default 32 MiB.
+// MaxBodyBytes bounds a request body: a larger one is answered 413
+// (body_too_large) without being read when its Content-Length says so.
+// Default 32 MiB. Caddy's request_body directive (max_size) sets a lower
+// bound for a site or route, answered the same way.
 var MaxBodyBytes int64 = 32 << 20
 
 const varKey = "llm.request"
@@ -37,19 +38,21 @@ type Request struct {
 	Endpoint string // ChatCompletions, Completions or Embeddings
 	Raw      []byte // the body as the client sent it
 
-	Model         string
-	Stream        bool
-	N             int64 // 0 when absent (one choice)
-	Temperature   *float64
-	IncludeUsage  bool  // stream_options.include_usage as the client asked
-	MaxTokens     int64 // max_completion_tokens, else max_tokens; 0 when absent
-	Messages      json.RawMessage
-	Prompt        json.RawMessage
-	Input         json.RawMessage
-	StreamOptions json.RawMessage
-	MessageCount  int // items of messages
-	ToolCount     int // items of tools
-	InputCount    int // prompts of prompt, or inputs of input
+	Model        string
+	Stream       bool
+	N            int64 // 0 when absent (one choice)
+	Temperature  *float64
+	IncludeUsage bool  // stream_options.include_usage as the client asked
+	MaxTokens    int64 // max_completion_tokens, else max_tokens; 0 when absent
+	// MaxTokensParam names the member MaxTokens came from.
+	MaxTokensParam string
+	Messages       json.RawMessage
+	Prompt         json.RawMessage
+	Input          json.RawMessage
+	StreamOptions  json.RawMessage
+	MessageCount   int // items of messages
+	ToolCount      int // items of tools
+	InputCount     int // prompts of prompt, or inputs of input
 
 	body []byte // the body as Set changed it; nil while unchanged
 }
@@ -89,9 +92,9 @@ func Parse(endpoint string, body []byte) (*Request, error) {
 			Message: "you must provide a model parameter"}
 	}
 	if p.hasMaxComplete {
-		r.MaxTokens = p.maxCompletion
+		r.MaxTokens, r.MaxTokensParam = p.maxCompletion, "max_completion_tokens"
 	} else if p.hasMaxTok {
-		r.MaxTokens = p.maxTokens
+		r.MaxTokens, r.MaxTokensParam = p.maxTokens, "max_tokens"
 	}
 	return r, r.validate()
 }
@@ -163,22 +166,6 @@ func Load(r *http.Request, endpoint string) (*Request, error) {
 type loaded struct {
 	req *Request
 	err error
-}
-
-func load(r *http.Request, endpoint string) (*Request, error) {
-	if r.Body == nil {
-		return nil, BadRequest("missing_body", "the request has no body; send a JSON object")
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, &Error{Status: 499, Type: "invalid_request_error", Code: "client_closed",
-			Message: fmt.Sprintf("reading the request body: %v", err)}
-	}
-	if int64(len(body)) > MaxBodyBytes {
-		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-			Code: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", MaxBodyBytes)}
-	}
-	return Parse(endpoint, body)
 }
 
 // Changed reports whether a handler changed the request.
