@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 		return nil, bodyError(err)
 	}
 	if len(body) >= bigBody {
-		bigBodies.seen()
+		bigBodies.hold(r.Context())
 	}
 	return Parse(endpoint, body)
 }
@@ -82,21 +83,32 @@ const bigBody = 1 << 20
 // the burst is over. The Go runtime keeps freed memory until a collection
 // runs and its scavenger returns it, which on an idle gateway is minutes
 // later (the forced collection every 2 minutes): a burst of 10 MB bodies
-// kept RSS at 400 MB for 2 minutes, and at 170 MB after that. With no
-// big body for releaseAfter, one collection returns it at once.
+// kept RSS at 400 MB for 2 minutes, and at 170 MB after that. Once no
+// request with a big body has been in flight for releaseAfter, one
+// collection returns that memory at once.
 var bigBodies releaser
 
 const releaseAfter = 5 * time.Second
 
 type releaser struct {
-	mu    sync.Mutex
-	last  time.Time
-	timer *time.Timer
+	mu       sync.Mutex
+	inFlight int
+	last     time.Time // when the last request with a big body ended
+	timer    *time.Timer
 }
 
-func (rl *releaser) seen() {
+// hold counts a request with a big body until ctx, the request's, ends.
+func (rl *releaser) hold(ctx context.Context) {
+	rl.mu.Lock()
+	rl.inFlight++
+	rl.mu.Unlock()
+	context.AfterFunc(ctx, rl.done)
+}
+
+func (rl *releaser) done() {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
+	rl.inFlight--
 	rl.last = time.Now()
 	if rl.timer == nil {
 		rl.timer = time.AfterFunc(releaseAfter, rl.release)
@@ -105,8 +117,13 @@ func (rl *releaser) seen() {
 
 func (rl *releaser) release() {
 	rl.mu.Lock()
-	if wait := releaseAfter - time.Since(rl.last); wait > 0 {
-		rl.timer.Reset(wait) // the burst goes on
+	switch wait := releaseAfter - time.Since(rl.last); {
+	case rl.inFlight > 0:
+		rl.timer = nil // the last to end arms it again
+		rl.mu.Unlock()
+		return
+	case wait > 0:
+		rl.timer.Reset(wait) // the burst went on
 		rl.mu.Unlock()
 		return
 	}
