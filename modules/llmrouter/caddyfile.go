@@ -30,6 +30,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		first_byte_timeout      <duration>
 //		dial_timeout            <duration>
 //		max_idle_conns_per_host <n>
+//		max_n                   <n>
+//		max_messages            <n>
 //	}
 func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return llm.ParseBlock(d, func(dir string) error {
@@ -42,6 +44,10 @@ func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return parseDuration(d, &rt.DialTimeout)
 		case "max_idle_conns_per_host":
 			return parseInt(d, &rt.MaxIdleConnsPerHost)
+		case "max_n":
+			return parseInt(d, &rt.MaxN)
+		case "max_messages":
+			return parseInt(d, &rt.MaxMessages)
 		}
 		return d.Errf("unrecognized llm_router subdirective %q", dir)
 	})

@@ -24,6 +24,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"pool without value", "llm_router {\n max_idle_conns_per_host\n}", "wrong argument count"},
 		{"bad pool", "llm_router {\n max_idle_conns_per_host many\n}", `"many" is not a whole number`},
 		{"pool two values", "llm_router {\n max_idle_conns_per_host 1 2\n}", "wrong argument count"},
+		{"zero max_n", "llm_router {\n max_n 0\n}", `"0" is not a whole number of at least 1`},
+		{"max_messages without value", "llm_router {\n max_messages\n}", "wrong argument count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := new(Router).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
@@ -31,5 +33,19 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnmarshalCaddyfileLimits(t *testing.T) {
+	rt := new(Router)
+	if err := rt.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_router {\n max_n 4\n max_messages 100\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if rt.MaxN != 4 || rt.MaxMessages != 100 {
+		t.Errorf("got max_n %d, max_messages %d, want 4, 100", rt.MaxN, rt.MaxMessages)
+	}
+	rt.MaxN = 129
+	if err := rt.validateLimits(); err == nil || !strings.Contains(err.Error(), "max_n must be from 1 to 128") {
+		t.Errorf("max_n 129: got %v", err)
 	}
 }

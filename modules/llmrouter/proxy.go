@@ -39,6 +39,9 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		return
 	}
 	m, err := rt.app.Lookup(req.Model)
+	if err == nil {
+		err = rt.checkLimits(req, m)
+	}
 	if err != nil {
 		rt.writeError(w, r, err, start)
 		return

@@ -55,6 +55,13 @@ type Router struct {
 	// MaxIdleConnsPerHost is the keep-alive pool per replica; size it to
 	// the concurrency a replica sees. Default: 512.
 	MaxIdleConnsPerHost int `json:"max_idle_conns_per_host,omitempty"`
+	// MaxN is the most choices (n) a request may ask for; more is a 400.
+	// Each choice is a generation, so n multiplies an engine's work. At
+	// most 128. Default: 16.
+	MaxN int `json:"max_n,omitempty"`
+	// MaxMessages is the most messages a chat request may carry; more is
+	// a 400. Default: 2048.
+	MaxMessages int `json:"max_messages,omitempty"`
 
 	policy    llm.Selector
 	app       *llm.App
@@ -83,6 +90,8 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	if rt.MaxIdleConnsPerHost == 0 {
 		rt.MaxIdleConnsPerHost = 512
 	}
+	rt.provisionLimits()
+	openai.ApplyServerDefaults(ctx, rt.logger)
 	if rt.PolicyRaw != nil {
 		mod, err := ctx.LoadModule(rt, "PolicyRaw")
 		if err != nil {
@@ -121,7 +130,7 @@ func (rt *Router) Validate() error {
 	if rt.FirstByteTimeout < 0 || rt.DialTimeout < 0 || rt.MaxIdleConnsPerHost < 0 {
 		return fmt.Errorf("llm_router: timeouts and pool sizes must not be negative")
 	}
-	return nil
+	return rt.validateLimits()
 }
 
 // Cleanup releases the shared transport.

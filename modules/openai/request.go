@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -21,7 +19,10 @@ const (
 	Embeddings      = "embeddings"
 )
 
-// MaxBodyBytes bounds a request body. Default 32 MiB.
+// MaxBodyBytes bounds a request body: a larger one is answered 413
+// (body_too_large) without being read when its Content-Length says so.
+// Default 32 MiB. Caddy's request_body directive (max_size) sets a lower
+// bound for a site or route, answered the same way.
 var MaxBodyBytes int64 = 32 << 20
 
 const varKey = "llm.request"
@@ -30,97 +31,118 @@ const varKey = "llm.request"
 // handler through the request's context. Handlers that change it call
 // Set, which splices the new value into the body; the router forwards
 // that body, or Raw when nothing changed.
+//
+// Messages, Prompt, Input and StreamOptions are slices of Raw, not
+// copies: read them, never write to them.
 type Request struct {
 	Endpoint string // ChatCompletions, Completions or Embeddings
 	Raw      []byte // the body as the client sent it
 
-	Model         string
-	Stream        bool
-	N             int64
-	Temperature   *float64
-	IncludeUsage  bool // stream_options.include_usage as the client asked
-	MaxTokens     int64
-	Messages      json.RawMessage
-	Prompt        json.RawMessage
-	Input         json.RawMessage
-	StreamOptions json.RawMessage
+	Model        string
+	Stream       bool
+	N            int64 // 0 when absent (one choice)
+	Temperature  *float64
+	IncludeUsage bool  // stream_options.include_usage as the client asked
+	MaxTokens    int64 // max_completion_tokens, else max_tokens; 0 when absent
+	// MaxTokensParam names the member MaxTokens came from.
+	MaxTokensParam string
+	Messages       json.RawMessage
+	Prompt         json.RawMessage
+	Input          json.RawMessage
+	StreamOptions  json.RawMessage
+	MessageCount   int // items of messages
+	ToolCount      int // items of tools
+	InputCount     int // prompts of prompt, or inputs of input
 
 	body []byte // the body as Set changed it; nil while unchanged
 }
 
-// wire is what Parse decodes; everything else stays in Raw.
-type wire struct {
-	Model               *string         `json:"model"`
-	N                   *int64          `json:"n"`
-	Temperature         *float64        `json:"temperature"`
-	Stream              *bool           `json:"stream"`
-	StreamOptions       json.RawMessage `json:"stream_options"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Messages            json.RawMessage `json:"messages"`
-	Prompt              json.RawMessage `json:"prompt"`
-	Input               json.RawMessage `json:"input"`
-}
-
-// Parse decodes and validates body for an endpoint.
+// Parse reads and checks body for an endpoint in one pass over its bytes:
+// the members it knows must have their types and bounds (see fields.go),
+// others pass through unchecked. Errors name the member's path in param,
+// such as messages[0].content.
 func Parse(endpoint string, body []byte) (*Request, error) {
-	var w wire
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, BadRequest("invalid_json", "the request body is not valid JSON: %v", err)
+	if !json.Valid(body) {
+		return nil, syntaxError(body)
 	}
-	r := &Request{Endpoint: endpoint, Raw: body, Messages: w.Messages, Prompt: w.Prompt,
-		Input: w.Input, StreamOptions: w.StreamOptions}
-	if w.Model == nil || *w.Model == "" {
-		return nil, BadRequest("missing_model", "you must provide a model parameter")
+	if b := body[skipSpace(body, 0)]; b != '{' {
+		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
-	r.Model = *w.Model
-	r.Temperature = w.Temperature
-	if w.N != nil {
-		r.N = *w.N
-	}
-	if w.Stream != nil {
-		r.Stream = *w.Stream
-	}
-	if len(w.StreamOptions) > 0 && !isNull(w.StreamOptions) {
-		var so struct {
-			IncludeUsage bool `json:"include_usage"`
+	p := &parser{r: &Request{Endpoint: endpoint, Raw: body}}
+	known := fields[endpoint]
+	err := eachMember(body, func(key, v []byte) error {
+		f, ok := known[string(key)]
+		switch {
+		case !ok:
+			return nil
+		case kindOf(v) == kNull:
+			if f.unset != nil {
+				f.unset(p)
+			}
+			return nil
 		}
-		if err := json.Unmarshal(w.StreamOptions, &so); err != nil {
-			return nil, BadRequest("invalid_value", "stream_options must be an object: %v", err)
-		}
-		r.IncludeUsage = so.IncludeUsage
+		return f.read(p, string(key), v)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if w.MaxCompletionTokens != nil {
-		r.MaxTokens = *w.MaxCompletionTokens
-	} else if w.MaxTokens != nil {
-		r.MaxTokens = *w.MaxTokens
+	r := p.r
+	if r.Model == "" {
+		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "missing_model", Param: "model",
+			Message: "you must provide a model parameter"}
+	}
+	if p.hasMaxComplete {
+		r.MaxTokens, r.MaxTokensParam = p.maxCompletion, "max_completion_tokens"
+	} else if p.hasMaxTok {
+		r.MaxTokens, r.MaxTokensParam = p.maxTokens, "max_tokens"
 	}
 	return r, r.validate()
+}
+
+// syntaxError describes why body is not JSON. It decodes again, but only
+// for a body already refused.
+func syntaxError(body []byte) error {
+	var v json.RawMessage
+	err := json.Unmarshal(body, &v)
+	if se, ok := err.(*json.SyntaxError); ok {
+		return BadRequest("invalid_json", "the request body is not valid JSON: %v (at byte %d)", se, se.Offset)
+	}
+	return BadRequest("invalid_json", "the request body is not valid JSON")
 }
 
 func (r *Request) validate() error {
 	switch r.Endpoint {
 	case ChatCompletions:
-		if len(r.Messages) == 0 || isNull(r.Messages) {
-			return BadRequest("missing_messages", "you must provide a messages parameter (a non-empty array)")
+		if len(r.Messages) == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_messages", Param: "messages",
+				Message: "you must provide a messages parameter (a non-empty array)"}
 		}
-		if r.Messages[0] != '[' || bytes.Equal(bytes.TrimSpace(r.Messages[1:]), []byte("]")) {
-			return BadRequest("invalid_messages", "messages must be a non-empty array of message objects")
+		if r.MessageCount == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_messages", Param: "messages",
+				Message: "messages must be a non-empty array of message objects"}
 		}
 	case Completions:
-		if len(r.Prompt) == 0 || isNull(r.Prompt) {
-			return BadRequest("missing_prompt", "you must provide a prompt parameter")
+		if len(r.Prompt) == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_prompt", Param: "prompt",
+				Message: "you must provide a prompt parameter"}
+		}
+		if r.InputCount == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "prompt",
+				Message: "prompt must not be an empty array"}
 		}
 	case Embeddings:
-		if len(r.Input) == 0 || isNull(r.Input) {
-			return BadRequest("missing_input", "you must provide an input parameter (a string or an array)")
+		if len(r.Input) == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_input", Param: "input",
+				Message: "you must provide an input parameter (a string or an array)"}
+		}
+		if r.InputCount == 0 {
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "input",
+				Message: "input must not be an empty array"}
 		}
 		if r.Stream {
-			return BadRequest("invalid_value", "embeddings cannot be streamed; remove stream")
+			return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "stream",
+				Message: "embeddings cannot be streamed; remove stream"}
 		}
-	}
-	if r.MaxTokens < 0 {
-		return BadRequest("invalid_value", "max_tokens must not be negative")
 	}
 	return nil
 }
@@ -144,22 +166,6 @@ func Load(r *http.Request, endpoint string) (*Request, error) {
 type loaded struct {
 	req *Request
 	err error
-}
-
-func load(r *http.Request, endpoint string) (*Request, error) {
-	if r.Body == nil {
-		return nil, BadRequest("missing_body", "the request has no body; send a JSON object")
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, &Error{Status: 499, Type: "invalid_request_error", Code: "client_closed",
-			Message: fmt.Sprintf("reading the request body: %v", err)}
-	}
-	if int64(len(body)) > MaxBodyBytes {
-		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-			Code: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", MaxBodyBytes)}
-	}
-	return Parse(endpoint, body)
 }
 
 // Changed reports whether a handler changed the request.

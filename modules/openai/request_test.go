@@ -17,23 +17,23 @@ func TestParse(t *testing.T) {
 			Request{Model: "m", MaxTokens: 7}},
 		{"chat stream with usage", ChatCompletions, `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, "",
 			Request{Model: "m", Stream: true, IncludeUsage: true}},
-		{"max_completion_tokens wins", ChatCompletions, `{"model":"m","messages":[{}],"max_tokens":7,"max_completion_tokens":9}`, "",
+		{"max_completion_tokens wins", ChatCompletions, `{"model":"m","messages":[{"role":"user"}],"max_tokens":7,"max_completion_tokens":9}`, "",
 			Request{Model: "m", MaxTokens: 9}},
 		{"completion", Completions, `{"model":"m","prompt":"x"}`, "", Request{Model: "m"}},
 		{"embedding", Embeddings, `{"model":"m","input":["a","b"]}`, "", Request{Model: "m"}},
 		{"not json", ChatCompletions, `{"model"`, "invalid_json", Request{}},
 		{"not an object", ChatCompletions, `[1,2]`, "invalid_json", Request{}},
-		{"no model", ChatCompletions, `{"messages":[{}]}`, "missing_model", Request{}},
-		{"empty model", ChatCompletions, `{"model":"","messages":[{}]}`, "missing_model", Request{}},
-		{"model not a string", ChatCompletions, `{"model":3,"messages":[{}]}`, "invalid_json", Request{}},
+		{"no model", ChatCompletions, `{"messages":[{"role":"user"}]}`, "missing_model", Request{}},
+		{"empty model", ChatCompletions, `{"model":"","messages":[{"role":"user"}]}`, "missing_model", Request{}},
+		{"model not a string", ChatCompletions, `{"model":3,"messages":[{"role":"user"}]}`, "invalid_type", Request{}},
 		{"null messages", ChatCompletions, `{"model":"m","messages":null}`, "missing_messages", Request{}},
 		{"empty messages", ChatCompletions, `{"model":"m","messages":[ ]}`, "invalid_messages", Request{}},
 		{"messages not array", ChatCompletions, `{"model":"m","messages":"hi"}`, "invalid_messages", Request{}},
 		{"no prompt", Completions, `{"model":"m"}`, "missing_prompt", Request{}},
 		{"no input", Embeddings, `{"model":"m"}`, "missing_input", Request{}},
 		{"streamed embeddings", Embeddings, `{"model":"m","input":"x","stream":true}`, "invalid_value", Request{}},
-		{"negative max_tokens", ChatCompletions, `{"model":"m","messages":[{}],"max_tokens":-1}`, "invalid_value", Request{}},
-		{"bad stream_options", ChatCompletions, `{"model":"m","messages":[{}],"stream_options":3}`, "invalid_value", Request{}},
+		{"negative max_tokens", ChatCompletions, `{"model":"m","messages":[{"role":"user"}],"max_tokens":-1}`, "invalid_value", Request{}},
+		{"bad stream_options", ChatCompletions, `{"model":"m","messages":[{"role":"user"}],"stream_options":3}`, "invalid_type", Request{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse(tc.endpoint, []byte(tc.body))
@@ -62,13 +62,13 @@ func TestUpstreamBody(t *testing.T) {
 		same              bool
 	}{
 		{name: "unchanged non-stream is the original bytes", body: `{"model":"m", "messages":[{"role":"user"}]}`, same: true},
-		{name: "stream that asked for usage is unchanged", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]}`, same: true},
-		{name: "stream gains include_usage", body: `{"model":"m","stream":true,"messages":[{}]}`,
-			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{}}, "stream_options": map[string]any{"include_usage": true}}},
-		{name: "stream keeps other stream options", body: `{"model":"m","stream":true,"stream_options":{"include_obfuscation":false},"messages":[{}]}`,
-			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{}}, "stream_options": map[string]any{"include_usage": true, "include_obfuscation": false}}},
-		{name: "model renamed", body: `{"model":"m","messages":[{}],"temperature":0.5}`, model: "provider-m",
-			want: map[string]any{"model": "provider-m", "messages": []any{map[string]any{}}, "temperature": 0.5}},
+		{name: "stream that asked for usage is unchanged", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user"}]}`, same: true},
+		{name: "stream gains include_usage", body: `{"model":"m","stream":true,"messages":[{"role":"user"}]}`,
+			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{"role": "user"}}, "stream_options": map[string]any{"include_usage": true}}},
+		{name: "stream keeps other stream options", body: `{"model":"m","stream":true,"stream_options":{"include_obfuscation":false},"messages":[{"role":"user"}]}`,
+			want: map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{"role": "user"}}, "stream_options": map[string]any{"include_usage": true, "include_obfuscation": false}}},
+		{name: "model renamed", body: `{"model":"m","messages":[{"role":"user"}],"temperature":0.5}`, model: "provider-m",
+			want: map[string]any{"model": "provider-m", "messages": []any{map[string]any{"role": "user"}}, "temperature": 0.5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Parse(ChatCompletions, []byte(tc.body))

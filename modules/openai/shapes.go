@@ -1,0 +1,275 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// The members with a shape of their own. Each checks its value where it
+// lies in the body and keeps a slice of it, never a copy.
+
+func (p *parser) model(name string, v []byte) error {
+	if kindOf(v) != kString {
+		return typeError(name, "a string (a model's name, as GET /v1/models lists them)")
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return typeError(name, "a string")
+	}
+	p.r.Model = s
+	return nil
+}
+
+func (p *parser) stream(name string, v []byte) error {
+	if kindOf(v) != kBool {
+		return typeError(name, "a boolean")
+	}
+	p.r.Stream = v[0] == 't'
+	return nil
+}
+
+func (p *parser) streamOptions(name string, v []byte) error {
+	if kindOf(v) != kObject {
+		return typeError(name, "an object such as {\"include_usage\":true}")
+	}
+	p.r.StreamOptions, p.r.IncludeUsage = v, false
+	return eachMember(v, func(key, val []byte) error {
+		if string(key) != "include_usage" {
+			return nil
+		}
+		switch kindOf(val) {
+		case kBool:
+			p.r.IncludeUsage = val[0] == 't'
+		case kNull:
+			p.r.IncludeUsage = false
+		default:
+			return typeError(name+".include_usage", "a boolean")
+		}
+		return nil
+	})
+}
+
+func (p *parser) maxTokensField(name string, v []byte) error {
+	n, err := readInt(name, v, 1, math.MaxInt64)
+	p.maxTokens, p.hasMaxTok = n, err == nil
+	return err
+}
+
+func (p *parser) maxCompletionTokens(name string, v []byte) error {
+	n, err := readInt(name, v, 1, math.MaxInt64)
+	p.maxCompletion, p.hasMaxComplete = n, err == nil
+	return err
+}
+
+// messages checks each message: an object with a string role, and a
+// content that is a string, an array of content parts or null.
+func (p *parser) messages(name string, v []byte) error {
+	if kindOf(v) != kArray {
+		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_messages", Param: name,
+			Message: "messages must be a non-empty array of message objects"}
+	}
+	count := 0
+	err := eachElement(v, func(i int, m []byte) error {
+		count++
+		return checkMessage(fmt.Sprintf("%s[%d]", name, i), m)
+	})
+	if err != nil {
+		return err
+	}
+	p.r.Messages, p.r.MessageCount = v, count
+	return nil
+}
+
+func checkMessage(at string, m []byte) error {
+	if kindOf(m) != kObject {
+		return typeError(at, "an object with role and content")
+	}
+	hasRole := false
+	err := eachMember(m, func(key, v []byte) error {
+		k := kindOf(v)
+		switch string(key) {
+		case "role":
+			if k != kString {
+				return typeError(at+".role", "a string such as \"user\"")
+			}
+			hasRole = true
+		case "content":
+			if k == kArray {
+				return eachElement(v, func(j int, part []byte) error {
+					return checkPart(fmt.Sprintf("%s.content[%d]", at, j), part)
+				})
+			}
+			if k != kString && k != kNull {
+				return typeError(at+".content", "a string or an array of content parts")
+			}
+		case "name", "tool_call_id":
+			if k != kString && k != kNull {
+				return typeError(at+"."+string(key), "a string")
+			}
+		case "tool_calls":
+			if k == kArray {
+				return eachElement(v, func(j int, c []byte) error {
+					if kindOf(c) != kObject {
+						return typeError(fmt.Sprintf("%s.tool_calls[%d]", at, j), "an object")
+					}
+					return nil
+				})
+			}
+			if k != kNull {
+				return typeError(at+".tool_calls", "an array of tool calls")
+			}
+		}
+		return nil
+	})
+	if err == nil && !hasRole {
+		return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".role",
+			Message: at + ".role is missing; every message needs a role such as \"user\""}
+	}
+	return err
+}
+
+// checkPart checks one content part: an object with a string type.
+func checkPart(at string, part []byte) error {
+	if kindOf(part) != kObject {
+		return typeError(at, "an object such as {\"type\":\"text\",\"text\":\"…\"}")
+	}
+	hasType := false
+	err := eachMember(part, func(key, v []byte) error {
+		if string(key) == "type" {
+			if kindOf(v) != kString {
+				return typeError(at+".type", "a string such as \"text\"")
+			}
+			hasType = true
+		}
+		return nil
+	})
+	if err == nil && !hasType {
+		return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".type",
+			Message: at + ".type is missing; every content part needs a type such as \"text\""}
+	}
+	return err
+}
+
+// stop is a string or an array of at most MaxStop strings.
+func (p *parser) stop(name string, v []byte) error {
+	want := fmt.Sprintf("a string or an array of at most %d strings", MaxStop)
+	switch kindOf(v) {
+	case kString:
+		return nil
+	case kArray:
+	default:
+		return typeError(name, want)
+	}
+	n := 0
+	err := eachElement(v, func(i int, s []byte) error {
+		n++
+		if kindOf(s) != kString {
+			return typeError(fmt.Sprintf("%s[%d]", name, i), "a string")
+		}
+		return nil
+	})
+	if err == nil && n > MaxStop {
+		return rangeError(name, want)
+	}
+	return err
+}
+
+// tools is an array of at most MaxTools tool objects; a function tool
+// names its function.
+func (p *parser) tools(name string, v []byte) error {
+	if kindOf(v) != kArray {
+		return typeError(name, "an array of tool objects")
+	}
+	n := 0
+	err := eachElement(v, func(i int, t []byte) error {
+		n++
+		return checkTool(fmt.Sprintf("%s[%d]", name, i), t)
+	})
+	if err == nil && n > MaxTools {
+		return rangeError(name, fmt.Sprintf("an array of at most %d tools (it has %d)", MaxTools, n))
+	}
+	p.r.ToolCount = n
+	return err
+}
+
+func checkTool(at string, t []byte) error {
+	if kindOf(t) != kObject {
+		return typeError(at, "an object such as {\"type\":\"function\",\"function\":{\"name\":\"…\"}}")
+	}
+	return eachMember(t, func(key, v []byte) error {
+		switch string(key) {
+		case "type":
+			if kindOf(v) != kString {
+				return typeError(at+".type", "a string such as \"function\"")
+			}
+		case "function":
+			if kindOf(v) != kObject {
+				return typeError(at+".function", "an object with a name")
+			}
+			return eachMember(v, func(fk, fv []byte) error {
+				if string(fk) == "name" && kindOf(fv) != kString {
+					return typeError(at+".function.name", "a string")
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// prompt is a completions prompt: a string, or an array of strings, of
+// token IDs or of arrays of token IDs.
+func (p *parser) prompt(name string, v []byte) error {
+	n, err := batch(name, v, "a string, an array of strings or an array of token arrays")
+	p.r.Prompt, p.r.InputCount = v, n
+	return err
+}
+
+// input is an embeddings input, shaped like a prompt.
+func (p *parser) input(name string, v []byte) error {
+	n, err := batch(name, v, "a string, an array of strings or an array of token arrays")
+	p.r.Input, p.r.InputCount = v, n
+	return err
+}
+
+// batch checks a string or an array of at most MaxInputs items, all
+// strings, all integers, or all arrays of integers, and counts the items.
+func batch(name string, v []byte, want string) (int, error) {
+	switch kindOf(v) {
+	case kString:
+		return 1, nil
+	case kArray:
+	default:
+		return 0, typeError(name, want)
+	}
+	first, n := kNull, 0
+	err := eachElement(v, func(i int, it []byte) error {
+		n++
+		k := kindOf(it)
+		if i == 0 {
+			first = k
+		}
+		at := fmt.Sprintf("%s[%d]", name, i)
+		switch {
+		case k != first || (k != kString && k != kNumber && k != kArray):
+			return typeError(at, "of the same kind as "+name+"[0]: all strings, all token IDs or all token arrays")
+		case k == kNumber:
+			_, err := readInt(at, it, 0, math.MaxInt32)
+			return err
+		case k == kArray:
+			return eachElement(it, func(j int, tok []byte) error {
+				_, err := readInt(fmt.Sprintf("%s[%d]", at, j), tok, 0, math.MaxInt32)
+				return err
+			})
+		}
+		return nil
+	})
+	if first == kNumber {
+		return 1, err // one prompt of token IDs
+	}
+	if err == nil && n > MaxInputs {
+		return n, rangeError(name, fmt.Sprintf("an array of at most %d items (it has %d)", MaxInputs, n))
+	}
+	return n, err
+}
