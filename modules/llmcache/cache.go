@@ -135,7 +135,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.store = v.(*entries)
-	c.unregister = llm.RegisterCache(c.poolKey, c.store)
+	c.unregister = register(c.poolKey, c.store)
 	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
