@@ -2,11 +2,8 @@ package llmcache
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"math"
-	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -18,7 +15,8 @@ type query struct {
 	model    string
 	bucket   string // context: everything but the last question
 	question string
-	vec      []int8 // the question's unit vector, quantized
+	an       *analysis // the question, analysed once
+	vec      []int8    // the question's unit vector from an embedding model, quantized
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
@@ -42,7 +40,13 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 		return nil, err
 	}
 	q.question = question
-	if v := embedder(question); v != nil {
+	q.an = analyze(question)
+	if embedder != nil {
+		v := embedder(question)
+		if v == nil {
+			q.an = nil // no vector: exact matching only
+			return q, nil
+		}
 		q.vec = quantize(v)
 	}
 	return q, nil
@@ -102,34 +106,6 @@ func contentText(c json.RawMessage) string {
 	return b.String()
 }
 
-// embedDims is the size of the built-in embedder's vectors.
-const embedDims = 256
-
-// embed is the built-in embedder. It measures lexical similarity, not
-// meaning: the content words of a question (function words dropped,
-// plurals folded) and their pairs, hashed into a unit vector. Questions
-// that say the same thing in other words it does not match.
-func embed(text string) []float32 {
-	words := contentWords(text)
-	v := make([]float32, embedDims)
-	add := func(feature string, w float32) {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(feature))
-		x := h.Sum64()
-		if x>>63 == 1 {
-			w = -w
-		}
-		v[x%embedDims] += w
-	}
-	for i, w := range words {
-		add(w, 1)
-		if i > 0 {
-			add(words[i-1]+" "+w, 0.5)
-		}
-	}
-	return normalize(v)
-}
-
 // normalize scales v to unit length, so a dot product is the cosine.
 func normalize(v []float32) []float32 {
 	var n float64
@@ -144,99 +120,6 @@ func normalize(v []float32) []float32 {
 		v[i] *= inv
 	}
 	return v
-}
-
-func tokens(text string) []string {
-	return strings.FieldsFunc(text, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '+' && r != '-' && r != '*' && r != '/' && r != '.'
-	})
-}
-
-// contentWords lower-cases, drops function words and folds plurals.
-func contentWords(text string) []string {
-	var out []string
-	for _, t := range tokens(text) {
-		t = strings.Trim(strings.ToLower(t), "'.")
-		t = strings.TrimSuffix(t, "'s")
-		if t == "" || stopwords[t] {
-			continue
-		}
-		if len(t) > 3 && strings.HasSuffix(t, "s") && !strings.HasSuffix(t, "ss") {
-			t = t[:len(t)-1]
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an the of in on at to for from by with and or is are was were be been being
-	what what's whats which who whom whose how when where why do does did can could would should will shall may might
-	me my i you your we our us it its this that these those there here please tell give show let know
-	explain describe name say about some any just kindly quickly briefly exactly actually really`) {
-		m[w] = true
-	}
-	return m
-}()
-
-// sameFacts guards semantic hits: two questions must carry the same
-// numbers and the same capitalised names (not at a sentence start), so
-// "capital of France" never answers "capital of Germany" and "2 + 2"
-// never answers "2 + 3", however close their vectors.
-func sameFacts(a, b string) bool {
-	return slices.Equal(facts(a, isNumber), facts(b, isNumber)) && namesIn(a, b) && namesIn(b, a)
-}
-
-// namesIn reports whether every capitalised name of a appears in b, in
-// any case ("France" is in "what's the capital of france").
-func namesIn(a, b string) bool {
-	words := map[string]bool{}
-	for _, w := range contentWords(b) {
-		words[w] = true
-	}
-	for _, t := range tokens(b) {
-		words[strings.ToLower(strings.TrimSuffix(t, "'s"))] = true
-	}
-	for _, n := range facts(a, nil) {
-		if !words[n] {
-			return false
-		}
-	}
-	return true
-}
-
-func isNumber(t string) bool {
-	for _, r := range t {
-		if unicode.IsDigit(r) {
-			return true
-		}
-	}
-	return false
-}
-
-// facts returns the sorted numbers (keep = isNumber) or the sorted
-// lower-cased names (keep = nil: capitalised words, any sentence's first
-// word excepted) of a text.
-func facts(text string, keep func(string) bool) []string {
-	var out []string
-	start := true
-	for _, t := range strings.Fields(text) {
-		word := strings.TrimFunc(t, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		word = strings.TrimSuffix(word, "'s")
-		switch {
-		case word == "":
-		case keep != nil:
-			if keep(word) {
-				out = append(out, word)
-			}
-		case !start && unicode.IsUpper([]rune(word)[0]) && !stopwords[strings.ToLower(word)]:
-			out = append(out, strings.ToLower(word))
-		}
-		start = strings.ContainsAny(t[len(t)-1:], ".?!")
-	}
-	slices.Sort(out)
-	return out
 }
 
 // quantize stores a unit vector as int8 (components times 127): a quarter
