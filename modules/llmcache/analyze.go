@@ -17,7 +17,25 @@ type analysis struct {
 	numbers []string    // the numbers, in order ("15%" and "fifteen percent" both give 15)
 	names   []string    // entities, in order, each once (aliases merged: JS is JavaScript)
 	neg     int         // negations: not, never, no, without, n't …
+	qtype   string      // the first question word: how, what (also which), who, when, where, why; "" for none
 	orders  [][2]string // (a, b): a stands before b, around an order marker (to, from, than, vs …)
+}
+
+// cutContraction splits "peru's", "they're", "it'll" into the word and
+// what was contracted; "what's" and the like are stopwords as they are.
+func cutContraction(w string) (string, string, bool) {
+	if stopwords[w] {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(w, '\'')
+	if i <= 0 {
+		return "", "", false
+	}
+	switch suffix := w[i+1:]; suffix {
+	case "s", "re", "ve", "ll", "d", "":
+		return w[:i], suffix, true
+	}
+	return "", "", false
 }
 
 // token is a word as written.
@@ -31,6 +49,7 @@ type token struct {
 
 // analyze turns a question into its analysis.
 func analyze(text string) *analysis {
+	lexicon.Do(loadLexicon)
 	a := &analysis{}
 	toks := rewritePhrases(scan(text))
 	prevNumber := false
@@ -57,6 +76,26 @@ func analyze(text string) *analysis {
 		if base, ok := negContractions[w]; ok {
 			a.neg++
 			w = base
+		} else if base, suffix, ok := cutContraction(w); ok {
+			// "Peru's", "who's", "they're", "it'll": the word, and a
+			// "will" kept as tense.
+			w = base
+			if suffix == "ll" {
+				add("future~")
+			}
+		}
+		if q, ok := questionWords[w]; ok {
+			if a.qtype == "" {
+				a.qtype = q
+			}
+			if q != "what" && q != "how" {
+				add(q)
+			}
+			continue
+		}
+		if p, ok := pronouns[w]; ok {
+			add(p)
+			continue
 		}
 		if negators[w] {
 			a.neg++
@@ -146,6 +185,7 @@ func (a *analysis) leftOf(marker string) string {
 // canonical maps a lower-case word to the form questions are compared
 // by: American spelling, lemma, synonym group.
 func canonical(w string) string {
+	lexicon.Do(loadLexicon)
 	w = americanize(w)
 	w = lemma(w)
 	if s, ok := synonyms[w]; ok {
@@ -164,7 +204,7 @@ func americanize(w string) string {
 		{"tres", "ters"}, {"lled", "led"}, {"lling", "ling"}, {"ogue", "og"}} {
 		if strings.HasSuffix(w, r[0]) && len(w) >= 5 {
 			c := w[:len(w)-len(r[0])] + r[1]
-			if known[c] || known[lemma(c)] {
+			if isWord(c) || isWord(lemma(c)) {
 				return c
 			}
 		}
@@ -180,15 +220,15 @@ func lemma(w string) string {
 	if l, ok := lemmas[w]; ok {
 		return l
 	}
-	if known[w] || len(w) <= 3 {
-		return w
+	if len(w) <= 3 || isWord(w) || !strings.ContainsAny(w, "aeiouy") {
+		return w // a word of its own, or an abbreviation ("https", "rpms")
 	}
 	for _, r := range [][2]string{{"ies", "y"}, {"ches", "ch"}, {"shes", "sh"}, {"xes", "x"}, {"ses", "s"},
 		{"zes", "z"}, {"men", "man"}, {"s", ""}, {"es", "e"}, {"es", ""}, {"ied", "y"}, {"ed", "e"}, {"ed", ""},
 		{"ing", "e"}, {"ing", ""}} {
 		if strings.HasSuffix(w, r[0]) && !(r[0] == "s" && strings.HasSuffix(w, "ss")) {
 			c := w[:len(w)-len(r[0])] + r[1]
-			if len(c) >= 2 && known[c] {
+			if len(c) >= 2 && strings.ContainsAny(c, "aeiouy") && isWord(c) {
 				return c
 			}
 		}
@@ -346,6 +386,24 @@ func scan(text string) []token {
 			i++
 		}
 	}
+	// A question in capitals or in title case has no names to tell.
+	caps, upper := 0, 0
+	for _, t := range toks {
+		if t.caps {
+			caps++
+		}
+		if t.upper {
+			upper++
+		}
+	}
+	for i := range toks {
+		if 2*caps > len(toks) {
+			toks[i].caps = false
+		}
+		if 2*caps > len(toks) || len(toks) > 2 && 4*upper > 3*len(toks) {
+			toks[i].upper = false
+		}
+	}
 	return toks
 }
 
@@ -363,7 +421,7 @@ func newToken(word string, start bool) token {
 		}
 	}
 	t.caps = letters >= 2 && uppers == letters
-	if t.low == "i" || strings.HasPrefix(t.low, "i'") {
+	if t.low == "i" || strings.HasPrefix(t.low, "i'") || t.low == "ok" {
 		t.upper, t.caps = false, false // "I", "I'm" are no names
 	}
 	return t

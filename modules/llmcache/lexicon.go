@@ -2,7 +2,9 @@ package llmcache
 
 import (
 	_ "embed"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // The built-in matcher's word lists. Two kinds of knowledge live here:
@@ -19,14 +21,28 @@ var wordnetTable string
 
 var (
 	known    = map[string]bool{}   // words people use, from WordNet
+	bases    []string              // other nouns and verbs, sorted
 	lemmas   = map[string]string{} // irregular form → lemma
 	synonyms = map[string]string{} // word → its group's canonical word
+
+	lexicon sync.Once // the tables are read on first use, not by every llmgw
 )
 
-func init() {
+// isWord reports whether WordNet has w as a word.
+func isWord(w string) bool {
+	if known[w] {
+		return true
+	}
+	_, found := slices.BinarySearch(bases, w)
+	return found
+}
+
+func loadLexicon() {
 	for line := range strings.Lines(wordnetTable) {
 		f := strings.Fields(line)
 		switch {
+		case len(f) == 2 && f[0] == "b":
+			bases = append(bases, f[1])
 		case len(f) == 2 && f[0] == "w":
 			known[f[1]] = true
 		case len(f) == 3 && f[0] == "l":
@@ -57,6 +73,7 @@ func init() {
 	for _, w := range strings.Fields(stopwordList) {
 		stopwords[w] = true
 	}
+	slices.Sort(bases)
 }
 
 // synonymGroups are merged by hand where WordNet's senses are too fine or
@@ -334,11 +351,11 @@ for me =`
 // (was, were, did, will), modality (should, must, might).
 var stopwords = map[string]bool{}
 
-const stopwordList = `a an the of in on at to for by with and or into onto upon about within via as
+const stopwordList = `a an the of in on at to for with and or into onto upon about within via as
 is are am be been being do does doing done have has having can could would shall may
-what what's whats which how how's hows
+what's whats how's hows
 i me my mine myself i'm im i've ive i'd id i'll you your yours yourself you're we us our ours
-it its it's itself this that these those there here they them their he him his she her
+it its it's itself this that these those there here they them their they're
 please pls plz kindly tell give show let know explain describe say said
 some any just quickly briefly exactly actually really basically simply quick brief short
 hi hello hey thanks thank guys folks ok okay so well like also question questions curious
@@ -360,6 +377,18 @@ var negContractions = map[string]string{"can't": "can", "cant": "can", "won't": 
 	"wouldn't": "would", "wouldnt": "would", "couldn't": "could", "couldnt": "could",
 	"hasn't": "has", "hasnt": "has", "haven't": "have", "havent": "have", "hadn't": "had",
 	"mustn't": "must", "mustnt": "must", "ain't": "is"}
+
+// questionWords set what a question asks. How and what are compatible
+// with a question that has none ("reverse a list" asks how), not with
+// each other ("how is cheese made" is not "what is cheese made of");
+// the others are words every match must share.
+var questionWords = map[string]string{"how": "how", "what": "what", "which": "what", "who": "who",
+	"whom": "who", "whose": "who", "when": "when", "where": "where", "why": "why"}
+
+// pronouns of the third person keep their gender: "tell him" is not
+// "tell her".
+var pronouns = map[string]string{"he": "he~", "him": "he~", "his": "he~", "himself": "he~",
+	"she": "she~", "her": "she~", "hers": "she~", "herself": "she~"}
 
 // tense words become one marker each, so "who was" is not "who is" and
 // "will" is not "did".

@@ -33,6 +33,9 @@ func agree(q, c *analysis) bool {
 	if q.neg != c.neg || !slices.Equal(q.numbers, c.numbers) {
 		return false
 	}
+	if q.qtype != c.qtype && q.qtype != "" && c.qtype != "" {
+		return false
+	}
 	return ordered(q, c) && ordered(c, q) && sameNameOrder(q.names, c.names)
 }
 
@@ -92,7 +95,8 @@ func lexicalMatch(q, c *analysis) (float64, bool) {
 				onlyC = append(onlyC, w)
 			}
 		}
-		if len(onlyQ) != 1 || len(onlyC) != 1 || !misspelt(onlyQ[0], onlyC[0]) {
+		if len(onlyQ) != 1 || len(onlyC) != 1 || !misspelt(onlyQ[0], onlyC[0]) ||
+			slices.Contains(q.names, onlyQ[0]) || slices.Contains(c.names, onlyC[0]) {
 			return 0, false
 		}
 		typo = map[string]string{onlyQ[0]: onlyC[0]}
