@@ -1,6 +1,7 @@
 package llmcache
 
 import (
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ type analysis struct {
 	neg     int         // negations: not, never, no, without, n't …
 	qtype   string      // the first question word: how, what (also which), who, when, where, why; "" for none
 	orders  [][2]string // (a, b): a stands before b, around an order marker (to, from, than, vs …)
+	sig     uint64      // a bit per word of set (hashed): a cheap bound on how many words two questions share
 }
 
 // cutContraction splits "peru's", "they're", "it'll" into the word and
@@ -156,8 +158,13 @@ func analyze(text string) *analysis {
 	a.set = slices.Clone(a.words)
 	slices.Sort(a.set)
 	a.set = slices.Compact(a.set)
+	for _, w := range a.set {
+		a.sig |= 1 << (maphash.String(sigSeed, w) & 63)
+	}
 	return a
 }
+
+var sigSeed = maphash.MakeSeed()
 
 func (a *analysis) addName(n string) {
 	if !slices.Contains(a.names, n) {

@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -237,8 +238,11 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 					continue
 				}
 			}
+			// Cheap bounds first: as many words, negations and numbers, and
+			// word signatures apart by at most one word each way.
 			c := e.an
-			if len(c.set) != len(q.an.set) || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) || now.After(e.expires) {
+			if len(c.set) != len(q.an.set) || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
+				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) {
 				continue
 			}
 			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim {
