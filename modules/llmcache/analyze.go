@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -192,7 +194,28 @@ func (a *analysis) leftOf(marker string) string {
 // canonical maps a lower-case word to the form questions are compared
 // by: American spelling, lemma, synonym group.
 func canonical(w string) string {
+	if v, ok := canonicalMemo.Load(w); ok {
+		return v.(string)
+	}
 	lexicon.Do(loadLexicon)
+	c := canonicalOf(w)
+	if canonicalMemoSize.Add(1) <= maxCanonicalMemo {
+		canonicalMemo.Store(strings.Clone(w), c)
+	}
+	return c
+}
+
+// canonicalMemo remembers the canonical form of the first words seen, up
+// to maxCanonicalMemo of them: people's words repeat, and a word's
+// lemma and spelling take a dozen lookups to find.
+var (
+	canonicalMemo     sync.Map
+	canonicalMemoSize atomic.Int64
+)
+
+const maxCanonicalMemo = 1 << 16
+
+func canonicalOf(w string) string {
 	w = americanize(w)
 	w = lemma(w)
 	if s, ok := synonyms[w]; ok {

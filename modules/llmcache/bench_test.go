@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // vocabulary for generated questions: 4000 made-up words.
@@ -102,5 +106,35 @@ func BenchmarkExactKey(b *testing.B) {
 		if _, err := exactKey("p:a", "sim-chat", "chat/completions", body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMissPath measures what llm_cache adds to a request that
+// misses, without HTTP: the request's keys and question analysis, the
+// exact and semantic lookups in a store of 10k questions, and keeping the
+// answer.
+func BenchmarkMissPath(b *testing.B) {
+	s, _ := filled(b, 10_000)
+	defer s.Destruct()
+	c := &Cache{Semantic: &Semantic{Threshold: defaultThreshold}, store: s, TTL: caddy.Duration(time.Hour)}
+	ans := &answer{Chat: true, Choices: []answerChoice{{Content: "an answer of some length", FinishReason: "stop"}}}
+	rng := rand.New(rand.NewPCG(7, 8))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		body := fmt.Appendf(nil, `{"model":"bench","stream":false,"max_tokens":20,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
+			fmt.Sprintf("%s for ticket %d", question(rng), i))
+		req, err := openai.Parse(openai.ChatCompletions, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q, err := newQuery("p:bench", "bench", req, true, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, _, hit := c.lookup(q); hit {
+			b.Fatal("a new question hit")
+		}
+		s.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, ans: ans,
+			expires: time.Now().Add(time.Hour), scope: q.scope, model: q.model})
 	}
 }
