@@ -97,6 +97,10 @@ func analyze(text string) *analysis {
 			}
 			continue
 		}
+		if w == "or" { // "X or Y" asks to choose; "X and Y" does not
+			add("or~")
+			continue
+		}
 		if p, ok := pronouns[w]; ok {
 			add(p)
 			continue

@@ -339,7 +339,19 @@ thank you =
 in simple terms =
 in simple words =
 in plain english =
-for me =`
+for me =
+tell me =
+tell us =
+show me =
+show us =
+give me =
+give us =
+let me know =
+let me =
+how do you say = translate
+how do i say = translate
+how to say = translate
+how would you say = translate`
 
 // stopwordList are dropped: articles, pronouns, auxiliaries, most
 // prepositions, question framing. Kept on purpose (never listed here):
@@ -356,9 +368,9 @@ is are am be been being do does doing done have has having can could would shall
 what's whats how's hows
 i me my mine myself i'm im i've ive i'd id i'll you your yours yourself you're we us our ours
 it its it's itself this that these those there here they them their they're
-please pls plz kindly tell give show let know explain describe say said
-some any just quickly briefly exactly actually really basically simply quick brief short
-hi hello hey thanks thank guys folks ok okay so well like also question questions curious
+please pls plz kindly explain describe
+some any just quickly exactly actually really basically simply quick
+hi hello hey thanks thank guys folks ok okay so well also question questions curious
 want wanted wanting need trying try tried going gonna wanna
 one's someone somebody anyone anybody something anything way ways
 possible able`
