@@ -104,3 +104,32 @@ func TestReplayRoundTrip(t *testing.T) {
 		t.Errorf("whole answer differs (-want +got)\n%s", diff)
 	}
 }
+
+func TestQueryKeysAndContext(t *testing.T) {
+	q := func(body string) *query {
+		req, err := openai.Parse(openai.ChatCompletions, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := newQuery("p:a", "m", req, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	a := q(`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`)
+	b := q(`{"messages":[{"content":"be brief","role":"system"},{"role":"user","content":[{"type":"text","text":"Tell me the capital of Peru."}]}],"model":"m"}`)
+	c := q(`{"model":"m","messages":[{"role":"system","content":"be verbose"},{"role":"user","content":"What is the capital of Peru?"}]}`)
+	if a.bucket == "" || a.bucket != b.bucket {
+		t.Errorf("the same context in two bodies: buckets %q and %q", a.bucket, b.bucket)
+	}
+	if a.key == b.key || a.bucket == c.bucket || a.key == c.key {
+		t.Error("different questions or contexts share a key")
+	}
+	if b.question != "Tell me the capital of Peru. " || a.an == nil {
+		t.Errorf("question %q, analysis %v", b.question, a.an)
+	}
+	if k, _ := exactKey("p:a", "m", openai.ChatCompletions, []byte(`{"model":"x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`)); k != a.key {
+		t.Error("exactKey and newQuery disagree")
+	}
+}

@@ -20,11 +20,15 @@ type query struct {
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
-	var fields map[string]json.RawMessage // the body, split once for both keys
+	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(req.Raw, &fields); err != nil {
 		return nil, err
 	}
-	key, err := keyOf(scope, model, req.Endpoint, fields)
+	canon, err := canonFields(fields) // decoded once for both keys
+	if err != nil {
+		return nil, err
+	}
+	key, err := hashCanon(scope, model, req.Endpoint, canon)
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +36,11 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 	if !semantic {
 		return q, nil
 	}
-	question, rest, ok := splitQuestion(req.Endpoint, fields)
+	question, rest, ok := splitQuestion(req.Endpoint, canon)
 	if !ok {
 		return q, nil // no trailing user question: exact matching only
 	}
-	if q.bucket, err = keyOf(scope, model, req.Endpoint+"#context", rest); err != nil {
+	if q.bucket, err = hashCanon(scope, model, req.Endpoint+"#context", rest); err != nil {
 		return nil, err
 	}
 	q.question = question
@@ -53,34 +57,33 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 }
 
 // splitQuestion separates the last user turn (or a completion's prompt)
-// from the rest of the request's fields, which become the context
-// fingerprint. fields is not changed.
-func splitQuestion(endpoint string, fields map[string]json.RawMessage) (string, map[string]json.RawMessage, bool) {
-	rest := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
+// from the rest of the request's canonical fields, which become the
+// context fingerprint. canon is not changed.
+func splitQuestion(endpoint string, canon map[string]any) (string, map[string]any, bool) {
+	rest := make(map[string]any, len(canon))
+	for k, v := range canon {
 		rest[k] = v
 	}
 	var question string
 	switch endpoint {
 	case openai.Completions:
-		if json.Unmarshal(rest["prompt"], &question) != nil {
+		p, ok := rest["prompt"].(string)
+		if !ok {
 			return "", nil, false
 		}
+		question = p
 		delete(rest, "prompt")
 	default:
-		var msgs []json.RawMessage
-		if json.Unmarshal(rest["messages"], &msgs) != nil || len(msgs) == 0 {
+		msgs, _ := rest["messages"].([]any)
+		if len(msgs) == 0 {
 			return "", nil, false
 		}
-		var last struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(msgs[len(msgs)-1], &last) != nil || last.Role != "user" {
+		last, _ := msgs[len(msgs)-1].(map[string]any)
+		if role, _ := last["role"].(string); role != "user" {
 			return "", nil, false
 		}
-		question = contentText(last.Content)
-		rest["messages"], _ = json.Marshal(msgs[:len(msgs)-1])
+		question = contentText(last["content"])
+		rest["messages"] = msgs[:len(msgs)-1]
 	}
 	if strings.TrimSpace(question) == "" {
 		return "", nil, false
@@ -88,20 +91,20 @@ func splitQuestion(endpoint string, fields map[string]json.RawMessage) (string, 
 	return question, rest, true
 }
 
-func contentText(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
+// contentText is a message's text: a string, or its text parts joined.
+func contentText(c any) string {
+	if s, ok := c.(string); ok {
 		return s
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(c, &parts)
+	parts, _ := c.([]any)
 	var b strings.Builder
 	for _, p := range parts {
-		b.WriteString(p.Text)
-		b.WriteByte(' ')
+		if m, ok := p.(map[string]any); ok {
+			if t, ok := m["text"].(string); ok {
+				b.WriteString(t)
+				b.WriteByte(' ')
+			}
+		}
 	}
 	return b.String()
 }
