@@ -23,6 +23,8 @@ type analysis struct {
 	qtype   string      // the first question word: how, what (also which), who, when, where, why; "" for none
 	orders  [][2]string // (a, b): a stands before b, around an order marker (to, from, than, vs …)
 	sig     uint64      // a bit per word of set (hashed): a cheap bound on how many words two questions share
+	wh      []uint64    // each word of set, hashed
+	sum     uint64      // the sum of wh: the same for the same set of words
 }
 
 // cutContraction splits "peru's", "they're", "it'll" into the word and
@@ -164,10 +166,32 @@ func analyze(text string) *analysis {
 	a.set = slices.Clone(a.words)
 	slices.Sort(a.set)
 	a.set = slices.Compact(a.set)
-	for _, w := range a.set {
-		a.sig |= 1 << (maphash.String(sigSeed, w) & 63)
+	a.wh = make([]uint64, len(a.set))
+	for i, w := range a.set {
+		h := maphash.String(sigSeed, w)
+		a.wh[i] = h
+		a.sum += h
+		a.sig |= 1 << (h & 63)
 	}
 	return a
+}
+
+// setKeys are the keys the built-in matcher finds a question under: its
+// set of words (kind 0), and its set less each one word (kind 1), so that
+// questions one misspelt word apart share a key.
+func (a *analysis) setKeys(bucket string, yield func(setKey)) {
+	yield(setKey{bucket, a.sum, 0})
+	if len(a.wh) > 1 {
+		for _, h := range a.wh {
+			yield(setKey{bucket, a.sum - h, 1})
+		}
+	}
+}
+
+type setKey struct {
+	bucket string
+	sum    uint64
+	kind   uint8
 }
 
 var sigSeed = maphash.MakeSeed()
@@ -499,7 +523,7 @@ func (a *analysis) cost() int {
 	if a == nil {
 		return 0
 	}
-	n := 160 + 16*(len(a.words)+len(a.set)+len(a.numbers)+len(a.names)) + 32*len(a.orders)
+	n := 160 + 16*(len(a.words)+len(a.set)+len(a.numbers)+len(a.names)) + 32*len(a.orders) + 72*len(a.wh) + 64 // and its keys in the index
 	for _, w := range a.words {
 		n += len(w)
 	}

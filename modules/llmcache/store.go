@@ -43,7 +43,8 @@ type entries struct {
 
 	mu       sync.RWMutex
 	buckets  map[string]map[string]*entry              // bucket → key → entry
-	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries
+	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries with an embedding
+	sets     map[setKey][]*entry                       // the built-in matcher's index: a set of words (or it less one) → entries
 	count    int
 	bytes    int64
 
@@ -70,7 +71,8 @@ func (s *entries) Purge(model, scope string) int {
 }
 
 func newEntries(maxBytes int64) (*entries, error) {
-	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{}}
+	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{},
+		sets: map[setKey][]*entry{}}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
 		MaxCost:     maxBytes,
@@ -165,6 +167,25 @@ func (s *entries) unindex(e *entry) {
 // postLocked adds e to (or removes it from) the postings of its
 // question's content words; s.mu must be held.
 func (s *entries) postLocked(e *entry, add bool) {
+	if e.vec == nil { // the built-in matcher: by sets of words
+		e.an.setKeys(e.bucket, func(k setKey) {
+			if add {
+				s.sets[k] = append(s.sets[k], e)
+				return
+			}
+			list := s.sets[k]
+			if i := slices.Index(list, e); i >= 0 {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+			}
+			if len(list) == 0 {
+				delete(s.sets, k)
+			} else {
+				s.sets[k] = list
+			}
+		})
+		return
+	}
 	words := s.postings[e.bucket]
 	if words == nil {
 		if !add {
@@ -202,42 +223,24 @@ const maxCandidates = 2048
 func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	words := s.postings[q.bucket]
-	if words == nil || len(q.an.set) == 0 {
+	if len(q.an.set) == 0 {
 		return nil, 0
 	}
 	if q.vec != nil {
+		words := s.postings[q.bucket]
+		if words == nil {
+			return nil, 0
+		}
 		return s.nearestVector(q, words, threshold)
 	}
-	// The built-in matcher wants every word of q but one misspelt, so a
-	// match is among the entries of q's two rarest words; if two words are
-	// in no entry, nothing matches.
-	var rarest [2]map[*entry]struct{}
-	absent := 0
-	for _, w := range q.an.set {
-		p := words[w]
-		switch {
-		case len(p) == 0:
-			absent++
-		case rarest[0] == nil || len(p) < len(rarest[0]):
-			rarest[0], rarest[1] = p, rarest[0]
-		case rarest[1] == nil || len(p) < len(rarest[1]):
-			rarest[1] = p
-		}
-	}
-	if absent > 1 || absent == 1 && len(q.an.set) == 1 {
-		return nil, 0
-	}
+	// The built-in matcher wants the same words, or all but one misspelt:
+	// a match shares q's set of words, or q's set less one word. A miss
+	// costs a map lookup per word, whatever the store holds.
 	var best *entry
 	bestSim := threshold
 	now := time.Now()
-	for i, set := range rarest {
-		for e := range set {
-			if i == 1 {
-				if _, seen := rarest[0][e]; seen {
-					continue
-				}
-			}
+	q.an.setKeys(q.bucket, func(k setKey) {
+		for _, e := range s.sets[k] {
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
 			c := e.an
@@ -245,14 +248,11 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) {
 				continue
 			}
-			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim {
+			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim && e != best {
 				best, bestSim = e, sim
 			}
 		}
-		if absent == 1 {
-			break // q's misspelt word is in no entry: every match has the rarest of the others
-		}
-	}
+	})
 	return best, float32(bestSim)
 }
 
@@ -300,6 +300,7 @@ func (s *entries) purge(model, scope string) int {
 		s.mu.Lock()
 		s.buckets = map[string]map[string]*entry{}
 		s.postings = map[string]map[string]map[*entry]struct{}{}
+		s.sets = map[setKey][]*entry{}
 		s.count, s.bytes = 0, 0
 		s.mu.Unlock()
 		return len(victims)
