@@ -53,6 +53,22 @@ func canonFields(fields map[string]json.RawMessage) (map[string]any, error) {
 	return canon, nil
 }
 
+// canonBody is canonFields of a whole body, in one pass.
+func canonBody(raw []byte) (map[string]any, error) {
+	var body map[string]any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&body); err != nil {
+		return nil, err
+	}
+	for k := range body {
+		if ignored[k] || k == "model" {
+			delete(body, k)
+		}
+	}
+	return body, nil
+}
+
 // hashCanon hashes canonical fields within a scope, model and endpoint.
 func hashCanon(scope, model, endpoint string, canon map[string]any) (string, error) {
 	b, err := json.Marshal(canon) // maps encode with sorted keys

@@ -1,7 +1,6 @@
 package llmcache
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 
@@ -20,11 +19,7 @@ type query struct {
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(req.Raw, &fields); err != nil {
-		return nil, err
-	}
-	canon, err := canonFields(fields) // decoded once for both keys
+	canon, err := canonBody(req.Raw) // decoded once for both keys
 	if err != nil {
 		return nil, err
 	}
