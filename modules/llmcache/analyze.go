@@ -179,17 +179,20 @@ func analyze(text string) *analysis {
 // setKeys are the keys the built-in matcher finds a question under: its
 // set of words (kind 0), and its set less each one word (kind 1), so that
 // questions one misspelt word apart share a key.
+// Keys carry a hash of the bucket, not the bucket: a candidate's bucket
+// is compared before it is used.
 func (a *analysis) setKeys(bucket string, yield func(setKey)) {
-	yield(setKey{bucket, a.sum, 0})
+	b := maphash.String(sigSeed, bucket)
+	yield(setKey{b, a.sum, 0})
 	if len(a.wh) > 1 {
 		for _, h := range a.wh {
-			yield(setKey{bucket, a.sum - h, 1})
+			yield(setKey{b, a.sum - h, 1})
 		}
 	}
 }
 
 type setKey struct {
-	bucket string
+	bucket uint64
 	sum    uint64
 	kind   uint8
 }

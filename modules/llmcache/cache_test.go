@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -131,5 +132,22 @@ func TestQueryKeysAndContext(t *testing.T) {
 	}
 	if k, _ := exactKey("p:a", "m", openai.ChatCompletions, []byte(`{"model":"x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`)); k != a.key {
 		t.Error("exactKey and newQuery disagree")
+	}
+}
+
+func TestSemanticLookupStaysInItsBucket(t *testing.T) {
+	s, err := newEntries(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	ans := &answer{Chat: true, Choices: []answerChoice{{Content: "Lima", FinishReason: "stop"}}}
+	question := "What is the capital of Peru?"
+	s.putLocal(&entry{key: "k", bucket: "tenant-a", question: question, an: analyze(question), ans: ans, expires: time.Now().Add(time.Hour)})
+	if e, _ := s.nearest(&query{bucket: "tenant-b", an: analyze("Tell me the capital of Peru.")}, defaultThreshold); e != nil {
+		t.Error("another bucket's entry answered")
+	}
+	if e, _ := s.nearest(&query{bucket: "tenant-a", an: analyze("Tell me the capital of Peru.")}, defaultThreshold); e == nil {
+		t.Error("the bucket's own entry did not answer")
 	}
 }

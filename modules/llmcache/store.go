@@ -245,7 +245,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 			// word signatures apart by at most one word each way.
 			c := e.an
 			if len(c.set) != len(q.an.set) || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
-				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) {
+				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket {
 				continue
 			}
 			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim && e != best {
