@@ -29,6 +29,35 @@ const benchGuard = `			pii {
 			}
 `
 
+// gateway is an llmgw config measured: its site block, its global llm
+// option, the Redis it counts in, and how many unique questions its cache
+// holds before it is measured.
+type gateway struct {
+	name, site, global, redis string
+	fill                      int
+}
+
+// pipelineGateways are the whole request path, each with a cache
+// filled with one of sizes (comma-separated) questions.
+func pipelineGateways(sizes, llmApp string) []gateway {
+	var out []gateway
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			continue
+		}
+		site := "route /v1/* {\n\t\tllm_quota\n\t\tllm_guardrails {\n\t\t\tpii {\n\t\t\t\ton input\n\t\t\t}\n" +
+			"\t\t\tregex {\n\t\t\t\tdeny codename \"(?i)project\\s+(zeus|hera)\"\n\t\t\t\ton input\n\t\t\t}\n\t\t}\n" +
+			"\t\tllm_cache {\n\t\t\tmax_memory 2GiB\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
+		if len(out) == 0 { // what the cache alone adds, at the first size
+			alone := "route /v1/* {\n\t\tllm_cache {\n\t\t\tmax_memory 2GiB\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
+			out = append(out, gateway{name: fmt.Sprintf("+ llm_cache semantic, %dk", n/1000), site: alone, global: llmApp, fill: n})
+		}
+		out = append(out, gateway{name: fmt.Sprintf("pipeline, cache of %dk", n/1000), site: site, global: llmApp, fill: n})
+	}
+	return out
+}
+
 // target is one way to reach the sim replica.
 type target struct {
 	name string
@@ -60,6 +89,8 @@ func compare(args []string) error {
 	withGuard := fs.Bool("guard", true, "also measure llm_guardrails (pii and regex on input and output)")
 	rate := fs.Float64("rate", 0, "also measure every scenario paced to this many requests per second in all, the same work for every target (0: closed loop only)")
 	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
+	unique := fs.Bool("unique", false, "give every request a new question, and also measure the whole pipeline (llm_quota, llm_guardrails, llm_cache exact and semantic, llm_router) missing the cache")
+	entries := fs.String("cache-entries", "10000,100000", "with -unique: questions the pipeline's cache holds before it is measured, one gateway per size")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
 	if err != nil {
@@ -80,16 +111,16 @@ func compare(args []string) error {
 	procs = append(procs, cmd)
 	targets := []target{{name: "direct", url: "http://" + replica + "/v1"}}
 	llmApp := "llm {\n\t\tmodel bench {\n\t\t\tengine openai\n\t\t\toption base_url http://" + replica + "/v1\n\t\t}\n" + benchTenancy + "\t}"
-	gateways := []struct{ name, site, global, redis string }{
-		{"caddy reverse_proxy", "reverse_proxy " + replica, "", ""},
-		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp, ""},
-		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp, ""},
-		{"+ llm_quota memory, headers always", "route /v1/* {\n\t\tllm_quota {\n\t\t\trate_limit_headers always\n\t\t}\n\t\tllm_router\n\t}", llmApp, ""},
-		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp, ""},
+	gateways := []gateway{
+		{"caddy reverse_proxy", "reverse_proxy " + replica, "", "", 0},
+		{"llmgw llm_router", "route /v1/* {\n\t\tllm_router\n\t}", llmApp, "", 0},
+		{"+ llm_quota memory", "route /v1/* {\n\t\tllm_quota\n\t\tllm_router\n\t}", llmApp, "", 0},
+		{"+ llm_quota memory, headers always", "route /v1/* {\n\t\tllm_quota {\n\t\t\trate_limit_headers always\n\t\t}\n\t\tllm_router\n\t}", llmApp, "", 0},
+		{"llm_cache exact hits", "route /v1/* {\n\t\tllm_cache\n\t\tllm_router\n\t}", llmApp, "", 0},
 	}
 	if *withGuard {
-		gateways = append(gateways, struct{ name, site, global, redis string }{"+ llm_guardrails pii,regex",
-			"route /v1/* {\n\t\tllm_guardrails {\n" + benchGuard + "\t\t}\n\t\tllm_router\n\t}", llmApp, ""})
+		gateways = append(gateways, gateway{name: "+ llm_guardrails pii,regex",
+			site: "route /v1/* {\n\t\tllm_guardrails {\n" + benchGuard + "\t\t}\n\t\tllm_router\n\t}", global: llmApp})
 	}
 	if *withRedis {
 		url, cmd, err := startRedis(dir)
@@ -99,8 +130,11 @@ func compare(args []string) error {
 		if err != nil {
 			return err
 		}
-		gateways = append(gateways, struct{ name, site, global, redis string }{"+ llm_quota redis",
-			"route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", llmApp, strings.TrimPrefix(url, "redis://")})
+		gateways = append(gateways, gateway{name: "+ llm_quota redis",
+			site: "route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", global: llmApp, redis: strings.TrimPrefix(url, "redis://")})
+	}
+	if *unique {
+		gateways = append(gateways[:3], pipelineGateways(*entries, llmApp)...)
 	}
 	for _, g := range gateways {
 		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)
@@ -111,6 +145,13 @@ func compare(args []string) error {
 			return err
 		}
 		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid, redis: g.redis})
+		if n := g.fill; n > 0 {
+			fmt.Fprintf(os.Stderr, "filling the cache of %q with %d questions\n", g.name, n)
+			fill := loadConfig{URL: targets[len(targets)-1].url, Model: "bench", Concurrency: 64, Requests: n, MaxTokens: 1, Key: benchKey, Unique: true}
+			if res, err := run(fill); err != nil || res.Errors > 0 {
+				return fmt.Errorf("filling %s: %v (%d errors)", g.name, err, res.Errors)
+			}
+		}
 	}
 	for _, c := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(c)
@@ -123,7 +164,7 @@ func compare(args []string) error {
 				return fmt.Errorf("-prompt-bytes: %w", err)
 			}
 			for _, stream := range []bool{false, true} {
-				cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens, Key: benchKey, PromptBytes: pb}
+				cfg := loadConfig{Model: "bench", Concurrency: n, Duration: *dur, Stream: stream, MaxTokens: *tokens, Key: benchKey, PromptBytes: pb, Unique: *unique}
 				if err := scenario(cfg, targets, *rounds); err != nil {
 					return err
 				}

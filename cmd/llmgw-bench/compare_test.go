@@ -39,3 +39,18 @@ func TestGeoMeanCI(t *testing.T) {
 		t.Errorf("one ratio: factor %v, want +Inf", f)
 	}
 }
+
+func TestUniqueBodiesDiffer(t *testing.T) {
+	cfg := loadConfig{Model: "bench", MaxTokens: 1, Unique: true}
+	seen := map[string]bool{}
+	for range 1000 {
+		b := string(cfg.uniqueBody())
+		if seen[b] {
+			t.Fatalf("a unique body repeats: %s", b)
+		}
+		seen[b] = true
+	}
+	if gs := pipelineGateways("10000,100000", "llm {}"); len(gs) != 3 || gs[1].fill != 10000 || gs[2].fill != 100000 {
+		t.Errorf("pipelineGateways: %+v", gs)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +37,9 @@ type loadConfig struct {
 	// targets are compared doing the same work per second rather than
 	// each at its own saturation.
 	Rate float64
+	// Unique, when set, gives every request a question no request asked
+	// before, so a cache misses every time.
+	Unique bool
 }
 
 type result struct {
@@ -60,6 +65,38 @@ func (cfg loadConfig) body() []byte {
 	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
 		cfg.Model, cfg.Stream, cfg.MaxTokens, prompt)
 }
+
+// uniqueSeq numbers the unique questions of a process.
+var uniqueSeq atomic.Int64
+
+// uniqueBody is a request with a question asked once: a few words from a
+// vocabulary of common ones and a serial number, as unique prompts that
+// share words with many others.
+func (cfg loadConfig) uniqueBody() []byte {
+	n := uniqueSeq.Add(1)
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	words := make([]string, 4+rng.IntN(5))
+	for i := range words {
+		words[i] = uniqueVocabulary[rng.IntN(len(uniqueVocabulary))]
+	}
+	prompt := fmt.Sprintf("How do I %s for ticket %d?", strings.Join(words, " "), n)
+	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
+		cfg.Model, cfg.Stream, cfg.MaxTokens, prompt)
+}
+
+var uniqueVocabulary = strings.Fields(`account address airport answer apple bank battery bill book bread budget
+	cable camera car card cat chair change check child city class clean cloud code coffee color computer cook
+	country course customer data date day desk dinner doctor dog door download drive email engine error exam
+	face family farm file film fish flight floor flower food friend game garden gift glass hair hand health
+	heat holiday home hotel house ice idea image insurance internet invoice job key kitchen lamp language
+	laptop law lesson letter light list loan lock map market meal meeting menu message milk model money month
+	movie music network news note number office oil order page paint paper park party password payment pen
+	phone photo piano picture plan plant plate player pocket policy pool post price printer problem project
+	question radio rain recipe record report restaurant river road room rule salary school screen search
+	season seat server service shirt shoe shop signal skill sleep snow software song sound soup space sport
+	staff station store story street student subject sugar summer system table tax tea teacher team test
+	ticket time tool town toy train travel tree trip truck user vacation video village visa voice wall
+	watch water weather website week window winter word work world year`)
 
 // longPrompt is n bytes of prose, each kilobyte holding an email address
 // and a card number, as prompts that guardrails redact do.
@@ -123,7 +160,11 @@ func run(cfg loadConfig) (*result, error) {
 		go func() {
 			defer wg.Done()
 			for take() {
-				lat, ttfb, err := one(ctx, client, url, cfg.Key, body, cfg.Stream)
+				b := body
+				if cfg.Unique {
+					b = cfg.uniqueBody()
+				}
+				lat, ttfb, err := one(ctx, client, url, cfg.Key, b, cfg.Stream)
 				mu.Lock()
 				switch {
 				case err != nil && ctx.Err() != nil && cfg.Requests == 0:

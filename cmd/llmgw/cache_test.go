@@ -225,3 +225,33 @@ func TestCacheSurvivesReload(t *testing.T) {
 		t.Errorf("the semantic index after a reload: %q, want hit-semantic", raw.Header.Get("X-Llmgw-Cache"))
 	}
 }
+
+// After a reload the store the new handlers use is still inspectable and
+// purgeable: the old handlers' cleanup must not unregister it.
+func TestCacheAdminAcrossReload(t *testing.T) {
+	g := startGatewayBefore(t, cacheModels, "\t\tllm_cache {\n\t\t\tsemantic\n\t\t}")
+	c := g.client()
+	chatWith(t, c, "sim-chat", "What is the capital of Peru?")
+	for i, ttl := range []string{"2h", "3h"} { // two reloads: the store passes through three configs
+		g.before = "\t\tllm_cache {\n\t\t\tttl " + ttl + "\n\t\t\tsemantic\n\t\t}"
+		g.reload(cacheModels, "")
+		if _, raw := chatWith(t, c, "sim-chat", "What is the capital of Peru?"); raw.Header.Get("X-Llmgw-Cache") != "hit-exact" {
+			t.Fatalf("after reload %d: %q, want hit-exact", i+1, raw.Header.Get("X-Llmgw-Cache"))
+		}
+	}
+	var stats []map[string]int64
+	g.adminGet("/llm/cache", &stats)
+	if len(stats) != 1 || stats[0]["entries"] != 1 || stats[0]["hits_exact"] != 2 {
+		t.Errorf("GET /llm/cache after reloads: %+v, want one store with 1 entry and 2 exact hits", stats)
+	}
+	if out, err := ctlRun(t, g, "cache"); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 1 {
+		t.Errorf("ctl cache after reloads: %v\n%s", err, out)
+	}
+	out, err := ctlRun(t, g, "cache", "purge", "--model", "sim-chat")
+	if err != nil || !strings.Contains(out, "purged 1 entries") {
+		t.Errorf("ctl cache purge after reloads: %v\n%s", err, out)
+	}
+	if _, raw := chatWith(t, c, "sim-chat", "What is the capital of Peru?"); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+		t.Errorf("after a purge: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+	}
+}

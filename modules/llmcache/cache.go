@@ -69,15 +69,24 @@ type Cache struct {
 // Semantic configures matching similar questions.
 type Semantic struct {
 	// Embedder is a catalog model that serves /v1/embeddings, used to
-	// embed questions. Default: the built-in embedder, which needs no
-	// model and measures lexical similarity only.
+	// embed questions. Default: the built-in matcher, which needs no model:
+	// it is lexical (the same content words once spelling, inflection,
+	// synonyms, aliases, framing and typos are set aside), so it misses
+	// paraphrases in other words; an embedding model finds more.
+	// Whichever finds a candidate, the verifier refuses one that differs
+	// in negation, numbers, order, tense, names, units or other words that
+	// carry the answer (see the README).
 	Embedder string `json:"embedder,omitempty"`
 	// EmbedTimeout bounds one embedding call; on timeout or error the
 	// request is looked up exactly only. Default: 2s.
 	EmbedTimeout caddy.Duration `json:"embed_timeout,omitempty"`
-	// Threshold is the least cosine similarity for a hit. Default: 0.8,
-	// where the built-in embedder matched 72% of the project's paraphrase
-	// set and none of its near-misses.
+	// Threshold is the least similarity for a hit, in (0, 1]: the cosine
+	// of the embeddings, or with the built-in matcher the cosine of the
+	// questions' words and word pairs (1 when they say the same words in
+	// the same order). Default: 0.9: on the project's paraphrase sets the
+	// built-in matcher matches 80% of the paraphrases and none of the
+	// near-misses there; at 0.8 it also answers questions whose roles are
+	// swapped ("can a dog eat cat food" / "can a cat eat dog food").
 	Threshold float64 `json:"threshold,omitempty"`
 }
 
@@ -104,7 +113,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		c.Scope = "project"
 	}
 	if c.Semantic != nil && c.Semantic.Threshold == 0 {
-		c.Semantic.Threshold = 0.8
+		c.Semantic.Threshold = defaultThreshold
 	}
 	if c.Semantic != nil && c.Semantic.EmbedTimeout == 0 {
 		c.Semantic.EmbedTimeout = caddy.Duration(2 * time.Second)
@@ -135,7 +144,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.store = v.(*entries)
-	c.unregister = llm.RegisterCache(c.poolKey, c.store)
+	c.unregister = register(c.poolKey, c.store)
 	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
@@ -167,6 +176,10 @@ func (c *Cache) Cleanup() error {
 }
 
 const header = "X-Llmgw-Cache"
+
+// defaultThreshold is semantic's default least similarity, chosen from
+// the project's paraphrase sets (testdata, paraphrase_test.go).
+const defaultThreshold = 0.9
 
 // ServeHTTP answers from the cache or passes the request on, keeping the
 // answer when it completes.
@@ -225,7 +238,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 // embedFunc returns how questions are embedded for this request.
 func (c *Cache) embedFunc(r *http.Request) func(string) []float32 {
 	if c.Semantic == nil || c.Semantic.Embedder == "" {
-		return embed
+		return nil // the built-in matcher
 	}
 	return func(q string) []float32 {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(c.Semantic.EmbedTimeout))
@@ -277,11 +290,11 @@ func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
 	if e, ok := c.store.get(q.key); ok {
 		return e, 1, false, true
 	}
-	if c.Semantic == nil || q.vec == nil {
+	if c.Semantic == nil || q.an == nil {
 		return nil, 0, false, false
 	}
-	e, sim = c.store.nearest(q.bucket, q.question, q.vec, func(e *entry) bool { return sameFacts(q.question, e.question) })
-	if e == nil || float64(sim) < c.Semantic.Threshold {
+	e, sim = c.store.nearest(q, c.Semantic.Threshold)
+	if e == nil {
 		return nil, sim, true, false
 	}
 	return e, sim, true, true
@@ -297,7 +310,7 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 		countOutcome(e.model, "hit-exact")
 	}
 	if semantic {
-		h.Set(header, "hit-semantic;similarity="+strconv.FormatFloat(float64(sim), 'f', 3, 32))
+		h.Set(header, "hit-semantic;similarity="+strconv.FormatFloat(float64(min(1, max(0, sim))), 'f', 3, 32))
 	} else {
 		h.Set(header, "hit-exact")
 	}
@@ -331,7 +344,7 @@ func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
 	if err != nil || ans == nil {
 		return
 	}
-	c.store.put(&entry{key: q.key, bucket: q.bucket, question: q.question, vec: q.vec, ans: ans,
+	c.store.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, vec: q.vec, ans: ans,
 		expires: time.Now().Add(time.Duration(c.TTL)), scope: q.scope, model: q.model})
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -105,31 +106,48 @@ func TestReplayRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSemanticMatching(t *testing.T) {
-	const threshold = 0.8
-	match := func(a, b string) (bool, float32) {
-		sim := dot(quantize(embed(a)), quantize(embed(b)))
-		return float64(sim) >= threshold && sameFacts(a, b), sim
-	}
-	for _, p := range [][2]string{
-		{"What is the capital of France?", "Tell me the capital of France."},
-		{"What is the capital of France?", "what's the capital of france"},
-		{"How do I reverse a list in Python?", "How can I reverse a list in Python"},
-		{"What is 2 + 2?", "what is 2 + 2"},
-	} {
-		if ok, sim := match(p[0], p[1]); !ok {
-			t.Errorf("%q ~ %q: no match (similarity %.3f)", p[0], p[1], sim)
+func TestQueryKeysAndContext(t *testing.T) {
+	q := func(body string) *query {
+		req, err := openai.Parse(openai.ChatCompletions, []byte(body))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, p := range [][2]string{
-		{"What is the capital of France?", "What is the capital of Germany?"},
-		{"What is 2 + 2?", "What is 2 + 3?"},
-		{"How do I reverse a list in Python?", "How do I sort a list in Python?"},
-		{"Who wrote Hamlet?", "Who wrote Macbeth?"},
-		{"Convert 100 dollars to euros", "Convert 150 dollars to euros"},
-	} {
-		if ok, sim := match(p[0], p[1]); ok {
-			t.Errorf("%q ~ %q: a false match (similarity %.3f)", p[0], p[1], sim)
+		x, err := newQuery("p:a", "m", req, true, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return x
+	}
+	a := q(`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`)
+	b := q(`{"messages":[{"content":"be brief","role":"system"},{"role":"user","content":[{"type":"text","text":"Tell me the capital of Peru."}]}],"model":"m"}`)
+	c := q(`{"model":"m","messages":[{"role":"system","content":"be verbose"},{"role":"user","content":"What is the capital of Peru?"}]}`)
+	if a.bucket == "" || a.bucket != b.bucket {
+		t.Errorf("the same context in two bodies: buckets %q and %q", a.bucket, b.bucket)
+	}
+	if a.key == b.key || a.bucket == c.bucket || a.key == c.key {
+		t.Error("different questions or contexts share a key")
+	}
+	if b.question != "Tell me the capital of Peru. " || a.an == nil {
+		t.Errorf("question %q, analysis %v", b.question, a.an)
+	}
+	if k, _ := exactKey("p:a", "m", openai.ChatCompletions, []byte(`{"model":"x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`)); k != a.key {
+		t.Error("exactKey and newQuery disagree")
+	}
+}
+
+func TestSemanticLookupStaysInItsBucket(t *testing.T) {
+	s, err := newEntries(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	ans := &answer{Chat: true, Choices: []answerChoice{{Content: "Lima", FinishReason: "stop"}}}
+	question := "What is the capital of Peru?"
+	s.putLocal(&entry{key: "k", bucket: "tenant-a", question: question, an: analyze(question), ans: ans, expires: time.Now().Add(time.Hour)})
+	if e, _ := s.nearest(&query{bucket: "tenant-b", an: analyze("Tell me the capital of Peru.")}, defaultThreshold); e != nil {
+		t.Error("another bucket's entry answered")
+	}
+	if e, _ := s.nearest(&query{bucket: "tenant-a", an: analyze("Tell me the capital of Peru.")}, defaultThreshold); e == nil {
+		t.Error("the bucket's own entry did not answer")
 	}
 }

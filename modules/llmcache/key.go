@@ -27,6 +27,16 @@ func exactKey(scope, model, endpoint string, raw []byte) (string, error) {
 
 // keyOf is exactKey over a body already split into its fields.
 func keyOf(scope, model, endpoint string, fields map[string]json.RawMessage) (string, error) {
+	canon, err := canonFields(fields)
+	if err != nil {
+		return "", err
+	}
+	return hashCanon(scope, model, endpoint, canon)
+}
+
+// canonFields decodes the fields that shape the answer (numbers kept as
+// written), so that encoding them again sorts every object's keys.
+func canonFields(fields map[string]json.RawMessage) (map[string]any, error) {
 	canon := make(map[string]any, len(fields))
 	for k, v := range fields {
 		if ignored[k] || k == "model" {
@@ -36,10 +46,31 @@ func keyOf(scope, model, endpoint string, fields map[string]json.RawMessage) (st
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.UseNumber()
 		if err := d.Decode(&x); err != nil {
-			return "", err
+			return nil, err
 		}
 		canon[k] = x
 	}
+	return canon, nil
+}
+
+// canonBody is canonFields of a whole body, in one pass.
+func canonBody(raw []byte) (map[string]any, error) {
+	var body map[string]any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&body); err != nil {
+		return nil, err
+	}
+	for k := range body {
+		if ignored[k] || k == "model" {
+			delete(body, k)
+		}
+	}
+	return body, nil
+}
+
+// hashCanon hashes canonical fields within a scope, model and endpoint.
+func hashCanon(scope, model, endpoint string, canon map[string]any) (string, error) {
 	b, err := json.Marshal(canon) // maps encode with sorted keys
 	if err != nil {
 		return "", err

@@ -51,8 +51,12 @@ func toWire(e *entry) wireEntry {
 }
 
 func (w wireEntry) entry() *entry {
-	return &entry{key: w.Key, bucket: w.Bucket, question: w.Question, vec: w.Vec, ans: w.Ans,
+	e := &entry{key: w.Key, bucket: w.Bucket, question: w.Question, vec: w.Vec, ans: w.Ans,
 		expires: w.Expires, scope: w.Scope, model: w.Model}
+	if w.Question != "" {
+		e.an = analyze(w.Question)
+	}
+	return e
 }
 
 func newShared(url string, store *entries, logger *zap.Logger) (*shared, error) {

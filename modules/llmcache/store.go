@@ -1,6 +1,8 @@
 package llmcache
 
 import (
+	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,10 +13,11 @@ import (
 
 // entry is one cached answer.
 type entry struct {
-	key      string // exact key
-	bucket   string // semantic candidates share it: scope, model, context
-	question string // the last user turn, for semantic matching
-	vec      []int8 // its embedding, quantized
+	key      string    // exact key
+	bucket   string    // semantic candidates share it: scope, model, context
+	question string    // the last user turn, for semantic matching
+	an       *analysis // the question, analysed
+	vec      []int8    // its embedding by a catalog model, quantized
 	ans      *answer
 	expires  time.Time
 	scope    string
@@ -23,7 +26,7 @@ type entry struct {
 
 // cost estimates an entry's memory in bytes, for max_memory.
 func (e *entry) cost() int64 {
-	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec)
+	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec) + e.an.cost()
 	for _, c := range e.ans.Choices {
 		n += 64 + len(c.Content)
 		for _, t := range c.ToolCalls {
@@ -40,7 +43,8 @@ type entries struct {
 
 	mu       sync.RWMutex
 	buckets  map[string]map[string]*entry              // bucket → key → entry
-	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries
+	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries with an embedding
+	sets     map[setKey][]*entry                       // the built-in matcher's index: a set of words (or it less one) → entries
 	count    int
 	bytes    int64
 
@@ -67,7 +71,8 @@ func (s *entries) Purge(model, scope string) int {
 }
 
 func newEntries(maxBytes int64) (*entries, error) {
-	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{}}
+	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{},
+		sets: map[setKey][]*entry{}}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
 		MaxCost:     maxBytes,
@@ -126,7 +131,7 @@ func (s *entries) putLocal(e *entry) bool {
 			s.bytes += e.cost()
 		}
 		b[e.key] = e
-		if e.vec != nil {
+		if e.an != nil {
 			s.postLocked(e, true)
 		}
 		s.mu.Unlock()
@@ -150,7 +155,7 @@ func (s *entries) unindex(e *entry) {
 		delete(b, e.key)
 		s.count--
 		s.bytes -= e.cost()
-		if e.vec != nil {
+		if e.an != nil {
 			s.postLocked(e, false)
 		}
 		if len(b) == 0 {
@@ -162,6 +167,25 @@ func (s *entries) unindex(e *entry) {
 // postLocked adds e to (or removes it from) the postings of its
 // question's content words; s.mu must be held.
 func (s *entries) postLocked(e *entry, add bool) {
+	if e.vec == nil { // the built-in matcher: by sets of words
+		e.an.setKeys(e.bucket, func(k setKey) {
+			if add {
+				s.sets[k] = append(s.sets[k], e)
+				return
+			}
+			list := s.sets[k]
+			if i := slices.Index(list, e); i >= 0 {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+			}
+			if len(list) == 0 {
+				delete(s.sets, k)
+			} else {
+				s.sets[k] = list
+			}
+		})
+		return
+	}
 	words := s.postings[e.bucket]
 	if words == nil {
 		if !add {
@@ -170,7 +194,7 @@ func (s *entries) postLocked(e *entry, add bool) {
 		words = map[string]map[*entry]struct{}{}
 		s.postings[e.bucket] = words
 	}
-	for _, w := range contentWords(e.question) {
+	for _, w := range e.an.set {
 		set := words[w]
 		switch {
 		case add && set == nil:
@@ -189,42 +213,69 @@ func (s *entries) postLocked(e *entry, add bool) {
 	}
 }
 
-// maxCandidates bounds the entries one semantic lookup scores.
+// maxCandidates bounds the entries one lookup with a catalog embedder
+// scores.
 const maxCandidates = 2048
 
-// nearest returns the live entry in bucket whose question is most similar
-// to vec, with its cosine similarity (vectors are unit length). Only
-// entries that share a content word with the question are scored, rarest
-// words first, at most maxCandidates of them: the words that are rare in a
-// bucket are the ones that tell questions apart, and the lookup costs what
-// its candidates cost, not what the bucket holds.
-func (s *entries) nearest(bucket string, question string, vec []int8, accept func(*entry) bool) (*entry, float32) {
+// nearest returns the live entry of q's bucket that answers q, with its
+// similarity, or nil. It looks only at entries that share q's rarest
+// words, and checks cheap bounds before expensive ones.
+func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	words := s.postings[bucket]
-	if words == nil {
-		return nil, -2
+	if len(q.an.set) == 0 {
+		return nil, 0
 	}
-	qw := contentWords(question)
+	if q.vec != nil {
+		words := s.postings[q.bucket]
+		if words == nil {
+			return nil, 0
+		}
+		return s.nearestVector(q, words, threshold)
+	}
+	// The built-in matcher wants the same words, or all but one misspelt:
+	// a match shares q's set of words, or q's set less one word. A miss
+	// costs a map lookup per word, whatever the store holds.
+	var best *entry
+	bestSim := threshold
+	now := time.Now()
+	q.an.setKeys(q.bucket, func(k setKey) {
+		for _, e := range s.sets[k] {
+			// Cheap bounds first: as many words, negations and numbers, and
+			// word signatures apart by at most one word each way.
+			c := e.an
+			if len(c.set) != len(q.an.set) || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
+				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket {
+				continue
+			}
+			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim && e != best {
+				best, bestSim = e, sim
+			}
+		}
+	})
+	return best, float32(bestSim)
+}
+
+// nearestVector scores the entries sharing a word with q by their
+// embeddings, rarest words first, at most maxCandidates of them, and
+// keeps the best the verifier accepts.
+func (s *entries) nearestVector(q *query, words map[string]map[*entry]struct{}, threshold float64) (*entry, float32) {
+	qw := slices.Clone(q.an.set)
 	slices.SortFunc(qw, func(a, b string) int { return len(words[a]) - len(words[b]) })
 	var best *entry
-	var bestSim float32 = -2
+	bestSim := float32(threshold)
 	now := time.Now()
-	scored := 0 // an entry that shares several words is scored again: cheaper than a set
-	common := max(len(s.buckets[bucket])/10, 256)
-	for _, w := range slices.Compact(qw) {
-		if scored > 0 && len(words[w]) > common {
-			break // a word this common tells nothing the rarer ones did not
-		}
+	scored := 0
+	for _, w := range qw {
 		for e := range words[w] {
 			if scored >= maxCandidates {
 				return best, bestSim
 			}
 			scored++
-			if now.After(e.expires) {
+			if e.vec == nil || now.After(e.expires) {
 				continue
 			}
-			if sim := dot(vec, e.vec); sim > bestSim && accept(e) {
+			if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.an) {
 				best, bestSim = e, sim
 			}
 		}
@@ -249,6 +300,7 @@ func (s *entries) purge(model, scope string) int {
 		s.mu.Lock()
 		s.buckets = map[string]map[string]*entry{}
 		s.postings = map[string]map[string]map[*entry]struct{}{}
+		s.sets = map[setKey][]*entry{}
 		s.count, s.bytes = 0, 0
 		s.mu.Unlock()
 		return len(victims)
@@ -263,14 +315,22 @@ func (s *entries) purge(model, scope string) int {
 	return len(victims)
 }
 
-// dot is the cosine of two quantized unit vectors.
-func dot(a, b []int8) float32 {
+// cosine is the cosine of two quantized vectors, in [-1, 1]: rounding
+// each component leaves them not quite unit length, so they are divided
+// by their own norms.
+func cosine(a, b []int8) float32 {
 	if len(a) != len(b) {
 		return -1
 	}
-	var s int32
+	var dot, na, nb int64
 	for i := range a {
-		s += int32(a[i]) * int32(b[i])
+		x, y := int64(a[i]), int64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
 	}
-	return float32(s) / (127 * 127)
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return float32(max(-1, min(1, float64(dot)/math.Sqrt(float64(na)*float64(nb)))))
 }
