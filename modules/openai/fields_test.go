@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unsafe"
@@ -159,4 +160,25 @@ func BenchmarkParseSmall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzParse: Parse never panics, and what it keeps of the body is JSON.
+func FuzzParse(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":2,"stop":["a"]}`)
+	f.Add(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"\"]}"}]}],"tools":[{"type":"function","function":{"name":"f"}}]}`)
+	f.Add(`{"model":"m","prompt":[[1,2],[3]],"max_tokens":1e3}`)
+	f.Add(` { "model" : "m" , "input" : [ "a" , "b" ] } `)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, ep := range []string{ChatCompletions, Completions, Embeddings} {
+			r, err := Parse(ep, []byte(body))
+			if err != nil {
+				continue
+			}
+			for _, raw := range [][]byte{r.Messages, r.Prompt, r.Input, r.StreamOptions} {
+				if len(raw) > 0 && !json.Valid(raw) {
+					t.Fatalf("%s: kept %q, not JSON", ep, raw)
+				}
+			}
+		}
+	})
 }
