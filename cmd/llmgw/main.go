@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
@@ -19,5 +19,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "engine" {
 		os.Exit(llmgw.RunEngine(os.Args[2:]))
 	}
-	caddycmd.Main()
+	if len(os.Args) == 0 {
+		os.Exit(caddy.ExitCodeFailedStartup)
+	}
+	execute() // root.go: caddycmd.Main's command tree, with help texts that say llmgw
 }

@@ -112,3 +112,20 @@ func TestSecondInstanceRefused(t *testing.T) {
 	g.start()
 	chatOnce(t, g, "n")
 }
+
+// Help texts name the command llmgw, also those that come from Caddy.
+func TestHelpSaysLLMGW(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"run", "--help"}, {"help", "start"}, {"start", "--help"},
+		{"reload", "--help"}, {"storage", "--help"}, {"environ", "--help"}, {"ctl", "--help"}, {"mirror", "fetch", "--help"}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("llmgw %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if m := caddyWord.FindString(string(out)); m != "" {
+			t.Errorf("llmgw %s says %q:\n%s", strings.Join(args, " "), m, out)
+		}
+		if !strings.Contains(string(out), "llmgw") {
+			t.Errorf("llmgw %s never says llmgw:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}

@@ -21,10 +21,9 @@ const probeInterval = time.Second
 
 var errStoreDown = errors.New("the quota store is unreachable")
 
-// outage is why and since when the store is down.
+// outage is why the store is down.
 type outage struct {
-	since time.Time
-	err   error // errStoreDown wrapping the cause, made once
+	err error // errStoreDown wrapping the cause, made once
 }
 
 // isDown returns the outage's error, or nil while Redis answers.
@@ -38,7 +37,7 @@ func (s *redisStore) isDown() error {
 // markDown marks the store down after err and starts the probe, unless
 // it is already down.
 func (s *redisStore) markDown(err error) {
-	o := &outage{since: time.Now(), err: fmt.Errorf("%w: %w", errStoreDown, err)}
+	o := &outage{err: fmt.Errorf("%w: %w", errStoreDown, err)}
 	if s.down.CompareAndSwap(nil, o) {
 		go s.probe()
 	}
