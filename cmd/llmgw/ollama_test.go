@@ -126,7 +126,15 @@ func TestOllamaOnDemandAndIdleStop(t *testing.T) {
 	if st := g.models()["lazy"]; st.State != "idle" || len(st.Replicas) != 0 {
 		t.Fatalf("before any request: %q with %d replicas", st.State, len(st.Replicas))
 	}
-	chatOnce(t, g, "lazy") // starts ollama, creates and loads the model
+	// starts ollama, creates and loads the model; the tiny model never
+	// ends an answer by itself, so the answer's length is bounded
+	c := g.client()
+	if _, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{
+		Model: "lazy", MaxTokens: openai.Int(8),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	}); err != nil {
+		t.Fatalf("chat with lazy: %v", err)
+	}
 	rs := g.models()["lazy"].Replicas
 	if len(rs) != 1 {
 		t.Fatalf("after a request: %d replicas", len(rs))
