@@ -166,9 +166,10 @@ func TestReplicaRestartDrainsAndHoldsRequests(t *testing.T) {
 	}
 	checkStreams(t, "replica restart", results, drainStreams, drainTokens)
 	waitFor(t, 10*time.Second, "the drained replica to exit", func() bool { return !processAlive(int(old.PID)) })
-	if rs := g.models()["d"].Replicas; len(rs) != 1 || rs[0].ID == old.ID {
-		t.Errorf("after the restart: %+v, want one new replica", rs)
-	}
+	waitFor(t, 10*time.Second, "one new replica listed", func() bool {
+		rs := g.models()["d"].Replicas
+		return len(rs) == 1 && rs[0].ID != old.ID
+	})
 }
 
 func TestReplicaDiesRequestsWaitForItsReplacement(t *testing.T) {

@@ -26,6 +26,8 @@ import (
 var (
 	binary     string
 	buildFlags []string
+	// raceBuild is set when llmgw is built with the race detector.
+	raceBuild bool
 )
 
 func TestMain(m *testing.M) {

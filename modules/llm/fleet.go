@@ -86,6 +86,7 @@ type fleet struct {
 	stopped   bool   // by an administrator
 	waitFor   string // why no replica can start now: the node is full
 	startOnce sync.Once
+	retiring  sync.WaitGroup // replicas draining, until each is stopped
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -477,7 +478,9 @@ func (f *fleet) retire(r *Replica, reason string) {
 	f.mu.Unlock()
 	f.logger.Info("replica draining", zap.String("replica", r.ID), zap.String("reason", reason),
 		zap.Int64("inflight", r.inflight.Load()), zap.Duration("drain_timeout", f.opts.drainTimeout))
+	f.retiring.Add(1)
 	go func() {
+		defer f.retiring.Done()
 		defer func() {
 			if v := recover(); v != nil {
 				f.logger.Error("replica drain panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
@@ -532,6 +535,17 @@ func (d *drainSet) of(model string) []*Replica {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.byModel[model]
+}
+
+// waitDrained waits until the replicas the fleet retired have stopped
+// (each within the drain timeout), or ctx ends.
+func (f *fleet) waitDrained(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { f.retiring.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // removeLocked takes r out of the serving set; f.mu must be held.

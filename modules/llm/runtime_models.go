@@ -150,14 +150,20 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 	if _, err := a.swap(r.Context(), rt); err != nil {
 		return err
 	}
+	f := cur.fleets[m.Name]
 	if k := a.fkeys[m.Name]; k != "" {
 		delete(a.fkeys, m.Name)
-		_, _ = fleets.Delete(k) // stops its replicas
+		_, _ = fleets.Delete(k) // its replicas drain
 	}
 	a.audit(r, "model removed", zap.String("model", m.Name))
 	if r.URL.Query().Get("purge") != "true" {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
+	}
+	// The weights are purged from the node cache once no replica
+	// holds them: wait for the drains.
+	if f != nil {
+		f.waitDrained(r.Context())
 	}
 	purged, err := a.purgeWeights(r, m)
 	if err != nil {

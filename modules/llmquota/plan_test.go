@@ -34,7 +34,7 @@ func TestPlanEstimateCountsChoices(t *testing.T) {
 		{"max_completion_tokens, n=3", `{"model":"m","n":3,"max_completion_tokens":50,` + msgs + `}`, 0, func(p int64) int64 { return p + 150 }},
 		{"default, n=4", `{"model":"m","n":4,` + msgs + `}`, 0, func(p int64) int64 { return p + 4000 }},
 		{"context length, n=2", `{"model":"m","n":2,` + msgs + `}`, 512, func(p int64) int64 { return p + 2*(512-p) }},
-		{"huge n saturates", `{"model":"m","n":9223372036854775807,"max_tokens":100,` + msgs + `}`, 0, func(int64) int64 { return math.MaxInt64 }},
+		{"huge max_tokens saturates", `{"model":"m","n":128,"max_tokens":9223372036854775807,` + msgs + `}`, 0, func(int64) int64 { return math.MaxInt64 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := openai.Parse(openai.ChatCompletions, []byte(tc.body))
