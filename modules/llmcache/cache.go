@@ -61,6 +61,7 @@ type Cache struct {
 
 	app        *llm.App
 	store      *entries
+	batch      *batcher // embedding calls, when Semantic.Embedder is set
 	poolKey    string
 	unregister func()
 	logger     *zap.Logger
@@ -80,6 +81,11 @@ type Semantic struct {
 	// EmbedTimeout bounds one embedding call; on timeout or error the
 	// request is looked up exactly only. Default: 2s.
 	EmbedTimeout caddy.Duration `json:"embed_timeout,omitempty"`
+	// EmbedderThreshold is the least cosine of the embedder's vectors for
+	// a hit, in (0, 1]: each model spreads its cosines differently, so the
+	// threshold goes with the model (in the Caddyfile, embedder <model>
+	// [<threshold>]). Default: Threshold.
+	EmbedderThreshold float64 `json:"embedder_threshold,omitempty"`
 	// Threshold is the least similarity for a hit, in (0, 1]: the cosine
 	// of the embeddings, or with the built-in matcher the cosine of the
 	// questions' words and word pairs (1 when they say the same words in
@@ -127,6 +133,9 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		if _, err := c.app.Lookup(s.Embedder); err != nil {
 			return fmt.Errorf("llm_cache: semantic embedder: %w", err)
 		}
+		c.batch = newBatcher(func(ctx context.Context, texts []string) ([][]float32, error) {
+			return c.app.Embeddings(ctx, s.Embedder, texts)
+		}, time.Duration(s.EmbedTimeout))
 	}
 	c.poolKey = "entries:" + strconv.FormatInt(c.MaxMemory, 10) + ":" + c.Redis
 	v, _, err := pool.LoadOrNew(c.poolKey, func() (caddy.Destructor, error) {
@@ -160,6 +169,9 @@ func (c *Cache) Validate() error {
 	}
 	if s := c.Semantic; s != nil && (s.Threshold <= 0 || s.Threshold > 1) {
 		return fmt.Errorf("llm_cache: semantic threshold %v must be in (0, 1]", s.Threshold)
+	}
+	if s := c.Semantic; s != nil && (s.EmbedderThreshold < 0 || s.EmbedderThreshold > 1) {
+		return fmt.Errorf("llm_cache: semantic embedder_threshold %v must be in (0, 1]", s.EmbedderThreshold)
 	}
 	return nil
 }
@@ -241,14 +253,12 @@ func (c *Cache) embedFunc(r *http.Request) func(string) []float32 {
 		return nil // the built-in matcher
 	}
 	return func(q string) []float32 {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(c.Semantic.EmbedTimeout))
-		defer cancel()
-		vecs, err := c.app.Embeddings(ctx, c.Semantic.Embedder, []string{q})
+		v, err := c.batch.embed(r.Context(), q)
 		if err != nil {
 			c.logger.Warn("embedding a question; looking up exactly only", zap.String("embedder", c.Semantic.Embedder), zap.Error(err))
 			return nil
 		}
-		return normalize(vecs[0])
+		return normalize(v)
 	}
 }
 
@@ -293,11 +303,19 @@ func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
 	if c.Semantic == nil || q.an == nil {
 		return nil, 0, false, false
 	}
-	e, sim = c.store.nearest(q, c.Semantic.Threshold)
+	e, sim = c.store.nearest(q, c.threshold(q))
 	if e == nil {
 		return nil, sim, true, false
 	}
 	return e, sim, true, true
+}
+
+// threshold is the least similarity for a semantic hit on q.
+func (c *Cache) threshold(q *query) float64 {
+	if q.vec != nil && c.Semantic.EmbedderThreshold > 0 {
+		return c.Semantic.EmbedderThreshold
+	}
+	return c.Semantic.Threshold
 }
 
 func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Request, e *entry, sim float32, semantic bool) {

@@ -109,14 +109,27 @@ func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) er
 // parseSemanticBlock reads semantic's optional block:
 //
 //	semantic [<threshold>] {
-//		embedder      <catalog model>
+//		embedder      <catalog model> [<threshold>]
 //		embed_timeout <duration>
 //	}
+//
+// embedder's threshold is the least cosine of that model's vectors for a
+// hit; without it, semantic's threshold applies.
 func (c *Cache) parseSemanticBlock(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		dir := d.Val()
 		var v string
-		if !d.Args(&v) || d.NextArg() {
+		if !d.Args(&v) {
+			return d.ArgErr()
+		}
+		if dir == "embedder" && d.NextArg() {
+			t, err := strconv.ParseFloat(d.Val(), 64)
+			if err != nil || t <= 0 || t > 1 {
+				return d.Errf("embedder threshold %q must be a number in (0, 1]", d.Val())
+			}
+			c.Semantic.EmbedderThreshold = t
+		}
+		if d.NextArg() {
 			return d.ArgErr()
 		}
 		switch dir {

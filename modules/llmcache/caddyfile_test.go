@@ -21,6 +21,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"threshold bad", "llm_cache {\n semantic 2\n}", "semantic threshold"},
 		{"threshold two", "llm_cache {\n semantic 0.8 0.9\n}", "wrong argument count"},
 		{"redis two", "llm_cache {\n redis a b\n}", "wrong argument count"},
+		{"embedder threshold bad", "llm_cache {\n semantic {\n embedder e 1.5\n }\n}", `embedder threshold "1.5"`},
+		{"embedder three", "llm_cache {\n semantic {\n embedder e 0.8 0.9\n }\n}", "wrong argument count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := new(Cache).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
@@ -28,5 +30,15 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnmarshalCaddyfileEmbedderThreshold(t *testing.T) {
+	c := new(Cache)
+	if err := c.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_cache {\n semantic 0.95 {\n embedder minilm 0.85\n }\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Semantic; s.Embedder != "minilm" || s.EmbedderThreshold != 0.85 || s.Threshold != 0.95 {
+		t.Errorf("got %+v, want embedder minilm at 0.85 and threshold 0.95", *s)
 	}
 }

@@ -27,6 +27,9 @@ type entry struct {
 // cost estimates an entry's memory in bytes, for max_memory.
 func (e *entry) cost() int64 {
 	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec) + e.an.cost()
+	if e.vec != nil {
+		n += annLinkBytes
+	}
 	for _, c := range e.ans.Choices {
 		n += 64 + len(c.Content)
 		for _, t := range c.ToolCalls {
@@ -41,12 +44,12 @@ func (e *entry) cost() int64 {
 type entries struct {
 	cache *ristretto.Cache[string, *entry]
 
-	mu       sync.RWMutex
-	buckets  map[string]map[string]*entry              // bucket → key → entry
-	postings map[string]map[string]map[*entry]struct{} // bucket → content word → entries with an embedding
-	sets     map[setKey][]*entry                       // the built-in matcher's index: a set of words (or it less one) → entries
-	count    int
-	bytes    int64
+	mu      sync.RWMutex
+	buckets map[string]map[string]*entry // bucket → key → entry
+	ann     map[string]*annIndex         // bucket → entries with an embedding
+	sets    map[setKey][]*entry          // the built-in matcher's index: a set of words (or it less one) → entries
+	count   int
+	bytes   int64
 
 	exact, semantic, misses, bypass, stored atomic.Int64
 
@@ -71,7 +74,7 @@ func (s *entries) Purge(model, scope string) int {
 }
 
 func newEntries(maxBytes int64) (*entries, error) {
-	s := &entries{buckets: map[string]map[string]*entry{}, postings: map[string]map[string]map[*entry]struct{}{},
+	s := &entries{buckets: map[string]map[string]*entry{}, ann: map[string]*annIndex{},
 		sets: map[setKey][]*entry{}}
 	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
@@ -186,36 +189,21 @@ func (s *entries) postLocked(e *entry, add bool) {
 		})
 		return
 	}
-	words := s.postings[e.bucket]
-	if words == nil {
-		if !add {
-			return
+	x := s.ann[e.bucket]
+	switch {
+	case add && x == nil:
+		x = newANN()
+		s.ann[e.bucket] = x
+		x.add(e)
+	case add:
+		x.add(e)
+	case x != nil:
+		x.remove(e)
+		if x.len() == 0 {
+			delete(s.ann, e.bucket)
 		}
-		words = map[string]map[*entry]struct{}{}
-		s.postings[e.bucket] = words
-	}
-	for _, w := range e.an.set {
-		set := words[w]
-		switch {
-		case add && set == nil:
-			words[w] = map[*entry]struct{}{e: {}}
-		case add:
-			set[e] = struct{}{}
-		case set != nil:
-			delete(set, e)
-			if len(set) == 0 {
-				delete(words, w)
-			}
-		}
-	}
-	if len(words) == 0 {
-		delete(s.postings, e.bucket)
 	}
 }
-
-// maxCandidates bounds the entries one lookup with a catalog embedder
-// scores.
-const maxCandidates = 2048
 
 // nearest returns the live entry of q's bucket that answers q, with its
 // similarity, or nil. It looks only at entries that share q's rarest
@@ -227,11 +215,11 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 		return nil, 0
 	}
 	if q.vec != nil {
-		words := s.postings[q.bucket]
-		if words == nil {
+		x := s.ann[q.bucket]
+		if x == nil {
 			return nil, 0
 		}
-		return s.nearestVector(q, words, threshold)
+		return nearestVector(q, x, threshold)
 	}
 	// The built-in matcher wants the same words, or all but one misspelt:
 	// a match shares q's set of words, or q's set less one word. A miss
@@ -256,28 +244,19 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	return best, float32(bestSim)
 }
 
-// nearestVector scores the entries sharing a word with q by their
-// embeddings, rarest words first, at most maxCandidates of them, and
-// keeps the best the verifier accepts.
-func (s *entries) nearestVector(q *query, words map[string]map[*entry]struct{}, threshold float64) (*entry, float32) {
-	qw := slices.Clone(q.an.set)
-	slices.SortFunc(qw, func(a, b string) int { return len(words[a]) - len(words[b]) })
+// nearestVector finds the entries closest to q in its bucket's index
+// and keeps the most similar the verifier accepts.
+func nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
 	var best *entry
 	bestSim := float32(threshold)
 	now := time.Now()
-	scored := 0
-	for _, w := range qw {
-		for e := range words[w] {
-			if scored >= maxCandidates {
-				return best, bestSim
-			}
-			scored++
-			if e.vec == nil || now.After(e.expires) {
-				continue
-			}
-			if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.an) {
-				best, bestSim = e, sim
-			}
+	for _, c := range x.search(q.vec, annEfFind) {
+		e := x.nodes[c.id].e
+		if now.After(e.expires) || e.bucket != q.bucket {
+			continue
+		}
+		if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.an) {
+			best, bestSim = e, sim
 		}
 	}
 	return best, bestSim
@@ -299,7 +278,7 @@ func (s *entries) purge(model, scope string) int {
 		s.cache.Clear()
 		s.mu.Lock()
 		s.buckets = map[string]map[string]*entry{}
-		s.postings = map[string]map[string]map[*entry]struct{}{}
+		s.ann = map[string]*annIndex{}
 		s.sets = map[setKey][]*entry{}
 		s.count, s.bytes = 0, 0
 		s.mu.Unlock()
