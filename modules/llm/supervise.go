@@ -117,9 +117,9 @@ var probeClient = &http.Client{Timeout: 2 * time.Second}
 // when the engine gave one, else any answer below 500 to GET
 // <base>/models, with the replica's headers.
 func (f *fleet) reachable(r *Replica) bool {
-	url, want := r.BaseURL+"/models", http.StatusInternalServerError
+	url, ok := r.BaseURL+"/models", func(code int) bool { return code < http.StatusInternalServerError }
 	if r.healthURL != "" {
-		url, want = r.healthURL, http.StatusOK+1
+		url, ok = r.healthURL, func(code int) bool { return code == http.StatusOK }
 	}
 	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -134,7 +134,7 @@ func (f *fleet) reachable(r *Replica) bool {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return resp.StatusCode < want
+	return ok(resp.StatusCode)
 }
 
 func (f *fleet) drop(r *Replica, reason string) {

@@ -84,17 +84,7 @@ func lexicalMatch(q, c *analysis) (float64, bool) {
 	}
 	var typo map[string]string // q's word → c's, when one is a misspelling of the other
 	if !slices.Equal(q.set, c.set) {
-		var onlyQ, onlyC []string
-		for _, w := range q.set {
-			if _, found := slices.BinarySearch(c.set, w); !found {
-				onlyQ = append(onlyQ, w)
-			}
-		}
-		for _, w := range c.set {
-			if _, found := slices.BinarySearch(q.set, w); !found {
-				onlyC = append(onlyC, w)
-			}
-		}
+		onlyQ, onlyC := setMinus(q.set, c.set), setMinus(c.set, q.set)
 		if len(onlyQ) != 1 || len(onlyC) != 1 || !misspelt(onlyQ[0], onlyC[0]) ||
 			slices.Contains(q.names, onlyQ[0]) || slices.Contains(c.names, onlyC[0]) {
 			return 0, false
@@ -192,17 +182,7 @@ func verified(q, c *analysis) bool {
 	if !agree(q, c) {
 		return false
 	}
-	var onlyQ, onlyC []string
-	for _, w := range q.set {
-		if _, found := slices.BinarySearch(c.set, w); !found {
-			onlyQ = append(onlyQ, w)
-		}
-	}
-	for _, w := range c.set {
-		if _, found := slices.BinarySearch(q.set, w); !found {
-			onlyC = append(onlyC, w)
-		}
-	}
+	onlyQ, onlyC := setMinus(q.set, c.set), setMinus(c.set, q.set)
 	if len(onlyQ) == 1 && len(onlyC) == 1 && !misspelt(onlyQ[0], onlyC[0]) {
 		return false
 	}
@@ -225,4 +205,15 @@ func isGuarded(w string, q, c *analysis) bool {
 		return true
 	}
 	return !known[w] || strings.HasSuffix(w, "~") || w != "" && (w[0] >= '0' && w[0] <= '9' || w[0] == '#')
+}
+
+// setMinus returns the words of a (sorted) that are not in b (sorted).
+func setMinus(a, b []string) []string {
+	var out []string
+	for _, w := range a {
+		if _, found := slices.BinarySearch(b, w); !found {
+			out = append(out, w)
+		}
+	}
+	return out
 }
