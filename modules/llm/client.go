@@ -89,7 +89,7 @@ func (a *App) call(ctx context.Context, model, path string, body map[string]any,
 	for k, v := range rep.Header {
 		req.Header[k] = v
 	}
-	resp, err := modelClient.Do(req)
+	resp, err := clientFor(modelClient, rep).Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.ReportFailure(rep)

@@ -41,6 +41,10 @@ type Replica struct {
 	CPUs          []int // the cores it is pinned to, if any
 	Started       time.Time
 
+	// Transport is how to reach BaseURL when it is not a loopback engine:
+	// a remote node's llmgw; nil means the caller's default.
+	Transport http.RoundTripper
+
 	// epoch is the run of the engine plugin that supervises the replica;
 	// after a plugin restart the next run adopts it (see adopt).
 	epoch     atomic.Uint64

@@ -128,7 +128,7 @@ func (f *fleet) reachable(r *Replica) bool {
 	for k, v := range r.Header {
 		req.Header[k] = v
 	}
-	resp, err := probeClient.Do(req)
+	resp, err := clientFor(probeClient, r).Do(req)
 	if err != nil {
 		return false
 	}

@@ -146,7 +146,11 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	openai.InjectTrace(ctx, up.Header)
 	sent := time.Now()
 	timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
-	resp, err := rt.transport.RoundTrip(up)
+	var tr http.RoundTripper = rt.transport
+	if rep.Transport != nil {
+		tr = rep.Transport // a replica on another node, through its llmgw
+	}
+	resp, err := tr.RoundTrip(up)
 	timer.Stop()
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {

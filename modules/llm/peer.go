@@ -1,0 +1,436 @@
+package llm
+
+// The node-to-node hop of a cluster. The router on node A reaches a replica
+// that runs on node B through B's llmgw, never through B's engine, which
+// listens on B's loopback only: A sends the request to B's peer endpoint,
+// which forwards the bytes to the local engine server and streams the
+// answer back, both ways without parsing or buffering. Nodes authenticate
+// each other with certificates that chain to a CA every node derives from
+// the same cluster secret.
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+// minPeerSecret is the shortest cluster secret accepted, in bytes.
+const minPeerSecret = 32
+
+// peerPrefix starts the path of a request for a replica on the node that
+// receives it: /replica/<path-escaped replica id>/<rest of the engine path>.
+const peerPrefix = "/replica/"
+
+// The CA every node derives from the cluster secret: its key from HKDF,
+// its certificate from a fixed template, so all nodes hold the
+// byte-identical CA without exchanging anything.
+var (
+	peerCANotBefore = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	peerCANotAfter  = time.Date(2125, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const (
+	peerCASalt = "llmgw cluster"
+	peerCAInfo = "llmgw cluster CA ed25519 v1"
+)
+
+// peerCA derives the cluster CA from secret.
+func peerCA(secret string) (*x509.Certificate, ed25519.PrivateKey, error) {
+	if len(secret) < minPeerSecret {
+		return nil, nil, fmt.Errorf("cluster secret is %d bytes long; it must be at least %d (for example the output of `openssl rand -base64 48`), the same on every node", len(secret), minPeerSecret)
+	}
+	seed, err := hkdf.Key(sha256.New, []byte(secret), []byte(peerCASalt), peerCAInfo, ed25519.SeedSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("deriving the cluster CA key: %w", err)
+	}
+	key := ed25519.NewKeyFromSeed(seed)
+	pub := key.Public().(ed25519.PublicKey)
+	ski := sha256.Sum256(pub)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "llmgw cluster CA"},
+		NotBefore:             peerCANotBefore,
+		NotAfter:              peerCANotAfter,
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		SubjectKeyId:          ski[:20],
+	}
+	// Ed25519 signatures are deterministic: the same secret gives the
+	// same certificate bytes on every node.
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the cluster CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the cluster CA certificate: %w", err)
+	}
+	return ca, key, nil
+}
+
+// newPeerTLS gives a node's TLS configurations for the node-to-node hop:
+// server requires a client certificate from the cluster CA, client trusts
+// only that CA and presents the node's certificate. The node's key is
+// fresh; its certificate, signed by the CA, names advertiseHost (an IP
+// address or DNS name, with or without a port) and nodeName.
+func newPeerTLS(secret, nodeName, advertiseHost string) (server, client *tls.Config, err error) {
+	ca, caKey, err := peerCA(secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	if nodeName == "" {
+		return nil, nil, fmt.Errorf("node name is empty; every node of a cluster needs its own name")
+	}
+	cert, err := peerNodeCert(ca, caKey, nodeName, advertiseHost)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the certificate of node %q: %w", nodeName, err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	server = &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}
+	client = &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+	}
+	return server, client, nil
+}
+
+func peerNodeCert(ca *x509.Certificate, caKey ed25519.PrivateKey, nodeName, host string) (tls.Certificate, error) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: nodeName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     peerCANotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     []string{nodeName},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else if host != "" && host != nodeName {
+		tmpl.DNSNames = append(tmpl.DNSNames, host)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// newPeerTransport reaches other nodes' peer endpoints: kept-alive
+// connections (HTTP/2 when the peer offers it, which ours does), no proxy
+// from the environment, pings to notice a peer that vanished.
+func newPeerTransport(client *tls.Config) *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     client,
+		TLSHandshakeTimeout: 5 * time.Second,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: 15 * time.Second, PingTimeout: 5 * time.Second},
+	}
+}
+
+// peerURL is the base URL through which other nodes reach replica id on
+// the node whose peer endpoint listens at hostport; the router appends
+// "/" + the engine path, as it does to a local replica's BaseURL.
+func peerURL(hostport, id string) string {
+	return "https://" + hostport + peerPrefix + url.PathEscape(id)
+}
+
+// clientFor is c, or a copy of c that reaches rep through rep.Transport
+// when it has one (a replica on another node).
+func clientFor(c *http.Client, rep *Replica) *http.Client {
+	if rep.Transport == nil {
+		return c
+	}
+	cc := *c
+	cc.Transport = rep.Transport
+	return &cc
+}
+
+// peers holds the peer servers, keyed by peerKey, so a config reload that
+// keeps the listen address, the secret and the node keeps the listener and
+// the streams in flight.
+var peers = caddy.NewUsagePool()
+
+// peerKey is the pool key of a peer server; it holds a hash of the
+// secret, never the secret.
+func peerKey(listen, secret, nodeName, advertiseHost string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "peer:" + listen + ":" + hex.EncodeToString(sum[:8]) + ":" + nodeName + ":" + advertiseHost
+}
+
+// peerLookup finds a local replica by id and counts a request in flight on
+// it; release ends that request.
+type peerLookup func(id string) (rep *Replica, release func(), ok bool)
+
+// peerServer is a node's peer endpoint. It serves
+//
+//	POST|GET /replica/<replica id>/<rest>  forwarded to the replica's BaseURL + "/" + rest
+//	GET /health                            200 "ok"
+//
+// and never forwards to another node.
+type peerServer struct {
+	node   string
+	ln     net.Listener
+	srv    *http.Server
+	proxy  *httputil.ReverseProxy
+	engine *http.Transport
+	lookup atomic.Pointer[peerLookup]
+	logger *zap.Logger
+	done   chan struct{}
+}
+
+// peerTarget is what ServeHTTP hands the proxy's Rewrite.
+type peerTarget struct {
+	rep  *Replica
+	base *url.URL
+	rest string // escaped
+}
+
+type peerTargetKey struct{}
+
+// startPeer listens on listen (host:port) with tlsConf and serves the peer
+// endpoint in the background until Destruct.
+func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerLookup, logger *zap.Logger) (*peerServer, error) {
+	na, err := caddy.ParseNetworkAddressWithDefaults(listen, "tcp", 0)
+	if err != nil {
+		return nil, fmt.Errorf("cluster listen address %q: %w", listen, err)
+	}
+	lnAny, err := na.Listen(context.Background(), 0, net.ListenConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("listening for other nodes on %s: %w", listen, err)
+	}
+	ln, ok := lnAny.(net.Listener)
+	if !ok {
+		_ = closeAny(lnAny)
+		return nil, fmt.Errorf("listening for other nodes on %s: not a stream address", listen)
+	}
+	p := &peerServer{node: nodeName, ln: ln, logger: logger, done: make(chan struct{})}
+	p.lookup.Store(&lookup)
+	p.engine = &http.Transport{
+		Proxy:               http.ProxyFromEnvironment, // outside providers may need it; loopback never uses it
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+	errLog, _ := zap.NewStdLogAt(logger, zapcore.DebugLevel) // handshake failures and aborted copies
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite:       rewritePeer,
+		Transport:     p.engine,
+		FlushInterval: -1,
+		BufferPool:    peerBuffers{},
+		ErrorLog:      errLog,
+		ErrorHandler:  p.engineError,
+	}
+	p.srv = &http.Server{
+		Handler:           p,
+		TLSConfig:         tlsConf,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          errLog,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+	}
+	go func() {
+		defer close(p.done)
+		err := p.srv.ServeTLS(ln, "", "")
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("peer endpoint stopped", zap.String("listen", listen), zap.Error(err))
+		}
+	}()
+	logger.Info("peer endpoint listening", zap.String("listen", ln.Addr().String()), zap.String("node", nodeName))
+	return p, nil
+}
+
+func closeAny(v any) error {
+	if c, ok := v.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Addr is the address the peer endpoint listens on.
+func (p *peerServer) Addr() net.Addr { return p.ln.Addr() }
+
+// setLookup makes later requests find replicas with lookup: a config
+// that kept this server from the previous one gives its own.
+func (p *peerServer) setLookup(lookup peerLookup) { p.lookup.Store(&lookup) }
+
+// peerShutdownGrace is how long Destruct lets requests in flight finish.
+const peerShutdownGrace = 10 * time.Second
+
+// Destruct stops listening, lets requests in flight finish for a while,
+// then closes what is left.
+func (p *peerServer) Destruct() error {
+	ctx, cancel := context.WithTimeout(context.Background(), peerShutdownGrace)
+	defer cancel()
+	err := p.srv.Shutdown(ctx)
+	if err != nil {
+		err = p.srv.Close()
+	}
+	<-p.done
+	p.engine.CloseIdleConnections()
+	return err
+}
+
+func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	if path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	if !strings.HasPrefix(path, peerPrefix) {
+		(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_endpoint",
+			Message: "unknown peer endpoint " + r.URL.Path + "; nodes serve /replica/<id>/<path> and /health"}).Write(w)
+		return
+	}
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, POST")
+		(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+			Message: "the peer endpoint accepts GET and POST only"}).Write(w)
+		return
+	}
+	escID, rest, _ := strings.Cut(path[len(peerPrefix):], "/")
+	id, err := url.PathUnescape(escID)
+	if err != nil || id == "" {
+		p.replicaGone(w, escID)
+		return
+	}
+	rep, release, ok := (*p.lookup.Load())(id)
+	// A replica with a Transport runs elsewhere: the hop never goes on to
+	// a third node.
+	if !ok || rep.Transport != nil {
+		if ok {
+			release()
+		}
+		p.replicaGone(w, id)
+		return
+	}
+	defer release()
+	base, err := url.Parse(rep.BaseURL)
+	if err != nil {
+		p.unreachable(w, id, err)
+		return
+	}
+	ctx := context.WithValue(r.Context(), peerTargetKey{}, &peerTarget{rep: rep, base: base, rest: rest})
+	p.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// rewritePeer points the outgoing request at the replica's engine server.
+// The ReverseProxy has already dropped hop-by-hop and forwarding headers.
+func rewritePeer(pr *httputil.ProxyRequest) {
+	t := pr.In.Context().Value(peerTargetKey{}).(*peerTarget)
+	u := pr.Out.URL
+	u.Scheme, u.Host, u.User = t.base.Scheme, t.base.Host, t.base.User
+	u.Path, u.RawPath = t.base.Path+"/", ""
+	if rest, err := url.PathUnescape(t.rest); err == nil {
+		u.Path += rest
+		if strings.IndexByte(t.rest, '%') >= 0 {
+			u.RawPath = t.base.EscapedPath() + "/" + t.rest
+		}
+	}
+	pr.Out.Host = ""
+	for k, v := range t.rep.Header {
+		pr.Out.Header[k] = v
+	}
+}
+
+func (p *peerServer) replicaGone(w http.ResponseWriter, id string) {
+	(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "replica_gone",
+		Message: fmt.Sprintf("replica %s is not on node %s: it stopped or moved; the request can be retried on another replica", id, p.node)}).Write(w)
+}
+
+func (p *peerServer) unreachable(w http.ResponseWriter, id string, err error) {
+	(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "replica_unreachable",
+		Message: fmt.Sprintf("replica %s on node %s did not answer: %v; the request can be retried on another replica", id, p.node, err)}).Write(w)
+}
+
+// engineError answers a request the engine server could not take.
+func (p *peerServer) engineError(w http.ResponseWriter, r *http.Request, err error) {
+	t := r.Context().Value(peerTargetKey{}).(*peerTarget)
+	if r.Context().Err() != nil {
+		// The sending node gave up (its client left or it timed out):
+		// nobody reads the answer.
+		if c := p.logger.Check(zapcore.DebugLevel, "peer request canceled"); c != nil {
+			c.Write(zap.String("replica", t.rep.ID), zap.Error(err))
+		}
+		return
+	}
+	p.logger.Warn("replica unreachable through the peer endpoint", zap.String("replica", t.rep.ID), zap.Error(err))
+	p.unreachable(w, t.rep.ID, err)
+}
+
+// peerBuffers recycles the proxy's copy buffers.
+type peerBuffers struct{}
+
+var peerBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (peerBuffers) Get() []byte { return *peerBufPool.Get().(*[]byte) }
+func (peerBuffers) Put(b []byte) {
+	if cap(b) == 32<<10 {
+		peerBufPool.Put(&b)
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Destructor = (*peerServer)(nil)
+	_ http.Handler     = (*peerServer)(nil)
+)

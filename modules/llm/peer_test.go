@@ -1,0 +1,406 @@
+package llm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+)
+
+const testSecret = "test cluster secret, at least 32 bytes long"
+
+// stubEngine is an engine server on 127.0.0.1: non-streamed requests get
+// a JSON answer; streamed ones get one SSE chunk each time the test sends
+// on chunks.
+type stubEngine struct {
+	srv      *httptest.Server
+	answer   []byte
+	chunks   chan struct{}
+	canceled chan struct{} // a stream's request context ended early
+	auth     chan string   // the Authorization header of each request
+}
+
+func newStubEngine(t testing.TB, answer []byte) *stubEngine {
+	e := &stubEngine{answer: answer, chunks: make(chan struct{}), canceled: make(chan struct{}, 16), auth: make(chan string, 1024)}
+	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *stubEngine) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	select {
+	case e.auth <- r.Header.Get("Authorization"):
+	default:
+	}
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, "stub engine: unknown path "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+	if !bytes.Contains(body, []byte(`"stream":true`)) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Engine", "stub")
+		_, _ = w.Write(e.answer)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	for i := 1; i <= 3; i++ {
+		select {
+		case <-e.chunks:
+		case <-r.Context().Done():
+			e.canceled <- struct{}{}
+			return
+		}
+		fmt.Fprintf(w, "data: chunk %d\n\n", i)
+		_ = rc.Flush()
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+}
+
+// testNode is one node's peer endpoint and the transport other nodes use.
+type testNode struct {
+	peer      *peerServer
+	transport *http.Transport // this node's client side, to other nodes
+	releases  atomic.Int64
+	released  chan struct{}
+	mu        sync.Mutex
+	replicas  map[string]*Replica
+}
+
+func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *testNode {
+	t.Helper()
+	server, client, err := newPeerTLS(secret, name, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &testNode{replicas: map[string]*Replica{}, released: make(chan struct{}, 1024)}
+	n.peer, err = startPeer(ip+":0", server, name, n.lookup, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.peer.Destruct() })
+	n.transport = newPeerTransport(client)
+	t.Cleanup(n.transport.CloseIdleConnections)
+	return n
+}
+
+func (n *testNode) lookup(id string) (*Replica, func(), bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.replicas[id]
+	if !ok {
+		return nil, nil, false
+	}
+	return r, func() {
+		n.releases.Add(1)
+		select {
+		case n.released <- struct{}{}:
+		default:
+		}
+	}, true
+}
+
+func (n *testNode) add(r *Replica) {
+	n.mu.Lock()
+	n.replicas[r.ID] = r
+	n.mu.Unlock()
+}
+
+func (n *testNode) url(id, path string) string {
+	return peerURL(n.peer.Addr().String(), id) + path
+}
+
+// twoNodes starts nodes a (127.0.0.2) and b (127.0.0.3) with the same
+// secret; b runs replica "org/chat-1" of the stub engine.
+func twoNodes(t testing.TB, e *stubEngine, logger *zap.Logger) (a, b *testNode) {
+	a = newTestNode(t, testSecret, "node-a", "127.0.0.2", logger)
+	b = newTestNode(t, testSecret, "node-b", "127.0.0.3", logger)
+	b.add(&Replica{ID: "org/chat-1", BaseURL: e.srv.URL + "/v1",
+		Header: http.Header{"Authorization": {"Bearer sk-provider"}}})
+	// Runs before the nodes stop, so they need not wait for idle
+	// connections to go.
+	t.Cleanup(func() { a.transport.CloseIdleConnections(); b.transport.CloseIdleConnections() })
+	return a, b
+}
+
+func post(t testing.TB, ctx context.Context, rt http.RoundTripper, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// wait fails the test when ch gives nothing in a long while: a guard
+// against hanging, not a timing assertion.
+func wait(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+}
+
+func TestPeerCADeterministic(t *testing.T) {
+	ca1, _, err := peerCA(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca2, _, err := peerCA(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ca1.Raw, ca2.Raw) {
+		t.Error("the same secret gave two different CA certificates")
+	}
+	other, _, err := peerCA(testSecret + "!")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(ca1.Raw, other.Raw) {
+		t.Error("two secrets gave the same CA certificate")
+	}
+	if _, _, err := newPeerTLS("short", "node-a", "127.0.0.2"); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Errorf("got %v, want an error about the secret's length", err)
+	}
+}
+
+func TestPeerStreams(t *testing.T) {
+	e := newStubEngine(t, nil)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	resp := post(t, context.Background(), a.transport, b.url("org/chat-1", "/chat/completions"), `{"stream":true}`)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Fatalf("got %s %s, want 200 over HTTP/2", resp.Proto, resp.Status)
+	}
+	if got := resp.Header.Get("Content-Type"); got != "text/event-stream" {
+		t.Errorf("got Content-Type %q, want text/event-stream", got)
+	}
+	if got := <-e.auth; got != "Bearer sk-provider" {
+		t.Errorf("engine got Authorization %q, want the replica's header", got)
+	}
+	br := bufio.NewReader(resp.Body)
+	for i := 1; i <= 3; i++ {
+		// Chunk i+1 is not released before chunk i has arrived.
+		e.chunks <- struct{}{}
+		want := fmt.Sprintf("data: chunk %d\n", i)
+		if line, err := br.ReadString('\n'); line != want {
+			t.Fatalf("got %q (%v), want %q", line, err, want)
+		}
+		if line, _ := br.ReadString('\n'); line != "\n" {
+			t.Fatalf("got %q, want the event's blank line", line)
+		}
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "data: [DONE]\n\n" {
+		t.Errorf("got %q (%v), want the [DONE] event", rest, err)
+	}
+	wait(t, b.released, "release")
+	if got := b.releases.Load(); got != 1 {
+		t.Errorf("released %d times, want 1", got)
+	}
+}
+
+func TestPeerAnswerIntact(t *testing.T) {
+	answer := bytes.Repeat([]byte(`{"choices":[{"message":{"content":"0123456789abcdef"}}]}`), 4096)
+	e := newStubEngine(t, answer)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	resp := post(t, context.Background(), a.transport, b.url("org/chat-1", "/chat/completions"), `{}`)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, answer) {
+		t.Errorf("got %s with %d bytes, want 200 with the engine's %d bytes", resp.Status, len(got), len(answer))
+	}
+	if resp.Header.Get("X-Engine") != "stub" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("got headers %v, want the engine's", resp.Header)
+	}
+	if got := <-e.auth; got != "Bearer sk-provider" {
+		t.Errorf("engine got Authorization %q, want the replica's header", got)
+	}
+	wait(t, b.released, "release")
+}
+
+func TestPeerClientLeavesMidStream(t *testing.T) {
+	e := newStubEngine(t, nil)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := post(t, ctx, a.transport, b.url("org/chat-1", "/chat/completions"), `{"stream":true}`)
+	defer resp.Body.Close()
+	e.chunks <- struct{}{}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); line != "data: chunk 1\n" {
+		t.Fatalf("got %q (%v), want chunk 1", line, err)
+	}
+	cancel()
+	wait(t, e.canceled, "cancellation reaching the engine")
+	wait(t, b.released, "release")
+	// A second release would come from the same handler returning,
+	// which it has once Destruct returns.
+	a.transport.CloseIdleConnections()
+	_ = b.peer.Destruct()
+	if got := b.releases.Load(); got != 1 {
+		t.Errorf("released %d times, want 1", got)
+	}
+}
+
+func TestPeerErrors(t *testing.T) {
+	e := newStubEngine(t, nil)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String() + "/v1"
+	dead.Close()
+	b.add(&Replica{ID: "dead-1", BaseURL: deadURL})
+	b.add(&Replica{ID: "remote-1", BaseURL: a.url("x", ""), Transport: b.transport})
+	gone := func(id string) string {
+		return "replica " + id + " is not on node node-b: it stopped or moved; the request can be retried on another replica"
+	}
+	tests := []struct {
+		name, id string
+		status   int
+		code     string
+		message  string
+	}{
+		{"unknown replica", "chat-9", http.StatusServiceUnavailable, "replica_gone", gone("chat-9")},
+		{"replica on a third node", "remote-1", http.StatusServiceUnavailable, "replica_gone", gone("remote-1")},
+		{"engine unreachable", "dead-1", http.StatusBadGateway, "replica_unreachable", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := post(t, context.Background(), a.transport, b.url(tt.id, "/chat/completions"), `{}`)
+			defer resp.Body.Close()
+			var body struct {
+				Error struct{ Message, Type, Code string } `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status || body.Error.Code != tt.code || body.Error.Type != "server_error" {
+				t.Errorf("got %d %+v, want %d with code %s", resp.StatusCode, body.Error, tt.status, tt.code)
+			}
+			if tt.message != "" && body.Error.Message != tt.message {
+				t.Errorf("got message %q, want %q", body.Error.Message, tt.message)
+			}
+		})
+	}
+	if got := b.releases.Load(); got != 2 {
+		t.Errorf("released %d times, want 2 (the remote and the dead replica)", got)
+	}
+}
+
+func TestPeerHealth(t *testing.T) {
+	e := newStubEngine(t, nil)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
+	resp, err := a.transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(got) != "ok" {
+		t.Errorf("got %s %q, want 200 ok", resp.Status, got)
+	}
+}
+
+func TestPeerRefusesStrangers(t *testing.T) {
+	e := newStubEngine(t, nil)
+	_, b := twoNodes(t, e, zaptest.NewLogger(t))
+	_, otherClient, err := newPeerTLS(strings.Repeat("x", 40), "node-x", "127.0.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, goodClient, err := newPeerTLS(testSecret, "node-c", "127.0.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trusts the cluster CA, so only the server can refuse: with a
+	// certificate from another secret, and with none.
+	foreignCert := goodClient.Clone()
+	foreignCert.Certificates = otherClient.Certificates
+	noCert := goodClient.Clone()
+	noCert.Certificates = nil
+	tests := []struct {
+		name string
+		conf *tls.Config
+	}{
+		{"other secret", otherClient},
+		{"certificate from another secret", foreignCert},
+		{"no client certificate", noCert},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newPeerTransport(tt.conf)
+			defer tr.CloseIdleConnections()
+			req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("got %s, want a failed handshake", resp.Status)
+			}
+		})
+	}
+	t.Run("good certificate", func(t *testing.T) {
+		tr := newPeerTransport(goodClient)
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	})
+}
+
+// BenchmarkPeerHop compares a non-streamed request straight to an engine
+// server with the same request through the peer hop (TLS, HTTP/2, the
+// peer's proxy). Allocations count both ends: client, peer and engine.
+func BenchmarkPeerHop(b *testing.B) {
+	e := newStubEngine(b, []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`))
+	e.auth = make(chan string) // unread: the stub skips it
+	a, bn := twoNodes(b, e, zap.NewNop())
+	body := `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`
+	direct := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(direct.CloseIdleConnections)
+	run := func(b *testing.B, rt http.RoundTripper, url string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp := post(b, context.Background(), rt, url, body)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatal(resp.Status)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, direct, e.srv.URL+"/v1/chat/completions") })
+	b.Run("hop", func(b *testing.B) { run(b, a.transport, bn.url("org/chat-1", "/chat/completions")) })
+}
