@@ -165,11 +165,12 @@ func peerNodeCert(ca *x509.Certificate, caKey ed25519.PrivateKey, nodeName, host
 
 // newPeerTransport reaches other nodes' peer endpoints: kept-alive
 // connections (HTTP/2 when the peer offers it, which ours does), no proxy
-// from the environment, pings to notice a peer that vanished.
+// from the environment, pings to notice a peer that vanished. client is
+// not changed.
 func newPeerTransport(client *tls.Config) *http.Transport {
 	return &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     client,
+		TLSClientConfig:     client.Clone(), // the transport adds "h2" to it
 		TLSHandshakeTimeout: 5 * time.Second,
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 256,

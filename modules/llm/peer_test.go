@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +80,7 @@ func (e *stubEngine) serve(w http.ResponseWriter, r *http.Request) {
 type testNode struct {
 	peer      *peerServer
 	transport *http.Transport // this node's client side, to other nodes
+	clientTLS *tls.Config
 	releases  atomic.Int64
 	released  chan struct{}
 	mu        sync.Mutex
@@ -96,7 +99,7 @@ func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *tes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.peer.Destruct() })
-	n.transport = newPeerTransport(client)
+	n.transport, n.clientTLS = newPeerTransport(client), client
 	t.Cleanup(n.transport.CloseIdleConnections)
 	return n
 }
@@ -381,8 +384,11 @@ func TestPeerRefusesStrangers(t *testing.T) {
 }
 
 // BenchmarkPeerHop compares a non-streamed request straight to an engine
-// server with the same request through the peer hop (TLS, HTTP/2, the
-// peer's proxy). Allocations count both ends: client, peer and engine.
+// server ("direct") with the same request through the peer hop ("hop":
+// mutual TLS, HTTP/2, the peer's proxy), through the hop over HTTP/1.1
+// ("hop-h1"), and through a plain cleartext httputil.ReverseProxy
+// ("plain-proxy", the cost of any proxy hop). Allocations count every
+// end: client, proxy and engine, all in this process.
 func BenchmarkPeerHop(b *testing.B) {
 	e := newStubEngine(b, []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`))
 	e.auth = make(chan string) // unread: the stub skips it
@@ -390,17 +396,77 @@ func BenchmarkPeerHop(b *testing.B) {
 	body := `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`
 	direct := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(direct.CloseIdleConnections)
-	run := func(b *testing.B, rt http.RoundTripper, url string) {
-		b.ReportAllocs()
-		for b.Loop() {
-			resp := post(b, context.Background(), rt, url, body)
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Fatal(resp.Status)
-			}
+	once := func(rt http.RoundTripper, url string) error {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return err
 		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("got %s", resp.Status)
+		}
+		return err
 	}
-	b.Run("direct", func(b *testing.B) { run(b, direct, e.srv.URL+"/v1/chat/completions") })
-	b.Run("hop", func(b *testing.B) { run(b, a.transport, bn.url("org/chat-1", "/chat/completions")) })
+	h1 := newPeerTransport(a.clientTLS)
+	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	h1.ForceAttemptHTTP2, h1.TLSNextProto = false, map[string]func(string, *tls.Conn) http.RoundTripper{}
+	b.Cleanup(h1.CloseIdleConnections)
+	plain := &httptest.Server{
+		Listener: must(net.Listen("tcp", "127.0.0.3:0")),
+		Config: &http.Server{Handler: &httputil.ReverseProxy{
+			Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(must(url.Parse(e.srv.URL))) },
+			FlushInterval: -1,
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+		}},
+	}
+	plain.Start()
+	b.Cleanup(plain.Close)
+	hop := bn.url("org/chat-1", "/chat/completions")
+	for _, m := range []struct {
+		name string
+		rt   http.RoundTripper
+		url  string
+	}{
+		{"direct", direct, e.srv.URL + "/v1/chat/completions"},
+		{"hop", a.transport, hop},
+		{"hop-h1", h1, hop},
+		{"plain-proxy", direct, plain.URL + "/v1/chat/completions"},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := once(m.rt, m.url); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(m.name+"-32conc", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(16) // 32 goroutines on 2 cores
+			var failed atomic.Value
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := once(m.rt, m.url); err != nil {
+						failed.Store(err)
+					}
+				}
+			})
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
