@@ -286,7 +286,9 @@ func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerL
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          errLog,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		// Pings notice a sending node that vanished, so its requests end
+		// and leave the replica's count.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000, SendPingTimeout: 15 * time.Second, PingTimeout: 5 * time.Second},
 	}
 	go func() {
 		defer close(p.done)

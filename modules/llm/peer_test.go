@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -225,6 +226,9 @@ func TestPeerStreams(t *testing.T) {
 	wait(t, b.released, "release")
 	if got := b.releases.Load(); got != 1 {
 		t.Errorf("released %d times, want 1", got)
+	}
+	if a.clientTLS.NextProtos != nil {
+		t.Errorf("the peer transport changed the TLS config it was given: NextProtos %v", a.clientTLS.NextProtos)
 	}
 }
 
@@ -469,4 +473,57 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A reload that keeps the cluster settings keeps the peer server: the new
+// config's lookup answers, and the server stops with the last holder.
+func TestPeerPoolKeepsServer(t *testing.T) {
+	server, client, err := newPeerTLS(testSecret, "node-p", "127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := peerKey("127.0.0.2:0", testSecret, "node-p", "127.0.0.2") + ":" + t.Name()
+	if strings.Contains(key, testSecret) {
+		t.Fatalf("pool key %q holds the secret", key)
+	}
+	load := func(lookup peerLookup) *peerServer {
+		v, _, err := peers.LoadOrNew(key, func() (caddy.Destructor, error) {
+			return startPeer("127.0.0.2:0", server, "node-p", lookup, zaptest.NewLogger(t))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := v.(*peerServer)
+		p.setLookup(lookup)
+		return p
+	}
+	e := newStubEngine(t, []byte(`{"ok":true}`))
+	gone := func(string) (*Replica, func(), bool) { return nil, nil, false }
+	here := func(id string) (*Replica, func(), bool) {
+		return &Replica{ID: id, BaseURL: e.srv.URL + "/v1"}, func() {}, true
+	}
+	first := load(gone)
+	second := load(here) // the reload
+	if first != second {
+		t.Fatal("a reload with the same settings started a second peer server")
+	}
+	tr := newPeerTransport(client)
+	defer tr.CloseIdleConnections()
+	_, _ = peers.Delete(key) // the old config goes
+	status := func() (int, error) {
+		resp, err := tr.RoundTrip(must(http.NewRequest(http.MethodPost, peerURL(first.Addr().String(), "chat-1")+"/chat/completions", strings.NewReader(`{}`))))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := status(); code != http.StatusOK {
+		t.Fatalf("after the old config left: got %d (%v), want 200 from the new config's replica", code, err)
+	}
+	tr.CloseIdleConnections()
+	_, _ = peers.Delete(key)
+	if code, err := status(); err == nil {
+		t.Fatalf("after the last config left: got %d, want no server", code)
+	}
 }
