@@ -50,6 +50,10 @@ func (e *stubEngine) serve(w http.ResponseWriter, r *http.Request) {
 	case e.auth <- r.Header.Get("Authorization"):
 	default:
 	}
+	if r.URL.Path == "/v1/models" {
+		_, _ = io.WriteString(w, `{"object":"list","data":[]}`)
+		return
+	}
 	if r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, "stub engine: unknown path "+r.URL.Path, http.StatusNotFound)
 		return
@@ -525,5 +529,24 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 	_, _ = peers.Delete(key)
 	if code, err := status(); err == nil {
 		t.Fatalf("after the last config left: got %d, want no server", code)
+	}
+}
+
+// The supervisor's probe reaches a replica on another node through its
+// Transport; without it the peer endpoint is out of reach.
+func TestPeerProbe(t *testing.T) {
+	e := newStubEngine(t, nil)
+	a, b := twoNodes(t, e, zaptest.NewLogger(t))
+	f := &fleet{ctx: context.Background()}
+	remote := &Replica{ID: "org/chat-1", BaseURL: b.url("org/chat-1", ""), Transport: a.transport}
+	if !f.reachable(remote) {
+		t.Error("a replica on another node is unreachable through its transport")
+	}
+	if got := <-e.auth; got != "Bearer sk-provider" {
+		t.Errorf("engine got Authorization %q, want the replica's header from its node", got)
+	}
+	remote.Transport = nil
+	if f.reachable(remote) {
+		t.Error("the peer endpoint answered a probe without the cluster's certificate")
 	}
 }
