@@ -65,7 +65,8 @@ type planner struct {
 //
 // A model's desired count starts from its current entries that are not
 // on a draining node (entries on dead nodes count: they are re-placed),
-// is raised to its min, goes up by one when the model is busy and every
+// or its entries on draining nodes when there are more of those, is
+// raised to its min, goes up by one when the model is busy and every
 // entry is ready (one step a round, none while replicas start), down by
 // one when it has been idle for its idle timeout, and stays within
 // [min, max]; a stopped model has none. Entries on live nodes stay where
@@ -74,13 +75,14 @@ type planner struct {
 // critical models first, to the node where the model has the fewest
 // entries, then (for a model that needs no GPU) one without GPUs, then
 // one that caches its weights, then the one with the most free memory,
-// then by name. A critical or standard model that fits
-// nowhere takes the place of lower-class entries on one node.
+// then by name. A critical or standard model that fits nowhere takes the
+// place of lower-class entries on one node.
 //
-// A drain costs a model scaled above its min its extra replicas: the
-// plan does not say which entries replace draining ones, so the count
-// after a drain starts is taken from the live entries alone (the busy
-// rule then scales it up again).
+// The plan does not say which entries replace draining ones, so a drain
+// can cost a model scaled above its min some of its extra replicas (the
+// busy rule scales it up again). When the cluster lacks room, a second
+// round may still drop entries on draining nodes; after that the plan
+// is a fixed point.
 func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load map[string]modelLoad,
 	stopped map[string]bool, now time.Time) (next map[string][]string, why map[string]string) {
 	p := &planner{
@@ -115,7 +117,7 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 		p.keep(pm, cur[pm.m.Name], ld)
 	}
 	for i := range p.models {
-		p.shrink(&p.models[i], load[p.models[i].m.Name])
+		p.shrink(&p.models[i])
 	}
 	next = make(map[string][]string, len(models))
 	why = map[string]string{}
@@ -126,6 +128,7 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 	}
 	for i := range p.models {
 		pm := &p.models[i]
+		p.settle(pm, load[pm.m.Name])
 		var names []string
 		if len(pm.entries) > 0 {
 			names = make([]string, len(pm.entries))
@@ -140,10 +143,11 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 
 // desired is how many replicas the model should have after this round.
 func (p *planner) desired(m *Model, cur []string, ld modelLoad, now time.Time) int {
-	count, ready := 0, 0
+	count, drained, ready := 0, 0, 0
 	for _, name := range cur {
 		idx, live := p.index[name]
 		if live && p.nodes[idx].Draining {
+			drained++
 			continue
 		}
 		count++
@@ -159,7 +163,7 @@ func (p *planner) desired(m *Model, cur []string, ld modelLoad, now time.Time) i
 	}
 	s := m.Scaling
 	lo, hi := s.min(), s.max()
-	n := max(count, lo)
+	n := max(count, drained, lo)
 	switch {
 	case ld.Busy && ready >= n && n < hi:
 		n++
@@ -180,27 +184,24 @@ func (p *planner) keep(pm *planModel, cur []string, ld modelLoad) {
 			continue
 		}
 		nd := &p.nodes[idx]
-		if nd.Draining {
-			pm.entries = append(pm.entries, idx)
-			continue
-		}
-		if _, failing := nd.Failing[pm.m.Name]; failing && p.mine[idx] >= ld.Ready[name] {
+		if _, failing := nd.Failing[pm.m.Name]; failing && !nd.Draining && p.mine[idx] >= ld.Ready[name] {
 			continue
 		}
 		if !pm.need.fits(p.free[idx]) {
 			continue
 		}
 		p.free[idx] = p.free[idx].add(pm.need, -1)
-		p.mine[idx]++
+		if !nd.Draining {
+			p.mine[idx]++
+		}
 		pm.entries = append(pm.entries, idx)
 	}
 	p.clearMine(pm)
 }
 
-// shrink drops the model's live entries above its desired count (from
-// the node with most of them, then the fullest), and its entries on
-// draining nodes once enough are ready elsewhere.
-func (p *planner) shrink(pm *planModel, ld modelLoad) {
+// shrink drops the model's live entries above its desired count: from
+// the node with most of them, then the fullest.
+func (p *planner) shrink(pm *planModel) {
 	live := 0
 	for _, idx := range pm.entries {
 		if !p.nodes[idx].Draining {
@@ -223,6 +224,17 @@ func (p *planner) shrink(pm *planModel, ld modelLoad) {
 		pm.entries = slices.Delete(pm.entries, at, at+1)
 		p.mine[victim]--
 		p.free[victim] = p.free[victim].add(pm.need, 1)
+	}
+	p.clearMine(pm)
+}
+
+// settle drops the model's entries on draining nodes once its live
+// entries have as many ready replicas as it should have.
+func (p *planner) settle(pm *planModel, ld modelLoad) {
+	for _, idx := range pm.entries {
+		if !p.nodes[idx].Draining {
+			p.mine[idx]++
+		}
 	}
 	ready := 0
 	for _, idx := range pm.entries {

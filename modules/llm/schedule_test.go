@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -452,4 +453,61 @@ func BenchmarkPlan50Nodes500Replicas(b *testing.B) {
 			plan(nodes, models, cur, nil, nil, t0)
 		}
 	})
+}
+
+// TestPlanFixpoint plans random clusters twice: the second round, with
+// the same nodes and load, keeps the first round's plan, and neither
+// puts more on a node than it has.
+func TestPlanFixpoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	placed := 0
+	defer func() { t.Logf("%d cases placed everything in one round", placed) }()
+	for c := range 2000 {
+		var nodes []clusterNode
+		var names []string
+		for i := range 1 + rng.IntN(8) {
+			n := cnode(fmt.Sprintf("n%d", i), int64(16+rng.IntN(8)*16), 4+rng.IntN(4)*4, rng.IntN(3)/2*4)
+			n.Draining = rng.IntN(6) == 0
+			if rng.IntN(6) == 0 {
+				n.Failing = map[string]string{fmt.Sprintf("m%d", rng.IntN(6)): "engine missing"}
+			}
+			nodes = append(nodes, n)
+			names = append(names, n.Name)
+		}
+		names = append(names, "dead")
+		var models []*Model
+		cur := map[string][]string{}
+		load := map[string]modelLoad{}
+		for i := range 1 + rng.IntN(6) {
+			lo := rng.IntN(4)
+			m := pmodel(fmt.Sprintf("m%d", i), lo, lo+rng.IntN(3), int64(4+rng.IntN(4)*8), 1+rng.IntN(4))
+			m.Class = []string{ClassCritical, ClassStandard, ClassOpportunistic}[rng.IntN(3)]
+			if rng.IntN(4) == 0 {
+				m.Resources.GPUs = 1
+			}
+			models = append(models, m)
+			ld := modelLoad{Ready: map[string]int{}}
+			for range rng.IntN(5) {
+				n := names[rng.IntN(len(names))]
+				cur[m.Name] = append(cur[m.Name], n)
+				ld.Ready[n] += rng.IntN(2)
+			}
+			load[m.Name] = ld
+		}
+		first, why := plan(nodes, models, cur, load, nil, t0)
+		second, _ := plan(nodes, models, first, load, nil, t0)
+		if len(why) == 0 {
+			placed++
+		}
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			checkRoom(t, nodes, models, first)
+			if len(why) == 0 {
+				checkFixpoint(t, nodes, models, first, load, nil, t0)
+			}
+			checkFixpoint(t, nodes, models, second, load, nil, t0)
+			if t.Failed() {
+				t.Logf("nodes %+v\ncur %v\nload %v", nodes, cur, load)
+			}
+		})
+	}
 }
