@@ -129,6 +129,12 @@ func TestPlanPlaces(t *testing.T) {
 		}()},
 		want: map[string]map[string]int{"llama-3.1-70b": {"gpu-1": 2, "gpu-2": 1}},
 	}, {
+		name:   "models that need no GPU leave GPU nodes free",
+		nodes:  []clusterNode{cnode("gpu-1", 512, 64, 8), cnode("cpu-1", 64, 16, 0), cnode("cpu-2", 64, 16, 0)},
+		models: []*Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 4, 4, 4, 1)},
+		want: map[string]map[string]int{"llama-3.1-8b": {"cpu-1": 1, "cpu-2": 1},
+			"phi-3-mini": {"cpu-1": 2, "cpu-2": 1, "gpu-1": 1}},
+	}, {
 		name:   "no node up",
 		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
@@ -207,6 +213,26 @@ func TestPlanDrain(t *testing.T) {
 		next, why := plan(nodes, models, cur, ready(round.ready), nil, t0)
 		if got := next["llama-3.1-8b"]; !slices.Equal(got, round.want) || len(why) > 0 {
 			t.Fatalf("%s: got %v, want %v (why: %v)", round.name, got, round.want, why)
+		}
+		cur = next
+	}
+
+	// A model started on demand (min 0) whose one replica is on the
+	// draining node keeps a replica: it moves.
+	od := []*Model{pmodel("phi-3-mini", 0, 2, 4, 1)}
+	cur = map[string][]string{"phi-3-mini": {"c"}}
+	for _, round := range []struct {
+		ready map[string]int
+		want  []string
+	}{
+		{map[string]int{"c": 1}, []string{"c", "a"}},
+		{map[string]int{"c": 1}, []string{"c", "a"}},
+		{map[string]int{"c": 1, "a": 1}, []string{"a"}},
+	} {
+		load := map[string]modelLoad{"phi-3-mini": {Ready: round.ready, LastUsed: t0}}
+		next, _ := plan(nodes, od, cur, load, nil, t0)
+		if got := next["phi-3-mini"]; !slices.Equal(got, round.want) {
+			t.Fatalf("on demand, ready %v: got %v, want %v", round.ready, got, round.want)
 		}
 		cur = next
 	}
