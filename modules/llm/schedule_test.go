@@ -461,9 +461,59 @@ func TestPlan50Nodes500Replicas(t *testing.T) {
 	checkRoom(t, rest, models, after)
 }
 
+// crowdedCluster is 50 nodes full of 100 opportunistic models × 5, the
+// plan that holds them, and 50 critical models × 5 that need half
+// their room.
+func crowdedCluster() ([]clusterNode, []*Model, map[string][]string) {
+	var nodes []clusterNode
+	var models []*Model
+	for i := range 50 {
+		nodes = append(nodes, cnode(fmt.Sprintf("n-%02d", i), 128, 64, 0))
+	}
+	for i := range 100 {
+		m := pmodel(fmt.Sprintf("batch-%02d", i), 5, 5, 12, 1)
+		m.Class = ClassOpportunistic
+		models = append(models, m)
+	}
+	full, _ := plan(nodes, models, nil, nil, nil, t0)
+	for i := range 50 {
+		m := pmodel(fmt.Sprintf("support-%02d", i), 5, 5, 12, 1)
+		m.Class = ClassCritical
+		models = append(models, m)
+	}
+	return nodes, models, full
+}
+
+func TestPlanCrowdedCluster(t *testing.T) {
+	nodes, models, full := crowdedCluster()
+	next, why := plan(nodes, models, full, nil, nil, t0)
+	kept := 0
+	for _, m := range models {
+		entries := next[m.Name]
+		if m.Class == ClassCritical {
+			if d := len(perNode(entries)); len(entries) != 5 || d != 5 {
+				t.Errorf("%s: %d replicas on %d nodes, want 5 on 5: %v", m.Name, len(entries), d, entries)
+			}
+			continue
+		}
+		kept += len(entries)
+		if len(entries) < 5 && why[m.Name] == "" {
+			t.Errorf("%s: %d replicas and no why", m.Name, len(entries))
+		}
+	}
+	// 50 nodes hold 10 replicas each: 250 critical, 250 of the 500 batch.
+	if kept != 250 {
+		t.Errorf("%d batch replicas kept, want 250", kept)
+	}
+	checkRoom(t, nodes, models, next)
+	checkFixpoint(t, nodes, models, next, nil, nil, t0)
+}
+
 // BenchmarkPlan50Nodes500Replicas plans 100 models × min 5 over 50 nodes
 // from an empty plan (a cold start), and again from that plan (a round
-// where nothing changes).
+// where nothing changes); then 50 critical models × 5 arrive in a
+// cluster full of opportunistic replicas and take half their places (the
+// planner's costliest case).
 func BenchmarkPlan50Nodes500Replicas(b *testing.B) {
 	nodes, models := bigCluster()
 	b.Run("cold", func(b *testing.B) {
@@ -477,6 +527,13 @@ func BenchmarkPlan50Nodes500Replicas(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			plan(nodes, models, cur, nil, nil, t0)
+		}
+	})
+	nodes, models, full := crowdedCluster()
+	b.Run("displace", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			plan(nodes, models, full, nil, nil, t0)
 		}
 	})
 }
