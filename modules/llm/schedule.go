@@ -85,28 +85,7 @@ type planner struct {
 // is a fixed point.
 func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load map[string]modelLoad,
 	stopped map[string]bool, now time.Time) (next map[string][]string, why map[string]string) {
-	p := &planner{
-		nodes:  nodes,
-		index:  make(map[string]int, len(nodes)),
-		free:   make([]Resources, len(nodes)),
-		mine:   make([]int, len(nodes)),
-		models: make([]planModel, len(models)),
-	}
-	for i, n := range nodes {
-		if _, dup := p.index[n.Name]; !dup {
-			p.index[n.Name] = i
-		}
-		p.free[i] = n.Capacity
-	}
-	for i, m := range models {
-		p.models[i] = planModel{m: m, need: m.needs(), rank: classRank(m.Class)}
-	}
-	slices.SortFunc(p.models, func(a, b planModel) int {
-		if a.rank != b.rank {
-			return b.rank - a.rank
-		}
-		return strings.Compare(a.m.Name, b.m.Name)
-	})
+	p := newPlanner(nodes, models)
 	for i := range p.models {
 		pm := &p.models[i]
 		ld := load[pm.m.Name]
@@ -119,13 +98,13 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 	for i := range p.models {
 		p.shrink(&p.models[i])
 	}
-	next = make(map[string][]string, len(models))
 	why = map[string]string{}
 	for i := range p.models {
 		if w := p.place(&p.models[i]); w != "" {
 			why[p.models[i].m.Name] = w
 		}
 	}
+	next = make(map[string][]string, len(models))
 	for i := range p.models {
 		pm := &p.models[i]
 		p.settle(pm, load[pm.m.Name])
@@ -133,12 +112,41 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 		if len(pm.entries) > 0 {
 			names = make([]string, len(pm.entries))
 			for j, idx := range pm.entries {
-				names[j] = nodes[idx].Name
+				names[j] = p.nodes[idx].Name
 			}
 		}
 		next[pm.m.Name] = names
 	}
 	return next, why
+}
+
+// newPlanner indexes the nodes (of two with one name, the first counts)
+// and orders the models: critical first, then standard, then
+// opportunistic, then by name.
+func newPlanner(nodes []clusterNode, models []*Model) *planner {
+	p := &planner{index: make(map[string]int, len(nodes)), models: make([]planModel, len(models))}
+	for i, n := range nodes {
+		if _, dup := p.index[n.Name]; dup {
+			nodes = firstOfEachName(nodes)
+			break
+		}
+		p.index[n.Name] = i
+	}
+	p.nodes, p.free, p.mine = nodes, make([]Resources, len(nodes)), make([]int, len(nodes))
+	for i, n := range nodes {
+		p.index[n.Name] = i
+		p.free[i] = n.Capacity
+	}
+	for i, m := range models {
+		p.models[i] = planModel{m: m, need: m.needs(), rank: classRank(m.Class)}
+	}
+	slices.SortFunc(p.models, func(a, b planModel) int {
+		if a.rank != b.rank {
+			return b.rank - a.rank
+		}
+		return strings.Compare(a.m.Name, b.m.Name)
+	})
+	return p
 }
 
 // desired is how many replicas the model should have after this round.
@@ -457,6 +465,18 @@ func (p *planner) clearMine(pm *planModel) {
 	for _, idx := range pm.entries {
 		p.mine[idx] = 0
 	}
+}
+
+func firstOfEachName(nodes []clusterNode) []clusterNode {
+	seen := make(map[string]bool, len(nodes))
+	var out []clusterNode
+	for _, n := range nodes {
+		if !seen[n.Name] {
+			seen[n.Name] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func lastIndex(s []int, v int) int {

@@ -135,6 +135,12 @@ func TestPlanPlaces(t *testing.T) {
 		want: map[string]map[string]int{"llama-3.1-8b": {"cpu-1": 1, "cpu-2": 1},
 			"phi-3-mini": {"cpu-1": 2, "cpu-2": 1, "gpu-1": 1}},
 	}, {
+		name:   "a node listed twice counts once",
+		nodes:  []clusterNode{cnode("a", 32, 8, 0), cnode("a", 32, 8, 0), cnode("b", 8, 8, 0)},
+		models: []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
+		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2}},
+		why:    map[string]string{"llama-3.1-8b": `"llama-3.1-8b" has 2 of 3 replicas placed: no node has room for another (a replica needs 16 GiB memory, 4 cores); the most free is node "b" with 8.0 GiB memory, 8 cores free`},
+	}, {
 		name:   "no node up",
 		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
