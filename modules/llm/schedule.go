@@ -380,6 +380,9 @@ func (p *planner) victims(pm *planModel, i int, drop bool) int {
 		if v.rank >= pm.rank {
 			break
 		}
+		if !frees(v.need, pm.need, free) {
+			continue
+		}
 		for at := len(v.entries) - 1; at >= 0 && !pm.need.fits(free); at-- {
 			if v.entries[at] != i {
 				continue
@@ -400,6 +403,13 @@ func (p *planner) victims(pm *planModel, i int, drop bool) int {
 	return n
 }
 
+// frees tells whether dropping a replica that holds v gives back some of
+// a kind that need lacks in free.
+func frees(v, need, free Resources) bool {
+	return v.Memory > 0 && need.Memory > free.Memory || v.Cores > 0 && need.Cores > free.Cores ||
+		v.GPUs > 0 && need.GPUs > free.GPUs
+}
+
 // explain says why the model has only live of its desired replicas.
 func (p *planner) explain(pm *planModel, live int) string {
 	name := pm.m.Name
@@ -407,16 +417,18 @@ func (p *planner) explain(pm *planModel, live int) string {
 	if live > 0 {
 		fmt.Fprintf(&out, "%q has %d of %d replicas placed: ", name, live, pm.want)
 	}
-	most := -1
-	var left []string
+	const shown = 3 // nodes left out that the sentence names
+	most, left := -1, 0
+	var notes strings.Builder
 	for i := range p.nodes {
 		nd := &p.nodes[i]
-		if nd.Draining {
-			left = append(left, fmt.Sprintf("node %q is draining", nd.Name))
-			continue
-		}
-		if why, failing := nd.Failing[name]; failing {
-			left = append(left, fmt.Sprintf("node %q cannot start it (%s)", nd.Name, why))
+		why, failing := nd.Failing[name]
+		if nd.Draining || failing {
+			if left++; left <= shown && nd.Draining {
+				fmt.Fprintf(&notes, "; node %q is draining", nd.Name)
+			} else if left <= shown {
+				fmt.Fprintf(&notes, "; node %q cannot start it (%s)", nd.Name, why)
+			}
 			continue
 		}
 		if most < 0 || roomier(p.free[i], p.free[most], pm.need) {
@@ -437,13 +449,9 @@ func (p *planner) explain(pm *planModel, live int) string {
 		fmt.Fprintf(&out, " (a replica needs %s); the most free is node %q with %s free",
 			pm.need.describe(pm.need), p.nodes[most].Name, p.free[most].describe(pm.need))
 	}
-	const shown = 3
-	for k, s := range left {
-		if k == shown {
-			fmt.Fprintf(&out, "; and %d more nodes draining or failing", len(left)-shown)
-			break
-		}
-		out.WriteString("; " + s)
+	out.WriteString(notes.String())
+	if left > shown {
+		fmt.Fprintf(&out, "; and %d more nodes draining or failing", left-shown)
 	}
 	return out.String()
 }

@@ -389,6 +389,22 @@ func TestPlanClasses(t *testing.T) {
 	if got := next["llama-3.1-8b"]; !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("llama-3.1-8b: got %v, want [a]", got)
 	}
+
+	// An entry that holds none of what is missing (here, a GPU) stays
+	// where it is.
+	nodes = []clusterNode{cnode("gpu-1", 64, 16, 1), cnode("cpu-1", 64, 16, 0)}
+	gpu := pmodel("llama-3.1-70b", 1, 1, 16, 4)
+	gpu.Resources.GPUs = 1
+	gpu.Class = ClassCritical
+	cpu, holder := pmodel("zephyr-7b", 2, 2, 4, 1), pmodel("whisper", 1, 1, 8, 2)
+	cpu.Class, holder.Class = ClassOpportunistic, ClassOpportunistic
+	holder.Resources.GPUs = 1
+	models = []*Model{gpu, cpu, holder}
+	next, _ = plan(nodes, models, map[string][]string{"zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": {"gpu-1"}}, nil, nil, t0)
+	want = map[string][]string{"llama-3.1-70b": {"gpu-1"}, "zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": nil}
+	if d := cmp.Diff(want, next, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
 }
 
 // bigCluster is 40 CPU nodes and 10 GPU nodes, and 100 models with min 5
