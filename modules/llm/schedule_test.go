@@ -141,6 +141,13 @@ func TestPlanPlaces(t *testing.T) {
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2}},
 		why:    map[string]string{"llama-3.1-8b": `"llama-3.1-8b" has 2 of 3 replicas placed: no node has room for another (a replica needs 16 GiB memory, 4 cores); the most free is node "b" with 8.0 GiB memory, 8 cores free`},
 	}, {
+		name: "every node draining",
+		nodes: []clusterNode{drainingNode(cnode("a", 64, 16, 0)), drainingNode(cnode("b", 64, 16, 0)),
+			drainingNode(cnode("c", 64, 16, 0)), drainingNode(cnode("d", 64, 16, 0)), drainingNode(cnode("e", 64, 16, 0))},
+		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
+		want:   map[string]map[string]int{"llama-3.1-8b": {}},
+		why:    map[string]string{"llama-3.1-8b": `no node can run "llama-3.1-8b"; node "a" is draining; node "b" is draining; node "c" is draining; and 2 more nodes draining or failing`},
+	}, {
 		name:   "no node up",
 		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
