@@ -34,7 +34,7 @@ scripts. Changes are logged with the OS user as the actor.`,
 			var c ctl
 			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
-			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache())
+			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes())
 		},
 	})
 }
@@ -265,11 +265,11 @@ func (c *ctl) replicaList() *cobra.Command {
 			var rows [][]string
 			for _, m := range ms {
 				for _, r := range m.Replicas {
-					rows = append(rows, []string{r.ID, m.Name, r.State, r.URL, fmt.Sprint(r.PID), fmt.Sprint(r.Inflight),
+					rows = append(rows, []string{r.ID, m.Name, r.State, r.Node, r.URL, fmt.Sprint(r.PID), fmt.Sprint(r.Inflight),
 						time.Since(r.Started).Round(time.Second).String()})
 				}
 			}
-			table("REPLICA\tMODEL\tSTATE\tURL\tPID\tIN FLIGHT\tUP", rows)
+			table("REPLICA\tMODEL\tSTATE\tNODE\tURL\tPID\tIN FLIGHT\tUP", rows)
 			return nil
 		}}
 }

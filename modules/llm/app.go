@@ -89,6 +89,9 @@ type App struct {
 	// is mirror:// or hf://, with one directory store in Caddy's data
 	// directory.
 	Mirror *MirrorConfig `json:"mirror,omitempty"`
+	// Cluster makes this llmgw a node of a cluster that shares one
+	// catalog through Redis; see ClusterConfig.
+	Cluster *ClusterConfig `json:"cluster,omitempty"`
 
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
@@ -97,7 +100,11 @@ type App struct {
 	engines map[string]*host.Plugin
 	logger  *zap.Logger
 
-	storage     certmagic.Storage
+	storage     stateStore // Caddy storage, or Redis in a cluster
+	local       certmagic.Storage
+	cluster     *member
+	clusterKey  string
+	declared    []*Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
 	mirrorKey   string
 	keys        *atomic.Pointer[keyring]
@@ -149,7 +156,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.DrainTimeout == 0 {
 		a.DrainTimeout = caddy.Duration(5 * time.Minute)
 	}
-	a.storage = ctx.Storage()
+	a.storage, a.local = ctx.Storage(), ctx.Storage()
+	if a.Cluster != nil {
+		if err := a.joinCluster(ctx); err != nil {
+			return err
+		}
+	}
+	a.declared = a.Models
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
@@ -259,7 +272,7 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
 			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
 			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
-			drainTimeout: time.Duration(a.DrainTimeout),
+			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil,
 		}), nil
 	})
 	if err != nil {
@@ -338,6 +351,10 @@ func (a *App) Start() error {
 		f.run()
 	}
 	active.Store(a)
+	if a.cluster != nil {
+		a.cluster.startOnce.Do(a.cluster.start)
+		a.cluster.beatNow()
+	}
 	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines)))
 	return nil
 }
@@ -365,6 +382,9 @@ func (a *App) Cleanup() error {
 	}
 	if a.mirrorKey != "" {
 		_, _ = mirrors.Delete(a.mirrorKey)
+	}
+	if a.clusterKey != "" {
+		_, _ = members.Delete(a.clusterKey)
 	}
 	a.unlockDataDir()
 	return nil

@@ -96,6 +96,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "mirror":
 			a.Mirror = new(MirrorConfig)
 			return a.Mirror.parse(d)
+		case "cluster":
+			a.Cluster = new(ClusterConfig)
+			return a.Cluster.parse(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}

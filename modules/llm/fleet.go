@@ -40,6 +40,9 @@ type Replica struct {
 	PID           int64
 	CPUs          []int // the cores it is pinned to, if any
 	Started       time.Time
+	// Node is the cluster node the replica runs on; empty outside a
+	// cluster.
+	Node string
 
 	// Transport is how to reach BaseURL when it is not a loopback engine:
 	// a remote node's llmgw; nil means the caller's default.
@@ -92,6 +95,15 @@ type fleet struct {
 	startOnce sync.Once
 	retiring  sync.WaitGroup // replicas draining, until each is stopped
 
+	// In a cluster the node runs what the cluster's plan gives it, and
+	// requests also go to the ready replicas of other nodes.
+	clustered bool
+	node      string     // this node's name
+	assigned  int        // replicas the plan puts on this node
+	remote    []*Replica // ready replicas on other nodes
+	planWhy   string     // why the plan could not place them all
+	wantMore  bool       // a request found every replica busy, or none
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -105,6 +117,8 @@ type fleetOptions struct {
 	stopGrace    time.Duration
 	interval     time.Duration // supervision tick
 	drainTimeout time.Duration // bound on a retired replica's last requests
+	// clustered fleets run only what the cluster's plan gives this node.
+	clustered bool
 }
 
 func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
@@ -112,6 +126,7 @@ func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fle
 		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	f.model.Store(m)
+	f.clustered = o.clustered
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	return f
 }
@@ -195,26 +210,40 @@ func (f *fleet) acquire(ctx context.Context, sel Selector, avoid *Replica) (*Rep
 }
 
 func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
-	ready := make([]*Replica, 0, len(f.replicas))
+	if f.stopped {
+		return nil
+	}
+	ready := make([]*Replica, 0, len(f.replicas)+len(f.remote))
 	busy := true
 	target := int64(f.m().Scaling.target())
 	t := now().UnixNano()
 	var suspects []*Replica
-	for _, r := range f.replicas {
-		if r.State() == ReplicaReady {
-			if r.suspect.Load() > t {
-				if r != avoid {
-					suspects = append(suspects, r)
+	for _, rs := range [2][]*Replica{f.replicas, f.remote} {
+		for _, r := range rs {
+			if r.State() == ReplicaReady {
+				if r.suspect.Load() > t {
+					if r != avoid {
+						suspects = append(suspects, r)
+					}
+					continue
 				}
-				continue
-			}
-			ready = append(ready, r)
-			if r.inflight.Load() < target {
-				busy = false
+				ready = append(ready, r)
+				if r.inflight.Load() < target {
+					busy = false
+				}
 			}
 		}
 	}
-	if busy && len(f.replicas)+f.starting < f.m().Scaling.max() && f.canStartLocked() {
+	switch {
+	case busy && f.clustered:
+		// The cluster's leader decides where another replica runs.
+		if !f.wantMore {
+			f.wantMore = true
+			if a := active.Load(); a != nil && a.cluster != nil {
+				a.cluster.beatNow()
+			}
+		}
+	case busy && len(f.replicas)+f.starting < f.m().Scaling.max() && f.canStartLocked():
 		f.startLocked()
 	}
 	if len(ready) == 0 {
@@ -239,7 +268,10 @@ func (f *fleet) unavailableLocked() error {
 	if f.ctx.Err() != nil {
 		return &NoCapacityError{Model: f.m().Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
-	if f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
+	if f.clustered && f.planWhy != "" && f.starting == 0 && len(f.replicas) == 0 && len(f.remote) == 0 {
+		return &NoCapacityError{Model: f.m().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
+	}
+	if !f.clustered && f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
 		return &NoCapacityError{Model: f.m().Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
 	}
 	if f.starting == 0 && f.lastErr != nil && now().Before(f.retryAt) {
@@ -264,6 +296,12 @@ func (f *fleet) release(r *Replica) {
 // the replica (and its plugin) now rather than at the next tick.
 func (f *fleet) reportFailure(r *Replica) {
 	r.suspect.Store(now().Add(5 * time.Second).UnixNano())
+	if r.Node != "" && r.Node != f.node {
+		f.mu.Lock()
+		f.notify() // those waiting for another replica look again
+		f.mu.Unlock()
+		return // another node's: its own node checks it
+	}
 	f.plugin.Check()
 	select {
 	case f.kick <- struct{}{}:
@@ -555,4 +593,44 @@ func (f *fleet) waitDrained(ctx context.Context) {
 // removeLocked takes r out of the serving set; f.mu must be held.
 func (f *fleet) removeLocked(r *Replica) {
 	f.replicas = slices.DeleteFunc(slices.Clone(f.replicas), func(x *Replica) bool { return x == r })
+}
+
+// setCluster gives the fleet its share of the cluster's plan: n replicas
+// on this node, and the ready replicas of other nodes.
+func (f *fleet) setCluster(nodeName string, n int, remote []*Replica, why string) {
+	f.mu.Lock()
+	changed := !f.clustered || f.assigned != n || f.planWhy != why || !slices.Equal(f.remote, remote)
+	f.clustered, f.node, f.assigned, f.remote, f.planWhy = true, nodeName, n, remote, why
+	if changed {
+		f.notify()
+	}
+	f.mu.Unlock()
+	if changed {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// trimToAssigned drains the replicas above what the cluster's plan puts
+// on this node, the least busy first.
+func (f *fleet) trimToAssigned() {
+	f.mu.Lock()
+	extra := len(f.replicas) - f.assigned
+	var victims []*Replica
+	if extra > 0 {
+		rs := slices.Clone(f.replicas)
+		slices.SortFunc(rs, func(a, b *Replica) int {
+			if d := a.inflight.Load() - b.inflight.Load(); d != 0 {
+				return int(d)
+			}
+			return int(a.lastUsed.Load() - b.lastUsed.Load())
+		})
+		victims = rs[:extra]
+	}
+	f.mu.Unlock()
+	for _, r := range victims {
+		f.retire(r, "the cluster's plan moved it or scaled its model down")
+	}
 }

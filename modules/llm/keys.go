@@ -38,6 +38,13 @@ func (a *App) Authenticate(secret string) (*Tenant, error) {
 	if t, ok := kr.byHash[string(hashKeyInto(&sum, secret))]; ok { // no copy: the lookup converts in place
 		return t, nil
 	}
+	// In a cluster the key may have been minted on another node a moment
+	// ago, before its change reached this one.
+	if a.cluster != nil && a.cluster.refreshKeys(a) {
+		if t, ok := a.keys.Load().byHash[string(hashKeyInto(&sum, secret))]; ok {
+			return t, nil
+		}
+	}
 	return nil, ErrUnknownKey
 }
 

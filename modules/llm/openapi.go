@@ -28,6 +28,9 @@ var operations = []operation{
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
 	{"POST", "/llm/replicas/{id}/restart", "Replace one replica with a new one", "/llm/replicas/", restartReplica, ""},
 	{"GET", "/llm/engines", "List the engine plugins", "/llm/engines", getEngines, ""},
+	{"GET", "/llm/nodes", "The cluster's nodes: address, heartbeat, capacity, use, replicas, drained or not, the leader", "/llm/nodes", getNodes, ""},
+	{"POST", "/llm/nodes/{name}/drain", "Drain a node for maintenance: its replicas start elsewhere first, then stop there; it takes no new ones", "/llm/nodes/", nodeAction, ""},
+	{"POST", "/llm/nodes/{name}/undrain", "Let a drained node take replicas again", "/llm/nodes/", nodeAction, ""},
 	{"GET", "/llm/node", "The node's capacity (memory, cores, GPUs), what its replicas use, and what is free", "/llm/node", getNode, ""},
 	{"GET", "/llm/keys", "List API keys (never their secrets)", "/llm/keys", handleKeys, ""},
 	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
@@ -56,7 +59,11 @@ func (Admin) Routes() []caddy.AdminRoute {
 	for _, op := range operations {
 		if !seen[op.pattern] {
 			seen[op.pattern] = true
-			routes = append(routes, caddy.AdminRoute{Pattern: op.pattern, Handler: op.handler})
+			h := op.handler
+			if shared[op.pattern] {
+				h = clusterChange(h)
+			}
+			routes = append(routes, caddy.AdminRoute{Pattern: op.pattern, Handler: h})
 		}
 	}
 	return routes

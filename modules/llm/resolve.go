@@ -117,6 +117,7 @@ type ReplicaStatus struct {
 	ID       string    `json:"id"`
 	State    string    `json:"state"`
 	URL      string    `json:"url"`
+	Node     string    `json:"node,omitempty"` // in a cluster, the node it runs on
 	PID      int64     `json:"pid,omitempty"`
 	CPUs     []int     `json:"cpus,omitempty"`
 	Inflight int64     `json:"inflight"`
@@ -146,14 +147,20 @@ func (f *fleet) status() ModelStatus {
 		s.Class = ClassStandard
 	}
 	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
-		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL,
+		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
 			PID: r.PID, CPUs: r.CPUs, Inflight: r.inflight.Load(), Started: r.Started})
+	}
+	for _, r := range f.remote {
+		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
+			Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {
 	case f.stopped:
 		s.State, s.Reason = "stopped", "an administrator stopped it"
-	case len(f.replicas) > 0:
+	case len(f.replicas) > 0 || len(f.remote) > 0:
 		s.State = "ready"
+	case f.clustered && f.planWhy != "":
+		s.State, s.Reason = "waiting", f.planWhy
 	case f.waitFor != "" && f.starting == 0:
 		s.State, s.Reason = "waiting", f.waitFor
 	case f.starting > 0:

@@ -104,6 +104,9 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 			why[p.models[i].m.Name] = w
 		}
 	}
+	for i := range p.models {
+		p.spread(&p.models[i], load[p.models[i].m.Name])
+	}
 	next = make(map[string][]string, len(models))
 	for i := range p.models {
 		pm := &p.models[i]
@@ -254,6 +257,51 @@ func (p *planner) settle(pm *planModel, ld modelLoad) {
 	if ready >= pm.want {
 		pm.entries = slices.DeleteFunc(pm.entries, func(idx int) bool { return p.nodes[idx].Draining })
 	}
+}
+
+// spread moves one of the model's replicas from a node that has two or
+// more of them more than another node that could take it (a node that
+// joined, a node back from a drain), once every replica of the model is
+// ready: one move a round, so the model is short of at most one replica
+// while the moved one starts.
+func (p *planner) spread(pm *planModel, ld modelLoad) {
+	defer p.clearMine(pm)
+	live := 0
+	for _, idx := range pm.entries {
+		if !p.nodes[idx].Draining {
+			p.mine[idx]++
+			live++
+		}
+	}
+	if live < 2 || live != len(pm.entries) {
+		return // a drain is under way
+	}
+	ready, victim := 0, -1
+	seen := map[int]bool{}
+	for _, idx := range pm.entries {
+		if !seen[idx] {
+			seen[idx] = true
+			ready += min(ld.Ready[p.nodes[idx].Name], p.mine[idx])
+		}
+		if victim < 0 || p.mine[idx] > p.mine[victim] || p.mine[idx] == p.mine[victim] && p.fuller(idx, victim) {
+			victim = idx
+		}
+	}
+	if ready < live || p.mine[victim] < 2 {
+		return
+	}
+	p.free[victim] = p.free[victim].add(pm.need, 1)
+	p.mine[victim]--
+	to := p.best(pm)
+	if to < 0 || p.mine[to]+1 > p.mine[victim] {
+		p.free[victim] = p.free[victim].add(pm.need, -1)
+		p.mine[victim]++
+		return
+	}
+	at := lastIndex(pm.entries, victim)
+	pm.entries[at] = to
+	p.free[to] = p.free[to].add(pm.need, -1)
+	p.mine[to]++
 }
 
 // fuller tells whether node a has less free memory than node b (then

@@ -613,13 +613,51 @@ func TestPlanFixpoint(t *testing.T) {
 		}
 		t.Run(fmt.Sprint(c), func(t *testing.T) {
 			checkRoom(t, nodes, models, first)
-			if len(why) == 0 {
-				checkFixpoint(t, nodes, models, first, load, nil, t0)
+			// Spreading moves one replica of a model a round (once its
+			// replicas are ready), so a plan settles within a few rounds.
+			settled := second
+			for range 8 {
+				settled, _ = plan(nodes, models, settled, load, nil, t0)
 			}
-			checkFixpoint(t, nodes, models, second, load, nil, t0)
+			checkRoom(t, nodes, models, settled)
+			checkFixpoint(t, nodes, models, settled, load, nil, t0)
 			if t.Failed() {
 				t.Logf("nodes %+v\ncur %v\nload %v", nodes, cur, load)
 			}
 		})
 	}
+}
+
+// A model whose replicas all ran on the first node spreads over the
+// nodes that join, one replica a round, each move once all are ready.
+func TestPlanSpreadsToNodesThatJoin(t *testing.T) {
+	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
+	models := []*Model{pmodel("chat", 3, 3, 8, 2)}
+	cur := map[string][]string{"chat": {"a", "a", "a"}}
+	ready := func(p map[string][]string) map[string]modelLoad {
+		ld := modelLoad{Ready: map[string]int{}}
+		for _, n := range p["chat"] {
+			ld.Ready[n]++
+		}
+		return map[string]modelLoad{"chat": ld}
+	}
+	// Not all ready: nothing moves.
+	next, _ := plan(nodes, models, cur, map[string]modelLoad{"chat": {Ready: map[string]int{"a": 2}}}, nil, t0)
+	if d := cmp.Diff(cur, next); d != "" {
+		t.Fatalf("moved while a replica was starting:\n%s", d)
+	}
+	next, _ = plan(nodes, models, cur, ready(cur), nil, t0)
+	if got := perNode(next["chat"]); got["a"] != 2 || got["b"]+got["c"] != 1 {
+		t.Fatalf("first round: %v; want one replica moved off a", next["chat"])
+	}
+	// The moved replica is not ready yet: the next round waits.
+	again, _ := plan(nodes, models, next, ready(cur), nil, t0)
+	if d := cmp.Diff(next, again); d != "" {
+		t.Fatalf("moved a second replica before the first was ready:\n%s", d)
+	}
+	final, _ := plan(nodes, models, next, ready(next), nil, t0)
+	if got := perNode(final["chat"]); got["a"] != 1 || got["b"] != 1 || got["c"] != 1 {
+		t.Fatalf("second round: %v; want one replica on each node", final["chat"])
+	}
+	checkFixpoint(t, nodes, models, final, ready(final), nil, t0)
 }

@@ -46,9 +46,17 @@ func (f *fleet) tick() {
 			f.drop(r, reason)
 		}
 	}
-	f.scaleDown()
 	f.mu.Lock()
-	for len(f.replicas)+f.starting < f.m().Scaling.min() && f.canStartLocked() {
+	clustered, want := f.clustered, f.assigned
+	f.mu.Unlock()
+	if clustered {
+		f.trimToAssigned()
+	} else {
+		f.scaleDown()
+		want = f.m().Scaling.min()
+	}
+	f.mu.Lock()
+	for len(f.replicas)+f.starting < want && f.canStartLocked() {
 		if !f.startLocked() {
 			break
 		}

@@ -1,0 +1,131 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+)
+
+// shared are the admin routes whose changes are the cluster's: in a
+// cluster they are made under its change lock, on its latest state.
+var shared = map[string]bool{"/llm/models": true, "/llm/models/": true, "/llm/keys": true, "/llm/keys/": true, "/llm/nodes/": true}
+
+// clusterChange runs a change under the cluster's change lock; reads and
+// single-node gateways go straight through.
+func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return h(w, r)
+		}
+		a := active.Load()
+		if a == nil || a.cluster == nil {
+			return h(w, r)
+		}
+		return a.cluster.change(r.Context(), a, func() error { return h(w, r) })
+	}
+}
+
+// NodeInfo is what GET /llm/nodes says about one node.
+type NodeInfo struct {
+	Name      string        `json:"name"`
+	Address   string        `json:"address"`
+	Self      bool          `json:"self,omitempty"`
+	Leader    bool          `json:"leader,omitempty"`
+	Drained   bool          `json:"drained,omitempty"`
+	Heartbeat time.Time     `json:"heartbeat"`
+	Age       string        `json:"heartbeat_age"`
+	Started   time.Time     `json:"started"`
+	Capacity  Amounts       `json:"capacity"`
+	Used      Amounts       `json:"used"`
+	Replicas  []beatReplica `json:"replicas"`
+	// Failing names the models this node cannot start now, and why.
+	Failing map[string]string `json:"failing,omitempty"`
+}
+
+// NodesStatus is the body of GET /llm/nodes.
+type NodesStatus struct {
+	Cluster string `json:"cluster"`
+	Store   string `json:"store"`
+	// StoreError is set while the store does not answer: the nodes are
+	// as this node last saw them.
+	StoreError string              `json:"store_error,omitempty"`
+	Leader     string              `json:"leader"`
+	Nodes      []NodeInfo          `json:"nodes"`
+	Plan       map[string][]string `json:"plan"`
+	Unplaced   map[string]string   `json:"unplaced,omitempty"`
+}
+
+func getNodes(w http.ResponseWriter, r *http.Request) error {
+	a, err := current(r)
+	if err != nil {
+		return err
+	}
+	if a.cluster == nil {
+		return apiErr(http.StatusNotFound, "this llmgw is not in a cluster (no cluster block in the llm option); GET /llm/node shows this node")
+	}
+	m := a.cluster
+	drained := a.drainedNodes()
+	m.mu.Lock()
+	st := NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.storeName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []NodeInfo{}}
+	if m.down != nil {
+		st.StoreError = m.storeErr(m.down).Error()
+	}
+	for _, nb := range m.nodes {
+		st.Nodes = append(st.Nodes, NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
+			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
+			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
+			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})
+	}
+	m.mu.Unlock()
+	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Name < st.Nodes[j].Name })
+	return writeJSON(w, st)
+}
+
+// nodeAction answers POST /llm/nodes/<name>/drain|undrain.
+func nodeAction(w http.ResponseWriter, r *http.Request) error {
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	name, action, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/nodes/"), "/")
+	if !ok || r.Method != http.MethodPost || (action != "drain" && action != "undrain") {
+		return apiErr(http.StatusNotFound, "use POST /llm/nodes/<name>/drain or /undrain")
+	}
+	if a.cluster == nil {
+		return apiErr(http.StatusNotFound, "this llmgw is not in a cluster (no cluster block in the llm option)")
+	}
+	var names []string
+	b, err := a.storage.Load(r.Context(), drainedStorageKey)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return apiErr(http.StatusServiceUnavailable, "%v", err)
+	}
+	if err == nil {
+		_ = json.Unmarshal(b, &names)
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == name })
+	if action == "drain" {
+		a.cluster.mu.Lock()
+		_, known := a.cluster.nodes[name]
+		a.cluster.mu.Unlock()
+		if !known {
+			return apiErr(http.StatusNotFound, "no node %q in the cluster; GET /llm/nodes lists them", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b, _ = json.Marshal(names)
+	if err := a.storage.Store(r.Context(), drainedStorageKey, b); err != nil {
+		return apiErr(http.StatusServiceUnavailable, "%v", err)
+	}
+	a.audit(r, "node "+action+"ed", zap.String("node", name))
+	a.cluster.beatNow()
+	return writeJSON(w, map[string]any{"node": name, "drained": action == "drain"})
+}

@@ -1,0 +1,819 @@
+package llm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// ClusterConfig makes this llmgw one node of a cluster: the catalog, its
+// settings, stopped flags and API keys live in Redis (highly available
+// through Sentinel) instead of Caddy storage; nodes heartbeat there, one
+// of them (the holder of a lease) places every model's replicas across
+// the nodes, and each node's router reaches replicas on other nodes
+// through their llmgw (node-to-node TLS, authenticated by the cluster
+// secret). Without it llmgw is one node on Caddy storage.
+type ClusterConfig struct {
+	// Redis is the store's URL: redis://[user:password@]host:port[/db].
+	// Use it or Sentinels.
+	Redis string `json:"redis,omitempty"`
+	// SentinelMaster and Sentinels name the Redis primary that Sentinel
+	// watches and the Sentinels' addresses (host:port). The nodes follow
+	// a failover by themselves.
+	SentinelMaster string   `json:"sentinel_master,omitempty"`
+	Sentinels      []string `json:"sentinels,omitempty"`
+	// Password (and Username) authenticate to Redis when Sentinels are
+	// used; with Redis they go in the URL. SentinelPassword
+	// authenticates to the Sentinels.
+	Username         string `json:"username,omitempty"`
+	Password         string `json:"password,omitempty"`
+	SentinelPassword string `json:"sentinel_password,omitempty"`
+	// Name names the cluster; its keys in Redis start with
+	// "llmgw:<name>:". Default: "default".
+	Name string `json:"name,omitempty"`
+	// Node is this node's name, unique in the cluster. Default: the host
+	// name.
+	Node string `json:"node,omitempty"`
+	// Advertise is the host:port other nodes reach this node at, for
+	// requests to its replicas (node-to-node TLS).
+	Advertise string `json:"advertise"`
+	// Listen is where the node-to-node endpoint listens. Default:
+	// Advertise.
+	Listen string `json:"listen,omitempty"`
+	// Secret is the cluster credential, the same on every node (at least
+	// 32 characters): node-to-node TLS certificates are made from it, and
+	// a peer without it is refused.
+	Secret string `json:"secret"`
+	// Heartbeat is how often the node reports itself and reads the
+	// cluster. Default: 1s.
+	Heartbeat caddy.Duration `json:"heartbeat,omitempty"`
+	// NodeTTL is how long a node that stopped reporting counts as alive;
+	// after it, its replicas are placed elsewhere. Default: 5s.
+	NodeTTL caddy.Duration `json:"node_ttl,omitempty"`
+}
+
+func (c *ClusterConfig) provision() error {
+	repl := caddy.NewReplacer()
+	for _, s := range []*string{&c.Redis, &c.Password, &c.SentinelPassword, &c.Secret, &c.Node, &c.Advertise, &c.Listen} {
+		*s = repl.ReplaceKnown(*s, "")
+	}
+	switch {
+	case c.Redis == "" && len(c.Sentinels) == 0:
+		return errors.New("cluster: give the store with redis redis://host:port, or sentinel <master> host:port…")
+	case c.Redis != "" && len(c.Sentinels) > 0:
+		return errors.New("cluster: give redis or sentinel, not both")
+	case len(c.Sentinels) > 0 && c.SentinelMaster == "":
+		return errors.New("cluster: sentinel needs the primary's name, as in sentinel mymaster host:port…")
+	}
+	if c.Name == "" {
+		c.Name = "default"
+	}
+	if c.Node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("cluster: no node name given and the host name is unknown: %v", err)
+		}
+		c.Node = h
+	}
+	if err := CheckName("node", c.Node); err != nil {
+		return fmt.Errorf("cluster: %v", err)
+	}
+	if c.Advertise == "" {
+		return errors.New("cluster: advertise host:port is required: the address other nodes reach this node at")
+	}
+	if _, _, err := net.SplitHostPort(c.Advertise); err != nil {
+		return fmt.Errorf("cluster: advertise %q: %v; use host:port", c.Advertise, err)
+	}
+	if c.Listen == "" {
+		c.Listen = c.Advertise
+	}
+	if len(c.Secret) < 32 {
+		return errors.New("cluster: secret must be at least 32 characters, the same on every node (such as {env.LLMGW_CLUSTER_SECRET}, made with openssl rand -hex 32)")
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = caddy.Duration(time.Second)
+	}
+	if c.NodeTTL <= 0 {
+		c.NodeTTL = caddy.Duration(5 * time.Second)
+	}
+	if c.NodeTTL < 2*c.Heartbeat {
+		return fmt.Errorf("cluster: node_ttl (%s) must be at least twice the heartbeat (%s)", time.Duration(c.NodeTTL), time.Duration(c.Heartbeat))
+	}
+	return nil
+}
+
+// storeName says which store a node uses, for messages.
+func (c *ClusterConfig) storeName() string {
+	if c.Redis != "" {
+		if o, err := redis.ParseURL(c.Redis); err == nil {
+			return "Redis at " + o.Addr
+		}
+		return "Redis"
+	}
+	return "Redis primary " + c.SentinelMaster + " (Sentinels " + strings.Join(c.Sentinels, ", ") + ")"
+}
+
+func (c *ClusterConfig) client() (redis.UniversalClient, error) {
+	timeouts := func(dial, rw *time.Duration) { *dial, *rw = time.Second, time.Second }
+	if c.Redis != "" {
+		o, err := redis.ParseURL(c.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: redis %q: %w; use redis://host:port or redis://user:password@host:port/db", c.Redis, err)
+		}
+		timeouts(&o.DialTimeout, &o.ReadTimeout)
+		o.WriteTimeout, o.MaxRetries = o.ReadTimeout, 1
+		return redis.NewClient(o), nil
+	}
+	o := &redis.FailoverOptions{MasterName: c.SentinelMaster, SentinelAddrs: c.Sentinels,
+		Username: c.Username, Password: c.Password, SentinelPassword: c.SentinelPassword, MaxRetries: 1}
+	timeouts(&o.DialTimeout, &o.ReadTimeout)
+	o.WriteTimeout = o.ReadTimeout
+	return redis.NewFailoverClient(o), nil
+}
+
+// Redis keys, after the cluster's prefix.
+const (
+	kState   = "state"   // hash: runtime models, settings, stopped, keys, drained (JSON each)
+	kVersion = "version" // counter, raised by every change of state
+	kChanges = "changes" // channel: "state <version>", "plan", "nodes"
+	kNodes   = "nodes"   // set of node names ever seen
+	kNode    = "node:"   // + name: the node's heartbeat (JSON), with the node TTL
+	kLeader  = "leader"  // the node that places replicas, with a TTL
+	kPlan    = "plan"    // JSON: model → nodes, written by the leader
+	kLock    = "lock"    // held while a change is made
+)
+
+// storeDownError is what a change gets while the store cannot be reached.
+type storeDownError struct {
+	store string
+	err   error
+}
+
+func (e *storeDownError) Error() string {
+	return fmt.Sprintf("the cluster store (%s) cannot be reached (%v): changes are refused until it answers again; requests are still served with the last known state", e.store, e.err)
+}
+
+// member is this node's membership in the cluster. It lives in a
+// UsagePool, keyed by the cluster config, so reloads keep its heartbeats,
+// its node-to-node endpoint and the replicas it knows on other nodes.
+type member struct {
+	cfg    ClusterConfig
+	rdb    redis.UniversalClient
+	prefix string
+	logger *zap.Logger
+
+	peer      *peerServer
+	transport *http.Transport
+
+	kick    chan struct{} // beat now
+	stop    chan struct{}
+	stopped chan struct{}
+
+	mu       sync.Mutex
+	applied  map[string]string // state field → the JSON applied
+	version  int64             // state version applied
+	nodes    map[string]*nodeBeat
+	plan     clusterPlan
+	leader   string
+	down     error     // the store's last error, nil while it answers
+	downAt   time.Time // since when
+	remote   map[string]*Replica
+	lastBeat time.Time
+
+	local     stateStore // Caddy storage: a copy of the shared state
+	checkMu   sync.Mutex // one version check at a time for unknown keys
+	lastCheck time.Time
+	startOnce sync.Once
+}
+
+// clusterPlan is where each model's replicas run, as the leader decided.
+type clusterPlan struct {
+	Models map[string][]string `json:"models"`
+	Why    map[string]string   `json:"why,omitempty"`
+	By     string              `json:"by"`
+	At     time.Time           `json:"at"`
+}
+
+// nodeBeat is a node's heartbeat: what it offers, what runs on it and
+// how its models are used.
+type nodeBeat struct {
+	Name     string                `json:"name"`
+	Addr     string                `json:"addr"`
+	At       time.Time             `json:"at"`
+	Started  time.Time             `json:"started"`
+	Capacity Amounts               `json:"capacity"`
+	Used     Amounts               `json:"used"`
+	Replicas []beatReplica         `json:"replicas"`
+	Load     map[string]beatLoad   `json:"load,omitempty"`
+	Failing  map[string]string     `json:"failing,omitempty"`
+	Cached   []string              `json:"cached,omitempty"`
+	Models   map[string]modelStamp `json:"-"`
+}
+
+type modelStamp struct{}
+
+type beatReplica struct {
+	ID       string    `json:"id"`
+	Model    string    `json:"model"`
+	Upstream string    `json:"upstream,omitempty"`
+	State    string    `json:"state"`
+	Inflight int64     `json:"inflight"`
+	Started  time.Time `json:"started"`
+}
+
+type beatLoad struct {
+	Busy     bool      `json:"busy,omitempty"`
+	LastUsed time.Time `json:"last_used"`
+	Waiting  int       `json:"waiting,omitempty"`
+}
+
+var members = caddy.NewUsagePool()
+
+func clusterKey(c *ClusterConfig) string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return "cluster:" + hex.EncodeToString(sum[:])
+}
+
+// newMember connects to the store and starts the node-to-node endpoint.
+func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
+	rdb, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(c.Advertise)
+	srvTLS, cliTLS, err := newPeerTLS(c.Secret, c.Node, host)
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger,
+		transport: newPeerTransport(cliTLS), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{}),
+		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}}
+	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cluster: node-to-node endpoint on %s: %w", c.Listen, err)
+	}
+	return m, nil
+}
+
+func (m *member) key(k string) string { return m.prefix + k }
+
+// Destruct stops heartbeats and the node-to-node endpoint. Its replicas
+// are placed elsewhere once its heartbeat expires; a node that exits
+// cleanly says so at once.
+func (m *member) Destruct() error {
+	close(m.stop)
+	<-m.stopped
+	if caddy.Exiting() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m.rdb.Del(ctx, m.key(kNode+m.cfg.Node))
+		m.rdb.Publish(ctx, m.key(kChanges), "nodes")
+		cancel()
+	}
+	_ = m.peer.Destruct()
+	m.transport.CloseIdleConnections()
+	return m.rdb.Close()
+}
+
+// start loads the shared state (the app's Provision reads it through
+// storage) and starts the loops.
+func (m *member) start() {
+	go m.loop()
+	go m.subscribe()
+}
+
+// storage is the app's state store on Redis: the keys the single-node
+// llmgw keeps in Caddy storage are fields of one hash, and every write
+// raises the version and tells the other nodes.
+func (m *member) storage() stateStore { return redisState{m} }
+
+type redisState struct{ m *member }
+
+func (s redisState) Load(ctx context.Context, key string) ([]byte, error) {
+	s.m.mu.Lock()
+	down := s.m.down != nil
+	s.m.mu.Unlock()
+	if !down {
+		b, err := s.m.rdb.HGet(ctx, s.m.key(kState), key).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return nil, fs.ErrNotExist
+		}
+		if err == nil {
+			return b, nil
+		}
+		s.m.storeLost(err)
+	}
+	// The store does not answer: what this node last saw of it, kept
+	// in memory and in Caddy storage (for a restart during an outage).
+	s.m.mu.Lock()
+	b, ok := s.m.applied[key]
+	local := s.m.local
+	s.m.mu.Unlock()
+	switch {
+	case ok && b != "":
+		return []byte(b), nil
+	case ok || local == nil:
+		return nil, fs.ErrNotExist
+	}
+	return local.Load(ctx, s.m.localKey(key))
+}
+
+// localKey is where a node keeps its copy of a shared state field.
+func (m *member) localKey(key string) string { return "llmgw/cluster/" + m.cfg.Name + "/" + key }
+
+func (s redisState) Store(ctx context.Context, key string, value []byte) error {
+	var ver *redis.IntCmd
+	_, err := s.m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.m.key(kState), key, value)
+		ver = p.Incr(ctx, s.m.key(kVersion))
+		return nil
+	})
+	if err != nil {
+		return s.m.storeErr(err)
+	}
+	s.m.mu.Lock()
+	s.m.applied[key] = string(value)
+	if v := ver.Val(); v == s.m.version+1 {
+		s.m.version = v // nothing else changed meanwhile
+	}
+	s.m.mu.Unlock()
+	s.m.rdb.Publish(ctx, s.m.key(kChanges), "state "+strconv.FormatInt(ver.Val(), 10))
+	return nil
+}
+
+func (m *member) storeErr(err error) error {
+	return &storeDownError{store: m.cfg.storeName(), err: err}
+}
+
+// stateStore is where the app keeps what the admin API changes: Caddy
+// storage on one node, Redis in a cluster.
+type stateStore interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+	Store(ctx context.Context, key string, value []byte) error
+}
+
+// lockScript releases the change lock only if this node still holds it.
+const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
+
+// change runs fn while holding the cluster's change lock, after bringing
+// this node's state up to date, so two administrators on two nodes
+// cannot overwrite each other's changes.
+func (m *member) change(ctx context.Context, a *App, fn func() error) error {
+	token := m.cfg.Node + ":" + randID()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := m.rdb.SetNX(ctx, m.key(kLock), token, 15*time.Second).Result()
+		if err != nil {
+			return apiErr(http.StatusServiceUnavailable, "%v", m.storeErr(err))
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return apiErr(http.StatusServiceUnavailable, "another change to the cluster has been under way for 10s; retry")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	defer m.rdb.Eval(context.WithoutCancel(ctx), unlockScript, []string{m.key(kLock)}, token)
+	if err := m.sync(ctx, a); err != nil {
+		return apiErr(http.StatusServiceUnavailable, "%v", err)
+	}
+	return fn()
+}
+
+// sync applies the shared state if another node changed it.
+func (m *member) sync(ctx context.Context, a *App) error {
+	ver, err := m.rdb.Get(ctx, m.key(kVersion)).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return m.storeErr(err)
+	}
+	m.mu.Lock()
+	same := ver == m.version
+	m.mu.Unlock()
+	if same {
+		return nil
+	}
+	return m.pull(ctx, a)
+}
+
+// pull reads the whole shared state and applies what changed.
+func (m *member) pull(ctx context.Context, a *App) error {
+	var all *redis.MapStringStringCmd
+	var ver *redis.StringCmd
+	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, m.key(kState))
+		ver = p.Get(ctx, m.key(kVersion))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return m.storeErr(err)
+	}
+	v, _ := ver.Int64()
+	fields := all.Val()
+	m.mu.Lock()
+	changed := map[string]bool{}
+	for _, k := range []string{keysStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
+		if fields[k] != m.applied[k] {
+			changed[k] = true
+		}
+	}
+	m.mu.Unlock()
+	if len(changed) > 0 && a != nil {
+		if err := a.applyShared(ctx, changed); err != nil {
+			a.logger.Error("applying the cluster's shared state", zap.Error(err))
+			return err
+		}
+	}
+	m.mu.Lock()
+	for k := range changed {
+		m.applied[k] = fields[k]
+	}
+	m.version = v
+	local := m.local
+	m.mu.Unlock()
+	if local != nil {
+		for k := range changed {
+			if err := local.Store(ctx, m.localKey(k), []byte(fields[k])); err != nil {
+				m.logger.Warn("keeping a local copy of the cluster state", zap.Error(err))
+			}
+		}
+	}
+	return nil
+}
+
+// refreshKeys is called for a key this node does not know: it may have
+// been minted on another node a moment ago. It checks the store's version
+// (one request, shared by concurrent callers, at most every 20ms) and
+// applies a change. It reports whether the state changed.
+func (m *member) refreshKeys(a *App) bool {
+	m.checkMu.Lock()
+	defer m.checkMu.Unlock()
+	if time.Since(m.lastCheck) < 20*time.Millisecond {
+		return false
+	}
+	m.lastCheck = time.Now()
+	m.mu.Lock()
+	before := m.version
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := m.sync(ctx, a); err != nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.version != before
+}
+
+// subscribe follows the changes channel: a change of state is applied at
+// once, a new plan or heartbeat is read at once. Messages lost while
+// disconnected are made up by the heartbeat's version check.
+func (m *member) subscribe() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-m.stop; cancel() }()
+	for ctx.Err() == nil {
+		ps := m.rdb.Subscribe(ctx, m.key(kChanges))
+		ch := ps.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
+		for msg := range ch {
+			kind, ver, _ := strings.Cut(msg.Payload, " ")
+			a := active.Load()
+			if a == nil || a.cluster != m {
+				continue
+			}
+			switch kind {
+			case "state":
+				v, _ := strconv.ParseInt(ver, 10, 64)
+				m.mu.Lock()
+				known := v != 0 && v <= m.version
+				m.mu.Unlock()
+				if !known {
+					sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+					_ = m.pull(sctx, a)
+					scancel()
+				}
+			default:
+				m.beatNow()
+			}
+		}
+		_ = ps.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// beatNow asks the loop for a heartbeat round now.
+func (m *member) beatNow() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop heartbeats, reads the cluster (nodes, plan, version) and, while it
+// holds the leader lease, places replicas.
+func (m *member) loop() {
+	defer close(m.stopped)
+	t := time.NewTicker(time.Duration(m.cfg.Heartbeat))
+	defer t.Stop()
+	started := now()
+	for {
+		if a := active.Load(); a != nil && a.cluster == m {
+			m.round(a, started)
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		case <-m.kick:
+		}
+	}
+}
+
+const renewScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`
+
+// writePlanScript writes a plan only while the writer holds the lease:
+// a leader that lost it (paused, cut off) cannot overwrite its
+// successor's plan.
+const writePlanScript = `if redis.call("GET", KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[2], ARGV[2])
+redis.call("PUBLISH", KEYS[3], "plan")
+return 1`
+
+func (m *member) round(a *App, started time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.cfg.Heartbeat))
+	defer cancel()
+	beat := a.beat(m, started)
+	b, _ := json.Marshal(beat)
+	ttl := time.Duration(m.cfg.NodeTTL)
+	var members *redis.StringSliceCmd
+	var ver, plan, leader *redis.StringCmd
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, m.key(kNodes), m.cfg.Node)
+		p.Set(ctx, m.key(kNode+m.cfg.Node), b, ttl)
+		p.SetNX(ctx, m.key(kLeader), m.cfg.Node, ttl)
+		p.Eval(ctx, renewScript, []string{m.key(kLeader)}, m.cfg.Node, ttl.Milliseconds())
+		members = p.SMembers(ctx, m.key(kNodes))
+		ver = p.Get(ctx, m.key(kVersion))
+		plan = p.Get(ctx, m.key(kPlan))
+		leader = p.Get(ctx, m.key(kLeader))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		m.storeLost(err)
+		return
+	}
+	var beats []any
+	names := members.Val()
+	if len(names) > 0 {
+		keys := make([]string, len(names))
+		for i, n := range names {
+			keys[i] = m.key(kNode + n)
+		}
+		beats, err = m.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			m.storeLost(err)
+			return
+		}
+	}
+	m.storeBack(a)
+	nodes := map[string]*nodeBeat{}
+	for _, v := range beats {
+		s, ok := v.(string)
+		if !ok {
+			continue // expired: the node is gone
+		}
+		var nb nodeBeat
+		if json.Unmarshal([]byte(s), &nb) == nil && nb.Name != "" {
+			nodes[nb.Name] = &nb
+		}
+	}
+	nodes[m.cfg.Node] = beat
+	var p clusterPlan
+	if s := plan.Val(); s != "" {
+		_ = json.Unmarshal([]byte(s), &p)
+	}
+	v, err := ver.Int64()
+	if errors.Is(err, redis.Nil) {
+		m.reseed(ctx)
+		v, _ = m.rdb.Get(ctx, m.key(kVersion)).Int64()
+	}
+	m.mu.Lock()
+	m.nodes, m.plan, m.leader, m.lastBeat = nodes, p, leader.Val(), now()
+	stale := v != m.version
+	m.mu.Unlock()
+	if stale {
+		_ = m.pull(ctx, a)
+	}
+	a.applyPlan(m, p, nodes)
+	if leader.Val() == m.cfg.Node {
+		m.lead(ctx, a, nodes, p)
+	}
+}
+
+// reseedScript writes a node's last known state into a store that has
+// none (a Redis restarted without its data), once: the first node wins.
+const reseedScript = `if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+for i = 2, #ARGV, 2 do redis.call("HSET", KEYS[2], ARGV[i], ARGV[i+1]) end
+redis.call("SET", KEYS[1], ARGV[1])
+redis.call("PUBLISH", KEYS[3], "state " .. ARGV[1])
+return 1`
+
+// reseed gives a store that lost the cluster's state (restarted empty)
+// what this node last saw of it, so nothing an administrator changed is
+// lost.
+func (m *member) reseed(ctx context.Context) {
+	m.mu.Lock()
+	if m.version == 0 {
+		m.mu.Unlock()
+		return
+	}
+	args := []any{m.version}
+	for k, v := range m.applied {
+		if v != "" {
+			args = append(args, k, v)
+		}
+	}
+	m.mu.Unlock()
+	n, err := m.rdb.Eval(ctx, reseedScript, []string{m.key(kVersion), m.key(kState), m.key(kChanges)}, args...).Int()
+	if err == nil && n == 1 {
+		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
+			zap.Int("fields", len(args)/2))
+	}
+}
+
+// storeLost notes that the store does not answer. Nothing is stopped:
+// local replicas keep serving and remote ones stay known.
+func (m *member) storeLost(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		m.downAt = now()
+		m.logger.Error("cluster store unreachable; serving with the last known state, refusing changes",
+			zap.String("store", m.cfg.storeName()), zap.Error(err))
+	}
+	m.down = err
+}
+
+func (m *member) storeBack(a *App) {
+	m.mu.Lock()
+	was, since := m.down, m.downAt
+	m.down = nil
+	m.mu.Unlock()
+	if was != nil {
+		m.logger.Info("cluster store reachable again; reconciling", zap.String("store", m.cfg.storeName()),
+			zap.Duration("down_for", now().Sub(since)))
+	}
+}
+
+// lead places replicas: the leader's round.
+func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, cur clusterPlan) {
+	v := a.v()
+	var cn []clusterNode
+	drained := a.drainedNodes()
+	for _, nb := range nodes {
+		c := clusterNode{Name: nb.Name, Capacity: Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
+			Draining: drained[nb.Name], Failing: nb.Failing, Cached: map[string]bool{}}
+		for _, s := range nb.Cached {
+			c.Cached[s] = true
+		}
+		cn = append(cn, c)
+	}
+	load := map[string]modelLoad{}
+	for _, nb := range nodes {
+		for model, l := range nb.Load {
+			ml := load[model]
+			ml.Busy = ml.Busy || l.Busy
+			if l.LastUsed.After(ml.LastUsed) {
+				ml.LastUsed = l.LastUsed
+			}
+			load[model] = ml
+		}
+		for _, r := range nb.Replicas {
+			if r.State != ReplicaReady {
+				continue
+			}
+			ml := load[r.Model]
+			if ml.Ready == nil {
+				ml.Ready = map[string]int{}
+			}
+			ml.Ready[nb.Name]++
+			load[r.Model] = ml
+		}
+	}
+	stopped := map[string]bool{}
+	for name, f := range v.fleets {
+		f.mu.Lock()
+		stopped[name] = f.stopped
+		f.mu.Unlock()
+	}
+	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
+	if samePlan(next, cur.Models) && sameWhy(why, cur.Why) {
+		return
+	}
+	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now()}
+	b, _ := json.Marshal(np)
+	ok, err := m.rdb.Eval(ctx, writePlanScript, []string{m.key(kLeader), m.key(kPlan), m.key(kChanges)}, m.cfg.Node, b).Int()
+	if err != nil || ok != 1 {
+		return
+	}
+	m.mu.Lock()
+	m.plan = np
+	m.mu.Unlock()
+	a.applyPlan(m, np, nodes)
+}
+
+func samePlan(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameWhy(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		if b[k] != x {
+			return false
+		}
+	}
+	return true
+}
+
+// storeDown returns the store's error while it does not answer.
+func (m *member) storeDown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		return nil
+	}
+	return m.storeErr(m.down)
+}
+
+// joinCluster connects this node to the cluster (or reuses the
+// connection of the previous config) and makes Redis the app's state
+// store.
+func (a *App) joinCluster(ctx caddy.Context) error {
+	if err := a.Cluster.provision(); err != nil {
+		return err
+	}
+	key := clusterKey(a.Cluster)
+	v, _, err := members.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newMember(*a.Cluster, a.logger.Named("cluster"))
+	})
+	if err != nil {
+		return err
+	}
+	a.cluster, a.clusterKey = v.(*member), key
+	a.storage = a.cluster.storage()
+	a.cluster.mu.Lock()
+	a.cluster.local = a.local
+	a.cluster.mu.Unlock()
+	if err := a.cluster.pull(ctx, nil); err != nil {
+		var down *storeDownError
+		if !errors.As(err, &down) {
+			return err
+		}
+		a.logger.Warn("starting with the cluster state this node last saw: the store does not answer", zap.Error(err))
+		a.cluster.storeLost(err)
+	}
+	return nil
+}
+
+var _ caddy.Destructor = (*member)(nil)

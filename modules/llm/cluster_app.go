@@ -1,0 +1,254 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// drainedStorageKey keeps the nodes an administrator drained (cluster
+// only): they take no new replicas, and theirs move elsewhere.
+const drainedStorageKey = "llmgw/drained-nodes.json"
+
+// beat is this node's heartbeat.
+func (a *App) beat(m *member, started time.Time) *nodeBeat {
+	st := node.status()
+	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
+		Capacity: st.Capacity, Used: st.Used, Replicas: []beatReplica{}, Load: map[string]beatLoad{}}
+	v := a.v()
+	for name, f := range v.fleets {
+		f.mu.Lock()
+		for _, r := range f.replicas {
+			nb.Replicas = append(nb.Replicas, beatReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel,
+				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started})
+		}
+		l := beatLoad{Busy: f.wantMore, LastUsed: f.lastUsed, Waiting: f.waiting}
+		f.wantMore = false
+		if f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0 {
+			if nb.Failing == nil {
+				nb.Failing = map[string]string{}
+			}
+			nb.Failing[name] = f.lastErr.Error()
+		} else if f.waitFor != "" && len(f.replicas) == 0 {
+			if nb.Failing == nil {
+				nb.Failing = map[string]string{}
+			}
+			nb.Failing[name] = f.waitFor
+		}
+		f.mu.Unlock()
+		nb.Load[name] = l
+	}
+	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
+	return nb
+}
+
+// applyPlan gives each fleet the number of replicas the plan puts on this
+// node and the ready replicas other nodes run.
+func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
+	v := a.v()
+	remote := map[string][]*Replica{}
+	seen := map[string]bool{}
+	m.mu.Lock()
+	for _, nb := range nodes {
+		if nb.Name == m.cfg.Node {
+			continue
+		}
+		for _, br := range nb.Replicas {
+			if br.State != ReplicaReady {
+				continue
+			}
+			r := m.remote[br.ID]
+			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
+				r = &Replica{ID: br.ID, Model: br.Model, BaseURL: url,
+					UpstreamModel: br.Upstream, Header: http.Header{}, Started: br.Started, Node: nb.Name,
+					Transport: m.transport, idle: make(chan struct{}, 1)}
+				r.state.Store(ReplicaReady)
+				r.lastUsed.Store(now().UnixNano())
+				m.remote[br.ID] = r
+			}
+			seen[br.ID] = true
+			remote[br.Model] = append(remote[br.Model], r)
+		}
+	}
+	for id := range m.remote {
+		if !seen[id] {
+			delete(m.remote, id)
+		}
+	}
+	m.mu.Unlock()
+	for name, f := range v.fleets {
+		n := 0
+		for _, on := range p.Models[name] {
+			if on == m.cfg.Node {
+				n++
+			}
+		}
+		rs := remote[name]
+		slices.SortFunc(rs, func(x, y *Replica) int {
+			if x.ID < y.ID {
+				return -1
+			}
+			return 1
+		})
+		f.setCluster(m.cfg.Node, n, rs, p.Why[name])
+	}
+}
+
+// lookupLocal finds a replica of this node for the node-to-node endpoint
+// and counts the request in flight on it.
+func lookupLocal(id string) (*Replica, func(), bool) {
+	a := active.Load()
+	if a == nil {
+		return nil, nil, false
+	}
+	for _, f := range a.v().fleets {
+		f.mu.Lock()
+		for _, r := range f.replicas {
+			if r.ID == id && r.State() == ReplicaReady {
+				r.inflight.Add(1)
+				r.lastUsed.Store(now().UnixNano())
+				f.lastUsed = now()
+				f.mu.Unlock()
+				return r, func() { f.release(r) }, true
+			}
+		}
+		f.mu.Unlock()
+	}
+	return nil, nil, false
+}
+
+// applyShared applies state another node changed: keys, models, their
+// settings, stopped flags.
+func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
+	if changed[keysStorageKey] {
+		keysMu.Lock()
+		rt, err := a.loadRuntimeKeys(ctx)
+		if err == nil {
+			err = a.rebuildKeys(rt)
+		}
+		keysMu.Unlock()
+		if err != nil {
+			return err
+		}
+		a.logger.Info("API keys changed on another node; applied", zap.Int("runtime_keys", len(rt)))
+	}
+	if changed[modelsStorageKey] || changed[settingsStorageKey] {
+		if err := a.reloadShared(ctx); err != nil {
+			return err
+		}
+	}
+	if changed[modelsStorageKey] || changed[stoppedStorageKey] {
+		if err := a.applyStopped(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reloadShared rebuilds the catalog from the config and the shared
+// runtime models and settings, keeping the fleets of unchanged models.
+func (a *App) reloadShared(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	before := a.Models
+	a.Models = slices.Clone(a.declared)
+	if err := a.applySettings(ctx); err != nil {
+		a.Models = before
+		return err
+	}
+	added, err := a.loadRuntimeModels(ctx)
+	if err != nil {
+		a.Models = before
+		return err
+	}
+	cur := a.v()
+	oldKeys := maps.Clone(a.fkeys)
+	// A model whose serving fields changed (removed and added again with
+	// another engine, source or args) gets a new fleet.
+	for _, m := range added {
+		if f, ok := cur.fleets[m.Name]; ok && m.key("") != f.m().key("") {
+			delete(a.fkeys, m.Name)
+		}
+	}
+	v, err := a.buildView(append(slices.Clone(a.Models), added...), added)
+	if err != nil {
+		a.Models = before
+		maps.Copy(a.fkeys, oldKeys)
+		return err
+	}
+	for _, m := range v.models {
+		f := v.fleets[m.Name]
+		if f.m() != m {
+			f.model.Store(m)
+			select {
+			case f.kick <- struct{}{}:
+			default:
+			}
+		}
+		f.run()
+	}
+	a.view.Store(v)
+	// Fleets replaced or removed drain their replicas.
+	for name, k := range oldKeys {
+		if _, ok := v.fleets[name]; !ok {
+			delete(a.fkeys, name)
+		}
+		if a.fkeys[name] != k {
+			_, _ = fleets.Delete(k)
+		}
+	}
+	a.logger.Info("catalog changed on another node; applied", zap.Int("models", len(v.models)), zap.Int("runtime", len(added)))
+	return nil
+}
+
+// applyStopped makes the fleets' stopped flags what the store says.
+func (a *App) applyStopped(ctx context.Context) error {
+	stopped := map[string]bool{}
+	b, err := a.storage.Load(ctx, stoppedStorageKey)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err == nil {
+		var names []string
+		if err := json.Unmarshal(b, &names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			stopped[n] = true
+		}
+	}
+	for name, f := range a.v().fleets {
+		f.mu.Lock()
+		was := f.stopped
+		f.mu.Unlock()
+		if was != stopped[name] {
+			f.setStopped(stopped[name])
+		}
+	}
+	return nil
+}
+
+// drainedNodes are the nodes an administrator drained.
+func (a *App) drainedNodes() map[string]bool {
+	out := map[string]bool{}
+	if a.cluster == nil {
+		return out
+	}
+	a.cluster.mu.Lock()
+	s := a.cluster.applied[drainedStorageKey]
+	a.cluster.mu.Unlock()
+	var names []string
+	_ = json.Unmarshal([]byte(s), &names)
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
