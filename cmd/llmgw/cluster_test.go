@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -24,6 +29,7 @@ const clusterSecret = "test-cluster-secret-0123456789abcdef0123456789"
 type cluster struct {
 	t      *testing.T
 	redis  *redisServer
+	store  string // the cluster block's store line; default: redis <c.redis>
 	models string // the llm block's models and tenancy, the same on every node
 	nodes  map[string]*gateway
 	peer   map[string]string // node → its node-to-node address
@@ -31,7 +37,14 @@ type cluster struct {
 
 func startCluster(t *testing.T, n int, models string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, redis: startRedis(t), models: models, nodes: map[string]*gateway{}, peer: map[string]string{}}
+	return startClusterOn(t, n, models, startRedis(t), "")
+}
+
+// startClusterOn starts n nodes whose cluster block names the store with
+// store (such as "sentinel mymaster 127.0.0.1:26379").
+func startClusterOn(t *testing.T, n int, models string, r *redisServer, store string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, redis: r, store: store, models: models, nodes: map[string]*gateway{}, peer: map[string]string{}}
 	for i := 1; i <= n; i++ {
 		c.add(fmt.Sprintf("n%d", i))
 	}
@@ -48,16 +61,20 @@ func (c *cluster) add(name string) *gateway {
 	} else {
 		c.peer[name] = fmt.Sprintf("%s:%d", ip, freePort(t))
 	}
+	store := c.store
+	if store == "" {
+		store = "redis " + c.redis.url()
+	}
 	block := fmt.Sprintf(`
 		cluster {
-			redis %s
+			%s
 			node %s
 			advertise %s
 			secret %s
 			heartbeat 250ms
 			node_ttl 2s
 		}
-		%s`, c.redis.url(), name, c.peer[name], clusterSecret, c.models)
+		%s`, store, name, c.peer[name], clusterSecret, c.models)
 	quota := ""
 	g := startQuotaGateway(t, block, quota)
 	c.nodes[name] = g
@@ -103,7 +120,7 @@ func ask(t *testing.T, g *gateway, key, model string) (int, string, string) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return -1, "", err.Error() // the node is down: the caller decides
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -235,5 +252,243 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	wg.Wait()
 	if len(failed) > 0 {
 		t.Errorf("requests failed while a node was killed: %v", failed)
+	}
+}
+
+// load sends requests for model through the given nodes' front ends
+// from conc clients until stopped, and counts what failed.
+type load struct {
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	ok     int
+	failed map[string]int
+}
+
+func steadyLoad(t *testing.T, through func() []*gateway, key, model string, conc int) *load {
+	l := &load{stop: make(chan struct{}), failed: map[string]int{}}
+	t.Cleanup(func() { l.end() }) // before the nodes stop, when the test ends early
+	for i := range conc {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for n := i; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				gs := through()
+				code, _, body := ask(t, gs[n%len(gs)], key, model)
+				l.mu.Lock()
+				if code == 200 {
+					l.ok++
+				} else {
+					l.failed[fmt.Sprintf("%d %.200s", code, body)]++
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// end stops the load and returns how many requests succeeded and what
+// failed.
+func (l *load) end() (int, map[string]int) {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ok, l.failed
+}
+
+func TestClusterStoreOutage(t *testing.T) {
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	code, body := adminDo(t, n1, "POST", "/llm/models", `{"name":"before","engine":"sim","scaling":{"min":1}}`)
+	if code != 201 {
+		t.Fatalf("adding a model: %d %s", code, body)
+	}
+	waitFor(t, 30*time.Second, "chat on both nodes and the added model", func() bool {
+		return len(n2.readyOn("chat")) == 3 && len(n1.readyOn("before")) == 1 && len(n2.readyOn("before")) == 1
+	})
+	l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "chat", 8)
+
+	// Redis goes away for 30s: requests to running replicas go on,
+	// changes are refused with the reason.
+	c.redis.stop()
+	down := time.Now()
+	waitFor(t, 10*time.Second, "n1 to notice the store is gone", func() bool {
+		return n1.nodes().StoreError != ""
+	})
+	code, body = adminDo(t, n2, "POST", "/llm/models", `{"name":"during","engine":"sim"}`)
+	if code != 503 || !strings.Contains(string(body), "cannot be reached") {
+		t.Errorf("a change while the store is down: %d %s; want 503 saying the store cannot be reached", code, body)
+	}
+	if code, _, body := ask(t, n2, "secret-1", "before"); code != 200 {
+		t.Errorf("a request to the model added before the outage, through the other node: %d %s", code, body)
+	}
+	time.Sleep(time.Until(down.Add(30 * time.Second)))
+
+	// Redis comes back empty (no persistence): the nodes write back what
+	// they knew, and changes work again.
+	c.redis.start()
+	waitFor(t, 20*time.Second, "changes to be accepted again", func() bool {
+		code, _ := adminDo(t, n2, "POST", "/llm/models", `{"name":"after","engine":"sim","scaling":{"min":1}}`)
+		return code == 201
+	})
+	waitFor(t, 20*time.Second, "both models to be served through n1", func() bool {
+		a, _, _ := ask(t, n1, "secret-1", "after")
+		b, _, _ := ask(t, n1, "secret-1", "before")
+		return a == 200 && b == 200
+	})
+	ok, failed := l.end()
+	t.Logf("%d requests served during and after a 30s store outage", ok)
+	if len(failed) > 0 {
+		t.Errorf("requests failed: %v", failed)
+	}
+}
+
+// sentinelSet is a Redis primary, its replica and a Sentinel watching
+// them, all real, on loopback.
+type sentinelSet struct {
+	primary, replica *redisServer
+	sentinel         *exec.Cmd
+	port             int
+}
+
+func startSentinel(t *testing.T) *sentinelSet {
+	t.Helper()
+	s := &sentinelSet{primary: startRedis(t)}
+	s.replica = &redisServer{t: t, port: freePort(t), dir: t.TempDir()}
+	s.replica.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", fmt.Sprint(s.replica.port),
+		"--save", "", "--appendonly", "no", "--dir", s.replica.dir, "--replicaof", "127.0.0.1", fmt.Sprint(s.primary.port))
+	if err := s.replica.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.replica.stop)
+	s.port = freePort(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+sentinel monitor mymaster 127.0.0.1 %d 1
+sentinel down-after-milliseconds mymaster 1000
+sentinel failover-timeout mymaster 10000
+`, s.port, dir, s.primary.port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.sentinel = exec.Command("redis-server", conf, "--sentinel")
+	if err := s.sentinel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.sentinel.Process.Kill(); _ = s.sentinel.Wait() })
+	rdb := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port)})
+	defer rdb.Close()
+	waitFor(t, 20*time.Second, "the Sentinel to see the replica", func() bool {
+		rs, err := rdb.Replicas(bg, "mymaster").Result()
+		return err == nil && len(rs) > 0
+	})
+	return s
+}
+
+// primaryPort asks the Sentinel which port the primary is on.
+func (s *sentinelSet) primaryPort(t *testing.T) string {
+	rdb := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port)})
+	defer rdb.Close()
+	addr, err := rdb.GetMasterAddrByName(bg, "mymaster").Result()
+	if err != nil || len(addr) != 2 {
+		return ""
+	}
+	return addr[1]
+}
+
+func TestClusterSentinelFailover(t *testing.T) {
+	s := startSentinel(t)
+	c := startClusterOn(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), s.primary,
+		fmt.Sprintf("sentinel mymaster 127.0.0.1:%d", s.port))
+	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	waitFor(t, 30*time.Second, "chat's three replicas", func() bool { return len(n2.readyOn("chat")) == 3 })
+	l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "chat", 8)
+
+	// kill -9 of the primary: Sentinel promotes the replica, the nodes
+	// follow, and changes work again.
+	old := s.primaryPort(t)
+	_ = s.primary.cmd.Process.Kill()
+	_ = s.primary.cmd.Wait()
+	s.primary.cmd = nil
+	killed := time.Now()
+	waitFor(t, 60*time.Second, "Sentinel to promote the replica", func() bool {
+		p := s.primaryPort(t)
+		return p != "" && p != old
+	})
+	promoted := time.Since(killed)
+	waitFor(t, 30*time.Second, "a change to be accepted after the failover", func() bool {
+		code, _ := adminDo(t, n1, "POST", "/llm/models", `{"name":"after-failover","engine":"sim","scaling":{"min":1}}`)
+		return code == 201
+	})
+	waitFor(t, 20*time.Second, "the model added after the failover to be served through n2", func() bool {
+		code, _, _ := ask(t, n2, "secret-1", "after-failover")
+		return code == 200
+	})
+	t.Logf("primary killed: promoted after %s, changes accepted again after %s", promoted.Round(10*time.Millisecond),
+		time.Since(killed).Round(10*time.Millisecond))
+	ok, failed := l.end()
+	if len(failed) > 0 {
+		t.Errorf("requests failed during the failover (%d served): %v", ok, failed)
+	}
+}
+
+func TestClusterRollingRestart(t *testing.T) {
+	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	for _, g := range c.nodes {
+		waitFor(t, 30*time.Second, "three replicas of chat on three nodes", func() bool {
+			return slices.Equal(g.readyOn("chat"), []string{"n1", "n2", "n3"})
+		})
+	}
+	// The load goes through the nodes that are up, as a load balancer
+	// with health checks would send it.
+	var mu sync.Mutex
+	up := map[string]bool{"n1": true, "n2": true, "n3": true}
+	through := func() []*gateway {
+		mu.Lock()
+		defer mu.Unlock()
+		var gs []*gateway
+		for _, n := range c.names() {
+			if up[n] {
+				gs = append(gs, c.nodes[n])
+			}
+		}
+		return gs
+	}
+	l := steadyLoad(t, through, "secret-1", "chat", 64)
+	for _, name := range c.names() {
+		mu.Lock()
+		up[name] = false
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond) // the balancer's health check notices
+		g := c.nodes[name]
+		g.stop()
+		g.start()
+		// The client's pool may hold connections the stopped node closed;
+		// a load balancer would not reuse them either.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		mu.Lock()
+		up[name] = true
+		mu.Unlock()
+		waitFor(t, 30*time.Second, "chat back on three nodes", func() bool {
+			return slices.Equal(g.readyOn("chat"), []string{"n1", "n2", "n3"})
+		})
+	}
+	ok, failed := l.end()
+	t.Logf("%d requests served during a rolling restart of three nodes", ok)
+	if len(failed) > 0 {
+		t.Errorf("requests failed during the rolling restart: %v", failed)
 	}
 }

@@ -374,6 +374,10 @@ func (a *App) Cleanup() error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// The node leaves its cluster before its replicas stop.
+	if a.clusterKey != "" {
+		_, _ = members.Delete(a.clusterKey)
+	}
 	for _, k := range a.fkeys {
 		_, _ = fleets.Delete(k)
 	}
@@ -382,9 +386,6 @@ func (a *App) Cleanup() error {
 	}
 	if a.mirrorKey != "" {
 		_, _ = mirrors.Delete(a.mirrorKey)
-	}
-	if a.clusterKey != "" {
-		_, _ = members.Delete(a.clusterKey)
 	}
 	a.unlockDataDir()
 	return nil

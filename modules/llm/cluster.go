@@ -199,6 +199,8 @@ type member struct {
 	checkMu   sync.Mutex // one version check at a time for unknown keys
 	lastCheck time.Time
 	startOnce sync.Once
+	planLost  bool      // the store has no plan: the leader writes its own
+	upSince   time.Time // since when the store has answered without a break
 }
 
 // clusterPlan is where each model's replicas run, as the leader decided.
@@ -283,10 +285,19 @@ func (m *member) Destruct() error {
 	close(m.stop)
 	<-m.stopped
 	if caddy.Exiting() {
+		// Leave first: the other nodes stop sending requests here and
+		// place this node's replicas elsewhere at once, and another node
+		// takes the leader lease; then the requests in flight through
+		// the node-to-node endpoint finish.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		m.rdb.Del(ctx, m.key(kNode+m.cfg.Node))
-		m.rdb.Publish(ctx, m.key(kChanges), "nodes")
+		_, _ = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, m.key(kNode+m.cfg.Node))
+			p.Eval(ctx, unlockScript, []string{m.key(kLeader)}, m.cfg.Node)
+			p.Publish(ctx, m.key(kChanges), "nodes")
+			return nil
+		})
 		cancel()
+		m.logger.Info("left the cluster", zap.String("node", m.cfg.Node))
 	}
 	_ = m.peer.Destruct()
 	m.transport.CloseIdleConnections()
@@ -370,7 +381,8 @@ type stateStore interface {
 	Store(ctx context.Context, key string, value []byte) error
 }
 
-// lockScript releases the change lock only if this node still holds it.
+// unlockScript deletes a lock (the change lock, the leader lease) only if
+// this node still holds it.
 const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
 
 // change runs fn while holding the cluster's change lock, after bringing
@@ -410,7 +422,7 @@ func (m *member) sync(ctx context.Context, a *App) error {
 		return m.storeErr(err)
 	}
 	m.mu.Lock()
-	same := ver == m.version
+	same := ver == m.version && err == nil
 	m.mu.Unlock()
 	if same {
 		return nil
@@ -422,13 +434,29 @@ func (m *member) sync(ctx context.Context, a *App) error {
 func (m *member) pull(ctx context.Context, a *App) error {
 	var all *redis.MapStringStringCmd
 	var ver *redis.StringCmd
-	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		all = p.HGetAll(ctx, m.key(kState))
-		ver = p.Get(ctx, m.key(kVersion))
+	read := func() error {
+		_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			all = p.HGetAll(ctx, m.key(kState))
+			ver = p.Get(ctx, m.key(kVersion))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return m.storeErr(err)
+		}
 		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return m.storeErr(err)
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	if errors.Is(ver.Err(), redis.Nil) {
+		// The store has no state: new, or restarted without its data.
+		// What this node knows goes back first, never the emptiness
+		// over it.
+		if m.reseed(ctx) {
+			if err := read(); err != nil {
+				return err
+			}
+		}
 	}
 	v, _ := ver.Int64()
 	fields := all.Val()
@@ -439,6 +467,13 @@ func (m *member) pull(ctx context.Context, a *App) error {
 			changed[k] = true
 		}
 	}
+	// What is applied is this snapshot (a Load while the store is
+	// marked down reads it from here).
+	for k := range changed {
+		m.applied[k] = fields[k]
+	}
+	m.version = v
+	local := m.local
 	m.mu.Unlock()
 	if len(changed) > 0 && a != nil {
 		if err := a.applyShared(ctx, changed); err != nil {
@@ -446,13 +481,6 @@ func (m *member) pull(ctx context.Context, a *App) error {
 			return err
 		}
 	}
-	m.mu.Lock()
-	for k := range changed {
-		m.applied[k] = fields[k]
-	}
-	m.version = v
-	local := m.local
-	m.mu.Unlock()
 	if local != nil {
 		for k := range changed {
 			if err := local.Store(ctx, m.localKey(k), []byte(fields[k])); err != nil {
@@ -613,17 +641,21 @@ func (m *member) round(a *App, started time.Time) {
 	}
 	nodes[m.cfg.Node] = beat
 	var p clusterPlan
+	m.planLost = plan.Val() == ""
 	if s := plan.Val(); s != "" {
 		_ = json.Unmarshal([]byte(s), &p)
+	} else {
+		// No plan in the store (a new cluster, or a store restarted
+		// without its data): keep the one this node knows, which the
+		// leader writes back.
+		m.mu.Lock()
+		p = m.plan
+		m.mu.Unlock()
 	}
 	v, err := ver.Int64()
-	if errors.Is(err, redis.Nil) {
-		m.reseed(ctx)
-		v, _ = m.rdb.Get(ctx, m.key(kVersion)).Int64()
-	}
 	m.mu.Lock()
 	m.nodes, m.plan, m.leader, m.lastBeat = nodes, p, leader.Val(), now()
-	stale := v != m.version
+	stale := v != m.version || errors.Is(err, redis.Nil)
 	m.mu.Unlock()
 	if stale {
 		_ = m.pull(ctx, a)
@@ -645,11 +677,11 @@ return 1`
 // reseed gives a store that lost the cluster's state (restarted empty)
 // what this node last saw of it, so nothing an administrator changed is
 // lost.
-func (m *member) reseed(ctx context.Context) {
+func (m *member) reseed(ctx context.Context) bool {
 	m.mu.Lock()
 	if m.version == 0 {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	args := []any{m.version}
 	for k, v := range m.applied {
@@ -663,6 +695,7 @@ func (m *member) reseed(ctx context.Context) {
 		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
 			zap.Int("fields", len(args)/2))
 	}
+	return err == nil
 }
 
 // storeLost notes that the store does not answer. Nothing is stopped:
@@ -682,6 +715,9 @@ func (m *member) storeBack(a *App) {
 	m.mu.Lock()
 	was, since := m.down, m.downAt
 	m.down = nil
+	if was != nil || m.upSince.IsZero() {
+		m.upSince = now()
+	}
 	m.mu.Unlock()
 	if was != nil {
 		m.logger.Info("cluster store reachable again; reconciling", zap.String("store", m.cfg.storeName()),
@@ -689,8 +725,24 @@ func (m *member) storeBack(a *App) {
 	}
 }
 
-// lead places replicas: the leader's round.
+// lead places replicas: the leader's round. For a node TTL after this
+// node (re)gained the store, a plan that has entries is left alone: the
+// other nodes' heartbeats may have expired while the store was away (or
+// before this node knew them), and they must have a chance to report
+// before their replicas are taken for lost.
 func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, cur clusterPlan) {
+	m.mu.Lock()
+	settling := now().Sub(m.upSince) < time.Duration(m.cfg.NodeTTL)
+	m.mu.Unlock()
+	if settling && len(cur.Models) > 0 {
+		for _, on := range cur.Models {
+			for _, n := range on {
+				if _, ok := nodes[n]; !ok {
+					return
+				}
+			}
+		}
+	}
 	v := a.v()
 	var cn []clusterNode
 	drained := a.drainedNodes()
@@ -731,7 +783,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 		f.mu.Unlock()
 	}
 	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
-	if samePlan(next, cur.Models) && sameWhy(why, cur.Why) {
+	if samePlan(next, cur.Models) && sameWhy(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
 	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now()}

@@ -268,8 +268,16 @@ func (f *fleet) unavailableLocked() error {
 	if f.ctx.Err() != nil {
 		return &NoCapacityError{Model: f.m().Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
-	if f.clustered && f.planWhy != "" && f.starting == 0 && len(f.replicas) == 0 && len(f.remote) == 0 {
-		return &NoCapacityError{Model: f.m().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
+	if f.clustered && f.starting == 0 && len(f.replicas) == 0 && len(f.remote) == 0 {
+		if a := active.Load(); a != nil && a.cluster != nil {
+			if err := a.cluster.storeDown(); err != nil {
+				return &NoCapacityError{Model: f.m().Name, RetryAfter: 5 * time.Second,
+					Reason: "no replica of it is known and none can be placed: " + err.Error()}
+			}
+		}
+		if f.planWhy != "" {
+			return &NoCapacityError{Model: f.m().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
+		}
 	}
 	if !f.clustered && f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
 		return &NoCapacityError{Model: f.m().Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
@@ -296,7 +304,7 @@ func (f *fleet) release(r *Replica) {
 // the replica (and its plugin) now rather than at the next tick.
 func (f *fleet) reportFailure(r *Replica) {
 	r.suspect.Store(now().Add(5 * time.Second).UnixNano())
-	if r.Node != "" && r.Node != f.node {
+	if r.Transport != nil {
 		f.mu.Lock()
 		f.notify() // those waiting for another replica look again
 		f.mu.Unlock()

@@ -395,12 +395,19 @@ func rewritePeer(pr *httputil.ProxyRequest) {
 	}
 }
 
+// PeerErrorHeader marks an answer of the node-to-node endpoint that came
+// from the endpoint itself, not from the engine: the replica is gone or
+// did not answer, and the sending router retries another replica.
+const PeerErrorHeader = "Llmgw-Peer-Error"
+
 func (p *peerServer) replicaGone(w http.ResponseWriter, id string) {
+	w.Header().Set(PeerErrorHeader, "replica_gone")
 	(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "replica_gone",
 		Message: fmt.Sprintf("replica %s is not on node %s: it stopped or moved; the request can be retried on another replica", id, p.node)}).Write(w)
 }
 
 func (p *peerServer) unreachable(w http.ResponseWriter, id string, err error) {
+	w.Header().Set(PeerErrorHeader, "replica_unreachable")
 	(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "replica_unreachable",
 		Message: fmt.Sprintf("replica %s on node %s did not answer: %v; the request can be retried on another replica", id, p.node, err)}).Write(w)
 }

@@ -25,7 +25,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
 //	llm_quota [<matcher>] {
-//		store              memory|redis://host:port[/db]
+//		store              memory|redis://host:port[/db]|redis://sentinel:26379?master_name=m&addr=sentinel2:26379
 //		on_store_error     deny|allow
 //		default_max_tokens <n>
 //		lease              <duration>

@@ -44,7 +44,9 @@ var now = time.Now
 type Quota struct {
 	// Store holds the counters: "memory" (this instance only) or
 	// "redis://[user:password@]host:port[/db]" to share exact limits
-	// between instances. Default: memory.
+	// between instances, or, with Sentinel,
+	// "redis://[user:password@]sentinel:26379?master_name=mymaster&addr=sentinel2:26379"
+	// (the user and password are the Sentinels'). Default: memory.
 	Store string `json:"store,omitempty"`
 	// OnStoreError says what happens while the store is unreachable:
 	// "deny" answers 503; "allow" admits and counts in this instance.

@@ -66,6 +66,16 @@ const (
 var errStoreClosed = errors.New("the quota store is shutting down")
 
 func newRedisStore(url string) (*redisStore, error) {
+	if strings.Contains(url, "master_name=") {
+		// Sentinel: redis://[user:pass@]sentinel1:26379?master_name=mymaster&addr=sentinel2:26379…
+		fo, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("%w; with Sentinel use redis://sentinel-host:26379?master_name=mymaster&addr=other-sentinel:26379", err)
+		}
+		fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = time.Second, time.Second, time.Second
+		fo.MaxRetries, fo.Protocol = 1, 2
+		return newStoreOn(redis.NewFailoverClient(fo)), nil
+	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w; use redis://host:port or redis://user:password@host:port/db", err)
@@ -78,10 +88,14 @@ func newRedisStore(url string) (*redisStore, error) {
 	// RESP2: the counters need no push notifications, and checking for
 	// them costs CPU on every reply.
 	opts.Protocol = 2
-	s := &redisStore{client: redis.NewClient(opts), kick: make(chan struct{}, 1),
+	return newStoreOn(redis.NewClient(opts)), nil
+}
+
+func newStoreOn(c *redis.Client) *redisStore {
+	s := &redisStore{client: c, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}), probeEvery: probeInterval}
 	go s.sender()
-	return s, nil
+	return s
 }
 
 // Destruct sends what is queued (for up to five seconds) and disconnects.

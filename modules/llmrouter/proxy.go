@@ -52,7 +52,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	}
 	candidates := rt.candidates(r, m)
 	var last error
-	retried := false
+	retries := 0
 	var failed *llm.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
@@ -75,11 +75,12 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint
 			break // the client left, or waited long enough: no fallback
 		}
 		var ue *upstreamError
-		if errors.As(a.err, &ue) && !retried {
-			// The replica could not be reached: once, another replica of
-			// the same model, or the one replacing it (held like an
-			// on-demand start), never the failed one unless it is cleared.
-			retried = true
+		if errors.As(a.err, &ue) && retries < 2 {
+			// The replica could not be reached (or, on another node, is
+			// gone): up to twice, another replica of the same model, or
+			// the one replacing it (held like an on-demand start), never
+			// a failed one unless it is cleared.
+			retries++
 			failed = rep
 			i--
 			continue
@@ -163,6 +164,15 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	}
 	defer resp.Body.Close()
 	ttfb := time.Since(sent)
+	if rep.Transport != nil && resp.StatusCode >= http.StatusBadGateway {
+		if why := resp.Header.Get(llm.PeerErrorHeader); why != "" {
+			// Another node's endpoint says its replica is gone or did
+			// not answer: like a connect error, another replica is tried.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			rt.app.ReportFailure(rep)
+			return attempt{err: &upstreamError{replica: rep.ID, err: fmt.Errorf("its node answered %s", why)}}
+		}
+	}
 	if retryable(resp.StatusCode) && !final {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return attempt{err: fmt.Errorf("replica %s answered %d", rep.ID, resp.StatusCode)}
