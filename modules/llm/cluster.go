@@ -196,6 +196,7 @@ type member struct {
 	lastBeat time.Time
 
 	local     stateStore // Caddy storage: a copy of the shared state
+	pullMu    sync.Mutex // one pull at a time
 	checkMu   sync.Mutex // one version check at a time for unknown keys
 	lastCheck time.Time
 	startOnce sync.Once
@@ -318,7 +319,18 @@ func (m *member) storage() stateStore { return redisState{m} }
 
 type redisState struct{ m *member }
 
+// snapshotKey carries, in a context, the state a pull is applying: the
+// loads made while applying it read it, not the store again, so what is
+// applied is exactly what was read.
+type snapshotKey struct{}
+
 func (s redisState) Load(ctx context.Context, key string) ([]byte, error) {
+	if snap, ok := ctx.Value(snapshotKey{}).(map[string]string); ok {
+		if v := snap[key]; v != "" {
+			return []byte(v), nil
+		}
+		return nil, fs.ErrNotExist
+	}
 	s.m.mu.Lock()
 	down := s.m.down != nil
 	s.m.mu.Unlock()
@@ -432,6 +444,8 @@ func (m *member) sync(ctx context.Context, a *App) error {
 
 // pull reads the whole shared state and applies what changed.
 func (m *member) pull(ctx context.Context, a *App) error {
+	m.pullMu.Lock() // one at a time, so an older read is never applied after a newer one
+	defer m.pullMu.Unlock()
 	var all *redis.MapStringStringCmd
 	var ver *redis.StringCmd
 	read := func() error {
@@ -476,7 +490,7 @@ func (m *member) pull(ctx context.Context, a *App) error {
 	local := m.local
 	m.mu.Unlock()
 	if len(changed) > 0 && a != nil {
-		if err := a.applyShared(ctx, changed); err != nil {
+		if err := a.applyShared(context.WithValue(ctx, snapshotKey{}, fields), changed); err != nil {
 			a.logger.Error("applying the cluster's shared state", zap.Error(err))
 			return err
 		}
@@ -493,26 +507,20 @@ func (m *member) pull(ctx context.Context, a *App) error {
 
 // refreshKeys is called for a key this node does not know: it may have
 // been minted on another node a moment ago. It checks the store's version
-// (one request, shared by concurrent callers, at most every 20ms) and
-// applies a change. It reports whether the state changed.
+// and applies a change; callers that arrive while a check is under way
+// wait for the next one, which one of them makes for all. It reports
+// whether the caller should look the key up again.
 func (m *member) refreshKeys(a *App) bool {
+	arrived := time.Now()
 	m.checkMu.Lock()
 	defer m.checkMu.Unlock()
-	if time.Since(m.lastCheck) < 20*time.Millisecond {
-		return false
+	if m.lastCheck.After(arrived) {
+		return true // a check that began after this call did the work: look again
 	}
 	m.lastCheck = time.Now()
-	m.mu.Lock()
-	before := m.version
-	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := m.sync(ctx, a); err != nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.version != before
+	return m.sync(ctx, a) == nil
 }
 
 // subscribe follows the changes channel: a change of state is applied at
@@ -592,7 +600,7 @@ redis.call("PUBLISH", KEYS[3], "plan")
 return 1`
 
 func (m *member) round(a *App, started time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(m.cfg.Heartbeat))
+	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(m.cfg.Heartbeat), 2*time.Second))
 	defer cancel()
 	beat := a.beat(m, started)
 	b, _ := json.Marshal(beat)
