@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -397,6 +398,7 @@ func propagation(w io.Writer, a, c *clusterNode, changes, keys int) error {
 	}
 	var first int
 	var accepted []time.Duration
+	refusal := "" // the first answer of C that refused a key
 	for i := range keys {
 		t0 := time.Now()
 		code, body, err := adminDo(a, "POST", "/llm/keys", fmt.Sprintf(`{"project":"bench/bench/bench","id":"prop-%d-%d"}`, time.Now().UnixNano(), i))
@@ -410,7 +412,7 @@ func propagation(w io.Writer, a, c *clusterNode, changes, keys int) error {
 			return fmt.Errorf("minting a key on A: no secret in %s", body)
 		}
 		for try := 0; ; try++ {
-			code, err := askOnce(c, minted.Secret)
+			code, answer, err := askOnce(c, minted.Secret)
 			if err != nil {
 				return err
 			}
@@ -419,6 +421,9 @@ func propagation(w io.Writer, a, c *clusterNode, changes, keys int) error {
 					first++
 				}
 				break
+			}
+			if refusal == "" {
+				refusal = fmt.Sprintf("%d %s", code, bytes.TrimSpace(answer))
 			}
 			if time.Since(t0) > 30*time.Second {
 				return fmt.Errorf("a key minted on A was refused by C for 30s (last status %d)", code)
@@ -429,25 +434,29 @@ func propagation(w io.Writer, a, c *clusterNode, changes, keys int) error {
 	}
 	fmt.Fprintf(w, "keys: %d minted on A; %d accepted by C on the very next request; mint to accepted answer p50 %s, max %s\n",
 		keys, first, ms(pct(accepted, .5)), ms(slices.Max(accepted)))
+	if refusal != "" {
+		fmt.Fprintf(w, "  C's first refusal of a key minted on A: %s\n", refusal)
+	}
 	return nil
 }
 
-// askOnce sends node n one chat request with key and returns its status.
-func askOnce(n *clusterNode, key string) (int, error) {
+// askOnce sends node n one chat request with key and returns its status
+// and answer.
+func askOnce(n *clusterNode, key string) (int, []byte, error) {
 	req, err := http.NewRequest("POST", n.url()+"/chat/completions",
 		strings.NewReader(`{"model":"bench","max_tokens":1,"messages":[{"role":"user","content":"x"}]}`))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := adminClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("asking node %s: %w", n.name, err)
+		return 0, nil, fmt.Errorf("asking node %s: %w", n.name, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 func ms(d time.Duration) string {
