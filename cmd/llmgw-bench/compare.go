@@ -385,6 +385,12 @@ func startGatewayAdmin(bin, dir, name, admin, global, site string) (int, *exec.C
 	}
 	cmd := exec.Command(bin, "run", "--config", file)
 	cmd.Env = append(os.Environ(), "HOME="+sub, "XDG_DATA_HOME="+sub, "XDG_CONFIG_HOME="+sub)
+	logs, err := os.Create(filepath.Join(sub, "log"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer logs.Close() // the child has its own copy
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err
 	}
