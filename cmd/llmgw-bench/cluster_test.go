@@ -57,7 +57,12 @@ func TestHopRatio(t *testing.T) {
 			t.Errorf("hopRatio(%v, %v) = %v, want %v", tc.hop, tc.caddy, got, tc.want)
 		}
 	}
-	if verdict(.5, 1) != "met" || verdict(.5, 1.01) != "over" || verdict(math.Inf(1)) != "over" {
-		t.Error("verdict: the bar is at most 1x")
+	for _, tc := range []struct {
+		mean, f float64
+		want    string
+	}{{.9, 1.05, "met"}, {1.2, 1.1, "over"}, {.98, 1.1, "met, within the noise"}, {1.05, 1.1, "over, within the noise"}, {1.2, math.Inf(1), "over, within the noise"}} {
+		if got := verdict(tc.mean, tc.f); got != tc.want {
+			t.Errorf("verdict(%v, %v) = %q, want %q", tc.mean, tc.f, got, tc.want)
+		}
 	}
 }
