@@ -62,7 +62,7 @@ func pipelineGateways(sizes, llmApp string) []gateway {
 type target struct {
 	name string
 	url  string
-	pid  int // process whose CPU is counted; 0 for none
+	pids []int // processes whose CPU is counted, summed; none for none
 	// redis is the address of the Redis the target counts in, whose
 	// read events per request (round trips) are reported; "" for none.
 	redis string
@@ -144,7 +144,7 @@ func compare(args []string) error {
 		if err != nil {
 			return err
 		}
-		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid, redis: g.redis})
+		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pids: []int{cmd.Process.Pid}, redis: g.redis})
 		if n := g.fill; n > 0 {
 			fmt.Fprintf(os.Stderr, "filling the cache of %q with %d questions\n", g.name, n)
 			fill := loadConfig{URL: targets[len(targets)-1].url, Model: "bench", Concurrency: 64, Requests: n, MaxTokens: 1, Key: benchKey, Unique: true}
@@ -181,12 +181,22 @@ func compare(args []string) error {
 }
 
 func scenario(cfg loadConfig, targets []target, rounds int) error {
+	samples, err := measure(cfg, targets, rounds)
+	if err != nil {
+		return err
+	}
+	return printCompare(cfg, targets, rounds, samples)
+}
+
+// measure warms every target up, then runs cfg against each target once
+// per round, rotating the order, and returns each target's samples.
+func measure(cfg loadConfig, targets []target, rounds int) ([][]sample, error) {
 	samples := make([][]sample, len(targets))
 	for i, t := range targets { // warm up pools
 		c := cfg
 		c.URL, c.Duration = t.url, time.Second
 		if _, err := run(c); err != nil {
-			return fmt.Errorf("%s: %w", targets[i].name, err)
+			return nil, fmt.Errorf("%s: %w", targets[i].name, err)
 		}
 	}
 	for round := range rounds {
@@ -197,18 +207,17 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			t := targets[i]
 			c := cfg
 			c.URL = t.url
-			pids := []int{t.pid}
 			reads0, rerr := redisReads(t.redis)
-			before := cpuTimes(pids)
+			before := sumCPU(t.pids)
 			res, err := run(c)
 			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
+				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
 			reads1, rerr1 := redisReads(t.redis)
 			if res.Errors > 0 {
-				return fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
+				return nil, fmt.Errorf("%s: %d errors, first: %s", t.name, res.Errors, res.FirstErr)
 			}
-			cpu := (cpuTimes(pids)[0] - before[0]) / time.Duration(res.OK)
+			cpu := (sumCPU(t.pids) - before) / time.Duration(res.OK)
 			smp := sample{p50: pct(res.Latency, .5), ttfb: pct(res.TTFB, .5), rps: res.rps(), cpu: cpu}
 			if t.redis != "" && rerr == nil && rerr1 == nil {
 				smp.redisRTs = float64(reads1-reads0) / float64(res.OK)
@@ -216,6 +225,22 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 			samples[i] = append(samples[i], smp)
 		}
 	}
+	return samples, nil
+}
+
+// sumCPU is the CPU time pids have used, together.
+func sumCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, d := range cpuTimes(pids) {
+		sum += d
+	}
+	return sum
+}
+
+// printCompare prints compare's table for one scenario: every target
+// against the direct one (first), plain Caddy (second) and llm_router
+// (third).
+func printCompare(cfg loadConfig, targets []target, rounds int, samples [][]sample) error {
 	paced := ""
 	if cfg.Rate > 0 {
 		paced = fmt.Sprintf(", paced to %.0f req/s", cfg.Rate)
@@ -227,7 +252,7 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 	caddy := median(samples[1])
 	router := median(samples[2])
 	ratio := func(t target, a, b time.Duration) string {
-		if t.pid == 0 || b <= 0 {
+		if len(t.pids) == 0 || b <= 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2fx", float64(a)/float64(b))
@@ -235,7 +260,7 @@ func scenario(cfg loadConfig, targets []target, rounds int) error {
 	for i, t := range targets {
 		m := median(samples[i])
 		cpu := "-"
-		if t.pid != 0 {
+		if len(t.pids) > 0 {
 			cpu = us(m.cpu)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%s\t%s\t%s\t\n", t.name, us(m.p50), us(m.p50-direct.p50),
@@ -339,6 +364,12 @@ func startReplica(bin string) (string, *exec.Cmd, error) {
 }
 
 func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
+	return startGatewayAdmin(bin, dir, name, "off", global, site)
+}
+
+// startGatewayAdmin is startGateway with Caddy's admin endpoint at admin
+// ("off" for none), and the global llm option global.
+func startGatewayAdmin(bin, dir, name, admin, global, site string) (int, *exec.Cmd, error) {
 	port, err := freeTCPPort()
 	if err != nil {
 		return 0, nil, err
@@ -347,13 +378,19 @@ func startGateway(bin, dir, name, global, site string) (int, *exec.Cmd, error) {
 	if err := os.MkdirAll(sub, 0o700); err != nil {
 		return 0, nil, err
 	}
-	cfg := fmt.Sprintf("{\n\tadmin off\n\tauto_https off\n\tstorage file_system %s\n\t%s\n}\n\n:%d {\n\t%s\n}\n", sub, global, port, site)
+	cfg := fmt.Sprintf("{\n\tadmin %s\n\tauto_https off\n\tstorage file_system %s\n\t%s\n}\n\n:%d {\n\t%s\n}\n", admin, sub, global, port, site)
 	file := filepath.Join(sub, "Caddyfile")
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		return 0, nil, err
 	}
 	cmd := exec.Command(bin, "run", "--config", file)
 	cmd.Env = append(os.Environ(), "HOME="+sub, "XDG_DATA_HOME="+sub, "XDG_CONFIG_HOME="+sub)
+	logs, err := os.Create(filepath.Join(sub, "log"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer logs.Close() // the child has its own copy
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err
 	}

@@ -8,6 +8,9 @@
 // same for tokens per second and time to first token on a real Ollama
 // serving the tiny test model. "llmgw-bench mirror" compares the weights
 // mirror's upload and fetch with raw minio-go on one large file.
+// "llmgw-bench cluster" runs Redis and llmgw nodes on loopback and
+// measures the node-to-node hop against a plain Caddy hop, and how fast
+// admin changes made on one node show on another.
 package main
 
 import (
@@ -28,6 +31,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "mirror" {
 		if err := mirrorCompare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench mirror:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		if err := clusterBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench cluster:", err)
 			os.Exit(1)
 		}
 		return

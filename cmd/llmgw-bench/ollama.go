@@ -88,8 +88,8 @@ func ollamaCompare(args []string) error {
 		return err
 	}
 	targets := []target{{name: "ollama direct", url: rep.BaseURL},
-		{name: "caddy reverse_proxy", url: fmt.Sprintf("http://127.0.0.1:%d/v1", caddyPort), pid: caddyCmd.Process.Pid},
-		{name: "through llmgw", url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pid: cmd.Process.Pid}}
+		{name: "caddy reverse_proxy", url: fmt.Sprintf("http://127.0.0.1:%d/v1", caddyPort), pids: []int{caddyCmd.Process.Pid}},
+		{name: "through llmgw", url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pids: []int{cmd.Process.Pid}}}
 	for _, c := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(c)
 		if err != nil {
