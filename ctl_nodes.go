@@ -11,9 +11,9 @@ import (
 	"github.com/llmgw/llmgw/modules/llm"
 )
 
-// nodes is "llmgw ctl nodes" and its drain and undrain.
+// nodes is "llmgw ctl nodes" (or "node") and its drain and undrain.
 func (c *ctl) nodes() *cobra.Command {
-	cmd := &cobra.Command{Use: "nodes", Short: "Lists the cluster's nodes: heartbeat, capacity, use and replicas", Args: cobra.NoArgs,
+	cmd := &cobra.Command{Use: "nodes", Aliases: []string{"node"}, Short: "Lists the cluster's nodes: heartbeat, capacity, use and replicas", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var st llm.NodesStatus
 			if err := c.call("GET", "/llm/nodes", nil, &st); err != nil || c.json {

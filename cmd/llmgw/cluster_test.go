@@ -143,7 +143,11 @@ const clusterModels = `
 		}`
 
 func TestClusterOfThreeNodes(t *testing.T) {
-	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1"))+`
+		model slow {
+			engine sim
+			option tokens_per_second 50
+		}`)
 	n1, n2, n3 := c.nodes["n1"], c.nodes["n2"], c.nodes["n3"]
 
 	// min 3 lands on three different nodes, and every node sees them.
@@ -212,47 +216,62 @@ func TestClusterOfThreeNodes(t *testing.T) {
 		t.Fatalf("the key minted on n1 on n3's very next request: %d %s", code, body)
 	}
 
-	// kill -9 of a node: no request that had not reached its first byte
-	// fails, and its replica runs on another node within the node TTL
-	// plus the start time.
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	failed := map[string]int{}
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				code, _, body := ask(t, n1, "secret-1", "chat")
-				if code != 200 {
-					mu.Lock()
-					failed[fmt.Sprintf("%d %s", code, body)]++
-					mu.Unlock()
-				}
-			}
-		}()
+	// kill -9 of a node under load: no request that had not reached its
+	// first byte fails, a stream it was serving through another node
+	// ends with an SSE error event, and its replicas run on other nodes
+	// within the node TTL plus the start time.
+	var victim, front *gateway
+	var victimName string
+	waitFor(t, 20*time.Second, "the slow model's replica", func() bool { return len(n1.readyOn("slow")) == 1 })
+	victimName = n1.readyOn("slow")[0]
+	victim = c.nodes[victimName]
+	for _, n := range c.names() {
+		if n != victimName {
+			front = c.nodes[n]
+			break
+		}
+	}
+	l := steadyLoad(t, func() []*gateway { return []*gateway{front} }, "secret-1", "chat", 4)
+	req, _ := http.NewRequest("POST", front.base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"slow","stream":true,"max_tokens":400,"messages":[{"role":"user","content":"tell me a long story"}]}`))
+	req.Header.Set("Authorization", "Bearer secret-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a stream through %s to the replica on %s: %v %v", front.base, victimName, err, resp)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 256)
+	if _, err := io.ReadAtLeast(resp.Body, first, 1); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	killed := time.Now()
-	_ = n2.cmd.Process.Kill()
-	<-n2.exited
-	waitFor(t, 30*time.Second, "chat to have three ready replicas again without n2", func() bool {
-		on := n1.readyOn("chat")
-		return len(on) == 3 && !slices.Contains(on, "n2")
-	})
-	t.Logf("n2 killed: its replica ran again on another node after %s (node_ttl 2s)", time.Since(killed).Round(10*time.Millisecond))
-	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	if len(failed) > 0 {
-		t.Errorf("requests failed while a node was killed: %v", failed)
+	_ = victim.cmd.Process.Kill()
+	<-victim.exited
+	rest, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(rest), `"error"`) || strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("the stream whose node was killed ended with %q; want an SSE error event and no [DONE]", tail(string(rest), 300))
 	}
+	waitFor(t, 30*time.Second, "chat to have three ready replicas again without "+victimName, func() bool {
+		on := front.readyOn("chat")
+		return len(on) == 3 && !slices.Contains(on, victimName)
+	})
+	t.Logf("%s killed: its replicas ran again on other nodes after %s (node_ttl 2s)", victimName, time.Since(killed).Round(10*time.Millisecond))
+	waitFor(t, 30*time.Second, "the slow model on another node", func() bool {
+		code, _, _ := ask(t, front, "secret-1", "slow")
+		return code == 200
+	})
+	time.Sleep(300 * time.Millisecond)
+	if ok, failed := l.end(); len(failed) > 0 {
+		t.Errorf("requests failed while a node was killed (%d served): %v", ok, failed)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 // load sends requests for model through the given nodes' front ends

@@ -201,6 +201,8 @@ type member struct {
 	lastCheck time.Time
 	startOnce sync.Once
 	planLost  bool      // the store has no plan: the leader writes its own
+	cached    []string  // weights in the node cache, as sources
+	cachedAt  time.Time
 	upSince   time.Time // since when the store has answered without a break
 }
 
@@ -756,9 +758,18 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	drained := a.drainedNodes()
 	for _, nb := range nodes {
 		c := clusterNode{Name: nb.Name, Capacity: Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
-			Draining: drained[nb.Name], Failing: nb.Failing, Cached: map[string]bool{}}
-		for _, s := range nb.Cached {
-			c.Cached[s] = true
+			Draining: drained[nb.Name], Failing: nb.Failing}
+		if len(nb.Cached) > 0 {
+			has := map[string]bool{}
+			for _, s := range nb.Cached {
+				has[s] = true
+			}
+			c.Cached = map[string]bool{}
+			for _, mod := range v.models {
+				if mod.Source != "" && has[weightsKey(mod.Source)] {
+					c.Cached[mod.Source] = true
+				}
+			}
 		}
 		cn = append(cn, c)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,7 +48,47 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 		nb.Load[name] = l
 	}
 	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
+	nb.Cached = m.cachedWeights()
 	return nb
+}
+
+// cachedWeights lists the weights in this node's cache as sources
+// (mirror://model and mirror://model/version), rescanned every 10s: the
+// leader prefers a node that has them.
+func (m *member) cachedWeights() []string {
+	mir := activeMirror.Load()
+	if mir == nil {
+		return nil
+	}
+	if now().Sub(m.cachedAt) < 10*time.Second {
+		return m.cached
+	}
+	m.cachedAt = now()
+	vs, err := mir.Cached()
+	if err != nil {
+		return m.cached
+	}
+	m.cached = m.cached[:0]
+	for _, v := range vs {
+		if v.Complete {
+			m.cached = append(m.cached, "mirror://"+v.Model, "mirror://"+v.Model+"/"+v.Version)
+		}
+	}
+	return m.cached
+}
+
+// weightsKey is how a model's source names the weights a node may have
+// cached: mirror://model or mirror://model/version.
+func weightsKey(source string) string {
+	rest, ok := strings.CutPrefix(source, "mirror://")
+	if !ok {
+		return source
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) >= 2 {
+		return "mirror://" + parts[0] + "/" + parts[1]
+	}
+	return source
 }
 
 // applyPlan gives each fleet the number of replicas the plan puts on this
