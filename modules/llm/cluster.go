@@ -200,8 +200,8 @@ type member struct {
 	checkMu   sync.Mutex // one version check at a time for unknown keys
 	lastCheck time.Time
 	startOnce sync.Once
-	planLost  bool      // the store has no plan: the leader writes its own
-	cached    []string  // weights in the node cache, as sources
+	planLost  bool     // the store has no plan: the leader writes its own
+	cached    []string // weights in the node cache, as sources
 	cachedAt  time.Time
 	upSince   time.Time // since when the store has answered without a break
 }
