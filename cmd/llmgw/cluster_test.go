@@ -33,6 +33,7 @@ type cluster struct {
 	models string // the llm block's models and tenancy, the same on every node
 	nodes  map[string]*gateway
 	peer   map[string]string // node → its node-to-node address
+	extra  map[string]string // node → more of its llm block (such as an engine only it has)
 }
 
 func startCluster(t *testing.T, n int, models string) *cluster {
@@ -74,7 +75,8 @@ func (c *cluster) add(name string) *gateway {
 			heartbeat 250ms
 			node_ttl 2s
 		}
-		%s`, store, name, c.peer[name], clusterSecret, c.models)
+		%s
+		%s`, store, name, c.peer[name], clusterSecret, c.models, c.extra[name])
 	quota := ""
 	g := startQuotaGateway(t, block, quota)
 	c.nodes[name] = g
@@ -509,5 +511,53 @@ func TestClusterRollingRestart(t *testing.T) {
 	t.Logf("%d requests served during a rolling restart of three nodes", ok)
 	if len(failed) > 0 {
 		t.Errorf("requests failed during the rolling restart: %v", failed)
+	}
+}
+
+// Ollama is installed on one node only: the model lands there (the other
+// node cannot start it and says so in its heartbeat), and requests
+// through the other node reach it through the node-to-node hop, streams
+// included.
+func TestClusterOllamaOnOneNode(t *testing.T) {
+	src := tinyModel(t)
+	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{},
+		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")) + `
+		model tiny {
+			engine ollama
+			source ` + src + `
+			context_length 512
+			min 1
+		}`,
+		extra: map[string]string{
+			"n1": "engine ollama {\n\t\t\toption bin " + filepath.Join(t.TempDir(), "no-ollama-here") + "\n\t\t}",
+			"n2": "engine ollama {\n\t\t\toption bin " + ollamaBin(t) + "\n\t\t}",
+		}}
+	n1 := c.add("n1")
+	c.add("n2")
+	waitFor(t, 90*time.Second, "tiny ready on n2, as n1 sees it", func() bool {
+		return slices.Equal(n1.readyOn("tiny"), []string{"n2"})
+	})
+	req, _ := http.NewRequest("POST", n1.base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"tiny","stream":true,"max_tokens":12,"temperature":0,"messages":[{"role":"user","content":"tell me about the sea"}]}`))
+	req.Header.Set("Authorization", "Bearer secret-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "data: [DONE]") || strings.Count(string(body), `"content"`) < 2 {
+		t.Fatalf("a stream through n1 to Ollama on n2: %d %s", resp.StatusCode, tail(string(body), 400))
+	}
+	code, rep, b := ask(t, n1, "secret-1", "tiny")
+	if code != 200 || !strings.HasPrefix(rep, "tiny-") {
+		t.Fatalf("a whole answer through n1: %d %s %s", code, rep, b)
+	}
+	var st llm.NodesStatus
+	n1.adminGet("/llm/nodes", &st)
+	for _, n := range st.Nodes {
+		if n.Name == "n1" && n.Failing["tiny"] == "" {
+			t.Errorf("n1's heartbeat does not say why it cannot run tiny: %+v", n)
+		}
 	}
 }

@@ -258,21 +258,32 @@ func (a *App) currentFleet(name string) (*fleet, bool) {
 
 func (a *App) provisionModel(m *Model) (*fleet, error) {
 	p, pkey, err := a.loadEngine(m.Engine)
-	if err != nil {
+	var unavailable error
+	switch {
+	case err != nil && a.cluster != nil:
+		// In a cluster the nodes need not all have every engine: this
+		// one cannot run the model, says so in its heartbeat, and the
+		// others run it.
+		unavailable = fmt.Errorf("engine %q cannot run on node %s: %w", m.Engine, a.Cluster.Node, err)
+		a.logger.Warn("model cannot run on this node; other nodes of the cluster will run it",
+			zap.String("model", m.Name), zap.Error(err))
+		pkey = "unavailable:" + err.Error()
+	case err != nil:
 		return nil, fmt.Errorf("model %q: %w", m.Name, err)
-	}
-	if err := checkFormat(m, p.Info().Formats); err != nil {
-		return nil, err
-	}
-	if err := checkEngineSettings(m, p.Info()); err != nil {
-		return nil, err
+	default:
+		if err := checkFormat(m, p.Info().Formats); err != nil {
+			return nil, err
+		}
+		if err := checkEngineSettings(m, p.Info()); err != nil {
+			return nil, err
+		}
 	}
 	key := m.key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
 			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
 			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
-			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil,
+			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil, unavailable: unavailable,
 		}), nil
 	})
 	if err != nil {

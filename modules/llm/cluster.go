@@ -286,6 +286,7 @@ func (m *member) key(k string) string { return m.prefix + k }
 // cleanly says so at once.
 func (m *member) Destruct() error {
 	close(m.stop)
+	m.startOnce.Do(func() { close(m.stopped) }) // the config never started
 	<-m.stopped
 	if caddy.Exiting() {
 		// Leave first: the other nodes stop sending requests here and

@@ -33,7 +33,12 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 		}
 		l := beatLoad{Busy: f.wantMore, LastUsed: f.lastUsed, Waiting: f.waiting}
 		f.wantMore = false
-		if f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0 {
+		if f.opts.unavailable != nil {
+			if nb.Failing == nil {
+				nb.Failing = map[string]string{}
+			}
+			nb.Failing[name] = f.opts.unavailable.Error()
+		} else if f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0 {
 			if nb.Failing == nil {
 				nb.Failing = map[string]string{}
 			}

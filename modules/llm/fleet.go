@@ -119,6 +119,9 @@ type fleetOptions struct {
 	drainTimeout time.Duration // bound on a retired replica's last requests
 	// clustered fleets run only what the cluster's plan gives this node.
 	clustered bool
+	// unavailable says why this node cannot run the model (its engine
+	// plugin did not load here); other nodes of the cluster run it.
+	unavailable error
 }
 
 func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
@@ -423,6 +426,9 @@ func (f *fleet) evict(r *Replica, forModel string) {
 }
 
 func (f *fleet) startReplica(cpus []int) (*Replica, error) {
+	if f.opts.unavailable != nil {
+		return nil, f.opts.unavailable
+	}
 	eng, epoch, err := f.plugin.Engine()
 	if err != nil {
 		return nil, err
