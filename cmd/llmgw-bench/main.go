@@ -8,6 +8,9 @@
 // same for tokens per second and time to first token on a real Ollama
 // serving the tiny test model. "llmgw-bench mirror" compares the weights
 // mirror's upload and fetch with raw minio-go on one large file.
+// "llmgw-bench scale" starts a real Redis and clusters of real llmgw
+// nodes of growing size, and reports how fast placement converges from a
+// cold start and the Redis commands per second per node at idle.
 package main
 
 import (
@@ -28,6 +31,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "mirror" {
 		if err := mirrorCompare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench mirror:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "scale" {
+		if err := scale(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench scale:", err)
 			os.Exit(1)
 		}
 		return
