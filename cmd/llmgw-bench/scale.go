@@ -255,6 +255,8 @@ type scaleRow struct {
 	netInPerSec             float64 // bytes Redis received per second
 	netOutPerSec            float64 // bytes Redis sent per second
 	redisCPU                float64 // Redis CPU seconds per second
+	nodeCPU                 float64 // a node's CPU seconds per second (llmgw process, mean)
+	beatBytes               float64 // a node's heartbeat in Redis, mean
 	byCmd                   map[string]float64
 	maxOnNode               int
 	spread                  int // models whose replicas are all on different nodes
@@ -292,7 +294,7 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = sn.waitAnswers(60 * time.Second)
+			errs[i] = sn.waitAnswers(cfg.timeout)
 		}()
 	}
 	wg.Wait()
@@ -385,13 +387,34 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 	if err != nil {
 		return row, err
 	}
+	pids := make([]int, n)
+	for i, sn := range nodes {
+		pids[i] = sn.cmd.Process.Pid
+	}
+	cpu0 := cpuTimes(pids)
 	t1 := time.Now()
 	time.Sleep(cfg.idle)
 	after, err := redisInfo(addr)
 	if err != nil {
 		return row, err
 	}
+	cpu1 := cpuTimes(pids)
 	secs := time.Since(t1).Seconds()
+	var used time.Duration
+	for i := range pids {
+		used += cpu1[i] - cpu0[i]
+	}
+	row.nodeCPU = used.Seconds() / secs / float64(n)
+	var beats float64
+	for _, sn := range nodes {
+		l, err := redisCall(addr, "STRLEN llmgw:scale:node:"+sn.name)
+		if err != nil {
+			return row, err
+		}
+		b, _ := strconv.ParseFloat(l, 64)
+		beats += b
+	}
+	row.beatBytes = beats / float64(n)
 	rate := func(k string) float64 { return (after.num(k) - before.num(k)) / secs }
 	// The two INFO commands are this bench's own.
 	row.cmdsPerSec = rate("total_commands_processed") - 1/secs
@@ -753,12 +776,12 @@ func redisCall(addr, cmd string) (string, error) {
 func printScale(rows []scaleRow, cfg scaleConfig) {
 	fmt.Printf("\ncold start (all nodes started at once), then idle (%s window, no requests)\n", cfg.idle)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tmodels\treplicas\tall answer\tconverge\tcold total\tsettled\tmax/node\tspread\tcmds/s\tcmds/s/node\trtt/s/node\tin KB/s/node\tout KB/s/node\tredis cpu\trequests\t")
+	fmt.Fprintln(tw, "nodes\tmodels\treplicas\tall answer\tconverge\tcold total\tsettled\tmax/node\tspread\tcmds/s\tcmds/s/node\trtt/s/node\tin KB/s/node\tout KB/s/node\tbeat KB\tredis cpu\tnode cpu\trequests\t")
 	for _, r := range rows {
 		n := float64(r.nodes)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d/%d\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t%.0f%%\t%d/%d (%d remote)\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d/%d\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.1f%%\t%d/%d (%d remote)\t\n",
 			r.nodes, r.models, r.replicas, secs(r.startAll), secs(r.converge), secs(r.cold), secs(r.settled), r.maxOnNode, r.spread, r.models,
-			r.cmdsPerSec, r.cmdsPerSec/n, r.readsPerSec/n, r.netInPerSec/n/1024, r.netOutPerSec/n/1024, 100*r.redisCPU,
+			r.cmdsPerSec, r.cmdsPerSec/n, r.readsPerSec/n, r.netInPerSec/n/1024, r.netOutPerSec/n/1024, r.beatBytes/1024, 100*r.redisCPU, 100*r.nodeCPU,
 			r.requestsOK, r.requests, r.remote)
 	}
 	_ = tw.Flush()
@@ -766,6 +789,8 @@ func printScale(rows []scaleRow, cfg scaleConfig) {
 	fmt.Println("cold total: from the first node's start. settled: from every node answering until the plan is a fixed point")
 	fmt.Println("(spread onto the nodes that joined late) and every node runs ready what it gives it. max/node: most ready replicas on one node (GET /llm/nodes);")
 	fmt.Println("spread: models whose replicas are all on different nodes. rtt/s/node: round trips (Redis read events).")
+	fmt.Println("in/out KB/s/node: bytes Redis received/sent, per node. beat KB: a node's heartbeat as stored (every node reads all of them")
+	fmt.Println("every heartbeat). redis cpu: of one core. node cpu: one llmgw process's, of one core, mean over the nodes.")
 	fmt.Println("\nidle Redis commands per second per node, by command:")
 	var cmds []string
 	for _, r := range rows {
