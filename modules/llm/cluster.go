@@ -617,8 +617,7 @@ func (m *member) round(a *App, started time.Time) {
 		_ = json.Unmarshal([]byte(s), &p)
 	}
 	v, err := ver.Int64()
-	if errors.Is(err, redis.Nil) {
-		m.reseed(ctx)
+	if errors.Is(err, redis.Nil) && m.reseed(ctx) {
 		v, _ = m.rdb.Get(ctx, m.key(kVersion)).Int64()
 	}
 	m.mu.Lock()
@@ -644,12 +643,14 @@ return 1`
 
 // reseed gives a store that lost the cluster's state (restarted empty)
 // what this node last saw of it, so nothing an administrator changed is
-// lost.
-func (m *member) reseed(ctx context.Context) {
+// lost. It reports whether it had anything to write (then the version
+// may have changed); a cluster whose state was never changed has none,
+// and its heartbeats cost no extra round trip.
+func (m *member) reseed(ctx context.Context) bool {
 	m.mu.Lock()
 	if m.version == 0 {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	args := []any{m.version}
 	for k, v := range m.applied {
@@ -663,6 +664,7 @@ func (m *member) reseed(ctx context.Context) {
 		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
 			zap.Int("fields", len(args)/2))
 	}
+	return true
 }
 
 // storeLost notes that the store does not answer. Nothing is stopped:
