@@ -197,7 +197,7 @@ func scale(args []string) error {
 	fmt.Println("replicas: outside-provider engine (openai) pointed at one sim server; sim engines would each be a process")
 	var rows []scaleRow
 	for _, n := range ns {
-		row, err := scaleRun(cfg, p, n)
+		row, err := scaleRun(cfg, p, n, perNode)
 		p.stopNodes()
 		if err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)
@@ -257,14 +257,18 @@ type scaleRow struct {
 	redisCPU                float64 // Redis CPU seconds per second
 	nodeCPU                 float64 // a node's CPU seconds per second (llmgw process, mean)
 	beatBytes               float64 // a node's heartbeat in Redis, mean
+	coldCmds, coldBytes     float64 // Redis commands and bytes sent from the first start until the plan settled
+	planWrites              float64 // PUBLISHes meanwhile: plans written (and nodes or state announced)
+	idleMoved               bool    // the plan changed during the idle window
 	byCmd                   map[string]float64
 	maxOnNode               int
+	fullNodes               int // nodes with no room for one more replica
 	spread                  int // models whose replicas are all on different nodes
 	requestsOK, requests    int
 	remote                  int // of those, served by a replica on another node
 }
 
-func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
+func scaleRun(cfg scaleConfig, p *procs, n, perNode int) (scaleRow, error) {
 	row := scaleRow{nodes: n}
 	row.models = max(1, n*cfg.rpn/cfg.min)
 	row.replicas = row.models * cfg.min
@@ -278,6 +282,11 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 		nodes[i] = sn
 	}
 	fmt.Fprintf(os.Stderr, "%d nodes, %d models, %d replicas: starting the nodes\n", n, row.models, row.replicas)
+	addr := strings.TrimPrefix(cfg.redis, "redis://")
+	start, err := redisInfo(addr)
+	if err != nil {
+		return row, err
+	}
 	t0 := time.Now()
 	for _, sn := range nodes {
 		if err := sn.start(cfg.bin); err != nil {
@@ -343,6 +352,11 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 		return row, err
 	}
 	row.settled = time.Since(tAll) - 3*cfg.heartbeat
+	if end, err := redisInfo(addr); err == nil {
+		row.coldCmds = end.num("total_commands_processed") - start.num("total_commands_processed")
+		row.coldBytes = end.num("total_net_output_bytes") - start.num("total_net_output_bytes")
+		row.planWrites = end.num("cmdstat_publish") - start.num("cmdstat_publish")
+	}
 	fmt.Fprintf(os.Stderr, "  plan settled (a fixed point, every entry ready) %s after every node answered\n", row.settled.Round(time.Millisecond))
 	// Where the replicas went, as the first node's GET /llm/nodes says.
 	if len(st.Nodes) != n {
@@ -356,12 +370,11 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 			}
 		}
 		row.maxOnNode = max(row.maxOnNode, ready)
-	}
-	for _, on := range st.Plan {
-		if len(on) == len(uniq(on)) {
-			row.spread++
+		if ready >= perNode {
+			row.fullNodes++
 		}
 	}
+	row.spread = spreadOf(st)
 
 	// Requests through three nodes' front ends, to random models.
 	for _, sn := range pick(nodes, 3) {
@@ -382,7 +395,6 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 
 	// Idle: no requests; Redis's counters over the window.
 	time.Sleep(cfg.settle)
-	addr := strings.TrimPrefix(cfg.redis, "redis://")
 	before, err := redisInfo(addr)
 	if err != nil {
 		return row, err
@@ -415,6 +427,18 @@ func scaleRun(cfg scaleConfig, p *procs, n int) (scaleRow, error) {
 		beats += b
 	}
 	row.beatBytes = beats / float64(n)
+	// Idle means the plan did not change meanwhile.
+	end, err := first.nodesStatus()
+	if err != nil {
+		return row, err
+	}
+	b0, _ := json.Marshal(st.Plan)
+	b1, _ := json.Marshal(end.Plan)
+	row.idleMoved = string(b0) != string(b1)
+	if row.idleMoved {
+		fmt.Fprintf(os.Stderr, "  the plan changed during the idle window: spread %d/%d before it, %d/%d after\n",
+			row.spread, row.models, spreadOf(end), row.models)
+	}
 	rate := func(k string) float64 { return (after.num(k) - before.num(k)) / secs }
 	// The two INFO commands are this bench's own.
 	row.cmdsPerSec = rate("total_commands_processed") - 1/secs
@@ -682,6 +706,18 @@ func replicaOn(st scaleNodes, id, node string) bool {
 	return false
 }
 
+// spreadOf counts the models whose replicas the plan puts on different
+// nodes.
+func spreadOf(st scaleNodes) int {
+	n := 0
+	for _, on := range st.Plan {
+		if len(on) == len(uniq(on)) {
+			n++
+		}
+	}
+	return n
+}
+
 func pick(nodes []*scaleNode, k int) []*scaleNode {
 	s := slices.Clone(nodes)
 	rand.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
@@ -776,21 +812,29 @@ func redisCall(addr, cmd string) (string, error) {
 func printScale(rows []scaleRow, cfg scaleConfig) {
 	fmt.Printf("\ncold start (all nodes started at once), then idle (%s window, no requests)\n", cfg.idle)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tmodels\treplicas\tall answer\tconverge\tcold total\tsettled\tmax/node\tspread\tcmds/s\tcmds/s/node\trtt/s/node\tin KB/s/node\tout KB/s/node\tbeat KB\tredis cpu\tnode cpu\trequests\t")
+	fmt.Fprintln(tw, "nodes\tmodels\treplicas\tall answer\tconverge\tcold total\tsettled\tmax/node\tfull\tspread\tcmds/s\tcmds/s/node\trtt/s/node\tin KB/s/node\tout KB/s/node\tbeat KB\tredis cpu\tnode cpu\tplan idle\trequests\t")
 	for _, r := range rows {
 		n := float64(r.nodes)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d/%d\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.1f%%\t%d/%d (%d remote)\t\n",
-			r.nodes, r.models, r.replicas, secs(r.startAll), secs(r.converge), secs(r.cold), secs(r.settled), r.maxOnNode, r.spread, r.models,
-			r.cmdsPerSec, r.cmdsPerSec/n, r.readsPerSec/n, r.netInPerSec/n/1024, r.netOutPerSec/n/1024, r.beatBytes/1024, 100*r.redisCPU, 100*r.nodeCPU,
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.1f%%\t%s\t%d/%d (%d remote)\t\n",
+			r.nodes, r.models, r.replicas, secs(r.startAll), secs(r.converge), secs(r.cold), secs(r.settled), r.maxOnNode, r.fullNodes, r.spread, r.models,
+			r.cmdsPerSec, r.cmdsPerSec/n, r.readsPerSec/n, r.netInPerSec/n/1024, r.netOutPerSec/n/1024, r.beatBytes/1024, 100*r.redisCPU, 100*r.nodeCPU, map[bool]string{false: "steady", true: "MOVED"}[r.idleMoved],
 			r.requestsOK, r.requests, r.remote)
 	}
 	_ = tw.Flush()
 	fmt.Println("\nconverge: from every node answering until every model has its min ready as GET /llm/models on the first node reports;")
 	fmt.Println("cold total: from the first node's start. settled: from every node answering until the plan is a fixed point")
 	fmt.Println("(spread onto the nodes that joined late) and every node runs ready what it gives it. max/node: most ready replicas on one node (GET /llm/nodes);")
-	fmt.Println("spread: models whose replicas are all on different nodes. rtt/s/node: round trips (Redis read events).")
+	fmt.Println("full: nodes with no room for one more replica. spread: models whose replicas are all on different nodes. rtt/s/node: round trips (Redis read events).")
 	fmt.Println("in/out KB/s/node: bytes Redis received/sent, per node. beat KB: a node's heartbeat as stored (every node reads all of them")
 	fmt.Println("every heartbeat). redis cpu: of one core. node cpu: one llmgw process's, of one core, mean over the nodes.")
+	fmt.Println("\nduring the cold start (from the first node's start until the plan settled):")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tredis commands\tper node\tMB sent\tper node\tpublishes (plan writes)\t")
+	for _, r := range rows {
+		n := float64(r.nodes)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.1f\t%.2f\t%.0f\t\n", r.nodes, r.coldCmds, r.coldCmds/n, r.coldBytes/1e6, r.coldBytes/1e6/n, r.planWrites)
+	}
+	_ = tw.Flush()
 	fmt.Println("\nidle Redis commands per second per node, by command:")
 	var cmds []string
 	for _, r := range rows {
