@@ -472,11 +472,48 @@ func scaleCatalog(cfg scaleConfig, models int) string {
 	return b.String()
 }
 
+// portPool hands out ports that are free now, each once, below the
+// kernel's ephemeral range: a port picked by binding port 0 can be picked
+// again by the next such bind (150 picks among 28,000 ports collide more
+// often than not), or taken meanwhile as the source port of an outgoing
+// connection, and two nodes on one port (Caddy listens with SO_REUSEPORT)
+// share its connections instead of failing.
+type portPool struct {
+	mu     sync.Mutex
+	cursor int
+	used   map[int]bool
+}
+
+var ports = &portPool{used: map[int]bool{}}
+
+func (pp *portPool) next() (int, error) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.cursor == 0 {
+		pp.cursor = 20000 + rand.IntN(4000)
+	}
+	for ; pp.cursor < 32768; pp.cursor++ {
+		p := pp.cursor
+		if pp.used[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		pp.used[p] = true
+		pp.cursor++
+		return p, nil
+	}
+	return 0, errors.New("no free port left between 20000 and 32767")
+}
+
 func newScaleNode(cfg scaleConfig, i int, catalog string) (*scaleNode, error) {
 	sn := &scaleNode{name: fmt.Sprintf("n%02d", i+1), ip: fmt.Sprintf("127.0.0.%d", i+2), exited: make(chan struct{})}
 	var err error
 	for _, port := range []*int{&sn.http, &sn.admin, &sn.peer} {
-		if *port, err = freeTCPPort(); err != nil {
+		if *port, err = ports.next(); err != nil {
 			return nil, err
 		}
 	}
