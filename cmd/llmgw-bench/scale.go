@@ -60,15 +60,35 @@ type scaleNode struct {
 // procs are the processes scale started, stopped on every way out
 // (return, error, SIGINT, SIGTERM).
 type procs struct {
-	mu    sync.Mutex
-	nodes []*scaleNode
-	other []*exec.Cmd
+	once   sync.Once
+	mu     sync.Mutex
+	closed bool // everything is being stopped: nothing new joins
+	nodes  []*scaleNode
+	other  []*exec.Cmd
 }
 
 func (p *procs) addOther(c *exec.Cmd) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed { // started while everything stops
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		return
+	}
 	p.other = append(p.other, c)
-	p.mu.Unlock()
+}
+
+// addNode counts a started node in, or stops it at once when everything
+// is being stopped.
+func (p *procs) addNode(sn *scaleNode) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = syscall.Kill(-sn.cmd.Process.Pid, syscall.SIGKILL)
+		return errors.New("interrupted")
+	}
+	p.nodes = append(p.nodes, sn)
+	return nil
 }
 
 // stopNodes stops the llmgw nodes (each is the leader of its process
@@ -83,11 +103,11 @@ func (p *procs) stopNodes() {
 			_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
-	deadline := time.After(15 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for _, n := range nodes {
 		select {
 		case <-n.exited:
-		case <-deadline:
+		case <-time.After(time.Until(deadline)):
 		}
 	}
 	for _, n := range nodes {
@@ -98,7 +118,15 @@ func (p *procs) stopNodes() {
 	}
 }
 
-func (p *procs) stopAll() {
+// stopAll stops every process; a second caller (the interrupt and the
+// return racing) waits until the first is done, so that the program
+// cannot exit halfway.
+func (p *procs) stopAll() { p.once.Do(p.stopEverything) }
+
+func (p *procs) stopEverything() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 	p.stopNodes()
 	p.mu.Lock()
 	other := p.other
@@ -292,9 +320,9 @@ func scaleRun(cfg scaleConfig, p *procs, n, perNode int) (scaleRow, error) {
 		if err := sn.start(cfg.bin); err != nil {
 			return row, err
 		}
-		p.mu.Lock()
-		p.nodes = append(p.nodes, sn)
-		p.mu.Unlock()
+		if err := p.addNode(sn); err != nil {
+			return row, err
+		}
 	}
 	// Every node's front end answers.
 	var wg sync.WaitGroup
