@@ -10,7 +10,10 @@
 // mirror's upload and fetch with raw minio-go on one large file.
 // "llmgw-bench cluster" runs Redis and llmgw nodes on loopback and
 // measures the node-to-node hop against a plain Caddy hop, and how fast
-// admin changes made on one node show on another.
+// admin changes made on one node show on another. "llmgw-bench scale"
+// starts a real Redis and clusters of real llmgw nodes of growing size,
+// and reports how fast placement converges from a cold start and the
+// Redis commands per second per node at idle.
 package main
 
 import (
@@ -38,6 +41,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cluster" {
 		if err := clusterBench(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "scale" {
+		if err := scale(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench scale:", err)
 			os.Exit(1)
 		}
 		return

@@ -34,6 +34,7 @@ type cluster struct {
 	nodes  map[string]*gateway
 	peer   map[string]string // node → its node-to-node address
 	extra  map[string]string // node → more of its llm block (such as an engine only it has)
+	quota  string            // llm_quota's block
 }
 
 func startCluster(t *testing.T, n int, models string) *cluster {
@@ -77,8 +78,7 @@ func (c *cluster) add(name string) *gateway {
 		}
 		%s
 		%s`, store, name, c.peer[name], clusterSecret, c.models, c.extra[name])
-	quota := ""
-	g := startQuotaGateway(t, block, quota)
+	g := startQuotaGateway(t, block, c.quota)
 	c.nodes[name] = g
 	return g
 }
@@ -432,9 +432,19 @@ func (s *sentinelSet) primaryPort(t *testing.T) string {
 
 func TestClusterSentinelFailover(t *testing.T) {
 	s := startSentinel(t)
-	c := startClusterOn(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), s.primary,
-		fmt.Sprintf("sentinel mymaster 127.0.0.1:%d", s.port))
-	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	// llm_quota counts in the same Sentinel-watched Redis; while the
+	// primary is switched, admissions follow on_store_error (allow).
+	c := &cluster{t: t, redis: s.primary, store: fmt.Sprintf("sentinel mymaster 127.0.0.1:%d", s.port),
+		models: `
+		model chat {
+			engine sim
+			option ttft 5ms
+			min 3
+			max 3
+		}` + tenancy("", "", "requests_per_minute 1000000", ""),
+		quota: fmt.Sprintf("store redis://127.0.0.1:%d?master_name=mymaster\n\t\t\ton_store_error allow", s.port),
+		nodes: map[string]*gateway{}, peer: map[string]string{}}
+	n1, n2 := c.add("n1"), c.add("n2")
 	waitFor(t, 30*time.Second, "chat's three replicas", func() bool { return len(n2.readyOn("chat")) == 3 })
 	l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "chat", 8)
 
@@ -460,6 +470,13 @@ func TestClusterSentinelFailover(t *testing.T) {
 	})
 	t.Logf("primary killed: promoted after %s, changes accepted again after %s", promoted.Round(10*time.Millisecond),
 		time.Since(killed).Round(10*time.Millisecond))
+	// The quota counters live on: the new primary has this minute's.
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{fmt.Sprintf("127.0.0.1:%d", s.port)}})
+	defer rdb.Close()
+	keys, err := rdb.Keys(bg, "*").Result()
+	if err != nil || !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "acme") }) {
+		t.Errorf("the promoted primary holds no quota counters (%v): %v", err, keys)
+	}
 	ok, failed := l.end()
 	if len(failed) > 0 {
 		t.Errorf("requests failed during the failover (%d served): %v", ok, failed)

@@ -666,7 +666,9 @@ func (m *member) round(a *App, started time.Time) {
 	v, err := ver.Int64()
 	m.mu.Lock()
 	m.nodes, m.plan, m.leader, m.lastBeat = nodes, p, leader.Val(), now()
-	stale := v != m.version || errors.Is(err, redis.Nil)
+	// A store without a version has lost the state this node has seen
+	// (pull writes it back); a cluster never changed has none to lose.
+	stale := v != m.version || errors.Is(err, redis.Nil) && m.version > 0
 	m.mu.Unlock()
 	if stale {
 		_ = m.pull(ctx, a)
@@ -687,7 +689,8 @@ return 1`
 
 // reseed gives a store that lost the cluster's state (restarted empty)
 // what this node last saw of it, so nothing an administrator changed is
-// lost.
+// lost. It reports whether it had anything to write and the store
+// answered (then the version may have changed).
 func (m *member) reseed(ctx context.Context) bool {
 	m.mu.Lock()
 	if m.version == 0 {

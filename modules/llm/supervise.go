@@ -56,6 +56,14 @@ func (f *fleet) tick() {
 		want = f.m().Scaling.min()
 	}
 	f.mu.Lock()
+	if clustered && f.waitFor != "" && len(f.replicas)+f.starting >= want {
+		// The plan no longer asks this node for a replica it had no room
+		// for (it moved the entry elsewhere): the reason is stale, and in
+		// the heartbeat it would keep the planner from placing the model
+		// here ever again.
+		f.waitFor = ""
+		f.notify()
+	}
 	for len(f.replicas)+f.starting < want && f.canStartLocked() {
 		if !f.startLocked() {
 			break

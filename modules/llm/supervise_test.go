@@ -1,0 +1,38 @@
+package llm
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// A clustered node that had no room for a replica the plan gave it says
+// so in its heartbeat (the planner then places the model elsewhere and
+// avoids this node for it); once the plan no longer gives it that
+// replica, the reason must go, or the node is left out of the model's
+// placement for good.
+func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
+	saved := node.capacity.Load()
+	t.Cleanup(func() { node.capacity.Store(saved) })
+	node.setCapacity(&Resources{Memory: 4 << 30, Cores: 4}, false)
+	m := &Model{Name: "big", Engine: "openai", Resources: &Resources{Memory: 5 << 30, Cores: 1}}
+	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true})
+	defer f.cancel()
+
+	f.setCluster("n1", 1, nil, "")
+	f.tick()
+	f.mu.Lock()
+	why := f.waitFor
+	f.mu.Unlock()
+	if why == "" {
+		t.Fatal("a replica that does not fit the node: want a reason in waitFor, got none")
+	}
+
+	f.setCluster("n1", 0, nil, "") // the plan moved it to another node
+	f.tick()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.waitFor != "" {
+		t.Fatalf("the plan gives this node no replica of the model, but it still reports %q (the planner will never place it here again)", f.waitFor)
+	}
+}
