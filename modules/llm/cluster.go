@@ -200,8 +200,9 @@ type member struct {
 	checkMu   sync.Mutex // one version check at a time for unknown keys
 	lastCheck time.Time
 	startOnce sync.Once
-	planLost  bool     // the store has no plan: the leader writes its own
-	cached    []string // weights in the node cache, as sources
+	planLost  bool                 // the store has no plan: the leader writes its own
+	cached    []string             // weights in the node cache, as sources
+	gone      map[string]time.Time // node names without a heartbeat, since when (the loop's)
 	cachedAt  time.Time
 	upSince   time.Time // since when the store has answered without a break
 }
@@ -212,6 +213,9 @@ type clusterPlan struct {
 	Why    map[string]string   `json:"why,omitempty"`
 	By     string              `json:"by"`
 	At     time.Time           `json:"at"`
+	// Seq numbers the plans: each leader writes the one after the plan
+	// it read (clocks of nodes may differ).
+	Seq int64 `json:"seq"`
 }
 
 // nodeBeat is a node's heartbeat: what it offers, what runs on it and
@@ -270,7 +274,7 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger,
 		transport: newPeerTransport(cliTLS), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}}
+		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}, gone: map[string]time.Time{}}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
 	if err != nil {
 		rdb.Close()
@@ -551,7 +555,16 @@ func (m *member) subscribe() {
 					sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 					_ = m.pull(sctx, a)
 					scancel()
+					if m.isLeader() {
+						m.beatNow() // place what changed now
+					}
 				}
+			case "plan":
+				// Only the plan: the heartbeats this node holds are
+				// fresh enough to apply it with.
+				sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+				m.refreshPlan(sctx, a)
+				scancel()
 			default:
 				m.beatNow()
 			}
@@ -640,11 +653,13 @@ func (m *member) round(a *App, started time.Time) {
 	}
 	m.storeBack(a)
 	nodes := map[string]*nodeBeat{}
-	for _, v := range beats {
+	for i, v := range beats {
 		s, ok := v.(string)
 		if !ok {
-			continue // expired: the node is gone
+			m.forget(ctx, names[i]) // expired: the node is gone
+			continue
 		}
+		delete(m.gone, names[i])
 		var nb nodeBeat
 		if json.Unmarshal([]byte(s), &nb) == nil && nb.Name != "" {
 			nodes[nb.Name] = &nb
@@ -665,6 +680,9 @@ func (m *member) round(a *App, started time.Time) {
 	}
 	v, err := ver.Int64()
 	m.mu.Lock()
+	if p.Seq < m.plan.Seq {
+		p = m.plan // a newer one arrived since this round read it
+	}
 	m.nodes, m.plan, m.leader, m.lastBeat = nodes, p, leader.Val(), now()
 	// A store without a version has lost the state this node has seen
 	// (pull writes it back); a cluster never changed has none to lose.
@@ -710,6 +728,47 @@ func (m *member) reseed(ctx context.Context) bool {
 			zap.Int("fields", len(args)/2))
 	}
 	return err == nil
+}
+
+// forget removes from the set of node names one whose heartbeat has
+// been gone for ten node TTLs, so the heartbeats read each round are
+// those of the nodes that may still be there.
+func (m *member) forget(ctx context.Context, name string) {
+	since, ok := m.gone[name]
+	switch {
+	case !ok:
+		m.gone[name] = now()
+	case now().Sub(since) > 10*time.Duration(m.cfg.NodeTTL) && m.isLeader():
+		m.rdb.SRem(ctx, m.key(kNodes), name)
+		delete(m.gone, name)
+	}
+}
+
+func (m *member) isLeader() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leader == m.cfg.Node
+}
+
+// refreshPlan reads the plan alone and applies it.
+func (m *member) refreshPlan(ctx context.Context, a *App) {
+	b, err := m.rdb.Get(ctx, m.key(kPlan)).Bytes()
+	if err != nil {
+		return // the next round reads it
+	}
+	var p clusterPlan
+	if json.Unmarshal(b, &p) != nil {
+		return
+	}
+	m.mu.Lock()
+	if p.Seq < m.plan.Seq {
+		m.mu.Unlock()
+		return
+	}
+	m.plan = p
+	nodes := m.nodes
+	m.mu.Unlock()
+	a.applyPlan(m, p, nodes)
 }
 
 // storeLost notes that the store does not answer. Nothing is stopped:
@@ -809,7 +868,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	if samePlan(next, cur.Models) && sameWhy(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
-	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now()}
+	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now(), Seq: cur.Seq + 1}
 	b, _ := json.Marshal(np)
 	ok, err := m.rdb.Eval(ctx, writePlanScript, []string{m.key(kLeader), m.key(kPlan), m.key(kChanges)}, m.cfg.Node, b).Int()
 	if err != nil || ok != 1 {

@@ -31,6 +31,10 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 			nb.Replicas = append(nb.Replicas, beatReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel,
 				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started})
 		}
+		// Load only for models used since their fleet began: the leader
+		// needs nothing about the others, and every node reads every
+		// heartbeat.
+		report := f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
 		l := beatLoad{Busy: f.wantMore, LastUsed: f.lastUsed, Waiting: f.waiting}
 		f.wantMore = false
 		if f.opts.unavailable != nil {
@@ -50,7 +54,9 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 			nb.Failing[name] = f.waitFor
 		}
 		f.mu.Unlock()
-		nb.Load[name] = l
+		if report {
+			nb.Load[name] = l
+		}
 	}
 	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
 	nb.Cached = m.cachedWeights()

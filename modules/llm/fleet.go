@@ -90,6 +90,7 @@ type fleet struct {
 	backoff   time.Duration
 	retryAt   time.Time
 	lastUsed  time.Time
+	created   time.Time
 	stopped   bool   // by an administrator
 	waitFor   string // why no replica can start now: the node is full
 	startOnce sync.Once
@@ -126,7 +127,7 @@ type fleetOptions struct {
 
 func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
 	f := &fleet{plugin: p, opts: o, changed: make(chan struct{}),
-		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(),
+		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(), created: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	f.model.Store(m)
 	f.clustered = o.clustered
