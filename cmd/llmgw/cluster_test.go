@@ -149,6 +149,10 @@ func TestClusterOfThreeNodes(t *testing.T) {
 		model slow {
 			engine sim
 			option tokens_per_second 50
+		}
+		model ondemand {
+			engine sim
+			min 0
 		}`)
 	n1, n2, n3 := c.nodes["n1"], c.nodes["n2"], c.nodes["n3"]
 
@@ -216,6 +220,33 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	}
 	if code, _, body := ask(t, n3, minted.Secret, "chat"); code != 200 {
 		t.Fatalf("the key minted on n1 on n3's very next request: %d %s", code, body)
+	}
+
+	// A model with min 0 starts on its first request, wherever the
+	// leader places it, and answers it.
+	if code, _, body := ask(t, n3, "secret-1", "ondemand"); code != 200 {
+		t.Fatalf("the first request for an on-demand model through n3: %d %s", code, body)
+	}
+
+	// Draining a node under load: its replicas start elsewhere first,
+	// then stop there; no request fails; undrained, it takes its share
+	// again.
+	dl := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "chat", 4)
+	if code, body := adminDo(t, n1, "POST", "/llm/nodes/n3/drain", ""); code != 200 {
+		t.Fatalf("draining n3: %d %s", code, body)
+	}
+	waitFor(t, 30*time.Second, "chat's replicas to leave n3", func() bool {
+		on := n2.readyOn("chat")
+		return len(on) == 3 && !slices.Contains(on, "n3")
+	})
+	if code, body := adminDo(t, n2, "POST", "/llm/nodes/n3/undrain", ""); code != 200 {
+		t.Fatalf("undraining n3: %d %s", code, body)
+	}
+	waitFor(t, 30*time.Second, "chat back on three nodes", func() bool {
+		return slices.Equal(n1.readyOn("chat"), []string{"n1", "n2", "n3"})
+	})
+	if ok, failed := dl.end(); len(failed) > 0 {
+		t.Errorf("requests failed during a drain (%d served): %v", ok, failed)
 	}
 
 	// kill -9 of a node under load: no request that had not reached its
