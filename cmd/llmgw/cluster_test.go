@@ -166,6 +166,11 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	if len(st.Nodes) != 3 || st.Leader == "" {
 		t.Fatalf("GET /llm/nodes on n2: %+v; want three nodes and a leader", st)
 	}
+	out, err := exec.Command(binary, "ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", n3.admin), "nodes").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "n1") || !strings.Contains(string(out), "leader") ||
+		!strings.Contains(string(out), c.peer["n2"]) {
+		t.Errorf("llmgw ctl nodes: %v\n%s", err, out)
+	}
 
 	// Requests through every node's front end are served by all three
 	// replicas: local ones directly, the others through their node. (The
