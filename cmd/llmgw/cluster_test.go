@@ -35,6 +35,7 @@ type cluster struct {
 	peer   map[string]string // node → its node-to-node address
 	extra  map[string]string // node → more of its llm block (such as an engine only it has)
 	quota  string            // llm_quota's block
+	blocks map[string]string // node → its llm block, for reloads
 }
 
 func startCluster(t *testing.T, n int, models string) *cluster {
@@ -78,6 +79,10 @@ func (c *cluster) add(name string) *gateway {
 		}
 		%s
 		%s`, store, name, c.peer[name], clusterSecret, c.models, c.extra[name])
+	if c.blocks == nil {
+		c.blocks = map[string]string{}
+	}
+	c.blocks[name] = block
 	g := startQuotaGateway(t, block, c.quota)
 	c.nodes[name] = g
 	return g
@@ -225,6 +230,25 @@ func TestClusterOfThreeNodes(t *testing.T) {
 	}
 	if code, _, body := ask(t, n3, minted.Secret, "chat"); code != 200 {
 		t.Fatalf("the key minted on n1 on n3's very next request: %d %s", code, body)
+	}
+
+	// A reload of a node with its config unchanged keeps its replicas,
+	// its membership and the requests in flight.
+	before := n2.models()["chat"].Replicas
+	rl := steadyLoad(t, func() []*gateway { return []*gateway{n2} }, "secret-1", "chat", 4)
+	n2.reload(c.blocks["n2"], "")
+	time.Sleep(500 * time.Millisecond)
+	if ok, failed := rl.end(); len(failed) > 0 {
+		t.Errorf("requests failed during a reload (%d served): %v", ok, failed)
+	}
+	after := n2.models()["chat"].Replicas
+	if len(after) != len(before) || len(n1.nodes().Nodes) != 3 {
+		t.Errorf("after a reload of n2: replicas %+v (were %+v), %d nodes", after, before, len(n1.nodes().Nodes))
+	}
+	for i := range before {
+		if i < len(after) && after[i].ID != before[i].ID {
+			t.Errorf("a reload of n2 changed replica %s to %s", before[i].ID, after[i].ID)
+		}
 	}
 
 	// A model with min 0 starts on its first request, wherever the

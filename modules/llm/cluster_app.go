@@ -35,7 +35,9 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 		// needs nothing about the others, and every node reads every
 		// heartbeat.
 		report := f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
-		l := beatLoad{Busy: f.wantMore, LastUsed: f.lastUsed, Waiting: f.waiting}
+		// Busy while requests wait for a replica, and after a request
+		// found every replica at its target concurrency.
+		l := beatLoad{Busy: f.wantMore || f.waiting > 0, LastUsed: f.lastUsed, Waiting: f.waiting}
 		f.wantMore = false
 		if f.opts.unavailable != nil {
 			if nb.Failing == nil {
