@@ -678,3 +678,43 @@ func h2PeerTransport(client *tls.Config) *http.Transport {
 		DisableCompression:  true,
 	}
 }
+
+// The hop is full duplex: an engine may start its answer before it has
+// read all of the request, and the rest of the request still reaches it
+// while the answer streams back.
+func TestPeerFullDuplex(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.EnableFullDuplex()
+		br := bufio.NewReader(r.Body)
+		first, _ := br.ReadString('\n')
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: got %s\n", first)
+		_ = rc.Flush()
+		rest, _ := io.ReadAll(br)
+		fmt.Fprintf(w, "data: got %s\n\ndata: [DONE]\n\n", rest)
+	}))
+	t.Cleanup(engine.Close)
+	a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
+	b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req := must(http.NewRequestWithContext(ctx, http.MethodPost, b.url("org/chat-1", "/chat/completions"), pr))
+	go func() { _, _ = io.WriteString(pw, "part 1\n") }()
+	resp, err := a.transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); line != "data: got part 1\n" {
+		t.Fatalf("got %q (%v), want the answer to the first part", line, err)
+	}
+	go func() { _, _ = io.WriteString(pw, "part 2"); _ = pw.Close() }()
+	rest, err := io.ReadAll(br)
+	if want := "\ndata: got part 2\n\ndata: [DONE]\n\n"; err != nil || string(rest) != want {
+		t.Errorf("got %q (%v), want %q", rest, err, want)
+	}
+}
