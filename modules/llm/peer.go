@@ -377,7 +377,8 @@ func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *Replic
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 	if err != nil {
-		p.unreachable(w, rep.ID, err)
+		(&openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+			Message: fmt.Sprintf("the path after replica %s is not a valid URL path: %v", rep.ID, err)}).Write(w)
 		return
 	}
 	if r.ContentLength != 0 {
