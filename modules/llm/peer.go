@@ -7,6 +7,12 @@ package llm
 // answer back, both ways without parsing or buffering. Nodes authenticate
 // each other with certificates that chain to a CA every node derives from
 // the same cluster secret.
+//
+// Nodes speak HTTP/1.1 to each other over kept-alive TLS 1.3 connections,
+// one request at a time per connection: at one request at a time it costs
+// fewer writes and goroutine switches than HTTP/2's framing, and with many
+// at once it is as cheap. The endpoint still accepts HTTP/2, from nodes of
+// an earlier version during a rolling upgrade.
 
 import (
 	"context"
@@ -20,10 +26,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -163,22 +169,31 @@ func peerNodeCert(ca *x509.Certificate, caKey ed25519.PrivateKey, nodeName, host
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
+// peerKeepAlive probes an idle node-to-node connection after 15s and
+// gives up after three probes 5s apart unanswered: a node that vanished
+// without closing its connections (power loss, a cut network) ends the
+// requests in flight to or from it within about half a minute.
+var peerKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
 // newPeerTransport reaches other nodes' peer endpoints: kept-alive
-// connections (HTTP/2 when the peer offers it, which ours does), no proxy
-// from the environment, pings to notice a peer that vanished. client is
-// not changed.
+// HTTP/1.1 connections, as many as requests in flight, no proxy from the
+// environment, TCP keep-alive probes to notice a peer that vanished.
+// client is not changed.
 func newPeerTransport(client *tls.Config) *http.Transport {
+	var h1 http.Protocols
+	h1.SetHTTP1(true)
+	tc := client.Clone()
+	tc.NextProtos = []string{"http/1.1"}
 	return &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     client.Clone(), // the transport adds "h2" to it
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: peerKeepAlive}).DialContext,
+		TLSClientConfig:     tc,
 		TLSHandshakeTimeout: 5 * time.Second,
-		ForceAttemptHTTP2:   true,
+		Protocols:           &h1,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
-		HTTP2:               &http.HTTP2Config{SendPingTimeout: 15 * time.Second, PingTimeout: 5 * time.Second},
 	}
 }
 
@@ -226,21 +241,11 @@ type peerServer struct {
 	node   string
 	ln     net.Listener
 	srv    *http.Server
-	proxy  *httputil.ReverseProxy
 	engine *http.Transport
 	lookup atomic.Pointer[peerLookup]
 	logger *zap.Logger
 	done   chan struct{}
 }
-
-// peerTarget is what ServeHTTP hands the proxy's Rewrite.
-type peerTarget struct {
-	rep  *Replica
-	base *url.URL
-	rest string // escaped
-}
-
-type peerTargetKey struct{}
 
 // startPeer listens on listen (host:port) with tlsConf and serves the peer
 // endpoint in the background until Destruct.
@@ -249,7 +254,7 @@ func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerL
 	if err != nil {
 		return nil, fmt.Errorf("cluster listen address %q: %w", listen, err)
 	}
-	lnAny, err := na.Listen(context.Background(), 0, net.ListenConfig{})
+	lnAny, err := na.Listen(context.Background(), 0, net.ListenConfig{KeepAliveConfig: peerKeepAlive})
 	if err != nil {
 		return nil, fmt.Errorf("listening for other nodes on %s: %w", listen, err)
 	}
@@ -271,23 +276,15 @@ func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerL
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
-	errLog, _ := zap.NewStdLogAt(logger, zapcore.DebugLevel) // handshake failures and aborted copies
-	p.proxy = &httputil.ReverseProxy{
-		Rewrite:       rewritePeer,
-		Transport:     p.engine,
-		FlushInterval: -1,
-		BufferPool:    peerBuffers{},
-		ErrorLog:      errLog,
-		ErrorHandler:  p.engineError,
-	}
+	errLog, _ := zap.NewStdLogAt(logger, zapcore.DebugLevel) // failed handshakes
 	p.srv = &http.Server{
 		Handler:           p,
 		TLSConfig:         tlsConf,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          errLog,
-		// Pings notice a sending node that vanished, so its requests end
-		// and leave the replica's count.
+		// For nodes that still speak HTTP/2: pings notice a sending node
+		// that vanished, so its requests end and leave the replica's count.
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000, SendPingTimeout: 15 * time.Second, PingTimeout: 5 * time.Second},
 	}
 	go func() {
@@ -367,31 +364,122 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	base, err := url.Parse(rep.BaseURL)
-	if err != nil {
-		p.unreachable(w, id, err)
-		return
-	}
-	ctx := context.WithValue(r.Context(), peerTargetKey{}, &peerTarget{rep: rep, base: base, rest: rest})
-	p.proxy.ServeHTTP(w, r.WithContext(ctx))
+	p.forward(w, r, rep, rest)
 }
 
-// rewritePeer points the outgoing request at the replica's engine server.
-// The ReverseProxy has already dropped hop-by-hop and forwarding headers.
-func rewritePeer(pr *httputil.ProxyRequest) {
-	t := pr.In.Context().Value(peerTargetKey{}).(*peerTarget)
-	u := pr.Out.URL
-	u.Scheme, u.Host, u.User = t.base.Scheme, t.base.Host, t.base.User
-	u.Path, u.RawPath = t.base.Path+"/", ""
-	if rest, err := url.PathUnescape(t.rest); err == nil {
-		u.Path += rest
-		if strings.IndexByte(t.rest, '%') >= 0 {
-			u.RawPath = t.base.EscapedPath() + "/" + t.rest
+// forward sends r to rep's engine server at rest (escaped) under its
+// BaseURL and copies the answer back as it comes: an event stream is
+// flushed after every read, a whole answer leaves in one piece.
+func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *Replica, rest string) {
+	target := rep.BaseURL + "/" + rest
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
+	if err != nil {
+		(&openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+			Message: fmt.Sprintf("the path after replica %s is not a valid URL path: %v", rep.ID, err)}).Write(w)
+		return
+	}
+	if r.ContentLength != 0 {
+		out.Body, out.ContentLength = r.Body, r.ContentLength
+	}
+	out.Header = make(http.Header, len(r.Header)+len(rep.Header))
+	copyEndToEnd(out.Header, r.Header)
+	for k, v := range rep.Header {
+		out.Header[k] = v
+	}
+	// The engine transport reads r.Body until it has sent it, which may
+	// be after the engine's answer began. An HTTP/1 server that sends
+	// the status of a handler that is not full duplex first reads what
+	// is left of the request body and closes it; the transport then
+	// fails on the closed body and drops the engine connection, answer
+	// and all. (HTTP/2 is always full duplex.)
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	resp, err := p.engine.RoundTrip(out)
+	if err != nil {
+		p.engineError(w, r, rep.ID, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyEndToEnd(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	stream := resp.ContentLength < 0
+	if stream {
+		// The sending node learns now that the engine answered, however
+		// long the first token takes.
+		_ = rc.Flush()
+	}
+	if err := copyAnswer(w, resp.Body, stream); err != nil {
+		if r.Context().Err() != nil {
+			// The sending node gave up: nobody reads the rest.
+			if c := p.logger.Check(zapcore.DebugLevel, "peer request canceled"); c != nil {
+				c.Write(zap.String("replica", rep.ID), zap.Error(err))
+			}
+			return
+		}
+		p.logger.Warn("answer of a replica broke off on its way to another node", zap.String("replica", rep.ID), zap.Error(err))
+		// The status is sent: ending the handler normally would end the
+		// answer as if it were whole. Aborting breaks the connection (or
+		// resets the HTTP/2 stream), so the sending node sees the break
+		// and tells its client.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// hopHeaders belong to one connection and are not forwarded.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// copyEndToEnd copies src's headers into dst but for hop-by-hop ones and
+// those src's Connection header names.
+func copyEndToEnd(dst, src http.Header) {
+	named := src["Connection"]
+	for k, v := range src {
+		if hopHeaders[k] || (named != nil && connectionNames(named, k)) {
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+func connectionNames(conn []string, k string) bool {
+	for _, v := range conn {
+		for _, f := range strings.Split(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == k {
+				return true
+			}
 		}
 	}
-	pr.Out.Host = ""
-	for k, v := range t.rep.Header {
-		pr.Out.Header[k] = v
+	return false
+}
+
+// copyAnswer copies body to w, flushing after every read when stream.
+// Its error is the first of reading body or writing w.
+func copyAnswer(w http.ResponseWriter, body io.Reader, stream bool) error {
+	bp := peerBufPool.Get().(*[]byte)
+	defer peerBufPool.Put(bp)
+	buf := *bp
+	flusher, _ := w.(http.Flusher)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if stream && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
 	}
 }
 
@@ -413,31 +501,21 @@ func (p *peerServer) unreachable(w http.ResponseWriter, id string, err error) {
 }
 
 // engineError answers a request the engine server could not take.
-func (p *peerServer) engineError(w http.ResponseWriter, r *http.Request, err error) {
-	t := r.Context().Value(peerTargetKey{}).(*peerTarget)
+func (p *peerServer) engineError(w http.ResponseWriter, r *http.Request, id string, err error) {
 	if r.Context().Err() != nil {
 		// The sending node gave up (its client left or it timed out):
 		// nobody reads the answer.
 		if c := p.logger.Check(zapcore.DebugLevel, "peer request canceled"); c != nil {
-			c.Write(zap.String("replica", t.rep.ID), zap.Error(err))
+			c.Write(zap.String("replica", id), zap.Error(err))
 		}
 		return
 	}
-	p.logger.Warn("replica unreachable through the peer endpoint", zap.String("replica", t.rep.ID), zap.Error(err))
-	p.unreachable(w, t.rep.ID, err)
+	p.logger.Warn("replica unreachable through the peer endpoint", zap.String("replica", id), zap.Error(err))
+	p.unreachable(w, id, err)
 }
 
-// peerBuffers recycles the proxy's copy buffers.
-type peerBuffers struct{}
-
+// peerBufPool recycles the copy buffers.
 var peerBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (peerBuffers) Get() []byte { return *peerBufPool.Get().(*[]byte) }
-func (peerBuffers) Put(b []byte) {
-	if cap(b) == 32<<10 {
-		peerBufPool.Put(&b)
-	}
-}
 
 // Interface guards
 var (

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -202,8 +203,8 @@ func TestPeerStreams(t *testing.T) {
 	a, b := twoNodes(t, e, zaptest.NewLogger(t))
 	resp := post(t, context.Background(), a.transport, b.url("org/chat-1", "/chat/completions"), `{"stream":true}`)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
-		t.Fatalf("got %s %s, want 200 over HTTP/2", resp.Proto, resp.Status)
+	if resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/1.1" {
+		t.Fatalf("got %s %s, want 200 over HTTP/1.1", resp.Proto, resp.Status)
 	}
 	if got := resp.Header.Get("Content-Type"); got != "text/event-stream" {
 		t.Errorf("got Content-Type %q, want text/event-stream", got)
@@ -393,10 +394,11 @@ func TestPeerRefusesStrangers(t *testing.T) {
 
 // BenchmarkPeerHop compares a non-streamed request straight to an engine
 // server ("direct") with the same request through the peer hop ("hop":
-// mutual TLS, HTTP/2, the peer's proxy), through the hop over HTTP/1.1
-// ("hop-h1"), and through a plain cleartext httputil.ReverseProxy
-// ("plain-proxy", the cost of any proxy hop). Allocations count every
-// end: client, proxy and engine, all in this process.
+// mutual TLS, HTTP/1.1, the peer's proxy), through the hop over HTTP/2
+// ("hop-h2", as nodes of an earlier version send it), and through a plain
+// cleartext httputil.ReverseProxy ("plain-proxy", the cost of any proxy
+// hop). Allocations count every end: client, proxy and engine, all in
+// this process.
 func BenchmarkPeerHop(b *testing.B) {
 	e := newStubEngine(b, []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`))
 	e.auth = make(chan string) // unread: the stub skips it
@@ -421,10 +423,8 @@ func BenchmarkPeerHop(b *testing.B) {
 		}
 		return err
 	}
-	h1 := newPeerTransport(a.clientTLS)
-	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	h1.ForceAttemptHTTP2, h1.TLSNextProto = false, map[string]func(string, *tls.Conn) http.RoundTripper{}
-	b.Cleanup(h1.CloseIdleConnections)
+	h2 := h2PeerTransport(a.clientTLS)
+	b.Cleanup(h2.CloseIdleConnections)
 	plain := &httptest.Server{
 		Listener: must(net.Listen("tcp", "127.0.0.3:0")),
 		Config: &http.Server{Handler: &httputil.ReverseProxy{
@@ -443,7 +443,7 @@ func BenchmarkPeerHop(b *testing.B) {
 	}{
 		{"direct", direct, e.srv.URL + "/v1/chat/completions"},
 		{"hop", a.transport, hop},
-		{"hop-h1", h1, hop},
+		{"hop-h2", h2, hop},
 		{"plain-proxy", direct, plain.URL + "/v1/chat/completions"},
 	} {
 		b.Run(m.name, func(b *testing.B) {
@@ -548,5 +548,173 @@ func TestPeerProbe(t *testing.T) {
 	remote.Transport = nil
 	if f.reachable(remote) {
 		t.Error("the peer endpoint answered a probe without the cluster's certificate")
+	}
+}
+
+// Many streams at once through the hop, over the peer transport and over
+// HTTP/2 as earlier versions send them, each end with [DONE], and each
+// releases its replica once.
+func TestPeerManyStreams(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for i := range 20 {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"token %d\"}}]}\n\n", i)
+			_ = rc.Flush()
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(engine.Close)
+	a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
+	b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+	h2 := h2PeerTransport(a.clientTLS)
+	t.Cleanup(h2.CloseIdleConnections)
+	for _, tt := range []struct {
+		name  string
+		rt    http.RoundTripper
+		proto string
+	}{
+		{"peer transport", a.transport, "HTTP/1.1"},
+		{"http2", h2, "HTTP/2.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const workers, each = 64, 30
+			released := b.releases.Load()
+			var failed atomic.Int64
+			var first atomic.Value
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						req := must(http.NewRequest(http.MethodPost, b.url("org/chat-1", "/chat/completions"), strings.NewReader(`{"stream":true}`)))
+						if err := streamToDone(tt.rt, req, tt.proto); err != nil {
+							failed.Add(1)
+							first.CompareAndSwap(nil, err.Error())
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%d of %d streams failed, first: %v", n, workers*each, first.Load())
+			}
+			if got := b.releases.Load() - released; got != workers*each {
+				t.Errorf("released %d times, want %d", got, workers*each)
+			}
+		})
+	}
+}
+
+// An engine that dies in the middle of a stream breaks the stream on the
+// sending node too: it must not end there as if it were whole.
+func TestPeerEngineBreaksOff(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stream %t", stream), func(t *testing.T) {
+			engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+				} else {
+					w.Header().Set("Content-Length", "1000")
+				}
+				_, _ = io.WriteString(w, "data: chunk 1\n\n")
+				_ = http.NewResponseController(w).Flush()
+				panic(http.ErrAbortHandler) // the engine process dies
+			}))
+			t.Cleanup(engine.Close)
+			engine.Config.ErrorLog = log.New(io.Discard, "", 0)
+			a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
+			b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+			req := must(http.NewRequest(http.MethodPost, b.url("org/chat-1", "/chat/completions"), strings.NewReader(`{"stream":true}`)))
+			// A whole answer is sent once whole: its break may come before
+			// the status.
+			if resp, err := a.transport.RoundTrip(req); err == nil {
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err == nil {
+					t.Errorf("got %s %q and a clean end, want the answer broken", resp.Status, got)
+				}
+			}
+			wait(t, b.released, "release")
+			a.transport.CloseIdleConnections()
+			_ = b.peer.Destruct()
+			if got := b.releases.Load(); got != 1 {
+				t.Errorf("released %d times, want 1", got)
+			}
+		})
+	}
+}
+
+// streamToDone sends req and reads its stream to the end: an error
+// unless it is a 200 whose last event is [DONE].
+func streamToDone(rt http.RoundTripper, req *http.Request, proto string) error {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.Proto != proto {
+		return fmt.Errorf("got %s, want %s", resp.Proto, proto)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the stream after %d bytes: %w", len(body), err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.HasSuffix(body, []byte("data: [DONE]\n\n")) {
+		return fmt.Errorf("got %s ending %q, want 200 ending with [DONE]", resp.Status, body[max(0, len(body)-80):])
+	}
+	return nil
+}
+
+// h2PeerTransport is the peer transport of earlier versions, which spoke
+// HTTP/2 to other nodes.
+func h2PeerTransport(client *tls.Config) *http.Transport {
+	return &http.Transport{
+		TLSClientConfig:     client.Clone(),
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 256,
+		DisableCompression:  true,
+	}
+}
+
+// The hop is full duplex: an engine may start its answer before it has
+// read all of the request, and the rest of the request still reaches it
+// while the answer streams back.
+func TestPeerFullDuplex(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.EnableFullDuplex()
+		br := bufio.NewReader(r.Body)
+		first, _ := br.ReadString('\n')
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: got %s\n", first)
+		_ = rc.Flush()
+		rest, _ := io.ReadAll(br)
+		fmt.Fprintf(w, "data: got %s\n\ndata: [DONE]\n\n", rest)
+	}))
+	t.Cleanup(engine.Close)
+	a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
+	b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req := must(http.NewRequestWithContext(ctx, http.MethodPost, b.url("org/chat-1", "/chat/completions"), pr))
+	go func() { _, _ = io.WriteString(pw, "part 1\n") }()
+	resp, err := a.transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); line != "data: got part 1\n" {
+		t.Fatalf("got %q (%v), want the answer to the first part", line, err)
+	}
+	go func() { _, _ = io.WriteString(pw, "part 2"); _ = pw.Close() }()
+	rest, err := io.ReadAll(br)
+	if want := "\ndata: got part 2\n\ndata: [DONE]\n\n"; err != nil || string(rest) != want {
+		t.Errorf("got %q (%v), want %q", rest, err, want)
 	}
 }
