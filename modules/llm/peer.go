@@ -265,17 +265,7 @@ func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerL
 	}
 	p := &peerServer{node: nodeName, ln: ln, logger: logger, done: make(chan struct{})}
 	p.lookup.Store(&lookup)
-	p.engine = &http.Transport{
-		Proxy:               http.ProxyFromEnvironment, // outside providers may need it; loopback never uses it
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 512,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
-		DisableCompression:  true,
-		WriteBufferSize:     16 << 10,
-		ReadBufferSize:      16 << 10,
-	}
+	p.engine = EngineTransport(5*time.Second, 512)
 	errLog, _ := zap.NewStdLogAt(logger, zapcore.DebugLevel) // failed handshakes
 	p.srv = &http.Server{
 		Handler:           p,
@@ -522,3 +512,22 @@ var (
 	_ caddy.Destructor = (*peerServer)(nil)
 	_ http.Handler     = (*peerServer)(nil)
 )
+
+// EngineTransport is how llmgw reaches engine servers and outside
+// providers: kept-alive connections (idle per host), no compression, 16
+// KiB buffers, the environment's proxy (outside providers may need it;
+// loopback never uses it). The router and the node-to-node endpoint
+// both use it.
+func EngineTransport(dial time.Duration, idle int) *http.Transport {
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}

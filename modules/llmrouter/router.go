@@ -6,7 +6,6 @@ package llmrouter
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -108,7 +107,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	rt.app = appIface.(*llm.App)
 	rt.tkey = fmt.Sprintf("transport:%d:%d", rt.DialTimeout, rt.MaxIdleConnsPerHost)
 	v, _, err := transports.LoadOrNew(rt.tkey, func() (caddy.Destructor, error) {
-		return &pooledTransport{newTransport(time.Duration(rt.DialTimeout), rt.MaxIdleConnsPerHost)}, nil
+		return &pooledTransport{llm.EngineTransport(time.Duration(rt.DialTimeout), rt.MaxIdleConnsPerHost)}, nil
 	})
 	if err != nil {
 		return err
@@ -184,20 +183,6 @@ func methodNotAllowed(w http.ResponseWriter, allowed string) {
 	w.Header().Set("Allow", allowed)
 	(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
 		Message: "this endpoint accepts " + allowed + " only"}).Write(w)
-}
-
-func newTransport(dial time.Duration, idle int) *http.Transport {
-	return &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: idle,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
-		DisableCompression:  true,
-		WriteBufferSize:     16 << 10,
-		ReadBufferSize:      16 << 10,
-	}
 }
 
 var transports = caddy.NewUsagePool()
