@@ -663,6 +663,12 @@ func (m *member) round(a *App, started time.Time) {
 		var nb nodeBeat
 		if json.Unmarshal([]byte(s), &nb) == nil && nb.Name != "" {
 			nodes[nb.Name] = &nb
+			if nb.Name == m.cfg.Node && (nb.Addr != beat.Addr || !nb.Started.Equal(beat.Started)) {
+				// Written between this round's SET and MGET by another
+				// process with this node's name.
+				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
+					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", beat.Addr))
+			}
 		}
 	}
 	nodes[m.cfg.Node] = beat
