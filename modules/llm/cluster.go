@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,16 +186,15 @@ type member struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
-	mu       sync.Mutex
-	applied  map[string]string // state field → the JSON applied
-	version  int64             // state version applied
-	nodes    map[string]*nodeBeat
-	plan     clusterPlan
-	leader   string
-	down     error     // the store's last error, nil while it answers
-	downAt   time.Time // since when
-	remote   map[string]*Replica
-	lastBeat time.Time
+	mu      sync.Mutex
+	applied map[string]string // state field → the JSON applied
+	version int64             // state version applied
+	nodes   map[string]*nodeBeat
+	plan    clusterPlan
+	leader  string
+	down    error     // the store's last error, nil while it answers
+	downAt  time.Time // since when
+	remote  map[string]*Replica
 
 	local     stateStore // Caddy storage: a copy of the shared state
 	pullMu    sync.Mutex // one pull at a time
@@ -221,20 +222,17 @@ type clusterPlan struct {
 // nodeBeat is a node's heartbeat: what it offers, what runs on it and
 // how its models are used.
 type nodeBeat struct {
-	Name     string                `json:"name"`
-	Addr     string                `json:"addr"`
-	At       time.Time             `json:"at"`
-	Started  time.Time             `json:"started"`
-	Capacity Amounts               `json:"capacity"`
-	Used     Amounts               `json:"used"`
-	Replicas []beatReplica         `json:"replicas"`
-	Load     map[string]beatLoad   `json:"load,omitempty"`
-	Failing  map[string]string     `json:"failing,omitempty"`
-	Cached   []string              `json:"cached,omitempty"`
-	Models   map[string]modelStamp `json:"-"`
+	Name     string              `json:"name"`
+	Addr     string              `json:"addr"`
+	At       time.Time           `json:"at"`
+	Started  time.Time           `json:"started"`
+	Capacity Amounts             `json:"capacity"`
+	Used     Amounts             `json:"used"`
+	Replicas []beatReplica       `json:"replicas"`
+	Load     map[string]beatLoad `json:"load,omitempty"`
+	Failing  map[string]string   `json:"failing,omitempty"`
+	Cached   []string            `json:"cached,omitempty"`
 }
-
-type modelStamp struct{}
 
 type beatReplica struct {
 	ID       string    `json:"id"`
@@ -689,7 +687,7 @@ func (m *member) round(a *App, started time.Time) {
 	if p.Seq < m.plan.Seq {
 		p = m.plan // a newer one arrived since this round read it
 	}
-	m.nodes, m.plan, m.leader, m.lastBeat = nodes, p, leader.Val(), now()
+	m.nodes, m.plan, m.leader = nodes, p, leader.Val()
 	// A store without a version has lost the state this node has seen
 	// (pull writes it back); a cluster never changed has none to lose.
 	stale := v != m.version || errors.Is(err, redis.Nil) && m.version > 0
@@ -871,7 +869,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 		f.mu.Unlock()
 	}
 	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
-	if samePlan(next, cur.Models) && sameWhy(why, cur.Why) && cur.By != "" && !m.planLost {
+	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
 	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now(), Seq: cur.Seq + 1}
@@ -884,36 +882,6 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	m.plan = np
 	m.mu.Unlock()
 	a.applyPlan(m, np, nodes)
-}
-
-func samePlan(a, b map[string][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, x := range a {
-		y, ok := b[k]
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if x[i] != y[i] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func sameWhy(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, x := range a {
-		if b[k] != x {
-			return false
-		}
-	}
-	return true
 }
 
 // storeDown returns the store's error while it does not answer.

@@ -146,12 +146,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 			}
 		}
 		rs := remote[name]
-		slices.SortFunc(rs, func(x, y *Replica) int {
-			if x.ID < y.ID {
-				return -1
-			}
-			return 1
-		})
+		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
 		f.setCluster(m.cfg.Node, n, rs, p.Why[name])
 	}
 }
