@@ -28,6 +28,14 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 	if len(body) >= bigBody {
 		bigBodies.hold(r.Context())
 	}
+	switch endpoint {
+	case Responses:
+		return parseResponses(r, body)
+	case Messages:
+		return parseMessages(r, body, false)
+	case CountTokens:
+		return parseMessages(r, body, true)
+	}
 	return Parse(endpoint, body)
 }
 

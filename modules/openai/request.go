@@ -35,7 +35,7 @@ const varKey = "llm.request"
 // Messages, Prompt, Input and StreamOptions are slices of Raw, not
 // copies: read them, never write to them.
 type Request struct {
-	Endpoint string // ChatCompletions, Completions or Embeddings
+	Endpoint string // ChatCompletions, Completions or Embeddings (translated APIs: ChatCompletions)
 	Raw      []byte // the body as the client sent it
 
 	Model        string
@@ -53,6 +53,24 @@ type Request struct {
 	MessageCount   int // items of messages
 	ToolCount      int // items of tools
 	InputCount     int // prompts of prompt, or inputs of input
+
+	// API is the API the client speaks (APIChat, APIResponses,
+	// APIMessages). For another than chat, Raw is the request translated to
+	// chat completions, Original the client's body, and Translation writes
+	// the answer back in the client's API (see Enter).
+	API         string
+	Original    []byte
+	Translation Translation
+	// CountOnly is set for a Messages count_tokens request: the router
+	// answers with the prompt's token count, generating nothing.
+	CountOnly bool
+	// Watched is set by a handler that reads the answer on its way out
+	// (output guardrails, a cache storing it): the answer must then be in
+	// chat completions' form, never the engine's own in another API.
+	Watched bool
+	// Native is set by the router when it forwards a replica's answer in
+	// the client's API unchanged (the engine speaks it, nothing watches).
+	Native bool
 
 	body []byte // the body as Set changed it; nil while unchanged
 }

@@ -44,6 +44,12 @@ const (
 	CapCompletions = "completions"
 	CapEmbeddings  = "embeddings"
 	CapAdapters    = "adapters"
+	// CapResponses: the engine's server serves OpenAI's Responses API
+	// (POST /responses) itself.
+	CapResponses = "responses"
+	// CapMessages: the engine's server serves Anthropic's Messages API
+	// (POST /messages) itself.
+	CapMessages = "messages"
 )
 
 // Replica states reported by Status.

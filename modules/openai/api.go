@@ -1,0 +1,195 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// The APIs a client may speak. Chat completions is the gateway's own
+// form: a request in another API is translated to it when it enters, every
+// llm_* handler sees a chat-completions request and answer, and the answer
+// is translated back on its way out (see Enter). A replica whose engine
+// speaks the client's API itself gets the client's bytes unchanged when
+// no handler needs to read the answer (see Request.Native).
+const (
+	APIChat      = ""          // chat/completions, completions, embeddings
+	APIResponses = "responses" // OpenAI Responses: POST /v1/responses
+	APIMessages  = "messages"  // Anthropic Messages: POST /v1/messages
+)
+
+// Endpoints of the translated APIs (paths after /v1/).
+const (
+	Responses   = "responses"
+	Messages    = "messages"
+	CountTokens = "messages/count_tokens"
+)
+
+// EndpointOf returns the API endpoint of a request that generates (a POST
+// to one of the endpoints under /v1/ that the gateway serves), and false
+// for any other request.
+func EndpointOf(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost {
+		return "", false
+	}
+	i := strings.Index(r.URL.Path, "/v1/")
+	if i < 0 {
+		return "", false
+	}
+	switch ep := r.URL.Path[i+4:]; ep {
+	case ChatCompletions, Completions, Embeddings, Responses, Messages, CountTokens:
+		return ep, true
+	}
+	return "", false
+}
+
+// APIOf names the API an endpoint belongs to.
+func APIOf(endpoint string) string {
+	switch endpoint {
+	case Responses:
+		return APIResponses
+	case Messages, CountTokens:
+		return APIMessages
+	}
+	return APIChat
+}
+
+// Translation is what a request translated from another API keeps to
+// answer in that API.
+type Translation interface {
+	// Writer wraps w: a chat-completions answer written to it (a status,
+	// then a whole JSON body or SSE events in any chunking) reaches w in
+	// the client's API. An error (status >= 400) is written in the API's
+	// error shape; an SSE error event becomes the API's error event.
+	Writer(w http.ResponseWriter) http.ResponseWriter
+}
+
+// Enter parses a generating request once, for the first llm_* handler that
+// sees it, and returns the writer the handler is to pass on: for a request
+// in another API than chat completions, w wrapped so that the
+// chat-completions answer the handlers after it write reaches the client
+// in its API; else w itself. Later calls return w and the same request (or
+// error). A request that does not generate returns (w, nil, ErrNotGenerating).
+func Enter(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *Request, error) {
+	if v, ok := caddyhttp.GetVar(r.Context(), varKey).(loaded); ok {
+		return w, v.req, v.err
+	}
+	endpoint, ok := EndpointOf(r)
+	if !ok {
+		return w, nil, ErrNotGenerating
+	}
+	req, err := load(r, endpoint)
+	if api := APIOf(endpoint); api != APIChat {
+		w = &apiWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, api: api, req: req}
+	}
+	caddyhttp.SetVar(r.Context(), varKey, loaded{req, err})
+	return w, req, err
+}
+
+// ErrNotGenerating is Enter's answer for a request that is not a POST to a
+// generating endpoint.
+var ErrNotGenerating = errors.New("not a generating request")
+
+// apiWriter sends an answer to a client of another API: through the
+// translation, or unchanged when the router passed the engine's own
+// answer in the client's API (Request.Native).
+type apiWriter struct {
+	caddyhttp.ResponseWriterWrapper
+	api     string
+	req     *Request // nil when parsing failed
+	tw      http.ResponseWriter
+	decided bool
+}
+
+func (w *apiWriter) target() http.ResponseWriter {
+	if !w.decided {
+		w.decided = true
+		switch {
+		case w.req != nil && w.req.Native:
+			w.tw = w.ResponseWriter
+		case w.req != nil && w.req.Translation != nil:
+			w.tw = w.req.Translation.Writer(w.ResponseWriter)
+		default:
+			w.tw = errorWriter(w.api, w.ResponseWriter)
+		}
+	}
+	return w.tw
+}
+
+func (w *apiWriter) Header() http.Header { return w.target().Header() }
+
+func (w *apiWriter) WriteHeader(status int) { w.target().WriteHeader(status) }
+
+func (w *apiWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
+
+// Unwrap lets http.ResponseController reach the translation's writer
+// (which flushes its own buffered output before the client's).
+func (w *apiWriter) Unwrap() http.ResponseWriter { return w.target() }
+
+// errorWriter answers a request of api that could not be translated (it
+// failed to parse): only errors are written to it.
+func errorWriter(api string, w http.ResponseWriter) http.ResponseWriter {
+	if api == APIMessages {
+		return newMessagesErrorWriter(w)
+	}
+	return w // Responses errors have chat completions' shape
+}
+
+// WriteFor writes the error in the shape of the API r's path belongs to:
+// for handlers that answer before the request is parsed (a bad key).
+func (e *Error) WriteFor(w http.ResponseWriter, r *http.Request) {
+	ep, _ := EndpointOf(r)
+	errorWriterForPath(r, ep, w, e)
+}
+
+func errorWriterForPath(r *http.Request, ep string, w http.ResponseWriter, e *Error) {
+	if ep == "" && strings.Contains(r.URL.Path, "/v1/messages") {
+		ep = Messages
+	}
+	e.Write(errorWriter(APIOf(ep), w))
+}
+
+// ResponseStore keeps stored Responses (store: true) for
+// previous_response_id and GET/DELETE /v1/responses/{id}. Scope is the
+// caller's key: a response is visible only to the key that made it.
+type ResponseStore interface {
+	Put(ctx context.Context, scope, id string, v []byte, ttl time.Duration) error
+	// Get returns ErrNotStored for an unknown id (or one of another scope).
+	Get(ctx context.Context, scope, id string) ([]byte, error)
+	// Delete returns ErrNotStored for an unknown id.
+	Delete(ctx context.Context, scope, id string) error
+}
+
+// ErrNotStored is a ResponseStore's answer for an id it does not hold.
+var ErrNotStored = errors.New("no stored response with this id")
+
+var responseStore atomic.Pointer[storeBox]
+
+type storeBox struct{ s ResponseStore }
+
+// SetResponseStore sets where stored responses are kept (the llm app sets
+// Redis in a cluster). Nil restores the in-memory default.
+func SetResponseStore(s ResponseStore) {
+	if s == nil {
+		responseStore.Store(nil)
+		return
+	}
+	responseStore.Store(&storeBox{s})
+}
+
+// Responses returns the store in use.
+func currentStore() ResponseStore {
+	if b := responseStore.Load(); b != nil {
+		return b.s
+	}
+	return defaultStore
+}
+
+// Scope is the key a request's stored responses belong to: llm_quota's
+// key id, or "" without llm_quota.
+func Scope(r *http.Request) string { return Log(r).Key }
