@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // Selector chooses one of a model's ready replicas for a request. The
@@ -173,4 +175,20 @@ func (f *fleet) status() ModelStatus {
 		s.State, s.Reason = "stopped", "no replica is running"
 	}
 	return s
+}
+
+// Speaks reports whether the servers of an engine type serve an API
+// themselves: engine.CapChat, CapResponses or CapMessages. An engine that
+// declares none of them speaks chat completions (plugins written before
+// they were declared).
+func (a *App) Speaks(engineType, api string) bool {
+	p, ok := a.engines[engineType]
+	if !ok {
+		return api == engine.CapChat
+	}
+	caps := p.Info().Capabilities
+	if slices.Contains(caps, api) {
+		return true
+	}
+	return api == engine.CapChat && !slices.Contains(caps, engine.CapMessages) && !slices.Contains(caps, engine.CapResponses)
 }
