@@ -362,6 +362,7 @@ func (a *App) Start() error {
 		f.run()
 	}
 	active.Store(a)
+	a.useResponseStore()
 	if a.cluster != nil {
 		a.cluster.startOnce.Do(a.cluster.start)
 		a.cluster.beatNow()
