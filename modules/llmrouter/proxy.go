@@ -177,38 +177,54 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		defer span.End()
 		ctx = sctx
 	}
-	up, err := http.NewRequestWithContext(ctx, http.MethodPost, upstreamURL(rep.BaseURL, endpoint), bytes.NewReader(body))
-	if err != nil {
-		return attempt{err: err}
-	}
-	up.Header = make(http.Header, 4+len(rep.Header))
-	up.Header["Content-Type"] = jsonCT
-	if req.Stream {
-		up.Header["Accept"] = sseCT
-	}
-	if mode == viaNative {
-		copyClientHeaders(up.Header, r.Header)
-	}
-	for k, v := range rep.Header {
-		up.Header[k] = v
-	}
-	openai.InjectTrace(ctx, up.Header)
-	sent := time.Now()
-	timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
+	url := upstreamURL(rep.BaseURL, endpoint)
 	var tr http.RoundTripper = rt.transport
 	if rep.Transport != nil {
 		tr = rep.Transport // a replica on another node, through its llmgw
 	}
-	resp, err := tr.RoundTrip(up)
-	timer.Stop()
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
-			err = cause
-		} else if r.Context().Err() == nil {
-			rt.app.ReportFailure(rep)
-			err = &upstreamError{replica: rep.ID, err: err}
+	var (
+		resp *http.Response
+		sent time.Time
+	)
+	for tries := rep.Keys(); ; tries-- {
+		up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return attempt{err: err}
 		}
-		return attempt{err: err}
+		up.Header = make(http.Header, 4+len(rep.Header))
+		up.Header["Content-Type"] = jsonCT
+		if req.Stream {
+			up.Header["Accept"] = sseCT
+		}
+		if mode == viaNative {
+			copyClientHeaders(up.Header, r.Header)
+		}
+		key := rep.SetHeaders(up.Header)
+		openai.InjectTrace(ctx, up.Header)
+		sent = time.Now()
+		timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
+		resp, err = tr.RoundTrip(up)
+		timer.Stop()
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
+				err = cause
+			} else if r.Context().Err() == nil {
+				rt.app.ReportFailure(rep)
+				err = &upstreamError{replica: rep.ID, err: err}
+			}
+			return attempt{err: err}
+		}
+		if tries > 1 && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests) {
+			// A provider refused this key (revoked, or out of quota):
+			// the replica moves on to its next key, and so does this
+			// request.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			rep.NextKey(key)
+			rt.logger.Warn("provider refused a key; trying the next", zap.String("replica", rep.ID), zap.Int("status", resp.StatusCode))
+			continue
+		}
+		break
 	}
 	defer resp.Body.Close()
 	ttfb := time.Since(sent)
