@@ -226,8 +226,8 @@ func TestMessagesErrors(t *testing.T) {
 
 // What a client reads is what the stand-in recorded, byte for byte.
 func TestRecordedBytes(t *testing.T) {
-	var seen []Exchange
-	s := New(Options{Observe: func(e Exchange) { seen = append(seen, e) }})
+	seen := make(chan Exchange, 1)
+	s := New(Options{Observe: func(e Exchange) { seen <- e }})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(`{"model":"m","max_tokens":50,"stream":true,`+weatherTool+`,"messages":[{"role":"user","content":"get_weather"}]}`))
@@ -242,7 +242,12 @@ func TestRecordedBytes(t *testing.T) {
 	if got := s.Last().Response; string(got) != string(b) || len(b) == 0 {
 		t.Errorf("recorded %d bytes, read %d", len(got), len(b))
 	}
-	if len(seen) != 1 || string(seen[0].Response) != string(b) || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
-		t.Errorf("observed %d exchanges", len(seen))
+	select {
+	case e := <-seen:
+		if string(e.Response) != string(b) || e.Status != 200 || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+			t.Errorf("observed %d %d bytes", e.Status, len(e.Response))
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no exchange observed")
 	}
 }
