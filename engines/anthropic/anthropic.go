@@ -43,7 +43,7 @@ var info = engine.Info{Type: "anthropic", Version: Version, Protocol: engine.Pro
 	Formats:      []string{"remote"},
 	Options: []engine.Option{
 		{Name: "base_url", Description: "the provider's API; default " + DefaultBaseURL},
-		{Name: "api_key", Description: "sent as x-api-key; use a placeholder such as {env.ANTHROPIC_API_KEY}"},
+		{Name: "api_key", Description: "sent as x-api-key; several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; use a placeholder such as {env.ANTHROPIC_API_KEY}"},
 		{Name: "version", Description: "sent as anthropic-version; default " + DefaultVersion},
 		{Name: "beta", Description: "sent as anthropic-beta, such as a comma-separated list of beta features; default: none"},
 		{Name: "model", Description: "the provider's name for the model, such as claude-sonnet-4-5; default: the catalog name"},
@@ -81,7 +81,7 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 	}
 	headers := map[string]string{"anthropic-version": version}
 	if k := spec.Options["api_key"]; k != "" {
-		headers["x-api-key"] = k
+		headers["x-api-key"] = engine.Alternatives(engine.SplitKeys(k))
 	}
 	if b := spec.Options["beta"]; b != "" {
 		headers["anthropic-beta"] = b

@@ -48,7 +48,8 @@ var info = engine.Info{Type: "openai", Version: Version, Protocol: engine.Protoc
 	Formats:      []string{"remote"},
 	Options: []engine.Option{
 		{Name: "base_url", Description: "the provider's API, such as https://api.openai.com/v1 (required)"},
-		{Name: "api_key", Description: "sent as Authorization: Bearer; use a placeholder such as {env.OPENAI_API_KEY}"},
+		{Name: "api_key", Description: "sent as Authorization: Bearer (or in api_key_header); several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; use a placeholder such as {env.OPENAI_API_KEY}"},
+		{Name: "speaks", Description: "APIs the provider serves itself besides chat completions, such as responses (OpenAI does): requests in them pass through unchanged when nothing in the gateway needs their chat form; default: none, they are translated"},
 		{Name: "model", Description: "the provider's name for the model; default: the catalog name"},
 		{Name: "azure_deployment", Description: "Azure OpenAI: the deployment's name; base_url is then the resource's URL, such as https://<resource>.openai.azure.com, and api_version is required"},
 		{Name: "api_version", Description: "Azure OpenAI: sent as the api-version query parameter, such as 2024-10-21; default: none"},
@@ -82,10 +83,13 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 		case !validHeader(h):
 			return engine.Replica{}, fmt.Errorf("model %q: api_key_header %q is not a header name; use Authorization or api-key", spec.Model, h)
 		}
+		keys := engine.SplitKeys(k)
 		if strings.EqualFold(h, "Authorization") {
-			k = "Bearer " + k
+			for i := range keys {
+				keys[i] = "Bearer " + keys[i]
+			}
 		}
-		rep.Headers = map[string]string{h: k}
+		rep.Headers = map[string]string{h: engine.Alternatives(keys)}
 	}
 	e.mu.Lock()
 	e.replicas[spec.ReplicaID] = struct{}{}

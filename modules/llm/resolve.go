@@ -177,12 +177,17 @@ func (f *fleet) status() ModelStatus {
 	return s
 }
 
-// Speaks reports whether the servers of an engine type serve an API
-// themselves: engine.CapChat, CapResponses or CapMessages. An engine that
-// declares none of them speaks chat completions (plugins written before
-// they were declared).
-func (a *App) Speaks(engineType, api string) bool {
-	p, ok := a.engines[engineType]
+// Speaks reports whether a model's replicas serve an API themselves:
+// engine.CapChat, CapResponses or CapMessages, as their engine type
+// declares it, or as the model's option speaks lists it (an outside
+// provider that serves the Responses API: option speaks responses). An
+// engine that declares none of them speaks chat completions (plugins
+// written before they were declared).
+func (a *App) Speaks(m *Model, api string) bool {
+	if sp := m.Options["speaks"]; sp != "" && slices.Contains(strings.FieldsFunc(sp, func(r rune) bool { return r == ',' || r == ' ' }), api) {
+		return true
+	}
+	p, ok := a.engines[m.Engine]
 	if !ok {
 		return api == engine.CapChat
 	}

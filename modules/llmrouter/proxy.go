@@ -130,15 +130,19 @@ const (
 	viaMessages        // Anthropic Messages: the engine speaks nothing else
 )
 
-// via picks how req reaches a replica of engine eng: in the client's own
+// via picks how req reaches a replica of model: in the client's own
 // API when the engine speaks it and no handler reads or changed the
 // request's chat form, else in chat completions, translated to Messages
 // for an engine that speaks only that.
-func (rt *Router) via(req *openai.Request, eng string) int {
-	if req.API != openai.APIChat && !req.Watched && !req.Changed() && rt.app.Speaks(eng, req.API) && openai.PassesThrough(req) {
+func (rt *Router) via(req *openai.Request, model string) int {
+	m, err := rt.app.Lookup(model)
+	if err != nil {
+		return viaChat
+	}
+	if req.API != openai.APIChat && !req.Watched && !req.Changed() && rt.app.Speaks(m, req.API) && openai.PassesThrough(req) {
 		return viaNative
 	}
-	if req.Endpoint == openai.ChatCompletions && !rt.app.Speaks(eng, engine.CapChat) && rt.app.Speaks(eng, engine.CapMessages) {
+	if req.Endpoint == openai.ChatCompletions && !rt.app.Speaks(m, engine.CapChat) && rt.app.Speaks(m, engine.CapMessages) {
 		return viaMessages
 	}
 	return viaChat
@@ -148,7 +152,7 @@ func (rt *Router) via(req *openai.Request, eng string) int {
 // error, 5xx, 429) on a non-final candidate is returned unserved.
 func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, final bool, start time.Time) attempt {
 	eng := rt.engineOf(rep.Model)
-	mode := rt.via(req, eng)
+	mode := rt.via(req, rep.Model)
 	var (
 		body     []byte
 		err      error
