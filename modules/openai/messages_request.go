@@ -46,9 +46,9 @@ var messagesImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image
 // body.
 type messagesReq struct {
 	model, messages, system, stop, temperature, topP, topK []byte
-	user, tools, toolChoice, thinking                     []byte
-	maxTokens                                             int64
-	stream                                                bool
+	user, tools, toolChoice, thinking                      []byte
+	maxTokens                                              int64
+	stream                                                 bool
 }
 
 func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
