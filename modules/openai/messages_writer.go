@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -57,6 +58,7 @@ type messagesWriter struct {
 	buf     []byte
 	end     objectScanner
 	stream  *chatToMessages
+	out     []byte // the translated events of one write
 }
 
 func (w *messagesWriter) WriteHeader(status int) {
@@ -103,14 +105,14 @@ func (w *messagesWriter) Write(b []byte) (int, error) {
 	case modePass:
 		return w.ResponseWriter.Write(b)
 	case modeStream:
-		out := w.stream.feed(nil, b)
+		w.out = w.stream.feed(w.out[:0], b)
 		if w.stream.done {
 			w.mode = modeDone
 		}
-		if len(out) == 0 {
+		if len(w.out) == 0 {
 			return len(b), nil
 		}
-		if _, err := w.ResponseWriter.Write(out); err != nil {
+		if _, err := w.ResponseWriter.Write(w.out); err != nil {
 			return 0, err
 		}
 		return len(b), nil
@@ -161,6 +163,15 @@ func (w *messagesWriter) finish() error {
 	_, err := w.ResponseWriter.Write(out)
 	return err
 }
+
+// ReadFrom goes through Write: the embedded wrapper's would copy to the
+// client's writer untranslated.
+func (w *messagesWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{w}, r)
+}
+
+// writerOnly hides all but Write, so that io.Copy calls it.
+type writerOnly struct{ io.Writer }
 
 // FlushError flushes what was translated; a buffered whole answer is not
 // flushed (its status is not written yet).

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // writeChunked writes b to w in random pieces, flushing now and then, as
@@ -470,5 +472,27 @@ func TestMessagesStreamError(t *testing.T) {
 	}
 	if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "broke off") {
 		t.Errorf("the official client saw %v, want the error", err)
+	}
+}
+
+// A handler that copies the answer with io.Copy (which prefers the
+// writer's ReadFrom) still has it translated.
+func TestMessagesWriterReadFrom(t *testing.T) {
+	body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	r := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
+	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
+	rec := httptest.NewRecorder()
+	w, _, err := Enter(caddyhttp.NewResponseRecorder(rec, nil, nil), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	if _, err := io.Copy(w, struct{ io.Reader }{strings.NewReader(chatWhole)}); err != nil {
+		t.Fatal(err)
+	}
+	var m anthropic.Message
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || m.Type != "message" || len(m.Content) != 4 {
+		t.Errorf("got %s (%v), want a Message", rec.Body, err)
 	}
 }
