@@ -267,14 +267,30 @@ type openAIErr struct {
 }
 
 // messagesErrorFromOpenAI turns an OpenAI error body into Anthropic's.
+// Engines' own shapes ({"error":"…"}, {"detail":"…"}, {"message":"…"})
+// keep their message too.
 func messagesErrorFromOpenAI(status int, body []byte) []byte {
 	var e struct {
 		Error openAIErr `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-		e.Error.Message = http.StatusText(status)
+	msg := ""
+	if json.Unmarshal(body, &e) == nil {
+		msg = e.Error.Message
 	}
-	return anthropicError(anthropicErrorType(status), e.Error.Message)
+	if msg == "" {
+		var other map[string]json.RawMessage
+		_ = json.Unmarshal(body, &other)
+		for _, k := range []string{"error", "detail", "message"} {
+			if v := other[k]; kindOf(v) == kString {
+				msg = string(unquote(v))
+				break
+			}
+		}
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return anthropicError(anthropicErrorType(status), msg)
 }
 
 // anthropicTypeOf names the Anthropic error type of an OpenAI error met

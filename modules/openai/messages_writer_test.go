@@ -156,6 +156,14 @@ func TestMessagesWriterErrors(t *testing.T) {
 			}
 		}
 	}
+	// Engines' own error shapes keep their message.
+	for _, body := range []string{`{"error":"model is loading"}`, `{"detail":"model is loading"}`, `{"object":"error","message":"model is loading"}`} {
+		rec := httptest.NewRecorder()
+		writeWhole((&messagesTurn{model: "m"}).Writer(rec), 503, []byte(body))
+		if want := `{"type":"error","error":{"type":"overloaded_error","message":"model is loading"}}`; rec.Body.String() != want {
+			t.Errorf("%s: got %s, want %s", body, rec.Body, want)
+		}
+	}
 	// A successful answer passes an error-only writer unchanged.
 	rec := httptest.NewRecorder()
 	writeWhole(newMessagesErrorWriter(rec), 200, []byte(`{"ok":true}`))
