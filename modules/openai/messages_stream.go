@@ -82,7 +82,7 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 	if string(data) == "[DONE]" {
 		return s.end(out)
 	}
-	if kindOf(data) != kObject || !json.Valid(data) {
+	if kindOf(data) != kObject {
 		return out
 	}
 	var id, choices, usage, errv []byte
@@ -107,11 +107,11 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 	}
 	if kindOf(choices) == kArray {
 		_ = eachElement(choices, func(_ int, c []byte) error {
-			if idx := memberOf(c, "index"); len(idx) > 0 && string(idx) != "0" {
-				return nil
+			var ok bool
+			if out, ok = s.choice(out, c); ok {
+				return errFound
 			}
-			out = s.choice(out, c)
-			return errFound
+			return nil
 		})
 	}
 	if kindOf(usage) == kObject {
@@ -131,10 +131,16 @@ func (s *chatToMessages) start(out, id []byte) []byte {
 	return evMessageStart(out, messageID(id), modelJSON(s.turn.model))
 }
 
-func (s *chatToMessages) choice(out, c []byte) []byte {
+// choice translates a choice's delta; ok is false for a choice other
+// than the first (index 0), which is skipped.
+func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	var delta, finish, stop []byte
-	_ = eachMember(c, func(k, v []byte) error {
+	if eachMember(c, func(k, v []byte) error {
 		switch string(k) {
+		case "index":
+			if string(v) != "0" {
+				return errFound
+			}
 		case "delta":
 			delta = v
 		case "finish_reason":
@@ -143,13 +149,15 @@ func (s *chatToMessages) choice(out, c []byte) []byte {
 			stop = v
 		}
 		return nil
-	})
+	}) == errFound {
+		return out, false
+	}
 	if kindOf(delta) == kObject {
 		var reasoning, content, calls []byte
 		_ = eachMember(delta, func(k, v []byte) error {
 			switch string(k) {
 			case "reasoning_content", "reasoning":
-				if kindOf(v) == kString && len(v) > 2 {
+				if isText(v) {
 					reasoning = v
 				}
 			case "content":
@@ -162,7 +170,7 @@ func (s *chatToMessages) choice(out, c []byte) []byte {
 		if reasoning != nil {
 			out = s.text(out, blockThinking, reasoning)
 		}
-		if kindOf(content) == kString && len(content) > 2 {
+		if isText(content) {
 			out = s.text(out, blockText, content)
 		}
 		if kindOf(calls) == kArray {
@@ -176,7 +184,7 @@ func (s *chatToMessages) choice(out, c []byte) []byte {
 		s.finish = string(unquote(finish))
 		s.stopSeq = matchedStop(s.turn, stop)
 	}
-	return out
+	return out, true
 }
 
 // text appends a text or thinking delta, opening its block if need be.
@@ -230,10 +238,10 @@ func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 	}
 	if target < 0 {
 		b := &block{kind: blockTool, id: id, name: name}
-		if kindOf(b.id) != kString {
+		if !validString(b.id) {
 			b.id = toolID()
 		}
-		if kindOf(b.name) != kString {
+		if !validString(b.name) {
 			b.name = []byte(`""`)
 		}
 		out = s.open(out, b)
@@ -241,7 +249,7 @@ func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 		s.tools = append(s.tools, toolSlot{key, target})
 		s.sawTool = true
 	}
-	if kindOf(args) == kString && len(args) > 2 {
+	if isText(args) {
 		out = evDelta(out, target, blockTool, args)
 	}
 	return out
@@ -273,3 +281,40 @@ func (s *chatToMessages) fail(out, errv []byte) []byte {
 	out = append(out, anthropicError(anthropicTypeOf(e), e.Message)...)
 	return append(out, "\n\n"...)
 }
+
+// The chunks are not validated as a whole (that took half the
+// translation's time): the walkers stop at malformed JSON, and the
+// strings copied into the Messages events are checked one by one.
+
+// isText reports whether v is a non-empty, well-formed JSON string.
+func isText(v []byte) bool { return len(v) > 2 && validString(v) }
+
+// validString reports whether v, a value the walkers delimited, is a
+// well-formed JSON string: no raw control characters, only JSON's
+// escapes.
+func validString(v []byte) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	for i := 1; i < len(v)-1; i++ {
+		switch c := v[i]; {
+		case c < 0x20:
+			return false
+		case c == '\\':
+			i++
+			switch v[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(v)-1 || !isHex(v[i+1]) || !isHex(v[i+2]) || !isHex(v[i+3]) || !isHex(v[i+4]) {
+					return false
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c-'0' < 10 || (c|0x20)-'a' < 6 }

@@ -504,3 +504,34 @@ func TestMessagesWriterReadFrom(t *testing.T) {
 		t.Errorf("got %s (%v), want a Message", rec.Body, err)
 	}
 }
+
+func TestValidString(t *testing.T) {
+	for s, want := range map[string]bool{
+		`"abc"`: true, `"a\"b\\c\/\b\f\n\r\t"`: true, `"\u00e9\uD834\uDD1E"`: true, `""`: true,
+		"\"a\x01\"": false, `"\x"`: false, `"\u00e"`: false, `"\u00eg"`: false, `abc`: false, `"`: false,
+	} {
+		if got := validString([]byte(s)); got != want {
+			t.Errorf("%s: got %v, want %v", s, got, want)
+		}
+	}
+}
+
+// Only the first choice is read, and a malformed string is not copied
+// into the events.
+func TestMessagesStreamSkips(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := (&messagesTurn{model: "m", stream: true}).Writer(rec)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	for _, e := range []string{
+		`{"id":"c","choices":[{"index":1,"delta":{"content":"second choice"}},{"index":0,"delta":{"content":"first"}}]}`,
+		"{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad\x01\"}}]}",
+		`{"id":"c","choices":[{"delta":{"content":" ok"},"index":0,"finish_reason":"stop"}]}`,
+		`[DONE]`,
+	} {
+		_, _ = w.Write([]byte("data: " + e + "\n\n"))
+	}
+	if m := accumulate(t, rec.Body.Bytes()); len(m.Content) != 1 || m.Content[0].Text != "first ok" {
+		t.Errorf("got %s", rec.Body)
+	}
+}
