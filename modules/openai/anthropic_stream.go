@@ -100,7 +100,7 @@ func (s *messagesToChat) step() {
 }
 
 func (s *messagesToChat) event(data []byte) {
-	if kindOf(data) != kObject || !json.Valid(data) {
+	if kindOf(data) != kObject {
 		return
 	}
 	switch typ := string(unquote(memberOf(data, "type"))); typ {
@@ -125,10 +125,10 @@ func (s *messagesToChat) event(data []byte) {
 
 func (s *messagesToChat) start(msg []byte) {
 	id, model := memberOf(msg, "id"), memberOf(msg, "model")
-	if kindOf(id) != kString {
+	if !validString(id) {
 		id = []byte(`"msg"`)
 	}
-	if kindOf(model) != kString {
+	if !validString(model) {
 		model = []byte(`""`)
 	}
 	s.prefix = append(s.prefix[:0], `data: {"id":`...)
@@ -168,16 +168,16 @@ func (s *messagesToChat) blockStart(data []byte) {
 		k := len(s.tools)
 		s.tools[idx] = k
 		id, name := memberOf(b, "id"), memberOf(b, "name")
-		if kindOf(id) != kString {
+		if !validString(id) {
 			id = []byte(`""`)
 		}
-		if kindOf(name) != kString {
+		if !validString(name) {
 			name = []byte(`""`)
 		}
 		d := `{"tool_calls":[{"index":` + strconv.Itoa(k) + `,"id":` + string(id) + `,"type":"function","function":{"name":` + string(name) + `,"arguments":""}}]}`
 		s.chunk(d, nil)
 	case "text":
-		if t := memberOf(b, "text"); kindOf(t) == kString && len(t) > 2 {
+		if t := memberOf(b, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	}
@@ -187,17 +187,17 @@ func (s *messagesToChat) delta(data []byte) {
 	d := memberOf(data, "delta")
 	switch string(unquote(memberOf(d, "type"))) {
 	case "text_delta":
-		if t := memberOf(d, "text"); kindOf(t) == kString && len(t) > 2 {
+		if t := memberOf(d, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	case "thinking_delta":
-		if t := memberOf(d, "thinking"); kindOf(t) == kString && len(t) > 2 {
+		if t := memberOf(d, "thinking"); isText(t) {
 			s.chunk(`{"reasoning_content":`, t, "}")
 		}
 	case "input_json_delta":
 		idx, _ := strconv.Atoi(string(memberOf(data, "index")))
 		k, ok := s.tools[idx]
-		if t := memberOf(d, "partial_json"); ok && kindOf(t) == kString && len(t) > 2 {
+		if t := memberOf(d, "partial_json"); ok && isText(t) {
 			s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`, t, "}}]}")
 		}
 	}

@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -90,5 +92,26 @@ func BenchmarkWholeMessages(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		writeWhole((&messagesTurn{model: "m"}).Writer(httptest.NewRecorder()), 200, []byte(chatWhole))
+	}
+}
+
+// BenchmarkMessagesToChatStream translates a Messages stream of 200 text
+// deltas to chat chunks.
+func BenchmarkMessagesToChatStream(b *testing.B) {
+	var sse strings.Builder
+	sse.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n")
+	sse.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	for i := range 200 {
+		fmt.Fprintf(&sse, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" word%d\"}}\n\n", i)
+	}
+	sse.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	sse.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":200}}\n\n")
+	sse.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	in := []byte(sse.String())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := io.Copy(io.Discard, MessagesToChatStream(io.NopCloser(bytes.NewReader(in)))); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
