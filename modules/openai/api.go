@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -128,6 +129,10 @@ func (w *apiWriter) Header() http.Header { return w.target().Header() }
 func (w *apiWriter) WriteHeader(status int) { w.target().WriteHeader(status) }
 
 func (w *apiWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
+
+// ReadFrom goes through the target's Write (io.Copy to this writer would
+// otherwise reach the client untranslated, through the embedded wrapper).
+func (w *apiWriter) ReadFrom(r io.Reader) (int64, error) { return io.Copy(writerOnly{w.target()}, r) }
 
 // Unwrap lets http.ResponseController reach the translation's writer
 // (which flushes its own buffered output before the client's).
