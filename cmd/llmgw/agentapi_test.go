@@ -86,7 +86,10 @@ func TestResponsesAPI(t *testing.T) {
 		if got := len(strings.Fields(resp.OutputText())); got != 12 {
 			t.Errorf("answer has %d words, want 12: %q", got, resp.OutputText())
 		}
-		if resp.Status != "completed" || resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
+		// The sim stops at its own length (finish_reason length):
+		// incomplete, as OpenAI answers when max_output_tokens is hit.
+		if resp.Status != "incomplete" || resp.IncompleteDetails.Reason != "max_output_tokens" ||
+			resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
 			resp.Usage.TotalTokens != resp.Usage.InputTokens+resp.Usage.OutputTokens {
 			t.Errorf("status %q usage %+v", resp.Status, resp.Usage)
 		}
@@ -98,17 +101,17 @@ func TestResponsesAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("max_output_tokens is incomplete", func(t *testing.T) {
+	t.Run("a whole answer is completed", func(t *testing.T) {
 		resp, err := c.Responses.New(bg, responses.ResponseNewParams{
-			Model:           "sim-chat",
-			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("a long story please")},
-			MaxOutputTokens: openai.Int(16),
+			Model:           "echo",
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("say it back, with ünïcödé and 東京")},
+			MaxOutputTokens: openai.Int(100),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Status != "completed" && resp.Status != "incomplete" {
-			t.Errorf("status %q", resp.Status)
+		if resp.Status != "completed" || resp.OutputText() != "say it back, with ünïcödé and 東京" {
+			t.Errorf("status %q text %q", resp.Status, resp.OutputText())
 		}
 	})
 
@@ -131,14 +134,14 @@ func TestResponsesAPI(t *testing.T) {
 			switch ev.Type {
 			case "response.output_text.delta":
 				text.WriteString(ev.Delta)
-			case "response.completed":
+			case "response.completed", "response.incomplete":
 				completed = ev.Response
 			}
 		}
 		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.incomplete" {
 			t.Fatalf("events: %v", types)
 		}
 		if got := completed.OutputText(); got != text.String() || len(strings.Fields(got)) != 12 {
@@ -281,16 +284,16 @@ func TestMessagesAPI(t *testing.T) {
 
 	t.Run("plain", func(t *testing.T) {
 		msg, err := c.Messages.New(bg, anthropic.MessageNewParams{
-			Model: "sim-chat", MaxTokens: 64, Messages: user("tell me about rivers"),
+			Model: "echo", MaxTokens: 64, Messages: user("say it back, with ünïcödé and 東京"),
 			System: []anthropic.TextBlockParam{{Text: "answer briefly"}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(msg.Content) != 1 || len(strings.Fields(msg.Content[0].Text)) != 12 {
+		if len(msg.Content) != 1 || msg.Content[0].Text != "say it back, with ünïcödé and 東京" {
 			t.Errorf("content %+v", msg.Content)
 		}
-		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
+		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens == 0 || msg.Usage.InputTokens == 0 {
 			t.Errorf("stop %q usage %+v", msg.StopReason, msg.Usage)
 		}
 		if msg.Role != "assistant" || msg.Type != "message" || !strings.Contains(g.logs.String(), `"llm_api":"messages"`) {
@@ -309,7 +312,7 @@ func TestMessagesAPI(t *testing.T) {
 	})
 
 	t.Run("streamed", func(t *testing.T) {
-		stream := c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "sim-chat", MaxTokens: 64, Messages: user("tell me about lakes")})
+		stream := c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "sim-chat", MaxTokens: 12, Messages: user("tell me about lakes")})
 		var msg anthropic.Message
 		var text strings.Builder
 		var types []string
@@ -332,7 +335,7 @@ func TestMessagesAPI(t *testing.T) {
 		if len(msg.Content) != 1 || msg.Content[0].Text != text.String() || len(strings.Fields(text.String())) != 12 {
 			t.Errorf("accumulated %+v, deltas %q", msg.Content, text.String())
 		}
-		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
+		if msg.StopReason != anthropic.StopReasonMaxTokens || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
 			t.Errorf("stop %q usage %+v", msg.StopReason, msg.Usage)
 		}
 	})
