@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -29,12 +27,11 @@ const (
 
 // Engine implements engine.Engine for Anthropic-compatible providers.
 type Engine struct {
-	mu       sync.Mutex
-	replicas map[string]struct{}
+	engine.Remote // Status, Adopt, Stop
 }
 
 // New returns the engine.
-func New() *Engine { return &Engine{replicas: make(map[string]struct{})} }
+func New() *Engine { return &Engine{} }
 
 // info is the engine's description. It runs no process, so no flag is
 // reserved.
@@ -87,48 +84,6 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 		headers["anthropic-beta"] = b
 	}
 	rep := engine.Replica{ID: spec.ReplicaID, BaseURL: base, Headers: headers, UpstreamModel: spec.Options["model"]}
-	e.mu.Lock()
-	e.replicas[spec.ReplicaID] = struct{}{}
-	e.mu.Unlock()
+	e.Add(spec.ReplicaID)
 	return rep, nil
 }
-
-// Status reports the provider as ready; the gateway learns of its
-// failures from the requests it sends.
-func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.replicas[id]; !ok {
-		return engine.Status{}, engine.ErrUnknownReplica
-	}
-	return engine.Status{State: engine.StateReady}, nil
-}
-
-// Adopt takes back a replica (the provider's endpoint) after the plugin
-// restarted.
-func (e *Engine) Adopt(_ context.Context, r engine.Replica) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.replicas == nil {
-		e.replicas = map[string]struct{}{}
-	}
-	e.replicas[r.ID] = struct{}{}
-	return nil
-}
-
-// Stop forgets a replica.
-func (e *Engine) Stop(_ context.Context, id string, _ time.Duration) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.replicas[id]; !ok {
-		return engine.ErrUnknownReplica
-	}
-	delete(e.replicas, id)
-	return nil
-}
-
-// Interface guards
-var (
-	_ engine.Engine  = (*Engine)(nil)
-	_ engine.Adopter = (*Engine)(nil)
-)

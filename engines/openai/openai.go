@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -29,12 +27,11 @@ const Version = "0.1.0"
 
 // Engine implements engine.Engine for outside providers.
 type Engine struct {
-	mu       sync.Mutex
-	replicas map[string]struct{}
+	engine.Remote // Status, Adopt, Stop
 }
 
 // New returns the engine.
-func New() *Engine { return &Engine{replicas: make(map[string]struct{})} }
+func New() *Engine { return &Engine{} }
 
 // Info describes the engine.
 func (e *Engine) Info(context.Context) (engine.Info, error) {
@@ -91,9 +88,7 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 		}
 		rep.Headers = map[string]string{h: engine.Alternatives(keys)}
 	}
-	e.mu.Lock()
-	e.replicas[spec.ReplicaID] = struct{}{}
-	e.mu.Unlock()
+	e.Add(spec.ReplicaID)
 	return rep, nil
 }
 
@@ -146,38 +141,4 @@ func validHeader(h string) bool {
 		}
 	}
 	return h != ""
-}
-
-// Status reports an outside provider as ready; the gateway learns of its
-// failures from the requests it sends.
-func (e *Engine) Status(_ context.Context, id string) (engine.Status, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.replicas[id]; !ok {
-		return engine.Status{}, engine.ErrUnknownReplica
-	}
-	return engine.Status{State: engine.StateReady}, nil
-}
-
-// Adopt takes back a replica (an outside provider's endpoint) after the
-// plugin restarted.
-func (e *Engine) Adopt(_ context.Context, r engine.Replica) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.replicas == nil {
-		e.replicas = map[string]struct{}{}
-	}
-	e.replicas[r.ID] = struct{}{}
-	return nil
-}
-
-// Stop forgets a replica.
-func (e *Engine) Stop(_ context.Context, id string, _ time.Duration) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.replicas[id]; !ok {
-		return engine.ErrUnknownReplica
-	}
-	delete(e.replicas, id)
-	return nil
 }
