@@ -66,7 +66,7 @@ func (c *chatMessages) input(v []byte) error {
 
 // inputItem holds the members of an input item that translation reads.
 type inputItem struct {
-	typ, role                               string
+	typ, role                                string
 	content, callID, name, arguments, output []byte
 }
 
