@@ -100,83 +100,80 @@ func parseResponses(r *http.Request, body []byte) (*Request, error) {
 
 // member reads one top-level member of a Responses request (never null).
 func (t *respTurn) member(p *respParams, key string, v []byte) error {
-	switch key {
-	case "model":
-		if kindOf(v) != kString {
-			return typeError(key, "a string (a model's name, as GET /v1/models lists them)")
-		}
-		t.model = v
-	case "input":
+	if f, ok := respFields[key]; ok {
+		return f(t, p, key, v)
+	}
+	return nil // unknown members go nowhere
+}
+
+type respField func(t *respTurn, p *respParams, key string, v []byte) error
+
+// respFields are the members of a Responses request that translate.
+var respFields = map[string]respField{
+	"model":                of(kString).into(func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
+	"instructions":         of(kString).into(func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
+	"user":                 of(kString).into(func(t *respTurn) *[]byte { return &t.user }, "a string"),
+	"previous_response_id": of(kString).into(func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
+	"metadata":             of(kObject).into(func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
+	"input": func(t *respTurn, p *respParams, key string, v []byte) error {
 		if k := kindOf(v); k != kString && k != kArray {
 			return typeError(key, "a string or an array of input items")
 		}
 		p.input, t.input = v, compact(v)
-	case "instructions":
-		if kindOf(v) != kString {
-			return typeError(key, "a string")
-		}
-		t.instructions = v
-	case "tools":
-		tools, err := chatTools(v)
-		if err != nil {
-			return err
-		}
-		p.chatTools, t.tools = tools, compact(v)
-	case "tool_choice":
-		tc, err := chatToolChoice(v)
-		if err != nil {
-			return err
-		}
-		p.chatToolChoice, t.toolChoice = tc, compact(v)
-	case "text":
-		rf, err := chatResponseFormat(v)
-		if err != nil {
-			return err
-		}
-		p.responseFormat, t.text = rf, compact(v)
-	case "max_output_tokens":
-		if _, err := readInt(key, v, 1, math.MaxInt64); err != nil {
-			return err
-		}
+		return nil
+	},
+	"tools": translated(chatTools, func(t *respTurn, p *respParams) (*[]byte, *[]byte) { return &p.chatTools, &t.tools }),
+	"tool_choice": translated(chatToolChoice, func(t *respTurn, p *respParams) (*[]byte, *[]byte) {
+		return &p.chatToolChoice, &t.toolChoice
+	}),
+	"text": translated(chatResponseFormat, func(t *respTurn, p *respParams) (*[]byte, *[]byte) {
+		return &p.responseFormat, &t.text
+	}),
+	"max_output_tokens": func(t *respTurn, _ *respParams, key string, v []byte) error {
+		_, err := readInt(key, v, 1, math.MaxInt64)
 		t.maxOutput = v
-	case "temperature", "top_p":
-		hi := 2.0
-		if key == "top_p" {
-			hi = 1
-		}
-		if err := checkFloat(key, v, 0, hi); err != nil {
-			return err
-		}
-		if key == "top_p" {
-			t.topP = v
-		} else {
-			t.temperature = v
-		}
-	case "metadata":
-		if kindOf(v) != kObject {
-			return typeError(key, "an object of string values")
-		}
-		t.metadata = compact(v)
-	case "stream", "store", "parallel_tool_calls", "background":
-		return t.flag(p, key, v)
-	case "user", "previous_response_id":
-		if kindOf(v) != kString {
-			return typeError(key, "a string")
-		}
-		if key == "user" {
-			t.user = v
-		} else {
-			t.previousID = v
-		}
-	case "reasoning":
-		return t.reasoning(v)
-	case "truncation":
-		if err := enum("auto", "disabled")(nil, key, v); err != nil {
-			return err
-		}
+		return err
+	},
+	"temperature": func(t *respTurn, _ *respParams, key string, v []byte) error {
+		t.temperature = v
+		return checkFloat(key, v, 0, 2)
+	},
+	"top_p": func(t *respTurn, _ *respParams, key string, v []byte) error {
+		t.topP = v
+		return checkFloat(key, v, 0, 1)
+	},
+	"truncation": func(t *respTurn, _ *respParams, key string, v []byte) error {
 		t.truncation = v
+		return enum("auto", "disabled")(nil, key, v)
+	},
+	"reasoning":           func(t *respTurn, _ *respParams, _ string, v []byte) error { return t.reasoning(v) },
+	"stream":              (*respTurn).flag,
+	"store":               (*respTurn).flag,
+	"parallel_tool_calls": (*respTurn).flag,
+	"background":          (*respTurn).flag,
+}
+
+// into is a member of one of some JSON types, kept (compact) in a field
+// of the turn.
+func (set kinds) into(field func(*respTurn) *[]byte, want string) respField {
+	return func(t *respTurn, _ *respParams, key string, v []byte) error {
+		if !kindOf(v).in(set) {
+			return typeError(key, want)
+		}
+		*field(t) = compact(v)
+		return nil
 	}
-	return nil
+}
+
+// translated is a member that translates to a chat member: the turn keeps
+// the client's value (compact), the chat request gets the translation.
+func translated(translate func([]byte) ([]byte, error), fields func(*respTurn, *respParams) (chat, echo *[]byte)) respField {
+	return func(t *respTurn, p *respParams, _ string, v []byte) error {
+		out, err := translate(v)
+		chat, echo := fields(t, p)
+		*chat, *echo = out, compact(v)
+		return err
+	}
 }
 
 func (t *respTurn) flag(p *respParams, key string, v []byte) error {

@@ -97,80 +97,97 @@ func (s *respStream) event(data []byte) {
 		s.finish()
 		return
 	}
-	if kindOf(data) != kObject {
-		return
-	}
-	var choices, errv []byte
-	_ = eachMember(data, func(k, v []byte) error {
+	var errv []byte
+	walkObject(data, skipSpace(data, 0), func(k []byte, v int) int {
 		switch string(k) {
 		case "choices":
-			choices = v
-		case "usage":
-			if kindOf(v) == kObject {
-				s.o.usage, s.sawUsage = append(s.o.usage[:0], v...), true
+			if data[v] == '[' {
+				return walkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
+		case "usage":
+			u, end := value(data, v)
+			if kindOf(u) == kObject {
+				s.o.usage, s.sawUsage = append(s.o.usage[:0], u...), true
+			}
+			return end
 		case "error":
-			errv = v
+			var end int
+			errv, end = value(data, v)
+			return end
 		}
-		return nil
+		return skip(data, v)
 	})
 	if k := kindOf(errv); k == kObject || k == kString {
 		s.fail(errv)
 		return
 	}
-	_ = eachElement(choices, func(_ int, c []byte) error {
-		s.choice(c)
-		return nil
-	})
 	if s.o.finish != "" && s.sawUsage {
 		s.finish()
 	}
 }
 
-func (s *respStream) choice(c []byte) {
-	var delta, finish []byte
-	index := 0
-	_ = eachMember(c, func(k, v []byte) error {
+// chatDelta is what a chunk's choice holds.
+type chatDelta struct {
+	index                             int
+	content, reasoning, calls, finish []byte
+}
+
+// choice reads the choice at b[i] and translates it; it returns the
+// choice's end.
+func (s *respStream) choice(b []byte, i int) int {
+	var d chatDelta
+	end := walkObject(b, i, func(k []byte, v int) int {
+		var end int
 		switch string(k) {
 		case "index":
-			index, _ = strconv.Atoi(string(v))
+			var n []byte
+			n, end = value(b, v)
+			d.index, _ = strconv.Atoi(string(n))
 		case "delta":
-			delta = v
+			end = walkObject(b, v, func(dk []byte, dv int) int {
+				x, end := value(b, dv)
+				switch string(dk) {
+				case "content":
+					d.content = x
+				case "reasoning_content", "reasoning":
+					d.reasoning = x
+				case "tool_calls":
+					d.calls = x
+				}
+				return end
+			})
+			if end < 0 {
+				end = skip(b, v) // null
+			}
 		case "finish_reason":
-			finish = v
+			d.finish, end = value(b, v)
+		default:
+			end = skip(b, v)
 		}
-		return nil
+		return end
 	})
-	if index != 0 {
-		return // the Responses API has one answer
+	if d.index == 0 { // the Responses API has one answer
+		s.apply(&d)
 	}
-	var content, reasoning, calls []byte
-	_ = eachMember(delta, func(k, v []byte) error {
-		switch string(k) {
-		case "content":
-			content = v
-		case "reasoning_content", "reasoning":
-			reasoning = v
-		case "tool_calls":
-			calls = v
-		}
-		return nil
-	})
-	if kindOf(reasoning) == kString && len(reasoning) > 2 {
-		s.text('r', reasoning)
+	return end
+}
+
+func (s *respStream) apply(d *chatDelta) {
+	if kindOf(d.reasoning) == kString && len(d.reasoning) > 2 {
+		s.text('r', d.reasoning)
 	}
-	if kindOf(content) == kString && len(content) > 2 {
-		s.text('m', content)
+	if kindOf(d.content) == kString && len(d.content) > 2 {
+		s.text('m', d.content)
 	}
-	if kindOf(calls) == kArray {
+	if kindOf(d.calls) == kArray {
 		s.closeCur()
-		_ = eachElement(calls, func(_ int, tc []byte) error {
+		_ = eachElement(d.calls, func(_ int, tc []byte) error {
 			s.toolCall(tc)
 			return nil
 		})
 	}
-	if kindOf(finish) == kString {
-		s.o.finish = str(finish)
+	if kindOf(d.finish) == kString {
+		s.o.finish = str(d.finish)
 		s.closeAll()
 	}
 }

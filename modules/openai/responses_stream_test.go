@@ -309,17 +309,21 @@ func checkStream(t testing.TB, a chatAnswer, rec *httptest.ResponseRecorder) {
 
 func checkUsage(t testing.TB, chat string, got any) {
 	t.Helper()
-	var u chatUsage
+	var u struct {
+		Prompt     int64 `json:"prompt_tokens"`
+		Completion int64 `json:"completion_tokens"`
+		Total      int64 `json:"total_tokens"`
+		PromptD    struct {
+			Cached int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionD struct {
+			Reasoning int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	}
 	_ = json.Unmarshal([]byte(chat), &u)
-	want := map[string]any{"input_tokens": float64(u.PromptTokens), "output_tokens": float64(u.CompletionTokens),
-		"total_tokens": float64(u.TotalTokens), "input_tokens_details": map[string]any{"cached_tokens": 0.0},
-		"output_tokens_details": map[string]any{"reasoning_tokens": 0.0}}
-	if u.PromptDetails != nil {
-		want["input_tokens_details"] = map[string]any{"cached_tokens": float64(u.PromptDetails.CachedTokens)}
-	}
-	if u.CompletionDetails != nil {
-		want["output_tokens_details"] = map[string]any{"reasoning_tokens": float64(u.CompletionDetails.ReasoningTokens)}
-	}
+	want := map[string]any{"input_tokens": float64(u.Prompt), "output_tokens": float64(u.Completion),
+		"total_tokens": float64(u.Total), "input_tokens_details": map[string]any{"cached_tokens": float64(u.PromptD.Cached)},
+		"output_tokens_details": map[string]any{"reasoning_tokens": float64(u.CompletionD.Reasoning)}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got usage %v, want %v", got, want)
 	}
@@ -350,8 +354,7 @@ func checkOfficialStream(t testing.TB, a chatAnswer, body []byte) {
 	if text != a.content || final.OutputText() != a.content {
 		t.Fatalf("openai-go read text %q (final %q), want %q", text, final.OutputText(), a.content)
 	}
-	var u chatUsage
-	_ = json.Unmarshal([]byte(a.usage), &u)
+	u, _ := readUsage([]byte(a.usage))
 	if final.Usage.InputTokens != u.PromptTokens || final.Usage.OutputTokens != u.CompletionTokens || final.Usage.TotalTokens != u.TotalTokens {
 		t.Fatalf("openai-go read usage %+v, want %s", final.Usage, a.usage)
 	}

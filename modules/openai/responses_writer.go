@@ -1,0 +1,186 @@
+package openai
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// Writer returns the writer that turns the chat-completions answer written
+// to it into the Responses answer on w.
+func (t *respTurn) Writer(w http.ResponseWriter) http.ResponseWriter {
+	return &respWriter{w: w, t: t}
+}
+
+// respWriter translates one answer. A status >= 300 and its body pass
+// unchanged (chat's errors have the Responses API's shape). A JSON body
+// is collected until its object closes, then written as one response
+// object with its own Content-Length. An SSE body is translated event by
+// event as it arrives, in whatever pieces it is written.
+type respWriter struct {
+	w      http.ResponseWriter
+	t      *respTurn
+	mode   uint8
+	status int
+	whole  []byte   // modeWhole: the body so far
+	end    jsonScan // modeWhole: where the body's object ends
+	s      *respStream
+}
+
+const (
+	modeUndecided = iota
+	modePass
+	modeWhole
+	modeStream
+	modeDone // modeWhole, written
+)
+
+func (w *respWriter) Header() http.Header { return w.w.Header() }
+
+func (w *respWriter) WriteHeader(status int) {
+	if w.mode != modeUndecided {
+		return
+	}
+	if status < 200 {
+		w.w.WriteHeader(status) // informational: the answer follows
+		return
+	}
+	w.status = status
+	h := w.w.Header()
+	switch {
+	case status >= 300:
+		w.mode = modePass
+		w.w.WriteHeader(status)
+	case isEventStream(h):
+		w.mode = modeStream
+		h.Del("Content-Length")
+		w.w.WriteHeader(status)
+		w.s = newRespStream(w.t)
+	default:
+		w.mode = modeWhole
+		h.Del("Content-Length")
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+func (w *respWriter) Write(b []byte) (int, error) {
+	if w.mode == modeUndecided {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch w.mode {
+	case modePass:
+		return w.w.Write(b)
+	case modeStream:
+		w.s.write(b)
+		return len(b), w.drain()
+	case modeWhole:
+		return len(b), w.collect(b)
+	}
+	return len(b), nil // after a whole answer: trailing bytes
+}
+
+// collect gathers a whole answer until its object closes, then writes
+// its translation.
+func (w *respWriter) collect(b []byte) error {
+	start := len(w.whole)
+	w.whole = append(w.whole, b...)
+	end := w.end.feed(w.whole, start)
+	switch {
+	case end == jsonNotObject:
+		w.mode = modePass
+		w.w.Header().Set("Content-Length", strconv.Itoa(len(w.whole)))
+		w.w.WriteHeader(w.status)
+		_, err := w.w.Write(w.whole)
+		return err
+	case end < 0:
+		return nil
+	}
+	w.mode = modeDone
+	out, err := w.t.wholeAnswer(w.whole[:end])
+	if err != nil {
+		(&Error{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
+			Message: "the model's answer could not be translated to the Responses API: " + err.Error()}).Write(w.w)
+		return nil
+	}
+	h := w.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.w.WriteHeader(w.status)
+	_, err = w.w.Write(out)
+	return err
+}
+
+func (w *respWriter) drain() error {
+	if len(w.s.out) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.s.out)
+	w.s.out = w.s.out[:0]
+	return err
+}
+
+// FlushError sends what has been translated; a whole answer is sent
+// only once it is complete.
+func (w *respWriter) FlushError() error {
+	switch w.mode {
+	case modeStream:
+		if err := w.drain(); err != nil {
+			return err
+		}
+	case modeWhole, modeUndecided:
+		return nil
+	}
+	return http.NewResponseController(w.w).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the client's writer.
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.w }
+
+// jsonScan finds where the JSON object at the start of a body ends,
+// across the pieces it arrives in.
+type jsonScan struct {
+	started, inString, escaped bool
+	depth                      int
+}
+
+const jsonNotObject = -2
+
+// feed scans b[from:] and returns the end of the object (the index after
+// its closing brace), -1 while it is open, or jsonNotObject.
+func (s *jsonScan) feed(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case !s.started:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			case '{':
+				s.started, s.depth = true, 1
+				continue
+			}
+			return jsonNotObject
+		case s.escaped:
+			s.escaped = false
+		case s.inString:
+			switch c {
+			case '\\':
+				s.escaped = true
+			case '"':
+				s.inString = false
+			}
+		case c == '"':
+			s.inString = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
