@@ -181,7 +181,7 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 	b = strconv.AppendInt(b, t.created, 10)
 	b = append(append(append(b, `,"status":"`...), status...), `","background":false`...)
 	if status == "completed" {
-		b = strconv.AppendInt(append(b, `,"completed_at":`...), now().Unix(), 10)
+		b = strconv.AppendInt(append(b, `,"completed_at":`...), respNow().Unix(), 10)
 	}
 	if o.errMsg != nil {
 		b = append(append(append(append(b, `,"error":{"code":`...), o.errCode...), `,"message":`...), o.errMsg...)
@@ -268,14 +268,14 @@ func (it *respItem) appendPart(b []byte) []byte {
 	return append(append(b, it.text...), `"}`...)
 }
 
-// chatUsage is chat's usage object.
-type chatUsage struct {
+// respUsage is chat's usage object.
+type respUsage struct {
 	PromptTokens, CompletionTokens, TotalTokens int64
 	CachedTokens, ReasoningTokens               int64
 }
 
 // readUsage reads chat's usage object by its bytes.
-func readUsage(usage []byte) (u chatUsage, ok bool) {
+func readUsage(usage []byte) (u respUsage, ok bool) {
 	num := func(v []byte) int64 {
 		n, _ := strconv.ParseInt(string(v), 10, 64)
 		return n

@@ -135,8 +135,8 @@ func TestResponsesStoreFalse(t *testing.T) {
 func TestMemoryStore(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Unix(1000, 0)
-	now = func() time.Time { return clock }
-	defer func() { now = time.Now }()
+	respNow = func() time.Time { return clock }
+	defer func() { respNow = time.Now }()
 	s := newMemoryStore(3, 100)
 	for i := range 4 {
 		_ = s.Put(ctx, "k", fmt.Sprint(i), []byte("0123456789"), time.Minute)

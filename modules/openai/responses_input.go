@@ -105,19 +105,19 @@ func (c *chatMessages) item(at string, v []byte) error {
 	case it.typ == "reasoning":
 		return nil // chat engines take no reasoning back
 	case it.typ == "item_reference":
-		return unsupported(at+".type", fmt.Sprintf("%s: item_reference is not supported by this gateway; send the items themselves, or use previous_response_id", at))
+		return respUnsupported(at+".type", fmt.Sprintf("%s: item_reference is not supported by this gateway; send the items themselves, or use previous_response_id", at))
 	case it.typ == "":
 		return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".type",
 			Message: at + " needs a type (such as \"message\" or \"function_call_output\") or a role"}
 	}
-	return unsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; send message, function_call or function_call_output items", at, it.typ))
+	return respUnsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; send message, function_call or function_call_output items", at, it.typ))
 }
 
-func unsupported(param, msg string) *Error {
+func respUnsupported(param, msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_value", Param: param, Message: msg}
 }
 
-func missing(param, what string) *Error {
+func respMissing(param, what string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param,
 		Message: param + " is missing; it must be " + what}
 }
@@ -133,7 +133,7 @@ func (c *chatMessages) message(at string, it *inputItem) error {
 			Message: at + ".role must be one of \"user\", \"assistant\", \"system\" or \"developer\""}
 	}
 	if kindOf(it.content) == kNull {
-		return missing(at+".content", "a string or an array of content parts")
+		return respMissing(at+".content", "a string or an array of content parts")
 	}
 	content, err := chatContent(at+".content", role, it.content)
 	if err != nil {
@@ -155,7 +155,7 @@ func (c *chatMessages) functionCall(at string, it *inputItem) error {
 	}{{"call_id", it.callID}, {"name", it.name}, {"arguments", it.arguments}} {
 		if kindOf(m.v) != kString {
 			if kindOf(m.v) == kNull {
-				return missing(at+"."+m.k, "a string")
+				return respMissing(at+"."+m.k, "a string")
 			}
 			return typeError(at+"."+m.k, "a string")
 		}
@@ -178,12 +178,12 @@ func (c *chatMessages) functionOutput(at string, it *inputItem) error {
 	switch kindOf(it.callID) {
 	case kString:
 	case kNull:
-		return missing(at+".call_id", "a string")
+		return respMissing(at+".call_id", "a string")
 	default:
 		return typeError(at+".call_id", "a string")
 	}
 	if kindOf(it.output) == kNull {
-		return missing(at+".output", "a string or an array of input_text parts")
+		return respMissing(at+".output", "a string or an array of input_text parts")
 	}
 	content, err := chatContent(at+".output", "tool", it.output)
 	if err != nil {
@@ -208,7 +208,7 @@ func chatContent(at, role string, v []byte) ([]byte, error) {
 	var text []byte // the text of a lone text part
 	n := 0
 	err := eachElement(v, func(j int, part []byte) error {
-		p, t, err := chatPart(fmt.Sprintf("%s[%d]", at, j), role, part)
+		p, t, err := respChatPart(fmt.Sprintf("%s[%d]", at, j), role, part)
 		if err != nil {
 			return err
 		}
@@ -231,9 +231,9 @@ func chatContent(at, role string, v []byte) ([]byte, error) {
 	return append(out, ']'), nil
 }
 
-// chatPart translates one content part; text is the part's text when it
+// respChatPart translates one content part; text is the part's text when it
 // is a text part.
-func chatPart(at, role string, part []byte) (out, text []byte, err error) {
+func respChatPart(at, role string, part []byte) (out, text []byte, err error) {
 	if kindOf(part) != kObject {
 		return nil, nil, typeError(at, "an object such as {\"type\":\"input_text\",\"text\":\"…\"}")
 	}
@@ -264,32 +264,32 @@ func chatPart(at, role string, part []byte) (out, text []byte, err error) {
 		}
 		if kindOf(txt) != kString {
 			if kindOf(txt) == kNull {
-				return nil, nil, missing(at+field, "a string")
+				return nil, nil, respMissing(at+field, "a string")
 			}
 			return nil, nil, typeError(at+field, "a string")
 		}
 		return append(append([]byte(`{"type":"text","text":`), txt...), '}'), txt, nil
 	case "input_image":
-		return imagePart(at, role, url, detail, fileID)
+		return respImagePart(at, role, url, detail, fileID)
 	case "input_file":
-		return nil, nil, unsupported(at+".type", at+": input_file parts are not supported by this gateway; send the file's text as input_text")
+		return nil, nil, respUnsupported(at+".type", at+": input_file parts are not supported by this gateway; send the file's text as input_text")
 	case "":
-		return nil, nil, missing(at+".type", "a string such as \"input_text\"")
+		return nil, nil, respMissing(at+".type", "a string such as \"input_text\"")
 	}
-	return nil, nil, unsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; use input_text or input_image", at, typ))
+	return nil, nil, respUnsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; use input_text or input_image", at, typ))
 }
 
-func imagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte, error) {
+func respImagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte, error) {
 	if role != "user" {
-		return nil, nil, unsupported(at+".type", at+": images are accepted in user messages only")
+		return nil, nil, respUnsupported(at+".type", at+": images are accepted in user messages only")
 	}
 	switch kindOf(url) {
 	case kString:
 	case kNull:
 		if kindOf(fileID) != kNull {
-			return nil, nil, unsupported(at+".file_id", at+".file_id is not supported by this gateway; send the image as image_url (an https URL or a data: URL)")
+			return nil, nil, respUnsupported(at+".file_id", at+".file_id is not supported by this gateway; send the image as image_url (an https URL or a data: URL)")
 		}
-		return nil, nil, missing(at+".image_url", "a string (an https URL or a data: URL)")
+		return nil, nil, respMissing(at+".image_url", "a string (an https URL or a data: URL)")
 	default:
 		return nil, nil, typeError(at+".image_url", "a string (an https URL or a data: URL)")
 	}

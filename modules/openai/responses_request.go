@@ -69,7 +69,7 @@ func parseResponses(r *http.Request, body []byte) (*Request, error) {
 	if b := body[skipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
-	t := &respTurn{ctx: r.Context(), scope: Scope(r), id: newID("resp_"), created: now().Unix(), store: true}
+	t := &respTurn{ctx: r.Context(), scope: Scope(r), id: newID("resp_"), created: respNow().Unix(), store: true}
 	var p respParams
 	if err := eachMember(body, func(key, v []byte) error {
 		if kindOf(v) == kNull {
@@ -465,5 +465,5 @@ func arrayInner(arr []byte) []byte {
 	return bytes.TrimSpace(arr[1 : len(arr)-1])
 }
 
-// now is the clock; tests set it.
-var now = time.Now
+// respNow is the clock; tests set it.
+var respNow = time.Now

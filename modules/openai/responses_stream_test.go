@@ -78,7 +78,7 @@ func chunks(rng *rand.Rand, b []byte) [][]byte {
 	for len(b) > 0 {
 		n := 1 + rng.IntN(min(len(b), 40))
 		if rng.IntN(10) == 0 {
-			n = len(b) // now and then the rest at once
+			n = len(b) // respNow and then the rest at once
 		}
 		out = append(out, b[:n])
 		b = b[n:]

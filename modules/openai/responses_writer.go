@@ -21,23 +21,23 @@ type respWriter struct {
 	t      *respTurn
 	mode   uint8
 	status int
-	whole  []byte   // modeWhole: the body so far
-	end    jsonScan // modeWhole: where the body's object ends
+	whole  []byte   // respWhole: the body so far
+	end    jsonScan // respWhole: where the body's object ends
 	s      *respStream
 }
 
 const (
-	modeUndecided = iota
-	modePass
-	modeWhole
-	modeStream
-	modeDone // modeWhole, written
+	respUndecided = iota
+	respPass
+	respWhole
+	respStreaming
+	respDone // respWhole, written
 )
 
 func (w *respWriter) Header() http.Header { return w.w.Header() }
 
 func (w *respWriter) WriteHeader(status int) {
-	if w.mode != modeUndecided {
+	if w.mode != respUndecided {
 		return
 	}
 	if status < 200 {
@@ -48,15 +48,15 @@ func (w *respWriter) WriteHeader(status int) {
 	h := w.w.Header()
 	switch {
 	case status >= 300:
-		w.mode = modePass
+		w.mode = respPass
 		w.w.WriteHeader(status)
 	case isEventStream(h):
-		w.mode = modeStream
+		w.mode = respStreaming
 		h.Del("Content-Length")
 		w.w.WriteHeader(status)
 		w.s = newRespStream(w.t)
 	default:
-		w.mode = modeWhole
+		w.mode = respWhole
 		h.Del("Content-Length")
 	}
 }
@@ -67,16 +67,16 @@ func isEventStream(h http.Header) bool {
 }
 
 func (w *respWriter) Write(b []byte) (int, error) {
-	if w.mode == modeUndecided {
+	if w.mode == respUndecided {
 		w.WriteHeader(http.StatusOK)
 	}
 	switch w.mode {
-	case modePass:
+	case respPass:
 		return w.w.Write(b)
-	case modeStream:
+	case respStreaming:
 		w.s.write(b)
 		return len(b), w.drain()
-	case modeWhole:
+	case respWhole:
 		return len(b), w.collect(b)
 	}
 	return len(b), nil // after a whole answer: trailing bytes
@@ -90,7 +90,7 @@ func (w *respWriter) collect(b []byte) error {
 	end := w.end.feed(w.whole, start)
 	switch {
 	case end == jsonNotObject:
-		w.mode = modePass
+		w.mode = respPass
 		w.w.Header().Set("Content-Length", strconv.Itoa(len(w.whole)))
 		w.w.WriteHeader(w.status)
 		_, err := w.w.Write(w.whole)
@@ -98,7 +98,7 @@ func (w *respWriter) collect(b []byte) error {
 	case end < 0:
 		return nil
 	}
-	w.mode = modeDone
+	w.mode = respDone
 	out, err := w.t.wholeAnswer(w.whole[:end])
 	if err != nil {
 		(&Error{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
@@ -126,11 +126,11 @@ func (w *respWriter) drain() error {
 // only once it is complete.
 func (w *respWriter) FlushError() error {
 	switch w.mode {
-	case modeStream:
+	case respStreaming:
 		if err := w.drain(); err != nil {
 			return err
 		}
-	case modeWhole, modeUndecided:
+	case respWhole, respUndecided:
 		return nil
 	}
 	return http.NewResponseController(w.w).Flush()

@@ -58,7 +58,7 @@ func (s *memoryStore) Put(_ context.Context, scope, id string, v []byte, ttl tim
 		return fmt.Errorf("storing response %s: %d bytes is more than the store holds (%d)", id, size, s.maxBytes)
 	}
 	k := memKey{scope, id}
-	t := now()
+	t := respNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el, ok := s.items[k]; ok {
@@ -84,7 +84,7 @@ func (s *memoryStore) Get(_ context.Context, scope, id string) ([]byte, error) {
 		return nil, ErrNotStored
 	}
 	e := el.Value.(*memEntry)
-	if !now().Before(e.expires) {
+	if !respNow().Before(e.expires) {
 		s.remove(el)
 		return nil, ErrNotStored
 	}
