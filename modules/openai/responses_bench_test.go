@@ -16,8 +16,8 @@ func (d *discardWriter) WriteHeader(int)             {}
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) Flush()                      {}
 
-// benchStream is a chat stream of about 256 tokens, as events.
-func benchStream() [][]byte {
+// respBenchStream is a chat stream of about 256 tokens, as events.
+func respBenchStream() [][]byte {
 	a := chatAnswer{content: strings.Repeat("The quick brown fox jumps over the lazy dog. ", 28), finish: "stop",
 		usage: `{"prompt_tokens":20,"completion_tokens":256,"total_tokens":276}`}
 	return bytes.SplitAfter(a.stream(rand.New(rand.NewPCG(1, 1))), []byte("\n\n"))
@@ -26,7 +26,7 @@ func benchStream() [][]byte {
 // BenchmarkResponsesStream translates a 256-token chat stream written
 // event by event, each flushed, as the router writes it.
 func BenchmarkResponsesStream(b *testing.B) {
-	events := benchStream()
+	events := respBenchStream()
 	body := `{"model":"m","input":"hi","stream":true,"store":false}`
 	r := httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
 	b.ReportAllocs()
@@ -48,7 +48,7 @@ func BenchmarkResponsesStream(b *testing.B) {
 // BenchmarkChatStream is the same stream to a chat client: the parse and
 // the writes the translation adds to.
 func BenchmarkChatStream(b *testing.B) {
-	events := benchStream()
+	events := respBenchStream()
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`
 	b.ReportAllocs()
 	for b.Loop() {

@@ -115,16 +115,16 @@ func serve(turn *respTurn, status int, contentType string, pieces [][]byte, rng 
 	return rec
 }
 
-// sseEvent is one event the client received.
-type sseEvent struct {
+// respEvent is one event the client received.
+type respEvent struct {
 	name string
 	data map[string]any
 	raw  string
 }
 
-func readEvents(t testing.TB, body []byte) []sseEvent {
+func readRespEvents(t testing.TB, body []byte) []respEvent {
 	t.Helper()
-	var out []sseEvent
+	var out []respEvent
 	for _, block := range strings.Split(strings.TrimSuffix(string(body), "\n\n"), "\n\n") {
 		name, data, ok := strings.Cut(block, "\ndata: ")
 		if !ok || !strings.HasPrefix(name, "event: ") || strings.Contains(data, "\n") {
@@ -134,7 +134,7 @@ func readEvents(t testing.TB, body []byte) []sseEvent {
 		if err := json.Unmarshal([]byte(data), &m); err != nil {
 			t.Fatalf("event data is not JSON: %v: %s", err, data)
 		}
-		out = append(out, sseEvent{name: name[len("event: "):], data: m, raw: data})
+		out = append(out, respEvent{name: name[len("event: "):], data: m, raw: data})
 	}
 	return out
 }
@@ -149,7 +149,7 @@ type checked struct {
 
 // checkEvents checks the documented order of a Responses stream and
 // gathers its texts from the deltas.
-func checkEvents(t testing.TB, evs []sseEvent) checked {
+func checkEvents(t testing.TB, evs []respEvent) checked {
 	t.Helper()
 	c := checked{args: map[string]string{}}
 	if len(evs) < 3 || evs[0].name != "response.created" || evs[1].name != "response.in_progress" {
@@ -243,7 +243,7 @@ func checkEvents(t testing.TB, evs []sseEvent) checked {
 	return c
 }
 
-func names(evs []sseEvent) []string {
+func names(evs []respEvent) []string {
 	var out []string
 	for _, e := range evs {
 		out = append(out, e.name)
@@ -274,17 +274,17 @@ func TestResponsesStreamChunkings(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(n), seed))
 			turn := newTurn(t, `{"model":"client-model","input":"x","stream":true,"store":false}`)
 			rec := serve(turn, 200, "text/event-stream", chunks(rng, a.stream(rng)), rng)
-			checkStream(t, a, rec)
+			checkRespStream(t, a, rec)
 		}
 	}
 }
 
-func checkStream(t testing.TB, a chatAnswer, rec *httptest.ResponseRecorder) {
+func checkRespStream(t testing.TB, a chatAnswer, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	if rec.Header().Get("Content-Length") != "" {
 		t.Fatalf("a translated stream keeps Content-Length %q", rec.Header().Get("Content-Length"))
 	}
-	c := checkEvents(t, readEvents(t, rec.Body.Bytes()))
+	c := checkEvents(t, readRespEvents(t, rec.Body.Bytes()))
 	if c.text != a.content || c.reasoning != a.reasoning {
 		t.Fatalf("got text %q and reasoning %q, want %q and %q", c.text, c.reasoning, a.content, a.reasoning)
 	}
@@ -386,7 +386,7 @@ func FuzzResponsesStream(f *testing.F) {
 		}
 		rng := rand.New(rand.NewPCG(seed, seed>>7))
 		turn := newTurn(t, `{"model":"client-model","input":"x","stream":true,"store":false}`)
-		checkStream(t, a, serve(turn, 200, "text/event-stream", chunks(rng, a.stream(rng)), rng))
+		checkRespStream(t, a, serve(turn, 200, "text/event-stream", chunks(rng, a.stream(rng)), rng))
 	})
 }
 
@@ -413,7 +413,7 @@ func TestResponsesStreamEngines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			turn := newTurn(t, `{"model":"m","input":"x","stream":true,"store":false}`)
 			rec := serve(turn, 200, "text/event-stream; charset=utf-8", [][]byte{[]byte(tc.stream)}, nil)
-			c := checkEvents(t, readEvents(t, rec.Body.Bytes()))
+			c := checkEvents(t, readRespEvents(t, rec.Body.Bytes()))
 			if c.text != tc.text || c.final == nil || c.final["status"] != "completed" {
 				t.Fatalf("got text %q, final %v", c.text, c.final)
 			}
@@ -437,7 +437,7 @@ func TestResponsesStreamError(t *testing.T) {
 	chat := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"part\"}}]}\n\n" +
 		"data: {\"error\":{\"message\":\"the model's stream broke off: EOF\",\"type\":\"server_error\",\"param\":null,\"code\":\"upstream_stream_error\"}}\n\n"
 	rec := serve(turn, 200, "text/event-stream", [][]byte{[]byte(chat)}, nil)
-	evs := readEvents(t, rec.Body.Bytes())
+	evs := readRespEvents(t, rec.Body.Bytes())
 	c := checkEvents(t, evs)
 	if c.final["status"] != "failed" || fmt.Sprint(c.final["error"]) != "map[code:upstream_stream_error message:the model's stream broke off: EOF]" {
 		t.Fatalf("got response %v", c.final)

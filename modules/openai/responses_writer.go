@@ -50,7 +50,7 @@ func (w *respWriter) WriteHeader(status int) {
 	case status >= 300:
 		w.mode = respPass
 		w.w.WriteHeader(status)
-	case isEventStream(h):
+	case respIsSSE(h):
 		w.mode = respStreaming
 		h.Del("Content-Length")
 		w.w.WriteHeader(status)
@@ -61,7 +61,7 @@ func (w *respWriter) WriteHeader(status int) {
 	}
 }
 
-func isEventStream(h http.Header) bool {
+func respIsSSE(h http.Header) bool {
 	ct := h.Get("Content-Type")
 	return len(ct) >= 17 && ct[:17] == "text/event-stream"
 }
