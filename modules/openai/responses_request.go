@@ -24,9 +24,10 @@ import (
 // previous_response_id. metadata and truncation are echoed in the answer.
 // Reasoning items of the input are dropped: chat engines take no
 // reasoning back (some refuse it). Other tool types (web_search,
-// file_search, …), input_file parts, images by file_id, item_reference
-// items and background mode are refused with a 400 that names them. Other
-// members are accepted and go nowhere.
+// file_search, custom, …), input_file parts, images by file_id,
+// item_reference items, background mode, conversation and prompt
+// templates are refused with a 400 that names them. Other members (include,
+// service_tier, prompt_cache_key, …) are accepted and go nowhere.
 
 // respTurn is one Responses request translated to chat completions: what
 // its answer needs to be written back in the Responses API and stored. It
@@ -151,6 +152,16 @@ var respFields = map[string]respField{
 	"store":               (*respTurn).flag,
 	"parallel_tool_calls": (*respTurn).flag,
 	"background":          (*respTurn).flag,
+	"conversation":        refused("conversations are not supported by this gateway; chain responses with previous_response_id instead"),
+	"prompt":              refused("prompt templates are not supported by this gateway; send instructions and input instead"),
+}
+
+// refused is a member the gateway cannot honour: ignoring it would
+// answer something else than the client asked for.
+func refused(msg string) respField {
+	return func(_ *respTurn, _ *respParams, key string, _ []byte) error {
+		return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: key, Message: msg}
+	}
 }
 
 // into is a member of one of some JSON types, kept (compact) in a field

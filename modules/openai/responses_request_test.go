@@ -150,6 +150,8 @@ func TestResponsesRequestRejects(t *testing.T) {
 		{"metadata type", `{"model":"m","input":"x","metadata":[]}`, "metadata", "invalid_type", "an object"},
 		{"truncation", `{"model":"m","input":"x","truncation":"middle"}`, "truncation", "invalid_value", "auto"},
 		{"background", `{"model":"m","input":"x","background":true}`, "background", "unsupported_parameter", "background"},
+		{"conversation", `{"model":"m","input":"x","conversation":"conv_1"}`, "conversation", "unsupported_parameter", "previous_response_id"},
+		{"prompt template", `{"model":"m","input":"x","prompt":{"id":"pmpt_1"}}`, "prompt", "unsupported_parameter", "prompt templates"},
 		{"effort type", `{"model":"m","input":"x","reasoning":{"effort":1}}`, "reasoning.effort", "invalid_type", "a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
