@@ -32,8 +32,9 @@ func TestResponsesWhole(t *testing.T) {
 		{"cut short", "{\n  \"choices\": [ {\"index\": 0, \"message\": {\"role\": \"assistant\", \"content\": \"abc\"}, \"finish_reason\": \"length\"} ],\n  \"usage\": {\"prompt_tokens\": 1, \"completion_tokens\": 3, \"total_tokens\": 4}\n}\n",
 			"incomplete", "abc", "", "max_output_tokens", nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, 2))
+		for seed := range uint64(4) { // with and without a Content-Length
+			rng := rand.New(rand.NewPCG(1, seed))
+			t.Logf("%s, seed %d", tc.name, seed)
 			turn := newTurn(t, `{"model":"client","input":"x","store":false,"temperature":0.2,"metadata":{"k":"v"},"max_output_tokens":100}`)
 			rec := serve(turn, 200, "application/json", chunks(rng, []byte(tc.chat)), rng)
 			if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
@@ -63,7 +64,7 @@ func TestResponsesWhole(t *testing.T) {
 			if fmt.Sprint(calls) != fmt.Sprint(tc.calls) || reasoning != tc.reasoning {
 				t.Fatalf("got calls %q and reasoning %q, want %q and %q", calls, reasoning, tc.calls, tc.reasoning)
 			}
-		})
+		}
 	}
 }
 
@@ -163,5 +164,21 @@ func TestMemoryStore(t *testing.T) {
 	}
 	if err := s.Delete(ctx, "k", "nope"); err != ErrNotStored {
 		t.Errorf("delete unknown: %v", err)
+	}
+}
+
+// TestResponsesWholeOdd checks answers that are not chat completions: a
+// JSON object without choices is a 502 that says so; a body that is not
+// an object passes as it is.
+func TestResponsesWholeOdd(t *testing.T) {
+	turn := newTurn(t, `{"model":"m","input":"x","store":false}`)
+	rec := serve(turn, 200, "application/json", [][]byte{[]byte(`{"object":"list","data":[]}`)}, nil)
+	if rec.Code != 502 || !strings.Contains(rec.Body.String(), "could not be translated to the Responses API") {
+		t.Errorf("got %d %s", rec.Code, rec.Body)
+	}
+	turn = newTurn(t, `{"model":"m","input":"x","store":false}`)
+	rec = serve(turn, 200, "text/plain", [][]byte{[]byte("plain"), []byte(" text")}, nil)
+	if rec.Code != 200 || rec.Body.String() != "plain text" || rec.Header().Get("Content-Length") != "10" {
+		t.Errorf("got %d %q", rec.Code, rec.Body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -104,7 +105,13 @@ func serve(turn *respTurn, status int, contentType string, pieces [][]byte, rng 
 	rec := httptest.NewRecorder()
 	w := turn.Writer(rec)
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", "12345")
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	if rng == nil || rng.IntN(2) == 0 { // else the length is unknown
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+	}
 	w.WriteHeader(status)
 	for _, p := range pieces {
 		_, _ = w.Write(p)

@@ -21,8 +21,9 @@ type respWriter struct {
 	t      *respTurn
 	mode   uint8
 	status int
-	whole  []byte   // respWhole: the body so far
-	end    jsonScan // respWhole: where the body's object ends
+	whole  []byte   // respWhole: the body so far, when it came in pieces
+	length int      // respWhole: the body's Content-Length, -1 when unknown
+	end    jsonScan // respWhole: where the body's object ends, when its length is unknown
 	s      *respStream
 }
 
@@ -57,6 +58,10 @@ func (w *respWriter) WriteHeader(status int) {
 		w.s = newRespStream(w.t)
 	default:
 		w.mode = respWhole
+		w.length = -1
+		if n, err := strconv.Atoi(h.Get("Content-Length")); err == nil && n >= 0 {
+			w.length = n
+		}
 		h.Del("Content-Length")
 	}
 }
@@ -82,24 +87,34 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	return len(b), nil // after a whole answer: trailing bytes
 }
 
-// collect gathers a whole answer until its object closes, then writes
-// its translation.
+// collect gathers a whole answer until it is complete (its
+// Content-Length, else its object's closing brace), then writes its
+// translation. An answer written at once is read where it lies.
 func (w *respWriter) collect(b []byte) error {
-	start := len(w.whole)
-	w.whole = append(w.whole, b...)
-	end := w.end.feed(w.whole, start)
+	body, start := b, 0
+	if len(w.whole) > 0 {
+		start = len(w.whole)
+		w.whole = append(w.whole, b...)
+		body = w.whole
+	}
+	end := w.complete(body, start)
 	switch {
 	case end == jsonNotObject:
-		w.mode = respPass
-		w.w.Header().Set("Content-Length", strconv.Itoa(len(w.whole)))
+		w.mode = respPass // not ours to translate: as it came
+		if w.length >= 0 {
+			w.w.Header().Set("Content-Length", strconv.Itoa(w.length))
+		}
 		w.w.WriteHeader(w.status)
-		_, err := w.w.Write(w.whole)
+		_, err := w.w.Write(body)
 		return err
 	case end < 0:
+		if start == 0 {
+			w.whole = append(w.whole, b...)
+		}
 		return nil
 	}
 	w.mode = respDone
-	out, err := w.t.wholeAnswer(w.whole[:end])
+	out, err := w.t.wholeAnswer(body[:end])
 	if err != nil {
 		(&Error{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
 			Message: "the model's answer could not be translated to the Responses API: " + err.Error()}).Write(w.w)
@@ -111,6 +126,21 @@ func (w *respWriter) collect(b []byte) error {
 	w.w.WriteHeader(w.status)
 	_, err = w.w.Write(out)
 	return err
+}
+
+// complete returns the end of a whole answer in body (of which
+// body[start:] is new), -1 while it is not complete, or jsonNotObject.
+func (w *respWriter) complete(body []byte, start int) int {
+	if w.length < 0 {
+		return w.end.feed(body, start)
+	}
+	if i := skipSpace(body, 0); i < len(body) && body[i] != '{' {
+		return jsonNotObject
+	}
+	if len(body) < w.length {
+		return -1
+	}
+	return w.length
 }
 
 func (w *respWriter) drain() error {
