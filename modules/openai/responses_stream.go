@@ -47,19 +47,20 @@ func newRespStream(t *respTurn) *respStream {
 
 // write reads the SSE lines of b and translates each whole event.
 func (s *respStream) write(b []byte) {
-	buf := b
-	if len(s.in) > 0 {
+	buf, off, from := b, 0, 0
+	if len(s.in) > 0 { // s.in holds no line break: look in b only
+		from = len(s.in)
 		s.in = append(s.in, b...)
 		buf = s.in
 	}
-	off := 0
 	for {
-		i := bytes.IndexByte(buf[off:], '\n')
+		i := bytes.IndexByte(buf[from:], '\n')
 		if i < 0 {
 			break
 		}
-		line := buf[off : off+i]
-		off += i + 1
+		line := buf[off : from+i]
+		off = from + i + 1
+		from = off
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
@@ -101,7 +102,7 @@ func (s *respStream) event(data []byte) {
 	walkObject(data, skipSpace(data, 0), func(k []byte, v int) int {
 		switch string(k) {
 		case "choices":
-			if data[v] == '[' {
+			if v < len(data) && data[v] == '[' {
 				return walkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
 		case "usage":

@@ -499,3 +499,21 @@ func TestResponsesFlush(t *testing.T) {
 		t.Fatalf("the delta did not reach the client when its event did: %s", rec.Body)
 	}
 }
+
+// FuzzResponsesStreamBytes feeds the translator arbitrary bytes as a
+// chat stream: whatever an engine sends, it must not panic, and what it
+// writes must be whole events.
+func FuzzResponsesStreamBytes(f *testing.F) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, a := range streamCases {
+		f.Add(a.stream(rng))
+	}
+	f.Add([]byte("data: {\"choices\":\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":\"x\"}]}}]}\n\ndata: {\"error\":\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		turn := newTurn(t, `{"model":"m","input":"x","stream":true,"store":false}`)
+		rec := serve(turn, 200, "text/event-stream", [][]byte{b}, nil)
+		if out := rec.Body.String(); !strings.HasSuffix(out, "}\n\n") {
+			t.Fatalf("the output ends inside an event: %q", out[max(0, len(out)-80):])
+		}
+	})
+}
