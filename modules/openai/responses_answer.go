@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -48,32 +49,7 @@ func (o *respOut) status() (status, reason string) {
 // wholeAnswer translates a non-streamed chat completion.
 func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	var o respOut
-	var choice, msg []byte
-	_ = eachMember(body, func(k, v []byte) error {
-		switch string(k) {
-		case "choices":
-			_ = eachElement(v, func(i int, c []byte) error {
-				if i == 0 {
-					choice = c
-				}
-				return nil
-			})
-		case "usage":
-			if kindOf(v) == kObject {
-				o.usage = v
-			}
-		}
-		return nil
-	})
-	_ = eachMember(choice, func(k, v []byte) error {
-		switch string(k) {
-		case "message":
-			msg = v
-		case "finish_reason":
-			o.finish = str(v)
-		}
-		return nil
-	})
+	msg := o.readChoice(body)
 	if kindOf(msg) != kObject {
 		return nil, errNoMessage
 	}
@@ -105,19 +81,46 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 		return nil
 	})
 	if len(o.items) == 0 {
-		it := o.add('m', "msg_")
-		it.status = status
+		o.add('m', "msg_").status = status
 	}
 	resp := t.appendResponse(nil, &o, "")
 	t.save(&o, resp)
 	return resp, nil
 }
 
-var errNoMessage = jsonError("the answer has no choices[0].message")
+var errNoMessage = errors.New("the answer has no choices[0].message")
 
-type jsonError string
-
-func (e jsonError) Error() string { return string(e) }
+// readChoice reads a chat completion's usage and first choice's finish
+// reason, and returns that choice's message.
+func (o *respOut) readChoice(body []byte) (msg []byte) {
+	var choice []byte
+	_ = eachMember(body, func(k, v []byte) error {
+		switch string(k) {
+		case "choices":
+			_ = eachElement(v, func(i int, c []byte) error {
+				if i == 0 {
+					choice = c
+				}
+				return nil
+			})
+		case "usage":
+			if kindOf(v) == kObject {
+				o.usage = v
+			}
+		}
+		return nil
+	})
+	_ = eachMember(choice, func(k, v []byte) error {
+		switch string(k) {
+		case "message":
+			msg = v
+		case "finish_reason":
+			o.finish = str(v)
+		}
+		return nil
+	})
+	return msg
+}
 
 func (o *respOut) wholeCall(c []byte) {
 	var id, name, args []byte
@@ -194,9 +197,9 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 	} else {
 		b = append(b, `,"incomplete_details":null`...)
 	}
-	b = appendMember(b, "instructions", or(t.instructions, "null"))
-	b = appendMember(b, "max_output_tokens", or(t.maxOutput, "null"))
-	b = appendMember(b, "metadata", or(t.metadata, "{}"))
+	b = appendMember(b, "instructions", orJSON(t.instructions, "null"))
+	b = appendMember(b, "max_output_tokens", orJSON(t.maxOutput, "null"))
+	b = appendMember(b, "metadata", orJSON(t.metadata, "{}"))
 	b = appendMember(b, "model", t.model)
 	b = append(b, `,"output":[`...)
 	for i, it := range o.items {
@@ -206,22 +209,22 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 		b = it.appendItem(b, true)
 	}
 	b = append(b, ']')
-	b = appendMember(b, "parallel_tool_calls", or(t.parallel, "true"))
-	b = appendMember(b, "previous_response_id", or(t.previousID, "null"))
-	b = append(append(append(b, `,"reasoning":{"effort":`...), or(t.effort, "null")...), `,"summary":null}`...)
+	b = appendMember(b, "parallel_tool_calls", orJSON(t.parallel, "true"))
+	b = appendMember(b, "previous_response_id", orJSON(t.previousID, "null"))
+	b = append(append(append(b, `,"reasoning":{"effort":`...), orJSON(t.effort, "null")...), `,"summary":null}`...)
 	b = strconv.AppendBool(append(b, `,"store":`...), t.store)
-	b = appendMember(b, "temperature", or(t.temperature, "1"))
-	b = appendMember(b, "text", or(t.text, `{"format":{"type":"text"}}`))
-	b = appendMember(b, "tool_choice", or(t.toolChoice, `"auto"`))
-	b = appendMember(b, "tools", or(t.tools, "[]"))
-	b = appendMember(b, "top_p", or(t.topP, "1"))
-	b = appendMember(b, "truncation", or(t.truncation, `"disabled"`))
+	b = appendMember(b, "temperature", orJSON(t.temperature, "1"))
+	b = appendMember(b, "text", orJSON(t.text, `{"format":{"type":"text"}}`))
+	b = appendMember(b, "tool_choice", orJSON(t.toolChoice, `"auto"`))
+	b = appendMember(b, "tools", orJSON(t.tools, "[]"))
+	b = appendMember(b, "top_p", orJSON(t.topP, "1"))
+	b = appendMember(b, "truncation", orJSON(t.truncation, `"disabled"`))
 	b = appendUsage(append(b, `,"usage":`...), o.usage)
-	b = appendMember(b, "user", or(t.user, "null"))
+	b = appendMember(b, "user", orJSON(t.user, "null"))
 	return append(b, '}')
 }
 
-func or(v []byte, def string) []byte {
+func orJSON(v []byte, def string) []byte {
 	if len(v) == 0 {
 		return []byte(def)
 	}
@@ -342,7 +345,7 @@ func (t *respTurn) save(o *respOut, resp []byte) {
 		rec = append(append(rec, t.convo...), ',')
 	}
 	rec = o.appendChatMessage(rec)
-	rec = append(append(append(rec, `],"input":`...), or(t.input, "null")...), '}')
+	rec = append(append(append(rec, `],"input":`...), orJSON(t.input, "null")...), '}')
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), storeTimeout)
 	defer cancel()
 	_ = currentStore().Put(ctx, t.scope, t.id, rec, storeTTL)

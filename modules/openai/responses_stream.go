@@ -106,17 +106,17 @@ func (s *respStream) event(data []byte) {
 				return walkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
 		case "usage":
-			u, end := value(data, v)
+			u, end := valueAt(data, v)
 			if kindOf(u) == kObject {
 				s.o.usage, s.sawUsage = append(s.o.usage[:0], u...), true
 			}
 			return end
 		case "error":
 			var end int
-			errv, end = value(data, v)
+			errv, end = valueAt(data, v)
 			return end
 		}
-		return skip(data, v)
+		return skipFast(data, v)
 	})
 	if k := kindOf(errv); k == kObject || k == kString {
 		s.fail(errv)
@@ -142,11 +142,11 @@ func (s *respStream) choice(b []byte, i int) int {
 		switch string(k) {
 		case "index":
 			var n []byte
-			n, end = value(b, v)
+			n, end = valueAt(b, v)
 			d.index, _ = strconv.Atoi(string(n))
 		case "delta":
 			end = walkObject(b, v, func(dk []byte, dv int) int {
-				x, end := value(b, dv)
+				x, end := valueAt(b, dv)
 				switch string(dk) {
 				case "content":
 					d.content = x
@@ -158,12 +158,12 @@ func (s *respStream) choice(b []byte, i int) int {
 				return end
 			})
 			if end < 0 {
-				end = skip(b, v) // null
+				end = skipFast(b, v) // null
 			}
 		case "finish_reason":
-			d.finish, end = value(b, v)
+			d.finish, end = valueAt(b, v)
 		default:
-			end = skip(b, v)
+			end = skipFast(b, v)
 		}
 		return end
 	})

@@ -64,8 +64,8 @@ func walkArray(b []byte, i int, fn func(v int) int) int {
 }
 
 // value returns the JSON value at b[i] and its end.
-func value(b []byte, i int) ([]byte, int) {
-	end := skip(b, i)
+func valueAt(b []byte, i int) ([]byte, int) {
+	end := skipFast(b, i)
 	if end < 0 {
 		return nil, -1
 	}
@@ -74,7 +74,7 @@ func value(b []byte, i int) ([]byte, int) {
 
 // skip returns the end of the JSON value at b[i], or -1: skipValue, with
 // strings (most of a chunk's bytes) skipped faster.
-func skip(b []byte, i int) int {
+func skipFast(b []byte, i int) int {
 	if i < len(b) && b[i] == '"' {
 		return skipString(b, i)
 	}
