@@ -81,11 +81,21 @@ func skipFast(b []byte, i int) int {
 	return skipValue(b, i)
 }
 
-// skipString returns the end of the JSON string at b[i], or -1. It jumps
-// from quote to quote (IndexByte is vectorised) and counts the
+// skipString returns the end of the JSON string at b[i], or -1. Short
+// strings (keys, most values) are scanned byte by byte; past 16 bytes it
+// jumps from quote to quote (IndexByte is vectorised) and counts the
 // backslashes before each to know whether it is escaped.
 func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
+	j := i + 1
+	for stop := min(len(b), j+16); j < stop; j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	for j < len(b) {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return -1

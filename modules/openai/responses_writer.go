@@ -25,6 +25,7 @@ type respWriter struct {
 	length int      // respWhole: the body's Content-Length, -1 when unknown
 	end    jsonScan // respWhole: where the body's object ends, when its length is unknown
 	s      *respStream
+	rc     *http.ResponseController // of w, for flushes
 }
 
 const (
@@ -163,7 +164,10 @@ func (w *respWriter) FlushError() error {
 	case respWhole, respUndecided:
 		return nil
 	}
-	return http.NewResponseController(w.w).Flush()
+	if w.rc == nil {
+		w.rc = http.NewResponseController(w.w)
+	}
+	return w.rc.Flush()
 }
 
 // Unwrap lets http.ResponseController reach the client's writer.
