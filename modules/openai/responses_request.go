@@ -46,6 +46,12 @@ type respTurn struct {
 	temperature, topP, maxOutput, previousID, user, truncation []byte
 	parallel, effort                                           []byte
 
+	// prevErr is the 404 for a previous_response_id this gateway did not
+	// store. The request may still pass to an engine that speaks
+	// Responses (the id may be its own); translated, it is answered with
+	// this error (and the engine asked for one token only).
+	prevErr *Error
+
 	// convo is the conversation in chat form without the instructions:
 	// the previous response's, then this turn's input (elements of a
 	// JSON array, without brackets). input is the client's input member.
@@ -369,7 +375,11 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 	var cb chatMessages
 	if len(t.previousID) > 0 {
 		prev, err := loadPrevious(ctx, t.scope, str(t.previousID))
-		if err != nil {
+		var e *Error
+		switch {
+		case errors.As(err, &e) && e.Status == http.StatusNotFound:
+			t.prevErr = e // an engine that speaks Responses may know it
+		case err != nil:
 			return err
 		}
 		cb.b = append(cb.b, prev...)
@@ -378,6 +388,9 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 		return err
 	}
 	t.convo = cb.done()
+	if len(t.convo) == 0 && t.prevErr != nil {
+		return t.prevErr
+	}
 	if len(t.convo) == 0 {
 		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "input",
 			Message: "input must not be empty: send a string or at least one message item"}
@@ -419,7 +432,7 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 		v []byte
 	}{
 		{"tools", p.chatTools}, {"tool_choice", p.chatToolChoice}, {"parallel_tool_calls", t.parallel},
-		{"response_format", p.responseFormat}, {"max_completion_tokens", t.maxOutput},
+		{"response_format", p.responseFormat}, {"max_completion_tokens", t.chatMaxTokens()},
 		{"temperature", t.temperature}, {"top_p", t.topP}, {"user", t.user}, {"reasoning_effort", t.effort},
 	} {
 		if len(m.v) > 0 {
@@ -435,6 +448,18 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 	}
 	return append(b, '}')
 }
+
+func (t *respTurn) chatMaxTokens() []byte {
+	if t.prevErr != nil {
+		return []byte("1") // the answer is an error: spend as little as may be
+	}
+	return t.maxOutput
+}
+
+// PassThrough reports whether the client's own body may go to an engine
+// that speaks Responses: not when it continues a response this gateway
+// stored, which only the translated request carries.
+func (t *respTurn) PassThrough() bool { return len(t.previousID) == 0 || t.prevErr != nil }
 
 // appendMember appends "key":value to an object being written, with a
 // comma unless it is the first member.

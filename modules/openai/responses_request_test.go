@@ -184,11 +184,29 @@ func TestResponsesPrevious(t *testing.T) {
 	if diff := cmp.Diff(jsonValue(t, []byte(want)), jsonValue(t, req.Raw)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
+	if p, ok := req.Translation.(interface{ PassThrough() bool }); !ok || p.PassThrough() {
+		t.Error("a request continuing a stored response may pass to an engine as it is")
+	}
+	// An unknown id (or another key's) may be an engine's own: such a
+	// request passes to an engine that speaks Responses; translated, it
+	// is answered 404, the engine asked for one token.
 	for _, id := range []string{"resp_nope", "resp_2"} {
-		_, err = responsesRequest(t, `{"model":"m","previous_response_id":"`+id+`","input":"q2"}`)
-		e, ok := err.(*Error)
-		if !ok || e.Status != 404 || e.Param != "previous_response_id" || e.Message != "Previous response with id '"+id+"' not found." {
-			t.Errorf("got %#v, want a 404 naming %s", err, id)
+		req, err = responsesRequest(t, `{"model":"m","previous_response_id":"`+id+`","input":"q2","max_output_tokens":500}`)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if p := req.Translation.(interface{ PassThrough() bool }); !p.PassThrough() || req.MaxTokens != 1 {
+			t.Errorf("unknown %s: passes %v, max tokens %d", id, p.PassThrough(), req.MaxTokens)
+		}
+		rec := serve(req.Translation.(*respTurn), 200, "text/event-stream", [][]byte{[]byte("data: {\"choices\":[]}\n\n")}, nil)
+		var e body
+		_ = json.Unmarshal(rec.Body.Bytes(), &e)
+		if rec.Code != 404 || *e.Error.Param != "previous_response_id" || e.Error.Message != "Previous response with id '"+id+"' not found." {
+			t.Errorf("got %d %s, want a 404 naming %s", rec.Code, rec.Body, id)
+		}
+	}
+	_, err = responsesRequest(t, `{"model":"m","previous_response_id":"resp_nope"}`)
+	if e, ok := err.(*Error); !ok || e.Status != 404 {
+		t.Errorf("unknown id and no input: got %v, want a 404", err)
 	}
 }
