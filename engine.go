@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	anthropiceng "github.com/llmgw/llmgw/engines/anthropic"
 	"github.com/llmgw/llmgw/engines/llamacpp"
 	"github.com/llmgw/llmgw/engines/ollama"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
@@ -50,7 +51,9 @@ secret argument, the secret is read from standard input.`,
 		Short: "Runs a built-in engine plugin (started by llmgw itself)",
 		Long: `
 Runs one of the engine plugins built into llmgw: sim (a simulated model for
-demos and load tests) or openai (an outside OpenAI-compatible provider).
+demos and load tests), openai (an outside OpenAI-compatible provider, Azure
+OpenAI included), anthropic (an Anthropic Messages provider), llamacpp, vllm
+or ollama.
 llmgw starts these as child processes; run by hand, "describe" prints the
 engine's type, version and protocol as JSON.`,
 		CobraFunc: func(cmd *cobra.Command) {
@@ -69,7 +72,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|llamacpp|vllm|ollama> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|anthropic|llamacpp|vllm|ollama> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -86,6 +89,8 @@ func RunEngine(args []string) int {
 		impl = sim.New(logger)
 	case "openai":
 		impl = openaieng.New()
+	case "anthropic":
+		impl = anthropiceng.New()
 	case "llamacpp":
 		e := llamacpp.New(logger)
 		defer e.Shutdown()
@@ -99,7 +104,7 @@ func RunEngine(args []string) int {
 		defer e.Shutdown()
 		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, llamacpp, vllm, ollama\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, anthropic, llamacpp, vllm, ollama\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

@@ -66,6 +66,8 @@ type target struct {
 	// redis is the address of the Redis the target counts in, whose
 	// read events per request (round trips) are reported; "" for none.
 	redis string
+	// api is the API the target's requests speak ("": chat completions).
+	api string
 }
 
 type sample struct {
@@ -91,6 +93,7 @@ func compare(args []string) error {
 	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
 	unique := fs.Bool("unique", false, "give every request a new question, and also measure the whole pipeline (llm_quota, llm_guardrails, llm_cache exact and semantic, llm_router) missing the cache")
 	entries := fs.String("cache-entries", "10000,100000", "with -unique: questions the pipeline's cache holds before it is measured, one gateway per size")
+	apis := fs.String("apis", "", "also measure llm_router with the same questions in these APIs, translated to chat completions: responses,messages")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
 	if err != nil {
@@ -145,6 +148,14 @@ func compare(args []string) error {
 			return err
 		}
 		targets = append(targets, target{name: g.name, url: fmt.Sprintf("http://127.0.0.1:%d/v1", port), pids: []int{cmd.Process.Pid}, redis: g.redis})
+		if g.name == "llmgw llm_router" && *apis != "" {
+			router := targets[len(targets)-1]
+			for _, a := range strings.Split(*apis, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					targets = append(targets, target{name: "llm_router, /v1/" + a, url: router.url, pids: router.pids, api: a})
+				}
+			}
+		}
 		if n := g.fill; n > 0 {
 			fmt.Fprintf(os.Stderr, "filling the cache of %q with %d questions\n", g.name, n)
 			fill := loadConfig{URL: targets[len(targets)-1].url, Model: "bench", Concurrency: 64, Requests: n, MaxTokens: 1, Key: benchKey, Unique: true}
@@ -194,7 +205,7 @@ func measure(cfg loadConfig, targets []target, rounds int) ([][]sample, error) {
 	samples := make([][]sample, len(targets))
 	for i, t := range targets { // warm up pools
 		c := cfg
-		c.URL, c.Duration = t.url, time.Second
+		c.URL, c.Duration, c.API = t.url, time.Second, t.api
 		if _, err := run(c); err != nil {
 			return nil, fmt.Errorf("%s: %w", targets[i].name, err)
 		}
@@ -206,7 +217,7 @@ func measure(cfg loadConfig, targets []target, rounds int) ([][]sample, error) {
 			i := (round + k) % len(targets)
 			t := targets[i]
 			c := cfg
-			c.URL = t.url
+			c.URL, c.API = t.url, t.api
 			reads0, rerr := redisReads(t.redis)
 			before := sumCPU(t.pids)
 			res, err := run(c)

@@ -40,6 +40,10 @@ type loadConfig struct {
 	// Unique, when set, gives every request a question no request asked
 	// before, so a cache misses every time.
 	Unique bool
+	// API is the API the requests speak: "" (chat completions),
+	// "responses" or "messages"; the question and answer length are the
+	// same in each.
+	API string
 }
 
 type result struct {
@@ -62,8 +66,33 @@ func (cfg loadConfig) body() []byte {
 	if cfg.PromptBytes > 0 {
 		prompt = longPrompt(cfg.PromptBytes)
 	}
-	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
-		cfg.Model, cfg.Stream, cfg.MaxTokens, prompt)
+	return cfg.request(prompt)
+}
+
+// request is the body asking prompt in cfg's API.
+func (cfg loadConfig) request(prompt string) []byte {
+	const system = "You are a helpful assistant."
+	switch cfg.API {
+	case "responses":
+		return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_output_tokens":%d,"store":false,"instructions":%q,"input":%q}`,
+			cfg.Model, cfg.Stream, cfg.MaxTokens, system, prompt)
+	case "messages":
+		return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"system":%q,"messages":[{"role":"user","content":%q}]}`,
+			cfg.Model, cfg.Stream, cfg.MaxTokens, system, prompt)
+	}
+	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":%q},{"role":"user","content":%q}]}`,
+		cfg.Model, cfg.Stream, cfg.MaxTokens, system, prompt)
+}
+
+// path is the endpoint of cfg's API, and the line that ends its streams.
+func (cfg loadConfig) path() (string, []byte) {
+	switch cfg.API {
+	case "responses":
+		return "/responses", []byte("event: response.completed")
+	case "messages":
+		return "/messages", []byte("event: message_stop")
+	}
+	return "/chat/completions", doneEvent
 }
 
 // uniqueSeq numbers the unique questions of a process.
@@ -79,9 +108,7 @@ func (cfg loadConfig) uniqueBody() []byte {
 	for i := range words {
 		words[i] = uniqueVocabulary[rng.IntN(len(uniqueVocabulary))]
 	}
-	prompt := fmt.Sprintf("How do I %s for ticket %d?", strings.Join(words, " "), n)
-	return fmt.Appendf(nil, `{"model":%q,"stream":%t,"max_tokens":%d,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":%q}]}`,
-		cfg.Model, cfg.Stream, cfg.MaxTokens, prompt)
+	return cfg.request(fmt.Sprintf("How do I %s for ticket %d?", strings.Join(words, " "), n))
 }
 
 var uniqueVocabulary = strings.Fields(`account address airport answer apple bank battery bill book bread budget
@@ -118,7 +145,8 @@ func longPrompt(n int) string {
 func run(cfg loadConfig) (*result, error) {
 	client := newClient(cfg.Concurrency)
 	body := cfg.body()
-	url := strings.TrimRight(cfg.URL, "/") + "/chat/completions"
+	path, done := cfg.path()
+	url := strings.TrimRight(cfg.URL, "/") + path
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
 	defer cancel()
 	if cfg.Requests > 0 {
@@ -164,7 +192,7 @@ func run(cfg loadConfig) (*result, error) {
 				if cfg.Unique {
 					b = cfg.uniqueBody()
 				}
-				lat, ttfb, err := one(ctx, client, url, cfg.Key, b, cfg.Stream)
+				lat, ttfb, err := one(ctx, client, url, cfg.Key, b, cfg.Stream, done)
 				mu.Lock()
 				switch {
 				case err != nil && ctx.Err() != nil && cfg.Requests == 0:
@@ -196,7 +224,8 @@ func run(cfg loadConfig) (*result, error) {
 
 var doneEvent = []byte("data: [DONE]")
 
-func one(ctx context.Context, c *http.Client, url, key string, body []byte, stream bool) (lat, ttfb time.Duration, err error) {
+// one sends a request; a stream must end with the line done starts.
+func one(ctx context.Context, c *http.Client, url, key string, body []byte, stream bool, doneLine []byte) (lat, ttfb time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
@@ -226,7 +255,7 @@ func one(ctx context.Context, c *http.Client, url, key string, body []byte, stre
 		if ttfb == 0 && bytes.HasPrefix(line, []byte("data:")) {
 			ttfb = time.Since(start)
 		}
-		if bytes.HasPrefix(line, doneEvent) {
+		if bytes.HasPrefix(line, doneLine) {
 			done = true
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -237,7 +266,7 @@ func one(ctx context.Context, c *http.Client, url, key string, body []byte, stre
 				return time.Since(start), ttfb, nil
 			}
 			if errors.Is(err, io.EOF) {
-				return 0, 0, errors.New("stream ended without [DONE]")
+				return 0, 0, fmt.Errorf("stream ended without %s", doneLine)
 			}
 			return 0, 0, err
 		}

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/llmgw/llmgw/plugins/enginetest"
@@ -108,7 +111,66 @@ func TestOllamaServesChatCompletionsEmbeddings(t *testing.T) {
 	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) != 64 {
 		t.Errorf("embeddings: %d vectors of %d", len(emb.Data), len(emb.Data[0].Embedding))
 	}
+	// The agent APIs, translated to chat completions for Ollama.
+	r, err := c.Responses.New(bg, responses.ResponseNewParams{
+		Model: "tiny", MaxOutputTokens: openai.Int(16), Temperature: openai.Float(0),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("tell me about the sea")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OutputText() == "" || r.Usage.OutputTokens < 1 || r.Usage.OutputTokens > 16 || r.Usage.InputTokens < 1 {
+		t.Errorf("responses: %q, usage %+v", r.OutputText(), r.Usage)
+	}
+	rs := c.Responses.NewStreaming(bg, responses.ResponseNewParams{
+		Model: "tiny", MaxOutputTokens: openai.Int(16), Temperature: openai.Float(0),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("tell me about the sea")},
+	})
+	var deltas strings.Builder
+	var done responses.Response
+	for rs.Next() {
+		switch ev := rs.Current(); ev.Type {
+		case "response.output_text.delta":
+			deltas.WriteString(ev.Delta)
+		case "response.completed", "response.incomplete":
+			done = ev.Response
+		}
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if deltas.String() != done.OutputText() || deltas.String() != r.OutputText() {
+		t.Errorf("responses streamed %q, completed %q, whole %q", deltas.String(), done.OutputText(), r.OutputText())
+	}
+	ac := anthropic.NewClient(aoption.WithBaseURL(g.base), aoption.WithAPIKey("none"), aoption.WithMaxRetries(0))
+	mp := anthropic.MessageNewParams{Model: "tiny", MaxTokens: 16,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("tell me about the sea"))}}
+	zero := aoption.WithJSONSet("temperature", 0)
+	msg, err := ac.Messages.New(bg, mp, zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != r.OutputText() || msg.Usage.OutputTokens != r.Usage.OutputTokens {
+		t.Errorf("messages: %+v usage %+v; responses said %q", msg.Content, msg.Usage, r.OutputText())
+	}
+	ms := ac.Messages.NewStreaming(bg, mp, zero)
+	var acc2 anthropic.Message
+	for ms.Next() {
+		if err := acc2.Accumulate(ms.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ms.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc2.Content) != 1 || acc2.Content[0].Text != msg.Content[0].Text || acc2.StopReason != msg.StopReason {
+		t.Errorf("messages streamed %+v (%s), whole %+v (%s)", acc2.Content, acc2.StopReason, msg.Content, msg.StopReason)
+	}
+
 	fams := scrape(t, g)
+	if v, _ := value(fams, "llmgw_requests_total", map[string]string{"model": "tiny", "api": "messages", "status": "200"}); v != 2 {
+		t.Errorf("messages requests counted: %v", v)
+	}
 	if v, _ := value(fams, "llmgw_tokens_total", map[string]string{"model": "tiny", "kind": "completion"}); v < 3 {
 		t.Errorf("completion tokens counted: %v", v)
 	}

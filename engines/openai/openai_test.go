@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/llmgw/llmgw/plugins/engine"
 	"github.com/llmgw/llmgw/plugins/enginetest"
 )
@@ -40,6 +42,54 @@ func TestStart(t *testing.T) {
 			}
 			if rep.BaseURL != "https://x/v1" || rep.Headers["Authorization"] != "Bearer k" || rep.UpstreamModel != "up" {
 				t.Errorf("got %+v", rep)
+			}
+		})
+	}
+}
+
+func TestStartAzure(t *testing.T) {
+	const res = "https://res.openai.azure.com"
+	for _, tc := range []struct {
+		name    string
+		options map[string]string
+		want    engine.Replica
+		err     string // error substring
+	}{
+		{name: "deployment", options: map[string]string{"base_url": res + "/", "azure_deployment": "gpt-4o-prod", "api_version": "2024-10-21", "api_key": "k"},
+			want: engine.Replica{ID: "r", BaseURL: res + "/openai/deployments/gpt-4o-prod?api-version=2024-10-21", Headers: map[string]string{"api-key": "k"}}},
+		{name: "deployment with /openai", options: map[string]string{"base_url": res + "/openai", "azure_deployment": "d x", "api_version": "2025-04-01-preview", "api_key": "k"},
+			want: engine.Replica{ID: "r", BaseURL: res + "/openai/deployments/d%20x?api-version=2025-04-01-preview", Headers: map[string]string{"api-key": "k"}}},
+		{name: "deployment on another host, Bearer asked", options: map[string]string{"base_url": "http://127.0.0.1:8", "azure_deployment": "d", "api_version": "v", "api_key": "k", "api_key_header": "Authorization"},
+			want: engine.Replica{ID: "r", BaseURL: "http://127.0.0.1:8/openai/deployments/d?api-version=v", Headers: map[string]string{"Authorization": "Bearer k"}}},
+		{name: "deployment on another host", options: map[string]string{"base_url": "http://127.0.0.1:8", "azure_deployment": "d", "api_version": "v", "api_key": "k"},
+			want: engine.Replica{ID: "r", BaseURL: "http://127.0.0.1:8/openai/deployments/d?api-version=v", Headers: map[string]string{"api-key": "k"}}},
+		{name: "v1 API", options: map[string]string{"base_url": res + "/openai/v1", "api_key": "k", "model": "my-deployment"},
+			want: engine.Replica{ID: "r", BaseURL: res + "/openai/v1", UpstreamModel: "my-deployment", Headers: map[string]string{"api-key": "k"}}},
+		{name: "v1 API elsewhere, api-key asked", options: map[string]string{"base_url": "http://127.0.0.1:8/openai/v1", "api_key": "k", "api_key_header": "api-key"},
+			want: engine.Replica{ID: "r", BaseURL: "http://127.0.0.1:8/openai/v1", Headers: map[string]string{"api-key": "k"}}},
+		{name: "v1 API preview", options: map[string]string{"base_url": res + "/openai/v1", "api_version": "preview"},
+			want: engine.Replica{ID: "r", BaseURL: res + "/openai/v1?api-version=preview"}},
+		{name: "no api_version", options: map[string]string{"base_url": res, "azure_deployment": "d"}, err: "needs api_version, the Azure OpenAI API version, such as 2024-10-21"},
+		{name: "no base_url", options: map[string]string{"azure_deployment": "d", "api_version": "v"}, err: "azure_deployment needs base_url"},
+		{name: "deployment in base_url", options: map[string]string{"base_url": res + "/openai/deployments/d", "azure_deployment": "d", "api_version": "v"}, err: "already names a deployment"},
+		{name: "deployment with v1 base", options: map[string]string{"base_url": res + "/openai/v1", "azure_deployment": "d", "api_version": "v"}, err: "leave azure_deployment and api_version out"},
+		{name: "query in base_url", options: map[string]string{"base_url": res + "/openai/v1?api-version=x"}, err: "set the api-version with option api_version"},
+		{name: "bare resource", options: map[string]string{"base_url": res}, err: "set azure_deployment and api_version, or use its v1 API with base_url " + res + "/openai/v1"},
+		{name: "bad header", options: map[string]string{"base_url": res + "/openai/v1", "api_key": "k", "api_key_header": "api key"}, err: "is not a header name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := New().Start(t.Context(), engine.ReplicaSpec{Model: "m", ReplicaID: "r", Options: tc.options})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("got %v, want an error containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rep); diff != "" {
+				t.Errorf("replica (-want +got):\n%s", diff)
 			}
 		})
 	}

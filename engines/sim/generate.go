@@ -8,11 +8,12 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/llmgw/llmgw/engines/internal/synth"
 )
 
 // request holds the fields of an OpenAI request the simulator acts on;
@@ -33,8 +34,13 @@ type request struct {
 	Stop                json.RawMessage `json:"stop"`
 	Tools               []tool          `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
 	ResponseFormat      *struct {
-		Type string `json:"type"`
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
 	} `json:"response_format"`
 	Dimensions     int    `json:"dimensions"`
 	EncodingFormat string `json:"encoding_format"`
@@ -53,9 +59,7 @@ type tool struct {
 	} `json:"function"`
 }
 
-var lexicon = strings.Fields(`the a model answer simulated gateway token stream quick brown fox
-jumps over lazy dog river mountain cloud signal engine replica request response latency light
-bright calm steady green blue seven eleven paper garden window music ocean forest stone`)
+var lexicon = synth.Lexicon
 
 // text returns the plain text of a message's content (string or parts).
 func (m message) text() string {
@@ -149,40 +153,105 @@ func (r *request) stops() []string {
 	return ss
 }
 
-// forcedTool returns the tool the request forces, if any.
-func (r *request) forcedTool() *tool {
-	if len(r.Tools) == 0 || len(r.ToolChoice) == 0 {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(r.ToolChoice, &s) == nil {
-		if s == "required" {
-			return &r.Tools[0]
-		}
-		return nil
-	}
-	var c struct {
-		Function struct{ Name string } `json:"function"`
-	}
-	if json.Unmarshal(r.ToolChoice, &c) != nil {
-		return nil
-	}
+// calledTools returns the tools the answer calls, in the order the
+// request lists them: the one tool_choice names; else the function tools
+// the last message (a user's) mentions by name, ignoring case; else, when
+// tool_choice is "required", the first tool. With parallel_tool_calls
+// false, only the first of them. tool_choice "none" calls nothing.
+func (r *request) calledTools() []*tool {
+	var funcs []*tool
 	for i := range r.Tools {
-		if r.Tools[i].Function.Name == c.Function.Name {
-			return &r.Tools[i]
+		if (r.Tools[i].Type == "" || r.Tools[i].Type == "function") && r.Tools[i].Function.Name != "" {
+			funcs = append(funcs, &r.Tools[i])
 		}
 	}
-	return nil
+	if len(funcs) == 0 {
+		return nil
+	}
+	var mode string
+	if json.Unmarshal(r.ToolChoice, &mode) != nil {
+		var c struct {
+			Function struct{ Name string } `json:"function"`
+		}
+		if json.Unmarshal(r.ToolChoice, &c) == nil && c.Function.Name != "" {
+			for _, t := range funcs {
+				if t.Function.Name == c.Function.Name {
+					return []*tool{t}
+				}
+			}
+			return nil
+		}
+	}
+	if mode == "none" {
+		return nil
+	}
+	var called []*tool
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" {
+		text := strings.ToLower(r.Messages[n-1].text())
+		for _, t := range funcs {
+			if strings.Contains(text, strings.ToLower(t.Function.Name)) {
+				called = append(called, t)
+			}
+		}
+	}
+	if len(called) == 0 && mode == "required" {
+		called = funcs[:1]
+	}
+	if len(called) > 1 && r.ParallelToolCalls != nil && !*r.ParallelToolCalls {
+		called = called[:1]
+	}
+	return called
+}
+
+// reasoningTokens is how long the simulated reasoning is: by the
+// request's reasoning_effort, else medium when the model always reasons.
+func (r *request) reasoningTokens(always bool) int {
+	switch r.ReasoningEffort {
+	case "":
+		if always {
+			return 8
+		}
+		return 0
+	case "none":
+		return 0
+	case "minimal":
+		return 2
+	case "low":
+		return 4
+	case "high":
+		return 16
+	case "xhigh":
+		return 24
+	}
+	return 8
 }
 
 func countTokens(s string) int { return len(strings.Fields(s)) }
 
-// choice is one generated answer: words, or a tool call.
+// choice is one generated answer: reasoning, then words or tool calls.
 type choice struct {
-	words  []string
-	finish string
-	tool   *tool
-	args   string
+	reasoning []string
+	words     []string
+	finish    string
+	calls     []toolCall
+}
+
+// toolCall is one call of a choice: its arguments whole and in the
+// fragments a stream carries them in.
+type toolCall struct {
+	id    string
+	tool  *tool
+	args  string
+	frags []string
+}
+
+// tokens is the choice's completion tokens: one per piece streamed.
+func (c choice) tokens() int {
+	n := len(c.reasoning) + len(c.words)
+	for _, tc := range c.calls {
+		n += 1 + len(tc.frags)
+	}
+	return n
 }
 
 func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
@@ -202,33 +271,61 @@ func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
 	if req.Seed != nil {
 		seed ^= uint64(*req.Seed)
 	}
-	forced := (*tool)(nil)
+	var called []*tool
+	think := 0
 	if chat {
-		forced = req.forcedTool()
+		called = req.calledTools()
+		think = req.reasoningTokens(s.cfg.Reasoning)
 	}
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		if forced != nil {
-			choices = append(choices, choice{tool: forced, args: toolArgs(forced, rng), finish: "tool_calls"})
-			continue
+		c := s.choose(req, chat, called, limit, rng)
+		if think > 0 {
+			thought := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(i)))
+			for range think {
+				c.reasoning = append(c.reasoning, " "+lexicon[thought.IntN(len(lexicon))])
+			}
+			c.reasoning[0] = strings.TrimPrefix(c.reasoning[0], " ")
 		}
-		if s.cfg.Echo {
-			choices = append(choices, choice{words: pieces(req.lastText(), 3), finish: "stop"})
-			continue
-		}
-		c := choice{finish: "length"}
-		for range limit {
-			c.words = append(c.words, " "+lexicon[rng.IntN(len(lexicon))])
-		}
-		c.words[0] = strings.TrimPrefix(c.words[0], " ")
-		if req.ResponseFormat != nil && strings.HasPrefix(req.ResponseFormat.Type, "json") {
-			c.words = append([]string{`{"answer": "`}, append(c.words, `"}`)...)
-			c.finish = "stop"
-		}
-		c.applyStop(req.stops())
 		choices = append(choices, c)
 	}
 	return prompt, choices
+}
+
+// choose makes one answer: the tool calls, the echo, a reply to a tool's
+// output, a JSON object for a JSON schema, or words.
+func (s *Server) choose(req *request, chat bool, called []*tool, limit int, rng *rand.Rand) choice {
+	if len(called) > 0 {
+		c := choice{finish: "tool_calls"}
+		for _, t := range called {
+			args := synth.Object(t.Function.Parameters, rng)
+			c.calls = append(c.calls, toolCall{id: "call_" + strconv.FormatUint(rand.Uint64(), 36), tool: t,
+				args: args, frags: synth.Fragments(args, rng)})
+		}
+		return c
+	}
+	if s.cfg.Echo {
+		return choice{words: pieces(req.lastText(), 3), finish: "stop"}
+	}
+	if n := len(req.Messages); chat && n > 0 && req.Messages[n-1].Role == "tool" {
+		out := []rune(req.Messages[n-1].text())
+		text := `The tool returned: "` + string(out[:min(len(out), 40)]) + `".`
+		return choice{words: strings.SplitAfter(text, " "), finish: "stop"}
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" && rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0 {
+		return choice{words: synth.Fragments(synth.Object(rf.JSONSchema.Schema, rng), rng), finish: "stop"}
+	}
+	c := choice{finish: "length"}
+	for range limit {
+		c.words = append(c.words, " "+lexicon[rng.IntN(len(lexicon))])
+	}
+	c.words[0] = strings.TrimPrefix(c.words[0], " ")
+	if req.ResponseFormat != nil && strings.HasPrefix(req.ResponseFormat.Type, "json") {
+		c.words = append([]string{`{"answer": "`}, append(c.words, `"}`)...)
+		c.finish = "stop"
+	}
+	c.applyStop(req.stops())
+	return c
 }
 
 func (c *choice) applyStop(stops []string) {
@@ -256,40 +353,6 @@ func (c *choice) applyStop(stops []string) {
 	}
 }
 
-// toolArgs makes arguments that fit the tool's JSON schema properties.
-func toolArgs(t *tool, rng *rand.Rand) string {
-	var schema struct {
-		Properties map[string]struct {
-			Type string   `json:"type"`
-			Enum []string `json:"enum"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(t.Function.Parameters, &schema)
-	args := make(map[string]any, len(schema.Properties))
-	names := make([]string, 0, len(schema.Properties))
-	for name := range schema.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names) // the same draws for the same names, every time
-	for _, name := range names {
-		p := schema.Properties[name]
-		switch {
-		case len(p.Enum) > 0:
-			args[name] = p.Enum[rng.IntN(len(p.Enum))]
-		case p.Type == "integer":
-			args[name] = rng.IntN(100)
-		case p.Type == "number":
-			args[name] = float64(rng.IntN(1000)) / 10
-		case p.Type == "boolean":
-			args[name] = rng.IntN(2) == 1
-		default:
-			args[name] = lexicon[rng.IntN(len(lexicon))]
-		}
-	}
-	b, _ := json.Marshal(args)
-	return string(b)
-}
-
 // answer writes a chat or text completion, streamed or whole.
 func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req *request, chat bool) error {
 	if chat && len(req.Messages) == 0 {
@@ -297,15 +360,16 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req *request
 		return errors.New("bad request")
 	}
 	prompt, choices := s.plan(req, chat)
-	completion := 0
+	completion, reasoning := 0, 0
 	for _, c := range choices {
-		completion += len(c.words)
-		if c.tool != nil {
-			completion += countTokens(c.args) + 1
-		}
+		completion += c.tokens()
+		reasoning += len(c.reasoning)
 	}
 	id := "simcmpl-" + strconv.FormatUint(rand.Uint64(), 36)
-	usage := map[string]int{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+	if reasoning > 0 {
+		usage["completion_tokens_details"] = map[string]int{"reasoning_tokens": reasoning}
+	}
 	if err := s.pace(ctx, s.cfg.TTFT); err != nil {
 		return err
 	}
@@ -340,7 +404,7 @@ func (s *Server) pace(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func wholeAnswer(id, model, served string, chat bool, choices []choice, usage map[string]int) map[string]any {
+func wholeAnswer(id, model, served string, chat bool, choices []choice, usage map[string]any) map[string]any {
 	out := make([]map[string]any, len(choices))
 	for i, c := range choices {
 		text := strings.Join(c.words, "")
@@ -349,10 +413,17 @@ func wholeAnswer(id, model, served string, chat bool, choices []choice, usage ma
 			continue
 		}
 		msg := map[string]any{"role": "assistant", "content": text, "refusal": nil}
-		if c.tool != nil {
+		if len(c.reasoning) > 0 {
+			msg["reasoning_content"] = strings.Join(c.reasoning, "")
+		}
+		if len(c.calls) > 0 {
 			msg["content"] = nil
-			msg["tool_calls"] = []map[string]any{{"id": callID(id, i), "type": "function",
-				"function": map[string]any{"name": c.tool.Function.Name, "arguments": c.args}}}
+			calls := make([]map[string]any, len(c.calls))
+			for k, tc := range c.calls {
+				calls[k] = map[string]any{"id": tc.id, "type": "function",
+					"function": map[string]any{"name": tc.tool.Function.Name, "arguments": tc.args}}
+			}
+			msg["tool_calls"] = calls
 		}
 		out[i] = map[string]any{"index": i, "message": msg, "finish_reason": c.finish, "logprobs": nil}
 	}
@@ -363,8 +434,6 @@ func wholeAnswer(id, model, served string, chat bool, choices []choice, usage ma
 	return map[string]any{"id": id, "object": obj, "created": time.Now().Unix(), "model": model,
 		"system_fingerprint": fingerprint(served), "choices": out, "usage": usage}
 }
-
-func callID(id string, i int) string { return fmt.Sprintf("call_%s_%d", id[len("simcmpl-"):], i) }
 
 // fingerprint names the catalog model a replica serves, so a client (or a
 // test) can tell which model answered, for instance after a fallback.

@@ -34,6 +34,9 @@ type ServerConfig struct {
 	// Echo answers with the last message's text (the prompt for
 	// completions) cut into 3-byte pieces, one per token.
 	Echo bool
+	// Reasoning makes every chat answer start with reasoning_content, as
+	// a reasoning model's do, when the request sets no reasoning_effort.
+	Reasoning bool
 }
 
 // Server is the simulated model's HTTP server.
@@ -69,6 +72,7 @@ func parseFlags(args []string) (ServerConfig, string, error) {
 	fs.IntVar(&cfg.EmbeddingDims, "embedding-dims", 64, "embedding dimensions")
 	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
 	fs.BoolVar(&cfg.Echo, "echo", false, "answer with the last message's text")
+	fs.BoolVar(&cfg.Reasoning, "reasoning", false, "start every chat answer with reasoning_content")
 	if err := fs.Parse(args); err != nil {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })

@@ -2,7 +2,8 @@
 // tests and end-to-end tests. It is not inference. Each replica is a real
 // HTTP server process that speaks the OpenAI API, streams generated words
 // at a set time to first token and token rate, reports usage, serves
-// deterministic embeddings and answers forced tool calls.
+// deterministic embeddings, calls tools (arguments made from their JSON
+// schemas) and emits reasoning_content as vLLM and llama.cpp do.
 package sim
 
 import (
@@ -67,6 +68,7 @@ var options = []struct {
 	{engine.Option{Name: "embedding_dims", Type: engine.TypeInteger, Description: "embedding dimensions; default 64"}, "embedding-dims"},
 	{engine.Option{Name: "fail_status", Type: engine.TypeInteger, Description: "answer every generation with this HTTP status"}, "fail-status"},
 	{engine.Option{Name: "echo", Type: engine.TypeBool, Description: "answer with the last message's text, in 3-byte pieces"}, "echo"},
+	{engine.Option{Name: "reasoning", Type: engine.TypeBool, Description: "start every chat answer with reasoning_content (8 tokens), as reasoning models do; a request's reasoning_effort sets the length (none: no reasoning)"}, "reasoning"},
 }
 
 // Start starts a replica server process. Options and args are checked

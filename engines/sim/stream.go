@@ -53,7 +53,7 @@ func (st *streamer) delta(i int, d map[string]any, finish any) map[string]any {
 // stream writes choices as SSE chunks: a role chunk, one chunk per token
 // (tool-call arguments in fragments), a finish chunk, a usage chunk when
 // asked, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request, chat bool, id string, choices []choice, usage map[string]int) error {
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request, chat bool, id string, choices []choice, usage map[string]any) error {
 	f, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -66,7 +66,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request
 				return err
 			}
 		}
-		for j, piece := range c.pieces(id, i) {
+		for j, piece := range c.pieces() {
 			if j > 0 || i > 0 {
 				if err := s.pace(ctx, delay); err != nil {
 					return err
@@ -94,23 +94,23 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request
 	return ctx.Err()
 }
 
-// pieces are the deltas of one choice: words, or a tool call whose
-// arguments arrive in fragments as OpenAI streams them.
-func (c choice) pieces(id string, i int) []map[string]any {
-	if c.tool == nil {
-		out := make([]map[string]any, len(c.words))
-		for j, w := range c.words {
-			out[j] = map[string]any{"content": w}
-		}
-		return out
+// pieces are the deltas of one choice: reasoning, then words or tool
+// calls whose arguments arrive in fragments, as OpenAI streams them.
+func (c choice) pieces() []map[string]any {
+	out := make([]map[string]any, 0, c.tokens())
+	for _, r := range c.reasoning {
+		out = append(out, map[string]any{"reasoning_content": r})
 	}
-	out := []map[string]any{{"tool_calls": []map[string]any{{"index": 0, "id": callID(id, i), "type": "function",
-		"function": map[string]any{"name": c.tool.Function.Name, "arguments": ""}}}}}
-	for a := c.args; a != ""; {
-		n := min(len(a), 7)
-		out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": 0,
-			"function": map[string]any{"arguments": a[:n]}}}})
-		a = a[n:]
+	for _, w := range c.words {
+		out = append(out, map[string]any{"content": w})
+	}
+	for k, tc := range c.calls {
+		out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": k, "id": tc.id, "type": "function",
+			"function": map[string]any{"name": tc.tool.Function.Name, "arguments": ""}}}})
+		for _, f := range tc.frags {
+			out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": k,
+				"function": map[string]any{"arguments": f}}}})
+		}
 	}
 	return out
 }

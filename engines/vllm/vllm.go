@@ -44,7 +44,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 
 // info is the engine's description; Command checks specs against it.
 var info = engine.Info{Type: "vllm", Version: Version, Protocol: engine.ProtocolVersion,
-	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters, engine.CapResponses},
 	Formats:      []string{"safetensors"},
 	Options: []engine.Option{
 		{Name: "gpus", Description: "GPU indexes, comma-separated (CUDA_VISIBLE_DEVICES; tensor parallel across them)"},

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +25,7 @@ func (f *fleet) supervisor(r *Replica) (engine.Engine, error) {
 	defer cancel()
 	h := make(map[string]string, len(r.Header))
 	for k := range r.Header {
-		h[k] = r.Header.Get(k)
+		h[k] = strings.Join(r.Header[k], "\n")
 	}
 	err = engine.Adopt(ctx, eng, engine.Replica{ID: r.ID, BaseURL: r.BaseURL, PID: r.PID, Headers: h,
 		UpstreamModel: r.UpstreamModel, HealthURL: r.healthURL})

@@ -30,7 +30,7 @@ const defaultIdle = 10 * time.Minute
 
 // firstParty are the engines linked into the llmgw binary, run as
 // "llmgw engine <type>".
-var firstParty = map[string]bool{"sim": true, "openai": true, "llamacpp": true, "vllm": true, "ollama": true}
+var firstParty = map[string]bool{"sim": true, "openai": true, "anthropic": true, "llamacpp": true, "vllm": true, "ollama": true}
 
 // Package pools: plugin processes and fleets outlive a config, so a reload
 // that leaves them unchanged keeps them.
@@ -342,7 +342,7 @@ func (a *App) engineCommand(typ string) ([]string, string, error) {
 		path = filepath.Join(a.PluginDir, "llmgw-engine-"+typ)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, openai, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
+		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, openai, anthropic, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
 	}
 	return []string{path}, ec.SHA256, nil
 }
@@ -362,6 +362,7 @@ func (a *App) Start() error {
 		f.run()
 	}
 	active.Store(a)
+	a.useResponseStore()
 	if a.cluster != nil {
 		a.cluster.startOnce.Do(a.cluster.start)
 		a.cluster.beatNow()

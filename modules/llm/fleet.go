@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,10 +60,45 @@ type Replica struct {
 	// reach is passed over while others are ready, until the supervisor
 	// has checked it.
 	suspect atomic.Int64
+	// key is the alternative of the replica's keys in use (see SetHeaders).
+	key atomic.Int32
 	// idle is signalled when a draining replica's last request ends.
 	idle chan struct{}
 	// release gives back the weights the replica holds in the node cache.
 	release func()
+}
+
+// SetHeaders adds the replica's headers to a request's. A header with
+// several values (an outside provider's keys) sends one of them: the one
+// in use, until a request with it is refused (see NextKey). It returns
+// which one was sent.
+func (r *Replica) SetHeaders(dst http.Header) int {
+	key := int(r.key.Load())
+	for k, v := range r.Header {
+		if len(v) > 1 {
+			i := key % len(v)
+			dst[k] = v[i : i+1]
+			continue
+		}
+		dst[k] = v
+	}
+	return key
+}
+
+// Keys is how many alternative keys the replica has (1 when it has one,
+// or none).
+func (r *Replica) Keys() int {
+	n := 1
+	for _, v := range r.Header {
+		n = max(n, len(v))
+	}
+	return n
+}
+
+// NextKey moves on from key, the one a provider refused (401 or 429), to
+// the next; a request that already moved on is not moved again.
+func (r *Replica) NextKey(key int) {
+	r.key.CompareAndSwap(int32(key), int32(key+1)%int32(r.Keys()))
 }
 
 // Inflight is the number of requests the replica is serving.
@@ -460,7 +496,9 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		idle: make(chan struct{}, 1), release: release}
 	r.epoch.Store(epoch)
 	for k, v := range rep.Headers {
-		r.Header.Set(k, v)
+		// Several values, one per line, are alternatives (an outside
+		// provider's keys): one is sent at a time (see SetHeaders).
+		r.Header[http.CanonicalHeaderKey(k)] = strings.Split(v, "\n")
 	}
 	r.state.Store(ReplicaReady)
 	r.lastUsed.Store(now().UnixNano())

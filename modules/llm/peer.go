@@ -376,9 +376,7 @@ func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *Replic
 	}
 	out.Header = make(http.Header, len(r.Header)+len(rep.Header))
 	copyEndToEnd(out.Header, r.Header)
-	for k, v := range rep.Header {
-		out.Header[k] = v
-	}
+	rep.SetHeaders(out.Header)
 	// The engine transport reads r.Body until it has sent it, which may
 	// be after the engine's answer began. An HTTP/1 server that sends
 	// the status of a handler that is not full duplex first reads what

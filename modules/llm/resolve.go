@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // Selector chooses one of a model's ready replicas for a request. The
@@ -173,4 +175,25 @@ func (f *fleet) status() ModelStatus {
 		s.State, s.Reason = "stopped", "no replica is running"
 	}
 	return s
+}
+
+// Speaks reports whether a model's replicas serve an API themselves:
+// engine.CapChat, CapResponses or CapMessages, as their engine type
+// declares it, or as the model's option speaks lists it (an outside
+// provider that serves the Responses API: option speaks responses). An
+// engine that declares none of them speaks chat completions (plugins
+// written before they were declared).
+func (a *App) Speaks(m *Model, api string) bool {
+	if sp := m.Options["speaks"]; sp != "" && slices.Contains(strings.FieldsFunc(sp, func(r rune) bool { return r == ',' || r == ' ' }), api) {
+		return true
+	}
+	p, ok := a.engines[m.Engine]
+	if !ok {
+		return api == engine.CapChat
+	}
+	caps := p.Info().Capabilities
+	if slices.Contains(caps, api) {
+		return true
+	}
+	return api == engine.CapChat && !slices.Contains(caps, engine.CapMessages) && !slices.Contains(caps, engine.CapResponses)
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -196,12 +195,8 @@ const defaultThreshold = 0.9
 // ServeHTTP answers from the cache or passes the request on, keeping the
 // answer when it completes.
 func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	endpoint, ok := endpointOf(r)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	req, err := openai.Load(r, endpoint)
-	if err != nil {
+	w, req, err := openai.Enter(w, r)
+	if err != nil || req.Endpoint == openai.Embeddings || req.CountOnly {
 		return next.ServeHTTP(w, r)
 	}
 	m, err := c.app.Lookup(req.Model)
@@ -238,6 +233,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if noStore {
 		return next.ServeHTTP(w, r)
 	}
+	req.Watched = true
 	tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: maxEntryBytes}
 	tw.keep = func() { c.keep(r, q, tw) }
 	err = next.ServeHTTP(tw, r)
@@ -414,19 +410,6 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 }
 
 var doneEvent = []byte("data: [DONE]")
-
-func endpointOf(r *http.Request) (string, bool) {
-	if r.Method != http.MethodPost {
-		return "", false
-	}
-	switch {
-	case strings.HasSuffix(r.URL.Path, "/v1/chat/completions"):
-		return openai.ChatCompletions, true
-	case strings.HasSuffix(r.URL.Path, "/v1/completions"):
-		return openai.Completions, true
-	}
-	return "", false
-}
 
 // Interface guards
 var (

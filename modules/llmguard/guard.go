@@ -164,13 +164,9 @@ func (s *state) record(check string, stage Stage, outcome, reason string) {
 
 // ServeHTTP checks the prompt, then the answer on its way out.
 func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	endpoint, ok := endpointOf(r)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	req, err := openai.Load(r, endpoint)
+	w, req, err := openai.Enter(w, r)
 	if err != nil {
-		return next.ServeHTTP(w, r) // the router answers with the error
+		return next.ServeHTTP(w, r) // not generating, or the router answers with the error
 	}
 	start := time.Now()
 	ctx, span, traced := openai.StartSpan(r.Context(), "llm.guard")
@@ -204,6 +200,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		st.finish(r)
 		return err
 	}
+	req.Watched = true
 	ow := newOutputWriter(w, st, req, out)
 	ow.ctx = ctx
 	err = next.ServeHTTP(ow, r)
@@ -435,18 +432,6 @@ func summary(rs []result) string {
 
 func timing(name string, d time.Duration) string {
 	return name + ";dur=" + strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
-}
-
-func endpointOf(r *http.Request) (string, bool) {
-	i := strings.Index(r.URL.Path, "/v1/")
-	if i < 0 || r.Method != http.MethodPost {
-		return "", false
-	}
-	switch ep := r.URL.Path[i+4:]; ep {
-	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
-		return ep, true
-	}
-	return "", false
 }
 
 // Interface guards.

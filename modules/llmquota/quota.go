@@ -5,6 +5,7 @@ package llmquota
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -171,16 +172,15 @@ func (q *Quota) Cleanup() error {
 func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	tenant, err := q.app.Authenticate(bearer(r))
 	if err != nil {
-		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).Write(w)
+		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).WriteFor(w, r)
 		return nil
 	}
 	llm.SetTenant(r, tenant)
 	openai.Log(r).Key = tenant.KeyID
-	endpoint, generating := endpointOf(r)
-	if !generating {
+	w, req, err := openai.Enter(w, r)
+	if errors.Is(err, openai.ErrNotGenerating) {
 		return next.ServeHTTP(w, r)
 	}
-	req, err := openai.Load(r, endpoint)
 	if err != nil {
 		return next.ServeHTTP(w, r) // the router answers with the error
 	}
@@ -258,25 +258,17 @@ func (w *settleWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriterWrapper.Write(b)
 }
 
+// bearer is the request's key: Authorization: Bearer, or x-api-key as
+// Anthropic's clients send it.
 func bearer(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
 	return ""
-}
-
-// endpointOf returns the API endpoint after /v1/ and whether it generates.
-func endpointOf(r *http.Request) (string, bool) {
-	i := strings.Index(r.URL.Path, "/v1/")
-	if i < 0 || r.Method != http.MethodPost {
-		return "", false
-	}
-	switch ep := r.URL.Path[i+4:]; ep {
-	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
-		return ep, true
-	}
-	return "", false
 }
 
 // plan builds the admission: the estimate and each level's counters.

@@ -55,7 +55,7 @@ func (rt *Router) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	e := toAPIError(err)
 	if model, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		if name, _ := model.GetString("http.llm.model"); name != "" {
-			countRequest(name, rt.engineOf(name), e.Status)
+			countRequest(name, rt.engineOf(name), openai.Log(r).API, e.Status)
 		}
 	}
 	if !start.IsZero() {

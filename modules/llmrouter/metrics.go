@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // The collectors live for the process, so counts survive reloads; each
@@ -17,8 +19,8 @@ var (
 
 	metricRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llmgw", Name: "requests_total",
-		Help: "Requests the router answered, by catalog model, engine and HTTP status.",
-	}, []string{"model", "engine", "status"})
+		Help: "Requests the router answered, by catalog model, engine, API (chat_completions, completions, embeddings, responses, messages) and HTTP status.",
+	}, []string{"model", "engine", "api", "status"})
 	metricTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llmgw", Name: "tokens_total",
 		Help: "Tokens in answers the router served, by model and kind (prompt or completion).",
@@ -66,8 +68,8 @@ var (
 )
 
 type statusKey struct {
-	model, engine string
-	status        int
+	model, engine, api string
+	status             int
 }
 
 func metricsFor(model string) *modelMetrics {
@@ -81,11 +83,13 @@ func metricsFor(model string) *modelMetrics {
 	return v.(*modelMetrics)
 }
 
-func countRequest(model, engine string, status int) {
-	k := statusKey{model, engine, status}
+// countRequest counts an answer; api is the API's name (Request.API, or
+// the endpoint for chat completions' family).
+func countRequest(model, engine, api string, status int) {
+	k := statusKey{model, engine, api, status}
 	v, ok := byStatus.Load(k)
 	if !ok {
-		v, _ = byStatus.LoadOrStore(k, metricRequests.WithLabelValues(model, engine, strconv.Itoa(status)))
+		v, _ = byStatus.LoadOrStore(k, metricRequests.WithLabelValues(model, engine, apiLabel(api), strconv.Itoa(status)))
 	}
 	v.(prometheus.Counter).Inc()
 }
@@ -105,4 +109,13 @@ func observe(model string, start, sent time.Time, st *streamState, prompt, compl
 	if st.events > 1 {
 		m.itl.Observe(st.last.Sub(st.first).Seconds() / float64(st.events-1))
 	}
+}
+
+// apiLabel names an API for metrics: chat_completions, completions,
+// embeddings, responses or messages.
+func apiLabel(api string) string {
+	if api == openai.ChatCompletions {
+		return "chat_completions"
+	}
+	return api
 }

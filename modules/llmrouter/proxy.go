@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 // errFirstByteTimeout cancels an upstream request that sent no headers in
@@ -32,8 +34,11 @@ type attempt struct {
 	err    error // why the try failed, when not served
 }
 
-func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint string, start time.Time) {
-	req, err := openai.Load(r, endpoint)
+func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start time.Time) {
+	w, req, err := openai.Enter(w, r)
+	if req != nil {
+		openai.Log(r).API = req.APIName()
+	}
 	if err != nil {
 		rt.writeError(w, r, err, start)
 		return
@@ -118,10 +123,54 @@ func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
 	return out
 }
 
+// How a request reaches a replica.
+const (
+	viaChat     = iota // chat completions (or the client's own chat-family endpoint)
+	viaNative          // the client's API, bytes unchanged: the engine speaks it
+	viaMessages        // Anthropic Messages: the engine speaks nothing else
+)
+
+// via picks how req reaches a replica of model: in the client's own
+// API when the engine speaks it and no handler reads or changed the
+// request's chat form, else in chat completions, translated to Messages
+// for an engine that speaks only that.
+func (rt *Router) via(req *openai.Request, model string) int {
+	m, err := rt.app.Lookup(model)
+	if err != nil {
+		return viaChat
+	}
+	if req.API != openai.APIChat && !req.Watched && !req.Changed() && rt.app.Speaks(m, req.API) && openai.PassesThrough(req) {
+		return viaNative
+	}
+	if req.Endpoint == openai.ChatCompletions && !rt.app.Speaks(m, engine.CapChat) && rt.app.Speaks(m, engine.CapMessages) {
+		return viaMessages
+	}
+	return viaChat
+}
+
 // proxy sends req to one replica. A failure that allows a fallback (connect
 // error, 5xx, 429) on a non-final candidate is returned unserved.
 func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, final bool, start time.Time) attempt {
-	body, err := req.UpstreamBody(rep.UpstreamModel)
+	eng := rt.engineOf(rep.Model)
+	mode := rt.via(req, rep.Model)
+	var (
+		body     []byte
+		err      error
+		endpoint = req.Endpoint
+	)
+	switch mode {
+	case viaNative:
+		body, err = req.NativeBody(rep.UpstreamModel)
+		endpoint, _ = openai.EndpointOf(r)
+	case viaMessages:
+		body, err = req.UpstreamBody(rep.UpstreamModel)
+		if err == nil {
+			body, err = openai.ChatToMessagesBody(body, rep.UpstreamModel)
+		}
+		endpoint = openai.Messages
+	default:
+		body, err = req.UpstreamBody(rep.UpstreamModel)
+	}
 	if err != nil {
 		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
 	}
@@ -132,35 +181,54 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		defer span.End()
 		ctx = sctx
 	}
-	up, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+"/"+req.Endpoint, bytes.NewReader(body))
-	if err != nil {
-		return attempt{err: err}
-	}
-	up.Header = make(http.Header, 4+len(rep.Header))
-	up.Header["Content-Type"] = jsonCT
-	if req.Stream {
-		up.Header["Accept"] = sseCT
-	}
-	for k, v := range rep.Header {
-		up.Header[k] = v
-	}
-	openai.InjectTrace(ctx, up.Header)
-	sent := time.Now()
-	timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
+	url := upstreamURL(rep.BaseURL, endpoint)
 	var tr http.RoundTripper = rt.transport
 	if rep.Transport != nil {
 		tr = rep.Transport // a replica on another node, through its llmgw
 	}
-	resp, err := tr.RoundTrip(up)
-	timer.Stop()
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
-			err = cause
-		} else if r.Context().Err() == nil {
-			rt.app.ReportFailure(rep)
-			err = &upstreamError{replica: rep.ID, err: err}
+	var (
+		resp *http.Response
+		sent time.Time
+	)
+	for tries := rep.Keys(); ; tries-- {
+		up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return attempt{err: err}
 		}
-		return attempt{err: err}
+		up.Header = make(http.Header, 4+len(rep.Header))
+		up.Header["Content-Type"] = jsonCT
+		if req.Stream {
+			up.Header["Accept"] = sseCT
+		}
+		if mode == viaNative {
+			copyClientHeaders(up.Header, r.Header)
+		}
+		key := rep.SetHeaders(up.Header)
+		openai.InjectTrace(ctx, up.Header)
+		sent = time.Now()
+		timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
+		resp, err = tr.RoundTrip(up)
+		timer.Stop()
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
+				err = cause
+			} else if r.Context().Err() == nil {
+				rt.app.ReportFailure(rep)
+				err = &upstreamError{replica: rep.ID, err: err}
+			}
+			return attempt{err: err}
+		}
+		if tries > 1 && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests) {
+			// A provider refused this key (revoked, or out of quota):
+			// the replica moves on to its next key, and so does this
+			// request.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			rep.NextKey(key)
+			rt.logger.Warn("provider refused a key; trying the next", zap.String("replica", rep.ID), zap.Int("status", resp.StatusCode))
+			continue
+		}
+		break
 	}
 	defer resp.Body.Close()
 	ttfb := time.Since(sent)
@@ -180,20 +248,55 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	h := w.Header()
 	copyHeader(h, resp.Header)
 	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
-	setVars(r, rep, rt.engineOf(rep.Model))
-	countRequest(rep.Model, rt.engineOf(rep.Model), resp.StatusCode)
+	setVars(r, rep, eng)
+	countRequest(rep.Model, eng, req.APIName(), resp.StatusCode)
+	stream := req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header)
+	var conv func([]byte) ([]byte, error) // a whole answer's translation
+	switch mode {
+	case viaNative:
+		req.Native = true
+	case viaMessages:
+		if stream {
+			resp.Body = openai.MessagesToChatStream(resp.Body)
+		} else if resp.StatusCode < 300 {
+			conv = openai.MessagesToChatBody
+		} else {
+			conv = func(b []byte) ([]byte, error) { return openai.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
+		}
+	}
 	var st *streamState
-	if req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header) {
-		st = new(streamState)
+	if stream {
+		st = &streamState{native: mode == viaNative}
 		rt.stream(w, r, req, resp, st)
 	} else {
-		rt.whole(w, r, resp)
+		rt.whole(w, r, resp, mode == viaNative, conv)
 	}
 	if resp.StatusCode == http.StatusOK {
 		u, _ := openai.GetUsage(r)
 		observe(rep.Model, start, sent, st, u.PromptTokens, u.CompletionTokens)
 	}
 	return attempt{served: true}
+}
+
+// upstreamURL joins a replica's base URL and an endpoint, keeping a query
+// the base carries (Azure OpenAI's api-version) after the path.
+func upstreamURL(base, endpoint string) string {
+	if i := strings.IndexByte(base, '?'); i >= 0 {
+		return base[:i] + "/" + endpoint + base[i:]
+	}
+	return base + "/" + endpoint
+}
+
+// clientHeaders are the client's headers an engine speaking the client's
+// API itself is given: the API's version and feature flags.
+var clientHeaders = []string{"Anthropic-Version", "Anthropic-Beta", "Openai-Beta"}
+
+func copyClientHeaders(dst, src http.Header) {
+	for _, k := range clientHeaders {
+		if v := src[k]; len(v) > 0 {
+			dst[k] = v
+		}
+	}
 }
 
 var (
@@ -245,8 +348,9 @@ func putBuf(b *[]byte) {
 	bufPool.Put(b)
 }
 
-// whole forwards a non-streamed answer, reading usage from it.
-func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+// whole forwards a non-streamed answer, reading usage from it: conv, when
+// set, translates it first; native says it is in the client's API.
+func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Response, native bool, conv func([]byte) ([]byte, error)) {
 	bp := bufPool.Get().(*[]byte)
 	defer putBuf(bp)
 	buf := bytes.NewBuffer((*bp)[:0])
@@ -256,12 +360,28 @@ func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Respo
 		rt.writeError(w, r, &upstreamError{err: fmt.Errorf("reading the answer: %w", err)}, time.Time{})
 		return
 	}
-	if u, ok := openai.FindUsage(buf.Bytes()); ok && resp.StatusCode < 300 {
-		setUsage(r, u)
+	out := buf.Bytes()
+	if conv != nil {
+		if out, err = conv(out); err != nil {
+			rt.writeError(w, r, &upstreamError{err: fmt.Errorf("translating the answer: %w", err)}, time.Time{})
+			return
+		}
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	if resp.StatusCode < 300 {
+		var u openai.Usage
+		var ok bool
+		if native {
+			u, ok = openai.NativeUsage(out, openai.Usage{})
+		} else {
+			u, ok = openai.FindUsage(out)
+		}
+		if ok {
+			setUsage(r, u)
+		}
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(out)
 }
 
 var (
@@ -332,10 +452,14 @@ type streamState struct {
 	last     time.Time
 	sawUsage bool
 	sawDone  bool
+	native   bool         // events in the client's API, forwarded as they are
+	usage    openai.Usage // a native stream's usage so far
 }
 
 func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte, st *streamState) bool {
-	if bytes.HasPrefix(event, dataPrefix) {
+	if st.native {
+		rt.nativeEvent(r, event, st)
+	} else if bytes.HasPrefix(event, dataPrefix) {
 		if bytes.Contains(event, usageKey) {
 			if u, ok := openai.FindUsage(event); ok {
 				setUsage(r, u)
@@ -360,6 +484,28 @@ func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *open
 }
 
 var doneEvent = []byte("data: [DONE]")
+
+// nativeEvent reads usage from an event in the client's API (Messages'
+// message_start and message_delta, Responses' response.completed) and
+// counts the events that carry output.
+func (rt *Router) nativeEvent(r *http.Request, event []byte, st *streamState) {
+	if bytes.Contains(event, usageKey) {
+		if u, ok := openai.NativeUsage(event, st.usage); ok {
+			st.usage = u
+			setUsage(r, u)
+			st.sawUsage = true
+		}
+	}
+	if bytes.Contains(event, deltaKey) {
+		st.events++
+		st.last = time.Now()
+		if st.first.IsZero() {
+			st.first = st.last
+		}
+	}
+}
+
+var deltaKey = []byte(`delta"`)
 
 // settleCut records usage for a stream that ended without a usage chunk
 // (cut short by the client or the upstream): the prompt estimate and one

@@ -24,7 +24,10 @@ func init() {
 
 // Router serves the OpenAI API under /v1/ in front of the llm app's
 // models: GET /v1/models, POST /v1/chat/completions, /v1/completions and
-// /v1/embeddings, streamed (SSE) or not.
+// /v1/embeddings, streamed (SSE) or not; OpenAI's Responses API (POST
+// /v1/responses, GET and DELETE /v1/responses/{id}) and Anthropic's
+// Messages API (POST /v1/messages, /v1/messages/count_tokens), translated
+// to and from chat completions unless the replica's engine speaks them.
 //
 // The model field picks a catalog model (by name or alias); its replica is
 // chosen by the policy (default least_outstanding). When a model fails
@@ -147,20 +150,20 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	path := r.URL.Path
 	i := strings.Index(path, "/v1/")
 	if i < 0 {
-		notFound(w, path)
+		notFound(w, r, path)
 		return nil
 	}
 	endpoint := path[i+len("/v1/"):]
 	switch endpoint {
-	case openai.ChatCompletions, openai.Completions, openai.Embeddings:
+	case openai.ChatCompletions, openai.Completions, openai.Embeddings, openai.Responses, openai.Messages, openai.CountTokens:
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w, "POST")
+			methodNotAllowed(w, r, "POST")
 			return nil
 		}
-		rt.serveGenerate(w, r, endpoint, start)
+		rt.serveGenerate(w, r, start)
 	case "models":
 		if r.Method != http.MethodGet {
-			methodNotAllowed(w, "GET")
+			methodNotAllowed(w, r, "GET")
 			return nil
 		}
 		rt.serveModels(w, r)
@@ -169,20 +172,28 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			rt.serveModel(w, id)
 			return nil
 		}
-		notFound(w, path)
+		if id, ok := strings.CutPrefix(endpoint, "responses/"); ok {
+			if r.Method != http.MethodGet && r.Method != http.MethodDelete {
+				methodNotAllowed(w, r, "GET, DELETE")
+				return nil
+			}
+			openai.ServeStoredResponse(w, r, id)
+			return nil
+		}
+		notFound(w, r, path)
 	}
 	return nil
 }
 
-func notFound(w http.ResponseWriter, path string) {
+func notFound(w http.ResponseWriter, r *http.Request, path string) {
 	(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
-		Message: fmt.Sprintf("unknown endpoint %s; this gateway serves /v1/models, /v1/chat/completions, /v1/completions and /v1/embeddings", path)}).Write(w)
+		Message: fmt.Sprintf("unknown endpoint %s; this gateway serves /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages and /v1/messages/count_tokens", path)}).WriteFor(w, r)
 }
 
-func methodNotAllowed(w http.ResponseWriter, allowed string) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
 	w.Header().Set("Allow", allowed)
 	(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
-		Message: "this endpoint accepts " + allowed + " only"}).Write(w)
+		Message: "this endpoint accepts " + allowed + " only"}).WriteFor(w, r)
 }
 
 var transports = caddy.NewUsagePool()

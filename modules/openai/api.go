@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -127,6 +130,10 @@ func (w *apiWriter) WriteHeader(status int) { w.target().WriteHeader(status) }
 
 func (w *apiWriter) Write(b []byte) (int, error) { return w.target().Write(b) }
 
+// ReadFrom goes through the target's Write (io.Copy to this writer would
+// otherwise reach the client untranslated, through the embedded wrapper).
+func (w *apiWriter) ReadFrom(r io.Reader) (int64, error) { return io.Copy(writerOnly{w.target()}, r) }
+
 // Unwrap lets http.ResponseController reach the translation's writer
 // (which flushes its own buffered output before the client's).
 func (w *apiWriter) Unwrap() http.ResponseWriter { return w.target() }
@@ -193,3 +200,78 @@ func currentStore() ResponseStore {
 // Scope is the key a request's stored responses belong to: llm_quota's
 // key id, or "" without llm_quota.
 func Scope(r *http.Request) string { return Log(r).Key }
+
+// APIName names the request's API for metrics and logs: the endpoint for
+// chat completions' family, else the API.
+func (r *Request) APIName() string {
+	if r.API != APIChat {
+		return r.API
+	}
+	return r.Endpoint
+}
+
+// NativeBody is the client's own body for an engine that speaks its API,
+// with the model renamed when the engine names it differently.
+func (r *Request) NativeBody(model string) ([]byte, error) {
+	if model == "" {
+		return r.Original, nil
+	}
+	start, end, err := memberSpan(r.Original, "model")
+	if err != nil || start < 0 {
+		return nil, errors.New("the request has no model member")
+	}
+	v, _ := json.Marshal(model)
+	out := make([]byte, 0, len(r.Original)-(end-start)+len(v))
+	out = append(out, r.Original[:start]...)
+	out = append(out, v...)
+	return append(out, r.Original[end:]...), nil
+}
+
+// PassesThrough reports whether the request may reach an engine that
+// speaks its API in the client's own bytes: a translation may refuse (a
+// Responses request that continues a response this gateway stored).
+func PassesThrough(r *Request) bool {
+	if p, ok := r.Translation.(interface{ PassThrough() bool }); ok {
+		return p.PassThrough()
+	}
+	return r.Translation != nil
+}
+
+// NativeUsage reads usage in the Messages and Responses shapes
+// (input_tokens, output_tokens, cache_read_input_tokens,
+// cache_creation_input_tokens) from a body or one stream event, adding it
+// to so far: a Messages stream reports input tokens in message_start and
+// the output so far in each message_delta.
+func NativeUsage(b []byte, soFar Usage) (Usage, bool) {
+	i := bytes.LastIndex(b, usageKey)
+	if i < 0 {
+		return soFar, false
+	}
+	rest := bytes.TrimLeft(b[i+len(usageKey):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return soFar, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	end := objectEnd(rest)
+	if len(rest) == 0 || rest[0] != '{' || end < 0 {
+		return soFar, false
+	}
+	var n struct {
+		In     *int64 `json:"input_tokens"`
+		Out    *int64 `json:"output_tokens"`
+		Read   int64  `json:"cache_read_input_tokens"`
+		Create int64  `json:"cache_creation_input_tokens"`
+	}
+	if err := json.Unmarshal(rest[:end], &n); err != nil {
+		return soFar, false
+	}
+	u := soFar
+	if n.In != nil && (*n.In > 0 || n.Read > 0 || n.Create > 0 || u.PromptTokens == 0) {
+		u.PromptTokens = *n.In + n.Read + n.Create
+	}
+	if n.Out != nil {
+		u.CompletionTokens = *n.Out
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u, n.In != nil || n.Out != nil
+}

@@ -13,9 +13,9 @@ import (
 // each extra field Caddy is given costs it a cache reset, and the values
 // are read only when the access log is written.
 type LogFields struct {
-	Key, Model, Replica, Engine, Cache, Guard string
-	PromptTokens, CompletionTokens            int64
-	HasUsage                                  bool
+	Key, API, Model, Replica, Engine, Cache, Guard string
+	PromptTokens, CompletionTokens                 int64
+	HasUsage                                       bool
 }
 
 const logVar = "llm.log"
@@ -37,7 +37,7 @@ func Log(r *http.Request) *LogFields {
 // MarshalLogObject writes the fields that are set.
 func (f *LogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	for _, s := range [...]struct{ k, v string }{
-		{"llm_key", f.Key}, {"llm_model", f.Model}, {"llm_replica", f.Replica}, {"llm_engine", f.Engine},
+		{"llm_key", f.Key}, {"llm_api", f.API}, {"llm_model", f.Model}, {"llm_replica", f.Replica}, {"llm_engine", f.Engine},
 		{"llm_cache", f.Cache}, {"llm_guard", f.Guard},
 	} {
 		if s.v != "" {

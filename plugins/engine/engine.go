@@ -11,6 +11,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -150,13 +151,32 @@ type Replica struct {
 	BaseURL string // e.g. http://127.0.0.1:41234/v1
 	PID     int64  // 0 when the replica is not a local process
 	// Headers are added to every request sent to the replica (an outside
-	// provider's key, for instance).
+	// provider's key, for instance). A value of several lines is a list of
+	// alternatives (a provider's keys, see Alternatives): the gateway sends
+	// one at a time and moves on to the next when the provider answers 401
+	// or 429.
 	Headers map[string]string
 	// UpstreamModel, when set, replaces the model name in request bodies.
 	UpstreamModel string
 	// HealthURL, when set, answers 200 while the replica is healthy. The
 	// gateway probes it itself when the plugin cannot answer Status.
 	HealthURL string
+}
+
+// Alternatives is a header value that offers each of values in turn
+// (see Replica.Headers).
+func Alternatives(values []string) string { return strings.Join(values, "\n") }
+
+// SplitKeys splits an api_key option: several keys are separated by
+// commas, for failover between them.
+func SplitKeys(opt string) []string {
+	var out []string
+	for _, k := range strings.Split(opt, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Adopter is implemented by engines whose replicas outlive the plugin

@@ -1,0 +1,397 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+)
+
+// A Messages request (Anthropic's POST /v1/messages) enters as a chat
+// completions request: parseMessages checks it as Anthropic documents it
+// and writes the chat body the handlers and the engine see.
+//
+// What maps, and how:
+//   - system (a string or text blocks) becomes one system message, text
+//     blocks joined by "\n"; cache_control is ignored, chat engines have
+//     no prompt caching to steer.
+//   - text blocks become text parts (a lone text block, a string); image
+//     blocks become image_url parts (base64 sources as data: URLs);
+//     plain-text document blocks (source type "text") become text parts,
+//     other documents (PDF, URL, file) are refused with a 400.
+//   - tool_use blocks become the assistant's tool_calls, with the input
+//     JSON as the arguments string byte for byte (not re-encoded) and the
+//     block's id as the call id; tool_result blocks become one tool
+//     message each, ahead of the rest of the user's turn; an error result
+//     is sent as "Error: " followed by its text.
+//   - thinking and redacted_thinking blocks of earlier turns are dropped:
+//     chat engines take no reasoning back.
+//   - tools become function tools, tool_choice auto, any, tool and none
+//     become auto, required, the named function and none, and
+//     disable_parallel_tool_use sets parallel_tool_calls false.
+//   - stop_sequences become stop (at most MaxStop), metadata.user_id
+//     becomes user, top_k passes as top_k, and thinking with a budget
+//     becomes reasoning_effort (below 4096 tokens low, below 16384
+//     medium, else high).
+//
+// Members the chat form has no place for (service_tier, container,
+// mcp_servers, context_management and others) are ignored.
+
+// Image types Anthropic accepts in a base64 source.
+var messagesImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+// messagesReq holds the members of a Messages request, as slices of its
+// body.
+type messagesReq struct {
+	model, messages, system, stop, temperature, topP, topK []byte
+	user, tools, toolChoice, thinking                      []byte
+	maxTokens                                              int64
+	stream                                                 bool
+}
+
+func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
+	if !json.Valid(body) {
+		return nil, syntaxError(body)
+	}
+	if b := body[skipSpace(body, 0)]; b != '{' {
+		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
+	}
+	var m messagesReq
+	if err := eachMember(body, m.read); err != nil {
+		return nil, err
+	}
+	if err := m.check(countOnly); err != nil {
+		return nil, err
+	}
+	chat, err := m.chatBody(countOnly)
+	if err != nil {
+		return nil, err
+	}
+	req, err := Parse(ChatCompletions, chat)
+	if err != nil {
+		return nil, err
+	}
+	req.API, req.Original, req.CountOnly = APIMessages, body, countOnly
+	req.Translation = &messagesTurn{model: req.Model, stream: m.stream && !countOnly, countOnly: countOnly, stops: stopList(m.stop)}
+	return req, nil
+}
+
+func (m *messagesReq) read(key, v []byte) error {
+	name := string(key)
+	if kindOf(v) == kNull {
+		return nil
+	}
+	switch name {
+	case "model":
+		if kindOf(v) != kString {
+			return typeError(name, "a string (a model's name, as GET /v1/models lists them)")
+		}
+		m.model = v
+	case "max_tokens":
+		n, err := readInt(name, v, 1, math.MaxInt64)
+		m.maxTokens = n
+		return err
+	case "messages":
+		if kindOf(v) != kArray {
+			return typeError(name, "an array of messages")
+		}
+		m.messages = v
+	case "system":
+		if k := kindOf(v); k != kString && k != kArray {
+			return typeError(name, "a string or an array of text blocks")
+		}
+		m.system = v
+	case "stop_sequences":
+		m.stop = v
+		return checkStops(name, v)
+	case "stream":
+		if kindOf(v) != kBool {
+			return typeError(name, "a boolean")
+		}
+		m.stream = v[0] == 't'
+	case "temperature", "top_p":
+		if f, err := strconv.ParseFloat(string(v), 64); kindOf(v) != kNumber || err != nil || f < 0 || f > 1 {
+			return rangeError(name, "a number from 0 to 1")
+		}
+		if name == "temperature" {
+			m.temperature = v
+		} else {
+			m.topP = v
+		}
+	case "top_k":
+		_, err := readInt(name, v, 0, math.MaxInt32)
+		m.topK = v
+		return err
+	case "metadata":
+		return m.metadata(name, v)
+	case "tools":
+		if kindOf(v) != kArray {
+			return typeError(name, "an array of tools")
+		}
+		m.tools = v
+	case "tool_choice":
+		if kindOf(v) != kObject {
+			return typeError(name, `an object such as {"type":"auto"}`)
+		}
+		m.toolChoice = v
+	case "thinking":
+		if kindOf(v) != kObject {
+			return typeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
+		}
+		m.thinking = v
+	}
+	return nil
+}
+
+func (m *messagesReq) metadata(name string, v []byte) error {
+	if kindOf(v) != kObject {
+		return typeError(name, "an object")
+	}
+	return eachMember(v, func(k, u []byte) error {
+		if string(k) != "user_id" || kindOf(u) == kNull {
+			return nil
+		}
+		if kindOf(u) != kString {
+			return typeError(name+".user_id", "a string")
+		}
+		m.user = u
+		return nil
+	})
+}
+
+// checkStops checks stop_sequences: an array of at most MaxStop strings,
+// the chat engines' limit.
+func checkStops(name string, v []byte) error {
+	if kindOf(v) != kArray {
+		return typeError(name, "an array of strings")
+	}
+	n := 0
+	err := eachElement(v, func(i int, s []byte) error {
+		n++
+		if kindOf(s) != kString {
+			return typeError(fmt.Sprintf("%s[%d]", name, i), "a string")
+		}
+		return nil
+	})
+	if err == nil && n > MaxStop {
+		return rangeError(name, fmt.Sprintf("an array of at most %d strings (it has %d): this model is served through chat completions, which stop on at most %d sequences", MaxStop, n, MaxStop))
+	}
+	return err
+}
+
+func stopList(v []byte) []string {
+	var out []string
+	if len(v) > 0 {
+		_ = json.Unmarshal(v, &out)
+	}
+	return out
+}
+
+func (m *messagesReq) check(countOnly bool) error {
+	switch {
+	case len(m.model) == 0 || string(m.model) == `""`:
+		return missing("model", "model is missing; name a model as GET /v1/models lists it")
+	case m.maxTokens == 0 && !countOnly:
+		return missing("max_tokens", "max_tokens is missing; set the most tokens the answer may have")
+	case len(m.messages) == 0:
+		return missing("messages", "messages is missing; send at least one message")
+	case countElements(m.messages) == 0:
+		return rangeError("messages", "a non-empty array of messages")
+	}
+	return nil
+}
+
+func missing(param, msg string) *Error {
+	return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param, Message: msg}
+}
+
+func unsupported(param, msg string) *Error {
+	return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_content", Param: param, Message: param + ": " + msg}
+}
+
+// chatBody writes the chat completions request.
+func (m *messagesReq) chatBody(countOnly bool) ([]byte, error) {
+	out := make([]byte, 0, len(m.messages)+len(m.system)+len(m.tools)+256)
+	out = append(out, `{"model":`...)
+	out = append(out, m.model...)
+	out = append(out, `,"messages":[`...)
+	n := len(out)
+	out, err := m.systemMessage(out)
+	if err != nil {
+		return nil, err
+	}
+	if out, err = writeMessages(out, m.messages, len(out) == n); err != nil {
+		return nil, err
+	}
+	out = append(out, ']')
+	switch {
+	case countOnly:
+		out = append(out, `,"max_tokens":1,"stream":false`...)
+	default:
+		out = append(out, `,"max_tokens":`...)
+		out = strconv.AppendInt(out, m.maxTokens, 10)
+		if m.stream {
+			out = append(out, `,"stream":true,"stream_options":{"include_usage":true}`...)
+		}
+	}
+	out = member(out, "temperature", m.temperature)
+	out = member(out, "top_p", m.topP)
+	out = member(out, "top_k", m.topK)
+	out = member(out, "stop", m.stop)
+	out = member(out, "user", m.user)
+	if out, err = m.writeTools(out); err != nil {
+		return nil, err
+	}
+	if out, err = m.writeThinking(out); err != nil {
+		return nil, err
+	}
+	return append(out, '}'), nil
+}
+
+// member appends ,"name":v when v is set.
+func member(out []byte, name string, v []byte) []byte {
+	if len(v) == 0 {
+		return out
+	}
+	out = append(out, ',', '"')
+	out = append(out, name...)
+	out = append(out, '"', ':')
+	return append(out, v...)
+}
+
+func (m *messagesReq) systemMessage(out []byte) ([]byte, error) {
+	if len(m.system) == 0 {
+		return out, nil
+	}
+	out = append(out, `{"role":"system","content":`...)
+	if kindOf(m.system) == kString {
+		out = append(out, m.system...)
+		return append(out, '}'), nil
+	}
+	var text []byte
+	n := 0
+	err := eachElement(m.system, func(i int, b []byte) error {
+		t, err := textBlock(fmt.Sprintf("system[%d]", i), b)
+		if n > 0 {
+			text = append(text, '\n')
+		}
+		text, n = append(text, t...), n+1
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = appendJSONString(out, text)
+	return append(out, '}'), nil
+}
+
+// textBlock returns the text of a {"type":"text","text":…} block.
+func textBlock(at string, b []byte) ([]byte, error) {
+	typ, err := blockType(at, b)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "text" {
+		return nil, rangeError(at+".type", `"text"`)
+	}
+	raw, err := stringMember(at, b, "text")
+	if err != nil {
+		return nil, err
+	}
+	return unquote(raw), nil
+}
+
+// blockType checks that b is an object with a string type, and returns it.
+func blockType(at string, b []byte) (string, error) {
+	if kindOf(b) != kObject {
+		return "", typeError(at, `an object such as {"type":"text","text":"…"}`)
+	}
+	var typ []byte
+	_ = eachMember(b, func(k, v []byte) error {
+		if string(k) == "type" {
+			typ = v
+		}
+		return nil
+	})
+	if len(typ) == 0 {
+		return "", missing(at+".type", at+".type is missing; every content block needs a type such as \"text\"")
+	}
+	if kindOf(typ) != kString {
+		return "", typeError(at+".type", "a string such as \"text\"")
+	}
+	return string(unquote(typ)), nil
+}
+
+// stringMember returns the raw JSON string of obj's member key, which
+// must be present and a string.
+func stringMember(at string, obj []byte, key string) ([]byte, error) {
+	v := memberOf(obj, key)
+	if len(v) == 0 || kindOf(v) == kNull {
+		return nil, missing(at+"."+key, at+"."+key+" is missing")
+	}
+	if kindOf(v) != kString {
+		return nil, typeError(at+"."+key, "a string")
+	}
+	return v, nil
+}
+
+// memberOf returns the value of obj's member key, or nil.
+func memberOf(obj []byte, key string) []byte {
+	var out []byte
+	_ = eachMember(obj, func(k, v []byte) error {
+		if string(k) == key {
+			out = v
+			return errFound
+		}
+		return nil
+	})
+	return out
+}
+
+var errFound = fmt.Errorf("found")
+
+// unquote decodes a raw JSON string (the walkers' slices of valid JSON).
+func unquote(raw []byte) []byte {
+	if len(raw) < 2 {
+		return nil
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return []byte(s)
+}
+
+// appendJSONString appends s as a JSON string. Bytes are kept as they
+// are except those JSON requires escaped, so that a decoder gets s back
+// byte for byte.
+func appendJSONString(out, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		out = append(out, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			out = append(out, '\\', c)
+		case '\n':
+			out = append(out, '\\', 'n')
+		case '\r':
+			out = append(out, '\\', 'r')
+		case '\t':
+			out = append(out, '\\', 't')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
+}
