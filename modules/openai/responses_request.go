@@ -432,7 +432,7 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 		v []byte
 	}{
 		{"tools", p.chatTools}, {"tool_choice", p.chatToolChoice}, {"parallel_tool_calls", t.parallel},
-		{"response_format", p.responseFormat}, {"max_completion_tokens", t.chatMaxTokens()},
+		{"response_format", p.responseFormat}, {"max_tokens", t.chatMaxTokens()},
 		{"temperature", t.temperature}, {"top_p", t.topP}, {"user", t.user}, {"reasoning_effort", t.effort},
 	} {
 		if len(m.v) > 0 {

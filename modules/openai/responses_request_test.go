@@ -61,7 +61,7 @@ func TestResponsesRequest(t *testing.T) {
 			"user":"u","reasoning":{"effort":"low"},"metadata":{"k":"v"},"truncation":"auto","store":false,"include":["x"],"service_tier":"auto"}`,
 			`{"model":"m","messages":[{"role":"user","content":"x"}],
 			"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}},{"type":"function","function":{"name":"g"}}],
-			"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,"max_completion_tokens":64,
+			"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,"max_tokens":64,
 			"temperature":0.5,"top_p":0.9,"user":"u","reasoning_effort":"low"}`},
 		{"json schema", `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}}}`,
 			`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}}`},
