@@ -86,7 +86,10 @@ func TestResponsesAPI(t *testing.T) {
 		if got := len(strings.Fields(resp.OutputText())); got != 12 {
 			t.Errorf("answer has %d words, want 12: %q", got, resp.OutputText())
 		}
-		if resp.Status != "completed" || resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
+		// The sim stops at its option max_tokens with finish_reason
+		// "length": the answer is cut, which Responses calls incomplete.
+		if resp.Status != "incomplete" || resp.IncompleteDetails.Reason != "max_output_tokens" ||
+			resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
 			resp.Usage.TotalTokens != resp.Usage.InputTokens+resp.Usage.OutputTokens {
 			t.Errorf("status %q usage %+v", resp.Status, resp.Usage)
 		}
@@ -131,14 +134,14 @@ func TestResponsesAPI(t *testing.T) {
 			switch ev.Type {
 			case "response.output_text.delta":
 				text.WriteString(ev.Delta)
-			case "response.completed":
+			case "response.completed", "response.incomplete":
 				completed = ev.Response
 			}
 		}
 		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.incomplete" {
 			t.Fatalf("events: %v", types)
 		}
 		if got := completed.OutputText(); got != text.String() || len(strings.Fields(got)) != 12 {
