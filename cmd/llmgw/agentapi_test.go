@@ -86,8 +86,8 @@ func TestResponsesAPI(t *testing.T) {
 		if got := len(strings.Fields(resp.OutputText())); got != 12 {
 			t.Errorf("answer has %d words, want 12: %q", got, resp.OutputText())
 		}
-		// The sim stops at its option max_tokens with finish_reason
-		// "length": the answer is cut, which Responses calls incomplete.
+		// The sim stops at its own length (finish_reason length):
+		// incomplete, as OpenAI answers when max_output_tokens is hit.
 		if resp.Status != "incomplete" || resp.IncompleteDetails.Reason != "max_output_tokens" ||
 			resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
 			resp.Usage.TotalTokens != resp.Usage.InputTokens+resp.Usage.OutputTokens {
@@ -96,22 +96,22 @@ func TestResponsesAPI(t *testing.T) {
 		if !strings.HasPrefix(resp.ID, "resp_") || resp.Model != "sim-chat" {
 			t.Errorf("id %q model %q", resp.ID, resp.Model)
 		}
-		if !strings.Contains(g.logs.String(), `"llm_api":"responses"`) {
-			t.Error("the access log does not label the API")
-		}
+		waitFor(t, 5*time.Second, "the access log to label the API", func() bool {
+			return strings.Contains(g.logs.String(), `"llm_api":"responses"`)
+		})
 	})
 
-	t.Run("max_output_tokens is incomplete", func(t *testing.T) {
+	t.Run("a whole answer is completed", func(t *testing.T) {
 		resp, err := c.Responses.New(bg, responses.ResponseNewParams{
-			Model:           "sim-chat",
-			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("a long story please")},
-			MaxOutputTokens: openai.Int(16),
+			Model:           "echo",
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("say it back, with ünïcödé and 東京")},
+			MaxOutputTokens: openai.Int(100),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Status != "completed" && resp.Status != "incomplete" {
-			t.Errorf("status %q", resp.Status)
+		if resp.Status != "completed" || resp.OutputText() != "say it back, with ünïcödé and 東京" {
+			t.Errorf("status %q text %q", resp.Status, resp.OutputText())
 		}
 	})
 
@@ -284,21 +284,24 @@ func TestMessagesAPI(t *testing.T) {
 
 	t.Run("plain", func(t *testing.T) {
 		msg, err := c.Messages.New(bg, anthropic.MessageNewParams{
-			Model: "sim-chat", MaxTokens: 64, Messages: user("tell me about rivers"),
+			Model: "echo", MaxTokens: 64, Messages: user("say it back, with ünïcödé and 東京"),
 			System: []anthropic.TextBlockParam{{Text: "answer briefly"}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(msg.Content) != 1 || len(strings.Fields(msg.Content[0].Text)) != 12 {
+		if len(msg.Content) != 1 || msg.Content[0].Text != "say it back, with ünïcödé and 東京" {
 			t.Errorf("content %+v", msg.Content)
 		}
-		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
+		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens == 0 || msg.Usage.InputTokens == 0 {
 			t.Errorf("stop %q usage %+v", msg.StopReason, msg.Usage)
 		}
-		if msg.Role != "assistant" || msg.Type != "message" || !strings.Contains(g.logs.String(), `"llm_api":"messages"`) {
-			t.Errorf("role %q type %q, or the access log does not label the API", msg.Role, msg.Type)
+		if msg.Role != "assistant" || msg.Type != "message" {
+			t.Errorf("role %q type %q", msg.Role, msg.Type)
 		}
+		waitFor(t, 5*time.Second, "the access log to label the API", func() bool {
+			return strings.Contains(g.logs.String(), `"llm_api":"messages"`)
+		})
 	})
 
 	t.Run("max_tokens", func(t *testing.T) {
@@ -312,7 +315,7 @@ func TestMessagesAPI(t *testing.T) {
 	})
 
 	t.Run("streamed", func(t *testing.T) {
-		stream := c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "sim-chat", MaxTokens: 64, Messages: user("tell me about lakes")})
+		stream := c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "sim-chat", MaxTokens: 12, Messages: user("tell me about lakes")})
 		var msg anthropic.Message
 		var text strings.Builder
 		var types []string
@@ -335,7 +338,7 @@ func TestMessagesAPI(t *testing.T) {
 		if len(msg.Content) != 1 || msg.Content[0].Text != text.String() || len(strings.Fields(text.String())) != 12 {
 			t.Errorf("accumulated %+v, deltas %q", msg.Content, text.String())
 		}
-		if msg.StopReason != anthropic.StopReasonEndTurn || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
+		if msg.StopReason != anthropic.StopReasonMaxTokens || msg.Usage.OutputTokens != 12 || msg.Usage.InputTokens == 0 {
 			t.Errorf("stop %q usage %+v", msg.StopReason, msg.Usage)
 		}
 	})

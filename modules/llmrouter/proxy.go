@@ -432,6 +432,11 @@ func (rt *Router) stream(w http.ResponseWriter, r *http.Request, req *openai.Req
 			}
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) && !st.sawDone && !st.native && req.API != openai.APIChat {
+				// A chat stream that ended without [DONE]: the
+				// translation learns of its end from it.
+				_, _ = w.Write(doneLine)
+			}
 			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
 				rt.logger.Warn("upstream stream broke", zap.Error(err))
 				(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_stream_error",
@@ -483,7 +488,10 @@ func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *open
 	return err == nil
 }
 
-var doneEvent = []byte("data: [DONE]")
+var (
+	doneEvent = []byte("data: [DONE]")
+	doneLine  = []byte("data: [DONE]\n\n")
+)
 
 // nativeEvent reads usage from an event in the client's API (Messages'
 // message_start and message_delta, Responses' response.completed) and

@@ -124,7 +124,9 @@ func (w *apiWriter) target() http.ResponseWriter {
 	return w.tw
 }
 
-func (w *apiWriter) Header() http.Header { return w.target().Header() }
+// Header is the client's: the translations write theirs there too, and
+// handlers set headers before the router has chosen how to answer.
+func (w *apiWriter) Header() http.Header { return w.ResponseWriter.Header() }
 
 func (w *apiWriter) WriteHeader(status int) { w.target().WriteHeader(status) }
 
