@@ -201,7 +201,7 @@ func TestResponsesPrevious(t *testing.T) {
 		rec := serve(req.Translation.(*respTurn), 200, "text/event-stream", [][]byte{[]byte("data: {\"choices\":[]}\n\n")}, nil)
 		var e body
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)
-		if rec.Code != 404 || *e.Error.Param != "previous_response_id" || e.Error.Message != "Previous response with id '"+id+"' not found." {
+		if rec.Code != 404 || rec.Header().Get("Content-Length") != "" || *e.Error.Param != "previous_response_id" || e.Error.Message != "Previous response with id '"+id+"' not found." {
 			t.Errorf("got %d %s, want a 404 naming %s", rec.Code, rec.Body, id)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // to it into the Responses answer on w.
 func (t *respTurn) Writer(w http.ResponseWriter) http.ResponseWriter {
 	if t.prevErr != nil {
-		return &errorOnlyWriter{w: w, e: t.prevErr, h: make(http.Header)}
+		return &errorOnlyWriter{w: w, e: t.prevErr}
 	}
 	return &respWriter{w: w, t: t}
 }
@@ -20,15 +20,15 @@ func (t *respTurn) Writer(w http.ResponseWriter) http.ResponseWriter {
 type errorOnlyWriter struct {
 	w    http.ResponseWriter
 	e    *Error
-	h    http.Header // the answer's headers, dropped
 	sent bool
 }
 
-func (w *errorOnlyWriter) Header() http.Header { return w.h }
+func (w *errorOnlyWriter) Header() http.Header { return w.w.Header() }
 
 func (w *errorOnlyWriter) WriteHeader(status int) {
 	if !w.sent && status >= 200 {
 		w.sent = true
+		w.w.Header().Del("Content-Length") // the answer's, not the error's
 		w.e.Write(w.w)
 	}
 }
