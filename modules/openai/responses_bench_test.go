@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,25 @@ func BenchmarkChatStream(b *testing.B) {
 			_, _ = w.Write(ev)
 			_ = rc.Flush()
 		}
+	}
+}
+
+// BenchmarkResponsesWhole parses a Responses request and translates its
+// non-streamed answer (64 tokens).
+func BenchmarkResponsesWhole(b *testing.B) {
+	a := chatAnswer{content: strings.Repeat("river ", 64), finish: "length", usage: `{"prompt_tokens":20,"completion_tokens":64,"total_tokens":84}`}
+	answer := a.whole()
+	body := `{"model":"m","stream":false,"max_output_tokens":64,"store":false,"instructions":"You are a helpful assistant.","input":"How do I reset my password?"}`
+	r := httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := parseResponses(r, []byte(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := req.Translation.Writer(&discardWriter{h: http.Header{"Content-Type": {"application/json"}}})
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.WriteHeader(200)
+		_, _ = w.Write(answer)
 	}
 }
