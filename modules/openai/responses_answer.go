@@ -18,6 +18,9 @@ type respItem struct {
 	name   []byte
 	chat   int // function call: its index in the chat stream
 	status string
+	// deltaRef is what a stream's delta events of the item repeat:
+	// item_id, output_index and content_index.
+	deltaRef []byte
 }
 
 // respOut is an answer's output: its items, how it finished and its usage.

@@ -48,6 +48,7 @@ func newRespStream(t *respTurn) *respStream {
 // write reads the SSE lines of b and translates each whole event.
 func (s *respStream) write(b []byte) {
 	buf, off, from := b, 0, 0
+	var one []byte     // the data of the event being read, when it is one line of buf
 	if len(s.in) > 0 { // s.in holds no line break: look in b only
 		from = len(s.in)
 		s.in = append(s.in, b...)
@@ -66,7 +67,11 @@ func (s *respStream) write(b []byte) {
 		}
 		switch {
 		case len(line) == 0:
-			if len(s.data) > 0 {
+			switch {
+			case one != nil:
+				s.event(one)
+				one = nil
+			case len(s.data) > 0:
 				s.event(s.data)
 				s.data = s.data[:0]
 			}
@@ -75,11 +80,18 @@ func (s *respStream) write(b []byte) {
 			if len(v) > 0 && v[0] == ' ' {
 				v = v[1:]
 			}
-			if len(s.data) > 0 {
-				s.data = append(s.data, '\n')
+			if one == nil && len(s.data) == 0 {
+				one = v // the usual event: one data line, read where it lies
+				continue
 			}
-			s.data = append(s.data, v...)
+			if one != nil {
+				s.data, one = append(s.data[:0], one...), nil
+			}
+			s.data = append(append(s.data, '\n'), v...)
 		}
+	}
+	if one != nil { // the event goes on in the next write: keep its data
+		s.data = append(s.data[:0], one...)
 	}
 	s.in = append(s.in[:0], buf[off:]...)
 }
@@ -99,10 +111,42 @@ func (s *respStream) event(data []byte) {
 		return
 	}
 	var errv []byte
+	if i := bytes.Index(data, choicesKey); i >= 0 {
+		// The usual chunk: read its choices where they are, and the rest
+		// only when it may hold usage or an error. A quote that is not
+		// escaped is never inside a string, so these keys are keys.
+		end := walkArray(data, skipSpace(data, i+len(choicesKey)), func(e int) int { return s.choice(data, e) })
+		if end < 0 {
+			return
+		}
+		if before, after := data[:i], data[end:]; bytes.Contains(before, usageKey) || bytes.Contains(after, usageKey) ||
+			bytes.Contains(before, errorKey) || bytes.Contains(after, errorKey) {
+			errv = s.members(data, true)
+		}
+	} else {
+		errv = s.members(data, false)
+	}
+	if k := kindOf(errv); k == kObject || k == kString {
+		s.fail(errv)
+		return
+	}
+	if s.o.finish != "" && s.sawUsage {
+		s.finish()
+	}
+}
+
+var (
+	choicesKey = []byte(`"choices":`)
+	errorKey   = []byte(`"error"`)
+)
+
+// members reads a chunk's members: its choices (unless they have been
+// read), its usage; it returns its error, if any.
+func (s *respStream) members(data []byte, choicesRead bool) (errv []byte) {
 	walkObject(data, skipSpace(data, 0), func(k []byte, v int) int {
 		switch string(k) {
 		case "choices":
-			if v < len(data) && data[v] == '[' {
+			if !choicesRead && v < len(data) && data[v] == '[' {
 				return walkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
 		case "usage":
@@ -118,13 +162,7 @@ func (s *respStream) event(data []byte) {
 		}
 		return skipFast(data, v)
 	})
-	if k := kindOf(errv); k == kObject || k == kString {
-		s.fail(errv)
-		return
-	}
-	if s.o.finish != "" && s.sawUsage {
-		s.finish()
-	}
+	return errv
 }
 
 // chatDelta is what a chunk's choice holds.
@@ -207,16 +245,25 @@ func (s *respStream) text(kind byte, v []byte) {
 		s.itemEvent("response.output_item.added", it, false)
 		s.partEvent("response.content_part.added", it, false)
 	}
-	typ := "response.output_text.delta"
+	head := textDeltaHead
 	if kind == 'r' {
-		typ = "response.reasoning_text.delta"
+		head = reasoningDeltaHead
 	}
-	s.begin(typ)
-	s.ref(it)
-	s.out = append(append(append(s.out, `,"content_index":0,"delta":`...), v...), `,"logprobs":[]`...)
-	s.end()
+	s.out = strconv.AppendInt(append(s.out, head...), s.seq, 10)
+	s.seq++
+	if it.deltaRef == nil {
+		it.deltaRef = s.appendRef(nil, it)
+		it.deltaRef = append(it.deltaRef, `,"content_index":0,"delta":`...)
+	}
+	s.out = append(append(append(s.out, it.deltaRef...), v...), `,"logprobs":[]}`+"\n\n"...)
 	it.text = append(it.text, v[1:len(v)-1]...)
 }
+
+// The starts of the most frequent events, up to their sequence_number.
+const (
+	textDeltaHead      = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":"
+	reasoningDeltaHead = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"sequence_number\":"
+)
 
 // toolCall adds a tool call's delta: a new call when its index (or id)
 // is new, else more of an open call's arguments.
@@ -374,9 +421,11 @@ func (s *respStream) begin(typ string) {
 func (s *respStream) end() { s.out = append(s.out, "}\n\n"...) }
 
 // ref writes an event's item_id and output_index.
-func (s *respStream) ref(it *respItem) {
-	s.out = append(append(append(s.out, `,"item_id":"`...), it.id...), `","output_index":`...)
-	s.out = strconv.AppendInt(s.out, int64(it.index), 10)
+func (s *respStream) ref(it *respItem) { s.out = s.appendRef(s.out, it) }
+
+func (s *respStream) appendRef(b []byte, it *respItem) []byte {
+	b = append(append(append(b, `,"item_id":"`...), it.id...), `","output_index":`...)
+	return strconv.AppendInt(b, int64(it.index), 10)
 }
 
 // lifecycle writes an event that carries the response object, and
