@@ -95,6 +95,10 @@ func (cfg loadConfig) path() (string, []byte) {
 	return "/chat/completions", doneEvent
 }
 
+// responseIncomplete also ends a Responses stream: the answer was cut at
+// max_output_tokens (the sim's answers are, at -max-tokens).
+var responseIncomplete = []byte("event: response.incomplete")
+
 // uniqueSeq numbers the unique questions of a process.
 var uniqueSeq atomic.Int64
 
@@ -255,7 +259,7 @@ func one(ctx context.Context, c *http.Client, url, key string, body []byte, stre
 		if ttfb == 0 && bytes.HasPrefix(line, []byte("data:")) {
 			ttfb = time.Since(start)
 		}
-		if bytes.HasPrefix(line, doneLine) {
+		if bytes.HasPrefix(line, doneLine) || bytes.HasPrefix(line, responseIncomplete) {
 			done = true
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
