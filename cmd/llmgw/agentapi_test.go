@@ -266,6 +266,7 @@ func TestResponsesAPI(t *testing.T) {
 			t.Errorf("continuing a deleted response: %v", err)
 		}
 	})
+	defer checkSettled(t, g)
 
 	t.Run("bad request", func(t *testing.T) {
 		resp, body := postKey(t, g.base+"/v1/responses", "secret-1", `{"model":"sim-chat","input":[{"type":"message","role":"user","content":7}]}`)
@@ -465,6 +466,19 @@ func TestMessagesAPI(t *testing.T) {
 			t.Errorf("after %d events the stream ended without an error", n)
 		}
 	})
+
+	checkSettled(t, g)
+}
+
+// checkSettled checks that llm_quota settled the key's usage of sim-chat.
+func checkSettled(t *testing.T, g *gateway) {
+	t.Helper()
+	fams := scrape(t, g)
+	for _, dir := range []string{"input", "output"} {
+		if v, _ := value(fams, "llmgw_usage_tokens_total", map[string]string{"key": "k1", "model": "sim-chat", "direction": dir}); v < 12 {
+			t.Errorf("llm_quota settled %v %s tokens for k1", v, dir)
+		}
+	}
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -166,3 +166,55 @@ func TestAnthropicEngine(t *testing.T) {
 		t.Error("no prompt tokens counted for the provider's answers")
 	}
 }
+
+// TestResponsesPassThrough: an openai provider that serves the Responses
+// API itself (option speaks responses) gets the client's bytes and sends
+// its own back unchanged, unless a handler must read the answer (here
+// llm_cache storing it): then it is translated to chat completions, which
+// the provider also serves.
+func TestResponsesPassThrough(t *testing.T) {
+	prov, url := startProvider(t)
+	g := startGatewayBefore(t, `
+		model gpt {
+			engine openai
+			option base_url `+url+`/v1
+			option api_key sk-test
+			option speaks responses
+			option model gpt-test
+		}`, "\t\tllm_cache")
+	body := `{"model":"gpt","stream":true,"input":"What is the weather in Paris? Use get_weather.",` +
+		`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
+	req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/responses", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Cache-Control", "no-store")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sent := prov.Last()
+	if resp.StatusCode != 200 || !bytes.Equal(got, sent.Response) || !bytes.Contains(got, []byte("response.function_call_arguments.delta")) {
+		t.Errorf("status %d; the client got other bytes than the provider sent:\n%s\n---\n%s", resp.StatusCode, got, sent.Response)
+	}
+	if !strings.HasSuffix(sent.URL, "/v1/responses") || !strings.Contains(string(sent.Body), `"model":"gpt-test"`) {
+		t.Errorf("the provider got %s %s", sent.URL, sent.Body)
+	}
+	fams := scrape(t, g)
+	if v, _ := value(fams, "llmgw_tokens_total", map[string]string{"model": "gpt", "kind": "completion"}); v == 0 {
+		t.Error("no completion tokens counted from the provider's own events")
+	}
+
+	c := g.client()
+	r, err := c.Responses.New(bg, responses.ResponseNewParams{Model: "gpt",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("tell me about the sea")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(prov.Last().URL, "/v1/chat/completions") || !strings.Contains(r.OutputText(), "tell me about the sea") {
+		t.Errorf("provider saw %s; answer %q", prov.Last().URL, r.OutputText())
+	}
+	if _, err := c.Responses.Get(bg, r.ID, responses.ResponseGetParams{}); err != nil {
+		t.Errorf("the stored response: %v", err)
+	}
+}
