@@ -46,12 +46,6 @@ type respTurn struct {
 	temperature, topP, maxOutput, previousID, user, truncation []byte
 	parallel, effort                                           []byte
 
-	// prevErr is the 404 for a previous_response_id this gateway did not
-	// store. The request may still pass to an engine that speaks
-	// Responses (the id may be its own); translated, it is answered with
-	// this error (and the engine asked for one token only).
-	prevErr *Error
-
 	// convo is the conversation in chat form without the instructions:
 	// the previous response's, then this turn's input (elements of a
 	// JSON array, without brackets). input is the client's input member.
@@ -375,11 +369,7 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 	var cb chatMessages
 	if len(t.previousID) > 0 {
 		prev, err := loadPrevious(ctx, t.scope, str(t.previousID))
-		var e *Error
-		switch {
-		case errors.As(err, &e) && e.Status == http.StatusNotFound:
-			t.prevErr = e // an engine that speaks Responses may know it
-		case err != nil:
+		if err != nil {
 			return err
 		}
 		cb.b = append(cb.b, prev...)
@@ -388,9 +378,6 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 		return err
 	}
 	t.convo = cb.done()
-	if len(t.convo) == 0 && t.prevErr != nil {
-		return t.prevErr
-	}
 	if len(t.convo) == 0 {
 		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "input",
 			Message: "input must not be empty: send a string or at least one message item"}
@@ -432,7 +419,7 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 		v []byte
 	}{
 		{"tools", p.chatTools}, {"tool_choice", p.chatToolChoice}, {"parallel_tool_calls", t.parallel},
-		{"response_format", p.responseFormat}, {"max_tokens", t.chatMaxTokens()},
+		{"response_format", p.responseFormat}, {"max_tokens", t.maxOutput},
 		{"temperature", t.temperature}, {"top_p", t.topP}, {"user", t.user}, {"reasoning_effort", t.effort},
 	} {
 		if len(m.v) > 0 {
@@ -449,17 +436,12 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 	return append(b, '}')
 }
 
-func (t *respTurn) chatMaxTokens() []byte {
-	if t.prevErr != nil {
-		return []byte("1") // the answer is an error: spend as little as may be
-	}
-	return t.maxOutput
-}
-
 // PassThrough reports whether the client's own body may go to an engine
 // that speaks Responses: not when it continues a response this gateway
-// stored, which only the translated request carries.
-func (t *respTurn) PassThrough() bool { return len(t.previousID) == 0 || t.prevErr != nil }
+// stored (only the translated request carries the conversation), nor
+// when it is to be stored (only a translated answer is), so that every
+// previous_response_id a client may send is in this gateway's store.
+func (t *respTurn) PassThrough() bool { return !t.store && len(t.previousID) == 0 }
 
 // appendMember appends "key":value to an object being written, with a
 // comma unless it is the first member.

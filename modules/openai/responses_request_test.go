@@ -187,22 +187,17 @@ func TestResponsesPrevious(t *testing.T) {
 	if p, ok := req.Translation.(interface{ PassThrough() bool }); !ok || p.PassThrough() {
 		t.Error("a request continuing a stored response may pass to an engine as it is")
 	}
-	// An unknown id (or another key's) may be an engine's own: such a
-	// request passes to an engine that speaks Responses; translated, it
-	// is answered 404, the engine asked for one token.
+	if p := newTurn(t, `{"model":"m","input":"x"}`); p.PassThrough() {
+		t.Error("a request to be stored may pass to an engine as it is")
+	}
+	if p := newTurn(t, `{"model":"m","input":"x","store":false}`); !p.PassThrough() {
+		t.Error("a request neither stored nor continuing one is kept from an engine that speaks Responses")
+	}
 	for _, id := range []string{"resp_nope", "resp_2"} {
-		req, err = responsesRequest(t, `{"model":"m","previous_response_id":"`+id+`","input":"q2","max_output_tokens":500}`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := req.Translation.(interface{ PassThrough() bool }); !p.PassThrough() || req.MaxTokens != 1 {
-			t.Errorf("unknown %s: passes %v, max tokens %d", id, p.PassThrough(), req.MaxTokens)
-		}
-		rec := serve(req.Translation.(*respTurn), 200, "text/event-stream", [][]byte{[]byte("data: {\"choices\":[]}\n\n")}, nil)
-		var e body
-		_ = json.Unmarshal(rec.Body.Bytes(), &e)
-		if rec.Code != 404 || rec.Header().Get("Content-Length") != "" || *e.Error.Param != "previous_response_id" || e.Error.Message != "Previous response with id '"+id+"' not found." {
-			t.Errorf("got %d %s, want a 404 naming %s", rec.Code, rec.Body, id)
+		_, err = responsesRequest(t, `{"model":"m","previous_response_id":"`+id+`","input":"q2"}`)
+		e, ok := err.(*Error)
+		if !ok || e.Status != 404 || e.Param != "previous_response_id" || e.Message != "Previous response with id '"+id+"' not found." {
+			t.Errorf("got %#v, want a 404 naming %s", err, id)
 		}
 	}
 	_, err = responsesRequest(t, `{"model":"m","previous_response_id":"resp_nope"}`)

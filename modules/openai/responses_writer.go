@@ -8,37 +8,8 @@ import (
 // Writer returns the writer that turns the chat-completions answer written
 // to it into the Responses answer on w.
 func (t *respTurn) Writer(w http.ResponseWriter) http.ResponseWriter {
-	if t.prevErr != nil {
-		return &errorOnlyWriter{w: w, e: t.prevErr}
-	}
 	return &respWriter{w: w, t: t}
 }
-
-// errorOnlyWriter answers with an error whatever the answer written to
-// it: for a request that could not be translated faithfully (its
-// previous_response_id is unknown) but went to an engine anyway.
-type errorOnlyWriter struct {
-	w    http.ResponseWriter
-	e    *Error
-	sent bool
-}
-
-func (w *errorOnlyWriter) Header() http.Header { return w.w.Header() }
-
-func (w *errorOnlyWriter) WriteHeader(status int) {
-	if !w.sent && status >= 200 {
-		w.sent = true
-		w.w.Header().Del("Content-Length") // the answer's, not the error's
-		w.e.Write(w.w)
-	}
-}
-
-func (w *errorOnlyWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return len(b), nil
-}
-
-func (w *errorOnlyWriter) FlushError() error { return nil }
 
 // respWriter translates one answer. A status >= 300 and its body pass
 // unchanged (chat's errors have the Responses API's shape). A JSON body
