@@ -182,7 +182,7 @@ func TestResponsesPassThrough(t *testing.T) {
 			option speaks responses
 			option model gpt-test
 		}`, "\t\tllm_cache")
-	body := `{"model":"gpt","stream":true,"input":"What is the weather in Paris? Use get_weather.",` +
+	body := `{"model":"gpt","store":false,"stream":true,"input":"What is the weather in Paris? Use get_weather.",` +
 		`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
 	req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/responses", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
