@@ -69,7 +69,7 @@ func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, erro
 	if err != nil {
 		return nil, err
 	}
-	req, err := Parse(ChatCompletions, chat)
+	req, err := parseValid(ChatCompletions, chat)
 	if err != nil {
 		return nil, err
 	}

@@ -86,6 +86,12 @@ func Parse(endpoint string, body []byte) (*Request, error) {
 	if b := body[skipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
+	return parseValid(endpoint, body)
+}
+
+// parseValid is Parse of a body known to be a valid JSON object: a
+// translation's chat request, built from pieces of a checked body.
+func parseValid(endpoint string, body []byte) (*Request, error) {
 	p := &parser{r: &Request{Endpoint: endpoint, Raw: body}}
 	known := fields[endpoint]
 	err := eachMember(body, func(key, v []byte) error {

@@ -91,7 +91,7 @@ func parseResponses(r *http.Request, body []byte) (*Request, error) {
 	if err := t.conversation(r.Context(), p.input); err != nil {
 		return nil, err
 	}
-	req, err := Parse(ChatCompletions, t.chatBody(&p))
+	req, err := parseValid(ChatCompletions, t.chatBody(&p))
 	if err != nil {
 		return nil, err
 	}
