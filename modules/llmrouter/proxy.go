@@ -250,7 +250,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
 	setVars(r, rep, eng)
 	countRequest(rep.Model, eng, req.APIName(), resp.StatusCode)
-	stream := req.Stream && resp.StatusCode == http.StatusOK && isSSE(resp.Header)
+	stream := req.Stream && resp.StatusCode == http.StatusOK && openai.IsSSE(resp.Header)
 	var conv func([]byte) ([]byte, error) // a whole answer's translation
 	switch mode {
 	case viaNative:
@@ -305,11 +305,6 @@ var (
 )
 
 func retryable(status int) bool { return status == http.StatusTooManyRequests || status >= 500 }
-
-func isSSE(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
-}
 
 // hop-by-hop and length headers are not copied from upstream.
 var skipHeaders = map[string]bool{

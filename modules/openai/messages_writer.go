@@ -77,7 +77,7 @@ func (w *messagesWriter) WriteHeader(status int) {
 		w.mode = modePass
 		w.ResponseWriter.WriteHeader(status)
 		return
-	case isEventStream(h) && !w.turn.countOnly:
+	case IsSSE(h) && !w.turn.countOnly:
 		w.mode = modeStream
 		w.stream = newChatToMessages(w.turn)
 		h.Del("Content-Length")
@@ -92,7 +92,8 @@ func (w *messagesWriter) WriteHeader(status int) {
 	h.Del("Content-Length")
 }
 
-func isEventStream(h http.Header) bool {
+// IsSSE reports whether headers announce a stream of server-sent events.
+func IsSSE(h http.Header) bool {
 	ct := h.Get("Content-Type")
 	return len(ct) >= 17 && ct[:17] == "text/event-stream"
 }

@@ -126,24 +126,7 @@ func (o *respOut) readChoice(body []byte) (msg []byte) {
 }
 
 func (o *respOut) wholeCall(c []byte) {
-	var id, name, args []byte
-	_ = eachMember(c, func(k, v []byte) error {
-		switch string(k) {
-		case "id":
-			id = v
-		case "function":
-			_ = eachMember(v, func(fk, fv []byte) error {
-				switch string(fk) {
-				case "name":
-					name = fv
-				case "arguments":
-					args = fv
-				}
-				return nil
-			})
-		}
-		return nil
-	})
+	_, id, name, args := toolCallFields(c)
 	it := o.add('f', "fc_")
 	it.callID, it.name, it.status = callID(id), orEmpty(name), "completed"
 	switch kindOf(args) {

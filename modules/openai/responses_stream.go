@@ -265,11 +265,9 @@ const (
 	reasoningDeltaHead = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"sequence_number\":"
 )
 
-// toolCall adds a tool call's delta: a new call when its index (or id)
-// is new, else more of an open call's arguments.
-func (s *respStream) toolCall(tc []byte) {
-	index := 0
-	var id, name, args []byte
+// toolCallFields reads a chat tool call (or its delta): its index, and
+// its id, function name and arguments as they lie in it (nil if absent).
+func toolCallFields(tc []byte) (index int, id, name, args []byte) {
 	_ = eachMember(tc, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
@@ -289,6 +287,13 @@ func (s *respStream) toolCall(tc []byte) {
 		}
 		return nil
 	})
+	return index, id, name, args
+}
+
+// toolCall adds a tool call's delta: a new call when its index (or id)
+// is new, else more of an open call's arguments.
+func (s *respStream) toolCall(tc []byte) {
+	index, id, name, args := toolCallFields(tc)
 	var it *respItem
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		if s.calls[i].chat == index {

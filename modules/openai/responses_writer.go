@@ -52,7 +52,7 @@ func (w *respWriter) WriteHeader(status int) {
 	case status >= 300:
 		w.mode = respPass
 		w.w.WriteHeader(status)
-	case respIsSSE(h):
+	case IsSSE(h):
 		w.mode = respStreaming
 		h.Del("Content-Length")
 		w.w.WriteHeader(status)
@@ -65,11 +65,6 @@ func (w *respWriter) WriteHeader(status int) {
 		}
 		h.Del("Content-Length")
 	}
-}
-
-func respIsSSE(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
 }
 
 func (w *respWriter) Write(b []byte) (int, error) {
