@@ -56,7 +56,7 @@ type messagesWriter struct {
 	status  int
 	wantLen int64 // the Content-Length announced, or -1
 	buf     []byte
-	end     objectScanner
+	end     jsonScan
 	stream  *chatToMessages
 	out     []byte // the translated events of one write
 }
@@ -125,7 +125,7 @@ func (w *messagesWriter) Write(b []byte) (int, error) {
 			return w.ResponseWriter.Write(b)
 		}
 		w.buf = append(w.buf, b...)
-		if w.end.feed(b) || (w.wantLen >= 0 && int64(len(w.buf)) >= w.wantLen) {
+		if w.end.feed(b, 0) >= 0 || (w.wantLen >= 0 && int64(len(w.buf)) >= w.wantLen) {
 			return len(b), w.finish()
 		}
 	}
@@ -188,39 +188,6 @@ func (w *messagesWriter) Flush() { _ = w.FlushError() }
 // Unwrap lets http.ResponseController reach the client's writer for what
 // this writer does not do itself (deadlines, hijacking).
 func (w *messagesWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// objectScanner finds where a JSON object written in pieces closes.
-type objectScanner struct {
-	depth            int
-	inString, escape bool
-}
-
-// feed scans b and reports whether the top-level object closed in it.
-func (s *objectScanner) feed(b []byte) bool {
-	for _, c := range b {
-		switch {
-		case s.escape:
-			s.escape = false
-		case s.inString:
-			switch c {
-			case '\\':
-				s.escape = true
-			case '"':
-				s.inString = false
-			}
-		case c == '"':
-			s.inString = true
-		case c == '{' || c == '[':
-			s.depth++
-		case c == '}' || c == ']':
-			s.depth--
-			if s.depth == 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // anthropicError is Anthropic's error body.
 func anthropicError(typ, message string) []byte {
