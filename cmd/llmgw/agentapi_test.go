@@ -436,6 +436,24 @@ func TestMessagesAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("x-api-key", func(t *testing.T) {
+		for key, want := range map[string]int{"secret-1": 200, "wrong": 401} {
+			req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/messages",
+				strings.NewReader(`{"model":"sim-chat","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("x-api-key", key)
+			req.Header.Set("anthropic-version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == 401 && !strings.Contains(string(b), `"authentication_error"`)) {
+				t.Errorf("x-api-key %s: %d %s", key, resp.StatusCode, b)
+			}
+		}
+	})
+
 	t.Run("errors in Anthropic's shape", func(t *testing.T) {
 		wrong := anthropicClient(g, "wrong")
 		_, err := wrong.Messages.New(bg, anthropic.MessageNewParams{Model: "sim-chat", MaxTokens: 8, Messages: user("hi")})
