@@ -218,3 +218,45 @@ func TestResponsesPassThrough(t *testing.T) {
 		t.Errorf("the stored response: %v", err)
 	}
 }
+
+// TestAzureDeployment: the openai engine's Azure options reach a
+// deployment URL with its api-version and the api-key header, and a
+// second key takes over when the first is out of quota.
+func TestAzureDeployment(t *testing.T) {
+	prov, url := startProvider(t, "az-spent", "az-good")
+	prov.Exhaust("az-spent", time.Minute)
+	g := startGateway(t, `
+		model gpt4o {
+			engine openai
+			option base_url `+url+`
+			option azure_deployment prod-gpt4o
+			option api_version 2024-10-21
+			option api_key "az-spent,az-good"
+		}`, "")
+	c := g.client()
+	for range 2 {
+		resp, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "gpt4o",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about the sea")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := prov.Last()
+		if last.URL != "/openai/deployments/prod-gpt4o/chat/completions?api-version=2024-10-21" ||
+			last.Header.Get("Api-Key") != "az-good" || last.Header.Get("Authorization") != "" {
+			t.Errorf("the provider got %s with api-key %q, authorization %q", last.URL, last.Header.Get("Api-Key"), last.Header.Get("Authorization"))
+		}
+		if !strings.Contains(resp.Choices[0].Message.Content, "tell me about the sea") {
+			t.Errorf("answer %q", resp.Choices[0].Message.Content)
+		}
+	}
+	if n := len(prov.Exchanges()); n != 3 {
+		t.Errorf("the provider saw %d requests, want 3: the refused key once, then the good one twice", n)
+	}
+	// Messages clients reach Azure through translation.
+	ac := anthropicClient(g, "none")
+	msg, err := ac.Messages.New(bg, anthropic.MessageNewParams{Model: "gpt4o", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("tell me about the sea"))}})
+	if err != nil || len(msg.Content) == 0 || !strings.Contains(msg.Content[0].Text, "tell me about the sea") {
+		t.Errorf("messages through Azure: %v %+v", err, msg)
+	}
+}
