@@ -68,6 +68,15 @@ type Replica struct {
 	release func()
 }
 
+// UpstreamURL joins a replica's base URL and an endpoint's path, keeping
+// a query the base carries (Azure OpenAI's api-version) after the path.
+func UpstreamURL(base, path string) string {
+	if i := strings.IndexByte(base, '?'); i >= 0 {
+		return base[:i] + "/" + path + base[i:]
+	}
+	return base + "/" + path
+}
+
 // SetHeaders adds the replica's headers to a request's. A header with
 // several values (an outside provider's keys) sends one of them: the one
 // in use, until a request with it is refused (see NextKey). It returns

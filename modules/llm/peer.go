@@ -361,9 +361,13 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // BaseURL and copies the answer back as it comes: an event stream is
 // flushed after every read, a whole answer leaves in one piece.
 func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *Replica, rest string) {
-	target := rep.BaseURL + "/" + rest
+	target := UpstreamURL(rep.BaseURL, rest)
 	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
+		sep := "?"
+		if strings.IndexByte(target, '?') >= 0 {
+			sep = "&"
+		}
+		target += sep + r.URL.RawQuery
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -181,7 +180,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		defer span.End()
 		ctx = sctx
 	}
-	url := upstreamURL(rep.BaseURL, endpoint)
+	url := llm.UpstreamURL(rep.BaseURL, endpoint)
 	var tr http.RoundTripper = rt.transport
 	if rep.Transport != nil {
 		tr = rep.Transport // a replica on another node, through its llmgw
@@ -276,15 +275,6 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		observe(rep.Model, start, sent, st, u.PromptTokens, u.CompletionTokens)
 	}
 	return attempt{served: true}
-}
-
-// upstreamURL joins a replica's base URL and an endpoint, keeping a query
-// the base carries (Azure OpenAI's api-version) after the path.
-func upstreamURL(base, endpoint string) string {
-	if i := strings.IndexByte(base, '?'); i >= 0 {
-		return base[:i] + "/" + endpoint + base[i:]
-	}
-	return base + "/" + endpoint
 }
 
 // clientHeaders are the client's headers an engine speaking the client's
