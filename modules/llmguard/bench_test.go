@@ -48,7 +48,7 @@ func benchChecks(b *testing.B) []Check {
 type nextUpstream struct{ answer []byte }
 
 func (n nextUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
-	req, err := openai.Load(r, openai.ChatCompletions)
+	_, req, err := openai.Enter(w, r)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type echoRouter struct {
 }
 
 func (e *echoRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
-	req, err := openai.Load(r, openai.ChatCompletions)
+	_, req, err := openai.Enter(w, r)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // Endpoint kinds the gateway serves.
@@ -172,18 +169,6 @@ func (r *Request) validate() error {
 }
 
 func isNull(b json.RawMessage) bool { return string(b) == "null" }
-
-// Load returns the request parsed from r's body, parsing it on first use
-// and keeping it on the request for the handlers after. endpoint is the
-// path after /v1/.
-func Load(r *http.Request, endpoint string) (*Request, error) {
-	if v, ok := caddyhttp.GetVar(r.Context(), varKey).(loaded); ok {
-		return v.req, v.err
-	}
-	req, err := load(r, endpoint)
-	caddyhttp.SetVar(r.Context(), varKey, loaded{req, err})
-	return req, err
-}
 
 // loaded is the outcome of the one parse, kept so that every handler sees
 // the same request, or the same error.
