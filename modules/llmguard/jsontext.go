@@ -3,7 +3,8 @@ package llmguard
 import (
 	"encoding/json"
 	"errors"
-	"unicode/utf8"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // Fields whose string values are text a check looks at: message content
@@ -271,57 +272,6 @@ func (d *doc) finishedChoices(out []int32) []int32 {
 	return out
 }
 
-// appendString appends s as a JSON string literal, escaping only what
-// JSON requires (and U+2028/U+2029, which some JavaScript parsers reject).
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // edit is one span's new text.
 type edit struct {
 	span int
@@ -335,7 +285,7 @@ func (d *doc) splice(dst []byte, edits []edit) []byte {
 	for _, e := range edits {
 		s := d.spans[e.span]
 		dst = append(dst, d.b[at:s.start]...)
-		dst = appendString(dst, e.text)
+		dst = openai.AppendJSONString(dst, e.text)
 		at = s.end
 	}
 	return append(dst, d.b[at:]...)

@@ -505,39 +505,39 @@ func (o *outputWriter) synthetic(out []byte, ts *streamText, text, finish string
 		}
 	}
 	out = append(out, `data: {"id":`...)
-	out = appendString(out, m.ID)
+	out = openai.AppendJSONString(out, m.ID)
 	out = append(out, `,"object":`...)
-	out = appendString(out, object)
+	out = openai.AppendJSONString(out, object)
 	out = append(out, `,"created":`...)
 	out = strconv.AppendInt(out, m.Created, 10)
 	out = append(out, `,"model":`...)
-	out = appendString(out, m.Model)
+	out = openai.AppendJSONString(out, m.Model)
 	if m.SystemFingerprint != "" {
 		out = append(out, `,"system_fingerprint":`...)
-		out = appendString(out, m.SystemFingerprint)
+		out = openai.AppendJSONString(out, m.SystemFingerprint)
 	}
 	out = append(out, `,"choices":[{"index":`...)
 	out = strconv.AppendInt(out, int64(ts.choice), 10)
 	switch {
 	case ts.field == fieldText || ts.field == fieldPrompt:
 		out = append(out, `,"text":`...)
-		out = appendString(out, text)
+		out = openai.AppendJSONString(out, text)
 	case ts.field == fieldArguments:
 		out = append(out, `,"delta":{"tool_calls":[{"index":`...)
 		out = strconv.AppendInt(out, int64(max(ts.tool, 0)), 10)
 		out = append(out, `,"function":{"arguments":`...)
-		out = appendString(out, text)
+		out = openai.AppendJSONString(out, text)
 		out = append(out, `}}]}`...)
 	default:
 		out = append(out, `,"delta":{"content":`...)
-		out = appendString(out, text)
+		out = openai.AppendJSONString(out, text)
 		out = append(out, '}')
 	}
 	if finish == "" {
 		out = append(out, `,"finish_reason":null}]}`...)
 	} else {
 		out = append(out, `,"finish_reason":`...)
-		out = appendString(out, finish)
+		out = openai.AppendJSONString(out, finish)
 		out = append(out, `}]}`...)
 	}
 	return append(out, "\n\n"...)

@@ -112,7 +112,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		case len(in) == 0:
 			b.input = []byte("{}")
 		case !json.Valid(in) || in[0] != '{':
-			b.input = appendJSONString([]byte(`{"_raw_arguments":`), b.input)
+			b.input = AppendJSONString([]byte(`{"_raw_arguments":`), b.input)
 			b.input = append(b.input, '}')
 		}
 		m.blocks = append(m.blocks, b)
@@ -132,7 +132,7 @@ func firstString(vs ...json.RawMessage) []byte {
 	return nil
 }
 
-func modelJSON(model string) []byte { return appendJSONString(nil, []byte(model)) }
+func modelJSON(model string) []byte { return AppendJSONString(nil, []byte(model)) }
 
 // json appends the answer as a Message object.
 func (m *message) json(out []byte) []byte {
@@ -182,7 +182,7 @@ func (m *message) events(out []byte) []byte {
 		out = evBlockStart(out, i, b)
 		switch b.kind {
 		case blockTool:
-			out = evDelta(out, i, blockTool, appendJSONString(nil, b.input))
+			out = evDelta(out, i, blockTool, AppendJSONString(nil, b.input))
 		default:
 			out = evDelta(out, i, b.kind, b.text)
 		}

@@ -152,7 +152,7 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		url = append(url, ";base64,"...)
 		url = append(url, unquote(data)...)
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
-		parts = appendJSONString(parts, url)
+		parts = AppendJSONString(parts, url)
 		return append(parts, "}}"...), nil
 	case "url":
 		u, err := stringMember(sat, src, "url")
@@ -203,7 +203,7 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 			return append(out, '}'), nil
 		}
 		text := append([]byte("Error: "), unquote(content)...)
-		out = appendJSONString(out, text)
+		out = AppendJSONString(out, text)
 		return append(out, '}'), nil
 	case kNull:
 		content = []byte("[]")
@@ -233,7 +233,7 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	out = appendJSONString(out, text)
+	out = AppendJSONString(out, text)
 	return append(out, '}'), nil
 }
 
@@ -281,7 +281,7 @@ func assistantTurn(out []byte, at string, content []byte, first *bool) ([]byte, 
 		for _, t := range texts {
 			joined = append(joined, unquote(t)...)
 		}
-		out = appendJSONString(out, joined)
+		out = AppendJSONString(out, joined)
 	}
 	if len(calls) > 0 {
 		out = append(out, `,"tool_calls":[`...)
@@ -311,7 +311,7 @@ func toolCall(out []byte, at string, b []byte) ([]byte, error) {
 	out = append(out, `,"type":"function","function":{"name":`...)
 	out = append(out, name...)
 	out = append(out, `,"arguments":`...)
-	out = appendJSONString(out, input)
+	out = AppendJSONString(out, input)
 	return append(out, "}}"...), nil
 }
 

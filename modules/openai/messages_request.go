@@ -283,7 +283,7 @@ func (m *messagesReq) systemMessage(out []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = appendJSONString(out, text)
+	out = AppendJSONString(out, text)
 	return append(out, '}'), nil
 }
 
@@ -364,34 +364,4 @@ func unquote(raw []byte) []byte {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return []byte(s)
-}
-
-// appendJSONString appends s as a JSON string. Bytes are kept as they
-// are except those JSON requires escaped, so that a decoder gets s back
-// byte for byte.
-func appendJSONString(out, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		out = append(out, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			out = append(out, '\\', c)
-		case '\n':
-			out = append(out, '\\', 'n')
-		case '\r':
-			out = append(out, '\\', 'r')
-		case '\t':
-			out = append(out, '\\', 't')
-		default:
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
 }

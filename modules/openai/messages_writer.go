@@ -195,7 +195,7 @@ func anthropicError(typ, message string) []byte {
 	out = append(out, `{"type":"error","error":{"type":"`...)
 	out = append(out, typ...)
 	out = append(out, `","message":`...)
-	out = appendJSONString(out, []byte(message))
+	out = AppendJSONString(out, []byte(message))
 	return append(out, "}}"...)
 }
 
