@@ -29,6 +29,9 @@ import (
 //	budget              <amount> [day|month]
 //	max_concurrent      <n>
 //	models              <name|glob...>
+//	tools               <server.tool|glob...>
+//	tool_calls_per_minute <n>
+//	tool_calls_per_day    <n>
 func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 	o := new(Org)
 	if err := nameArg(d, &o.Name); err != nil {
@@ -132,6 +135,12 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		return i64(&l.MaxConcurrent)
 	case "models":
 		return manyArgs(d, &l.Models)
+	case "tools":
+		return manyArgs(d, &l.Tools)
+	case "tool_calls_per_minute":
+		return i64(&l.ToolCallsPerMinute)
+	case "tool_calls_per_day":
+		return i64(&l.ToolCallsPerDay)
 	case "budget":
 		args := d.RemainingArgs()
 		if len(args) < 1 || len(args) > 2 {
@@ -150,7 +159,7 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		}
 		return nil
 	}
-	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent and models", dir)
+	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, models, tools, tool_calls_per_minute and tool_calls_per_day", dir)
 }
 
 // parsePrice parses a model's "price <input> <output>" (per million tokens).

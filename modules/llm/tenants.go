@@ -37,6 +37,15 @@ type Limits struct {
 	// Models this node may use: catalog names, aliases or globs (gpt-*).
 	// Others get 403. Default: every model its parent may use.
 	Models []string `json:"models,omitempty"`
+	// Tools this node may list and call through llm_mcp: namespaced tool
+	// names (server.tool) or globs (tickets.*, *.search). Others are not
+	// listed, and calling one is refused. Default: every tool its parent
+	// may use.
+	Tools []string `json:"tools,omitempty"`
+	// ToolCallsPerMinute caps MCP tool calls in each clock minute.
+	ToolCallsPerMinute int64 `json:"tool_calls_per_minute,omitempty"`
+	// ToolCallsPerDay caps MCP tool calls in each UTC day.
+	ToolCallsPerDay int64 `json:"tool_calls_per_day,omitempty"`
 }
 
 // Org is an organisation: the root of a tenancy tree.
@@ -116,6 +125,17 @@ func (t *Tenant) Memo(key any, mk func() any) any {
 func (t *Tenant) Allowed(names ...string) bool {
 	for _, l := range t.Levels {
 		if len(l.Limits.Models) > 0 && !matchAny(l.Limits.Models, names) {
+			return false
+		}
+	}
+	return true
+}
+
+// ToolAllowed says whether the tenant may list and call an MCP tool,
+// named server.tool: every level that names tools must match it.
+func (t *Tenant) ToolAllowed(name string) bool {
+	for _, l := range t.Levels {
+		if len(l.Limits.Tools) > 0 && !matchAny(l.Limits.Tools, []string{name}) {
 			return false
 		}
 	}
@@ -277,11 +297,16 @@ func effective(levels []Level) Limits {
 		tight(&e.TokensPerMinute, l.Limits.TokensPerMinute)
 		tight(&e.TokensPerDay, l.Limits.TokensPerDay)
 		tight(&e.MaxConcurrent, l.Limits.MaxConcurrent)
+		tight(&e.ToolCallsPerMinute, l.Limits.ToolCallsPerMinute)
+		tight(&e.ToolCallsPerDay, l.Limits.ToolCallsPerDay)
 		if b := l.Limits.Budget; b > 0 && (e.Budget == 0 || b < e.Budget) {
 			e.Budget, e.BudgetPeriod = b, l.Limits.BudgetPeriod
 		}
 		if len(l.Limits.Models) > 0 && len(e.Models) == 0 {
 			e.Models = l.Limits.Models // the nearest level that names models
+		}
+		if len(l.Limits.Tools) > 0 && len(e.Tools) == 0 {
+			e.Tools = l.Limits.Tools
 		}
 	}
 	return e
