@@ -14,8 +14,10 @@ import (
 // are read only when the access log is written.
 type LogFields struct {
 	Key, API, Model, Replica, Engine, Cache, Guard string
-	PromptTokens, CompletionTokens                 int64
-	HasUsage                                       bool
+	// Tool is an MCP tool call's namespaced tool (server.tool).
+	Tool                           string
+	PromptTokens, CompletionTokens int64
+	HasUsage                       bool
 }
 
 const logVar = "llm.log"
@@ -38,7 +40,7 @@ func Log(r *http.Request) *LogFields {
 func (f *LogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	for _, s := range [...]struct{ k, v string }{
 		{"llm_key", f.Key}, {"llm_api", f.API}, {"llm_model", f.Model}, {"llm_replica", f.Replica}, {"llm_engine", f.Engine},
-		{"llm_cache", f.Cache}, {"llm_guard", f.Guard},
+		{"llm_cache", f.Cache}, {"llm_guard", f.Guard}, {"llm_tool", f.Tool},
 	} {
 		if s.v != "" {
 			enc.AddString(s.k, s.v)
