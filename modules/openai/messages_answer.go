@@ -27,21 +27,31 @@ type block struct {
 // msgUsage is a Messages answer's usage: input excludes the cached part.
 type msgUsage struct{ input, output, cacheRead int64 }
 
-// chatUsage is the usage member of a chat answer.
-type chatUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func (u *chatUsage) messages() msgUsage {
-	m := msgUsage{input: u.PromptTokens, output: u.CompletionTokens}
-	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 && d.CachedTokens <= m.input {
-		m.input, m.cacheRead = m.input-d.CachedTokens, d.CachedTokens
+// chatUsage reads the usage member of a chat answer as a Messages
+// usage, whose input excludes the cached part. ok is false when it is
+// not an object.
+func chatUsage(v []byte) (m msgUsage, ok bool) {
+	var cached int64
+	err := eachMember(v, func(k, val []byte) error {
+		switch string(k) {
+		case "prompt_tokens":
+			m.input, _ = strconv.ParseInt(string(val), 10, 64)
+		case "completion_tokens":
+			m.output, _ = strconv.ParseInt(string(val), 10, 64)
+		case "prompt_tokens_details":
+			_ = eachMember(val, func(dk, dv []byte) error {
+				if string(dk) == "cached_tokens" {
+					cached, _ = strconv.ParseInt(string(dv), 10, 64)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if cached > 0 && cached <= m.input {
+		m.input, m.cacheRead = m.input-cached, cached
 	}
-	return m
+	return m, err == nil
 }
 
 // message is a whole Messages answer.
@@ -83,10 +93,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 	}
 	m := &message{id: messageID(id), model: modelJSON(t.model)}
 	if kindOf(usage) == kObject {
-		var u chatUsage
-		if json.Unmarshal(usage, &u) == nil {
-			m.usage = u.messages()
-		}
+		m.usage, _ = chatUsage(usage)
 	}
 	if choice == nil {
 		m.stopReason = "end_turn"
