@@ -64,18 +64,17 @@ func (b *Body) ToolCalls() int {
 // Encode makes the body from its messages again, after a handler changed
 // some (their Params), and puts it back on r for the handlers after it.
 func (b *Body) Encode(r *http.Request) error {
-	var (
-		raw []byte
-		err error
-	)
-	if b.Batch {
-		raw, err = json.Marshal(b.Messages)
-	} else if len(b.Messages) == 1 {
-		raw, err = json.Marshal(&b.Messages[0])
+	var v any = b.Messages
+	if !b.Batch && len(b.Messages) == 1 {
+		v = &b.Messages[0]
 	}
-	if err != nil {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
 		return err
 	}
+	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	b.Raw = raw
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.ContentLength = int64(len(raw))
