@@ -47,9 +47,13 @@ type Request struct {
 	Prompt         json.RawMessage
 	Input          json.RawMessage
 	StreamOptions  json.RawMessage
-	MessageCount   int // items of messages
-	ToolCount      int // items of tools
-	InputCount     int // prompts of prompt, or inputs of input
+	Tools          json.RawMessage // chat: the tools array, as sent
+	// CacheKey is prompt_cache_key, else user, as sent (a JSON string):
+	// what keeps a conversation on one replica.
+	CacheKey     json.RawMessage
+	MessageCount int // items of messages
+	ToolCount    int // items of tools
+	InputCount   int // prompts of prompt, or inputs of input
 
 	// API is the API the client speaks (APIChat, APIResponses,
 	// APIMessages). For another than chat, Raw is the request translated to
