@@ -52,6 +52,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "prefix" {
+		if err := prefixBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench prefix:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		if err := compare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench compare:", err)

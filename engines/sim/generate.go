@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/llmgw/llmgw/engines/internal/prefixcache"
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/synth"
 )
 

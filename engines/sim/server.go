@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llmgw/llmgw/engines/internal/prefixcache"
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/proc"
 )
 
@@ -39,7 +39,7 @@ type ServerConfig struct {
 	// a reasoning model's do, when the request sets no reasoning_effort.
 	Reasoning bool
 	// PrefixCacheTokens, when set, simulates a prefix cache of that many
-	// tokens (see engines/internal/prefixcache): usage reports the cached
+	// tokens (see engines/sim/prefixcache): usage reports the cached
 	// prompt tokens, and PrefillTokensPerSecond makes the uncached ones
 	// cost time before the first token.
 	PrefixCacheTokens      int
