@@ -156,7 +156,11 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 	return b.String(), nil
 }
 
-// Env returns the environment of a replica's ollama serve.
+// Env returns the environment of a replica's ollama serve. Its prompt
+// cache is the multi-user one: a request that shares only a prefix (a
+// system prompt) with another conversation's slot gets a copy of that
+// prefix in a free slot instead of taking the slot over, so that
+// conversations sharing a system prompt keep their own cached turns.
 func Env(spec engine.ReplicaSpec, port int, dir string) []string {
 	return []string{
 		"OLLAMA_HOST=127.0.0.1:" + strconv.Itoa(port),
@@ -166,6 +170,7 @@ func Env(spec engine.ReplicaSpec, port int, dir string) []string {
 		"OLLAMA_KEEP_ALIVE=-1",
 		"OLLAMA_MAX_LOADED_MODELS=1",
 		"OLLAMA_NOPRUNE=1",
+		"OLLAMA_MULTIUSER_CACHE=1",
 	}
 }
 

@@ -91,7 +91,7 @@ func TestModelfileAndEnv(t *testing.T) {
 	delete(spec.Options, "param_num_thread")
 	env := Env(spec, 40123, "/run/r1")
 	wantEnv := []string{"OLLAMA_HOST=127.0.0.1:40123", "HOME=/run/r1/home", "OLLAMA_MODELS=/run/r1/models",
-		"OLLAMA_NUM_PARALLEL=4", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_NOPRUNE=1"}
+		"OLLAMA_NUM_PARALLEL=4", "OLLAMA_KEEP_ALIVE=-1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_NOPRUNE=1", "OLLAMA_MULTIUSER_CACHE=1"}
 	if !reflect.DeepEqual(env, wantEnv) {
 		t.Errorf("env %q", env)
 	}
