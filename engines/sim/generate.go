@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/synth"
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 )
 
 // request holds the fields of an OpenAI request the simulator acts on;

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/proc"
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 )
 
 // ServerConfig configures one simulated replica server.
