@@ -1,0 +1,494 @@
+package llmmcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// gateways holds the client-facing side per llm_mcp config: the MCP
+// server, its sessions and its upstreams, so an unchanged reload keeps
+// every session.
+var gateways = caddy.NewUsagePool()
+
+// live lists the running gateways for the admin API.
+var (
+	liveMu sync.Mutex
+	live   = map[*gateway]struct{}{}
+)
+
+// gateway is one llm_mcp config's MCP server in front of its upstreams.
+type gateway struct {
+	logger *zap.Logger
+	audit  *zap.Logger
+	server *mcp.Server
+	sdk    http.Handler // the SDK's Streamable HTTP handler
+	http   http.Handler // sdk behind the tenant check
+
+	sse        sync.Map // sse session id → *sseSession
+	sseTenants sync.Map // *mcp.ServerSession → *llm.Tenant
+
+	// routes maps exposed names (server.tool, server.prompt, resource
+	// URIs) to where they go; replaced whole on changes, read lock-free.
+	routes atomic.Pointer[routeTable]
+
+	mu         sync.Mutex // control path only
+	configured map[string]*ServerConfig
+	upstreams  map[string]*upstream
+	exposed    map[string]*exposure // server → what is registered on g.server
+	closed     bool
+}
+
+type route struct {
+	up   *upstream
+	name string // the upstream's own name or URI
+	perm string // server.name, checked with Tenant.ToolAllowed
+}
+
+type routeTable struct {
+	tools     map[string]route
+	prompts   map[string]route
+	resources map[string]route // by URI
+}
+
+type exposure struct {
+	cat       *catalog
+	tools     []string
+	prompts   []string
+	resources []string
+}
+
+func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time.Duration) (*gateway, error) {
+	g := &gateway{logger: logger, audit: logger.Named("audit"), configured: map[string]*ServerConfig{},
+		upstreams: map[string]*upstream{}, exposed: map[string]*exposure{}}
+	g.routes.Store(&routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}})
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "llmgw", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+	})
+	g.server.AddReceivingMiddleware(g.permit)
+	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
+	g.sdk = sh
+	g.http = auth.RequireBearerToken(verifyTenant, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sh)
+	for _, c := range servers {
+		g.configured[c.Name] = c
+	}
+	all := mergeRuntime(servers)
+	for _, c := range all {
+		if err := g.attach(c); err != nil {
+			g.Destruct()
+			return nil, err
+		}
+	}
+	liveMu.Lock()
+	live[g] = struct{}{}
+	liveMu.Unlock()
+	return g, nil
+}
+
+// attach connects (or joins) an upstream and exposes what it offers.
+func (g *gateway) attach(c *ServerConfig) error {
+	u, err := acquire(g.logger, c)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	if old := g.upstreams[c.Name]; old != nil {
+		old.subscribe(g, false)
+		old.release()
+	}
+	g.upstreams[c.Name] = u
+	g.mu.Unlock()
+	u.subscribe(g, true)
+	g.sync(c.Name)
+	return nil
+}
+
+// detach stops exposing a server and releases its upstream.
+func (g *gateway) detach(name string) {
+	g.mu.Lock()
+	u := g.upstreams[name]
+	delete(g.upstreams, name)
+	g.mu.Unlock()
+	if u != nil {
+		u.subscribe(g, false)
+		u.release()
+	}
+	g.sync(name)
+}
+
+// Destruct releases the upstreams and ends the sessions.
+func (g *gateway) Destruct() error {
+	liveMu.Lock()
+	delete(live, g)
+	liveMu.Unlock()
+	g.mu.Lock()
+	g.closed = true
+	ups := g.upstreams
+	g.upstreams = map[string]*upstream{}
+	g.mu.Unlock()
+	for _, u := range ups {
+		u.subscribe(g, false)
+		u.release()
+	}
+	for ss := range g.server.Sessions() {
+		_ = ss.Close()
+	}
+	return nil
+}
+
+// sync brings what g.server lists for one server in line with its
+// upstream's catalog (nothing if it is gone or disabled).
+func (g *gateway) sync(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u := g.upstreams[name]
+	var cat *catalog
+	if u != nil && !u.cfg.Disabled && !isDisabled(name) {
+		cat = u.catalog.Load()
+	}
+	old := g.exposed[name]
+	if old != nil && old.cat == cat {
+		return
+	}
+	if old != nil {
+		g.server.RemoveTools(old.tools...)
+		g.server.RemovePrompts(old.prompts...)
+		g.server.RemoveResources(old.resources...)
+		delete(g.exposed, name)
+	}
+	if cat != nil && !g.closed {
+		g.exposed[name] = g.expose(name, u, cat)
+	}
+	g.rebuildRoutes()
+}
+
+// expose registers a server's catalog on g.server under namespaced names.
+func (g *gateway) expose(name string, u *upstream, cat *catalog) *exposure {
+	e := &exposure{cat: cat}
+	for _, t := range cat.tools {
+		if !objectSchema(t.InputSchema) {
+			g.logger.Warn("mcp tool skipped: its input schema is not an object", zap.String("server", name), zap.String("tool", t.Name))
+			continue
+		}
+		nt := *t
+		nt.Name = name + "." + t.Name
+		g.server.AddTool(&nt, g.toolHandler(name, t.Name))
+		e.tools = append(e.tools, nt.Name)
+	}
+	for _, p := range cat.prompts {
+		np := *p
+		np.Name = name + "." + p.Name
+		g.server.AddPrompt(&np, g.promptHandler(name, p.Name))
+		e.prompts = append(e.prompts, np.Name)
+	}
+	for _, r := range cat.resources {
+		nr := *r
+		nr.Name = name + "." + r.Name
+		g.server.AddResource(&nr, g.resourceHandler(name))
+		e.resources = append(e.resources, r.URI)
+	}
+	return e
+}
+
+func objectSchema(s any) bool {
+	switch v := s.(type) {
+	case map[string]any:
+		return v["type"] == "object"
+	case nil:
+		return false
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return false
+	}
+	var m struct{ Type any }
+	return json.Unmarshal(raw, &m) == nil && m.Type == "object"
+}
+
+func (g *gateway) rebuildRoutes() {
+	rt := &routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}}
+	for name, e := range g.exposed {
+		u := g.upstreams[name]
+		if u == nil {
+			continue
+		}
+		for _, t := range e.cat.tools {
+			rt.tools[name+"."+t.Name] = route{u, t.Name, name + "." + t.Name}
+		}
+		for _, p := range e.cat.prompts {
+			rt.prompts[name+"."+p.Name] = route{u, p.Name, name + "." + p.Name}
+		}
+		for _, r := range e.cat.resources {
+			rt.resources[r.URI] = route{u, r.URI, name + "." + r.Name}
+		}
+	}
+	g.routes.Store(rt)
+}
+
+// verifyTenant gives the SDK the tenant llm_quota found as the session's
+// user, so a session stays with the key that opened it and each request
+// carries its tenant. Without a tenant the request goes on anonymous.
+func verifyTenant(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	t, _ := llm.TenantOf(r)
+	return t.Memo(tokenMemo{}, func() any {
+		return &auth.TokenInfo{UserID: t.KeyID, Extra: map[string]any{"tenant": t}}
+	}).(*auth.TokenInfo), nil
+}
+
+type tokenMemo struct{}
+
+func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
+	if t == nil {
+		g.sdk.ServeHTTP(w, r)
+		return
+	}
+	if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+		// the key came as x-api-key; the SDK's check wants a bearer
+		r.Header.Set("Authorization", "Bearer -")
+	}
+	g.http.ServeHTTP(w, r)
+}
+
+// tenantOf is the tenant of a JSON-RPC request: from the HTTP request
+// (Streamable HTTP) or the SSE session it came on.
+func (g *gateway) tenantOf(req mcp.Request) *llm.Tenant {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		t, _ := ex.TokenInfo.Extra["tenant"].(*llm.Tenant)
+		return t
+	}
+	if v, ok := g.sseTenants.Load(req.GetSession()); ok {
+		return v.(*llm.Tenant)
+	}
+	return nil
+}
+
+// permit filters lists and refuses calls the request's key may not make.
+func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read", "resources/list":
+		default:
+			return next(ctx, method, req)
+		}
+		t := g.tenantOf(req)
+		if t == nil {
+			return next(ctx, method, req)
+		}
+		rt := g.routes.Load()
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			if !t.ToolAllowed(p.Name) {
+				return nil, refused(t, "tool", p.Name)
+			}
+		case *mcp.GetPromptParams:
+			if !t.ToolAllowed(p.Name) {
+				return nil, refused(t, "prompt", p.Name)
+			}
+		case *mcp.ReadResourceParams:
+			if r, ok := rt.resources[p.URI]; ok && !t.ToolAllowed(r.perm) {
+				return nil, refused(t, "resource", r.perm)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		switch l := res.(type) {
+		case *mcp.ListToolsResult:
+			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return t.ToolAllowed(x.Name) })
+		case *mcp.ListPromptsResult:
+			l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { return t.ToolAllowed(x.Name) })
+		case *mcp.ListResourcesResult:
+			l.Resources = filter(l.Resources, func(x *mcp.Resource) bool {
+				r, ok := rt.resources[x.URI]
+				return ok && t.ToolAllowed(r.perm)
+			})
+		}
+		return res, nil
+	}
+}
+
+func filter[T any](xs []*T, keep func(*T) bool) []*T {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func refused(t *llm.Tenant, kind, name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("key %q may not use the %s %q; its tenancy's tools globs do not allow it: ask an admin to add it", t.KeyID, kind, name)}
+}
+
+// toolHandler proxies one namespaced tool to its upstream.
+func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
+	full := server + "." + tool
+	m := toolMetricsFor(server, full)
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := now()
+		r, ok := g.routes.Load().tools[full]
+		if !ok {
+			return nil, fmt.Errorf("tool %q is no longer offered by mcp server %q", full, server)
+		}
+		var progress func(*mcp.ProgressNotificationParams)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			ss := req.Session
+			progress = func(p *mcp.ProgressNotificationParams) {
+				q := *p
+				q.ProgressToken = tok
+				_ = ss.NotifyProgress(ctx, &q)
+			}
+		}
+		res, err := r.up.callTool(ctx, r.name, req.Params.Arguments, progress)
+		outcome := "ok"
+		switch {
+		case err != nil:
+			outcome = "failed"
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		case res.IsError:
+			outcome = "tool_error"
+		}
+		d := now().Sub(start)
+		m.observe(outcome, d)
+		key := ""
+		if t := g.tenantOf(req); t != nil {
+			key = t.KeyID
+		}
+		g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", server), zap.String("tool", tool),
+			zap.String("outcome", outcome), zap.Duration("duration", d))
+		return res, nil
+	}
+}
+
+func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {
+	full := server + "." + prompt
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		r, ok := g.routes.Load().prompts[full]
+		if !ok {
+			return nil, fmt.Errorf("prompt %q is no longer offered by mcp server %q", full, server)
+		}
+		s, err := r.up.live()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(r.up.cfg.Timeout))
+		defer cancel()
+		res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: r.name, Arguments: req.Params.Arguments})
+		return res, r.up.wrap(ctx, "prompts/get "+r.name, err)
+	}
+}
+
+func (g *gateway) resourceHandler(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		r, ok := g.routes.Load().resources[req.Params.URI]
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		s, err := r.up.live()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(r.up.cfg.Timeout))
+		defer cancel()
+		res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.name})
+		return res, r.up.wrap(ctx, "resources/read "+r.name, err)
+	}
+}
+
+// sseSession is one legacy SSE client, bound to the key that opened it.
+type sseSession struct {
+	transport *mcp.SSEServerTransport
+	key       string
+}
+
+// serveSSE is the 2024-11-05 HTTP+SSE transport: GET opens a session's
+// event stream, POST ?sessionid= delivers a message to it.
+func (g *gateway) serveSSE(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
+	key := ""
+	if t != nil {
+		key = t.KeyID
+	}
+	switch r.Method {
+	case http.MethodPost:
+		v, ok := g.sse.Load(r.URL.Query().Get("sessionid"))
+		if !ok {
+			http.Error(w, "mcp session not found; open a new one with GET", http.StatusNotFound)
+			return
+		}
+		s := v.(*sseSession)
+		if s.key != key {
+			http.Error(w, "this mcp session belongs to another key", http.StatusForbidden)
+			return
+		}
+		s.transport.ServeHTTP(w, r)
+	case http.MethodGet:
+		id := rand.Text()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		path := r.URL.Path
+		if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
+			path = orig.URL.Path
+		}
+		tr := &mcp.SSEServerTransport{Endpoint: path + "?sessionid=" + id, Response: w}
+		g.sse.Store(id, &sseSession{transport: tr, key: key})
+		defer g.sse.Delete(id)
+		ss, err := g.server.Connect(r.Context(), tr, nil)
+		if err != nil {
+			http.Error(w, "mcp session failed to start", http.StatusInternalServerError)
+			return
+		}
+		if t != nil {
+			g.sseTenants.Store(ss, t)
+			defer g.sseTenants.Delete(ss)
+		}
+		defer ss.Close()
+		done := make(chan struct{})
+		go func() { _ = ss.Wait(); close(done) }()
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "use GET to open an mcp sse session, POST to send to it", http.StatusMethodNotAllowed)
+	}
+}
+
+// servers returns the gateway's servers by name, sorted.
+func (g *gateway) serverNames() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.upstreams))
+	for n := range g.upstreams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Interface guards
+var _ caddy.Destructor = (*gateway)(nil)

@@ -1,0 +1,108 @@
+package llmmcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+type slowArgs struct {
+	Steps int `json:"steps"`
+}
+
+// upstreamServer is a real MCP server over Streamable HTTP with an echo
+// tool and a slow tool that sends progress notifications.
+func upstreamServer(t testing.TB) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, a slowArgs) (*mcp.CallToolResult, any, error) {
+		for i := 1; i <= a.Steps; i++ {
+			time.Sleep(10 * time.Millisecond)
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(a.Steps)})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// testGateway serves a gateway in front of url (no tenant: every tool).
+func testGateway(t testing.TB, url string) string {
+	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Destruct() })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
+		tn := &llm.Tenant{KeyID: "k"}
+		llm.SetTenant(r, tn)
+		g.serveStreamable(w, r, tn)
+	}))
+	t.Cleanup(srv.Close)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.routes.Load().tools) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(g.routes.Load().tools) == 0 {
+		t.Fatal("the gateway lists no tools")
+	}
+	return srv.URL
+}
+
+func TestProgressForwarded(t *testing.T) {
+	gw := testGateway(t, upstreamServer(t))
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, r.Params)
+		mu.Unlock()
+	}})
+	s, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := tools.Tools[0].Name[:len(tools.Tools[0].Name)-len(".echo")]
+	for _, tl := range tools.Tools {
+		if tl.Name[len(tl.Name)-4:] == "slow" {
+			name = tl.Name
+		}
+	}
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"steps": 3}, Meta: mcp.Meta{"progressToken": "tok"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[2].ProgressToken != "tok" || got[2].Progress != 3 {
+		t.Fatalf("got %d progress notifications %+v, want 3 with token tok", len(got), got)
+	}
+}
