@@ -106,3 +106,38 @@ func TestProgressForwarded(t *testing.T) {
 		t.Fatalf("got %d progress notifications %+v, want 3 with token tok", len(got), got)
 	}
 }
+
+func benchCalls(b *testing.B, url, tool string) {
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	args := map[string]any{"text": "hello"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkToolCall compares a tool call made to an MCP server directly
+// and through the gateway in front of it (all in one process).
+func BenchmarkToolCall(b *testing.B) {
+	up := upstreamServer(b)
+	b.Run("direct", func(b *testing.B) { benchCalls(b, up, "echo") })
+	gw := testGateway(b, up)
+	s, _ := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw}, nil)
+	tools, _ := s.ListTools(context.Background(), nil)
+	s.Close()
+	name := ""
+	for _, tl := range tools.Tools {
+		if len(tl.Name) > 5 && tl.Name[len(tl.Name)-5:] == ".echo" {
+			name = tl.Name
+		}
+	}
+	b.Run("gateway", func(b *testing.B) { benchCalls(b, gw, name) })
+}

@@ -180,7 +180,7 @@ func (u *upstream) transport() (mcp.Transport, error) {
 		go u.logStderr(bufio.NewScanner(stderr))
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	}
-	hc := &http.Client{Transport: headerTransport{headers: c.Headers, base: http.DefaultTransport}}
+	hc := &http.Client{Transport: headerTransport{headers: c.Headers, base: upstreamTransport}}
 	if c.Transport == "sse" {
 		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, nil
 	}
@@ -213,6 +213,15 @@ func childEnv(extra map[string]string) []string {
 	}
 	return env
 }
+
+// upstreamTransport keeps enough idle connections for many concurrent
+// calls to one server (the default keeps 2 per host, and every call over
+// that would open a new one).
+var upstreamTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+	return t
+}()
 
 // headerTransport adds a remote server's own headers.
 type headerTransport struct {
