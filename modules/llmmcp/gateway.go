@@ -41,6 +41,8 @@ type gateway struct {
 	sdk    http.Handler // the SDK's Streamable HTTP handler
 	http   http.Handler // sdk behind the tenant check
 
+	sessions   sync.Map // streamable session id → *session
+	cancel     context.CancelFunc
 	sse        sync.Map // sse session id → *sseSession
 	sseTenants sync.Map // *mcp.ServerSession → *llm.Tenant
 
@@ -56,9 +58,10 @@ type gateway struct {
 }
 
 type route struct {
-	up   *upstream
-	name string // the upstream's own name or URI
-	perm string // server.name, checked with Tenant.ToolAllowed
+	up      *upstream
+	name    string // the upstream's own name or URI
+	perm    string // server.name, checked with Tenant.ToolAllowed
+	metrics *toolMetrics
 }
 
 type routeTable struct {
@@ -87,12 +90,15 @@ func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time
 	})
 	g.server.AddReceivingMiddleware(g.permit)
 	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
+		&mcp.StreamableHTTPOptions{})
 	g.sdk = sh
 	g.http = auth.RequireBearerToken(verifyTenant, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sh)
 	for _, c := range servers {
 		g.configured[c.Name] = c
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go g.reap(ctx, sessionTimeout)
 	all := mergeRuntime(servers)
 	for _, c := range all {
 		if err := g.attach(c); err != nil {
@@ -139,6 +145,9 @@ func (g *gateway) detach(name string) {
 
 // Destruct releases the upstreams and ends the sessions.
 func (g *gateway) Destruct() error {
+	if g.cancel != nil {
+		g.cancel()
+	}
 	liveMu.Lock()
 	delete(live, g)
 	liveMu.Unlock()
@@ -234,13 +243,13 @@ func (g *gateway) rebuildRoutes() {
 			continue
 		}
 		for _, t := range e.cat.tools {
-			rt.tools[name+"."+t.Name] = route{u, t.Name, name + "." + t.Name}
+			rt.tools[name+"."+t.Name] = route{u, t.Name, name + "." + t.Name, toolMetricsFor(name, name+"."+t.Name)}
 		}
 		for _, p := range e.cat.prompts {
-			rt.prompts[name+"."+p.Name] = route{u, p.Name, name + "." + p.Name}
+			rt.prompts[name+"."+p.Name] = route{up: u, name: p.Name, perm: name + "." + p.Name}
 		}
 		for _, r := range e.cat.resources {
-			rt.resources[r.URI] = route{u, r.URI, name + "." + r.Name}
+			rt.resources[r.URI] = route{up: u, name: r.URI, perm: name + "." + r.Name}
 		}
 	}
 	g.routes.Store(rt)
@@ -287,11 +296,14 @@ func (g *gateway) tenantOf(req mcp.Request) *llm.Tenant {
 func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read", "resources/list":
+		case "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read", "resources/list", "initialize":
 		default:
 			return next(ctx, method, req)
 		}
 		t := g.tenantOf(req)
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && req.GetExtra() != nil {
+			g.track(ss, t)
+		}
 		if t == nil {
 			return next(ctx, method, req)
 		}
@@ -347,9 +359,7 @@ func refused(t *llm.Tenant, kind, name string) error {
 // toolHandler proxies one namespaced tool to its upstream.
 func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 	full := server + "." + tool
-	m := toolMetricsFor(server, full)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		start := now()
 		r, ok := g.routes.Load().tools[full]
 		if !ok {
 			return nil, fmt.Errorf("tool %q is no longer offered by mcp server %q", full, server)
@@ -363,25 +373,32 @@ func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 				_ = ss.NotifyProgress(ctx, &q)
 			}
 		}
-		res, err := r.up.callTool(ctx, r.name, req.Params.Arguments, progress)
-		outcome := "ok"
-		switch {
-		case err != nil:
-			outcome = "failed"
-			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-		case res.IsError:
-			outcome = "tool_error"
-		}
-		d := now().Sub(start)
-		m.observe(outcome, d)
 		key := ""
 		if t := g.tenantOf(req); t != nil {
 			key = t.KeyID
 		}
-		g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", server), zap.String("tool", tool),
-			zap.String("outcome", outcome), zap.Duration("duration", d))
-		return res, nil
+		return g.call(ctx, key, r, req.Params.Arguments, progress), nil
 	}
+}
+
+// call makes one tool call upstream, counts it and audits it. Failures
+// become tool errors that say what happened.
+func (g *gateway) call(ctx context.Context, key string, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
+	start := now()
+	res, err := r.up.callTool(ctx, r.name, args, progress)
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "failed"
+		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+	case res.IsError:
+		outcome = "tool_error"
+	}
+	d := now().Sub(start)
+	r.metrics.observe(outcome, d)
+	g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", r.up.cfg.Name), zap.String("tool", r.name),
+		zap.String("outcome", outcome), zap.Duration("duration", d))
+	return res
 }
 
 func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {

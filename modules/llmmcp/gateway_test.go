@@ -58,6 +58,11 @@ func testGateway(t testing.TB, url string) string {
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 		tn := &llm.Tenant{KeyID: "k"}
 		llm.SetTenant(r, tn)
+		if r.Method == http.MethodPost {
+			if call, _ := noteTool(r); call != nil && g.fastCall(w, r, tn, call) {
+				return
+			}
+		}
 		g.serveStreamable(w, r, tn)
 	}))
 	t.Cleanup(srv.Close)

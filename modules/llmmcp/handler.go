@@ -222,8 +222,10 @@ const maxBody = 4 << 20
 // ServeHTTP serves MCP; it never calls next.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	t, _ := llm.TenantOf(r)
+	var call *rpcCall
 	if r.Method == http.MethodPost {
-		if err := noteTool(r); err != nil {
+		var err error
+		if call, err = noteTool(r); err != nil {
 			return caddyhttp.Error(http.StatusRequestEntityTooLarge, err)
 		}
 	}
@@ -231,38 +233,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.gw.serveSSE(w, r, t)
 		return nil
 	}
+	if call != nil && h.gw.fastCall(w, r, t, call) {
+		return nil
+	}
 	h.gw.serveStreamable(w, r, t)
 	return nil
 }
 
-// noteTool reads a POSTed message to put a tools/call's tool in the
-// access log; the body is put back for the SDK.
-func noteTool(r *http.Request) error {
+// noteTool reads a POSTed message and, for a tools/call, puts its tool in
+// the access log and returns it parsed; the body is put back for the SDK.
+func noteTool(r *http.Request) (*rpcCall, error) {
 	if r.Body == nil {
-		return nil
+		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(b) > maxBody {
-		return fmt.Errorf("mcp message larger than %d bytes", maxBody)
+		return nil, fmt.Errorf("mcp message larger than %d bytes", maxBody)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	if !bytes.Contains(b, []byte(`"tools/call"`)) {
-		return nil
+		return nil, nil
 	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
+	m := new(rpcCall)
+	if json.Unmarshal(b, m) != nil || m.Method != "tools/call" {
+		return nil, nil
 	}
-	if json.Unmarshal(b, &m) == nil && m.Method == "tools/call" {
-		openai.Log(r).Tool = m.Params.Name
-	}
-	return nil
+	openai.Log(r).Tool = m.Params.Name
+	return m, nil
 }
 
 // Interface guards

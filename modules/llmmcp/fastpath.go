@@ -1,0 +1,124 @@
+package llmmcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// A tools/call is the one message on the hot path. When it comes alone in
+// a POST of a known Streamable HTTP session, without a progress token, the
+// gateway answers it itself (a JSON response, as the transport allows)
+// instead of passing it through the SDK's server side; everything else,
+// including refusals, goes through the SDK.
+
+// rpcCall is a POSTed tools/call, parsed once.
+type rpcCall struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string                     `json:"name"`
+		Arguments json.RawMessage            `json:"arguments"`
+		Meta      map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// session is a client session of the Streamable HTTP transport: the key
+// that opened it and when it was last used.
+type session struct {
+	ss   *mcp.ServerSession
+	key  string
+	last atomic.Int64 // unix nanoseconds
+}
+
+// track remembers a session the SDK serves, until it ends.
+func (g *gateway) track(ss *mcp.ServerSession, t *llm.Tenant) {
+	id := ss.ID()
+	if id == "" {
+		return
+	}
+	if v, ok := g.sessions.Load(id); ok {
+		v.(*session).last.Store(now().UnixNano())
+		return
+	}
+	s := &session{ss: ss}
+	if t != nil {
+		s.key = t.KeyID
+	}
+	s.last.Store(now().UnixNano())
+	if _, loaded := g.sessions.LoadOrStore(id, s); !loaded {
+		go func() {
+			_ = ss.Wait()
+			g.sessions.Delete(id)
+		}()
+	}
+}
+
+// reap closes sessions idle longer than timeout; the SDK's own idle timer
+// would not see the calls answered on the fast path.
+func (g *gateway) reap(ctx context.Context, timeout time.Duration) {
+	tick := time.NewTicker(min(timeout/4, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cut := now().Add(-timeout).UnixNano()
+		g.sessions.Range(func(_, v any) bool {
+			if s := v.(*session); s.last.Load() < cut {
+				_ = s.ss.Close()
+			}
+			return true
+		})
+	}
+}
+
+// fastCall answers c if it can; false leaves it to the SDK.
+func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant, c *rpcCall) bool {
+	if len(c.ID) == 0 || c.Params.Meta["progressToken"] != nil || !strings.Contains(r.Header.Get("Accept"), "application/json") {
+		return false
+	}
+	v, ok := g.sessions.Load(r.Header.Get("Mcp-Session-Id"))
+	if !ok {
+		return false
+	}
+	s := v.(*session)
+	key := ""
+	if t != nil {
+		key = t.KeyID
+		if !t.ToolAllowed(c.Params.Name) {
+			return false
+		}
+	}
+	if s.key != key {
+		return false
+	}
+	rt, ok := g.routes.Load().tools[c.Params.Name]
+	if !ok {
+		return false
+	}
+	s.last.Store(now().UnixNano())
+	res := g.call(r.Context(), key, rt, c.Params.Arguments, nil)
+	body, err := json.Marshal(res)
+	if err != nil {
+		body, _ = json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "encoding the tool's result: " + err.Error()}}})
+	}
+	out := make([]byte, 0, len(body)+len(c.ID)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, c.ID...)
+	out = append(out, `,"result":`...)
+	out = append(out, body...)
+	out = append(out, '}')
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+	return true
+}
