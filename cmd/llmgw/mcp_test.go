@@ -438,4 +438,10 @@ func TestMCPGateway(t *testing.T) {
 			t.Error("no audit line for a tool call")
 		}
 	})
+	t.Run("runtime servers survive a restart", func(t *testing.T) {
+		g.stop()
+		g.start()
+		c := mcpClient(t, url, "secret-1", false, nil)
+		waitFor(t, 20*time.Second, "extra.echo listed after the restart", func() bool { return slices.Contains(toolNames(t, c), "extra.echo") })
+	})
 }

@@ -160,10 +160,15 @@ func (g *gateway) Destruct() error {
 		u.subscribe(g, false)
 		u.release()
 	}
+	g.closeSessions()
+	return nil
+}
+
+// closeSessions ends every client session, and so their event streams.
+func (g *gateway) closeSessions() {
 	for ss := range g.server.Sessions() {
 		_ = ss.Close()
 	}
-	return nil
 }
 
 // sync brings what g.server lists for one server in line with its

@@ -136,6 +136,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("starting the mcp gateway: %w", err)
 	}
 	h.gw = v.(*gateway)
+	// Open event streams would hold a stopping server forever: when the
+	// process exits (not on a reload, which keeps the sessions), they end.
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok {
+		gw := h.gw
+		srv.RegisterOnShutdown(func() {
+			if caddy.Exiting() {
+				gw.closeSessions()
+			}
+		})
+	}
 	return nil
 }
 
