@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -436,6 +437,22 @@ func TestMCPGateway(t *testing.T) {
 		}
 		if !strings.Contains(logs, `"logger":"http.handlers.llm_mcp.audit"`) || !strings.Contains(logs, `"key":"k2","server":"local","tool":"add","outcome":"ok"`) {
 			t.Error("no audit line for a tool call")
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", g.admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		for _, want := range []string{`llmgw_mcp_tool_calls_total{outcome="ok",server="remote",tool="remote.add"}`,
+			`llmgw_mcp_tool_calls_total{outcome="tool_error",server="remote",tool="remote.fail"}`,
+			`llmgw_mcp_tool_calls_total{outcome="failed",server="local",tool="local.echo"}`,
+			`llmgw_mcp_tool_call_duration_seconds_count{server="remote",tool="remote.add"}`,
+			`llmgw_mcp_upstream_up{server="local"} 1`} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("/metrics has no %s", want)
+			}
 		}
 	})
 	t.Run("runtime servers survive a restart", func(t *testing.T) {

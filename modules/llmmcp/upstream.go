@@ -136,6 +136,9 @@ func (u *upstream) runOnce() error {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.refresh() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.refresh() },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.refresh() },
+		// a server that stops answering is noticed, and reconnected
+		KeepAlive:                 30 * time.Second,
+		KeepAliveFailureThreshold: 2,
 	})
 	tr, err := u.transport()
 	if err != nil {
@@ -348,6 +351,9 @@ func (u *upstream) callTool(ctx context.Context, name string, args json.RawMessa
 		p.SetProgressToken(tok)
 	}
 	res, err := s.CallTool(ctx, p)
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		_ = s.Close() // the server forgot the session (it restarted): reconnect
+	}
 	return res, u.wrap(ctx, "tools/call "+name, err)
 }
 
