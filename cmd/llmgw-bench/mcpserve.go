@@ -17,7 +17,7 @@ import (
 // benchmarks, over stdio or Streamable HTTP (and the old SSE transport at
 // /sse). Tools: echo, add, slow (streams progress), fail (a tool error),
 // contact (a result with an email address and a phone number), whoami
-// (the Authorization header it got); one resource (note://<name>/readme) and one prompt
+// (the Authorization header it got), grow (adds a tool); one resource (note://<name>/readme) and one prompt
 // (greet). With -crash-after N the process exits during its Nth tool call.
 func mcpServe(args []string) error {
 	fs := flag.NewFlagSet("mcp-serve", flag.ExitOnError)
@@ -103,6 +103,13 @@ func newMCPServer(name string, crashAfter int64) *mcp.Server {
 			auth = req.Extra.Header.Get("Authorization")
 		}
 		return text(auth), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "adds the tool grown (which echoes), so clients get tools/list_changed"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		count()
+		mcp.AddTool(s, &mcp.Tool{Name: "grown", Description: "echoes its text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+		return text("grown"), nil, nil
 	})
 	s.AddResource(&mcp.Resource{Name: "readme", URI: "note://" + name + "/readme", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "served by " + name}}}, nil

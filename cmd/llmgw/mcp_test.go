@@ -223,7 +223,7 @@ func TestMCPGateway(t *testing.T) {
 	url := g.base + "/mcp"
 	k1 := mcpClient(t, url, "secret-1", false, nil)
 	k2 := mcpClient(t, url, "secret-2", false, nil)
-	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 12 })
+	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 14 })
 
 	t.Run("tools filtered per key", func(t *testing.T) {
 		if got, want := toolNames(t, k2), []string{"local.add", "remote.echo"}; !slices.Equal(got, want) {
@@ -289,6 +289,28 @@ func TestMCPGateway(t *testing.T) {
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("the timed-out call took %s", d)
+		}
+	})
+	t.Run("upstream list_changed followed", func(t *testing.T) {
+		changed := make(chan struct{}, 8)
+		c, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		}).Connect(bg, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: keyHeader{"secret-1"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, _, err := callText(c, "remote.grow", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no tools/list_changed reached the client after the upstream's list changed")
+		}
+		waitFor(t, 5*time.Second, "remote.grown listed", func() bool { return slices.Contains(toolNames(t, c), "remote.grown") })
+		if out, _, err := callText(c, "remote.grown", map[string]any{"text": "new"}); err != nil || out != "new" {
+			t.Errorf("remote.grown = %q, %v", out, err)
 		}
 	})
 	t.Run("resources and prompts", func(t *testing.T) {
