@@ -88,7 +88,7 @@ func mcpConfig(g *gateway, remote, extraSite string) string {
 						tools remote.* local.* extra.*
 					}
 					key k2 %s {
-						tools remote.echo local.add
+						tools remote.echo remote.whoami local.add
 					}
 				}
 			}
@@ -110,6 +110,9 @@ func mcpConfig(g *gateway, remote, extraSite string) string {
 				url %s
 				header Authorization "Bearer upstream-{env.MCP_TEST_TOKEN}"
 				timeout 2s
+				tenant key k1 {
+					header Authorization "Bearer k1-own-{env.MCP_TEST_TOKEN}"
+				}
 			}
 			server local {
 				command %s mcp-serve -stdio -name local -crash-after 4
@@ -226,7 +229,7 @@ func TestMCPGateway(t *testing.T) {
 	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 14 })
 
 	t.Run("tools filtered per key", func(t *testing.T) {
-		if got, want := toolNames(t, k2), []string{"local.add", "remote.echo"}; !slices.Equal(got, want) {
+		if got, want := toolNames(t, k2), []string{"local.add", "remote.echo", "remote.whoami"}; !slices.Equal(got, want) {
 			t.Errorf("k2 lists %v, want %v", got, want)
 		}
 		got := toolNames(t, k1)
@@ -251,9 +254,13 @@ func TestMCPGateway(t *testing.T) {
 		}
 	})
 	t.Run("upstream credentials", func(t *testing.T) {
-		out, _, err := callText(k1, "remote.whoami", map[string]any{})
+		out, _, err := callText(k2, "remote.whoami", map[string]any{})
 		if err != nil || out != "Bearer upstream-s3cret-upstream" {
 			t.Errorf("the upstream saw Authorization %q (%v); want its own header, never the client's key", out, err)
+		}
+		out, _, err = callText(k1, "remote.whoami", map[string]any{})
+		if err != nil || out != "Bearer k1-own-s3cret-upstream" {
+			t.Errorf("for k1 the upstream saw Authorization %q (%v); want k1's own credential", out, err)
 		}
 		if strings.Contains(g.logs.String(), "s3cret-upstream") {
 			t.Error("the upstream's secret is in llmgw's logs")
@@ -328,7 +335,7 @@ func TestMCPGateway(t *testing.T) {
 	})
 	t.Run("legacy sse transport", func(t *testing.T) {
 		c := mcpClient(t, url+"/sse", "secret-2", true, nil)
-		if got, want := toolNames(t, c), []string{"local.add", "remote.echo"}; !slices.Equal(got, want) {
+		if got, want := toolNames(t, c), []string{"local.add", "remote.echo", "remote.whoami"}; !slices.Equal(got, want) {
 			t.Errorf("k2 over sse lists %v, want %v", got, want)
 		}
 		if out, _, err := callText(c, "remote.echo", map[string]any{"text": "via sse"}); err != nil || out != "via sse" {
@@ -408,7 +415,7 @@ func TestMCPGateway(t *testing.T) {
 		if err != nil {
 			t.Fatalf("llmgw ctl mcp enable: %v\n%s", err, out)
 		}
-		if got := toolNames(t, k2); !slices.Equal(got, []string{"local.add", "remote.echo"}) {
+		if got := toolNames(t, k2); !slices.Equal(got, []string{"local.add", "remote.echo", "remote.whoami"}) {
 			t.Errorf("re-enabled, k2 lists %v", got)
 		}
 		out, err = exec.Command(binary, "ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin), "mcp", "servers").CombinedOutput()

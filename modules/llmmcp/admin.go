@@ -61,6 +61,16 @@ type ServerStatus struct {
 	Tools     []string  `json:"tools"`
 	Resources []string  `json:"resources,omitempty"`
 	Prompts   []string  `json:"prompts,omitempty"`
+	// Tenants are the sessions of tenants with their own credential.
+	Tenants []TenantSession `json:"tenants,omitempty"`
+}
+
+// TenantSession is the state of one tenant's own session with a server.
+type TenantSession struct {
+	Level     string `json:"level"`
+	Name      string `json:"name"`
+	Up        bool   `json:"up"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 func gatewaysNow() []*gateway {
@@ -85,7 +95,12 @@ func Status() []ServerStatus {
 			}
 			seen[name] = true
 			_, rt := g.configured[name]
-			out = append(out, statusOf(u, !rt))
+			st := statusOf(u, !rt)
+			for _, a := range g.alts[name] {
+				up, lastErr, _, _ := a.up.status()
+				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
+			}
+			out = append(out, st)
 		}
 		g.mu.Unlock()
 	}

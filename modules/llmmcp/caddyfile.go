@@ -30,6 +30,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			header    <name> <value>
 //			timeout   <duration>
 //			disabled
+//			tenant key|project|team|org <id or path> {
+//				header <name> <value>
+//			}
 //		}
 //		server <name> {
 //			command <path> [<args...>]
@@ -37,10 +40,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			dir     <path>
 //			timeout <duration>
 //			disabled
+//			tenant key|project|team|org <id or path> {
+//				env <key> <value>
+//			}
 //		}
 //	}
 //
-// header and env repeat; their values may use placeholders such as
+// header, env and tenant repeat; their values may use placeholders such as
 // {env.TOKEN} and {file./run/secrets/token}, resolved when the config loads.
 func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -87,7 +93,7 @@ func (m *Handler) parseServer(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		dir := d.Val()
-		if dir != "header" && dir != "env" {
+		if dir != "header" && dir != "env" && dir != "tenant" {
 			if seen[dir] {
 				return d.Errf("duplicate subdirective %q in server %q", dir, s.Name)
 			}
@@ -131,8 +137,40 @@ func parseServerDirective(d *caddyfile.Dispenser, dir string, s *ServerConfig) e
 		}
 		s.Disabled = true
 		return nil
+	case "tenant":
+		return parseTenant(d, s)
 	}
 	return d.Errf("unrecognized subdirective %q in mcp server %q", dir, s.Name)
+}
+
+// parseTenant reads "tenant <level> <name> { header|env <k> <v> }".
+func parseTenant(d *caddyfile.Dispenser, s *ServerConfig) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.ArgErr()
+	}
+	tc := &TenantCredential{Level: args[0], Name: args[1]}
+	for _, o := range s.Tenants {
+		if o.Level == tc.Level && o.Name == tc.Name {
+			return d.Errf("tenant %s %s given twice in server %q", tc.Level, tc.Name, s.Name)
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "header":
+			err = pair(d, &tc.Headers)
+		case "env":
+			err = pair(d, &tc.Env)
+		default:
+			err = d.Errf("unrecognized subdirective %q in tenant %s %s; use header or env", d.Val(), tc.Level, tc.Name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.Tenants = append(s.Tenants, tc)
+	return nil
 }
 
 func oneArg(d *caddyfile.Dispenser, dst *string) error {

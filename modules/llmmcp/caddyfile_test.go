@@ -29,6 +29,12 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bad timeout", "llm_mcp {\n server a {\n url http://x\n timeout soon\n }\n}", `"soon" is not a positive duration`},
 		{"duplicate in server", "llm_mcp {\n server a {\n url http://x\n url http://y\n }\n}", `duplicate subdirective "url" in server "a"`},
 		{"unknown in server", "llm_mcp {\n server a {\n url http://x\n token t\n }\n}", `unrecognized subdirective "token" in mcp server "a"`},
+		{"tenant without name", "llm_mcp {\n server a {\n url http://x\n tenant key\n }\n}", "wrong argument count"},
+		{"tenant bad level", "llm_mcp {\n server a {\n url http://x\n tenant user bob {\n header A b\n }\n }\n}", `tenant level "user"`},
+		{"tenant env on url", "llm_mcp {\n server a {\n url http://x\n tenant key k1 {\n env A b\n }\n }\n}", "take header, not env"},
+		{"tenant header on command", "llm_mcp {\n server a {\n command /bin/x\n tenant org acme {\n header A b\n }\n }\n}", "take env, not header"},
+		{"tenant twice", "llm_mcp {\n server a {\n url http://x\n tenant key k1\n tenant key k1\n }\n}", "given twice"},
+		{"tenant unknown", "llm_mcp {\n server a {\n url http://x\n tenant key k1 {\n token t\n }\n }\n}", `unrecognized subdirective "token" in tenant`},
 		{"disabled with argument", "llm_mcp {\n server a {\n url http://x\n disabled yes\n }\n}", "wrong argument count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

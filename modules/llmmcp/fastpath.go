@@ -107,7 +107,7 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 		return false
 	}
 	s.last.Store(now().UnixNano())
-	res := g.call(r.Context(), key, rt, c.Params.Arguments, nil)
+	res := g.call(r.Context(), t, rt, c.Params.Arguments, nil)
 	body, err := json.Marshal(res)
 	if err != nil {
 		body, _ = json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "encoding the tool's result: " + err.Error()}}})

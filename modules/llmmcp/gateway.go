@@ -53,15 +53,33 @@ type gateway struct {
 	mu         sync.Mutex // control path only
 	configured map[string]*ServerConfig
 	upstreams  map[string]*upstream
+	alts       map[string][]alt     // server → tenants' own sessions
 	exposed    map[string]*exposure // server → what is registered on g.server
 	closed     bool
 }
 
 type route struct {
 	up      *upstream
+	alts    []alt  // tenants' own sessions, most specific match first
 	name    string // the upstream's own name or URI
 	perm    string // server.name, checked with Tenant.ToolAllowed
 	metrics *toolMetrics
+}
+
+// pick is the session a tenant's call goes through: its own, at the most
+// specific level that has one, else the server's.
+func (r *route) pick(t *llm.Tenant) *upstream {
+	if t == nil || len(r.alts) == 0 {
+		return r.up
+	}
+	for _, l := range t.Levels {
+		for _, a := range r.alts {
+			if a.kind == l.Kind && a.name == l.Name {
+				return a.up
+			}
+		}
+	}
+	return r.up
 }
 
 type routeTable struct {
@@ -79,7 +97,7 @@ type exposure struct {
 
 func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time.Duration) (*gateway, error) {
 	g := &gateway{logger: logger, audit: logger.Named("audit"), configured: map[string]*ServerConfig{},
-		upstreams: map[string]*upstream{}, exposed: map[string]*exposure{}}
+		upstreams: map[string]*upstream{}, alts: map[string][]alt{}, exposed: map[string]*exposure{}}
 	g.routes.Store(&routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}})
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "llmgw", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -112,34 +130,61 @@ func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time
 	return g, nil
 }
 
-// attach connects (or joins) an upstream and exposes what it offers.
+// alt is a tenant's own session with a server.
+type alt struct {
+	kind, name string // the tenancy level it is for
+	up         *upstream
+}
+
+// attach connects (or joins) an upstream, and the sessions of the tenants
+// with their own credential, and exposes what it offers.
 func (g *gateway) attach(c *ServerConfig) error {
-	u, err := acquire(g.logger, c)
+	u, err := acquire(g.logger, c.base())
 	if err != nil {
 		return err
 	}
+	var alts []alt
+	for _, tc := range c.Tenants {
+		a, err := acquire(g.logger, c.forTenant(tc))
+		if err != nil {
+			u.release()
+			releaseAlts(alts)
+			return err
+		}
+		alts = append(alts, alt{tc.kind(), tc.Name, a})
+	}
 	g.mu.Lock()
-	if old := g.upstreams[c.Name]; old != nil {
+	old, oldAlts := g.upstreams[c.Name], g.alts[c.Name]
+	g.upstreams[c.Name], g.alts[c.Name] = u, alts
+	g.mu.Unlock()
+	if old != nil {
 		old.subscribe(g, false)
 		old.release()
 	}
-	g.upstreams[c.Name] = u
-	g.mu.Unlock()
+	releaseAlts(oldAlts)
 	u.subscribe(g, true)
 	g.sync(c.Name)
 	return nil
 }
 
-// detach stops exposing a server and releases its upstream.
+func releaseAlts(alts []alt) {
+	for _, a := range alts {
+		a.up.release()
+	}
+}
+
+// detach stops exposing a server and releases its upstreams.
 func (g *gateway) detach(name string) {
 	g.mu.Lock()
-	u := g.upstreams[name]
+	u, alts := g.upstreams[name], g.alts[name]
 	delete(g.upstreams, name)
+	delete(g.alts, name)
 	g.mu.Unlock()
 	if u != nil {
 		u.subscribe(g, false)
 		u.release()
 	}
+	releaseAlts(alts)
 	g.sync(name)
 }
 
@@ -153,9 +198,12 @@ func (g *gateway) Destruct() error {
 	liveMu.Unlock()
 	g.mu.Lock()
 	g.closed = true
-	ups := g.upstreams
-	g.upstreams = map[string]*upstream{}
+	ups, alts := g.upstreams, g.alts
+	g.upstreams, g.alts = map[string]*upstream{}, map[string][]alt{}
 	g.mu.Unlock()
+	for _, a := range alts {
+		releaseAlts(a)
+	}
 	for _, u := range ups {
 		u.subscribe(g, false)
 		u.release()
@@ -243,18 +291,18 @@ func objectSchema(s any) bool {
 func (g *gateway) rebuildRoutes() {
 	rt := &routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}}
 	for name, e := range g.exposed {
-		u := g.upstreams[name]
+		u, alts := g.upstreams[name], g.alts[name]
 		if u == nil {
 			continue
 		}
 		for _, t := range e.cat.tools {
-			rt.tools[name+"."+t.Name] = route{u, t.Name, name + "." + t.Name, toolMetricsFor(name, name+"."+t.Name)}
+			rt.tools[name+"."+t.Name] = route{u, alts, t.Name, name + "." + t.Name, toolMetricsFor(name, name+"."+t.Name)}
 		}
 		for _, p := range e.cat.prompts {
-			rt.prompts[name+"."+p.Name] = route{up: u, name: p.Name, perm: name + "." + p.Name}
+			rt.prompts[name+"."+p.Name] = route{up: u, alts: alts, name: p.Name, perm: name + "." + p.Name}
 		}
 		for _, r := range e.cat.resources {
-			rt.resources[r.URI] = route{up: u, name: r.URI, perm: name + "." + r.Name}
+			rt.resources[r.URI] = route{up: u, alts: alts, name: r.URI, perm: name + "." + r.Name}
 		}
 	}
 	g.routes.Store(rt)
@@ -378,19 +426,15 @@ func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 				_ = ss.NotifyProgress(ctx, &q)
 			}
 		}
-		key := ""
-		if t := g.tenantOf(req); t != nil {
-			key = t.KeyID
-		}
-		return g.call(ctx, key, r, req.Params.Arguments, progress), nil
+		return g.call(ctx, g.tenantOf(req), r, req.Params.Arguments, progress), nil
 	}
 }
 
 // call makes one tool call upstream, counts it and audits it. Failures
 // become tool errors that say what happened.
-func (g *gateway) call(ctx context.Context, key string, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
+func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
 	start := now()
-	res, err := r.up.callTool(ctx, r.name, args, progress)
+	res, err := r.pick(t).callTool(ctx, r.name, args, progress)
 	outcome := "ok"
 	switch {
 	case err != nil:
@@ -401,6 +445,10 @@ func (g *gateway) call(ctx context.Context, key string, r route, args json.RawMe
 	}
 	d := now().Sub(start)
 	r.metrics.observe(outcome, d)
+	key := ""
+	if t != nil {
+		key = t.KeyID
+	}
 	g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", r.up.cfg.Name), zap.String("tool", r.name),
 		zap.String("outcome", outcome), zap.Duration("duration", d))
 	return res
@@ -413,14 +461,15 @@ func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {
 		if !ok {
 			return nil, fmt.Errorf("prompt %q is no longer offered by mcp server %q", full, server)
 		}
-		s, err := r.up.live()
+		up := r.pick(g.tenantOf(req))
+		s, err := up.live()
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(r.up.cfg.Timeout))
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(up.cfg.Timeout))
 		defer cancel()
 		res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: r.name, Arguments: req.Params.Arguments})
-		return res, r.up.wrap(ctx, "prompts/get "+r.name, err)
+		return res, up.wrap(ctx, "prompts/get "+r.name, err)
 	}
 }
 
@@ -430,14 +479,15 @@ func (g *gateway) resourceHandler(server string) mcp.ResourceHandler {
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		s, err := r.up.live()
+		up := r.pick(g.tenantOf(req))
+		s, err := up.live()
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(r.up.cfg.Timeout))
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(up.cfg.Timeout))
 		defer cancel()
 		res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.name})
-		return res, r.up.wrap(ctx, "resources/read "+r.name, err)
+		return res, up.wrap(ctx, "resources/read "+r.name, err)
 	}
 }
 

@@ -89,6 +89,35 @@ type ServerConfig struct {
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Disabled servers are kept but not listed or called.
 	Disabled bool `json:"disabled,omitempty"`
+	// Tenants gives some tenants their own credential for this server:
+	// their calls go through a session (for a command server, a process)
+	// of their own, opened with these headers or env in place of the
+	// server's. The most specific match wins (key, then project, team,
+	// organisation); other tenants use the server's own credential. The
+	// tools listed are the server's own session's.
+	Tenants []*TenantCredential `json:"tenants,omitempty"`
+}
+
+// TenantCredential is one tenancy level's own credential for a server.
+type TenantCredential struct {
+	// Level is "key", "project", "team" or "org".
+	Level string `json:"level"`
+	// Name is the key's id, or the level's path: "acme",
+	// "acme/research", "acme/research/alpha".
+	Name string `json:"name"`
+	// Headers replace or add to the server's headers (url servers).
+	// Placeholders are resolved when the config loads.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Env replaces or adds to the server's env (command servers).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// kind is the level's name in llm.Level.Kind.
+func (tc *TenantCredential) kind() string {
+	if tc.Level == "org" {
+		return "organisation"
+	}
+	return tc.Level
 }
 
 // CaddyModule returns the Caddy module information.
@@ -163,7 +192,39 @@ func (s *ServerConfig) resolve(repl *caddy.Replacer) (*ServerConfig, error) {
 	}
 	c.Headers = replaceAll(repl, s.Headers)
 	c.Env = replaceAll(repl, s.Env)
+	c.Tenants = nil
+	for _, tc := range s.Tenants {
+		c.Tenants = append(c.Tenants, &TenantCredential{Level: tc.Level, Name: tc.Name,
+			Headers: replaceAll(repl, tc.Headers), Env: replaceAll(repl, tc.Env)})
+	}
 	return &c, nil
+}
+
+// base is the server's own connection config; forTenant a tenant's.
+func (s *ServerConfig) base() *ServerConfig {
+	c := *s
+	c.Tenants = nil
+	return &c
+}
+
+func (s *ServerConfig) forTenant(tc *TenantCredential) *ServerConfig {
+	c := s.base()
+	c.Headers, c.Env = merge(s.Headers, tc.Headers), merge(s.Env, tc.Env)
+	return c
+}
+
+func merge(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 func replaceAll(repl *caddy.Replacer, m map[string]string) map[string]string {
@@ -199,6 +260,18 @@ func (s *ServerConfig) validate() error {
 		return fmt.Errorf("mcp server %q: args, env and dir apply to command servers only", s.Name)
 	case s.Timeout < 0:
 		return fmt.Errorf("mcp server %q: timeout must be positive", s.Name)
+	}
+	for _, tc := range s.Tenants {
+		switch {
+		case tc.Level != "key" && tc.Level != "project" && tc.Level != "team" && tc.Level != "org":
+			return fmt.Errorf("mcp server %q: tenant level %q: use key, project, team or org", s.Name, tc.Level)
+		case tc.Name == "":
+			return fmt.Errorf("mcp server %q: a tenant credential needs the key id or the level's path", s.Name)
+		case s.Command != "" && len(tc.Headers) > 0:
+			return fmt.Errorf("mcp server %q: tenant %s %s: a command server's tenants take env, not header", s.Name, tc.Level, tc.Name)
+		case s.URL != "" && len(tc.Env) > 0:
+			return fmt.Errorf("mcp server %q: tenant %s %s: a url server's tenants take header, not env", s.Name, tc.Level, tc.Name)
+		}
 	}
 	return nil
 }
