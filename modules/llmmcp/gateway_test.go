@@ -3,8 +3,10 @@ package llmmcp
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +45,8 @@ func upstreamServer(t testing.TB) string {
 	return srv.URL
 }
 
-// testGateway serves a gateway in front of url (no tenant: every tool).
+// testGateway serves a gateway in front of url. The tenant is the key
+// named in X-Test-Key (default k), allowed every tool.
 func testGateway(t testing.TB, url string) string {
 	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(nil)
 	if err != nil {
@@ -57,6 +60,9 @@ func testGateway(t testing.TB, url string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 		tn := &llm.Tenant{KeyID: "k"}
+		if k := r.Header.Get("X-Test-Key"); k != "" {
+			tn = &llm.Tenant{KeyID: k}
+		}
 		llm.SetTenant(r, tn)
 		if r.Method == http.MethodPost {
 			if call, _ := noteTool(r); call != nil && g.fastCall(w, r, tn, call) {
@@ -145,4 +151,65 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 	}
 	b.Run("gateway", func(b *testing.B) { benchCalls(b, gw, name) })
+}
+
+type testKey string
+
+func (k testKey) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test-Key", string(k))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestSessionStaysWithItsKey checks that a tools/call in another key's
+// session is refused, on the fast path as through the SDK.
+func TestSessionStaysWithItsKey(t *testing.T) {
+	gw := testGateway(t, upstreamServer(t))
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: gw, HTTPClient: &http.Client{Transport: testKey("a")}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := tools.Tools[0].Name
+	for _, tc := range []struct {
+		name, key string
+		progress  bool
+		status    int
+		body      string
+	}{
+		{"own key, fast path", "a", false, 200, `"result":{"content":[{"type":"text","text":"hi"}]}`},
+		{"other key, fast path", "b", false, 403, "session user mismatch"},
+		{"other key, with progress", "b", true, 403, "session user mismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meta := ""
+			if tc.progress {
+				meta = `,"_meta":{"progressToken":"p"}`
+			}
+			body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + name + `","arguments":{"text":"hi"}` + meta + `}}`
+			req, _ := http.NewRequest("POST", gw, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", s.ID())
+			req.Header.Set("Mcp-Protocol-Version", s.InitializeResult().ProtocolVersion)
+			req.Header.Set("X-Test-Key", tc.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || !strings.Contains(string(raw), tc.body) {
+				t.Errorf("got %d %s, want %d with %s", resp.StatusCode, raw, tc.status, tc.body)
+			}
+			if tc.status == 200 && resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("Content-Type %q: the call did not take the fast path (a JSON answer)", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
 }
