@@ -2,20 +2,16 @@ package llmmcp
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -308,107 +304,6 @@ func (g *gateway) rebuildRoutes() {
 	g.routes.Store(rt)
 }
 
-// verifyTenant gives the SDK the tenant llm_quota found as the session's
-// user, so a session stays with the key that opened it and each request
-// carries its tenant. Without a tenant the request goes on anonymous.
-func verifyTenant(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-	t, _ := llm.TenantOf(r)
-	return t.Memo(tokenMemo{}, func() any {
-		return &auth.TokenInfo{UserID: t.KeyID, Extra: map[string]any{"tenant": t}}
-	}).(*auth.TokenInfo), nil
-}
-
-type tokenMemo struct{}
-
-func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
-	if t == nil {
-		g.sdk.ServeHTTP(w, r)
-		return
-	}
-	if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
-		// the key came as x-api-key; the SDK's check wants a bearer
-		r.Header.Set("Authorization", "Bearer -")
-	}
-	g.http.ServeHTTP(w, r)
-}
-
-// tenantOf is the tenant of a JSON-RPC request: from the HTTP request
-// (Streamable HTTP) or the SSE session it came on.
-func (g *gateway) tenantOf(req mcp.Request) *llm.Tenant {
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		t, _ := ex.TokenInfo.Extra["tenant"].(*llm.Tenant)
-		return t
-	}
-	if v, ok := g.sseTenants.Load(req.GetSession()); ok {
-		return v.(*llm.Tenant)
-	}
-	return nil
-}
-
-// permit filters lists and refuses calls the request's key may not make.
-func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read", "resources/list", "initialize":
-		default:
-			return next(ctx, method, req)
-		}
-		t := g.tenantOf(req)
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && req.GetExtra() != nil {
-			g.track(ss, t)
-		}
-		if t == nil {
-			return next(ctx, method, req)
-		}
-		rt := g.routes.Load()
-		switch p := req.GetParams().(type) {
-		case *mcp.CallToolParamsRaw:
-			if !t.ToolAllowed(p.Name) {
-				return nil, refused(t, "tool", p.Name)
-			}
-		case *mcp.GetPromptParams:
-			if !t.ToolAllowed(p.Name) {
-				return nil, refused(t, "prompt", p.Name)
-			}
-		case *mcp.ReadResourceParams:
-			if r, ok := rt.resources[p.URI]; ok && !t.ToolAllowed(r.perm) {
-				return nil, refused(t, "resource", r.perm)
-			}
-		}
-		res, err := next(ctx, method, req)
-		if err != nil {
-			return res, err
-		}
-		switch l := res.(type) {
-		case *mcp.ListToolsResult:
-			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return t.ToolAllowed(x.Name) })
-		case *mcp.ListPromptsResult:
-			l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { return t.ToolAllowed(x.Name) })
-		case *mcp.ListResourcesResult:
-			l.Resources = filter(l.Resources, func(x *mcp.Resource) bool {
-				r, ok := rt.resources[x.URI]
-				return ok && t.ToolAllowed(r.perm)
-			})
-		}
-		return res, nil
-	}
-}
-
-func filter[T any](xs []*T, keep func(*T) bool) []*T {
-	out := xs[:0:0]
-	for _, x := range xs {
-		if keep(x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func refused(t *llm.Tenant, kind, name string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-		Message: fmt.Sprintf("key %q may not use the %s %q; its tenancy's tools globs do not allow it: ask an admin to add it", t.KeyID, kind, name)}
-}
-
 // toolHandler proxies one namespaced tool to its upstream.
 func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 	full := server + "." + tool
@@ -488,65 +383,6 @@ func (g *gateway) resourceHandler(server string) mcp.ResourceHandler {
 		defer cancel()
 		res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.name})
 		return res, up.wrap(ctx, "resources/read "+r.name, err)
-	}
-}
-
-// sseSession is one legacy SSE client, bound to the key that opened it.
-type sseSession struct {
-	transport *mcp.SSEServerTransport
-	key       string
-}
-
-// serveSSE is the 2024-11-05 HTTP+SSE transport: GET opens a session's
-// event stream, POST ?sessionid= delivers a message to it.
-func (g *gateway) serveSSE(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
-	key := ""
-	if t != nil {
-		key = t.KeyID
-	}
-	switch r.Method {
-	case http.MethodPost:
-		v, ok := g.sse.Load(r.URL.Query().Get("sessionid"))
-		if !ok {
-			http.Error(w, "mcp session not found; open a new one with GET", http.StatusNotFound)
-			return
-		}
-		s := v.(*sseSession)
-		if s.key != key {
-			http.Error(w, "this mcp session belongs to another key", http.StatusForbidden)
-			return
-		}
-		s.transport.ServeHTTP(w, r)
-	case http.MethodGet:
-		id := rand.Text()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		path := r.URL.Path
-		if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
-			path = orig.URL.Path
-		}
-		tr := &mcp.SSEServerTransport{Endpoint: path + "?sessionid=" + id, Response: w}
-		g.sse.Store(id, &sseSession{transport: tr, key: key})
-		defer g.sse.Delete(id)
-		ss, err := g.server.Connect(r.Context(), tr, nil)
-		if err != nil {
-			http.Error(w, "mcp session failed to start", http.StatusInternalServerError)
-			return
-		}
-		if t != nil {
-			g.sseTenants.Store(ss, t)
-			defer g.sseTenants.Delete(ss)
-		}
-		defer ss.Close()
-		done := make(chan struct{})
-		go func() { _ = ss.Wait(); close(done) }()
-		select {
-		case <-r.Context().Done():
-		case <-done:
-		}
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		http.Error(w, "use GET to open an mcp sse session, POST to send to it", http.StatusMethodNotAllowed)
 	}
 }
 
