@@ -66,6 +66,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "prefix" {
+		if err := prefixBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench prefix:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		if err := compare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench compare:", err)
@@ -87,8 +94,12 @@ func main() {
 	fs.Float64Var(&cfg.Rate, "rate", 0, "pace the clients to this many requests per second in all (0: each sends its next request when its last one is answered)")
 	fs.IntVar(&cfg.PromptBytes, "prompt-bytes", 0, "make the prompt this long (prose with an email and a card number per kilobyte)")
 	fs.BoolVar(&cfg.Unique, "unique", false, "give every request a question never asked before")
+	fs.StringVar(&cfg.API, "api", "", "the API to ask in: chat (default), responses or messages")
 	fs.Var(&pids, "pid", "a process whose CPU time per request to report (repeatable)")
 	_ = fs.Parse(os.Args[1:])
+	if cfg.API == "chat" {
+		cfg.API = ""
+	}
 	cpu0 := cpuTimes(pids)
 	res, err := run(cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/synth"
 )
 
@@ -95,6 +96,20 @@ func (r *request) promptText() string {
 	var ss []string
 	_ = json.Unmarshal(r.Prompt, &ss)
 	return strings.Join(ss, "\n")
+}
+
+// promptTokens are the prompt's tokens as the prefix cache sees them:
+// each message's role, then its words.
+func (r *request) promptTokens() []string {
+	if r.Messages == nil {
+		return strings.Fields(r.promptText())
+	}
+	var out []string
+	for _, m := range r.Messages {
+		out = append(out, "<|"+m.Role+"|>")
+		out = append(out, strings.Fields(m.text())...)
+	}
+	return out
 }
 
 // lastText is the last message's text, or the prompt.
@@ -370,7 +385,17 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req *request
 	if reasoning > 0 {
 		usage["completion_tokens_details"] = map[string]int{"reasoning_tokens": reasoning}
 	}
-	if err := s.pace(ctx, s.cfg.TTFT); err != nil {
+	ttft := s.cfg.TTFT
+	if s.cache != nil {
+		cached := min(s.cache.Use(prefixcache.Blocks(req.promptTokens()))*prefixcache.BlockTokens, prompt)
+		usage["prompt_tokens_details"] = map[string]int{"cached_tokens": cached}
+		s.promptTokens.Add(int64(prompt))
+		s.cachedTokens.Add(int64(cached))
+		if r := s.cfg.PrefillTokensPerSecond; r > 0 {
+			ttft += time.Duration(float64(prompt-cached) / r * float64(time.Second))
+		}
+	}
+	if err := s.pace(ctx, ttft); err != nil {
 		return err
 	}
 	if !req.Stream {

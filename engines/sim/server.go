@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmgw/llmgw/engines/sim/prefixcache"
 	"github.com/llmgw/llmgw/engines/internal/proc"
 )
 
@@ -37,6 +38,12 @@ type ServerConfig struct {
 	// Reasoning makes every chat answer start with reasoning_content, as
 	// a reasoning model's do, when the request sets no reasoning_effort.
 	Reasoning bool
+	// PrefixCacheTokens, when set, simulates a prefix cache of that many
+	// tokens (see engines/sim/prefixcache): usage reports the cached
+	// prompt tokens, and PrefillTokensPerSecond makes the uncached ones
+	// cost time before the first token.
+	PrefixCacheTokens      int
+	PrefillTokensPerSecond float64
 }
 
 // Server is the simulated model's HTTP server.
@@ -45,6 +52,8 @@ type Server struct {
 	// Counters, served at GET /sim/stats for tests and demos.
 	requests, inflight, canceled, completed atomic.Int64
 	last                                    atomic.Pointer[[]byte] // the last generation request's body, at GET /sim/last
+	cache                                   *prefixcache.Cache
+	promptTokens, cachedTokens              atomic.Int64
 }
 
 // NewServer returns a server with defaults applied.
@@ -55,7 +64,11 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.EmbeddingDims <= 0 {
 		cfg.EmbeddingDims = 64
 	}
-	return &Server{cfg: cfg}
+	s := &Server{cfg: cfg}
+	if cfg.PrefixCacheTokens > 0 {
+		s.cache = prefixcache.New(cfg.PrefixCacheTokens)
+	}
+	return s
 }
 
 // parseFlags parses a replica's flags. Errors name the flag and list the
@@ -73,6 +86,8 @@ func parseFlags(args []string) (ServerConfig, string, error) {
 	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
 	fs.BoolVar(&cfg.Echo, "echo", false, "answer with the last message's text")
 	fs.BoolVar(&cfg.Reasoning, "reasoning", false, "start every chat answer with reasoning_content")
+	fs.IntVar(&cfg.PrefixCacheTokens, "prefix-cache-tokens", 0, "simulate a prefix cache of this many tokens")
+	fs.Float64Var(&cfg.PrefillTokensPerSecond, "prefill-tokens-per-second", 0, "with a prefix cache: the rate uncached prompt tokens are processed at")
 	if err := fs.Parse(args); err != nil {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
@@ -121,6 +136,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]int64{
 			"requests": s.requests.Load(), "inflight": s.inflight.Load(),
 			"canceled": s.canceled.Load(), "completed": s.completed.Load(),
+			"prompt_tokens": s.promptTokens.Load(), "cached_tokens": s.cachedTokens.Load(),
 		})
 	case "/sim/last":
 		w.Header().Set("Content-Type", "application/json")

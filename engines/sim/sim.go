@@ -68,6 +68,8 @@ var options = []struct {
 	{engine.Option{Name: "embedding_dims", Type: engine.TypeInteger, Description: "embedding dimensions; default 64"}, "embedding-dims"},
 	{engine.Option{Name: "fail_status", Type: engine.TypeInteger, Description: "answer every generation with this HTTP status"}, "fail-status"},
 	{engine.Option{Name: "echo", Type: engine.TypeBool, Description: "answer with the last message's text, in 3-byte pieces"}, "echo"},
+	{engine.Option{Name: "prefix_cache_tokens", Type: engine.TypeInteger, Description: "simulate an engine's prefix cache of this many tokens: usage reports cached_tokens (a simulator, not inference)"}, "prefix-cache-tokens"},
+	{engine.Option{Name: "prefill_tokens_per_second", Type: engine.TypeNumber, Description: "with prefix_cache_tokens: uncached prompt tokens add to the time to first token at this rate"}, "prefill-tokens-per-second"},
 	{engine.Option{Name: "reasoning", Type: engine.TypeBool, Description: "start every chat answer with reasoning_content (8 tokens), as reasoning models do; a request's reasoning_effort sets the length (none: no reasoning)"}, "reasoning"},
 }
 

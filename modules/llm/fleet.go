@@ -113,6 +113,24 @@ func (r *Replica) NextKey(key int) {
 // Inflight is the number of requests the replica is serving.
 func (r *Replica) Inflight() int64 { return r.inflight.Load() }
 
+// NewStandaloneReplica returns a ready replica that belongs to no fleet:
+// for exercising a policy (its tests and benchmarks) without engines.
+func NewStandaloneReplica(id, model string) *Replica {
+	r := &Replica{ID: id, Model: model}
+	r.state.Store(ReplicaReady)
+	return r
+}
+
+// Hold counts a request in flight on a standalone replica until the
+// returned func is called (a fleet counts its own).
+func (r *Replica) Hold() (release func()) {
+	r.inflight.Add(1)
+	return func() { r.inflight.Add(-1) }
+}
+
+// SetState sets a standalone replica's state (ReplicaReady, or "stopped").
+func (r *Replica) SetState(s string) { r.state.Store(s) }
+
 // State is the replica's state.
 func (r *Replica) State() string { s, _ := r.state.Load().(string); return s }
 

@@ -7,6 +7,7 @@ package llmguard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/mcpwire"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -165,8 +167,14 @@ func (s *state) record(check string, stage Stage, outcome, reason string) {
 // ServeHTTP checks the prompt, then the answer on its way out.
 func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	w, req, err := openai.Enter(w, r)
+	if errors.Is(err, openai.ErrNotGenerating) {
+		if body, err := mcpwire.Read(r); err == nil && body.ToolCalls() > 0 {
+			return g.serveMCP(w, r, next, body)
+		}
+		return next.ServeHTTP(w, r)
+	}
 	if err != nil {
-		return next.ServeHTTP(w, r) // not generating, or the router answers with the error
+		return next.ServeHTTP(w, r) // the router answers with the error
 	}
 	start := time.Now()
 	ctx, span, traced := openai.StartSpan(r.Context(), "llm.guard")
@@ -195,6 +203,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return nil
 	}
 	w.Header().Add("Server-Timing", timing("guard", took))
+	st.seedFromTools(openai.Scope(r))
 	if len(out) == 0 && st.vault.empty() {
 		err := next.ServeHTTP(w, r)
 		st.finish(r)

@@ -13,6 +13,7 @@ type vault struct {
 	values  map[string]string // placeholder → value
 	counts  map[string]int    // per kind
 	maxLen  int               // longest placeholder
+	tag     string            // before the number: "T" for tool results' (<EMAIL_T1>)
 }
 
 func (v *vault) empty() bool { return v == nil || len(v.values) == 0 }
@@ -26,7 +27,7 @@ func (v *vault) placeholder(kind, value string) string {
 		return p
 	}
 	v.counts[kind]++
-	p := "<" + kind + "_" + strconv.Itoa(v.counts[kind]) + ">"
+	p := "<" + kind + "_" + v.tag + strconv.Itoa(v.counts[kind]) + ">"
 	v.byValue[value], v.values[p] = p, value
 	v.maxLen = max(v.maxLen, len(p))
 	return p

@@ -179,6 +179,9 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	openai.Log(r).Key = tenant.KeyID
 	w, req, err := openai.Enter(w, r)
 	if errors.Is(err, openai.ErrNotGenerating) {
+		if q.serveMCP(w, r, tenant) {
+			return nil
+		}
 		return next.ServeHTTP(w, r)
 	}
 	if err != nil {

@@ -124,6 +124,7 @@ type memoryStore struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeCounters
 	done  chan struct{}
+	memoryTools
 }
 
 // nodeCounters are one node's windows, in-flight leases and usage.

@@ -26,7 +26,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
 //	llm_router [<matcher>] {
-//		policy                  least_outstanding|round_robin
+//		policy                  least_outstanding|round_robin|prefix_affinity [{
+//			block_bytes  <n>
+//			cache_tokens <n>
+//			balance_abs  <n>
+//			balance_rel  <x>
+//			header       <name>
+//		}]
 //		first_byte_timeout      <duration>
 //		dial_timeout            <duration>
 //		max_idle_conns_per_host <n>
@@ -61,13 +67,48 @@ func (rt *Router) parsePolicy(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	nesting := d.Nesting()
 	switch name {
 	case "least_outstanding", "round_robin":
-	default:
-		return d.Errf("unknown policy %q; use least_outstanding or round_robin", name)
+		if d.NextBlock(nesting) {
+			return d.Errf("policy %s takes no options", name)
+		}
+		rt.PolicyRaw = caddyconfig.JSONModuleObject(struct{}{}, "policy", name, nil)
+		return nil
+	case "prefix_affinity":
+		p := new(PrefixAffinity)
+		for d.NextBlock(nesting) {
+			var err error
+			switch d.Val() {
+			case "block_bytes":
+				err = parseInt(d, &p.BlockBytes)
+			case "cache_tokens":
+				err = parseInt(d, &p.CacheTokens)
+			case "balance_abs":
+				err = parseInt(d, &p.BalanceAbs)
+			case "balance_rel":
+				if !d.NextArg() {
+					return d.ArgErr()
+				}
+				p.BalanceRel, err = strconv.ParseFloat(d.Val(), 64)
+				if err != nil || p.BalanceRel <= 1 {
+					return d.Errf("balance_rel %q: a number above 1, such as 1.5", d.Val())
+				}
+			case "header":
+				if !d.Args(&p.Header) {
+					return d.ArgErr()
+				}
+			default:
+				return d.Errf("unrecognized prefix_affinity option %q; use block_bytes, cache_tokens, balance_abs, balance_rel or header", d.Val())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		rt.PolicyRaw = caddyconfig.JSONModuleObject(p, "policy", name, nil)
+		return nil
 	}
-	rt.PolicyRaw = caddyconfig.JSONModuleObject(struct{}{}, "policy", name, nil)
-	return nil
+	return d.Errf("unknown policy %q; use least_outstanding, round_robin or prefix_affinity", name)
 }
 
 func parseDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {

@@ -47,7 +47,8 @@ func registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal} {
+	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal,
+		metricPrefixTokens, metricPrefixPicks} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

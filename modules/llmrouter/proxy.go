@@ -60,7 +60,11 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 	var failed *llm.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
-		rep, release, err := rt.app.Reacquire(r.Context(), name, rt.policy, failed)
+		sel := rt.policy
+		if rp, ok := sel.(requestPolicy); ok {
+			sel = rp.forRequest(r, req, name)
+		}
+		rep, release, err := rt.app.Reacquire(r.Context(), name, sel, failed)
 		failed = nil
 		if err != nil {
 			last = err

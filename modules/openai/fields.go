@@ -64,7 +64,22 @@ var common = map[string]field{
 	"model":          {read: (*parser).model, unset: func(p *parser) { p.r.Model = "" }},
 	"stream":         {read: (*parser).stream, unset: func(p *parser) { p.r.Stream = false }},
 	"stream_options": {read: (*parser).streamOptions, unset: func(p *parser) { p.r.StreamOptions, p.r.IncludeUsage = nil, false }},
-	"user":           check(of(kString), "a string"),
+	"user": {read: func(p *parser, name string, v []byte) error {
+		if kindOf(v) != kString {
+			return typeError(name, "a string")
+		}
+		if p.r.CacheKey == nil {
+			p.r.CacheKey = v
+		}
+		return nil
+	}},
+	"prompt_cache_key": {read: func(p *parser, name string, v []byte) error {
+		if kindOf(v) != kString {
+			return typeError(name, "a string")
+		}
+		p.r.CacheKey = v
+		return nil
+	}},
 }
 
 // sampling are the members of the generating endpoints.

@@ -27,21 +27,31 @@ type block struct {
 // msgUsage is a Messages answer's usage: input excludes the cached part.
 type msgUsage struct{ input, output, cacheRead int64 }
 
-// chatUsage is the usage member of a chat answer.
-type chatUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func (u *chatUsage) messages() msgUsage {
-	m := msgUsage{input: u.PromptTokens, output: u.CompletionTokens}
-	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 && d.CachedTokens <= m.input {
-		m.input, m.cacheRead = m.input-d.CachedTokens, d.CachedTokens
+// chatUsage reads the usage member of a chat answer as a Messages
+// usage, whose input excludes the cached part. ok is false when it is
+// not an object.
+func chatUsage(v []byte) (m msgUsage, ok bool) {
+	var cached int64
+	err := eachMember(v, func(k, val []byte) error {
+		switch string(k) {
+		case "prompt_tokens":
+			m.input, _ = strconv.ParseInt(string(val), 10, 64)
+		case "completion_tokens":
+			m.output, _ = strconv.ParseInt(string(val), 10, 64)
+		case "prompt_tokens_details":
+			_ = eachMember(val, func(dk, dv []byte) error {
+				if string(dk) == "cached_tokens" {
+					cached, _ = strconv.ParseInt(string(dv), 10, 64)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if cached > 0 && cached <= m.input {
+		m.input, m.cacheRead = m.input-cached, cached
 	}
-	return m
+	return m, err == nil
 }
 
 // message is a whole Messages answer.
@@ -53,55 +63,87 @@ type message struct {
 	usage      msgUsage
 }
 
-// chatCompletion is what a whole chat answer holds for a Messages answer.
-type chatCompletion struct {
-	ID      json.RawMessage `json:"id"`
-	Choices []struct {
-		Message struct {
-			Content          json.RawMessage `json:"content"`
-			ReasoningContent json.RawMessage `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"reasoning"`
-			Refusal          json.RawMessage `json:"refusal"`
-			ToolCalls        []struct {
-				ID       json.RawMessage `json:"id"`
-				Function struct {
-					Name      json.RawMessage `json:"name"`
-					Arguments string          `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string          `json:"finish_reason"`
-		StopReason   json.RawMessage `json:"stop_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-}
-
-// messageFromChat reads a whole chat completion. A tool call whose
+// messageFromChat reads a whole chat completion, walking its bytes (see
+// walk.go): the strings stay slices of the answer. A tool call whose
 // arguments are not a JSON object gets the input {"_raw_arguments": the
 // arguments as a string}, so that nothing the engine produced is lost.
 func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
-	var c chatCompletion
-	if err := json.Unmarshal(body, &c); err != nil {
-		return nil, errors.New("the model's answer could not be read: " + err.Error())
+	var id, choice, usage []byte
+	err := eachMember(body, func(k, v []byte) error {
+		switch string(k) {
+		case "id":
+			id = v
+		case "choices":
+			if kindOf(v) == kNull {
+				return nil
+			}
+			return eachElement(v, func(i int, c []byte) error {
+				if i == 0 {
+					choice = c
+				}
+				return nil
+			})
+		case "usage":
+			usage = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errors.New("the model's answer could not be read: it is not a chat completion object")
 	}
-	m := &message{id: messageID(c.ID), model: modelJSON(t.model)}
-	if c.Usage != nil {
-		m.usage = c.Usage.messages()
+	m := &message{id: messageID(id), model: modelJSON(t.model)}
+	if kindOf(usage) == kObject {
+		m.usage, _ = chatUsage(usage)
 	}
-	if len(c.Choices) == 0 {
+	if choice == nil {
 		m.stopReason = "end_turn"
 		return m, nil
 	}
-	ch := &c.Choices[0]
-	msg := &ch.Message
-	if r := firstString(msg.ReasoningContent, msg.Reasoning); r != nil {
+	var msg, finish, stop []byte
+	_ = eachMember(choice, func(k, v []byte) error {
+		switch string(k) {
+		case "message":
+			msg = v
+		case "finish_reason":
+			finish = v
+		case "stop_reason":
+			stop = v
+		}
+		return nil
+	})
+	var content, refusal, reasoning, reasoning2, calls []byte
+	_ = eachMember(msg, func(k, v []byte) error {
+		switch string(k) {
+		case "content":
+			content = v
+		case "refusal":
+			refusal = v
+		case "reasoning_content":
+			reasoning = v
+		case "reasoning":
+			reasoning2 = v
+		case "tool_calls":
+			calls = v
+		}
+		return nil
+	})
+	if r := firstString(reasoning, reasoning2); r != nil {
 		m.blocks = append(m.blocks, block{kind: blockThinking, text: r})
 	}
-	if s := firstString(msg.Content, msg.Refusal); s != nil {
+	if s := firstString(content, refusal); s != nil {
 		m.blocks = append(m.blocks, block{kind: blockText, text: s})
 	}
-	for _, tc := range msg.ToolCalls {
-		b := block{kind: blockTool, id: tc.ID, name: tc.Function.Name, input: []byte(tc.Function.Arguments)}
+	ncalls := 0
+	_ = eachElement(calls, func(_ int, c []byte) error {
+		ncalls++
+		_, id, name, args := toolCallFields(c)
+		b := block{kind: blockTool, id: id, name: name}
+		switch kindOf(args) {
+		case kString:
+			b.input = unquoteKey(args)
+		case kObject: // some engines send the arguments as an object
+			b.input = compact(args)
+		}
 		if kindOf(b.id) != kString {
 			b.id = toolID()
 		}
@@ -116,14 +158,15 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 			b.input = append(b.input, '}')
 		}
 		m.blocks = append(m.blocks, b)
-	}
-	m.stopSeq = matchedStop(t, ch.StopReason)
-	m.stopReason = stopReason(ch.FinishReason, len(msg.ToolCalls) > 0, m.stopSeq)
+		return nil
+	})
+	m.stopSeq = matchedStop(t, stop)
+	m.stopReason = stopReason(str(finish), ncalls > 0, m.stopSeq)
 	return m, nil
 }
 
 // firstString returns the first of vs that is a non-empty JSON string.
-func firstString(vs ...json.RawMessage) []byte {
+func firstString(vs ...[]byte) []byte {
 	for _, v := range vs {
 		if kindOf(v) == kString && len(v) > 2 {
 			return v

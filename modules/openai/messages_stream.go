@@ -115,10 +115,7 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 		})
 	}
 	if kindOf(usage) == kObject {
-		var u chatUsage
-		if json.Unmarshal(usage, &u) == nil {
-			s.usage, s.hasUse = u.messages(), true
-		}
+		s.usage, s.hasUse = chatUsage(usage)
 	}
 	if s.hasUse && s.finish != "" {
 		return s.end(out)

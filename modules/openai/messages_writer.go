@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -315,7 +314,7 @@ func messageID(chatID []byte) []byte {
 	id := unquote(chatID)
 	if len(id) == 0 {
 		var b [12]byte
-		_, _ = rand.Read(b[:])
+		fillRandom(b[:])
 		id = []byte(hex.EncodeToString(b[:]))
 	}
 	if bytes.HasPrefix(id, []byte("msg_")) {
@@ -327,6 +326,6 @@ func messageID(chatID []byte) []byte {
 // toolID makes an id for a tool call the engine sent without one.
 func toolID() []byte {
 	var b [12]byte
-	_, _ = rand.Read(b[:])
+	fillRandom(b[:])
 	return []byte(`"toolu_` + hex.EncodeToString(b[:]) + `"`)
 }

@@ -47,9 +47,13 @@ type Request struct {
 	Prompt         json.RawMessage
 	Input          json.RawMessage
 	StreamOptions  json.RawMessage
-	MessageCount   int // items of messages
-	ToolCount      int // items of tools
-	InputCount     int // prompts of prompt, or inputs of input
+	Tools          json.RawMessage // chat: the tools array, as sent
+	// CacheKey is prompt_cache_key, else user, as sent (a JSON string):
+	// what keeps a conversation on one replica.
+	CacheKey     json.RawMessage
+	MessageCount int // items of messages
+	ToolCount    int // items of tools
+	InputCount   int // prompts of prompt, or inputs of input
 
 	// API is the API the client speaks (APIChat, APIResponses,
 	// APIMessages). For another than chat, Raw is the request translated to
@@ -314,15 +318,22 @@ func skipValue(b []byte, i int) int {
 	}
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
+		// The closing quote is the first one not escaped: preceded by an
+		// even number of backslashes. IndexByte finds candidates fast.
+		for j := i + 1; ; j++ {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return -1
+			}
+			j += k
+			n := 0
+			for p := j - 1; p > i && b[p] == '\\'; p-- {
+				n++
+			}
+			if n%2 == 0 {
 				return j + 1
 			}
 		}
-		return -1
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {

@@ -3,11 +3,12 @@ package openai
 import (
 	"container/list"
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -125,10 +126,22 @@ func recordMember(rec []byte, key string) []byte {
 	return out
 }
 
+// fillRandom fills b from the runtime's generator (ChaCha8, seeded by
+// the system): unpredictable enough for ids, which guard nothing (a
+// stored response is visible only to its key), and without the system
+// call crypto/rand makes per id.
+func fillRandom(b []byte) {
+	for i := 0; i < len(b); i += 8 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rand.Uint64())
+		copy(b[i:], w[:])
+	}
+}
+
 // newID returns prefix followed by 48 random hex digits.
 func newID(prefix string) string {
 	var b [24]byte
-	_, _ = rand.Read(b[:])
+	fillRandom(b[:])
 	out := make([]byte, len(prefix)+48)
 	copy(out, prefix)
 	hex.Encode(out[len(prefix):], b[:])

@@ -189,7 +189,7 @@ func (p *parser) tools(name string, v []byte) error {
 	if err == nil && n > MaxTools {
 		return rangeError(name, fmt.Sprintf("an array of at most %d tools (it has %d)", MaxTools, n))
 	}
-	p.r.ToolCount = n
+	p.r.ToolCount, p.r.Tools = n, v
 	return err
 }
 
