@@ -484,6 +484,25 @@ func TestMCPGateway(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a changed block keeps unchanged servers", func(t *testing.T) {
+		before := mcpChildren(g)
+		cfg := strings.Replace(mcpConfig(g, remote, "header X-Reloaded yes"), "timeout 2s", "timeout 3s", 1)
+		if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(binary, "reload", "--config", filepath.Join(g.dir, "Caddyfile"),
+			"--address", fmt.Sprintf("127.0.0.1:%d", g.admin)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("reload: %v\n%s", err, out)
+		}
+		c := mcpClient(t, url, "secret-2", false, nil)
+		if txt, isErr, err := callText(c, "local.add", map[string]any{"a": 2, "b": 2}); err != nil || isErr || txt != "4" {
+			t.Errorf("after a reload changing another server, local.add = %q, %v, %v", txt, isErr, err)
+		}
+		if after := mcpChildren(g); !slices.Equal(before, after) {
+			t.Errorf("stdio processes before %v, after %v; a reload that changed only the remote server restarted the local one", before, after)
+		}
+	})
 	t.Run("runtime servers survive a restart", func(t *testing.T) {
 		g.stop()
 		g.start()
