@@ -1,8 +1,10 @@
 package llmmcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -107,11 +109,7 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 		return false
 	}
 	s.last.Store(now().UnixNano())
-	res := g.call(r.Context(), t, rt, c.Params.Arguments, nil)
-	body, err := json.Marshal(res)
-	if err != nil {
-		body, _ = json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "encoding the tool's result: " + err.Error()}}})
-	}
+	body := g.callRaw(r.Context(), t, rt, c.Params.Arguments)
 	out := make([]byte, 0, len(body)+len(c.ID)+40)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, c.ID...)
@@ -121,4 +119,42 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 	return true
+}
+
+// callRaw is call for the fast path: the result as JSON, the upstream's
+// own bytes when it could be reached with one POST.
+func (g *gateway) callRaw(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage) []byte {
+	start := now()
+	up := r.pick(t)
+	var raw []byte
+	s, err := up.live()
+	if err == nil {
+		raw, err = up.rawCall(ctx, s, r.name, args)
+		if errors.Is(err, errNotRaw) {
+			var res *mcp.CallToolResult
+			if res, err = up.callTool(ctx, r.name, args, nil); err == nil {
+				raw, err = json.Marshal(res)
+			}
+		}
+	}
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "failed"
+		raw, _ = json.Marshal(failure(err))
+	case isToolError(raw):
+		outcome = "tool_error"
+	}
+	g.record(t, r, outcome, now().Sub(start))
+	return raw
+}
+
+func isToolError(result []byte) bool {
+	if !bytes.Contains(result, []byte(`"isError"`)) {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
 }

@@ -334,11 +334,20 @@ func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.Ra
 	switch {
 	case err != nil:
 		outcome = "failed"
-		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		res = failure(err)
 	case res.IsError:
 		outcome = "tool_error"
 	}
-	d := now().Sub(start)
+	g.record(t, r, outcome, now().Sub(start))
+	return res
+}
+
+func failure(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+}
+
+// record counts a call and writes its audit line.
+func (g *gateway) record(t *llm.Tenant, r route, outcome string, d time.Duration) {
 	r.metrics.observe(outcome, d)
 	key := ""
 	if t != nil {
@@ -346,7 +355,6 @@ func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.Ra
 	}
 	g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", r.up.cfg.Name), zap.String("tool", r.name),
 		zap.String("outcome", outcome), zap.Duration("duration", d))
-	return res
 }
 
 func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {

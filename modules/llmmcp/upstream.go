@@ -45,6 +45,7 @@ type upstream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	hc       *http.Client // a url server's, with its headers
 	session  atomic.Pointer[mcp.ClientSession]
 	catalog  atomic.Pointer[catalog]
 	progress sync.Map // upstream progress token (string) → func(*mcp.ProgressNotificationParams)
@@ -73,6 +74,9 @@ func acquire(logger *zap.Logger, c *ServerConfig) (*upstream, error) {
 		u := &upstream{cfg: c, key: key, logger: logger.Named("upstream").With(zap.String("server", c.Name)),
 			ctx: ctx, cancel: cancel, subs: map[*gateway]struct{}{}}
 		u.catalog.Store(&catalog{})
+		if c.URL != "" {
+			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: upstreamTransport}}
+		}
 		go u.supervise()
 		return u, nil
 	})
@@ -183,11 +187,10 @@ func (u *upstream) transport() (mcp.Transport, error) {
 		go u.logStderr(bufio.NewScanner(stderr))
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	}
-	hc := &http.Client{Transport: headerTransport{headers: c.Headers, base: upstreamTransport}}
 	if c.Transport == "sse" {
-		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, nil
+		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: u.hc}, nil
 	}
-	return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc}, nil
+	return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: u.hc}, nil
 }
 
 func (u *upstream) logStderr(sc *bufio.Scanner) {
