@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime/debug"
@@ -378,6 +379,10 @@ func settle(seen *atomic.Int64) {
 
 // wrap turns a call's failure into an error that says what happened.
 func (u *upstream) wrap(ctx context.Context, what string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // without the URL, which may hold a credential
+	}
 	switch {
 	case err == nil:
 		return nil
