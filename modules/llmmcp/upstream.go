@@ -153,7 +153,7 @@ func (u *upstream) runOnce() error {
 	s, err := client.Connect(cctx, tr, nil)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("connecting to mcp server %q: %w", u.cfg.Name, err)
+		return fmt.Errorf("connecting to mcp server %q: %w", u.cfg.Name, scrub(err))
 	}
 	u.session.Store(s)
 	defer u.session.CompareAndSwap(s, nil)
@@ -379,10 +379,7 @@ func settle(seen *atomic.Int64) {
 
 // wrap turns a call's failure into an error that says what happened.
 func (u *upstream) wrap(ctx context.Context, what string, err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // without the URL, which may hold a credential
-	}
+	err = scrub(err)
 	switch {
 	case err == nil:
 		return nil
@@ -404,3 +401,13 @@ func (u *upstream) status() (up bool, lastErr string, restarts int, since time.T
 
 // Interface guards
 var _ caddy.Destructor = (*upstream)(nil)
+
+// scrub drops the URL from an HTTP client's error: it may hold a
+// credential.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
