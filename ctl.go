@@ -34,7 +34,7 @@ scripts. Changes are logged with the OS user as the actor.`,
 			var c ctl
 			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
-			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes())
+			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp())
 		},
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmguard"
+	_ "github.com/llmgw/llmgw/modules/llmmcp"
 	_ "github.com/llmgw/llmgw/modules/llmquota"
 	_ "github.com/llmgw/llmgw/modules/llmrouter"
 	"github.com/llmgw/llmgw/plugins/engine"

@@ -52,6 +52,20 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "mcp-serve" {
+		if err := mcpServe(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench mcp-serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		if err := mcpCompare(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench mcp:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "prefix" {
 		if err := prefixBench(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench prefix:", err)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpServe is "llmgw-bench mcp-serve": a small MCP server for tests and
+// benchmarks, over stdio or Streamable HTTP (and the old SSE transport at
+// /sse). Tools: echo, add, slow (streams progress), fail (a tool error),
+// contact (a result with an email address and a phone number), whoami
+// (the Authorization header it got), grow (adds a tool); one resource (note://<name>/readme) and one prompt
+// (greet). With -crash-after N the process exits during its Nth tool call.
+func mcpServe(args []string) error {
+	fs := flag.NewFlagSet("mcp-serve", flag.ExitOnError)
+	stdio := fs.Bool("stdio", false, "serve on stdin/stdout")
+	listen := fs.String("listen", "", "serve Streamable HTTP at / (and SSE at /sse) on this address")
+	crashAfter := fs.Int64("crash-after", 0, "exit during the Nth tool call (0: never)")
+	name := fs.String("name", "mcp-serve", "the server's name in its initialize answer")
+	_ = fs.Parse(args)
+	s := newMCPServer(*name, *crashAfter)
+	switch {
+	case *stdio:
+		return s.Run(context.Background(), &mcp.StdioTransport{})
+	case *listen != "":
+		mux := http.NewServeMux()
+		mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		mux.Handle("/", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		return http.ListenAndServe(*listen, mux)
+	}
+	return errors.New("give -stdio or -listen <addr>")
+}
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type addArgs struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type slowArgs struct {
+	Steps int `json:"steps" jsonschema:"how many progress notifications to send"`
+	MS    int `json:"ms" jsonschema:"milliseconds between them"`
+}
+
+func newMCPServer(name string, crashAfter int64) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	var calls atomic.Int64
+	count := func() {
+		if n := calls.Add(1); crashAfter > 0 && n >= crashAfter {
+			fmt.Fprintf(os.Stderr, "mcp-serve: crashing on tool call %d as asked\n", n)
+			os.Exit(3)
+		}
+	}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes its text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		count()
+		return text(a.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "adds a and b"}, func(_ context.Context, _ *mcp.CallToolRequest, a addArgs) (*mcp.CallToolResult, any, error) {
+		count()
+		return text(fmt.Sprint(a.A + a.B)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "takes steps*ms milliseconds, sending a progress notification per step"}, func(ctx context.Context, req *mcp.CallToolRequest, a slowArgs) (*mcp.CallToolResult, any, error) {
+		count()
+		tok := req.Params.GetProgressToken()
+		for i := 1; i <= a.Steps; i++ {
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			}
+			if tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(a.Steps), Message: fmt.Sprintf("step %d", i)})
+			}
+		}
+		return text(fmt.Sprintf("done after %d steps", a.Steps)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "always answers with a tool error"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		count()
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the ticket system is read-only today"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "contact", Description: "looks up a person's contact details"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		count()
+		return text("Ada Lovelace, ada.lovelace@example.com, +1 415 555 0134"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "says which Authorization header reached the server"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		count()
+		auth := "none"
+		if req.Extra != nil && req.Extra.Header != nil && req.Extra.Header.Get("Authorization") != "" {
+			auth = req.Extra.Header.Get("Authorization")
+		}
+		return text(auth), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "adds the tool grown (which echoes), so clients get tools/list_changed"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		count()
+		mcp.AddTool(s, &mcp.Tool{Name: "grown", Description: "echoes its text"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+		return text("grown"), nil, nil
+	})
+	s.AddResource(&mcp.Resource{Name: "readme", URI: "note://" + name + "/readme", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "served by " + name}}}, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greets someone", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["who"]}}}}, nil
+	})
+	return s
+}

@@ -1,0 +1,276 @@
+package llmmcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func init() {
+	caddy.RegisterModule(Admin{})
+}
+
+// Admin is admin.api.llm_mcp: the MCP gateway's routes on Caddy's admin
+// endpoint.
+//
+//	GET    /llm/mcp/servers                 servers with health and tools
+//	POST   /llm/mcp/servers                 add a server (a ServerConfig as JSON)
+//	DELETE /llm/mcp/servers/<name>          remove a server added at runtime
+//	POST   /llm/mcp/servers/<name>/disable  stop listing and calling it
+//	POST   /llm/mcp/servers/<name>/enable   list and call it again
+//
+// Changes apply to every llm_mcp handler at once, survive reloads and are
+// kept in Caddy's storage so they survive restarts.
+type Admin struct{}
+
+// CaddyModule returns the Caddy module information.
+func (Admin) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.llm_mcp",
+		New: func() caddy.Module { return new(Admin) },
+	}
+}
+
+// Routes returns the admin routes.
+func (Admin) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "/llm/mcp/servers", Handler: caddy.AdminHandlerFunc(servers)},
+		{Pattern: "/llm/mcp/servers/", Handler: caddy.AdminHandlerFunc(server)},
+	}
+}
+
+// ServerStatus is one upstream as the admin API shows it: never its
+// headers' or environment's values.
+type ServerStatus struct {
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"`
+	Target    string    `json:"target"`
+	Up        bool      `json:"up"`
+	Enabled   bool      `json:"enabled"`
+	Runtime   bool      `json:"runtime,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
+	Restarts  int       `json:"restarts"`
+	LastError string    `json:"last_error,omitempty"`
+	Tools     []string  `json:"tools"`
+	Resources []string  `json:"resources,omitempty"`
+	Prompts   []string  `json:"prompts,omitempty"`
+	// Tenants are the sessions of tenants with their own credential.
+	Tenants []TenantSession `json:"tenants,omitempty"`
+}
+
+// TenantSession is the state of one tenant's own session with a server.
+type TenantSession struct {
+	Level     string `json:"level"`
+	Name      string `json:"name"`
+	Up        bool   `json:"up"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+func gatewaysNow() []*gateway {
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	out := make([]*gateway, 0, len(live))
+	for g := range live {
+		out = append(out, g)
+	}
+	return out
+}
+
+// Status lists every server of every running llm_mcp handler, by name.
+func Status() []ServerStatus {
+	seen := map[string]bool{}
+	var out []ServerStatus
+	for _, g := range gatewaysNow() {
+		g.mu.Lock()
+		for name, u := range g.upstreams {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			_, rt := g.configured[name]
+			st := statusOf(u, !rt)
+			for _, a := range g.alts[name] {
+				up, lastErr, _, _ := a.up.status()
+				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
+			}
+			out = append(out, st)
+		}
+		g.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func statusOf(u *upstream, runtime bool) ServerStatus {
+	up, lastErr, restarts, since := u.status()
+	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Target: u.cfg.URL, Up: up, Runtime: runtime,
+		Enabled: !u.cfg.Disabled && !isDisabled(u.cfg.Name), Since: since, Restarts: restarts, LastError: lastErr, Tools: []string{}}
+	if u.cfg.Command != "" {
+		s.Transport, s.Target = "stdio", u.cfg.Command
+	}
+	cat := u.catalog.Load()
+	for _, t := range cat.tools {
+		s.Tools = append(s.Tools, u.cfg.Name+"."+t.Name)
+	}
+	for _, r := range cat.resources {
+		s.Resources = append(s.Resources, r.URI)
+	}
+	for _, p := range cat.prompts {
+		s.Prompts = append(s.Prompts, u.cfg.Name+"."+p.Name)
+	}
+	return s
+}
+
+func servers(w http.ResponseWriter, r *http.Request) error {
+	switch r.Method {
+	case http.MethodGet:
+		return writeJSON(w, Status())
+	case http.MethodPost:
+		return addServer(w, r)
+	}
+	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
+}
+
+func addServer(w http.ResponseWriter, r *http.Request) error {
+	var c ServerConfig
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return apiErr(http.StatusBadRequest, "decoding the server: %v", err)
+	}
+	resolved, err := c.resolve(caddy.NewReplacer())
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	gws := gatewaysNow()
+	if len(gws) == 0 {
+		return apiErr(http.StatusNotFound, "no llm_mcp handler is running; add one to a site's route")
+	}
+	for _, g := range gws {
+		if _, ok := g.configured[c.Name]; ok {
+			return apiErr(http.StatusConflict, "mcp server %q is in the config; change it there", c.Name)
+		}
+	}
+	rtMu.Lock()
+	if _, ok := rtAdded[c.Name]; ok {
+		rtMu.Unlock()
+		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
+	}
+	rtAdded[c.Name] = &c
+	err = save()
+	rtMu.Unlock()
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
+	}
+	for _, g := range gws {
+		if err := g.attach(resolved); err != nil {
+			return apiErr(http.StatusInternalServerError, "%v", err)
+		}
+	}
+	audit(r, "mcp server added", zap.String("server", c.Name))
+	w.WriteHeader(http.StatusCreated)
+	return writeJSON(w, map[string]string{"added": c.Name})
+}
+
+func server(w http.ResponseWriter, r *http.Request) error {
+	name, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/mcp/servers/"), "/")
+	gws := gatewaysNow()
+	known := false
+	for _, g := range gws {
+		g.mu.Lock()
+		_, ok := g.upstreams[name]
+		g.mu.Unlock()
+		known = known || ok
+	}
+	rtMu.Lock()
+	_, added := rtAdded[name]
+	rtMu.Unlock()
+	if !known && !added {
+		return apiErr(http.StatusNotFound, "no mcp server %q; see GET /llm/mcp/servers", name)
+	}
+	switch {
+	case r.Method == http.MethodGet && action == "":
+		for _, s := range Status() {
+			if s.Name == name {
+				return writeJSON(w, s)
+			}
+		}
+		return apiErr(http.StatusNotFound, "no mcp server %q", name)
+	case r.Method == http.MethodDelete && action == "":
+		if !added {
+			return apiErr(http.StatusConflict, "mcp server %q is in the config: remove it there, or disable it", name)
+		}
+		rtMu.Lock()
+		delete(rtAdded, name)
+		delete(rtOff, name)
+		err := save()
+		rtMu.Unlock()
+		for _, g := range gws {
+			if _, ok := g.configured[name]; !ok {
+				g.detach(name)
+			}
+		}
+		audit(r, "mcp server removed", zap.String("server", name))
+		return errOr(err, w, map[string]string{"removed": name})
+	case r.Method == http.MethodPost && (action == "enable" || action == "disable"):
+		rtMu.Lock()
+		if action == "disable" {
+			rtOff[name] = true
+		} else {
+			delete(rtOff, name)
+		}
+		err := save()
+		rtMu.Unlock()
+		for _, g := range gws {
+			g.sync(name)
+		}
+		audit(r, "mcp server "+action+"d", zap.String("server", name))
+		return errOr(err, w, map[string]string{action + "d": name})
+	}
+	return apiErr(http.StatusMethodNotAllowed, "%s %s is not a route; see the llm_mcp admin routes", r.Method, r.URL.Path)
+}
+
+func errOr(err error, w http.ResponseWriter, v any) error {
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, "storing the change: %v", err)
+	}
+	return writeJSON(w, v)
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(v)
+}
+
+func apiErr(status int, format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
+}
+
+// audit logs an administrative change with who made it, as the llm app's
+// admin routes do.
+func audit(r *http.Request, msg string, fields ...zap.Field) {
+	actor := r.Header.Get("X-Llmgw-Actor")
+	if actor == "" {
+		actor = "unknown"
+	}
+	if len(actor) > 200 {
+		actor = actor[:200]
+	}
+	fields = append(fields, zap.String("actor", actor), zap.Time("at", time.Now()))
+	for i, f := range fields {
+		if f.Type == zapcore.StringType && len(f.String) > 200 {
+			fields[i].String = f.String[:200]
+		}
+	}
+	caddy.Log().Named("audit").Info(msg, fields...)
+}
+
+// Interface guards
+var _ caddy.AdminRouter = (*Admin)(nil)

@@ -1,0 +1,410 @@
+package llmmcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// gateways holds the client-facing side per llm_mcp config: the MCP
+// server, its sessions and its upstreams, so an unchanged reload keeps
+// every session.
+var gateways = caddy.NewUsagePool()
+
+// live lists the running gateways for the admin API.
+var (
+	liveMu sync.Mutex
+	live   = map[*gateway]struct{}{}
+)
+
+// gateway is one llm_mcp config's MCP server in front of its upstreams.
+type gateway struct {
+	logger *zap.Logger
+	audit  *zap.Logger
+	server *mcp.Server
+	sdk    http.Handler // the SDK's Streamable HTTP handler
+	http   http.Handler // sdk behind the tenant check
+
+	sessions   sync.Map // streamable session id → *session
+	cancel     context.CancelFunc
+	sse        sync.Map // sse session id → *sseSession
+	sseTenants sync.Map // *mcp.ServerSession → *llm.Tenant
+
+	// routes maps exposed names (server.tool, server.prompt, resource
+	// URIs) to where they go; replaced whole on changes, read lock-free.
+	routes atomic.Pointer[routeTable]
+
+	mu         sync.Mutex // control path only
+	configured map[string]*ServerConfig
+	upstreams  map[string]*upstream
+	alts       map[string][]alt     // server → tenants' own sessions
+	exposed    map[string]*exposure // server → what is registered on g.server
+	closed     bool
+}
+
+type route struct {
+	up      *upstream
+	alts    []alt  // tenants' own sessions, most specific match first
+	name    string // the upstream's own name or URI
+	perm    string // server.name, checked with Tenant.ToolAllowed
+	metrics *toolMetrics
+}
+
+// pick is the session a tenant's call goes through: its own, at the most
+// specific level that has one, else the server's.
+func (r *route) pick(t *llm.Tenant) *upstream {
+	if t == nil || len(r.alts) == 0 {
+		return r.up
+	}
+	for _, l := range t.Levels {
+		for _, a := range r.alts {
+			if a.kind == l.Kind && a.name == l.Name {
+				return a.up
+			}
+		}
+	}
+	return r.up
+}
+
+type routeTable struct {
+	tools     map[string]route
+	prompts   map[string]route
+	resources map[string]route // by URI
+}
+
+type exposure struct {
+	cat       *catalog
+	tools     []string
+	prompts   []string
+	resources []string
+}
+
+func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time.Duration) (*gateway, error) {
+	g := &gateway{logger: logger, audit: logger.Named("audit"), configured: map[string]*ServerConfig{},
+		upstreams: map[string]*upstream{}, alts: map[string][]alt{}, exposed: map[string]*exposure{}}
+	g.routes.Store(&routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}})
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "llmgw", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+	})
+	g.server.AddReceivingMiddleware(g.permit)
+	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{})
+	g.sdk = sh
+	g.http = auth.RequireBearerToken(verifyTenant, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sh)
+	for _, c := range servers {
+		g.configured[c.Name] = c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go g.reap(ctx, sessionTimeout)
+	all := mergeRuntime(servers)
+	for _, c := range all {
+		if err := g.attach(c); err != nil {
+			g.Destruct()
+			return nil, err
+		}
+	}
+	liveMu.Lock()
+	live[g] = struct{}{}
+	liveMu.Unlock()
+	return g, nil
+}
+
+// alt is a tenant's own session with a server.
+type alt struct {
+	kind, name string // the tenancy level it is for
+	up         *upstream
+}
+
+// attach connects (or joins) an upstream, and the sessions of the tenants
+// with their own credential, and exposes what it offers.
+func (g *gateway) attach(c *ServerConfig) error {
+	u, err := acquire(g.logger, c.base())
+	if err != nil {
+		return err
+	}
+	var alts []alt
+	for _, tc := range c.Tenants {
+		a, err := acquire(g.logger, c.forTenant(tc))
+		if err != nil {
+			u.release()
+			releaseAlts(alts)
+			return err
+		}
+		alts = append(alts, alt{tc.kind(), tc.Name, a})
+	}
+	g.mu.Lock()
+	old, oldAlts := g.upstreams[c.Name], g.alts[c.Name]
+	g.upstreams[c.Name], g.alts[c.Name] = u, alts
+	g.mu.Unlock()
+	if old != nil {
+		old.subscribe(g, false)
+		old.release()
+	}
+	releaseAlts(oldAlts)
+	u.subscribe(g, true)
+	g.sync(c.Name)
+	return nil
+}
+
+func releaseAlts(alts []alt) {
+	for _, a := range alts {
+		a.up.release()
+	}
+}
+
+// detach stops exposing a server and releases its upstreams.
+func (g *gateway) detach(name string) {
+	g.mu.Lock()
+	u, alts := g.upstreams[name], g.alts[name]
+	delete(g.upstreams, name)
+	delete(g.alts, name)
+	g.mu.Unlock()
+	if u != nil {
+		u.subscribe(g, false)
+		u.release()
+	}
+	releaseAlts(alts)
+	g.sync(name)
+}
+
+// Destruct releases the upstreams and ends the sessions.
+func (g *gateway) Destruct() error {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	liveMu.Lock()
+	delete(live, g)
+	liveMu.Unlock()
+	g.mu.Lock()
+	g.closed = true
+	ups, alts := g.upstreams, g.alts
+	g.upstreams, g.alts = map[string]*upstream{}, map[string][]alt{}
+	g.mu.Unlock()
+	for _, a := range alts {
+		releaseAlts(a)
+	}
+	for _, u := range ups {
+		u.subscribe(g, false)
+		u.release()
+	}
+	g.closeSessions()
+	return nil
+}
+
+// closeSessions ends every client session, and so their event streams.
+func (g *gateway) closeSessions() {
+	for ss := range g.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// sync brings what g.server lists for one server in line with its
+// upstream's catalog (nothing if it is gone or disabled).
+func (g *gateway) sync(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u := g.upstreams[name]
+	var cat *catalog
+	if u != nil && !u.cfg.Disabled && !isDisabled(name) {
+		cat = u.catalog.Load()
+	}
+	old := g.exposed[name]
+	if old != nil && old.cat == cat {
+		return
+	}
+	if old != nil {
+		g.server.RemoveTools(old.tools...)
+		g.server.RemovePrompts(old.prompts...)
+		g.server.RemoveResources(old.resources...)
+		delete(g.exposed, name)
+	}
+	if cat != nil && !g.closed {
+		g.exposed[name] = g.expose(name, u, cat)
+	}
+	g.rebuildRoutes()
+}
+
+// expose registers a server's catalog on g.server under namespaced names.
+func (g *gateway) expose(name string, u *upstream, cat *catalog) *exposure {
+	e := &exposure{cat: cat}
+	for _, t := range cat.tools {
+		if !objectSchema(t.InputSchema) {
+			g.logger.Warn("mcp tool skipped: its input schema is not an object", zap.String("server", name), zap.String("tool", t.Name))
+			continue
+		}
+		nt := *t
+		nt.Name = name + "." + t.Name
+		g.server.AddTool(&nt, g.toolHandler(name, t.Name))
+		e.tools = append(e.tools, nt.Name)
+	}
+	for _, p := range cat.prompts {
+		np := *p
+		np.Name = name + "." + p.Name
+		g.server.AddPrompt(&np, g.promptHandler(name, p.Name))
+		e.prompts = append(e.prompts, np.Name)
+	}
+	for _, r := range cat.resources {
+		nr := *r
+		nr.Name = name + "." + r.Name
+		g.server.AddResource(&nr, g.resourceHandler(name))
+		e.resources = append(e.resources, r.URI)
+	}
+	return e
+}
+
+func objectSchema(s any) bool {
+	switch v := s.(type) {
+	case map[string]any:
+		return v["type"] == "object"
+	case nil:
+		return false
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return false
+	}
+	var m struct{ Type any }
+	return json.Unmarshal(raw, &m) == nil && m.Type == "object"
+}
+
+func (g *gateway) rebuildRoutes() {
+	rt := &routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}}
+	for name, e := range g.exposed {
+		u, alts := g.upstreams[name], g.alts[name]
+		if u == nil {
+			continue
+		}
+		for _, t := range e.cat.tools {
+			rt.tools[name+"."+t.Name] = route{u, alts, t.Name, name + "." + t.Name, toolMetricsFor(name, name+"."+t.Name)}
+		}
+		for _, p := range e.cat.prompts {
+			rt.prompts[name+"."+p.Name] = route{up: u, alts: alts, name: p.Name, perm: name + "." + p.Name}
+		}
+		for _, r := range e.cat.resources {
+			rt.resources[r.URI] = route{up: u, alts: alts, name: r.URI, perm: name + "." + r.Name}
+		}
+	}
+	g.routes.Store(rt)
+}
+
+// toolHandler proxies one namespaced tool to its upstream.
+func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
+	full := server + "." + tool
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r, ok := g.routes.Load().tools[full]
+		if !ok {
+			return nil, fmt.Errorf("tool %q is no longer offered by mcp server %q", full, server)
+		}
+		var progress func(*mcp.ProgressNotificationParams)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			ss := req.Session
+			progress = func(p *mcp.ProgressNotificationParams) {
+				q := *p
+				q.ProgressToken = tok
+				_ = ss.NotifyProgress(ctx, &q)
+			}
+		}
+		return g.call(ctx, g.tenantOf(req), r, req.Params.Arguments, progress), nil
+	}
+}
+
+// call makes one tool call upstream, counts it and audits it. Failures
+// become tool errors that say what happened.
+func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
+	start := now()
+	res, err := r.pick(t).callTool(ctx, r.name, args, progress)
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "failed"
+		res = failure(err)
+	case res.IsError:
+		outcome = "tool_error"
+	}
+	g.record(t, r, outcome, now().Sub(start))
+	return res
+}
+
+func failure(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+}
+
+// record counts a call and writes its audit line.
+func (g *gateway) record(t *llm.Tenant, r route, outcome string, d time.Duration) {
+	r.metrics.observe(outcome, d)
+	key := ""
+	if t != nil {
+		key = t.KeyID
+	}
+	g.audit.Info("mcp tool call", zap.String("key", key), zap.String("server", r.up.cfg.Name), zap.String("tool", r.name),
+		zap.String("outcome", outcome), zap.Duration("duration", d))
+}
+
+func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {
+	full := server + "." + prompt
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		r, ok := g.routes.Load().prompts[full]
+		if !ok {
+			return nil, fmt.Errorf("prompt %q is no longer offered by mcp server %q", full, server)
+		}
+		up := r.pick(g.tenantOf(req))
+		s, err := up.live()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(up.cfg.Timeout))
+		defer cancel()
+		res, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: r.name, Arguments: req.Params.Arguments})
+		return res, up.wrap(ctx, "prompts/get "+r.name, err)
+	}
+}
+
+func (g *gateway) resourceHandler(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		r, ok := g.routes.Load().resources[req.Params.URI]
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		up := r.pick(g.tenantOf(req))
+		s, err := up.live()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(up.cfg.Timeout))
+		defer cancel()
+		res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: r.name})
+		return res, up.wrap(ctx, "resources/read "+r.name, err)
+	}
+}
+
+// servers returns the gateway's servers by name, sorted.
+func (g *gateway) serverNames() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.upstreams))
+	for n := range g.upstreams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Interface guards
+var _ caddy.Destructor = (*gateway)(nil)

@@ -1,0 +1,358 @@
+// Package llmmcp is the llm_mcp handler: an MCP gateway that serves the
+// Model Context Protocol at a route's path and aggregates the tools,
+// resources and prompts of upstream MCP servers under namespaced names.
+package llmmcp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler is http.handlers.llm_mcp. It serves MCP over Streamable HTTP at
+// the route's path (POST for requests, GET for the server's stream, DELETE
+// to end a session), and the older HTTP+SSE transport under SSEPath
+// (GET opens the event stream, POSTs go to the endpoint it announces).
+//
+// Every upstream server's tools, resources and prompts are listed under
+// "<server>.<name>"; resources keep their URIs. When llm_quota runs
+// before it on the route, a key lists and calls only the tools its
+// tenancy's `tools` globs allow (resources and prompts are matched the
+// same way, by "<server>.<name>"); a call to another is refused with a
+// JSON-RPC error naming the key and the tool. Upstream failures (a server
+// down or restarting, a timeout) come back as tool errors (isError) that
+// say what happened. The client's own Authorization header is never sent
+// upstream: each upstream gets only its own headers or environment.
+//
+// It sets the access log's llm_tool field to the called tool.
+type Handler struct {
+	// Servers are the upstream MCP servers.
+	Servers []*ServerConfig `json:"servers,omitempty"`
+	// SSEPath is the path suffix, under the route's path, of the legacy
+	// HTTP+SSE transport (protocol 2024-11-05). Default: /sse.
+	SSEPath string `json:"sse_path,omitempty"`
+	// SessionTimeout closes a client session idle this long.
+	// Default: 1h.
+	SessionTimeout caddy.Duration `json:"session_timeout,omitempty"`
+
+	gw     *gateway
+	key    string
+	logger *zap.Logger
+}
+
+// ServerConfig is one upstream MCP server: remote (URL) or a local
+// process llmgw starts and talks to over stdio (Command).
+type ServerConfig struct {
+	// Name is the namespace of the server's tools: "<name>.<tool>".
+	// Letters, digits, '-' and '_'. Required.
+	Name string `json:"name"`
+	// URL of a remote server's MCP endpoint (http or https).
+	URL string `json:"url,omitempty"`
+	// Transport of a remote server: "streamable" (Streamable HTTP) or
+	// "sse" (the 2024-11-05 HTTP+SSE transport). Default: streamable.
+	Transport string `json:"transport,omitempty"`
+	// Headers sent to a remote server on every request, such as its
+	// Authorization. Values may use placeholders ({env.TOKEN},
+	// {file./run/secrets/token}), resolved when the config loads; they
+	// are never logged or shown by the admin API.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Command starts a local server that speaks MCP on stdin/stdout.
+	// It is restarted with backoff when it exits, and stopped with llmgw.
+	Command string `json:"command,omitempty"`
+	// Args of Command.
+	Args []string `json:"args,omitempty"`
+	// Env of the local server, added to a minimal environment (PATH,
+	// HOME, LANG, TMPDIR): llmgw's own environment is not passed on.
+	// Values may use placeholders, resolved when the config loads.
+	Env map[string]string `json:"env,omitempty"`
+	// Dir is the local server's working directory. Default: llmgw's.
+	Dir string `json:"dir,omitempty"`
+	// Timeout bounds each call to this server; a call that takes longer
+	// is answered with a tool error. Default: 60s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Disabled servers are kept but not listed or called.
+	Disabled bool `json:"disabled,omitempty"`
+	// Tenants gives some tenants their own credential for this server:
+	// their calls go through a session (for a command server, a process)
+	// of their own, opened with these headers or env in place of the
+	// server's. The most specific match wins (key, then project, team,
+	// organisation); other tenants use the server's own credential. The
+	// tools listed are the server's own session's.
+	Tenants []*TenantCredential `json:"tenants,omitempty"`
+}
+
+// TenantCredential is one tenancy level's own credential for a server.
+type TenantCredential struct {
+	// Level is "key", "project", "team" or "org".
+	Level string `json:"level"`
+	// Name is the key's id, or the level's path: "acme",
+	// "acme/research", "acme/research/alpha".
+	Name string `json:"name"`
+	// Headers replace or add to the server's headers (url servers).
+	// Placeholders are resolved when the config loads.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Env replaces or adds to the server's env (command servers).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// kind is the level's name in llm.Level.Kind.
+func (tc *TenantCredential) kind() string {
+	if tc.Level == "org" {
+		return "organisation"
+	}
+	return tc.Level
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_mcp",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision resolves the servers' secrets and joins (or starts) the
+// gateway for this config, which survives reloads that leave it unchanged.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.SSEPath == "" {
+		h.SSEPath = "/sse"
+	}
+	if h.SessionTimeout == 0 {
+		h.SessionTimeout = caddy.Duration(time.Hour)
+	}
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
+	setStorage(ctx)
+	repl := caddy.NewReplacer()
+	resolved := make([]*ServerConfig, 0, len(h.Servers))
+	for _, s := range h.Servers {
+		r, err := s.resolve(repl)
+		if err != nil {
+			return err
+		}
+		resolved = append(resolved, r)
+	}
+	raw, _ := json.Marshal(struct {
+		S []*ServerConfig
+		P string
+		T caddy.Duration
+	}{resolved, h.SSEPath, h.SessionTimeout})
+	sum := sha256.Sum256(raw)
+	h.key = hex.EncodeToString(sum[:])
+	v, _, err := gateways.LoadOrNew(h.key, func() (caddy.Destructor, error) {
+		return newGateway(h.logger, resolved, time.Duration(h.SessionTimeout))
+	})
+	if err != nil {
+		return fmt.Errorf("starting the mcp gateway: %w", err)
+	}
+	h.gw = v.(*gateway)
+	// Open event streams would hold a stopping server forever: when the
+	// process exits (not on a reload, which keeps the sessions), they end.
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok {
+		gw := h.gw
+		srv.RegisterOnShutdown(func() {
+			if caddy.Exiting() {
+				gw.closeSessions()
+			}
+		})
+	}
+	return nil
+}
+
+// resolve returns a copy with defaults applied and placeholders replaced.
+func (s *ServerConfig) resolve(repl *caddy.Replacer) (*ServerConfig, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	c := *s
+	if c.URL != "" && c.Transport == "" {
+		c.Transport = "streamable"
+	}
+	if c.Timeout == 0 {
+		c.Timeout = caddy.Duration(60 * time.Second)
+	}
+	c.Headers = replaceAll(repl, s.Headers)
+	c.Env = replaceAll(repl, s.Env)
+	c.Tenants = nil
+	for _, tc := range s.Tenants {
+		c.Tenants = append(c.Tenants, &TenantCredential{Level: tc.Level, Name: tc.Name,
+			Headers: replaceAll(repl, tc.Headers), Env: replaceAll(repl, tc.Env)})
+	}
+	return &c, nil
+}
+
+// base is the server's own connection config; forTenant a tenant's.
+func (s *ServerConfig) base() *ServerConfig {
+	c := *s
+	c.Tenants = nil
+	return &c
+}
+
+func (s *ServerConfig) forTenant(tc *TenantCredential) *ServerConfig {
+	c := s.base()
+	c.Headers, c.Env = merge(s.Headers, tc.Headers), merge(s.Env, tc.Env)
+	return c
+}
+
+func merge(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	out := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func replaceAll(repl *caddy.Replacer, m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = repl.ReplaceAll(v, "")
+	}
+	return out
+}
+
+func (s *ServerConfig) validate() error {
+	if s.Name == "" {
+		return fmt.Errorf("mcp server without a name; give each server a name")
+	}
+	for _, r := range s.Name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("mcp server name %q: use letters, digits, '-' and '_' only", s.Name)
+		}
+	}
+	switch {
+	case (s.URL == "") == (s.Command == ""):
+		return fmt.Errorf("mcp server %q: set either url (a remote server) or command (a local stdio server)", s.Name)
+	case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
+		return fmt.Errorf("mcp server %q: url %q must start with http:// or https://", s.Name, s.URL)
+	case s.Transport != "" && s.Transport != "streamable" && s.Transport != "sse":
+		return fmt.Errorf("mcp server %q: transport %q: use streamable or sse", s.Name, s.Transport)
+	case s.Command != "" && (s.Transport != "" || len(s.Headers) > 0):
+		return fmt.Errorf("mcp server %q: transport and header apply to url servers only", s.Name)
+	case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != ""):
+		return fmt.Errorf("mcp server %q: args, env and dir apply to command servers only", s.Name)
+	case s.Timeout < 0:
+		return fmt.Errorf("mcp server %q: timeout must be positive", s.Name)
+	}
+	for _, tc := range s.Tenants {
+		switch {
+		case tc.Level != "key" && tc.Level != "project" && tc.Level != "team" && tc.Level != "org":
+			return fmt.Errorf("mcp server %q: tenant level %q: use key, project, team or org", s.Name, tc.Level)
+		case tc.Name == "":
+			return fmt.Errorf("mcp server %q: a tenant credential needs the key id or the level's path", s.Name)
+		case s.Command != "" && len(tc.Headers) > 0:
+			return fmt.Errorf("mcp server %q: tenant %s %s: a command server's tenants take env, not header", s.Name, tc.Level, tc.Name)
+		case s.URL != "" && len(tc.Env) > 0:
+			return fmt.Errorf("mcp server %q: tenant %s %s: a url server's tenants take header, not env", s.Name, tc.Level, tc.Name)
+		}
+	}
+	return nil
+}
+
+// Validate checks the names are unique.
+func (h *Handler) Validate() error {
+	seen := map[string]bool{}
+	for _, s := range h.Servers {
+		if seen[s.Name] {
+			return fmt.Errorf("mcp server %q declared twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if !strings.HasPrefix(h.SSEPath, "/") {
+		return fmt.Errorf("sse_path %q must start with /", h.SSEPath)
+	}
+	return nil
+}
+
+// Cleanup releases this config's hold on the gateway.
+func (h *Handler) Cleanup() error {
+	if h.key != "" {
+		_, _ = gateways.Delete(h.key)
+	}
+	return nil
+}
+
+// maxBody bounds a POSTed JSON-RPC message, as the SDK does.
+const maxBody = 4 << 20
+
+// ServeHTTP serves MCP; it never calls next.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	t, _ := llm.TenantOf(r)
+	var call *rpcCall
+	if r.Method == http.MethodPost {
+		var err error
+		if call, err = noteTool(r); err != nil {
+			return caddyhttp.Error(http.StatusRequestEntityTooLarge, err)
+		}
+	}
+	if strings.HasSuffix(r.URL.Path, h.SSEPath) {
+		h.gw.serveSSE(w, r, t)
+		return nil
+	}
+	if call != nil && h.gw.fastCall(w, r, t, call) {
+		return nil
+	}
+	h.gw.serveStreamable(w, r, t)
+	return nil
+}
+
+// noteTool reads a POSTed message and, for a tools/call, puts its tool in
+// the access log and returns it parsed; the body is put back for the SDK.
+func noteTool(r *http.Request) (*rpcCall, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBody {
+		return nil, fmt.Errorf("mcp message larger than %d bytes", maxBody)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if !bytes.Contains(b, []byte(`"tools/call"`)) {
+		return nil, nil
+	}
+	m := new(rpcCall)
+	if json.Unmarshal(b, m) != nil || m.Method != "tools/call" {
+		return nil, nil
+	}
+	openai.Log(r).Tool = m.Params.Name
+	return m, nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

@@ -1,0 +1,115 @@
+package llmmcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// verifyTenant gives the SDK the tenant llm_quota found as the session's
+// user, so a session stays with the key that opened it and each request
+// carries its tenant. Without a tenant the request goes on anonymous.
+func verifyTenant(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	t, _ := llm.TenantOf(r)
+	return t.Memo(tokenMemo{}, func() any {
+		return &auth.TokenInfo{UserID: t.KeyID, Extra: map[string]any{"tenant": t}}
+	}).(*auth.TokenInfo), nil
+}
+
+type tokenMemo struct{}
+
+func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
+	if t == nil {
+		g.sdk.ServeHTTP(w, r)
+		return
+	}
+	if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+		// the key came as x-api-key; the SDK's check wants a bearer
+		r.Header.Set("Authorization", "Bearer -")
+	}
+	g.http.ServeHTTP(w, r)
+}
+
+// tenantOf is the tenant of a JSON-RPC request: from the HTTP request
+// (Streamable HTTP) or the SSE session it came on.
+func (g *gateway) tenantOf(req mcp.Request) *llm.Tenant {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		t, _ := ex.TokenInfo.Extra["tenant"].(*llm.Tenant)
+		return t
+	}
+	if v, ok := g.sseTenants.Load(req.GetSession()); ok {
+		return v.(*llm.Tenant)
+	}
+	return nil
+}
+
+// permit filters lists and refuses calls the request's key may not make.
+func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "tools/list", "prompts/get", "prompts/list", "resources/read", "resources/list", "initialize":
+		default:
+			return next(ctx, method, req)
+		}
+		t := g.tenantOf(req)
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && req.GetExtra() != nil {
+			g.track(ss, t)
+		}
+		if t == nil {
+			return next(ctx, method, req)
+		}
+		rt := g.routes.Load()
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			if !t.ToolAllowed(p.Name) {
+				return nil, refused(t, "tool", p.Name)
+			}
+		case *mcp.GetPromptParams:
+			if !t.ToolAllowed(p.Name) {
+				return nil, refused(t, "prompt", p.Name)
+			}
+		case *mcp.ReadResourceParams:
+			if r, ok := rt.resources[p.URI]; ok && !t.ToolAllowed(r.perm) {
+				return nil, refused(t, "resource", r.perm)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		switch l := res.(type) {
+		case *mcp.ListToolsResult:
+			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return t.ToolAllowed(x.Name) })
+		case *mcp.ListPromptsResult:
+			l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { return t.ToolAllowed(x.Name) })
+		case *mcp.ListResourcesResult:
+			l.Resources = filter(l.Resources, func(x *mcp.Resource) bool {
+				r, ok := rt.resources[x.URI]
+				return ok && t.ToolAllowed(r.perm)
+			})
+		}
+		return res, nil
+	}
+}
+
+func filter[T any](xs []*T, keep func(*T) bool) []*T {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func refused(t *llm.Tenant, kind, name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("key %q may not use the %s %q; its tenancy's tools globs do not allow it: ask an admin to add it", t.KeyID, kind, name)}
+}
