@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,14 @@ func newMCPServer(name string, crashAfter int64) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "contact", Description: "looks up a person's contact details"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		count()
 		return text("Ada Lovelace, ada.lovelace@example.com, +1 415 555 0134"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "mailcheck", Description: "says whether text is a deliverable email address, and its domain"}, func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		count()
+		at := strings.LastIndexByte(a.Text, '@')
+		if at <= 0 || !strings.Contains(a.Text[at:], ".") || strings.ContainsAny(a.Text, " <>") {
+			return text("not an email address"), nil, nil
+		}
+		return text("deliverable, domain " + a.Text[at+1:]), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "says which Authorization header reached the server"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		count()

@@ -226,7 +226,7 @@ func TestMCPGateway(t *testing.T) {
 	url := g.base + "/mcp"
 	k1 := mcpClient(t, url, "secret-1", false, nil)
 	k2 := mcpClient(t, url, "secret-2", false, nil)
-	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 14 })
+	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 16 })
 
 	t.Run("tools filtered per key", func(t *testing.T) {
 		if got, want := toolNames(t, k2), []string{"local.add", "remote.echo", "remote.whoami"}; !slices.Equal(got, want) {
