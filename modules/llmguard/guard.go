@@ -314,30 +314,10 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 	if len(redact) == 0 {
 		return nil
 	}
-	redact = resolve(redact)
 	var edits []edit
-	for i := 0; i < len(redact); {
-		ti := redact[i].Text
-		if ti < 0 {
-			i++
-			continue
-		}
-		text := texts[ti]
-		var b strings.Builder
-		at := 0
-		for ; i < len(redact) && redact[i].Text == ti; i++ {
-			f := redact[i]
-			b.WriteString(text[at:f.Start])
-			if f.Replacement != "" || f.Kind == "" {
-				b.WriteString(f.Replacement)
-			} else {
-				b.WriteString(st.vault.placeholder(f.Kind, text[f.Start:f.End]))
-			}
-			at = f.End
-		}
-		b.WriteString(text[at:])
-		edits = append(edits, edit{span: ti, text: b.String()})
-	}
+	st.vault.redact(texts, resolve(redact), func(ti int, text string) {
+		edits = append(edits, edit{span: ti, text: text})
+	})
 	body := d.splice(make([]byte, 0, len(raw)+64), edits)
 	if err := req.Set(name, body); err != nil {
 		g.logger.Error("redacting the prompt", zap.Error(err))

@@ -500,30 +500,8 @@ func (w *mcpWriter) result(tool string, raw json.RawMessage) (json.RawMessage, b
 	if len(tv.v.values) > toolVaultMax {
 		tv.v = vault{tag: "T"}
 	}
-	newTexts := make([]string, len(texts))
-	copy(newTexts, texts)
-	for i := 0; i < len(redact); {
-		ti := redact[i].Text
-		if ti < 0 {
-			i++
-			continue
-		}
-		text := texts[ti]
-		var b strings.Builder
-		at := 0
-		for ; i < len(redact) && redact[i].Text == ti; i++ {
-			f := redact[i]
-			b.WriteString(text[at:f.Start])
-			if f.Replacement != "" || f.Kind == "" {
-				b.WriteString(f.Replacement)
-			} else {
-				b.WriteString(tv.v.placeholder(f.Kind, text[f.Start:f.End]))
-			}
-			at = f.End
-		}
-		b.WriteString(text[at:])
-		newTexts[ti] = b.String()
-	}
+	newTexts := slices.Clone(texts)
+	tv.v.redact(texts, redact, func(ti int, text string) { newTexts[ti] = text })
 	tv.mu.Unlock()
 	// Put the texts back in the order they were collected.
 	k := 0

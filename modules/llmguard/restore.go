@@ -89,3 +89,31 @@ func (v *vault) isPrefix(s string) bool {
 	}
 	return false
 }
+
+// redact replaces the findings' spans in texts (findings resolved: in
+// order, not overlapping) with their replacement or a placeholder of this
+// vault, and calls set with each changed text's index and new text.
+func (v *vault) redact(texts []string, findings []Finding, set func(ti int, text string)) {
+	for i := 0; i < len(findings); {
+		ti := findings[i].Text
+		if ti < 0 {
+			i++
+			continue
+		}
+		text := texts[ti]
+		var b strings.Builder
+		at := 0
+		for ; i < len(findings) && findings[i].Text == ti; i++ {
+			f := findings[i]
+			b.WriteString(text[at:f.Start])
+			if f.Replacement != "" || f.Kind == "" {
+				b.WriteString(f.Replacement)
+			} else {
+				b.WriteString(v.placeholder(f.Kind, text[f.Start:f.End]))
+			}
+			at = f.End
+		}
+		b.WriteString(text[at:])
+		set(ti, b.String())
+	}
+}
