@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -532,36 +531,12 @@ func toolErrorResult(msg string) json.RawMessage {
 // a JSON-RPC error, and so do the other requests of the body, which are
 // not sent.
 func writeToolRefusal(w http.ResponseWriter, body *mcpwire.Body, id json.RawMessage, msg string) {
-	type rpcErr struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	type reply struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcErr          `json:"error"`
-	}
-	var replies []reply
-	for _, m := range body.Messages {
-		if len(m.ID) == 0 {
-			continue
+	body.WriteErrors(w, rpcBlockedCode, func(other json.RawMessage) string {
+		if bytes.Equal(compactJSON(other), compactJSON(id)) {
+			return msg
 		}
-		e := rpcErr{Code: rpcBlockedCode, Message: msg}
-		if !bytes.Equal(compactJSON(m.ID), compactJSON(id)) {
-			e.Message = "not sent: another call of the same request was blocked by a guardrail"
-		}
-		replies = append(replies, reply{"2.0", m.ID, e})
-	}
-	var out []byte
-	if body.Batch {
-		out, _ = marshal(replies)
-	} else if len(replies) == 1 {
-		out, _ = marshal(replies[0])
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+		return "not sent: another call of the same request was blocked by a guardrail"
+	}, nil)
 }
 
 // rpcBlockedCode is the JSON-RPC error code of a call a guardrail refused

@@ -114,41 +114,11 @@ func (q *Quota) serveMCP(w http.ResponseWriter, r *http.Request, tenant *llm.Ten
 const rpcLimitCode = -32029
 
 // writeRPCError answers every request of an MCP body with a JSON-RPC
-// error. The HTTP status stays 200 (a JSON-RPC answer), the status it
-// stands for is in the error's data, and Retry-After is set.
+// error saying msg, with the status it stands for and Retry-After.
 func writeRPCError(w http.ResponseWriter, body *mcpwire.Body, status int, retry time.Duration, msg string) {
-	type rpcErr struct {
-		Code    int            `json:"code"`
-		Message string         `json:"message"`
-		Data    map[string]any `json:"data,omitempty"`
-	}
-	type reply struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcErr          `json:"error"`
-	}
-	e := rpcErr{Code: rpcLimitCode, Message: msg, Data: map[string]any{"status": status, "retry_after": int(retry.Seconds() + 0.999)}}
-	var replies []reply
-	for _, m := range body.Messages {
-		if len(m.ID) > 0 {
-			replies = append(replies, reply{"2.0", m.ID, e})
-		}
-	}
-	var out []byte
-	if body.Batch {
-		out, _ = json.Marshal(replies)
-	} else if len(replies) == 1 {
-		out, _ = json.Marshal(replies[0])
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Retry-After", strconv.Itoa(int(retry.Seconds()+0.999)))
-	if len(out) == 0 { // notifications only: nothing to answer
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	secs := int(retry.Seconds() + 0.999)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	body.WriteErrors(w, rpcLimitCode, func(json.RawMessage) string { return msg }, map[string]any{"status": status, "retry_after": secs})
 }
 
 // toolStore is the counter for tool calls of the configured store.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
@@ -79,6 +80,42 @@ func (b *Body) Encode(r *http.Request) error {
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.ContentLength = int64(len(raw))
 	return nil
+}
+
+// WriteErrors answers every request of the body (the messages with an id)
+// with a JSON-RPC error: code, the message msg gives for the request's
+// id, and data when set. The HTTP status is 200, as for any JSON-RPC
+// answer; a body of notifications only gets 202 and no content.
+func (b *Body) WriteErrors(w http.ResponseWriter, code int, msg func(id json.RawMessage) string, data map[string]any) {
+	type rpcErr struct {
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data,omitempty"`
+	}
+	type reply struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcErr          `json:"error"`
+	}
+	var replies []reply
+	for _, m := range b.Messages {
+		if len(m.ID) > 0 {
+			replies = append(replies, reply{"2.0", m.ID, rpcErr{code, msg(m.ID), data}})
+		}
+	}
+	if len(replies) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var v any = replies
+	if !b.Batch {
+		v = replies[0]
+	}
+	out, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
 }
 
 const varKey = "llm.mcp"
