@@ -86,7 +86,9 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	if len(o.items) == 0 {
 		o.add('m', "msg_").status = status
 	}
-	resp := t.appendResponse(nil, &o, "")
+	// One buffer of about the answer's size: the response echoes the
+	// request's settings around the output.
+	resp := t.appendResponse(make([]byte, 0, 2*len(body)+len(t.instructions)+1024), &o, "")
 	t.save(&o, resp)
 	return resp, nil
 }
