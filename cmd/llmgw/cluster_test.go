@@ -35,6 +35,7 @@ type cluster struct {
 	peer   map[string]string // node → its node-to-node address
 	extra  map[string]string // node → more of its llm block (such as an engine only it has)
 	quota  string            // llm_quota's block
+	router string            // llm_router's block
 	blocks map[string]string // node → its llm block, for reloads
 }
 
@@ -83,7 +84,10 @@ func (c *cluster) add(name string) *gateway {
 		c.blocks = map[string]string{}
 	}
 	c.blocks[name] = block
-	g := startQuotaGateway(t, block, c.quota)
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	g.quota = &c.quota
+	g.writeConfig(block, c.router)
+	g.start()
 	c.nodes[name] = g
 	return g
 }

@@ -7,9 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 // prefixConv is a conversation of the prefix-affinity tests.
@@ -17,6 +21,18 @@ type prefixConv struct {
 	msgs []map[string]string
 	rng  *rand.Rand
 	home string // the replica its turns went to
+	key  string // the API key it sends, if any
+	last int    // the prompt tokens of its last turn
+}
+
+// checkCached fails unless a turn found (nearly) all of the conversation's
+// previous prompt cached: all but the last partial block of 16 tokens.
+func (c *prefixConv) checkCached(t *testing.T, i int, a turnAnswer) {
+	t.Helper()
+	if c.last > 0 && float64(a.cached) < 0.9*float64(c.last) {
+		t.Errorf("conversation %d: %d of %d prompt tokens cached; the previous turn's prompt was %d tokens", i, a.cached, a.prompt, c.last)
+	}
+	c.last = a.prompt
 }
 
 var prefixWords = strings.Fields("deploy build node cluster error retry disk memory cache token answer prompt replica " +
@@ -41,7 +57,12 @@ func (c *prefixConv) turn(t *testing.T, g *gateway) (turnAnswer, error) {
 	t.Helper()
 	c.msgs = append(c.msgs, map[string]string{"role": "user", "content": c.say(120)})
 	body, _ := json.Marshal(map[string]any{"model": "chat", "max_tokens": 8, "messages": c.msgs})
-	resp, err := http.Post(g.base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.msgs = c.msgs[:len(c.msgs)-1]
 		return turnAnswer{}, err
@@ -90,13 +111,13 @@ func TestPrefixAffinityRouting(t *testing.T) {
 			msgs: []map[string]string{{"role": "system", "content": system}}}
 	}
 	perReplica := map[string]int{}
-	var cached, prompt int
 	for turn := range 4 {
 		for i, c := range convs {
 			a, err := c.turn(t, g)
 			if err != nil {
 				t.Fatalf("conversation %d, turn %d: %v", i, turn+1, err)
 			}
+			c.checkCached(t, i, a)
 			if turn == 0 {
 				c.home = a.replica
 				perReplica[a.replica]++
@@ -105,8 +126,6 @@ func TestPrefixAffinityRouting(t *testing.T) {
 			if a.replica != c.home {
 				t.Errorf("conversation %d, turn %d went to %s; its earlier turns went to %s", i, turn+1, a.replica, c.home)
 			}
-			cached += a.cached
-			prompt += a.prompt
 		}
 	}
 	if len(perReplica) != 3 {
@@ -116,9 +135,6 @@ func TestPrefixAffinityRouting(t *testing.T) {
 		if n > 6 {
 			t.Errorf("%d of 12 conversations started on %s", n, r)
 		}
-	}
-	if share := float64(cached) / float64(prompt); share < 0.85 {
-		t.Errorf("later turns found %.0f%% of their prompt tokens cached; want at least 85%%", 100*share)
 	}
 	metrics := g.metricsText()
 	if !strings.Contains(metrics, `llmgw_prefix_routed_prompt_tokens_total{matched="true",model="chat"`) ||
@@ -191,4 +207,57 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// prefix_affinity across a cluster: a node routes conversations to
+// replicas on itself and on another node (through that node's llmgw),
+// each keeps to its replica, and finds its earlier turns cached there.
+func TestPrefixAffinityAcrossNodes(t *testing.T) {
+	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{},
+		router: "\t\t\tpolicy prefix_affinity",
+		models: fmt.Sprintf(`
+		model chat {
+			engine sim
+			min 2
+			max 2
+			option prefix_cache_tokens 200000
+		}
+		org acme {
+			team research {
+				project alpha {
+					key k1 %s
+				}
+			}
+		}`, llm.HashKey("secret-1"))}
+	n1 := c.add("n1")
+	c.add("n2")
+	waitFor(t, 30*time.Second, "a replica of chat on each node", func() bool {
+		return slices.Equal(n1.readyOn("chat"), []string{"n1", "n2"})
+	})
+	system := (&prefixConv{rng: rand.New(rand.NewPCG(2, 2))}).say(500)
+	convs := make([]*prefixConv, 8)
+	for i := range convs {
+		convs[i] = &prefixConv{rng: rand.New(rand.NewPCG(uint64(i)+50, 5)), key: "secret-1",
+			msgs: []map[string]string{{"role": "system", "content": system}}}
+	}
+	homes := map[string]int{}
+	for turn := range 4 {
+		for i, cv := range convs {
+			a, err := cv.turn(t, n1)
+			if err != nil {
+				t.Fatalf("conversation %d, turn %d: %v", i, turn+1, err)
+			}
+			cv.checkCached(t, i, a)
+			switch {
+			case turn == 0:
+				cv.home = a.replica
+				homes[a.replica]++
+			case a.replica != cv.home:
+				t.Errorf("conversation %d, turn %d went to %s; its earlier turns went to %s", i, turn+1, a.replica, cv.home)
+			}
+		}
+	}
+	if len(homes) != 2 {
+		t.Errorf("the conversations started on %v; want both nodes' replicas", homes)
+	}
 }
