@@ -534,12 +534,21 @@ func TestClusterSentinelFailover(t *testing.T) {
 	})
 	t.Logf("primary killed: promoted after %s, changes accepted again after %s", promoted.Round(10*time.Millisecond),
 		time.Since(killed).Round(10*time.Millisecond))
-	// The quota counters live on: the new primary has this minute's.
+	// The quota counters live on: the new primary has this minute's
+	// (once llm_quota's store has found it: it probes once a second).
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{fmt.Sprintf("127.0.0.1:%d", s.port)}})
 	defer rdb.Close()
-	keys, err := rdb.Keys(bg, "*").Result()
-	if err != nil || !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "acme") }) {
-		t.Errorf("the promoted primary holds no quota counters (%v): %v", err, keys)
+	var keys []string
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		keys, err = rdb.Keys(bg, "*").Result()
+		if err == nil && slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "acme") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the promoted primary holds no quota counters (%v): %v", err, keys)
+			break
+		}
 	}
 	ok, failed := l.end()
 	if len(failed) > 0 {
