@@ -151,3 +151,47 @@ func TestSemanticLookupStaysInItsBucket(t *testing.T) {
 		t.Error("the bucket's own entry did not answer")
 	}
 }
+
+func TestKeysOf(t *testing.T) {
+	base := keysOf("p:a", "m", openai.ChatCompletions, []byte(`{"model":"x","temperature":0,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`), true)
+	if !base.semantic || base.question != "What is the capital of Peru?" {
+		t.Fatalf("question not split off: %+v", base)
+	}
+	// The same request written otherwise, and with delivery-only members.
+	same := keysOf("p:a", "m", openai.ChatCompletions, []byte("{ \"messages\" : [ {\"content\":\"be brief\",\"role\":\"system\"},\n {\"role\":\"user\",\"content\":\"What is the capital of Peru\\u003f\"} ],\n \"temperature\":0, \"stream\":true, \"user\":\"u1\", \"model\":\"y\" }"), true)
+	if same != base {
+		t.Errorf("the same request has other keys:\n%+v\n%+v", same, base)
+	}
+	// Another question in the same context: same bucket, other key.
+	other := keysOf("p:a", "m", openai.ChatCompletions, []byte(`{"model":"x","temperature":0,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"How many people live in Lima?"}]}`), true)
+	if other.bucket != base.bucket || other.exact == base.exact {
+		t.Errorf("another question: bucket %v (want same), key %v (want other)", other.bucket == base.bucket, other.exact == base.exact)
+	}
+	// Another context: another bucket.
+	for _, body := range []string{
+		`{"model":"x","temperature":0,"messages":[{"role":"system","content":"be verbose"},{"role":"user","content":"What is the capital of Peru?"}]}`,
+		`{"model":"x","temperature":1,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`,
+		`{"model":"x","temperature":0,"messages":[{"role":"user","content":"What is the capital of Peru?"}]}`,
+	} {
+		if k := keysOf("p:a", "m", openai.ChatCompletions, []byte(body), true); k.bucket == base.bucket || k.exact == base.exact {
+			t.Errorf("%s shares a key with the base request", body)
+		}
+	}
+	if k := keysOf("p:b", "m", openai.ChatCompletions, []byte(`{"model":"x","temperature":0,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"What is the capital of Peru?"}]}`), true); k.bucket == base.bucket || k.exact == base.exact {
+		t.Error("another scope shares a key")
+	}
+	// Text parts are the question; an assistant's last turn is none.
+	parts := keysOf("p:a", "m", openai.ChatCompletions, []byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"Hello"},{"type":"text","text":"there"}]}]}`), true)
+	if parts.question != "Hello there " {
+		t.Errorf("text parts gave %q", parts.question)
+	}
+	if k := keysOf("p:a", "m", openai.ChatCompletions, []byte(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`), true); k.semantic {
+		t.Error("an assistant's last turn was taken for a question")
+	}
+	// A completion's prompt, first member or not.
+	p1 := keysOf("p:a", "m", openai.Completions, []byte(`{"prompt":"Once upon a time","max_tokens":5}`), true)
+	p2 := keysOf("p:a", "m", openai.Completions, []byte(`{"max_tokens":5,"prompt":"Long ago"}`), true)
+	if !p1.semantic || p1.question != "Once upon a time" || p1.bucket != p2.bucket {
+		t.Errorf("prompts: %+v %+v", p1, p2)
+	}
+}

@@ -5,83 +5,172 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // ignored are request fields that do not shape the answer.
 var ignored = map[string]bool{"stream": true, "stream_options": true, "user": true, "metadata": true, "store": true}
 
-// exactKey hashes everything that shapes the answer, within a scope: the
-// body with keys sorted and insignificant whitespace gone (by decoding and
-// encoding it), less the fields that only shape its delivery.
-func exactKey(scope, model, endpoint string, raw []byte) (string, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return "", err
-	}
-	return keyOf(scope, model, endpoint, fields)
+// keys are what a request is cached under: its exact key and, when its
+// last turn is a user's question (a completion's prompt), that question
+// and the bucket of its context.
+type keys struct {
+	exact, bucket, question string
+	semantic                bool // bucket and question are set
 }
 
-// keyOf is exactKey over a body already split into its fields.
-func keyOf(scope, model, endpoint string, fields map[string]json.RawMessage) (string, error) {
-	canon, err := canonFields(fields)
-	if err != nil {
-		return "", err
-	}
-	return hashCanon(scope, model, endpoint, canon)
+// keyScratch is the reused memory of computing keys.
+type keyScratch struct {
+	buf, rest, text []byte
+	members         []openai.Member
+	inner           []openai.Member
+	elems, elems2   [][]byte
 }
 
-// canonFields decodes the fields that shape the answer (numbers kept as
-// written), so that encoding them again sorts every object's keys.
-func canonFields(fields map[string]json.RawMessage) (map[string]any, error) {
-	canon := make(map[string]any, len(fields))
-	for k, v := range fields {
+var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
+
+// keysOf hashes everything that shapes the answer, within a scope: the
+// body in canonical form (members sorted, insignificant whitespace gone,
+// see openai.AppendCanonical), less the members that only shape its
+// delivery. With semantic, it also splits off the last user question: the
+// bucket hashes the rest, the context similar questions must share. raw is
+// a JSON object (a request Enter accepted).
+func keysOf(scope, model, endpoint string, raw []byte, semantic bool) keys {
+	sc := keyScratchPool.Get().(*keyScratch)
+	defer keyScratchPool.Put(sc)
+	buf := appendKeyPrefix(sc.buf[:0], scope, model, endpoint)
+	prefix := len(buf)
+	buf = append(buf, '{')
+	cutFrom, cutTo := -1, -1 // the question's bytes in buf, left out of the bucket
+	var question []byte
+	sc.members = openai.SortMembers(openai.AppendMembers(sc.members[:0], raw))
+	n := 0
+	for _, m := range sc.members {
+		k := string(m.Key) // no copy: compared only
 		if ignored[k] || k == "model" {
 			continue
 		}
-		var x any
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.UseNumber()
-		if err := d.Decode(&x); err != nil {
-			return nil, err
+		start := len(buf)
+		if n > 0 {
+			buf = append(buf, ',')
 		}
-		canon[k] = x
+		n++
+		buf = openai.AppendCanonicalString(buf, m.Quoted)
+		buf = append(buf, ':')
+		switch {
+		case semantic && endpoint == openai.Completions && k == "prompt" && len(m.Value) > 0 && m.Value[0] == '"':
+			buf = openai.AppendCanonical(buf, m.Value)
+			question = openai.AppendUnquoted(sc.text[:0], m.Value)
+			cutFrom, cutTo = start, len(buf)
+		case semantic && endpoint != openai.Completions && k == "messages" && len(m.Value) > 0 && m.Value[0] == '[':
+			sc.elems = openai.AppendElements(sc.elems[:0], m.Value)
+			buf = append(buf, '[')
+			for i, el := range sc.elems {
+				if i == len(sc.elems)-1 {
+					cutFrom = len(buf)
+					if i > 0 {
+						cutFrom-- // its comma
+					}
+					if q, ok := sc.userText(el); ok {
+						question = q
+					}
+				}
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = openai.AppendCanonical(buf, el)
+			}
+			cutTo = len(buf)
+			buf = append(buf, ']')
+		default:
+			buf = openai.AppendCanonical(buf, m.Value)
+		}
 	}
-	return canon, nil
+	buf = append(buf, '}')
+	ks := keys{exact: hashHex(buf)}
+	if question != nil && len(bytes.TrimSpace(question)) > 0 {
+		if cutFrom == prefix+1 && cutTo < len(buf) && buf[cutTo] == ',' {
+			cutTo++ // the first member cut: its comma goes with it
+		}
+		rest := appendKeyPrefix(sc.rest[:0], scope, model, endpoint+"#context")
+		rest = append(rest, buf[prefix:cutFrom]...)
+		rest = append(rest, buf[cutTo:]...)
+		ks.bucket, ks.question, ks.semantic = hashHex(rest), string(question), true
+		sc.rest = rest
+	}
+	sc.buf = buf
+	if question != nil {
+		sc.text = question
+	}
+	return ks
 }
 
-// canonBody is canonFields of a whole body, in one pass.
-func canonBody(raw []byte) (map[string]any, error) {
-	var body map[string]any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&body); err != nil {
-		return nil, err
-	}
-	for k := range body {
-		if ignored[k] || k == "model" {
-			delete(body, k)
+// userText is the text of a message when it is the user's: its content
+// string, or its text parts each followed by a space.
+func (sc *keyScratch) userText(msg []byte) ([]byte, bool) {
+	sc.inner = openai.AppendMembers(sc.inner[:0], msg)
+	var content []byte
+	user := false
+	for _, m := range sc.inner {
+		switch string(m.Key) {
+		case "role":
+			user = string(m.Value) == `"user"`
+		case "content":
+			content = m.Value
 		}
 	}
-	return body, nil
+	if !user || len(content) == 0 {
+		return nil, false
+	}
+	text := sc.text[:0]
+	switch content[0] {
+	case '"':
+		text = openai.AppendUnquoted(text, content)
+	case '[':
+		sc.elems2 = openai.AppendElements(sc.elems2[:0], content)
+		for _, part := range sc.elems2 {
+			sc.inner = openai.AppendMembers(sc.inner[:0], part)
+			for _, m := range sc.inner {
+				if string(m.Key) == "text" && len(m.Value) > 0 && m.Value[0] == '"' {
+					text = openai.AppendUnquoted(text, m.Value)
+					text = append(text, ' ')
+				}
+			}
+		}
+	default:
+		return nil, false
+	}
+	sc.text = text
+	return text, true
 }
 
-// hashCanon hashes canonical fields within a scope, model and endpoint.
-func hashCanon(scope, model, endpoint string, canon map[string]any) (string, error) {
-	b, err := json.Marshal(canon) // maps encode with sorted keys
-	if err != nil {
-		return "", err
+// exactKey is the exact key of a body.
+func exactKey(scope, model, endpoint string, raw []byte) (string, error) {
+	if !json.Valid(raw) {
+		return "", errors.New("the body is not valid JSON")
 	}
-	h := sha256.New()
-	for _, s := range []string{scope, model, endpoint} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return keysOf(scope, model, endpoint, raw, false).exact, nil
+}
+
+func appendKeyPrefix(dst []byte, scope, model, endpoint string) []byte {
+	dst = append(dst, scope...)
+	dst = append(dst, 0)
+	dst = append(dst, model...)
+	dst = append(dst, 0)
+	dst = append(dst, endpoint...)
+	return append(dst, 0)
+}
+
+// hashHex is the SHA-256 of b, in hex.
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // scopeOf names who may share an entry: the tenant at the configured

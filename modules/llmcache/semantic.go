@@ -2,7 +2,6 @@ package llmcache
 
 import (
 	"math"
-	"strings"
 
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -19,29 +18,15 @@ type query struct {
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
-	canon, err := canonBody(req.Raw) // decoded once for both keys
-	if err != nil {
-		return nil, err
-	}
-	key, err := hashCanon(scope, model, req.Endpoint, canon)
-	if err != nil {
-		return nil, err
-	}
-	q := &query{key: key, scope: scope, model: model}
-	if !semantic {
-		return q, nil
-	}
-	question, rest, ok := splitQuestion(req.Endpoint, canon)
-	if !ok {
+	ks := keysOf(scope, model, req.Endpoint, req.Raw, semantic)
+	q := &query{key: ks.exact, scope: scope, model: model}
+	if !ks.semantic {
 		return q, nil // no trailing user question: exact matching only
 	}
-	if q.bucket, err = hashCanon(scope, model, req.Endpoint+"#context", rest); err != nil {
-		return nil, err
-	}
-	q.question = question
-	q.an = analyze(question)
+	q.bucket, q.question = ks.bucket, ks.question
+	q.an = analyze(q.question)
 	if embedder != nil {
-		v := embedder(question)
+		v := embedder(q.question)
 		if v == nil {
 			q.an = nil // no vector: exact matching only
 			return q, nil
@@ -49,59 +34,6 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 		q.vec = quantize(v)
 	}
 	return q, nil
-}
-
-// splitQuestion separates the last user turn (or a completion's prompt)
-// from the rest of the request's canonical fields, which become the
-// context fingerprint. canon is not changed.
-func splitQuestion(endpoint string, canon map[string]any) (string, map[string]any, bool) {
-	rest := make(map[string]any, len(canon))
-	for k, v := range canon {
-		rest[k] = v
-	}
-	var question string
-	switch endpoint {
-	case openai.Completions:
-		p, ok := rest["prompt"].(string)
-		if !ok {
-			return "", nil, false
-		}
-		question = p
-		delete(rest, "prompt")
-	default:
-		msgs, _ := rest["messages"].([]any)
-		if len(msgs) == 0 {
-			return "", nil, false
-		}
-		last, _ := msgs[len(msgs)-1].(map[string]any)
-		if role, _ := last["role"].(string); role != "user" {
-			return "", nil, false
-		}
-		question = contentText(last["content"])
-		rest["messages"] = msgs[:len(msgs)-1]
-	}
-	if strings.TrimSpace(question) == "" {
-		return "", nil, false
-	}
-	return question, rest, true
-}
-
-// contentText is a message's text: a string, or its text parts joined.
-func contentText(c any) string {
-	if s, ok := c.(string); ok {
-		return s
-	}
-	parts, _ := c.([]any)
-	var b strings.Builder
-	for _, p := range parts {
-		if m, ok := p.(map[string]any); ok {
-			if t, ok := m["text"].(string); ok {
-				b.WriteString(t)
-				b.WriteByte(' ')
-			}
-		}
-	}
-	return b.String()
 }
 
 // normalize scales v to unit length, so a dot product is the cosine.
