@@ -141,8 +141,6 @@ func TestANNStoreScopingAndPurge(t *testing.T) {
 	for i := range 2000 {
 		put(fmt.Sprint("k", i), "tenant-a", "m1", fmt.Sprint("question number ", i, text), randomVec(rng))
 	}
-	s.cache.Wait()
-	time.Sleep(50 * time.Millisecond) // ristretto evicts in the background
 	s.mu.RLock()
 	idx, count := s.ann["tenant-a"].len(), s.count
 	s.mu.RUnlock()

@@ -143,7 +143,6 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 			return s, err
 		}
 		if s.shared, err = newShared(c.Redis, s, c.logger); err != nil {
-			s.cache.Close()
 			return nil, fmt.Errorf("llm_cache redis %q: %w", c.Redis, err)
 		}
 		return s, nil

@@ -1,23 +1,25 @@
 package llmcache
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/dgraph-io/ristretto/v2"
 )
 
 // entry is one cached answer.
 type entry struct {
-	key      string    // exact key
-	bucket   string    // semantic candidates share it: scope, model, context
-	question string    // the last user turn, for semantic matching
-	an       *analysis // the question, analysed
-	vec      []int8    // its embedding by a catalog model, quantized
+	key      string      // exact key
+	bucket   string      // semantic candidates share it: scope, model, context
+	question string      // the last user turn, for semantic matching
+	an       *analysis   // the question, analysed
+	num      uint32      // its number in the built-in matcher's postings, 0 when not posted
+	slot     int         // its place in the store's CLOCK
+	size     int64       // its cost, when kept
+	used     atomic.Bool // asked for since CLOCK's hand last passed
+	vec      []int8      // its embedding by a catalog model, quantized
 	ans      *answer
 	expires  time.Time
 	scope    string
@@ -39,15 +41,23 @@ func (e *entry) cost() int64 {
 	return int64(n)
 }
 
-// entries holds the answers (ristretto, bounded by cost in bytes) and an
-// index of them by bucket, for semantic lookups and purges. It lives in a UsagePool, so reloads keep it.
+// entries holds the answers, bounded by their cost in bytes, with an
+// index of them by bucket for semantic lookups and purges. It lives in a
+// UsagePool, so reloads keep it. When full it evicts by CLOCK: a hit
+// marks its entry, and the hand passing over the entries takes the first
+// one not marked since it last passed (clearing the marks it passes),
+// which keeps what is asked again without a lock on the hit path.
 type entries struct {
-	cache *ristretto.Cache[string, *entry]
+	maxBytes int64
 
 	mu      sync.RWMutex
+	byKey   map[string]*entry
 	buckets map[string]map[string]*entry // bucket → key → entry
 	ann     map[string]*annIndex         // bucket → entries with an embedding
-	sets    map[setKey][]*entry          // the built-in matcher's index: a set of words (or it less one) → entries
+	sets    postings                     // the built-in matcher's index: a set of words (or it less one) → entries
+	ring    []*entry                     // CLOCK's circle of entries, nil where one left
+	holes   []int                        // free places in ring
+	hand    int
 	count   int
 	bytes   int64
 
@@ -74,35 +84,28 @@ func (s *entries) Purge(model, scope string) int {
 }
 
 func newEntries(maxBytes int64) (*entries, error) {
-	s := &entries{buckets: map[string]map[string]*entry{}, ann: map[string]*annIndex{},
-		sets: map[setKey][]*entry{}}
-	c, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
-		NumCounters: max(maxBytes/100, 10_000), // ~10 per expected entry of ~1 KB
-		MaxCost:     maxBytes,
-		BufferItems: 64,
-		OnEvict:     func(it *ristretto.Item[*entry]) { s.unindex(it.Value) },
-		OnReject:    func(it *ristretto.Item[*entry]) { s.unindex(it.Value) },
-	})
-	if err != nil {
-		return nil, err
+	if maxBytes <= 0 {
+		return nil, fmt.Errorf("max_memory must be positive, not %d", maxBytes)
 	}
-	s.cache = c
-	return s, nil
+	return &entries{maxBytes: maxBytes, byKey: map[string]*entry{}, buckets: map[string]map[string]*entry{},
+		ann: map[string]*annIndex{}, sets: newPostings()}, nil
 }
 
 func (s *entries) Destruct() error {
 	if s.shared != nil {
 		s.shared.close()
 	}
-	s.cache.Close()
 	return nil
 }
 
 func (s *entries) get(key string) (*entry, bool) {
-	e, ok := s.cache.Get(key)
-	if !ok || time.Now().After(e.expires) {
+	s.mu.RLock()
+	e := s.byKey[key]
+	s.mu.RUnlock()
+	if e == nil || time.Now().After(e.expires) {
 		return nil, false
 	}
+	e.used.Store(true)
 	return e, true
 }
 
@@ -113,80 +116,109 @@ func (s *entries) put(e *entry) {
 	}
 }
 
-// putLocal keeps an entry in this instance only.
+// putLocal keeps an entry in this instance only, evicting others to make
+// room; it is visible to the next lookup at once.
 func (s *entries) putLocal(e *entry) bool {
-	ttl := time.Until(e.expires)
-	if ttl <= 0 {
+	now := time.Now()
+	if !e.expires.After(now) {
 		return false
 	}
-	if old, ok := s.cache.Get(e.key); ok {
-		s.unindex(old)
-	}
-	{
-		s.mu.Lock()
-		b := s.buckets[e.bucket]
-		if b == nil {
-			b = map[string]*entry{}
-			s.buckets[e.bucket] = b
-		}
-		if _, had := b[e.key]; !had {
-			s.count++
-			s.bytes += e.cost()
-		}
-		b[e.key] = e
-		if e.an != nil {
-			s.postLocked(e, true)
-		}
-		s.mu.Unlock()
-	}
-	if !s.cache.SetWithTTL(e.key, e, e.cost(), ttl) {
-		s.unindex(e)
+	e.size = e.cost()
+	if e.size > s.maxBytes {
 		return false
 	}
-	s.cache.Wait() // visible to the next lookup
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.byKey[e.key]; old != nil {
+		s.unindexLocked(old)
+	}
+	s.byKey[e.key] = e
+	b := s.buckets[e.bucket]
+	if b == nil {
+		b = map[string]*entry{}
+		s.buckets[e.bucket] = b
+	}
+	b[e.key] = e
+	s.count++
+	s.bytes += e.size
+	if e.an != nil {
+		s.postLocked(e, true)
+	}
+	if n := len(s.holes); n > 0 {
+		e.slot = s.holes[n-1]
+		s.holes = s.holes[:n-1]
+		s.ring[e.slot] = e
+	} else {
+		e.slot = len(s.ring)
+		s.ring = append(s.ring, e)
+	}
+	s.sweepLocked(now, e)
 	s.stored.Add(1)
 	return true
 }
 
-func (s *entries) unindex(e *entry) {
-	if e == nil {
-		return
+// sweepLocked moves CLOCK's hand: past two entries, taking those expired,
+// so that expired entries leave over time; then on while the store is
+// over its size. It never takes keep, the entry just put.
+func (s *entries) sweepLocked(now time.Time, keep *entry) {
+	for steps := 0; steps < 2 || s.bytes > s.maxBytes; steps++ {
+		if len(s.ring) == 0 || steps > 2*len(s.ring)+2 {
+			return
+		}
+		if s.hand >= len(s.ring) {
+			s.hand = 0
+		}
+		e := s.ring[s.hand]
+		s.hand++
+		switch {
+		case e == nil || e == keep:
+		case now.After(e.expires):
+			s.unindexLocked(e)
+		case s.bytes <= s.maxBytes:
+		case e.used.Load():
+			e.used.Store(false)
+		default:
+			s.unindexLocked(e)
+		}
 	}
+}
+
+func (s *entries) unindex(e *entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := s.buckets[e.bucket]; b != nil && b[e.key] == e {
+	s.unindexLocked(e)
+}
+
+// unindexLocked takes e out of the store; s.mu must be held.
+func (s *entries) unindexLocked(e *entry) {
+	if e == nil || s.byKey[e.key] != e {
+		return
+	}
+	delete(s.byKey, e.key)
+	if b := s.buckets[e.bucket]; b != nil {
 		delete(b, e.key)
-		s.count--
-		s.bytes -= e.cost()
-		if e.an != nil {
-			s.postLocked(e, false)
-		}
 		if len(b) == 0 {
 			delete(s.buckets, e.bucket)
 		}
 	}
+	s.count--
+	s.bytes -= e.size
+	if e.an != nil {
+		s.postLocked(e, false)
+	}
+	s.ring[e.slot] = nil
+	s.holes = append(s.holes, e.slot)
 }
 
 // postLocked adds e to (or removes it from) the postings of its
 // question's content words; s.mu must be held.
 func (s *entries) postLocked(e *entry, add bool) {
 	if e.vec == nil { // the built-in matcher: by sets of words
-		e.an.setKeys(e.bucket, func(k setKey) {
-			if add {
-				s.sets[k] = append(s.sets[k], e)
-				return
-			}
-			list := s.sets[k]
-			if i := slices.Index(list, e); i >= 0 {
-				list[i] = list[len(list)-1]
-				list = list[:len(list)-1]
-			}
-			if len(list) == 0 {
-				delete(s.sets, k)
-			} else {
-				s.sets[k] = list
-			}
-		})
+		if add {
+			s.sets.add(e)
+		} else {
+			s.sets.remove(e)
+		}
 		return
 	}
 	x := s.ann[e.bucket]
@@ -228,7 +260,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	bestSim := threshold
 	now := time.Now()
 	q.an.setKeys(q.bucket, func(k setKey) {
-		for _, e := range s.sets[k] {
+		for e := range s.sets.all(k) {
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
 			c := e.an
@@ -265,33 +297,15 @@ func nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
 // purge removes entries of a model and/or scope ("" matches any).
 func (s *entries) purge(model, scope string) int {
 	s.mu.Lock()
-	var victims []string
-	for _, b := range s.buckets {
-		for k, e := range b {
-			if (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
-				victims = append(victims, k)
-			}
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.byKey {
+		if (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
+			s.unindexLocked(e) // deleting while ranging is allowed
+			n++
 		}
 	}
-	s.mu.Unlock()
-	if model == "" && scope == "" {
-		s.cache.Clear()
-		s.mu.Lock()
-		s.buckets = map[string]map[string]*entry{}
-		s.ann = map[string]*annIndex{}
-		s.sets = map[setKey][]*entry{}
-		s.count, s.bytes = 0, 0
-		s.mu.Unlock()
-		return len(victims)
-	}
-	for _, k := range victims {
-		if e, ok := s.cache.Get(k); ok {
-			s.unindex(e)
-		}
-		s.cache.Del(k)
-	}
-	s.cache.Wait()
-	return len(victims)
+	return n
 }
 
 // cosine is the cosine of two quantized vectors, in [-1, 1]: rounding

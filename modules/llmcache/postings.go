@@ -1,0 +1,111 @@
+package llmcache
+
+import "iter"
+
+// postings index entries by the built-in matcher's keys (a question's
+// set of words, and that set less each word). A store of 100k questions
+// holds about a million keys, so the map holds no pointers (the garbage
+// collector skips it) and a key with one entry, most of them, takes no
+// allocation: its value is the entry's number; a key shared by several
+// entries points to a list of numbers.
+type postings struct {
+	keys  map[setKey]uint32 // entry number + 1, or listed | list index
+	lists [][]uint32        // entry numbers + 1 of keys shared by several
+	free  []uint32          // unused lists
+	ents  []*entry          // by number
+	holes []uint32          // unused numbers
+}
+
+// listed marks a value of keys that is an index of lists.
+const listed = 1 << 31
+
+func newPostings() postings {
+	return postings{keys: map[setKey]uint32{}}
+}
+
+func (p *postings) add(e *entry) {
+	if e.num != 0 && p.ents[e.num-1] == e {
+		return // posted already
+	}
+	if len(p.holes) > 0 {
+		e.num = p.holes[len(p.holes)-1]
+		p.holes = p.holes[:len(p.holes)-1]
+		p.ents[e.num-1] = e
+	} else {
+		p.ents = append(p.ents, e)
+		e.num = uint32(len(p.ents))
+	}
+	e.an.setKeys(e.bucket, func(k setKey) {
+		v, ok := p.keys[k]
+		switch {
+		case !ok:
+			p.keys[k] = e.num
+		case v&listed != 0:
+			p.lists[v&^listed] = append(p.lists[v&^listed], e.num)
+		default:
+			var i uint32
+			if len(p.free) > 0 {
+				i = p.free[len(p.free)-1]
+				p.free = p.free[:len(p.free)-1]
+				p.lists[i] = append(p.lists[i][:0], v, e.num)
+			} else {
+				i = uint32(len(p.lists))
+				p.lists = append(p.lists, []uint32{v, e.num})
+			}
+			p.keys[k] = listed | i
+		}
+	})
+}
+
+func (p *postings) remove(e *entry) {
+	if e.num == 0 || p.ents[e.num-1] != e {
+		return
+	}
+	e.an.setKeys(e.bucket, func(k setKey) {
+		v, ok := p.keys[k]
+		switch {
+		case !ok:
+		case v&listed == 0:
+			if v == e.num {
+				delete(p.keys, k)
+			}
+		default:
+			i := v &^ listed
+			l := p.lists[i]
+			for j, n := range l {
+				if n == e.num {
+					l[j] = l[len(l)-1]
+					l = l[:len(l)-1]
+					break
+				}
+			}
+			p.lists[i] = l
+			if len(l) == 1 {
+				p.keys[k] = l[0]
+				p.free = append(p.free, i)
+			}
+		}
+	})
+	p.ents[e.num-1] = nil
+	p.holes = append(p.holes, e.num)
+	e.num = 0
+}
+
+// all yields the entries under k.
+func (p *postings) all(k setKey) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		v, ok := p.keys[k]
+		if !ok {
+			return
+		}
+		if v&listed == 0 {
+			yield(p.ents[v-1])
+			return
+		}
+		for _, n := range p.lists[v&^listed] {
+			if !yield(p.ents[n-1]) {
+				return
+			}
+		}
+	}
+}
