@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -54,85 +55,135 @@ func (a *answer) cacheable() error {
 	return nil
 }
 
-// wireAnswer is the subset of a whole OpenAI answer the cache keeps.
-type wireAnswer struct {
-	Object  string `json:"object"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index   int    `json:"index"`
-		Text    string `json:"text"`
-		Message *struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage openai.Usage `json:"usage"`
+// The answers kept are read by their bytes (openai.Members), not decoded
+// into structures: a miss keeps every answer it passes, so this is on the
+// path of every request that misses.
+
+// answerScratch is the reused memory of reading one answer.
+type answerScratch struct {
+	top, choice, inner, call, fn []openai.Member
+	choices, calls               [][]byte
+}
+
+var answerScratchPool = sync.Pool{New: func() any { return new(answerScratch) }}
+
+// member is the value of the member key of ms, or nil.
+func member(ms []openai.Member, key string) []byte {
+	for i := len(ms) - 1; i >= 0; i-- { // the last of a repeated key, as decoding does
+		if string(ms[i].Key) == key {
+			return ms[i].Value
+		}
+	}
+	return nil
+}
+
+// jsonText is the text of a JSON string value; anything else is "".
+func jsonText(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	return string(openai.AppendUnquoted(nil, v))
+}
+
+// appendText appends the text of a JSON string value; anything else adds
+// nothing.
+func appendText(dst, v []byte) []byte {
+	if len(v) < 2 || v[0] != '"' {
+		return dst
+	}
+	return openai.AppendUnquoted(dst, v)
+}
+
+// jsonIndex is a small non-negative JSON integer, or -1.
+func jsonIndex(v []byte) int {
+	if len(v) == 0 || len(v) > 4 {
+		return -1
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // parseWhole reads a non-streamed answer.
 func parseWhole(body []byte) (*answer, error) {
-	var w wireAnswer
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, err
+	if !json.Valid(body) {
+		return nil, errNotCacheable
 	}
-	a := &answer{Chat: w.Object == "chat.completion", Model: w.Model, Usage: w.Usage}
-	for _, c := range w.Choices {
-		ac := answerChoice{Index: c.Index, Content: c.Text, FinishReason: c.FinishReason}
-		if m := c.Message; m != nil {
-			if m.Refusal != nil && *m.Refusal != "" {
+	sc := answerScratchPool.Get().(*answerScratch)
+	defer answerScratchPool.Put(sc)
+	sc.top = openai.AppendMembers(sc.top[:0], body)
+	a := &answer{Chat: string(member(sc.top, "object")) == `"chat.completion"`, Model: jsonText(member(sc.top, "model"))}
+	a.Usage, _ = openai.FindUsage(body)
+	sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
+	for _, ch := range sc.choices {
+		sc.choice = openai.AppendMembers(sc.choice[:0], ch)
+		ac := answerChoice{Index: jsonIndex(member(sc.choice, "index")), Content: jsonText(member(sc.choice, "text")),
+			FinishReason: jsonText(member(sc.choice, "finish_reason"))}
+		if m := member(sc.choice, "message"); len(m) > 0 && m[0] == '{' {
+			sc.inner = openai.AppendMembers(sc.inner[:0], m)
+			if jsonText(member(sc.inner, "refusal")) != "" {
 				return nil, errNotCacheable
 			}
-			if m.Content != nil {
-				ac.Content = *m.Content
+			if c := member(sc.inner, "content"); len(c) > 0 && c[0] == '"' {
+				ac.Content = jsonText(c)
 			}
-			for _, tc := range m.ToolCalls {
-				ac.ToolCalls = append(ac.ToolCalls, toolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			sc.calls = openai.AppendElements(sc.calls[:0], member(sc.inner, "tool_calls"))
+			for _, tc := range sc.calls {
+				sc.call = openai.AppendMembers(sc.call[:0], tc)
+				sc.fn = openai.AppendMembers(sc.fn[:0], member(sc.call, "function"))
+				ac.ToolCalls = append(ac.ToolCalls, toolCall{ID: jsonText(member(sc.call, "id")),
+					Name: jsonText(member(sc.fn, "name")), Arguments: jsonText(member(sc.fn, "arguments"))})
 			}
+		}
+		if ac.Index < 0 {
+			return nil, errNotCacheable
 		}
 		a.Choices = append(a.Choices, ac)
 	}
 	return a, a.cacheable()
 }
 
-// wireChunk is the subset of a stream chunk the assembler reads.
-type wireChunk struct {
-	Object  string `json:"object"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int    `json:"index"`
-		Text  string `json:"text"`
-		Delta *struct {
-			Content   string  `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Error json.RawMessage `json:"error"`
+// building is a choice of a stream being assembled.
+type building struct {
+	content []byte
+	calls   []buildingCall
+	finish  string
+	seen    bool
 }
+
+type buildingCall struct {
+	id         string
+	name, args []byte
+}
+
+// maxStreamChoices bounds the choices of a stream the cache assembles.
+const maxStreamChoices = 16
 
 // assemble builds an answer from a stream's SSE events. A stream without
 // [DONE], with an error event or a refusal is not cacheable.
 func assemble(events []byte, usage openai.Usage) (*answer, error) {
+	sc := answerScratchPool.Get().(*answerScratch)
+	defer answerScratchPool.Put(sc)
 	a := &answer{Usage: usage}
-	byIndex := map[int]*answerChoice{}
+	var one [1]building
+	choices := one[:0]
 	done := false
-	for _, line := range bytes.Split(events, []byte("\n")) {
+	var model []byte
+	for rest := events; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
 			continue
@@ -142,52 +193,69 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 			done = true
 			continue
 		}
-		var ch wireChunk
-		if err := json.Unmarshal(data, &ch); err != nil || len(ch.Error) > 0 {
+		var whole bool
+		if sc.top, whole = openai.Members(sc.top[:0], data); !whole || member(sc.top, "error") != nil {
 			return nil, errNotCacheable
 		}
-		a.Chat = a.Chat || ch.Object == "chat.completion.chunk"
-		if ch.Model != "" {
-			a.Model = ch.Model
+		a.Chat = a.Chat || string(member(sc.top, "object")) == `"chat.completion.chunk"`
+		if m := member(sc.top, "model"); len(m) > 2 && !bytes.Equal(m, model) {
+			a.Model, model = jsonText(m), m
 		}
-		for _, c := range ch.Choices {
-			ac := byIndex[c.Index]
-			if ac == nil {
-				ac = &answerChoice{Index: c.Index}
-				byIndex[c.Index] = ac
+		sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
+		for _, ch := range sc.choices {
+			sc.choice = openai.AppendMembers(sc.choice[:0], ch)
+			i := jsonIndex(member(sc.choice, "index"))
+			if i < 0 || i >= maxStreamChoices {
+				return nil, errNotCacheable
 			}
-			ac.Content += c.Text
-			if d := c.Delta; d != nil {
-				if d.Refusal != nil && *d.Refusal != "" {
+			for len(choices) <= i {
+				choices = append(choices, building{})
+			}
+			b := &choices[i]
+			b.seen = true
+			b.content = appendText(b.content, member(sc.choice, "text"))
+			if d := member(sc.choice, "delta"); len(d) > 0 && d[0] == '{' {
+				sc.inner = openai.AppendMembers(sc.inner[:0], d)
+				if jsonText(member(sc.inner, "refusal")) != "" {
 					return nil, errNotCacheable
 				}
-				ac.Content += d.Content
-				for _, tc := range d.ToolCalls {
-					for len(ac.ToolCalls) <= tc.Index {
-						ac.ToolCalls = append(ac.ToolCalls, toolCall{})
+				b.content = appendText(b.content, member(sc.inner, "content"))
+				sc.calls = openai.AppendElements(sc.calls[:0], member(sc.inner, "tool_calls"))
+				for _, tc := range sc.calls {
+					sc.call = openai.AppendMembers(sc.call[:0], tc)
+					k := jsonIndex(member(sc.call, "index"))
+					if k < 0 {
+						return nil, errNotCacheable
 					}
-					t := &ac.ToolCalls[tc.Index]
-					if tc.ID != "" {
-						t.ID = tc.ID
+					for len(b.calls) <= k {
+						b.calls = append(b.calls, buildingCall{})
 					}
-					t.Name += tc.Function.Name
-					t.Arguments += tc.Function.Arguments
+					t := &b.calls[k]
+					if id := jsonText(member(sc.call, "id")); id != "" {
+						t.id = id
+					}
+					sc.fn = openai.AppendMembers(sc.fn[:0], member(sc.call, "function"))
+					t.name = appendText(t.name, member(sc.fn, "name"))
+					t.args = appendText(t.args, member(sc.fn, "arguments"))
 				}
 			}
-			if c.FinishReason != nil {
-				ac.FinishReason = *c.FinishReason
+			if f := member(sc.choice, "finish_reason"); len(f) > 0 && f[0] == '"' {
+				b.finish = jsonText(f)
 			}
 		}
 	}
 	if !done {
 		return nil, errNotCacheable
 	}
-	for i := 0; i < len(byIndex); i++ {
-		c, ok := byIndex[i]
-		if !ok {
+	for i, b := range choices {
+		if !b.seen {
 			return nil, errNotCacheable
 		}
-		a.Choices = append(a.Choices, *c)
+		ac := answerChoice{Index: i, Content: string(b.content), FinishReason: b.finish}
+		for _, t := range b.calls {
+			ac.ToolCalls = append(ac.ToolCalls, toolCall{ID: t.id, Name: string(t.name), Arguments: string(t.args)})
+		}
+		a.Choices = append(a.Choices, ac)
 	}
 	return a, a.cacheable()
 }

@@ -195,3 +195,58 @@ func TestKeysOf(t *testing.T) {
 		t.Errorf("prompts: %+v %+v", p1, p2)
 	}
 }
+
+func TestAssembleShapes(t *testing.T) {
+	// Two choices, escapes, a tool call whose arguments come in pieces,
+	// extra whitespace, and members in another order.
+	events := "data: {\"choices\":[{\"index\":1,\"delta\":{\"role\":\"assistant\",\"content\":\"B:\\n\\\"quoted\\\" \\u00e9\"},\"finish_reason\":null}],\"model\":\"m2\",\"object\":\"chat.completion.chunk\"}\n\n" +
+		"data:{\"object\":\"chat.completion.chunk\",\"model\":\"m2\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n" +
+		"data: {\"object\":\"chat.completion.chunk\",\"model\":\"m2\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"city\\\":\"}}]},\"finish_reason\":null}]}\n\n" +
+		"data: {\"object\":\"chat.completion.chunk\",\"model\":\"m2\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"Paris\\\"}\"}}]},\"finish_reason\":\"tool_calls\"},{\"index\":1,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n" +
+		"data: {\"object\":\"chat.completion.chunk\",\"model\":\"m2\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,\"total_tokens\":13}}\n\n" +
+		"data: [DONE]\n\n"
+	a, err := assemble([]byte(events), openai.Usage{PromptTokens: 9, CompletionTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &answer{Chat: true, Model: "m2", Usage: openai.Usage{PromptTokens: 9, CompletionTokens: 4}, Choices: []answerChoice{
+		{Index: 0, FinishReason: "tool_calls", ToolCalls: []toolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+		{Index: 1, Content: "B:\n\"quoted\" é", FinishReason: "length"},
+	}}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	// A completion stream.
+	c, err := assemble([]byte("data: {\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\"Once\",\"finish_reason\":null}]}\n\ndata: {\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" upon\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), openai.Usage{})
+	if err != nil || c.Chat || c.Choices[0].Content != "Once upon" {
+		t.Errorf("completion stream: %+v, %v", c, err)
+	}
+	// A chunk cut in the middle, or a second choice never finished.
+	for name, bad := range map[string]string{
+		"cut chunk":        strings.Replace(events, `"model":"m2","choices":[]`, `"model":"m2","choi`, 1),
+		"choice 1 missing": strings.Replace(events, `{"index":1,"delta":{},"finish_reason":"length"}`, `{"index":3,"delta":{},"finish_reason":"length"}`, 1),
+	} {
+		if _, err := assemble([]byte(bad), openai.Usage{}); err == nil {
+			t.Errorf("%s: stored", name)
+		}
+	}
+	// Whole answers: escapes, a null content with tool calls, a cut body.
+	whole := `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a\tb \"c\" \ud83d\ude00"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`
+	w, err := parseWhole([]byte(whole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWhole := &answer{Chat: true, Model: "m", Usage: openai.Usage{PromptTokens: 3, CompletionTokens: 5, TotalTokens: 8}, Choices: []answerChoice{
+		{Index: 0, Content: "a\tb \"c\" 😀", FinishReason: "stop"},
+		{Index: 1, FinishReason: "tool_calls", ToolCalls: []toolCall{{ID: "t1", Name: "f", Arguments: `{"x":1}`}}},
+	}}
+	if diff := cmp.Diff(wantWhole, w); diff != "" {
+		t.Errorf("whole (-want +got)\n%s", diff)
+	}
+	if _, err := parseWhole([]byte(whole[:len(whole)-40])); err == nil {
+		t.Error("a cut whole answer was stored")
+	}
+	if _, err := parseWhole([]byte(strings.Replace(whole, `"content":null`, `"content":null,"refusal":"no"`, 1))); err == nil {
+		t.Error("a refusal was stored")
+	}
+}

@@ -20,25 +20,35 @@ type Member struct {
 // AppendMembers appends the members of the JSON object obj, in the order
 // written.
 func AppendMembers(dst []Member, obj []byte) []Member {
+	dst, _ = Members(dst, obj)
+	return dst
+}
+
+// Members is AppendMembers that also says whether obj was an object read
+// to its closing brace (its values are not checked).
+func Members(dst []Member, obj []byte) ([]Member, bool) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return dst
+		return dst, false
 	}
 	i = skipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
+		if obj[i] != '"' {
+			return dst, false
+		}
 		kend := skipValue(obj, i)
 		if kend < 0 {
-			return dst
+			return dst, false
 		}
 		q := obj[i:kend]
 		i = skipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
-			return dst
+			return dst, false
 		}
 		i = skipSpace(obj, i+1)
 		vend := skipValue(obj, i)
-		if vend < 0 {
-			return dst
+		if vend < 0 || vend == i {
+			return dst, false
 		}
 		dst = append(dst, Member{Key: unquoteKey(q), Quoted: q, Value: obj[i:vend]})
 		i = skipSpace(obj, vend)
@@ -46,7 +56,7 @@ func AppendMembers(dst []Member, obj []byte) []Member {
 			i = skipSpace(obj, i+1)
 		}
 	}
-	return dst
+	return dst, i < len(obj) && skipSpace(obj, i+1) == len(obj)
 }
 
 // AppendElements appends the elements of the JSON array arr.
