@@ -225,22 +225,39 @@ func (a *analysis) leftOf(marker string) string {
 // canonical maps a lower-case word to the form questions are compared
 // by: American spelling, lemma, synonym group.
 func canonical(w string) string {
-	if v, ok := canonicalMemo.Load(w); ok {
-		return v.(string)
+	if w == "" {
+		return w
+	}
+	sh := &canonicalMemo[(len(w)*31+int(w[0])+int(w[len(w)-1])*7)%len(canonicalMemo)]
+	sh.mu.RLock()
+	c, ok := sh.m[w]
+	sh.mu.RUnlock()
+	if ok {
+		return c
 	}
 	lexicon.Do(loadLexicon)
-	c := canonicalOf(w)
+	c = canonicalOf(w)
 	if canonicalMemoSize.Add(1) <= maxCanonicalMemo {
-		canonicalMemo.Store(strings.Clone(w), c)
+		sh.mu.Lock()
+		if sh.m == nil {
+			sh.m = map[string]string{}
+		}
+		sh.m[strings.Clone(w)] = c
+		sh.mu.Unlock()
 	}
 	return c
 }
 
 // canonicalMemo remembers the canonical form of the first words seen, up
 // to maxCanonicalMemo of them: people's words repeat, and a word's
-// lemma and spelling take a dozen lookups to find.
+// lemma and spelling take a dozen lookups to find. It is split in shards,
+// so that requests on different cores seldom share a lock's cache line.
 var (
-	canonicalMemo     sync.Map
+	canonicalMemo [32]struct {
+		mu sync.RWMutex
+		m  map[string]string
+		_  [64]byte
+	}
 	canonicalMemoSize atomic.Int64
 )
 
