@@ -25,6 +25,9 @@ func init() {
 //	DELETE /llm/mcp/servers/<name>          remove a server added at runtime
 //	POST   /llm/mcp/servers/<name>/disable  stop listing and calling it
 //	POST   /llm/mcp/servers/<name>/enable   list and call it again
+//	POST   /llm/mcp/servers/<name>/authorize      start OAuth: {"level":"key","name":"k1"} → authorization_url
+//	GET    /llm/mcp/servers/<name>/authorization  tenants and their token state (never the tokens)
+//	DELETE /llm/mcp/servers/<name>/authorization?level=key&name=k1  revoke and forget a tenant's tokens
 //
 // Changes apply to every llm_mcp handler at once, survive reloads and are
 // kept in Caddy's storage so they survive restarts.
@@ -63,6 +66,9 @@ type ServerStatus struct {
 	Prompts   []string  `json:"prompts,omitempty"`
 	// Tenants are the sessions of tenants with their own credential.
 	Tenants []TenantSession `json:"tenants,omitempty"`
+	// OAuth is how the server's tokens are kept, for an OAuth server:
+	// "per_tenant" or "shared"; see .../authorization for their state.
+	OAuth string `json:"oauth,omitempty"`
 }
 
 // TenantSession is the state of one tenant's own session with a server.
@@ -114,6 +120,12 @@ func statusOf(u *upstream, runtime bool) ServerStatus {
 		Enabled: !u.cfg.Disabled && !isDisabled(u.cfg.Name), Since: since, Restarts: restarts, LastError: lastErr, Tools: []string{}}
 	if u.cfg.Command != "" {
 		s.Transport, s.Target = "stdio", u.cfg.Command
+	}
+	if o := u.cfg.OAuth; o != nil {
+		s.OAuth = "per_tenant"
+		if o.shared() {
+			s.OAuth = "shared"
+		}
 	}
 	cat := u.catalog.Load()
 	for _, t := range cat.tools {
@@ -196,6 +208,8 @@ func server(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusNotFound, "no mcp server %q; see GET /llm/mcp/servers", name)
 	}
 	switch {
+	case action == "authorize" || action == "authorization":
+		return oauthRoute(w, r, name, action)
 	case r.Method == http.MethodGet && action == "":
 		for _, s := range Status() {
 			if s.Name == name {
@@ -274,3 +288,5 @@ func audit(r *http.Request, msg string, fields ...zap.Field) {
 
 // Interface guards
 var _ caddy.AdminRouter = (*Admin)(nil)
+
+func caddyLog() *zap.Logger { return caddy.Log().Named("llm_mcp") }
