@@ -279,9 +279,9 @@ func (oc *oauthClient) entryLocked(r tenantRef) *tokenEntry {
 }
 
 // tenants are the tenants with stored tokens (usable or not), sorted.
+// Lock order: an entry's mu may take oc.mu, never the other way round.
 func (oc *oauthClient) tenants() []*tokenEntry {
 	oc.mu.Lock()
-	defer oc.mu.Unlock()
 	if !oc.listed {
 		oc.listed = true
 		if st := store(); st != nil {
@@ -294,8 +294,13 @@ func (oc *oauthClient) tenants() []*tokenEntry {
 			}
 		}
 	}
-	var out []*tokenEntry
+	all := make([]*tokenEntry, 0, len(oc.entries))
 	for _, e := range oc.entries {
+		all = append(all, e)
+	}
+	oc.mu.Unlock()
+	var out []*tokenEntry
+	for _, e := range all {
 		if e.record() != nil {
 			out = append(out, e)
 		}

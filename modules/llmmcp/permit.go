@@ -63,6 +63,14 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 			g.track(ss, t)
 		}
 		rt := g.routes.Load()
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (t == nil || t.ToolAllowed(p.Name)) {
+			if _, known := rt.tools[p.Name]; !known {
+				if err := g.unauthorised(p.Name, t); err != nil {
+					// nobody has authorised it yet, so its tools are unknown
+					return failure(err), nil
+				}
+			}
+		}
 		if t == nil {
 			res, err := next(ctx, method, req)
 			if err == nil {
@@ -130,4 +138,26 @@ func hideUnauthorised(rt *routeTable, t *llm.Tenant, res mcp.Result) {
 	case *mcp.ListResourcesResult:
 		l.Resources = filter(l.Resources, func(x *mcp.Resource) bool { r, ok := rt.resources[x.URI]; return !ok || r.visible(t) })
 	}
+}
+
+// unauthorised says how to authorise the OAuth server whose namespace a
+// name is in, when it waits for an authorisation; nil otherwise.
+func (g *gateway) unauthorised(name string, t *llm.Tenant) error {
+	server, _, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil
+	}
+	g.mu.Lock()
+	u := g.upstreams[server]
+	g.mu.Unlock()
+	switch {
+	case u == nil:
+		return nil
+	case u.dormant:
+		return needsTenantAuth(server, t)
+	case u.tok != nil && !u.tok.usable():
+		_, err := u.live()
+		return err
+	}
+	return nil
 }
