@@ -44,7 +44,8 @@ func startOAuthUpstream(t *testing.T, name string, extra ...string) string {
 
 // mcpOAuthConfig: keys k1 and k2 (project alpha), llm_mcp at /mcp in
 // front of "secure" (authorization code, tokens per tenant, registered by
-// DCR) and "m2m" (client_credentials with a preregistered client). The
+// DCR), "team" (the same upstream, one token shared by every caller) and
+// "m2m" (client_credentials with a preregistered client). The
 // callback is served without a key.
 func mcpOAuthConfig(g *gateway, secure, m2m, secureExtra string) string {
 	return fmt.Sprintf(`{
@@ -58,10 +59,10 @@ func mcpOAuthConfig(g *gateway, secure, m2m, secureExtra string) string {
 			team research {
 				project alpha {
 					key k1 %s {
-						tools secure.* m2m.*
+						tools secure.* m2m.* team.*
 					}
 					key k2 %s {
-						tools secure.* m2m.*
+						tools secure.* m2m.* team.*
 					}
 				}
 			}
@@ -82,6 +83,12 @@ func mcpOAuthConfig(g *gateway, secure, m2m, secureExtra string) string {
 					scopes mcp
 				}
 			}
+			server team {
+				url %s
+				oauth {
+					tokens shared
+				}
+			}
 			server m2m {
 				url %s
 				oauth {
@@ -93,7 +100,7 @@ func mcpOAuthConfig(g *gateway, secure, m2m, secureExtra string) string {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http, secure, secureExtra, m2m)
+`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http, secure, secureExtra, secure, m2m)
 }
 
 // browse plays a person's browser: it opens the authorization URL,
@@ -207,6 +214,29 @@ func TestMCPOAuth(t *testing.T) {
 			t.Errorf("k2 calling secure.echo: %q, isError %v, %v", out, isErr, err)
 		}
 	})
+	t.Run("shared tokens: one authorisation for everyone", func(t *testing.T) {
+		out, isErr, err := callText(k2, "team.echo", map[string]any{"text": "hi"})
+		if err != nil || !isErr || !strings.Contains(out, `mcp server "team" needs OAuth authorisation`) || !strings.Contains(out, "llmgw ctl mcp authorize team'") {
+			t.Errorf("k2 calling team.echo before authorising: %q, isError %v, %v", out, isErr, err)
+		}
+		if _, err := ctlRun(t, g, "mcp", "authorize", "team", "--tenant", "key:k2"); err == nil {
+			t.Error("ctl mcp authorize --tenant worked on a shared server")
+		}
+		out, err = ctlRun(t, g, "mcp", "authorize", "team")
+		authURL := regexp.MustCompile(`(?m)^http://\S+$`).FindString(out)
+		if err != nil || authURL == "" {
+			t.Fatalf("ctl mcp authorize team: %v\n%s", err, out)
+		}
+		if status, page := browse(t, authURL); status != http.StatusOK {
+			t.Fatalf("the callback page: %d %s", status, page)
+		}
+		for _, c := range []*mcp.ClientSession{k1, k2} {
+			waitFor(t, 15*time.Second, "team's tools", func() bool { return slices.Contains(toolNames(t, c), "team.echo") })
+		}
+		if a, b := whoami(k1, "team.whoami"), whoami(k2, "team.whoami"); a != b {
+			t.Error("k1 and k2 reach a shared server with different tokens")
+		}
+	})
 	t.Run("expired access tokens are refreshed", func(t *testing.T) {
 		first := whoami(k1, "secure.whoami")
 		end := time.Now().Add(5 * time.Second) // the tokens last 2s
@@ -237,7 +267,8 @@ func TestMCPOAuth(t *testing.T) {
 		}
 	}
 	t.Run("admin output holds no token", func(t *testing.T) {
-		for _, p := range []string{"/llm/mcp/servers", "/llm/mcp/servers/secure/authorization", "/llm/mcp/servers/m2m/authorization", "/metrics"} {
+		for _, p := range []string{"/llm/mcp/servers", "/llm/mcp/servers/secure/authorization", "/llm/mcp/servers/team/authorization",
+			"/llm/mcp/servers/m2m/authorization", "/metrics"} {
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", g.admin, p))
 			if err != nil {
 				t.Fatal(err)
@@ -245,6 +276,9 @@ func TestMCPOAuth(t *testing.T) {
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			noTokens(t, p, string(raw))
+			if p == "/metrics" && !strings.Contains(string(raw), `llmgw_mcp_oauth_tenants{server="secure",state="authorized"} 1`) {
+				t.Errorf("/metrics does not count k1's authorisation of secure")
+			}
 		}
 		out, err := ctlRun(t, g, "mcp", "authorization", "secure")
 		if err != nil || !regexpLine(out, "key:k1", "authorized") {

@@ -205,6 +205,7 @@ func (g *gateway) attach(c *ServerConfig) error {
 // through one session per tenant that has tokens.
 func (g *gateway) attachOAuth(c *ServerConfig) error {
 	oc := oauthFor(c)
+	go countTokens(oc)
 	var u *upstream
 	var alts []alt
 	var err error

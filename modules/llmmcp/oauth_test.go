@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/certmagic"
 
 	"github.com/llmgw/llmgw/modules/llmmcp/oauthtest"
@@ -223,6 +225,46 @@ func TestOAuthClientCredentials(t *testing.T) {
 	now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	if _, err := oc.entry(sharedRef).token(context.Background()); err == nil || !strings.Contains(err.Error(), "client_secret") {
 		t.Errorf("with a wrong secret: %v, want an error pointing at the client_secret", err)
+	}
+}
+
+func TestOAuthCaddyfile(t *testing.T) {
+	h := new(Handler)
+	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(`llm_mcp {
+		server gh {
+			url https://mcp.example/
+			oauth {
+				client_id llmgw
+				client_secret {env.GH_SECRET}
+				scopes repo read:org
+				tokens shared
+				redirect_url https://gw.example/mcp/oauth/callback
+			}
+		}
+		server plain {
+			url https://other.example/
+			oauth
+		}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := h.Servers[0].OAuth
+	if o == nil || o.ClientID != "llmgw" || o.ClientSecret != "{env.GH_SECRET}" || !slices.Equal(o.Scopes, []string{"repo", "read:org"}) ||
+		o.Tokens != "shared" || o.RedirectURL != "https://gw.example/mcp/oauth/callback" || o.grant() != "authorization_code" {
+		t.Errorf("parsed %+v", o)
+	}
+	if o := h.Servers[1].OAuth; o == nil || o.shared() || o.grant() != "authorization_code" {
+		t.Errorf("a bare oauth: %+v", o)
+	}
+	for _, in := range []string{
+		"llm_mcp {\n server a {\n url http://x\n oauth {\n grant password\n }\n }\n}",
+		"llm_mcp {\n server a {\n url http://x\n oauth {\n scope x\n }\n }\n}",
+		"llm_mcp {\n server a {\n url http://x\n oauth {\n tokens a\n tokens b\n }\n }\n}",
+	} {
+		if err := new(Handler).UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err == nil {
+			t.Errorf("%q parsed", in)
+		}
 	}
 }
 
