@@ -204,6 +204,14 @@ func TestMCPOAuth(t *testing.T) {
 			t.Errorf("k1 secure.add = %q, %v, %v", out, isErr, err)
 		}
 		whoami(k1, "secure.whoami")
+		var list []llmmcp.ServerStatus
+		g.adminGet("/llm/mcp/servers", &list)
+		for _, st := range list {
+			if st.Name == "secure" && (!st.Up || st.OAuth != "per_tenant" || !slices.Contains(st.Tools, "secure.echo") ||
+				len(st.Tenants) != 1 || st.Tenants[0].Name != "k1" || !st.Tenants[0].Up) {
+				t.Errorf("GET /llm/mcp/servers shows secure as %+v", st)
+			}
+		}
 	})
 	t.Run("k2 is still not authorised", func(t *testing.T) {
 		if hasSecure(k2) {

@@ -105,6 +105,13 @@ func Status() []ServerStatus {
 			for _, a := range g.alts[name] {
 				up, lastErr, _, _ := a.up.status()
 				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
+				if u.dormant && up {
+					// tokens per tenant: up while any tenant's session is
+					st.Up, st.LastError = true, ""
+				}
+			}
+			if e := g.exposed[name]; u.dormant && e != nil {
+				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat)
 			}
 			out = append(out, st)
 		}
@@ -127,17 +134,22 @@ func statusOf(u *upstream, runtime bool) ServerStatus {
 			s.OAuth = "shared"
 		}
 	}
-	cat := u.catalog.Load()
+	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load())
+	return s
+}
+
+func catalogNames(server string, cat *catalog) (tools, resources, prompts []string) {
+	tools = []string{}
 	for _, t := range cat.tools {
-		s.Tools = append(s.Tools, u.cfg.Name+"."+t.Name)
+		tools = append(tools, server+"."+t.Name)
 	}
 	for _, r := range cat.resources {
-		s.Resources = append(s.Resources, r.URI)
+		resources = append(resources, r.URI)
 	}
 	for _, p := range cat.prompts {
-		s.Prompts = append(s.Prompts, u.cfg.Name+"."+p.Name)
+		prompts = append(prompts, server+"."+p.Name)
 	}
-	return s
+	return tools, resources, prompts
 }
 
 func servers(w http.ResponseWriter, r *http.Request) error {
