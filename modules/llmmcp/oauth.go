@@ -147,6 +147,10 @@ type tokenRecord struct {
 	// was refused, or the server refused the token.
 	NeedsAuth bool   `json:"needs_authorization,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+	// Client is the registered client the tokens were issued to, when
+	// llmgw registered itself: a later registration (a new redirect URL)
+	// must not strand them.
+	Client *clientRecord `json:"client,omitempty"`
 }
 
 // clientRecord is what discovery and registration found for a server,
@@ -703,6 +707,9 @@ func (e *tokenEntry) renewLocked(ctx context.Context, cc bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if e.rec != nil && e.rec.Client != nil && e.rec.Client.ClientID != cr.ClientID {
+		cr = e.rec.Client
+	}
 	next := tokenRecord{Tenant: e.ref}
 	if e.rec != nil {
 		next = *e.rec
@@ -919,6 +926,9 @@ func (p *pendingAuth) complete(ctx context.Context, code, iss string) (*tokenEnt
 		return nil, fmt.Errorf("exchanging the code for a token: %w", err)
 	}
 	rec := &tokenRecord{Tenant: p.ref, Authorized: now()}
+	if cr.Registered {
+		rec.Client = cr
+	}
 	tr.apply(rec)
 	e := p.oc.entry(p.ref)
 	e.mu.Lock()

@@ -284,3 +284,32 @@ func TestOAuthConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A new redirect URL means a new registration; tokens issued to the old
+// client still refresh.
+func TestOAuthReregistrationKeepsTokens(t *testing.T) {
+	f := newOAuthFixture(t, "rr", oauthtest.Options{TokenTTL: time.Minute}, OAuthConfig{})
+	oc := oauthFor(f.cfg)
+	ctx := context.Background()
+	ref := tenantRef{Level: "key", Name: "k1"}
+	authURL, _, err := oc.begin(ctx, ref, f.redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := consent(t, authURL)
+	p, err := takePending(back.Get("state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := p.complete(ctx, back.Get("code"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := oc.begin(ctx, tenantRef{Level: "key", Name: "k2"}, "https://elsewhere.example/mcp/oauth/callback"); err != nil || f.as.Count("register") != 2 {
+		t.Fatalf("a new redirect URL: %v, registrations %d, want 2", err, f.as.Count("register"))
+	}
+	now = func() time.Time { return time.Now().Add(time.Hour) }
+	if _, err := e.token(ctx); err != nil || f.as.Count("refresh") != 1 {
+		t.Errorf("refreshing k1's token after a re-registration: %v (refreshes %d)", err, f.as.Count("refresh"))
+	}
+}
