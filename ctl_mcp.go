@@ -89,5 +89,99 @@ func (c *ctl) mcp() *cobra.Command {
 				return nil
 			}})
 	}
+	cmd.AddCommand(c.mcpAuth()...)
 	return cmd
+}
+
+// mcpAuth are the OAuth commands: authorize prints the URL to open,
+// authorization lists whose tokens llmgw holds, deauthorize forgets them.
+func (c *ctl) mcpAuth() []*cobra.Command {
+	var tenant string
+	parse := func() (llmmcp.AuthorizeRequest, error) {
+		if tenant == "" {
+			return llmmcp.AuthorizeRequest{}, nil
+		}
+		level, name, ok := strings.Cut(tenant, ":")
+		if !ok || name == "" {
+			return llmmcp.AuthorizeRequest{}, fmt.Errorf("--tenant %q: use <level>:<id>, such as key:k1, team:acme/research or org:acme", tenant)
+		}
+		return llmmcp.AuthorizeRequest{Level: level, Name: name}, nil
+	}
+	authorize := &cobra.Command{Use: "authorize <server> [--tenant key:<id>|project:<path>|team:<path>|org:<name>]",
+		Short: "Starts OAuth towards an MCP server: prints the URL to open in a browser (client_credentials servers: gets a token)", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			body, err := parse()
+			if err != nil {
+				return err
+			}
+			var out llmmcp.AuthorizeResponse
+			if err := c.call("POST", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorize", body, &out); err != nil {
+				return err
+			}
+			if c.json {
+				return nil
+			}
+			if out.Authorized {
+				fmt.Printf("mcp server %s: authorised (%s)\n", out.Server, out.Tenant)
+				return nil
+			}
+			fmt.Fprintf(os.Stderr, "Open this URL in a browser to authorise mcp server %s for %s (good until %s; it comes back to %s):\n",
+				out.Server, out.Tenant, out.ExpiresAt.Local().Format("15:04:05"), out.RedirectURL)
+			fmt.Println(out.AuthorizationURL)
+			return nil
+		}}
+	authorize.Flags().StringVar(&tenant, "tenant", "", "whose token: key:<id>, project:<path>, team:<path> or org:<name> (servers with tokens per_tenant)")
+	list := &cobra.Command{Use: "authorization <server>", Short: "Lists whose OAuth tokens llmgw holds for an MCP server, and their state (never the tokens)", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var st llmmcp.AuthStatus
+			if err := c.call("GET", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorization", nil, &st); err != nil {
+				return err
+			}
+			if c.json {
+				return nil
+			}
+			fmt.Printf("mcp server %s: grant %s, tokens %s, client %s at %s\n", st.Server, st.Grant, st.Tokens, st.ClientID, st.Issuer)
+			var rows [][]string
+			for _, t := range st.Tenants {
+				who := t.Level
+				if t.Name != "" {
+					who += ":" + t.Name
+				}
+				exp := "-"
+				if !t.ExpiresAt.IsZero() {
+					exp = t.ExpiresAt.Local().Format("2006-01-02 15:04:05")
+				}
+				rows = append(rows, []string{who, t.State, exp, fmt.Sprint(t.HasRefreshToken), fmt.Sprint(t.Refreshes), t.LastError})
+			}
+			table("TENANT\tSTATE\tEXPIRES\tREFRESH TOKEN\tREFRESHES\tLAST ERROR", rows)
+			return nil
+		}}
+	var forget string
+	deauth := &cobra.Command{Use: "deauthorize <server> [--tenant key:<id>|…]", Short: "Revokes and forgets a tenant's (or the shared) OAuth tokens for an MCP server", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			tenant = forget
+			body, err := parse()
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if body.Level != "" {
+				q.Set("level", body.Level)
+				q.Set("name", body.Name)
+			}
+			if err := c.call("DELETE", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorization?"+q.Encode(), nil, nil); err != nil || c.json {
+				return err
+			}
+			fmt.Printf("mcp server %s: tokens of %s forgotten\n", args[0], cmpStr(forget, "shared"))
+			return nil
+		}}
+	deauth.Flags().StringVar(&forget, "tenant", "", "whose tokens: key:<id>, project:<path>, team:<path> or org:<name>")
+	return []*cobra.Command{authorize, list, deauth}
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

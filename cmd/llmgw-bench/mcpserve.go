@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/llmgw/llmgw/modules/llmmcp/oauthtest"
 )
 
 // mcpServe is "llmgw-bench mcp-serve": a small MCP server for tests and
@@ -20,12 +22,18 @@ import (
 // contact (a result with an email address and a phone number), whoami
 // (the Authorization header it got), grow (adds a tool); one resource (note://<name>/readme) and one prompt
 // (greet). With -crash-after N the process exits during its Nth tool call.
+// With -oauth the endpoints want an OAuth bearer token from the
+// authorization server it runs beside them (see package oauthtest).
 func mcpServe(args []string) error {
 	fs := flag.NewFlagSet("mcp-serve", flag.ExitOnError)
 	stdio := fs.Bool("stdio", false, "serve on stdin/stdout")
 	listen := fs.String("listen", "", "serve Streamable HTTP at / (and SSE at /sse) on this address")
 	crashAfter := fs.Int64("crash-after", 0, "exit during the Nth tool call (0: never)")
 	name := fs.String("name", "mcp-serve", "the server's name in its initialize answer")
+	withOAuth := fs.Bool("oauth", false, "with -listen: also run an OAuth authorization server (a stand-in consent page, DCR, PKCE, refresh and client_credentials grants) and require its bearer tokens at / and /sse")
+	tokenTTL := fs.Duration("token-ttl", time.Hour, "with -oauth: the access tokens' lifetime")
+	clientID := fs.String("client-id", "", "with -oauth: a preregistered client's id")
+	clientSecret := fs.String("client-secret", "", "with -oauth: the preregistered client's secret")
 	_ = fs.Parse(args)
 	s := newMCPServer(*name, *crashAfter)
 	switch {
@@ -33,8 +41,15 @@ func mcpServe(args []string) error {
 		return s.Run(context.Background(), &mcp.StdioTransport{})
 	case *listen != "":
 		mux := http.NewServeMux()
-		mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
-		mux.Handle("/", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		var sse, streamable http.Handler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil),
+			mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+		if *withOAuth {
+			as := oauthtest.New(oauthtest.Options{Base: "http://" + *listen, TokenTTL: *tokenTTL, ClientID: *clientID, ClientSecret: *clientSecret})
+			as.Handle(mux)
+			sse, streamable = as.Protect(sse), as.Protect(streamable)
+		}
+		mux.Handle("/sse", sse)
+		mux.Handle("/", streamable)
 		return http.ListenAndServe(*listen, mux)
 	}
 	return errors.New("give -stdio or -listen <addr>")

@@ -25,6 +25,9 @@ func init() {
 //	DELETE /llm/mcp/servers/<name>          remove a server added at runtime
 //	POST   /llm/mcp/servers/<name>/disable  stop listing and calling it
 //	POST   /llm/mcp/servers/<name>/enable   list and call it again
+//	POST   /llm/mcp/servers/<name>/authorize      start OAuth: {"level":"key","name":"k1"} → authorization_url
+//	GET    /llm/mcp/servers/<name>/authorization  tenants and their token state (never the tokens)
+//	DELETE /llm/mcp/servers/<name>/authorization?level=key&name=k1  revoke and forget a tenant's tokens
 //
 // Changes apply to every llm_mcp handler at once, survive reloads and are
 // kept in Caddy's storage so they survive restarts.
@@ -63,6 +66,9 @@ type ServerStatus struct {
 	Prompts   []string  `json:"prompts,omitempty"`
 	// Tenants are the sessions of tenants with their own credential.
 	Tenants []TenantSession `json:"tenants,omitempty"`
+	// OAuth is how the server's tokens are kept, for an OAuth server:
+	// "per_tenant" or "shared"; see .../authorization for their state.
+	OAuth string `json:"oauth,omitempty"`
 }
 
 // TenantSession is the state of one tenant's own session with a server.
@@ -99,6 +105,13 @@ func Status() []ServerStatus {
 			for _, a := range g.alts[name] {
 				up, lastErr, _, _ := a.up.status()
 				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
+				if u.dormant && up {
+					// tokens per tenant: up while any tenant's session is
+					st.Up, st.LastError = true, ""
+				}
+			}
+			if e := g.exposed[name]; u.dormant && e != nil {
+				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat)
 			}
 			out = append(out, st)
 		}
@@ -115,17 +128,28 @@ func statusOf(u *upstream, runtime bool) ServerStatus {
 	if u.cfg.Command != "" {
 		s.Transport, s.Target = "stdio", u.cfg.Command
 	}
-	cat := u.catalog.Load()
+	if o := u.cfg.OAuth; o != nil {
+		s.OAuth = "per_tenant"
+		if o.shared() {
+			s.OAuth = "shared"
+		}
+	}
+	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load())
+	return s
+}
+
+func catalogNames(server string, cat *catalog) (tools, resources, prompts []string) {
+	tools = []string{}
 	for _, t := range cat.tools {
-		s.Tools = append(s.Tools, u.cfg.Name+"."+t.Name)
+		tools = append(tools, server+"."+t.Name)
 	}
 	for _, r := range cat.resources {
-		s.Resources = append(s.Resources, r.URI)
+		resources = append(resources, r.URI)
 	}
 	for _, p := range cat.prompts {
-		s.Prompts = append(s.Prompts, u.cfg.Name+"."+p.Name)
+		prompts = append(prompts, server+"."+p.Name)
 	}
-	return s
+	return tools, resources, prompts
 }
 
 func servers(w http.ResponseWriter, r *http.Request) error {
@@ -196,6 +220,8 @@ func server(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusNotFound, "no mcp server %q; see GET /llm/mcp/servers", name)
 	}
 	switch {
+	case action == "authorize" || action == "authorization":
+		return oauthRoute(w, r, name, action)
 	case r.Method == http.MethodGet && action == "":
 		for _, s := range Status() {
 			if s.Name == name {
@@ -274,3 +300,5 @@ func audit(r *http.Request, msg string, fields ...zap.Field) {
 
 // Interface guards
 var _ caddy.AdminRouter = (*Admin)(nil)
+
+func caddyLog() *zap.Logger { return caddy.Log().Named("llm_mcp") }

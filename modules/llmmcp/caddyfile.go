@@ -33,6 +33,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			tenant key|project|team|org <id or path> {
 //				header <name> <value>
 //			}
+//			oauth {
+//				grant         authorization_code|client_credentials
+//				client_id     <id>
+//				client_secret <secret>
+//				scopes        <scope...>
+//				tokens        per_tenant|shared
+//				redirect_url  <public url of <llm_mcp path>/oauth/callback>
+//			}
 //		}
 //		server <name> {
 //			command <path> [<args...>]
@@ -139,6 +147,8 @@ func parseServerDirective(d *caddyfile.Dispenser, dir string, s *ServerConfig) e
 		return nil
 	case "tenant":
 		return parseTenant(d, s)
+	case "oauth":
+		return parseOAuth(d, s)
 	}
 	return d.Errf("unrecognized subdirective %q in mcp server %q", dir, s.Name)
 }
@@ -170,6 +180,48 @@ func parseTenant(d *caddyfile.Dispenser, s *ServerConfig) error {
 		}
 	}
 	s.Tenants = append(s.Tenants, tc)
+	return nil
+}
+
+// parseOAuth reads "oauth { … }"; every line is optional, so a bare
+// "oauth" works too.
+func parseOAuth(d *caddyfile.Dispenser, s *ServerConfig) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	o := &OAuthConfig{}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if seen[dir] {
+			return d.Errf("duplicate subdirective %q in the oauth block of server %q", dir, s.Name)
+		}
+		seen[dir] = true
+		var err error
+		switch dir {
+		case "grant":
+			err = oneArg(d, &o.Grant)
+		case "client_id":
+			err = oneArg(d, &o.ClientID)
+		case "client_secret":
+			err = oneArg(d, &o.ClientSecret)
+		case "tokens":
+			err = oneArg(d, &o.Tokens)
+		case "redirect_url":
+			err = oneArg(d, &o.RedirectURL)
+		case "scopes":
+			o.Scopes = d.RemainingArgs()
+			if len(o.Scopes) == 0 {
+				err = d.ArgErr()
+			}
+		default:
+			err = d.Errf("unrecognized subdirective %q in the oauth block of server %q; use grant, client_id, client_secret, scopes, tokens or redirect_url", dir, s.Name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.OAuth = o
 	return nil
 }
 

@@ -125,9 +125,12 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 // own bytes when it could be reached with one POST.
 func (g *gateway) callRaw(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage) []byte {
 	start := now()
-	up := r.pick(t)
 	var raw []byte
-	s, err := up.live()
+	var s *mcp.ClientSession
+	up, err := r.pickFor(t)
+	if err == nil {
+		s, err = up.live()
+	}
 	if err == nil {
 		raw, err = up.rawCall(ctx, s, r.name, args)
 		if errors.Is(err, errNotRaw) {

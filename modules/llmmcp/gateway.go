@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -55,11 +56,12 @@ type gateway struct {
 }
 
 type route struct {
-	up      *upstream
-	alts    []alt  // tenants' own sessions, most specific match first
-	name    string // the upstream's own name or URI
-	perm    string // server.name, checked with Tenant.ToolAllowed
-	metrics *toolMetrics
+	up        *upstream
+	alts      []alt  // tenants' own sessions, most specific match first
+	perTenant bool   // an OAuth server whose tenants each authorise: no session of its own
+	name      string // the upstream's own name or URI
+	perm      string // server.name, checked with Tenant.ToolAllowed
+	metrics   *toolMetrics
 }
 
 // pick is the session a tenant's call goes through: its own, at the most
@@ -76,6 +78,39 @@ func (r *route) pick(t *llm.Tenant) *upstream {
 		}
 	}
 	return r.up
+}
+
+// pickFor is pick for an OAuth server with tokens per tenant, where a
+// tenant without its own session cannot call: it gets an error saying how
+// to authorise it.
+func (r *route) pickFor(t *llm.Tenant) (*upstream, error) {
+	up := r.pick(t)
+	if r.perTenant && up == r.up {
+		return nil, needsTenantAuth(up.cfg.Name, t)
+	}
+	return up, nil
+}
+
+// visible reports whether a tenant may see the route's tool at all: with
+// tokens per tenant, only once it is authorised.
+func (r *route) visible(t *llm.Tenant) bool {
+	if !r.perTenant {
+		return true
+	}
+	up := r.pick(t)
+	return up != r.up && up.tok != nil && up.tok.usable()
+}
+
+func needsTenantAuth(server string, t *llm.Tenant) error {
+	ref := tenantRef{Level: "key", Name: "<key id>"}
+	if t != nil {
+		ref.Name = t.KeyID
+	}
+	e := &needsAuthError{server: server, ref: ref}
+	if t == nil {
+		e.reason = "the request carries no llmgw key, so no tenant's token can be chosen; put llm_quota before llm_mcp"
+	}
+	return e
 }
 
 type routeTable struct {
@@ -135,6 +170,9 @@ type alt struct {
 // attach connects (or joins) an upstream, and the sessions of the tenants
 // with their own credential, and exposes what it offers.
 func (g *gateway) attach(c *ServerConfig) error {
+	if c.OAuth != nil {
+		return g.attachOAuth(c)
+	}
 	u, err := acquire(g.logger, c.base())
 	if err != nil {
 		return err
@@ -144,7 +182,7 @@ func (g *gateway) attach(c *ServerConfig) error {
 		a, err := acquire(g.logger, c.forTenant(tc))
 		if err != nil {
 			u.release()
-			releaseAlts(alts)
+			releaseAlts(g, alts)
 			return err
 		}
 		alts = append(alts, alt{tc.kind(), tc.Name, a})
@@ -157,14 +195,103 @@ func (g *gateway) attach(c *ServerConfig) error {
 		old.subscribe(g, false)
 		old.release()
 	}
-	releaseAlts(oldAlts)
+	releaseAlts(g, oldAlts)
 	u.subscribe(g, true)
 	g.sync(c.Name)
 	return nil
 }
 
-func releaseAlts(alts []alt) {
+// attachOAuth connects an OAuth server: through its shared tokens, or
+// through one session per tenant that has tokens.
+func (g *gateway) attachOAuth(c *ServerConfig) error {
+	oc := oauthFor(c)
+	go countTokens(oc)
+	var u *upstream
+	var alts []alt
+	var err error
+	if c.OAuth.shared() {
+		u, err = acquireAs(g.logger, c.base(), oc.entry(sharedRef), false)
+	} else {
+		u, err = acquireAs(g.logger, c.base(), nil, true)
+		for _, e := range oc.tenants() {
+			a, aerr := acquireAs(g.logger, c.base(), e, false)
+			if aerr != nil {
+				err = aerr
+				break
+			}
+			alts = append(alts, alt{e.ref.kind(), e.ref.Name, a})
+		}
+	}
+	if err != nil {
+		if u != nil {
+			u.release()
+		}
+		releaseAlts(g, alts)
+		return err
+	}
+	g.mu.Lock()
+	old, oldAlts := g.upstreams[c.Name], g.alts[c.Name]
+	g.upstreams[c.Name], g.alts[c.Name] = u, alts
+	g.mu.Unlock()
+	if old != nil {
+		old.subscribe(g, false)
+		old.release()
+	}
+	releaseAlts(g, oldAlts)
+	u.subscribe(g, true)
 	for _, a := range alts {
+		a.up.subscribe(g, true)
+	}
+	g.sync(c.Name)
+	return nil
+}
+
+// oauthChanged brings a server's tenant sessions in line with its tokens
+// after an authorisation or a revocation.
+func (g *gateway) oauthChanged(server string, e *tokenEntry) {
+	g.mu.Lock()
+	u := g.upstreams[server]
+	if u == nil || u.cfg.OAuth == nil || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	if u.cfg.OAuth.shared() {
+		g.mu.Unlock()
+		if e.record() == nil {
+			if s := u.session.Load(); s != nil {
+				_ = s.Close() // forgotten: reconnects once authorised again
+			}
+		}
+		return
+	}
+	alts := g.alts[server]
+	i := slices.IndexFunc(alts, func(a alt) bool { return a.up.tok == e })
+	var gone *upstream
+	switch {
+	case i < 0 && e.record() != nil:
+		a, err := acquireAs(g.logger, u.cfg, e, false)
+		if err != nil {
+			g.mu.Unlock()
+			g.logger.Error("opening a tenant's mcp session", zap.String("server", server), zap.Error(err))
+			return
+		}
+		a.subscribe(g, true)
+		g.alts[server] = append(slices.Clip(alts), alt{e.ref.kind(), e.ref.Name, a})
+	case i >= 0 && e.record() == nil:
+		gone = alts[i].up
+		g.alts[server] = slices.Delete(slices.Clone(alts), i, i+1)
+	}
+	g.mu.Unlock()
+	if gone != nil {
+		gone.subscribe(g, false)
+		gone.release()
+	}
+	g.sync(server)
+}
+
+func releaseAlts(g *gateway, alts []alt) {
+	for _, a := range alts {
+		a.up.subscribe(g, false)
 		a.up.release()
 	}
 }
@@ -180,7 +307,7 @@ func (g *gateway) detach(name string) {
 		u.subscribe(g, false)
 		u.release()
 	}
-	releaseAlts(alts)
+	releaseAlts(g, alts)
 	g.sync(name)
 }
 
@@ -198,7 +325,7 @@ func (g *gateway) Destruct() error {
 	g.upstreams, g.alts = map[string]*upstream{}, map[string][]alt{}
 	g.mu.Unlock()
 	for _, a := range alts {
-		releaseAlts(a)
+		releaseAlts(g, a)
 	}
 	for _, u := range ups {
 		u.subscribe(g, false)
@@ -224,6 +351,22 @@ func (g *gateway) sync(name string) {
 	var cat *catalog
 	if u != nil && !u.cfg.Disabled && !isDisabled(name) {
 		cat = u.catalog.Load()
+		if u.dormant {
+			// what the tenants' sessions offer: the first one's that is up
+			cat = nil
+			for _, a := range g.alts[name] {
+				if a.up.session.Load() != nil {
+					cat = a.up.catalog.Load()
+					break
+				}
+			}
+			if old := g.exposed[name]; cat == nil && old != nil {
+				cat = old.cat // keep it listed (to the authorised) while sessions reconnect
+				if len(g.alts[name]) == 0 {
+					cat = nil
+				}
+			}
+		}
 	}
 	old := g.exposed[name]
 	if old != nil && old.cat == cat {
@@ -292,13 +435,14 @@ func (g *gateway) rebuildRoutes() {
 			continue
 		}
 		for _, t := range e.cat.tools {
-			rt.tools[name+"."+t.Name] = route{u, alts, t.Name, name + "." + t.Name, toolMetricsFor(name, name+"."+t.Name)}
+			rt.tools[name+"."+t.Name] = route{up: u, alts: alts, perTenant: u.dormant, name: t.Name, perm: name + "." + t.Name,
+				metrics: toolMetricsFor(name, name+"."+t.Name)}
 		}
 		for _, p := range e.cat.prompts {
-			rt.prompts[name+"."+p.Name] = route{up: u, alts: alts, name: p.Name, perm: name + "." + p.Name}
+			rt.prompts[name+"."+p.Name] = route{up: u, alts: alts, perTenant: u.dormant, name: p.Name, perm: name + "." + p.Name}
 		}
 		for _, r := range e.cat.resources {
-			rt.resources[r.URI] = route{up: u, alts: alts, name: r.URI, perm: name + "." + r.Name}
+			rt.resources[r.URI] = route{up: u, alts: alts, perTenant: u.dormant, name: r.URI, perm: name + "." + r.Name}
 		}
 	}
 	g.routes.Store(rt)
@@ -329,7 +473,11 @@ func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 // become tool errors that say what happened.
 func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
 	start := now()
-	res, err := r.pick(t).callTool(ctx, r.name, args, progress)
+	up, err := r.pickFor(t)
+	var res *mcp.CallToolResult
+	if err == nil {
+		res, err = up.callTool(ctx, r.name, args, progress)
+	}
 	outcome := "ok"
 	switch {
 	case err != nil:
@@ -364,7 +512,10 @@ func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {
 		if !ok {
 			return nil, fmt.Errorf("prompt %q is no longer offered by mcp server %q", full, server)
 		}
-		up := r.pick(g.tenantOf(req))
+		up, err := r.pickFor(g.tenantOf(req))
+		if err != nil {
+			return nil, err
+		}
 		s, err := up.live()
 		if err != nil {
 			return nil, err
@@ -382,7 +533,10 @@ func (g *gateway) resourceHandler(server string) mcp.ResourceHandler {
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		up := r.pick(g.tenantOf(req))
+		up, err := r.pickFor(g.tenantOf(req))
+		if err != nil {
+			return nil, err
+		}
 		s, err := up.live()
 		if err != nil {
 			return nil, err

@@ -96,6 +96,9 @@ type ServerConfig struct {
 	// organisation); other tenants use the server's own credential. The
 	// tools listed are the server's own session's.
 	Tenants []*TenantCredential `json:"tenants,omitempty"`
+	// OAuth makes llmgw get its credential for this (url) server by OAuth,
+	// per tenant or shared, instead of static headers. See OAuthConfig.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
 // TenantCredential is one tenancy level's own credential for a server.
@@ -192,6 +195,11 @@ func (s *ServerConfig) resolve(repl *caddy.Replacer) (*ServerConfig, error) {
 	}
 	c.Headers = replaceAll(repl, s.Headers)
 	c.Env = replaceAll(repl, s.Env)
+	if s.OAuth != nil {
+		o := *s.OAuth
+		o.ClientID, o.ClientSecret, o.RedirectURL = repl.ReplaceAll(o.ClientID, ""), repl.ReplaceAll(o.ClientSecret, ""), repl.ReplaceAll(o.RedirectURL, "")
+		c.OAuth = &o
+	}
 	c.Tenants = nil
 	for _, tc := range s.Tenants {
 		c.Tenants = append(c.Tenants, &TenantCredential{Level: tc.Level, Name: tc.Name,
@@ -261,6 +269,17 @@ func (s *ServerConfig) validate() error {
 	case s.Timeout < 0:
 		return fmt.Errorf("mcp server %q: timeout must be positive", s.Name)
 	}
+	if s.OAuth != nil {
+		switch {
+		case s.URL == "":
+			return fmt.Errorf("mcp server %q: oauth applies to url servers only", s.Name)
+		case len(s.Tenants) > 0:
+			return fmt.Errorf("mcp server %q: oauth and tenant credentials do not mix; with oauth each tenant authorises on its own (tokens per_tenant)", s.Name)
+		}
+		if err := s.OAuth.validate(s.Name); err != nil {
+			return err
+		}
+	}
 	for _, tc := range s.Tenants {
 		switch {
 		case tc.Level != "key" && tc.Level != "project" && tc.Level != "team" && tc.Level != "org":
@@ -304,6 +323,11 @@ const maxBody = 4 << 20
 
 // ServeHTTP serves MCP; it never calls next.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if strings.HasSuffix(r.URL.Path, callbackSuffix) {
+		serveCallback(w, r)
+		return nil
+	}
+	learnRedirect(r, h.SSEPath)
 	t, _ := llm.TenantOf(r)
 	var call *rpcCall
 	if r.Method == http.MethodPost {

@@ -24,13 +24,17 @@ var (
 		Namespace: "llmgw", Subsystem: "mcp", Name: "upstream_up",
 		Help: "1 while llmgw holds a session with the upstream MCP server, 0 while it is down or reconnecting.",
 	}, []string{"server"})
+	metricAuth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "llmgw", Subsystem: "mcp", Name: "oauth_tenants",
+		Help: "Tenants holding OAuth tokens for an upstream MCP server, by state: authorized, or needs_authorization (a refresh or the server refused them; authorise again).",
+	}, []string{"server", "state"})
 )
 
 func registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricCalls, metricLatency, metricUp} {
+	for _, c := range []prometheus.Collector{metricCalls, metricLatency, metricUp, metricAuth} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err
@@ -75,4 +79,18 @@ func setUp(server string, up bool) {
 		v = 1
 	}
 	metricUp.WithLabelValues(server).Set(v)
+}
+
+// countTokens sets the oauth_tenants gauges of a server.
+func countTokens(oc *oauthClient) {
+	ok, needs := 0, 0
+	for _, e := range oc.tenants() {
+		if rec := e.record(); rec != nil && rec.NeedsAuth {
+			needs++
+		} else if rec != nil {
+			ok++
+		}
+	}
+	metricAuth.WithLabelValues(oc.server, "authorized").Set(float64(ok))
+	metricAuth.WithLabelValues(oc.server, "needs_authorization").Set(float64(needs))
 }

@@ -62,10 +62,22 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && req.GetExtra() != nil {
 			g.track(ss, t)
 		}
-		if t == nil {
-			return next(ctx, method, req)
-		}
 		rt := g.routes.Load()
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (t == nil || t.ToolAllowed(p.Name)) {
+			if _, known := rt.tools[p.Name]; !known {
+				if err := g.unauthorised(p.Name, t); err != nil {
+					// nobody has authorised it yet, so its tools are unknown
+					return failure(err), nil
+				}
+			}
+		}
+		if t == nil {
+			res, err := next(ctx, method, req)
+			if err == nil {
+				hideUnauthorised(rt, nil, res)
+			}
+			return res, err
+		}
 		switch p := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
 			if !t.ToolAllowed(p.Name) {
@@ -84,6 +96,7 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return res, err
 		}
+		hideUnauthorised(rt, t, res)
 		switch l := res.(type) {
 		case *mcp.ListToolsResult:
 			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return t.ToolAllowed(x.Name) })
@@ -112,4 +125,39 @@ func filter[T any](xs []*T, keep func(*T) bool) []*T {
 func refused(t *llm.Tenant, kind, name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 		Message: fmt.Sprintf("key %q may not use the %s %q; its tenancy's tools globs do not allow it: ask an admin to add it", t.KeyID, kind, name)}
+}
+
+// hideUnauthorised drops from a list what an OAuth server with tokens per
+// tenant offers, unless the tenant has authorised it.
+func hideUnauthorised(rt *routeTable, t *llm.Tenant, res mcp.Result) {
+	switch l := res.(type) {
+	case *mcp.ListToolsResult:
+		l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { r, ok := rt.tools[x.Name]; return !ok || r.visible(t) })
+	case *mcp.ListPromptsResult:
+		l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { r, ok := rt.prompts[x.Name]; return !ok || r.visible(t) })
+	case *mcp.ListResourcesResult:
+		l.Resources = filter(l.Resources, func(x *mcp.Resource) bool { r, ok := rt.resources[x.URI]; return !ok || r.visible(t) })
+	}
+}
+
+// unauthorised says how to authorise the OAuth server whose namespace a
+// name is in, when it waits for an authorisation; nil otherwise.
+func (g *gateway) unauthorised(name string, t *llm.Tenant) error {
+	server, _, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil
+	}
+	g.mu.Lock()
+	u := g.upstreams[server]
+	g.mu.Unlock()
+	switch {
+	case u == nil:
+		return nil
+	case u.dormant:
+		return needsTenantAuth(server, t)
+	case u.tok != nil && !u.tok.usable():
+		_, err := u.live()
+		return err
+	}
+	return nil
 }

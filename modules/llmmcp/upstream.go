@@ -47,6 +47,8 @@ type upstream struct {
 	cancel context.CancelFunc
 
 	hc       *http.Client // a url server's, with its headers
+	tok      *tokenEntry  // an OAuth server's tokens for this session
+	dormant  bool         // an OAuth server's own entry when tokens are per tenant: never connects
 	session  atomic.Pointer[mcp.ClientSession]
 	catalog  atomic.Pointer[catalog]
 	progress sync.Map // upstream progress token (string) → func(*mcp.ProgressNotificationParams)
@@ -69,13 +71,32 @@ func upstreamKey(c *ServerConfig) string {
 
 // acquire returns the pooled upstream for a resolved config.
 func acquire(logger *zap.Logger, c *ServerConfig) (*upstream, error) {
+	return acquireAs(logger, c, nil, false)
+}
+
+// acquireAs returns the pooled upstream for a resolved config and, for an
+// OAuth server, whose tokens it uses (or, dormant, none: the server's
+// entry when each tenant has its own session).
+func acquireAs(logger *zap.Logger, c *ServerConfig, tok *tokenEntry, dormant bool) (*upstream, error) {
 	key := upstreamKey(c)
+	switch {
+	case tok != nil:
+		key += "#" + tok.ref.String()
+	case dormant:
+		key += "#per-tenant"
+	}
 	v, _, err := upstreams.LoadOrNew(key, func() (caddy.Destructor, error) {
 		ctx, cancel := context.WithCancel(context.Background())
-		u := &upstream{cfg: c, key: key, logger: logger.Named("upstream").With(zap.String("server", c.Name)),
-			ctx: ctx, cancel: cancel, subs: map[*gateway]struct{}{}}
+		lg := logger.Named("upstream").With(zap.String("server", c.Name))
+		if tok != nil && tok.ref.Level != "shared" {
+			lg = lg.With(zap.String("tenant", tok.ref.String()))
+		}
+		u := &upstream{cfg: c, key: key, logger: lg, ctx: ctx, cancel: cancel, subs: map[*gateway]struct{}{}, tok: tok, dormant: dormant}
 		u.catalog.Store(&catalog{})
-		if c.URL != "" {
+		switch {
+		case tok != nil:
+			u.hc = &http.Client{Transport: bearerTransport{e: tok, headers: c.Headers, base: upstreamTransport}}
+		case c.URL != "":
 			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: upstreamTransport}}
 		}
 		go u.supervise()
@@ -108,6 +129,9 @@ func (u *upstream) supervise() {
 	}()
 	backoff := 200 * time.Millisecond
 	for u.ctx.Err() == nil {
+		if !u.waitAuthorised() {
+			return
+		}
 		start := now()
 		err := u.runOnce()
 		if u.ctx.Err() != nil {
@@ -131,6 +155,37 @@ func (u *upstream) supervise() {
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// waitAuthorised holds an OAuth server's session back until its tenant
+// has usable tokens (and a dormant one for good); false when stopping.
+func (u *upstream) waitAuthorised() bool {
+	if u.dormant {
+		u.mu.Lock()
+		u.lastErr = "tokens are per tenant: each tenant's calls go through its own session, opened once it is authorised"
+		u.mu.Unlock()
+		<-u.ctx.Done()
+		return false
+	}
+	for u.tok != nil && !u.tok.usable() {
+		ch := u.tok.wait()
+		if u.tok.usable() {
+			break
+		}
+		_, err := u.live()
+		u.mu.Lock()
+		u.lastErr = err.Error()
+		u.mu.Unlock()
+		if u.tok.ref.Level == "shared" {
+			setUp(u.cfg.Name, false)
+		}
+		select {
+		case <-u.ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
+	return u.ctx.Err() == nil
 }
 
 // runOnce holds one session until it ends.
@@ -324,6 +379,13 @@ func (e errDown) Error() string {
 
 // live returns the current session or a clear error.
 func (u *upstream) live() (*mcp.ClientSession, error) {
+	if u.tok != nil && !u.tok.usable() {
+		reason := ""
+		if rec := u.tok.record(); rec != nil {
+			reason = rec.LastError
+		}
+		return nil, &needsAuthError{server: u.cfg.Name, ref: u.tok.ref, reason: reason}
+	}
 	if s := u.session.Load(); s != nil {
 		return s, nil
 	}
