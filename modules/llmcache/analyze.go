@@ -408,33 +408,62 @@ func numberAt(toks []token, i int) (string, int, bool) {
 // "e-mail", "don't", "1,000", "17:00"), a trailing "++" or "#" ("c++",
 // "c#"); "%" and currency symbols are tokens of their own.
 func scan(text string) []token {
-	var toks []token
 	start := true
-	rs := []rune(text)
+	// Most questions are ASCII: then a rune's index is its byte's, and a
+	// word is a slice of text, not a copy.
+	ascii := true
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	var rs []rune
+	n := len(text)
+	if !ascii {
+		rs = []rune(text)
+		n = len(rs)
+	}
+	at := func(i int) rune {
+		if ascii {
+			return rune(text[i])
+		}
+		return rs[i]
+	}
+	sub := func(i, j int) string {
+		if ascii {
+			return text[i:j]
+		}
+		return string(rs[i:j])
+	}
+	toks := make([]token, 0, 16)
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
-	for i := 0; i < len(rs); {
-		r := rs[i]
+	for i := 0; i < n; {
+		r := at(i)
 		switch {
 		case isWord(r):
 			j := i + 1
-			for j < len(rs) {
-				c := rs[j]
-				next := j+1 < len(rs) && isWord(rs[j+1])
+			for j < n {
+				c := at(j)
+				next := j+1 < n && isWord(at(j+1))
 				switch {
 				case isWord(c):
-				case (c == '\'' || c == '’') && next && unicode.IsLetter(rs[j-1]):
+				case (c == '\'' || c == '’') && next && unicode.IsLetter(at(j-1)):
 				case (c == '.' || c == '-') && next:
-				case (c == ',' || c == ':') && next && unicode.IsDigit(rs[j-1]) && unicode.IsDigit(rs[j+1]):
-				case c == '+' && j+1 < len(rs) && rs[j+1] == '+' && unicode.IsLetter(rs[j-1]):
+				case (c == ',' || c == ':') && next && unicode.IsDigit(at(j-1)) && unicode.IsDigit(at(j+1)):
+				case c == '+' && j+1 < n && at(j+1) == '+' && unicode.IsLetter(at(j-1)):
 					j++
-				case c == '#' && unicode.IsLetter(rs[j-1]) && !next:
+				case c == '#' && unicode.IsLetter(at(j-1)) && !next:
 				default:
 					goto done
 				}
 				j++
 			}
 		done:
-			word := strings.ReplaceAll(string(rs[i:j]), "’", "'")
+			word := sub(i, j)
+			if !ascii {
+				word = strings.ReplaceAll(word, "’", "'")
+			}
 			toks = append(toks, newToken(word, start))
 			start = false
 			i = j
@@ -445,12 +474,12 @@ func scan(text string) []token {
 			// "$100" is "100 usd": the symbol goes after the number.
 			sym := token{low: currencySymbols[r]}
 			j := i + 1
-			if j < len(rs) && unicode.IsDigit(rs[j]) {
+			if j < n && unicode.IsDigit(at(j)) {
 				k := j
-				for k < len(rs) && (unicode.IsDigit(rs[k]) || (rs[k] == '.' || rs[k] == ',') && k+1 < len(rs) && unicode.IsDigit(rs[k+1])) {
+				for k < n && (unicode.IsDigit(at(k)) || (at(k) == '.' || at(k) == ',') && k+1 < n && unicode.IsDigit(at(k+1))) {
 					k++
 				}
-				toks = append(toks, token{low: string(rs[j:k])}, sym)
+				toks = append(toks, token{low: sub(j, k)}, sym)
 				i = k
 			} else {
 				toks = append(toks, sym)
