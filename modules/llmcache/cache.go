@@ -384,6 +384,9 @@ func (t *teeWriter) WriteHeader(status int) {
 		t.length = -1
 		if n, err := strconv.Atoi(t.Header().Get("Content-Length")); err == nil {
 			t.length = n
+			if n > 0 && n <= t.limit {
+				t.buf.Grow(n) // one allocation for the whole answer
+			}
 		}
 	}
 	t.ResponseWriterWrapper.WriteHeader(status)
