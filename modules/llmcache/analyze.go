@@ -56,8 +56,8 @@ type token struct {
 // analyze turns a question into its analysis.
 func analyze(text string) *analysis {
 	lexicon.Do(loadLexicon)
-	a := &analysis{}
 	toks := rewritePhrases(scan(text))
+	a := &analysis{words: make([]string, 0, len(toks)+2)}
 	prevNumber := false
 	pendingMarker := "" // a marker waiting for the content word after it
 	markerLeft := ""
@@ -368,11 +368,11 @@ func numberAt(toks []token, i int) (string, int, bool) {
 	}
 	total, current, used := 0, 0, 0
 	for j := i; j < len(toks); j++ {
-		parts := strings.Split(toks[j].low, "-")
 		ok := true
-		for _, p := range parts {
+		for p := range strings.SplitSeq(toks[j].low, "-") {
 			if _, isNum := numberWords[p]; !isNum {
 				ok = false
+				break
 			}
 		}
 		if !ok {
@@ -384,7 +384,7 @@ func numberAt(toks []token, i int) (string, int, bool) {
 			}
 			break
 		}
-		for _, p := range parts {
+		for p := range strings.SplitSeq(toks[j].low, "-") {
 			switch v := numberWords[p]; {
 			case v == 100:
 				current = max(current, 1) * 100
