@@ -276,7 +276,9 @@ func clientIP(r *http.Request) string {
 func writeErr(w http.ResponseWriter, status int, format string, args ...any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
 }
 
 // writeAPIError answers with an admin route's error, as Caddy's admin
