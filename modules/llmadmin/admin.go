@@ -53,11 +53,12 @@ type Handler struct {
 	// FailureWindow is the period MaxFailures counts over. Default: 1m.
 	FailureWindow caddy.Duration `json:"failure_window,omitempty"`
 
-	ids     []*identity
-	routes  *http.ServeMux // the admin routes, as on the admin endpoint
-	app     *llm.App
-	limiter *limiter
-	logger  *zap.Logger
+	ids        []*identity
+	limiterKey string
+	routes     *http.ServeMux // the admin routes, as on the admin endpoint
+	app        *llm.App
+	limiter    *limiter
+	logger     *zap.Logger
 }
 
 // Token is one identity: an API token, kept only as its hash.
@@ -103,8 +104,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.FailureWindow == 0 {
 		h.FailureWindow = caddy.Duration(time.Minute)
 	}
-	h.limiter = newLimiter(h.MaxFailures, time.Duration(h.FailureWindow))
-	if a, err := ctx.App("llm"); err == nil {
+	key := fmt.Sprintf("%d/%s", h.MaxFailures, time.Duration(h.FailureWindow))
+	l, _, err := limiters.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newLimiter(h.MaxFailures, time.Duration(h.FailureWindow)), nil
+	})
+	if err != nil {
+		return err
+	}
+	h.limiter, h.limiterKey = l.(*limiter), key
+	if a, err := ctx.AppIfConfigured("llm"); err == nil {
 		h.app, _ = a.(*llm.App)
 	}
 	repl := caddy.NewReplacer()
@@ -151,6 +159,18 @@ func (h *Handler) identity(t Token, repl *caddy.Replacer) (*identity, error) {
 		return nil, fmt.Errorf("llm_admin: token %q: %w", t.ID, err)
 	}
 	return id, nil
+}
+
+// limiters keep the counts of wrong tokens across reloads: one per
+// max_failures and failure_window, shared by every llm_admin with them.
+var limiters = caddy.NewUsagePool()
+
+// Cleanup releases the limiter.
+func (h *Handler) Cleanup() error {
+	if h.limiterKey != "" {
+		_, _ = limiters.Delete(h.limiterKey)
+	}
+	return nil
 }
 
 // collectRoutes puts the routes of every admin.api.llm* module on one
@@ -222,6 +242,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	r.Header.Del(ActorHeader)
 	r.Header.Set(ActorHeader, "token:"+id.id)
+	if _, pattern := h.routes.Handler(r); pattern == "" {
+		return writeErr(w, http.StatusNotFound, "no admin route %s %s; GET /llm/openapi.json lists them", r.Method, r.URL.Path)
+	}
 	if id.role == roleTenant && rl.tenant.filters() {
 		return h.serveFiltered(w, r, id.scope, rl.tenant)
 	}
@@ -313,5 +336,6 @@ func (rec *recorder) WriteHeader(status int)      { rec.status = status }
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )

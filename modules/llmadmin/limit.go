@@ -63,6 +63,9 @@ func (l *limiter) fail(ip string) bool {
 	return f.n == l.max
 }
 
+// Destruct lets the limiter live in a caddy.UsagePool.
+func (l *limiter) Destruct() error { return nil }
+
 func (l *limiter) sweep(t time.Time) {
 	for ip, f := range l.clients {
 		if t.Sub(f.start) >= l.window {
