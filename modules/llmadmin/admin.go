@@ -14,6 +14,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -59,6 +60,7 @@ type Handler struct {
 	app        *llm.App
 	limiter    *limiter
 	logger     *zap.Logger
+	warned     *atomic.Bool // of a token sent without TLS, once
 }
 
 // Token is one identity: an API token, kept only as its hash.
@@ -98,6 +100,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision reads the tokens and collects the admin routes.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	h.warned = new(atomic.Bool)
 	if h.MaxFailures == 0 {
 		h.MaxFailures = 10
 	}
@@ -127,6 +130,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		seen[t.ID] = true
 		h.ids = append(h.ids, id)
+	}
+	if len(h.ids) == 0 {
+		h.logger.Warn("llm_admin has no tokens: every request answers 401; add a token line")
 	}
 	mux, err := collectRoutes(ctx)
 	if err != nil {
@@ -235,6 +241,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="llmgw admin"`)
 		return writeErr(w, status, "%s", msg)
+	}
+	if r.TLS == nil && !net.ParseIP(ip).IsLoopback() {
+		if h.warned.CompareAndSwap(false, true) {
+			h.logger.Warn("admin request over plain HTTP from another machine; serve llm_admin's site over TLS",
+				zap.String("remote_ip", ip))
+		}
 	}
 	rl := ruleFor(r)
 	if err := h.authorize(id, rl, r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,7 +18,7 @@ import (
 // llm_admin itself lets through.
 func testHandler(t *testing.T) *Handler {
 	t.Helper()
-	h := &Handler{MaxFailures: 3, logger: zap.NewNop(), limiter: newLimiter(3, 60e9)}
+	h := &Handler{MaxFailures: 3, logger: zap.NewNop(), limiter: newLimiter(3, 60e9), warned: new(atomic.Bool)}
 	mux, err := collectRoutes(caddy.Context{})
 	if err != nil {
 		t.Fatal(err)
