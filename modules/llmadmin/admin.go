@@ -119,7 +119,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.app, _ = a.(*llm.App)
 	}
 	repl := caddy.NewReplacer()
-	seen := map[string]bool{}
+	seen, hashes := map[string]bool{}, map[[sha256.Size]byte]string{}
 	for _, t := range h.Tokens {
 		id, err := h.identity(t, repl)
 		if err != nil {
@@ -128,7 +128,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if seen[t.ID] {
 			return fmt.Errorf("llm_admin: token id %q is used twice", t.ID)
 		}
-		seen[t.ID] = true
+		if other, dup := hashes[id.hash]; dup {
+			return fmt.Errorf("llm_admin: tokens %q and %q have the same hash; give each identity its own token", other, t.ID)
+		}
+		seen[t.ID], hashes[id.hash] = true, t.ID
 		h.ids = append(h.ids, id)
 	}
 	if len(h.ids) == 0 {
@@ -139,6 +142,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.routes = mux
+	return nil
+}
+
+// Validate checks the limits.
+func (h *Handler) Validate() error {
+	if h.MaxFailures < 0 || h.FailureWindow < 0 {
+		return fmt.Errorf("llm_admin: max_failures and failure_window must not be negative")
+	}
 	return nil
 }
 
@@ -349,5 +360,6 @@ func (rec *recorder) WriteHeader(status int)      { rec.status = status }
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
 	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )
