@@ -16,7 +16,7 @@ import (
 // testHandler is a provisioned llm_admin without a running llm app: the
 // admin routes answer 404 "not running", which is enough to see what
 // llm_admin itself lets through.
-func testHandler(t *testing.T) *Handler {
+func testHandler(t testing.TB) *Handler {
 	t.Helper()
 	h := &Handler{MaxFailures: 3, logger: zap.NewNop(), limiter: newLimiter(3, 60e9), warned: new(atomic.Bool)}
 	mux, err := collectRoutes(caddy.Context{})
@@ -100,5 +100,20 @@ func TestServeHTTPActorAndLimit(t *testing.T) {
 	_ = h.ServeHTTP(w, r, nil)
 	if w.Code != 429 || w.Header().Get("Retry-After") != "60" {
 		t.Errorf("after 3 wrong tokens: got %d Retry-After %q, want 429 and 60", w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
+// BenchmarkServeHTTP is what llm_admin adds to an admin request: the
+// token's hash, the identity, the rule and the actor header.
+func BenchmarkServeHTTP(b *testing.B) {
+	h := testHandler(b)
+	h.routes = http.NewServeMux()
+	h.routes.HandleFunc("/llm/models", func(http.ResponseWriter, *http.Request) {})
+	r := httptest.NewRequest("GET", "/llm/models", nil)
+	r.Header.Set("Authorization", "Bearer watcher-token")
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = h.ServeHTTP(w, r, nil)
 	}
 }
