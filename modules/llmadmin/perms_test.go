@@ -21,7 +21,8 @@ func TestEveryRouteHasARule(t *testing.T) {
 		for method := range ops.(map[string]any) {
 			m := strings.ToUpper(method)
 			r := httptest.NewRequest(m, fill(p), nil)
-			if rl := ruleFor(r); rl.pattern != m+" "+p && !samePattern(rl.pattern, m+" "+p) {
+			rl := ruleFor(r)
+			if _, inTable := ruleByPattern[rl.pattern]; !inTable || !samePattern(rl.pattern, m+" "+p) {
 				t.Errorf("%s %s has no rule in the permission table (got the default %q); add one to rules", m, p, rl.pattern)
 			}
 		}
