@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,11 +30,18 @@ func init() {
 		Long: `
 Reads and changes a running llmgw through the llm routes of its admin
 endpoint (--admin, default localhost:2019). Tables by default, --json for
-scripts. Changes are logged with the OS user as the actor.`,
+scripts. Changes are logged with the OS user as the actor.
+
+With --url (or LLMGW_ADMIN_URL) it talks to a site's llm_admin handler
+instead, such as https://gw.example.com/llm, sending --token (or
+LLMGW_ADMIN_TOKEN) as a bearer token; changes are then logged with the
+token's id as the actor.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			var c ctl
 			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
+			cmd.PersistentFlags().StringVar(&c.url, "url", os.Getenv("LLMGW_ADMIN_URL"), "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
+			cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
 			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp())
 		},
 	})
@@ -42,6 +50,31 @@ scripts. Changes are logged with the OS user as the actor.`,
 type ctl struct {
 	admin string
 	json  bool
+	url   string // a site's llm_admin, where the /llm routes are
+	token string
+}
+
+// endpoint returns the URL of an admin path (/llm/…), and the endpoint's
+// name and a hint for errors: the site's llm_admin with --url, else
+// --admin.
+func (c *ctl) endpoint(path string) (target, where, hint string) {
+	if c.url == "" {
+		base := c.admin
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		return base + path, "llmgw's admin endpoint at " + c.admin, "is llmgw running, and is --admin right?"
+	}
+	base := strings.TrimSuffix(c.url, "/")
+	if u, err := url.Parse(base); err == nil && u.Path == "" {
+		base += "/llm"
+	}
+	return base + strings.TrimPrefix(path, "/llm"), "llm_admin at " + c.url, "is --url right (the address of the site's /llm routes)?"
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // call sends a request to the admin endpoint and decodes the answer into
@@ -52,11 +85,8 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	base := c.admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequest(method, base+path, rd)
+	target, where, hint := c.endpoint(path)
+	req, err := http.NewRequest(method, target, rd)
 	if err != nil {
 		return err
 	}
@@ -64,9 +94,19 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	if u, err := user.Current(); err == nil {
 		req.Header.Set("X-Llmgw-Actor", u.Username)
 	}
+	token := c.token
+	if token == "" {
+		token = os.Getenv("LLMGW_ADMIN_TOKEN")
+	}
+	if token != "" {
+		if u := req.URL; u.Scheme == "http" && !loopback(u.Hostname()) {
+			return fmt.Errorf("--url %s is plain http: the token would cross the network readable; use https://", c.url)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		return fmt.Errorf("reaching llmgw's admin endpoint at %s: %w; is llmgw running, and is --admin right?", c.admin, err)
+		return fmt.Errorf("reaching %s: %w; %s", where, err, hint)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)

@@ -21,6 +21,7 @@ import (
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/engines/vllm"
 	"github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmadmin"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmguard"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"

@@ -1,0 +1,263 @@
+package llmadmin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// scope is the part of the tenancy tree a tenant admin manages: an
+// organisation, a team or a project, by path.
+type scope struct {
+	level string   // org, team or project
+	path  string   // acme, acme/research or acme/research/alpha
+	parts []string // path's names
+	// models are the model globs of each level from the organisation down
+	// to the scope; a model is the tenant's when every non-empty list
+	// matches it.
+	models [][]string
+}
+
+var depth = map[string]int{"org": 1, "team": 2, "project": 3}
+
+func (s *scope) String() string { return s.level + " " + s.path }
+
+// newScope checks that a level exists in the llm app's tenancy tree and
+// notes what models its limits allow.
+func newScope(level, tenant string, app *llm.App) (*scope, error) {
+	n, ok := depth[level]
+	if !ok {
+		return nil, fmt.Errorf("tenant_admin needs a level: org, team or project, then its path")
+	}
+	parts := strings.Split(tenant, "/")
+	if len(parts) != n || tenant == "" {
+		return nil, fmt.Errorf("a %s is named by %d parts separated by '/' (%s), not %q", level, n,
+			[]string{"", "org", "org/team", "org/team/project"}[n], tenant)
+	}
+	s := &scope{level: level, path: tenant, parts: parts}
+	if app == nil || !app.HasTenants() {
+		return nil, fmt.Errorf("tenant_admin %s: the llm app declares no tenancy (org blocks)", s)
+	}
+	if !s.find(app.Orgs) {
+		return nil, fmt.Errorf("tenant_admin %s: no such %s in the llm app's tenancy", s, level)
+	}
+	return s, nil
+}
+
+// find walks the tree down to the scope, noting each level's models.
+func (s *scope) find(orgs []*llm.Org) bool {
+	note := func(l *llm.Limits) {
+		if l != nil {
+			s.models = append(s.models, l.Models)
+		}
+	}
+	for _, o := range orgs {
+		if o.Name != s.parts[0] {
+			continue
+		}
+		note(o.Limits)
+		if len(s.parts) == 1 {
+			return true
+		}
+		for _, t := range o.Teams {
+			if t.Name != s.parts[1] {
+				continue
+			}
+			note(t.Limits)
+			if len(s.parts) == 2 {
+				return true
+			}
+			for _, p := range t.Projects {
+				if p.Name == s.parts[2] {
+					note(p.Limits)
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// holds says whether a node of the tenancy tree (kind org, team or
+// project, by path) is inside the scope.
+func (s *scope) holds(kind, nodePath string) bool {
+	parts := strings.Split(nodePath, "/")
+	if n, ok := depth[kind]; !ok || len(parts) != n || n < len(s.parts) {
+		return false
+	}
+	for i, p := range s.parts {
+		if parts[i] != p {
+			return false
+		}
+	}
+	return true
+}
+
+// allows says whether the tenant may use a model by any of its names.
+func (s *scope) allows(names ...string) bool {
+	for _, globs := range s.models {
+		if len(globs) > 0 && !matchAny(globs, names) {
+			return false
+		}
+	}
+	return true
+}
+
+func matchAny(globs, names []string) bool {
+	for _, g := range globs {
+		for _, n := range names {
+			if ok, _ := path.Match(g, n); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func forbidden(format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: http.StatusForbidden, Err: fmt.Errorf(format, args...)}
+}
+
+// maxBody bounds the request bodies llm_admin reads itself.
+const maxBody = 1 << 20
+
+// checkTenant refuses a tenant admin's request that reaches outside its
+// scope. Lists are filtered afterwards, in serveFiltered.
+func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request) error {
+	s := id.scope
+	switch access {
+	case tenantModel:
+		name := strings.TrimPrefix(r.URL.Path, "/llm/models/")
+		names := []string{name}
+		if h.app != nil {
+			if m, err := h.app.Lookup(name); err == nil {
+				names = append(names, m.Name)
+			}
+		}
+		if !s.allows(names...) {
+			return forbidden("model %q is not allowed to %s; token %q sees only its models", name, s, id.id)
+		}
+	case tenantKeyCreate:
+		raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("reading the body: %v", err)}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		var req struct {
+			Project string `json:"project"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)}
+		}
+		if !s.holds("project", req.Project) {
+			return forbidden("project %q is outside %s; token %q creates keys only there", req.Project, s, id.id)
+		}
+	case tenantKey:
+		keyID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/keys/"), "/")
+		return h.checkKey(r, id, keyID)
+	case tenantUsage:
+		q := r.URL.Query()
+		named := false
+		for _, kind := range []string{"org", "team", "project"} {
+			if v := q.Get(kind); v != "" {
+				named = true
+				if !s.holds(kind, v) {
+					return forbidden("%s %q is outside %s; token %q reads usage only there", kind, v, s, id.id)
+				}
+			}
+		}
+		if k := q.Get("key"); k != "" {
+			named = true
+			if err := h.checkKey(r, id, k); err != nil {
+				return err
+			}
+		}
+		if !named {
+			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("name a node inside %s: ?%s=%s, or a project or key of it", s, s.level, s.path)}
+		}
+	}
+	return nil
+}
+
+// checkKey refuses a key that is not the tenant's.
+func (h *Handler) checkKey(r *http.Request, id *identity, keyID string) error {
+	keys, err := h.keyProjects(r)
+	if err != nil {
+		return err
+	}
+	project, ok := keys[keyID]
+	if !ok {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no key %q", keyID)}
+	}
+	if !id.scope.holds("project", project) {
+		return forbidden("key %q is outside %s; token %q manages only its keys", keyID, id.scope, id.id)
+	}
+	return nil
+}
+
+// keyProjects asks GET /llm/keys which project each key belongs to.
+func (h *Handler) keyProjects(r *http.Request) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "/llm/keys", nil)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecorder()
+	h.routes.ServeHTTP(rec, req)
+	var keys []struct{ ID, Project string }
+	if rec.status != http.StatusOK {
+		return nil, caddy.APIError{HTTPStatus: rec.status, Err: fmt.Errorf("listing keys: %s", bytes.TrimSpace(rec.body.Bytes()))}
+	}
+	if err := json.Unmarshal(rec.body.Bytes(), &keys); err != nil {
+		return nil, fmt.Errorf("listing keys: %w", err)
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[k.ID] = k.Project
+	}
+	return out, nil
+}
+
+// serveFiltered serves a list route and keeps only the tenant's entries:
+// its keys, or the models allowed to it.
+func (h *Handler) serveFiltered(w http.ResponseWriter, r *http.Request, s *scope, access tenantAccess) error {
+	rec := newRecorder()
+	h.routes.ServeHTTP(rec, r)
+	body := rec.body.Bytes()
+	if rec.status == http.StatusOK {
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return writeAPIError(w, fmt.Errorf("filtering %s: %w", r.URL.Path, err))
+		}
+		kept := []json.RawMessage{}
+		for _, it := range items {
+			var e struct {
+				Name, Project string
+				Aliases       []string
+			}
+			if json.Unmarshal(it, &e) != nil {
+				continue
+			}
+			if (access == tenantKeys && s.holds("project", e.Project)) ||
+				(access == tenantModels && s.allows(append([]string{e.Name}, e.Aliases...)...)) {
+				kept = append(kept, it)
+			}
+		}
+		body, _ = json.Marshal(kept)
+		body = append(body, '\n')
+	}
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.status)
+	_, err := w.Write(body)
+	return err
+}
