@@ -177,25 +177,28 @@ func analyze(text string) *analysis {
 }
 
 // setKeys are the keys the built-in matcher finds a question under: its
-// set of words (kind 0), and its set less each one word (kind 1), so that
-// questions one misspelt word apart share a key.
+// set of words, and its set less each one word, so that questions one
+// misspelt word apart share a key.
 // Keys carry a hash of the bucket, not the bucket: a candidate's bucket
-// is compared before it is used.
+// is compared before it is used. A key is one word (the bucket's hash,
+// the set's and which kind, mixed), so that the index's million keys take
+// half the memory, and the cache lines, of a structure.
 func (a *analysis) setKeys(bucket string, yield func(setKey)) {
 	b := maphash.String(sigSeed, bucket)
-	yield(setKey{b, a.sum, 0})
+	yield(setKey(b ^ a.sum))
 	if len(a.wh) > 1 {
 		for _, h := range a.wh {
-			yield(setKey{b, a.sum - h, 1})
+			yield(setKey((b ^ (a.sum - h)) * lessOne))
 		}
 	}
 }
 
-type setKey struct {
-	bucket uint64
-	sum    uint64
-	kind   uint8
-}
+// setKey is a key of the built-in matcher's index.
+type setKey uint64
+
+// lessOne sets the keys of a set less one word apart from those of whole
+// sets (an odd constant: multiplying by it is a bijection).
+const lessOne = 0x9e3779b97f4a7c15
 
 var sigSeed = maphash.MakeSeed()
 
