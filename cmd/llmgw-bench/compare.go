@@ -29,6 +29,10 @@ const benchGuard = `			pii {
 			}
 `
 
+// entryBytes is about what llm_cache counts for one of the load's
+// questions with its answer (its stats' bytes over entries).
+const entryBytes = 1700
+
 // gateway is an llmgw config measured: its site block, its global llm
 // option, the Redis it counts in, and how many unique questions its cache
 // holds before it is measured.
@@ -38,19 +42,26 @@ type gateway struct {
 }
 
 // pipelineGateways are the whole request path, each with a cache
-// filled with one of sizes (comma-separated) questions.
-func pipelineGateways(sizes, llmApp string) []gateway {
+// filled with one of sizes (comma-separated) questions. With steady, the
+// cache's max_memory holds about that many questions (entryBytes each,
+// as the cache counts them), so that every answer kept evicts another, as
+// in a cache that has run for a while; without, it has room to grow.
+func pipelineGateways(sizes, llmApp string, steady bool) []gateway {
 	var out []gateway
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 0 {
 			continue
 		}
+		mem := "2GiB"
+		if steady {
+			mem = strconv.Itoa(max(1, n*entryBytes>>20)) + "MiB"
+		}
 		site := "route /v1/* {\n\t\tllm_quota\n\t\tllm_guardrails {\n\t\t\tpii {\n\t\t\t\ton input\n\t\t\t}\n" +
 			"\t\t\tregex {\n\t\t\t\tdeny codename \"(?i)project\\s+(zeus|hera)\"\n\t\t\t\ton input\n\t\t\t}\n\t\t}\n" +
-			"\t\tllm_cache {\n\t\t\tmax_memory 2GiB\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
+			"\t\tllm_cache {\n\t\t\tmax_memory " + mem + "\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
 		if len(out) == 0 { // what the cache alone adds, at the first size
-			alone := "route /v1/* {\n\t\tllm_cache {\n\t\t\tmax_memory 2GiB\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
+			alone := "route /v1/* {\n\t\tllm_cache {\n\t\t\tmax_memory " + mem + "\n\t\t\tsemantic\n\t\t}\n\t\tllm_router\n\t}"
 			out = append(out, gateway{name: fmt.Sprintf("+ llm_cache semantic, %dk", n/1000), site: alone, global: llmApp, fill: n})
 		}
 		out = append(out, gateway{name: fmt.Sprintf("pipeline, cache of %dk", n/1000), site: site, global: llmApp, fill: n})
@@ -93,6 +104,7 @@ func compare(args []string) error {
 	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
 	unique := fs.Bool("unique", false, "give every request a new question, and also measure the whole pipeline (llm_quota, llm_guardrails, llm_cache exact and semantic, llm_router) missing the cache")
 	entries := fs.String("cache-entries", "10000,100000", "with -unique: questions the pipeline's cache holds before it is measured, one gateway per size")
+	steady := fs.Bool("cache-steady", true, "with -unique: bound each cache to about -cache-entries questions, so that it evicts one for each it keeps (false: room to grow to 2 GiB, which also measures the memory growing)")
 	apis := fs.String("apis", "", "also measure llm_router with the same questions in these APIs, translated to chat completions: responses,messages")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
@@ -137,7 +149,7 @@ func compare(args []string) error {
 			site: "route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", global: llmApp, redis: strings.TrimPrefix(url, "redis://")})
 	}
 	if *unique {
-		gateways = append(gateways[:3], pipelineGateways(*entries, llmApp)...)
+		gateways = append(gateways[:3], pipelineGateways(*entries, llmApp, *steady)...)
 	}
 	for _, g := range gateways {
 		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)

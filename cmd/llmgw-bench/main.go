@@ -94,9 +94,11 @@ func main() {
 	fs.Float64Var(&cfg.Rate, "rate", 0, "pace the clients to this many requests per second in all (0: each sends its next request when its last one is answered)")
 	fs.IntVar(&cfg.PromptBytes, "prompt-bytes", 0, "make the prompt this long (prose with an email and a card number per kilobyte)")
 	fs.BoolVar(&cfg.Unique, "unique", false, "give every request a question never asked before")
+	uniqueFrom := fs.Int64("unique-from", 0, "with -unique: number the questions from this one on, past those an earlier run asked")
 	fs.StringVar(&cfg.API, "api", "", "the API to ask in: chat (default), responses or messages")
 	fs.Var(&pids, "pid", "a process whose CPU time per request to report (repeatable)")
 	_ = fs.Parse(os.Args[1:])
+	uniqueSeq.Store(*uniqueFrom)
 	if cfg.API == "chat" {
 		cfg.API = ""
 	}

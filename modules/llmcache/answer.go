@@ -97,6 +97,52 @@ func appendText(dst, v []byte) []byte {
 	return openai.AppendUnquoted(dst, v)
 }
 
+// finishReason is a finish reason's text: the common ones are constants,
+// so that kept answers do not each hold a copy.
+func finishReason(v []byte) string {
+	switch string(v) {
+	case `"stop"`:
+		return "stop"
+	case `"length"`:
+		return "length"
+	case `"tool_calls"`:
+		return "tool_calls"
+	}
+	return jsonText(v)
+}
+
+// modelName is the text of an answer's model, one copy per name for all
+// kept answers (up to maxModelNames names; past them, a copy each).
+func modelName(v []byte) string {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return jsonText(v)
+	}
+	inner := v[1 : len(v)-1]
+	modelNames.RLock()
+	n, ok := modelNames.m[string(inner)]
+	modelNames.RUnlock()
+	if ok {
+		return n
+	}
+	n = string(inner)
+	modelNames.Lock()
+	if modelNames.m == nil {
+		modelNames.m = map[string]string{}
+	}
+	if len(modelNames.m) < maxModelNames {
+		modelNames.m[n] = n
+	}
+	modelNames.Unlock()
+	return n
+}
+
+var modelNames struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+const maxModelNames = 1024
+
 // jsonIndex is a small non-negative JSON integer, or -1.
 func jsonIndex(v []byte) int {
 	if len(v) == 0 || len(v) > 4 {
@@ -120,13 +166,13 @@ func parseWhole(body []byte) (*answer, error) {
 	sc := answerScratchPool.Get().(*answerScratch)
 	defer answerScratchPool.Put(sc)
 	sc.top = openai.AppendMembers(sc.top[:0], body)
-	a := &answer{Chat: string(member(sc.top, "object")) == `"chat.completion"`, Model: jsonText(member(sc.top, "model"))}
+	a := &answer{Chat: string(member(sc.top, "object")) == `"chat.completion"`, Model: modelName(member(sc.top, "model"))}
 	a.Usage, _ = openai.FindUsage(body)
 	sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
 	for _, ch := range sc.choices {
 		sc.choice = openai.AppendMembers(sc.choice[:0], ch)
 		ac := answerChoice{Index: jsonIndex(member(sc.choice, "index")), Content: jsonText(member(sc.choice, "text")),
-			FinishReason: jsonText(member(sc.choice, "finish_reason"))}
+			FinishReason: finishReason(member(sc.choice, "finish_reason"))}
 		if m := member(sc.choice, "message"); len(m) > 0 && m[0] == '{' {
 			sc.inner = openai.AppendMembers(sc.inner[:0], m)
 			if jsonText(member(sc.inner, "refusal")) != "" {
@@ -199,7 +245,7 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 		}
 		a.Chat = a.Chat || string(member(sc.top, "object")) == `"chat.completion.chunk"`
 		if m := member(sc.top, "model"); len(m) > 2 && !bytes.Equal(m, model) {
-			a.Model, model = jsonText(m), m
+			a.Model, model = modelName(m), m
 		}
 		sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
 		for _, ch := range sc.choices {
@@ -240,7 +286,7 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 				}
 			}
 			if f := member(sc.choice, "finish_reason"); len(f) > 0 && f[0] == '"' {
-				b.finish = jsonText(f)
+				b.finish = finishReason(f)
 			}
 		}
 	}

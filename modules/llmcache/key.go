@@ -180,16 +180,22 @@ func scopeOf(r *http.Request, level string) string {
 	if !ok || level == "global" {
 		return "global"
 	}
-	switch level {
-	case "key":
-		return "k:" + t.KeyID
-	case "team":
-		return "t:" + t.Team
-	case "org":
-		return "o:" + t.Org
-	}
-	return "p:" + t.Project
+	// Made once per tenant and level: every entry of a scope shares it.
+	return t.Memo(scopeKey(level), func() any {
+		switch level {
+		case "key":
+			return "k:" + t.KeyID
+		case "team":
+			return "t:" + t.Team
+		case "org":
+			return "o:" + t.Org
+		}
+		return "p:" + t.Project
+	}).(string)
 }
+
+// scopeKey keys a tenant's scope string in its memo.
+type scopeKey string
 
 // cacheControl reads the request's no-cache and no-store directives.
 func cacheControl(r *http.Request) (noCache, noStore bool) {
