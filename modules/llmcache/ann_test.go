@@ -168,9 +168,8 @@ func filledVectors(tb testing.TB, n int) (*entries, float64) {
 	for i := range n {
 		es[i] = &entry{key: fmt.Sprint(i), bucket: "b", an: an, vec: quantize(randomVec(rng)), ans: ans, expires: time.Now().Add(time.Hour)}
 	}
-	s.buckets["b"] = make(map[string]*entry, n)
 	for _, e := range es {
-		s.buckets["b"][e.key] = e
+		s.byKey[e.key] = e
 		s.count++
 		s.postLocked(e, true)
 	}

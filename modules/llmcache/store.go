@@ -50,16 +50,15 @@ func (e *entry) cost() int64 {
 type entries struct {
 	maxBytes int64
 
-	mu      sync.RWMutex
-	byKey   map[string]*entry
-	buckets map[string]map[string]*entry // bucket → key → entry
-	ann     map[string]*annIndex         // bucket → entries with an embedding
-	sets    postings                     // the built-in matcher's index: a set of words (or it less one) → entries
-	ring    []*entry                     // CLOCK's circle of entries, nil where one left
-	holes   []int                        // free places in ring
-	hand    int
-	count   int
-	bytes   int64
+	mu    sync.RWMutex
+	byKey map[string]*entry
+	ann   map[string]*annIndex // bucket → entries with an embedding
+	sets  postings             // the built-in matcher's index: a set of words (or it less one) → entries
+	ring  []*entry             // CLOCK's circle of entries, nil where one left
+	holes []int                // free places in ring
+	hand  int
+	count int
+	bytes int64
 
 	exact, semantic, misses, bypass, stored atomic.Int64
 
@@ -87,7 +86,7 @@ func newEntries(maxBytes int64) (*entries, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("max_memory must be positive, not %d", maxBytes)
 	}
-	return &entries{maxBytes: maxBytes, byKey: map[string]*entry{}, buckets: map[string]map[string]*entry{},
+	return &entries{maxBytes: maxBytes, byKey: map[string]*entry{},
 		ann: map[string]*annIndex{}, sets: newPostings()}, nil
 }
 
@@ -133,12 +132,6 @@ func (s *entries) putLocal(e *entry) bool {
 		s.unindexLocked(old)
 	}
 	s.byKey[e.key] = e
-	b := s.buckets[e.bucket]
-	if b == nil {
-		b = map[string]*entry{}
-		s.buckets[e.bucket] = b
-	}
-	b[e.key] = e
 	s.count++
 	s.bytes += e.size
 	if e.an != nil {
@@ -195,19 +188,15 @@ func (s *entries) unindexLocked(e *entry) {
 		return
 	}
 	delete(s.byKey, e.key)
-	if b := s.buckets[e.bucket]; b != nil {
-		delete(b, e.key)
-		if len(b) == 0 {
-			delete(s.buckets, e.bucket)
-		}
-	}
 	s.count--
 	s.bytes -= e.size
 	if e.an != nil {
 		s.postLocked(e, false)
 	}
-	s.ring[e.slot] = nil
-	s.holes = append(s.holes, e.slot)
+	if e.slot < len(s.ring) && s.ring[e.slot] == e {
+		s.ring[e.slot] = nil
+		s.holes = append(s.holes, e.slot)
+	}
 }
 
 // postLocked adds e to (or removes it from) the postings of its
