@@ -1,0 +1,72 @@
+package llmcache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStoreEvictsByClock fills a store past its size: it stays within
+// it, an entry asked for between puts survives, the built-in matcher's
+// index holds exactly the entries kept, and expired entries leave.
+func TestStoreEvictsByClock(t *testing.T) {
+	s, err := newEntries(200_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	mk := func(key, q string, ttl time.Duration) *entry {
+		return &entry{key: key, bucket: "b", question: q, an: analyze(q), expires: time.Now().Add(ttl),
+			ans: &answer{Chat: true, Choices: []answerChoice{{Content: strings.Repeat("an answer ", 50), FinishReason: "stop"}}}}
+	}
+	if !s.putLocal(mk("hot", "what is the capital of peru", time.Hour)) {
+		t.Fatal("the first entry was refused")
+	}
+	for i := range 2000 {
+		s.putLocal(mk(fmt.Sprint("k", i), fmt.Sprintf("how do I reset ticket %d", i), time.Hour))
+		if _, ok := s.get("hot"); !ok {
+			t.Fatalf("the entry asked for after every put was evicted after %d puts", i+1)
+		}
+	}
+	s.mu.RLock()
+	count, bytes, keys := s.count, s.bytes, len(s.byKey)
+	posted := 0
+	for _, e := range s.sets.ents {
+		if e != nil {
+			posted++
+		}
+	}
+	s.mu.RUnlock()
+	if bytes > 200_000 || count != keys || posted != count || count < 50 {
+		t.Errorf("after 2001 puts: %d entries, %d bytes (max 200000), %d keys, %d in the index", count, bytes, keys, posted)
+	}
+	// The same key again replaces its entry.
+	s.putLocal(mk("hot", "what is the capital of peru", time.Hour))
+	if s.count != count {
+		t.Errorf("putting a key again changed the count from %d to %d", count, s.count)
+	}
+	// Expired entries leave as the hand passes, without pressure.
+	short, err := newEntries(1 << 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		short.putLocal(mk(fmt.Sprint("e", i), fmt.Sprintf("question %d", i), 20*time.Millisecond))
+	}
+	time.Sleep(30 * time.Millisecond)
+	for i := range 100 {
+		short.putLocal(mk(fmt.Sprint("f", i), fmt.Sprintf("other %d", i), time.Hour))
+	}
+	if short.count > 110 {
+		t.Errorf("%d entries left of 100 expired and 100 live", short.count)
+	}
+	if _, ok := short.get("e1"); ok {
+		t.Error("an expired entry was served")
+	}
+	// An entry larger than the whole store is refused.
+	tiny, _ := newEntries(100)
+	if tiny.putLocal(mk("x", "anything at all", time.Hour)) {
+		t.Error("an entry larger than max_memory was kept")
+	}
+}
