@@ -124,7 +124,7 @@ func (t *Tenant) Memo(key any, mk func() any) any {
 // or the name the client asked for.
 func (t *Tenant) Allowed(names ...string) bool {
 	for _, l := range t.Levels {
-		if len(l.Limits.Models) > 0 && !matchAny(l.Limits.Models, names) {
+		if len(l.Limits.Models) > 0 && !MatchAny(l.Limits.Models, names) {
 			return false
 		}
 	}
@@ -135,14 +135,16 @@ func (t *Tenant) Allowed(names ...string) bool {
 // named server.tool: every level that names tools must match it.
 func (t *Tenant) ToolAllowed(name string) bool {
 	for _, l := range t.Levels {
-		if len(l.Limits.Tools) > 0 && !matchAny(l.Limits.Tools, []string{name}) {
+		if len(l.Limits.Tools) > 0 && !MatchAny(l.Limits.Tools, []string{name}) {
 			return false
 		}
 	}
 	return true
 }
 
-func matchAny(globs, names []string) bool {
+// MatchAny reports whether any of names matches any of the globs
+// (path.Match patterns, as the tenancy's models and tools limits).
+func MatchAny(globs, names []string) bool {
 	for _, g := range globs {
 		for _, n := range names {
 			if ok, _ := path.Match(g, n); ok {

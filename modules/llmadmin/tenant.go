@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -104,22 +103,11 @@ func (s *scope) holds(kind, nodePath string) bool {
 // allows says whether the tenant may use a model by any of its names.
 func (s *scope) allows(names ...string) bool {
 	for _, globs := range s.models {
-		if len(globs) > 0 && !matchAny(globs, names) {
+		if len(globs) > 0 && !llm.MatchAny(globs, names) {
 			return false
 		}
 	}
 	return true
-}
-
-func matchAny(globs, names []string) bool {
-	for _, g := range globs {
-		for _, n := range names {
-			if ok, _ := path.Match(g, n); ok {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func forbidden(format string, args ...any) error {

@@ -187,17 +187,7 @@ func (g *gateway) attach(c *ServerConfig) error {
 		}
 		alts = append(alts, alt{tc.kind(), tc.Name, a})
 	}
-	g.mu.Lock()
-	old, oldAlts := g.upstreams[c.Name], g.alts[c.Name]
-	g.upstreams[c.Name], g.alts[c.Name] = u, alts
-	g.mu.Unlock()
-	if old != nil {
-		old.subscribe(g, false)
-		old.release()
-	}
-	releaseAlts(g, oldAlts)
-	u.subscribe(g, true)
-	g.sync(c.Name)
+	g.install(c.Name, u, alts, false)
 	return nil
 }
 
@@ -229,9 +219,17 @@ func (g *gateway) attachOAuth(c *ServerConfig) error {
 		releaseAlts(g, alts)
 		return err
 	}
+	g.install(c.Name, u, alts, true)
+	return nil
+}
+
+// install puts a server's upstream and tenant sessions in place of the
+// ones it had, releasing those, and follows the new ones' lists (the
+// tenant sessions' too with altLists).
+func (g *gateway) install(name string, u *upstream, alts []alt, altLists bool) {
 	g.mu.Lock()
-	old, oldAlts := g.upstreams[c.Name], g.alts[c.Name]
-	g.upstreams[c.Name], g.alts[c.Name] = u, alts
+	old, oldAlts := g.upstreams[name], g.alts[name]
+	g.upstreams[name], g.alts[name] = u, alts
 	g.mu.Unlock()
 	if old != nil {
 		old.subscribe(g, false)
@@ -239,11 +237,12 @@ func (g *gateway) attachOAuth(c *ServerConfig) error {
 	}
 	releaseAlts(g, oldAlts)
 	u.subscribe(g, true)
-	for _, a := range alts {
-		a.up.subscribe(g, true)
+	if altLists {
+		for _, a := range alts {
+			a.up.subscribe(g, true)
+		}
 	}
-	g.sync(c.Name)
-	return nil
+	g.sync(name)
 }
 
 // oauthChanged brings a server's tenant sessions in line with its tokens
