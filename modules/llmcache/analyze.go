@@ -16,7 +16,8 @@ import (
 // kept with the entry), never once per candidate.
 type analysis struct {
 	words   []string    // canonical content words in order: numbers, units, names and markers included
-	set     []string    // words, sorted, each once
+	set     []string    // words, sorted, each once; nil in a kept entry (see compact)
+	nset    int         // len(set)
 	numbers []string    // the numbers, in order ("15%" and "fifteen percent" both give 15)
 	names   []string    // entities, in order, each once (aliases merged: JS is JavaScript)
 	neg     int         // negations: not, never, no, without, n't …
@@ -166,6 +167,7 @@ func analyze(text string) *analysis {
 	a.set = slices.Clone(a.words)
 	slices.Sort(a.set)
 	a.set = slices.Compact(a.set)
+	a.nset = len(a.set)
 	a.wh = make([]uint64, len(a.set))
 	for i, w := range a.set {
 		h := maphash.String(sigSeed, w)
@@ -174,6 +176,23 @@ func analyze(text string) *analysis {
 		a.sig |= 1 << (h & 63)
 	}
 	return a
+}
+
+// wordSet is set, made again from words when compact dropped it.
+func (a *analysis) wordSet() []string {
+	if a.set != nil || a.nset == 0 {
+		return a.set
+	}
+	set := slices.Clone(a.words)
+	slices.Sort(set)
+	return slices.Compact(set)
+}
+
+// compact drops what a kept entry's analysis can make again when a
+// candidate is verified (rarely): the sorted set of words, a slice of
+// pointers every garbage collection would otherwise scan.
+func (a *analysis) compact() {
+	a.set = nil
 }
 
 // setKeys are the keys the built-in matcher finds a question under: its
@@ -575,7 +594,7 @@ func (a *analysis) cost() int {
 	if a == nil {
 		return 0
 	}
-	n := 160 + 16*(len(a.words)+len(a.set)+len(a.numbers)+len(a.names)) + 32*len(a.orders) + 72*len(a.wh) + 64 // and its keys in the index
+	n := 160 + 16*(len(a.words)+len(a.numbers)+len(a.names)) + 32*len(a.orders) + 72*len(a.wh) + 64 // and its keys in the index
 	for _, w := range a.words {
 		n += len(w)
 	}

@@ -136,6 +136,7 @@ func (s *entries) putLocal(e *entry) bool {
 	s.bytes += e.size
 	if e.an != nil {
 		s.postLocked(e, true)
+		e.an.compact()
 	}
 	if n := len(s.holes); n > 0 {
 		e.slot = s.holes[n-1]
@@ -232,7 +233,7 @@ func (s *entries) postLocked(e *entry, add bool) {
 func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if len(q.an.set) == 0 {
+	if q.an.nset == 0 {
 		return nil, 0
 	}
 	if q.vec != nil {
@@ -253,7 +254,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
 			c := e.an
-			if len(c.set) != len(q.an.set) || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
+			if c.nset != q.an.nset || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
 				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket {
 				continue
 			}

@@ -79,12 +79,12 @@ func sameNameOrder(a, b []string) bool {
 // the cosine of their words and word pairs, so a reordered question
 // scores below the same words in the same order.
 func lexicalMatch(q, c *analysis) (float64, bool) {
-	if len(q.set) != len(c.set) || len(q.set) == 0 || !agree(q, c) {
+	if q.nset != c.nset || q.nset == 0 || !agree(q, c) {
 		return 0, false
 	}
 	var typo map[string]string // q's word → c's, when one is a misspelling of the other
-	if !slices.Equal(q.set, c.set) {
-		onlyQ, onlyC := setMinus(q.set, c.set), setMinus(c.set, q.set)
+	if qs, cs := q.wordSet(), c.wordSet(); !slices.Equal(qs, cs) {
+		onlyQ, onlyC := setMinus(qs, cs), setMinus(cs, qs)
 		if len(onlyQ) != 1 || len(onlyC) != 1 || !misspelt(onlyQ[0], onlyC[0]) ||
 			slices.Contains(q.names, onlyQ[0]) || slices.Contains(c.names, onlyC[0]) {
 			return 0, false
@@ -182,7 +182,8 @@ func verified(q, c *analysis) bool {
 	if !agree(q, c) {
 		return false
 	}
-	onlyQ, onlyC := setMinus(q.set, c.set), setMinus(c.set, q.set)
+	qs, cs := q.wordSet(), c.wordSet()
+	onlyQ, onlyC := setMinus(qs, cs), setMinus(cs, qs)
 	if len(onlyQ) == 1 && len(onlyC) == 1 && !misspelt(onlyQ[0], onlyC[0]) {
 		return false
 	}
