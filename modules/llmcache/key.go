@@ -101,7 +101,7 @@ func keysOf(scope, model, endpoint string, raw []byte, semantic bool) keys {
 		rest := appendKeyPrefix(sc.rest[:0], scope, model, endpoint+"#context")
 		rest = append(rest, buf[prefix:cutFrom]...)
 		rest = append(rest, buf[cutTo:]...)
-		ks.bucket, ks.question, ks.semantic = hashHex(rest), string(question), true
+		ks.bucket, ks.question, ks.semantic = bucketName(rest), string(question), true
 		sc.rest = rest
 	}
 	sc.buf = buf
@@ -166,6 +166,37 @@ func appendKeyPrefix(dst []byte, scope, model, endpoint string) []byte {
 	dst = append(dst, endpoint...)
 	return append(dst, 0)
 }
+
+// bucketName is hashHex of a bucket's context. Many questions share a
+// context (a system prompt, a conversation's start), so their entries
+// share one copy of its name: up to maxBucketNames names are kept, and
+// the table starts afresh when full.
+func bucketName(b []byte) string {
+	sum := sha256.Sum256(b)
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	bucketNames.RLock()
+	n, ok := bucketNames.m[string(hx[:])]
+	bucketNames.RUnlock()
+	if ok {
+		return n
+	}
+	n = string(hx[:])
+	bucketNames.Lock()
+	if bucketNames.m == nil || len(bucketNames.m) >= maxBucketNames {
+		bucketNames.m = make(map[string]string, 1024)
+	}
+	bucketNames.m[n] = n
+	bucketNames.Unlock()
+	return n
+}
+
+var bucketNames struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+const maxBucketNames = 1 << 16
 
 // hashHex is the SHA-256 of b, in hex.
 func hashHex(b []byte) string {
