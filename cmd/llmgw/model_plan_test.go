@@ -27,7 +27,8 @@ func (g *gateway) adminPost(path, body string) (int, []byte) {
 // version that does not exist, a URL that answers 404 and a file that is
 // not GGUF for Ollama are refused with the reason; a URL that answers
 // gives its size; check_source false (and ctl --no-check-source) lets a
-// source through that only the nodes could reach.
+// source through that only the nodes could reach. Config models with a
+// bad source are served with a warning in the log.
 func TestModelSourceChecked(t *testing.T) {
 	a, b := s3test.Start(t), s3test.Start(t)
 	src := tinyModel(t)
@@ -44,6 +45,17 @@ func TestModelSourceChecked(t *testing.T) {
 	defer web.Close()
 	block := ollamaModels(t, `model base {
 			engine sim
+		}
+		model broken {
+			engine ollama
+			source mirror://tiny/v7
+			min 0
+		}
+		model nodesonly {
+			engine ollama
+			source mirror://tiny/v8
+			check_source off
+			min 0
 		}`) + mirrorBlock(t, a, b, filepath.Join(t.TempDir(), "cache"))
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
 	g.writeConfig(block, "")
@@ -70,7 +82,7 @@ func TestModelSourceChecked(t *testing.T) {
 		}
 	}
 	ms := g.models()
-	if len(ms) != 1 {
+	if len(ms) != 3 {
 		t.Fatalf("refused models reached the catalog: %v", ms)
 	}
 
@@ -90,6 +102,15 @@ func TestModelSourceChecked(t *testing.T) {
 		t.Errorf("check_source false: got %d %s", code, body)
 	}
 
+	// A config model is served as before, with a warning that names it;
+	// check_source off in the Caddyfile keeps one quiet.
+	waitFor(t, 10*time.Second, "the warning about broken", func() bool {
+		return strings.Contains(g.logs.String(), `"msg":"a model's source failed its check; its replicas will fail to start until it is fixed","model":"broken"`)
+	})
+	if strings.Contains(g.logs.String(), `"model":"nodesonly","error"`) {
+		t.Error("check_source off: the config model was checked")
+	}
+
 	// The same through ctl.
 	file := filepath.Join(t.TempDir(), "m.yaml")
 	os.WriteFile(file, []byte("name: cli\nengine: ollama\nsource: mirror://tiny/v9\nscaling: {min: 0}\n"), 0o644)
@@ -99,7 +120,7 @@ func TestModelSourceChecked(t *testing.T) {
 	if out, err := ctlRun(t, g, "model", "add", "-f", file, "--no-check-source"); err != nil || !strings.Contains(out, "model cli added") {
 		t.Errorf("ctl model add --no-check-source: %v\n%s", err, out)
 	}
-	if _, ok := g.models()["cli"]; !ok || len(g.models()) != 5 {
+	if _, ok := g.models()["cli"]; !ok || len(g.models()) != 7 {
 		t.Errorf("catalog after the adds: %v", g.models())
 	}
 }

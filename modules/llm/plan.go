@@ -7,37 +7,29 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/mirror"
 )
 
-// ModelRequest is the body of POST /llm/models and POST /llm/plan: a
-// model in its JSON shape, plus whether to check its source first.
-type ModelRequest struct {
-	Model
-	// CheckSource false adds the model without checking its source, for
-	// sources only the nodes can reach. Default: true.
-	CheckSource *bool `json:"check_source,omitempty"`
-}
-
-// decodeModel reads a ModelRequest body.
-func decodeModel(w http.ResponseWriter, r *http.Request) (*ModelRequest, error) {
-	var req ModelRequest
+// decodeModel reads the body of POST /llm/models and POST /llm/plan: a
+// model in its JSON shape.
+func decodeModel(w http.ResponseWriter, r *http.Request) (*Model, error) {
+	var m Model
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(&m); err != nil {
 		return nil, apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)
 	}
-	return &req, nil
+	return &m, nil
 }
 
-// checkSource checks the model's source unless the request opts out. The
-// caller holds a.mu (it may start the model's engine to learn its formats).
-func (a *App) checkSource(ctx context.Context, req *ModelRequest) (*SourceCheck, error) {
-	m := &req.Model
-	if req.CheckSource != nil && !*req.CheckSource {
-		return &SourceCheck{Source: strings.TrimSpace(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
+// checkSource checks the model's source unless it opts out. The caller
+// holds a.mu (it may start the model's engine to learn its formats).
+func (a *App) checkSource(ctx context.Context, m *Model) (*SourceCheck, error) {
+	if m.CheckSource != nil && !*m.CheckSource {
+		return &SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
 	}
 	var formats []string
 	if p, ok := a.engines[m.Engine]; ok {
@@ -47,14 +39,42 @@ func (a *App) checkSource(ctx context.Context, req *ModelRequest) (*SourceCheck,
 			formats = p.Info().Formats
 		}
 	}
+	sc, err := a.sourceChecker().check(ctx, m, formats)
+	return &sc, err
+}
+
+func (a *App) sourceChecker() *sourceChecker {
 	mr := a.mirror
 	if mr == nil {
 		mr = activeMirror.Load()
 	}
-	c := &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, mirror: mr,
+	return &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, mirror: mr,
 		registry: a.Mirror.withDefaults("").Registry, token: os.Getenv("HF_TOKEN")}
-	sc, err := c.check(ctx, m, formats)
-	return &sc, err
+}
+
+// warnSources checks the sources of the config's models in the
+// background and warns about those that fail: they are served anyway, as
+// before, but the operator learns why the first start will fail.
+func (a *App) warnSources(ctx context.Context, models []*Model, formats map[string][]string) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger.Error("checking the config's model sources panicked", zap.Any("panic", r), zap.Stack("stack"))
+		}
+	}()
+	c := a.sourceChecker()
+	for _, m := range models {
+		if ctx.Err() != nil {
+			return
+		}
+		f, ok := formats[m.Engine]
+		if !ok || m.Source == "" || (m.CheckSource != nil && !*m.CheckSource) {
+			continue
+		}
+		if _, err := c.check(ctx, m, f); err != nil && ctx.Err() == nil {
+			a.logger.Warn("a model's source failed its check; its replicas will fail to start until it is fixed",
+				zap.String("model", m.Name), zap.Error(err))
+		}
+	}
 }
 
 // sourceStatus maps a failed source check to the admin API's answer.
@@ -155,6 +175,15 @@ func className(c string) string {
 	return c
 }
 
+// engineFormats are the weight formats of the engines running now.
+func (a *App) engineFormats() map[string][]string {
+	out := map[string][]string{}
+	for typ, p := range a.engines {
+		out[typ] = p.Info().Formats
+	}
+	return out
+}
+
 // nodeName names this node in plans: its cluster name, else the host's.
 func (a *App) nodeName() string {
 	if a.Cluster != nil && a.Cluster.Node != "" {
@@ -178,18 +207,17 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	if a.cluster != nil {
 		return apiErr(http.StatusNotImplemented, "placement plans are made for a single node; in a cluster, add the model with min 0 and read its state in GET /llm/models")
 	}
-	req, err := decodeModel(w, r)
+	m, err := decodeModel(w, r)
 	if err != nil {
 		return err
 	}
-	m := &req.Model
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
 	if _, err := newCatalog(append(slices.Clone(cur.models), m)); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	sc, serr := a.checkSource(r.Context(), req)
+	sc, serr := a.checkSource(r.Context(), m)
 	n, note := m.Scaling.min(), ""
 	if n == 0 {
 		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"

@@ -101,18 +101,17 @@ const maxModelBody = 1 << 20
 // model that breaks one is refused with 400; a source that fails its
 // check (see SourceCheck) is refused with 422 before the catalog changes.
 func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeModel(w, r)
+	m, err := decodeModel(w, r)
 	if err != nil {
 		return err
 	}
-	m := &req.Model
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
 	var sc *SourceCheck
 	if _, dup := cur.cat.byName[m.Name]; !dup && m.validate() == nil {
 		// A model the catalog refuses anyway is refused for that, with 400.
-		if sc, err = a.checkSource(r.Context(), req); err != nil {
+		if sc, err = a.checkSource(r.Context(), m); err != nil {
 			return sourceStatus(err)
 		}
 	}
