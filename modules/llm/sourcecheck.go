@@ -93,6 +93,9 @@ func (c *sourceChecker) check(ctx context.Context, m *Model, formats []string) (
 		res.Kind = "local"
 		err = checkLocal(&res, src)
 	}
+	if err == nil && (res.Kind == "url" || res.Kind == "registry") && c.mirror == nil {
+		err = sourceErr("source %s is fetched through the weights mirror, which this llmgw has not configured; add a mirror block to the llm app", res.Source)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -325,12 +328,18 @@ func (c *sourceChecker) checkRegistry(ctx context.Context, res *SourceCheck, src
 	var rev struct {
 		SHA string `json:"sha"`
 	}
-	if err := c.getJSON(ctx, base+"/api/models/"+ref.Repository+"/revision/"+url.PathEscape(ref.Revision), &rev); err != nil {
+	if _, err := c.getJSON(ctx, base+"/api/models/"+ref.Repository+"/revision/"+url.PathEscape(ref.Revision), &rev); err != nil {
 		return sourceErr("source %s: repository %s at revision %s: %v", res.Source, ref.Repository, ref.Revision, err)
 	}
 	var list []registryEntry
-	if err := c.getJSON(ctx, base+"/api/models/"+ref.Repository+"/tree/"+rev.SHA+"?recursive=true", &list); err != nil {
-		return sourceErr("source %s: listing repository %s: %v", res.Source, ref.Repository, err)
+	next := base + "/api/models/" + ref.Repository + "/tree/" + rev.SHA + "?recursive=true"
+	for pages := 0; next != "" && pages < maxRegistryPages; pages++ {
+		var page []registryEntry
+		var err error
+		if next, err = c.getJSON(ctx, next, &page); err != nil {
+			return sourceErr("source %s: listing repository %s: %v", res.Source, ref.Repository, err)
+		}
+		list = append(list, page...)
 	}
 	var names []string
 	for _, f := range list {
@@ -362,22 +371,37 @@ type registryEntry struct {
 	} `json:"lfs"`
 }
 
-func (c *sourceChecker) getJSON(ctx context.Context, u string, v any) error {
+// maxRegistryPages bounds the pages of a repository listing read.
+const maxRegistryPages = 20
+
+// getJSON decodes a registry answer and returns the URL of its next page.
+func (c *sourceChecker) getJSON(ctx context.Context, u string, v any) (string, error) {
 	resp, err := c.do(ctx, http.MethodGet, u, "")
 	if err != nil {
-		return fmt.Errorf("the registry does not answer: %w", stripURL(err))
+		return "", fmt.Errorf("the registry does not answer: %w", stripURL(err))
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return errors.New("not found in the registry; check the name and revision")
+		return "", errors.New("not found in the registry; check the name and revision")
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("the registry refused it (%s); set a token with HF_TOKEN for gated or private repositories", resp.Status)
+		return "", fmt.Errorf("the registry refused it (%s); set a token with HF_TOKEN for gated or private repositories", resp.Status)
 	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("the registry answered %s", resp.Status)
+		return "", fmt.Errorf("the registry answered %s", resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
-		return fmt.Errorf("decoding the registry's answer: %w", err)
+		return "", fmt.Errorf("decoding the registry's answer: %w", err)
 	}
-	return nil
+	return nextPage(resp.Header.Get("Link")), nil
+}
+
+// nextPage reads the rel="next" URL of a Link header.
+func nextPage(h string) string {
+	for _, l := range strings.Split(h, ",") {
+		target, params, ok := strings.Cut(l, ";")
+		if ok && strings.Contains(params, `rel="next"`) {
+			return strings.Trim(strings.TrimSpace(target), "<>")
+		}
+	}
+	return ""
 }

@@ -43,7 +43,7 @@ func TestCheckSourceURL(t *testing.T) {
 	files := map[string][]byte{"/m.gguf": ggufBytes, "/m.bin": []byte("PK\x03\x04 a pickle zip, not GGUF")}
 	for _, refuseHead := range []bool{false, true} {
 		s := weightsServer(t, files, refuseHead)
-		c := &sourceChecker{client: s.Client()}
+		c := &sourceChecker{client: s.Client(), mirror: testMirror(t)}
 		gguf := []string{FormatGGUF}
 		tests := []struct {
 			name, source string
@@ -78,7 +78,7 @@ func TestCheckSourceURLUnreachable(t *testing.T) {
 	s := httptest.NewServer(http.NotFoundHandler())
 	u := s.URL
 	s.Close()
-	c := &sourceChecker{client: http.DefaultClient}
+	c := &sourceChecker{client: http.DefaultClient, mirror: testMirror(t)}
 	_, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: u + "/m.gguf"}, []string{FormatGGUF})
 	if err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Errorf("got %v, want does not answer", err)
@@ -108,14 +108,20 @@ func TestCheckSourceLocal(t *testing.T) {
 }
 
 // registryServer stands in for the registry's API: one repository,
-// org/tiny at revision main, with a GGUF file and a README.
+// org/tiny at revision main, with a README and, on the listing's second
+// page, a GGUF file.
 func registryServer(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/models/org/tiny/revision/main", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"sha":"0123456789abcdef0123"}`))
 	})
 	mux.HandleFunc("/api/models/org/tiny/tree/0123456789abcdef0123", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`[{"type":"file","path":"README.md","size":10},{"type":"file","path":"tiny.gguf","size":134,"lfs":{"oid":"x","size":1048576}}]`))
+		if r.URL.Query().Get("cursor") == "" {
+			w.Header().Set("Link", "<http://"+r.Host+r.URL.Path+`?recursive=true&cursor=2>; rel="next"`)
+			w.Write([]byte(`[{"type":"file","path":"README.md","size":10}]`))
+			return
+		}
+		w.Write([]byte(`[{"type":"file","path":"tiny.gguf","size":134,"lfs":{"oid":"x","size":1048576}}]`))
 	})
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -124,7 +130,7 @@ func registryServer(t *testing.T) *httptest.Server {
 
 func TestCheckSourceRegistry(t *testing.T) {
 	s := registryServer(t)
-	c := &sourceChecker{client: s.Client(), registry: s.URL}
+	c := &sourceChecker{client: s.Client(), registry: s.URL, mirror: testMirror(t)}
 	gguf := []string{FormatGGUF}
 	tests := []struct {
 		name, source, wantErr string
@@ -155,7 +161,8 @@ func TestCheckSourceRegistry(t *testing.T) {
 	}
 }
 
-func TestCheckSourceMirror(t *testing.T) {
+// testMirror is a mirror with one directory store.
+func testMirror(t *testing.T) *mirror.Mirror {
 	dir := t.TempDir()
 	st, err := mirror.NewDirStore("local", filepath.Join(dir, "store"))
 	if err != nil {
@@ -165,6 +172,23 @@ func TestCheckSourceMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mr
+}
+
+// A URL or registry source is fetched through the mirror: without one it
+// would fail at the first start.
+func TestCheckSourceNeedsMirror(t *testing.T) {
+	s := weightsServer(t, map[string][]byte{"/m.gguf": ggufBytes}, false)
+	c := &sourceChecker{client: s.Client()}
+	_, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}, []string{FormatGGUF})
+	if err == nil || !strings.Contains(err.Error(), "add a mirror block") {
+		t.Errorf("got %v, want a refusal naming the mirror block", err)
+	}
+}
+
+func TestCheckSourceMirror(t *testing.T) {
+	dir := t.TempDir()
+	mr := testMirror(t)
 	src := filepath.Join(dir, "tiny.gguf")
 	os.WriteFile(src, ggufBytes, 0o644)
 	if _, err := mr.Add(context.Background(), mirror.AddOptions{Model: "tiny", Version: "v1", Source: src}); err != nil {
