@@ -24,9 +24,10 @@ func (g *gateway) adminPost(path, body string) (int, []byte) {
 }
 
 // A model's source is checked before the catalog changes: a mirror
-// version that does not exist, a URL that answers 404 and a file that is
-// not GGUF for Ollama are refused with the reason; a URL that answers
-// gives its size; check_source false (and ctl --no-check-source) lets a
+// version that does not exist, a registry repository or file that does
+// not exist, a URL that answers 404 and a file that is not GGUF for
+// Ollama are refused with the reason; a URL, mirror version or registry
+// file that exists gives its size; check_source false (and ctl --no-check-source) lets a
 // source through that only the nodes could reach. Config models with a
 // bad source are served with a warning in the log.
 func TestModelSourceChecked(t *testing.T) {
@@ -43,6 +44,18 @@ func TestModelSourceChecked(t *testing.T) {
 		http.ServeContent(w, r, r.URL.Path, time.Time{}, bytes.NewReader(f))
 	}))
 	defer web.Close()
+	// A stand-in for the registry's API: org/tiny at main holds tiny.gguf.
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/models/org/tiny/revision/main":
+			w.Write([]byte(`{"sha":"c0ffee0000000000000000000000000000000000"}`))
+		case "/api/models/org/tiny/tree/c0ffee0000000000000000000000000000000000":
+			fmt.Fprintf(w, `[{"type":"file","path":"tiny.gguf","size":%d}]`, len(tiny))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer registry.Close()
 	block := ollamaModels(t, `model base {
 			engine sim
 		}
@@ -56,7 +69,7 @@ func TestModelSourceChecked(t *testing.T) {
 			source mirror://tiny/v8
 			check_source off
 			min 0
-		}`) + mirrorBlock(t, a, b, filepath.Join(t.TempDir(), "cache"))
+		}`) + strings.Replace(mirrorBlock(t, a, b, filepath.Join(t.TempDir(), "cache")), "sync_interval 1s", "sync_interval 1s\n\t\t\tregistry "+registry.URL, 1)
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
 	g.writeConfig(block, "")
 	if out, err := mirrorCLI(t, g, "add", "tiny", src, "--version", "v1"); err != nil {
@@ -73,6 +86,8 @@ func TestModelSourceChecked(t *testing.T) {
 		{"no-version", "mirror://tiny/v9", "version tiny/v9 does not exist in the mirror (it has v1)"},
 		{"no-model", "mirror://nothing", "model nothing has no version in the mirror"},
 		{"web-404", web.URL + "/files/gone.gguf", "answered 404 Not Found"},
+		{"hf-missing", "hf://org/missing", "repository org/missing at revision main: not found in the registry"},
+		{"hf-no-file", "hf://org/tiny/big.gguf", `repository org/tiny has no file at \"big.gguf\"`},
 		{"web-text", web.URL + "/files/notes.txt", "engine ollama loads gguf weights and " + web.URL + "/files/notes.txt is neither GGUF nor safetensors"},
 	}
 	for _, tc := range refused {
@@ -89,6 +104,7 @@ func TestModelSourceChecked(t *testing.T) {
 	for _, tc := range []struct{ name, source, kind string }{
 		{"web", web.URL + "/files/tiny.gguf", "url"},
 		{"mirrored", "mirror://tiny/v1", "mirror"},
+		{"registry", "hf://org/tiny/tiny.gguf", "registry"},
 	} {
 		code, body := add(tc.name, tc.source, "")
 		var got llm.AddedModel
@@ -120,7 +136,7 @@ func TestModelSourceChecked(t *testing.T) {
 	if out, err := ctlRun(t, g, "model", "add", "-f", file, "--no-check-source"); err != nil || !strings.Contains(out, "model cli added") {
 		t.Errorf("ctl model add --no-check-source: %v\n%s", err, out)
 	}
-	if _, ok := g.models()["cli"]; !ok || len(g.models()) != 7 {
+	if _, ok := g.models()["cli"]; !ok || len(g.models()) != 8 {
 		t.Errorf("catalog after the adds: %v", g.models())
 	}
 }
