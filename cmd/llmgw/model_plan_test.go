@@ -209,8 +209,14 @@ func TestModelPlan(t *testing.T) {
 	if ms := g.models(); len(ms) != 2 || len(ms["std"].Replicas) != 1 {
 		t.Errorf("the plans changed the catalog: %v", ms)
 	}
-	// A body the catalog refuses is refused by the plan too.
-	if code, body := g.adminPost("/llm/plan", `{"name":"std","engine":"sim"}`); code != http.StatusBadRequest || !strings.Contains(string(body), "used twice") {
-		t.Errorf("plan of a duplicate name: %d %s", code, body)
+	// A body an add refuses is refused by the plan too, for the same reason.
+	for _, bad := range []struct{ body, want string }{
+		{`{"name":"std","engine":"sim"}`, "used twice"},
+		{`{"name":"z","engine":"nosuch"}`, "no plugin"},
+		{`{"name":"x","engine":"sim","options":{"tokens_per_secnd":"20"}}`, `engine sim has no option \"tokens_per_secnd\"`},
+	} {
+		if code, body := g.adminPost("/llm/plan", bad.body); code != http.StatusBadRequest || !strings.Contains(string(body), bad.want) {
+			t.Errorf("plan of %s: %d %s, want 400 with %q", bad.body, code, body, bad.want)
+		}
 	}
 }

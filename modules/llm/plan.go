@@ -217,6 +217,14 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	if _, err := newCatalog(append(slices.Clone(cur.models), m)); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
+	// The engine's own rules, as provisionModel applies them to an add.
+	p, _, err := a.loadEngine(m.Engine)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
+	}
+	if err := checkEngineSettings(m, p.Info()); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
 	sc, serr := a.checkSource(r.Context(), m)
 	n, note := m.Scaling.min(), ""
 	if n == 0 {
