@@ -19,7 +19,7 @@ type operation struct {
 
 var operations = []operation{
 	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
-	{"POST", "/llm/models", "Add a model (validated against the whole catalog); kept in Caddy storage, no reload needed", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
+	{"POST", "/llm/models", "Add a model (validated against the whole catalog; its source checked first without a download, 422 with the reason when it fails, \"check_source\": false to skip); kept in Caddy storage, no reload needed; 201 with its status and source_check", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
 	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file); ?purge=true also removes its weights from the mirror and the node cache, keeping what another model uses", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
