@@ -224,3 +224,21 @@ func TestCheckSourceMirror(t *testing.T) {
 		t.Errorf("no mirror: got %v", err)
 	}
 }
+
+// BenchmarkCheckSourceURL is the cost of checking a URL source on
+// loopback: a HEAD and a ranged GET of 16 bytes.
+func BenchmarkCheckSourceURL(b *testing.B) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "m.gguf", time.Time{}, bytes.NewReader(ggufBytes))
+	}))
+	defer s.Close()
+	st, _ := mirror.NewDirStore("local", filepath.Join(b.TempDir(), "store"))
+	mr, _ := mirror.New(mirror.Config{Stores: []mirror.Store{st}, CacheDir: filepath.Join(b.TempDir(), "cache"), Logger: zap.NewNop()})
+	c := &sourceChecker{client: s.Client(), mirror: mr}
+	m := &Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}
+	for b.Loop() {
+		if _, err := c.check(context.Background(), m, []string{FormatGGUF}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
