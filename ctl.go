@@ -156,20 +156,26 @@ func (c *ctl) models() *cobra.Command {
 func (c *ctl) model() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
 	var file string
-	add := &cobra.Command{Use: "add -f <model.yaml|model.json>", Short: "Adds a model, in the shape a model takes in the JSON config", Args: cobra.NoArgs,
+	var noCheck bool
+	add := &cobra.Command{Use: "add -f <model.yaml|model.json> [--no-check-source]", Short: "Adds a model, in the shape a model takes in the JSON config; its source is checked first", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			m, err := readModelFile(file)
 			if err != nil {
 				return err
 			}
-			var st llm.ModelStatus
+			if noCheck {
+				m["check_source"] = false
+			}
+			var st llm.AddedModel
 			if err := c.call("POST", "/llm/models", m, &st); err != nil || c.json {
 				return err
 			}
-			fmt.Printf("model %s added: %s\n", st.Name, st.State)
+			fmt.Printf("model %s added: %s%s\n", st.Name, st.State, sourceLine(st.SourceCheck))
 			return nil
 		}}
 	add.Flags().StringVarP(&file, "file", "f", "", "the model, in YAML or JSON")
+	add.Flags().BoolVar(&noCheck, "no-check-source", false, "add it without checking its source (a source only the nodes can reach)")
+	cmd.AddCommand(c.modelPlan())
 	var minR, maxR, target int
 	var idle string
 	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime", Args: cobra.ExactArgs(1),

@@ -5,6 +5,7 @@
 package llm
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,6 +100,7 @@ type App struct {
 	pkeys   []string
 	engines map[string]*host.Plugin
 	logger  *zap.Logger
+	ctx     context.Context // the config's: done when it is unloaded
 
 	storage     stateStore // Caddy storage, or Redis in a cluster
 	local       certmagic.Storage
@@ -140,6 +142,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision builds the catalog and loads (or reuses) plugins and fleets.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.ctx = ctx
 	node.setCapacity(a.Node, a.PinCores)
 	if a.PluginDir == "" {
 		a.PluginDir = filepath.Join(caddy.AppDataDir(), "plugins")
@@ -362,6 +365,7 @@ func (a *App) Start() error {
 		f.run()
 	}
 	active.Store(a)
+	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	a.useResponseStore()
 	if a.cluster != nil {
 		a.cluster.startOnce.Do(a.cluster.start)

@@ -33,6 +33,7 @@ func init() {
 //			alias              <name...>
 //			engine             <type>
 //			source             <path|url>
+//			check_source       on|off  # off: a source only the nodes reach (default on)
 //			args               <arg...>
 //			option             <key> <value>
 //			context_length     <tokens>
@@ -191,6 +192,20 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return oneArg(d, &m.Engine)
 	case "source":
 		return oneArg(d, &m.Source)
+	case "check_source":
+		var v string
+		if err := oneArg(d, &v); err != nil {
+			return err
+		}
+		switch v {
+		case "on":
+			m.CheckSource = nil
+		case "off":
+			m.CheckSource = new(bool)
+		default:
+			return d.Errf("model %q: check_source %q: use on or off", m.Name, v)
+		}
+		return nil
 	case "args":
 		return manyArgs(d, &m.Args)
 	case "option":

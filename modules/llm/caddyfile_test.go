@@ -42,6 +42,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"model bad target_concurrency", "llm {\n model a {\n  target_concurrency 0\n }\n}", "at least 1"},
 		{"model fallback without names", "llm {\n model a {\n  fallback\n }\n}", "wrong argument count"},
 		{"model source without value", "llm {\n model a {\n  source\n }\n}", "wrong argument count"},
+		{"model check_source bad value", "llm {\n model a {\n  check_source no\n }\n}", `check_source "no": use on or off`},
+		{"model check_source without value", "llm {\n model a {\n  check_source\n }\n}", "wrong argument count"},
 		{"model canary without share", "llm {\n model a {\n  canary b\n }\n}", "wrong argument count"},
 		{"model canary bad share", "llm {\n model a {\n  canary b 0.1\n }\n}", `canary share "0.1" is not a percentage such as 10%`},
 		{"model canary over 100", "llm {\n model a {\n  canary b 150%\n }\n}", "is not a percentage"},
@@ -170,5 +172,18 @@ func TestOrgCaddyfileErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestCheckSourceOff(t *testing.T) {
+	a := new(App)
+	if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm {\n model a {\n  engine ollama\n  check_source off\n }\n model b {\n  engine ollama\n }\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if c := a.Models[0].CheckSource; c == nil || *c {
+		t.Errorf("check_source off: got %v, want false", c)
+	}
+	if a.Models[1].CheckSource != nil {
+		t.Error("no check_source: want the default (nil)")
 	}
 }

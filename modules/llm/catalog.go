@@ -54,6 +54,13 @@ type Model struct {
 	// Owner is the organisation, team or project the model belongs to,
 	// for operators (org/team/project).
 	Owner string `json:"owner,omitempty"`
+	// CheckSource false adds the model without checking its source first
+	// (that the URL answers, the registry repository and file or the
+	// mirror version exist, the format is one the engine loads), for
+	// sources only the nodes can reach. A model from the config file whose
+	// source fails the check is served anyway, with a warning in the log.
+	// Default: true.
+	CheckSource *bool `json:"check_source,omitempty"`
 	// Canary sends a share of this model's requests to another catalog
 	// model (a new version being tried). When the canary fails before the
 	// first byte of its answer, the request goes on to this model.
@@ -137,11 +144,11 @@ func (s *Scaling) target() int {
 // key is a hash of everything that shapes a model's replicas, so a reload
 // that leaves them unchanged keeps its replicas.
 // Fields that only steer routing or placement (aliases, fallbacks,
-// canary, owner, class) are left out: changing them keeps the model's
+// canary, owner, class) or adding it (check_source) are left out: changing them keeps the model's
 // replicas.
 func (m *Model) key(engineKey string) string {
 	k := *m
-	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class = nil, nil, nil, "", ""
+	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class, k.CheckSource = nil, nil, nil, "", "", nil
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string

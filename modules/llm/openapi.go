@@ -19,7 +19,7 @@ type operation struct {
 
 var operations = []operation{
 	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
-	{"POST", "/llm/models", "Add a model (validated against the whole catalog); kept in Caddy storage, no reload needed", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
+	{"POST", "/llm/models", "Add a model (validated against the whole catalog; its source checked first without a download, 422 with the reason when it fails, \"check_source\": false to skip); kept in Caddy storage, no reload needed; 201 with its status and source_check", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
 	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file); ?purge=true also removes its weights from the mirror and the node cache, keeping what another model uses", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
@@ -47,6 +47,7 @@ var operations = []operation{
 	{"DELETE", "/llm/mirror/versions/{model}/{version}", "Remove a version from every store (a tombstone keeps it from coming back)", "/llm/mirror/versions/", handleMirrorVersion, ""},
 	{"POST", "/llm/mirror/versions/{model}/{version}/verify", "Read every copy of a version and check its sha256", "/llm/mirror/versions/", handleMirrorVersion, ""},
 	{"POST", "/llm/mirror/sync", "Reconcile the stores now (?deep=true reads and checks every file)", "/llm/mirror/sync", postMirrorSync, ""},
+	{"POST", "/llm/plan", "Plan a model's placement without changing anything: where its replicas would go, the lower-class replicas that would be stopped, what is missing if it does not fit, and its source check; the body is that of POST /llm/models", "/llm/plan", postPlan, `{"name":"m","engine":"llamacpp","source":"mirror://m/v1","resources":{"memory":8589934592},"scaling":{"min":1}}`},
 	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 
@@ -92,6 +93,11 @@ func OpenAPI() map[string]any {
 		params = append(params, map[string]any{"name": "X-Llmgw-Actor", "in": "header", "required": false,
 			"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
 		o["parameters"] = params
+		sch := schemas[op.method+" "+op.path]
+		if sch.response != nil {
+			o["responses"].(map[string]any)["200"] = map[string]any{"description": "OK",
+				"content": map[string]any{"application/json": map[string]any{"schema": sch.response}}}
+		}
 		if op.body != "" {
 			var example any = op.body
 			if json.Valid([]byte(op.body)) {
@@ -99,6 +105,9 @@ func OpenAPI() map[string]any {
 			}
 			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
 				"schema": map[string]any{"type": "object"}, "example": example}}}
+			if sch.request != nil {
+				o["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"] = sch.request
+			}
 		}
 		p[strings.ToLower(op.method)] = o
 	}

@@ -72,3 +72,26 @@ func TestOpenAPIValidates(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIPlanSchemas checks that POST /llm/plan documents its body and
+// its answer, with the fields a client reads.
+func TestOpenAPIPlanSchemas(t *testing.T) {
+	b, _ := json.Marshal(OpenAPI())
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := doc.Paths.Find("/llm/plan").GetOperation("POST")
+	req := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+	for _, f := range []string{"name", "engine", "source", "check_source"} {
+		if req.Properties[f] == nil {
+			t.Errorf("request schema lacks %s", f)
+		}
+	}
+	resp := op.Responses.Value("200").Value.Content.Get("application/json").Schema.Value
+	for _, f := range []string{"fits", "replicas", "evict", "missing", "source_check"} {
+		if resp.Properties[f] == nil {
+			t.Errorf("response schema lacks %s", f)
+		}
+	}
+}

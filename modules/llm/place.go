@@ -179,13 +179,34 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	p := &placement{fleet: f, need: need, rank: rank}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	free := l.cap().add(l.usedLocked(), -1)
+	victims, why := fit(l.cap(), l.places, need, rank)
+	if why != "" {
+		return nil, nil, why
+	}
+	for _, q := range victims {
+		q.evicted = true
+	}
+	l.placeLocked(p)
+	return p, victims, ""
+}
+
+// fit decides whether one replica that needs need, of class rank, fits a
+// node of capacity c holding places: the replicas of lower classes to
+// stop first (idle ones first, newest first), or why it cannot fit. It
+// changes nothing: reserve and the placement plan both act on its answer.
+func fit(c Resources, places []*placement, need Resources, rank int) ([]*placement, string) {
+	var used Resources
+	for _, q := range places {
+		if !q.evicted {
+			used = used.add(q.need, 1)
+		}
+	}
+	free := c.add(used, -1)
 	if need.fits(free) {
-		l.placeLocked(p)
-		return p, nil, ""
+		return nil, ""
 	}
 	var cands []*placement
-	for _, q := range l.places {
+	for _, q := range places {
 		if !q.evicted && q.rep != nil && q.rank < rank {
 			cands = append(cands, q)
 		}
@@ -204,22 +225,19 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 		return b.rep.Started.Compare(a.rep.Started)
 	})
 	var victims []*placement
+	room := free
 	for _, q := range cands {
-		if need.fits(free) {
+		if need.fits(room) {
 			break
 		}
 		victims = append(victims, q)
-		free = free.add(q.need, 1)
+		room = room.add(q.need, 1)
 	}
-	if !need.fits(free) {
-		return nil, nil, fmt.Sprintf("waiting for a node with room for it (a replica needs %s; the node has %s free)",
-			need, l.cap().add(l.usedLocked(), -1).describe(need))
+	if !need.fits(room) {
+		return nil, fmt.Sprintf("waiting for a node with room for it (a replica needs %s; the node has %s free)",
+			need, free.describe(need))
 	}
-	for _, q := range victims {
-		q.evicted = true
-	}
-	l.placeLocked(p)
-	return p, victims, ""
+	return victims, ""
 }
 
 // placeLocked records p, with cores of its own when the node pins them.

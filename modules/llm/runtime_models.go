@@ -98,25 +98,38 @@ const maxModelBody = 1 << 20
 
 // addModel answers POST /llm/models with a model in its JSON shape. The
 // catalog's rules apply (names, the engine's options and args) and a
-// model that breaks one is refused with 400.
+// model that breaks one is refused with 400; a source that fails its
+// check (see SourceCheck) is refused with 422 before the catalog changes.
 func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
-	var m Model
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)
+	m, err := decodeModel(w, r)
+	if err != nil {
+		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
-	rt := runtimeOf(cur, func(ms []*Model) []*Model { return append(ms, &m) })
+	var sc *SourceCheck
+	if _, dup := cur.cat.byName[m.Name]; !dup && m.validate() == nil {
+		// A model the catalog refuses anyway is refused for that, with 400.
+		if sc, err = a.checkSource(r.Context(), m); err != nil {
+			return sourceStatus(err)
+		}
+	}
+	rt := runtimeOf(cur, func(ms []*Model) []*Model { return append(ms, m) })
 	v, err := a.swap(r.Context(), rt)
 	if err != nil {
 		return err
 	}
 	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine))
 	w.WriteHeader(http.StatusCreated)
-	return writeJSON(w, v.fleets[m.Name].status())
+	return writeJSON(w, AddedModel{ModelStatus: v.fleets[m.Name].status(), SourceCheck: sc})
+}
+
+// AddedModel is the answer of POST /llm/models: the model's status and
+// what the check of its source found.
+type AddedModel struct {
+	ModelStatus
+	SourceCheck *SourceCheck `json:"source_check,omitempty"`
 }
 
 // removeModel answers DELETE /llm/models/<name>.

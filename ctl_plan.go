@@ -1,0 +1,92 @@
+package llmgw
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// modelPlan is llmgw ctl model plan: where a model's replicas would go,
+// without changing anything.
+func (c *ctl) modelPlan() *cobra.Command {
+	var file string
+	var noCheck bool
+	cmd := &cobra.Command{Use: "plan -f <model.yaml|model.json> [--no-check-source]",
+		Short: "Says where a model's replicas would go, what would be stopped for them and what is missing, without changing anything",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			m, err := readModelFile(file)
+			if err != nil {
+				return err
+			}
+			if noCheck {
+				m["check_source"] = false
+			}
+			var pl llm.Plan
+			if err := c.call("POST", "/llm/plan", m, &pl); err != nil || c.json {
+				return err
+			}
+			printPlan(pl)
+			return nil
+		}}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the model, in YAML or JSON")
+	cmd.Flags().BoolVar(&noCheck, "no-check-source", false, "plan it without checking its source")
+	return cmd
+}
+
+func printPlan(pl llm.Plan) {
+	verdict := "fits"
+	if !pl.Fits {
+		verdict = "does not fit"
+	}
+	fmt.Printf("model %s %s%s\n", pl.Model, verdict, sourceLine(pl.SourceCheck))
+	for i, r := range pl.Replicas {
+		fmt.Printf("  replica %d on node %s: %s\n", i+1, r.Node, amountsText(r.Resources))
+	}
+	for _, e := range pl.Evict {
+		fmt.Printf("  stops %s replica %s of %s (frees %s)\n", e.Class, e.Replica, e.Model, amountsText(e.Resources))
+	}
+	if pl.Missing != nil {
+		fmt.Printf("  missing: %s; %s\n", amountsText(*pl.Missing), pl.Reason)
+	}
+	if pl.Note != "" {
+		fmt.Printf("  note: %s\n", pl.Note)
+	}
+	if pl.SourceError != "" {
+		fmt.Printf("  source refused: %s\n", pl.SourceError)
+	}
+}
+
+func amountsText(a llm.Amounts) string {
+	var parts []string
+	if a.Memory != 0 {
+		parts = append(parts, humanize.IBytes(uint64(a.Memory))+" memory")
+	}
+	if a.Cores != 0 {
+		parts = append(parts, fmt.Sprintf("%d cores", a.Cores))
+	}
+	if a.GPUs != 0 {
+		parts = append(parts, fmt.Sprintf("%d GPUs", a.GPUs))
+	}
+	if len(parts) == 0 {
+		return "no resources declared"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sourceLine tells what the source check found, for one line of output.
+func sourceLine(sc *llm.SourceCheck) string {
+	switch {
+	case sc == nil:
+		return ""
+	case !sc.Checked:
+		return " (source not checked: " + sc.Note + ")"
+	case sc.Size > 0:
+		return fmt.Sprintf(" (source %s: %s %s, %s)", sc.Source, sc.Kind, sc.Format, humanize.IBytes(uint64(sc.Size)))
+	}
+	return fmt.Sprintf(" (source %s: %s %s)", sc.Source, sc.Kind, sc.Format)
+}

@@ -1,0 +1,79 @@
+package llm
+
+// opSchemas are the request and response schemas of the operations that
+// have them in the OpenAPI document, keyed by "METHOD path".
+type opSchemas struct{ request, response map[string]any }
+
+func obj(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func typ(t, desc string) map[string]any {
+	o := map[string]any{"type": t}
+	if desc != "" {
+		o["description"] = desc
+	}
+	return o
+}
+
+func arr(items map[string]any) map[string]any { return map[string]any{"type": "array", "items": items} }
+
+var (
+	amountsSchema = obj(map[string]any{"memory": typ("integer", "bytes"), "cores": typ("integer", ""), "gpus": typ("integer", "")})
+
+	modelRequestSchema = func() map[string]any {
+		o := obj(map[string]any{
+			"name":           typ("string", "the name clients ask for"),
+			"aliases":        arr(typ("string", "")),
+			"engine":         typ("string", "sim, openai, llamacpp, ollama, vllm or a plugin's type"),
+			"source":         typ("string", "a local path, an http(s) URL, hf://org/repo[@revision][/path] or mirror://model[/version[/file]]"),
+			"args":           arr(typ("string", "")),
+			"options":        map[string]any{"type": "object", "additionalProperties": typ("string", "")},
+			"context_length": typ("integer", ""),
+			"scaling": obj(map[string]any{"min": typ("integer", ""), "max": typ("integer", ""),
+				"idle_timeout": typ("string", "a duration such as 10m"), "target_concurrency": typ("integer", "")}),
+			"resources":    amountsSchema,
+			"class":        map[string]any{"type": "string", "enum": []string{ClassCritical, ClassStandard, ClassOpportunistic}},
+			"owner":        typ("string", "org/team/project"),
+			"fallbacks":    arr(typ("string", "")),
+			"canary":       obj(map[string]any{"model": typ("string", ""), "share": typ("number", "")}),
+			"price":        obj(map[string]any{"input_per_million": typ("number", ""), "output_per_million": typ("number", "")}),
+			"check_source": typ("boolean", "false adds the model without checking its source, for sources only the nodes can reach; default true"),
+		}, "name", "engine")
+		o["additionalProperties"] = false
+		return o
+	}()
+
+	sourceCheckSchema = obj(map[string]any{
+		"kind":    map[string]any{"type": "string", "enum": []string{"local", "url", "registry", "mirror", "none"}},
+		"source":  typ("string", "without a URL's query or user info"),
+		"checked": typ("boolean", "false when skipped; note says why"),
+		"size":    typ("integer", "bytes"),
+		"format":  typ("string", "gguf or safetensors, when known"),
+		"files":   typ("integer", ""),
+		"note":    typ("string", ""),
+	}, "kind", "checked")
+
+	planSchema = obj(map[string]any{
+		"model":    typ("string", ""),
+		"fits":     typ("boolean", "every replica the model starts with would be placed"),
+		"replicas": arr(obj(map[string]any{"node": typ("string", ""), "resources": amountsSchema}, "node", "resources")),
+		"evict": arr(obj(map[string]any{"model": typ("string", ""), "replica": typ("string", ""),
+			"class": typ("string", ""), "resources": amountsSchema}, "model", "replica", "class", "resources")),
+		"missing":      amountsSchema,
+		"reason":       typ("string", "why it does not fit"),
+		"note":         typ("string", ""),
+		"node":         obj(map[string]any{"capacity": amountsSchema, "used": amountsSchema, "free": amountsSchema}),
+		"source_check": sourceCheckSchema,
+		"source_error": typ("string", "why the source check failed; a real add is refused with 422"),
+	}, "model", "fits", "replicas", "evict", "node")
+)
+
+var schemas = map[string]opSchemas{
+	"POST /llm/plan":   {request: modelRequestSchema, response: planSchema},
+	"POST /llm/models": {request: modelRequestSchema},
+}

@@ -1,0 +1,240 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/mirror"
+)
+
+// decodeModel reads the body of POST /llm/models and POST /llm/plan: a
+// model in its JSON shape.
+func decodeModel(w http.ResponseWriter, r *http.Request) (*Model, error) {
+	var m Model
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)
+	}
+	return &m, nil
+}
+
+// checkSource checks the model's source unless it opts out. The caller
+// holds a.mu (it may start the model's engine to learn its formats).
+func (a *App) checkSource(ctx context.Context, m *Model) (*SourceCheck, error) {
+	if m.CheckSource != nil && !*m.CheckSource {
+		return &SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
+	}
+	var formats []string
+	if p, ok := a.engines[m.Engine]; ok {
+		formats = p.Info().Formats
+	} else if checkEngineType(m.Name, m.Engine) == nil {
+		if p, _, err := a.loadEngine(m.Engine); err == nil {
+			formats = p.Info().Formats
+		}
+	}
+	sc, err := a.sourceChecker().check(ctx, m, formats)
+	return &sc, err
+}
+
+func (a *App) sourceChecker() *sourceChecker {
+	mr := a.mirror
+	if mr == nil {
+		mr = activeMirror.Load()
+	}
+	return &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, mirror: mr,
+		registry: a.Mirror.withDefaults("").Registry, token: os.Getenv("HF_TOKEN")}
+}
+
+// warnSources checks the sources of the config's models in the
+// background and warns about those that fail: they are served anyway, as
+// before, but the operator learns why the first start will fail.
+func (a *App) warnSources(ctx context.Context, models []*Model, formats map[string][]string) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger.Error("checking the config's model sources panicked", zap.Any("panic", r), zap.Stack("stack"))
+		}
+	}()
+	c := a.sourceChecker()
+	for _, m := range models {
+		if ctx.Err() != nil {
+			return
+		}
+		f, ok := formats[m.Engine]
+		if !ok || m.Source == "" || (m.CheckSource != nil && !*m.CheckSource) {
+			continue
+		}
+		if _, err := c.check(ctx, m, f); err != nil && ctx.Err() == nil {
+			a.logger.Warn("a model's source failed its check; its replicas will fail to start until it is fixed",
+				zap.String("model", m.Name), zap.Error(err))
+		}
+	}
+}
+
+// sourceStatus maps a failed source check to the admin API's answer.
+func sourceStatus(err error) error {
+	var se *SourceError
+	if errors.As(err, &se) {
+		return apiErr(http.StatusUnprocessableEntity, "%v", se)
+	}
+	return apiErr(http.StatusBadRequest, "%v", err)
+}
+
+// Plan is the answer of POST /llm/plan: where a model's replicas would
+// go, what would be stopped to make room, and what is missing.
+type Plan struct {
+	Model string `json:"model"`
+	// Fits is true when every replica the model starts with would be placed.
+	Fits bool `json:"fits"`
+	// Replicas is where each replica would go, in start order.
+	Replicas []PlannedReplica `json:"replicas"`
+	// Evict lists the replicas of lower classes that would be stopped.
+	Evict []PlannedEviction `json:"evict"`
+	// Missing is what the node lacks for the first replica that does not
+	// fit, even after stopping every lower-class replica; Reason says it.
+	Missing *Amounts `json:"missing,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	// Note explains a plan made for a model that starts on demand (min 0).
+	Note string `json:"note,omitempty"`
+	// Node is the node's capacity and use now.
+	Node        NodeStatus   `json:"node"`
+	SourceCheck *SourceCheck `json:"source_check,omitempty"`
+	// SourceError is why the source check failed: a real add is refused.
+	SourceError string `json:"source_error,omitempty"`
+}
+
+// PlannedReplica is one replica in a plan.
+type PlannedReplica struct {
+	Node      string  `json:"node"`
+	Resources Amounts `json:"resources"`
+}
+
+// PlannedEviction is one replica a plan would stop.
+type PlannedEviction struct {
+	Model     string  `json:"model"`
+	Replica   string  `json:"replica"`
+	Class     string  `json:"class"`
+	Resources Amounts `json:"resources"`
+}
+
+// planOn places n replicas of m on a copy of the ledger with fit, the
+// function reserve uses, and changes nothing.
+func (l *ledger) planOn(m *Model, n int, nodeName string) Plan {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.cap()
+	places := make([]*placement, len(l.places))
+	for i, q := range l.places {
+		cp := *q
+		places[i] = &cp
+	}
+	need, rank := m.needs(), classRank(m.Class)
+	pl := Plan{Model: m.Name, Fits: true, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
+	for range n {
+		victims, why := fit(c, places, need, rank)
+		if why != "" {
+			pl.Fits, pl.Reason = false, why
+			pl.Missing = missing(c, places, need, rank)
+			break
+		}
+		for _, q := range victims {
+			q.evicted = true
+			pl.Evict = append(pl.Evict, PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
+				Class: className(q.fleet.m().Class), Resources: amounts(q.need)})
+		}
+		places = append(places, &placement{need: need, rank: rank})
+		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: nodeName, Resources: amounts(need)})
+	}
+	return pl
+}
+
+// missing is what need lacks on the node once every replica of a lower
+// class is counted as stopped.
+func missing(c Resources, places []*placement, need Resources, rank int) *Amounts {
+	room := c
+	for _, q := range places {
+		if !q.evicted && !(q.rep != nil && q.rank < rank) {
+			room = room.add(q.need, -1)
+		}
+	}
+	short := need.add(room, -1)
+	out := Amounts{Memory: max(short.Memory, 0), Cores: max(short.Cores, 0), GPUs: max(short.GPUs, 0)}
+	return &out
+}
+
+func className(c string) string {
+	if c == "" {
+		return ClassStandard
+	}
+	return c
+}
+
+// engineFormats are the weight formats of the engines running now.
+func (a *App) engineFormats() map[string][]string {
+	out := map[string][]string{}
+	for typ, p := range a.engines {
+		out[typ] = p.Info().Formats
+	}
+	return out
+}
+
+// nodeName names this node in plans: its cluster name, else the host's.
+func (a *App) nodeName() string {
+	if a.Cluster != nil && a.Cluster.Node != "" {
+		return a.Cluster.Node
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// postPlan answers POST /llm/plan: the model is checked as an add checks
+// it (the whole catalog's rules, its source) and placed on a copy of the
+// node's ledger. Nothing changes.
+func postPlan(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return apiErr(http.StatusMethodNotAllowed, "use POST with a model, as for POST /llm/models")
+	}
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	if a.cluster != nil {
+		return apiErr(http.StatusNotImplemented, "placement plans are made for a single node; in a cluster, add the model with min 0 and read its state in GET /llm/models")
+	}
+	m, err := decodeModel(w, r)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.v()
+	if _, err := newCatalog(append(slices.Clone(cur.models), m)); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	// The engine's own rules, as provisionModel applies them to an add.
+	p, _, err := a.loadEngine(m.Engine)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
+	}
+	if err := checkEngineSettings(m, p.Info()); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	sc, serr := a.checkSource(r.Context(), m)
+	n, note := m.Scaling.min(), ""
+	if n == 0 {
+		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"
+	}
+	pl := node.planOn(m, n, a.nodeName())
+	pl.Note, pl.Node, pl.SourceCheck = note, node.status(), sc
+	if serr != nil {
+		pl.SourceError = serr.Error()
+	}
+	a.logger.Debug("placement planned", zap.String("model", m.Name), zap.Bool("fits", pl.Fits))
+	return writeJSON(w, pl)
+}

@@ -1,0 +1,54 @@
+package llm
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPlanMatchesReserve plans a model on a full node and then reserves
+// its replica for real: the plan names the replica reserve stops, and
+// leaves the ledger as it was.
+func TestPlanMatchesReserve(t *testing.T) {
+	const gib = 1 << 30
+	l := &ledger{}
+	l.capacity.Store(&Resources{Memory: 8 * gib, Cores: 8})
+	running := func(name, class string, mem int64, id string) {
+		m := &Model{Name: name, Engine: "sim", Class: class, Resources: &Resources{Memory: mem}}
+		f := &fleet{}
+		f.model.Store(m)
+		l.places = append(l.places, &placement{fleet: f, need: m.needs(), rank: classRank(class),
+			rep: &Replica{ID: id, Started: time.Now()}})
+	}
+	running("batch", ClassOpportunistic, 4*gib, "batch-1")
+	running("chat", ClassStandard, 3*gib, "chat-1")
+
+	m := &Model{Name: "new", Engine: "sim", Resources: &Resources{Memory: 4 * gib}}
+	pl := l.planOn(m, 1, "n1")
+	if !pl.Fits || len(pl.Replicas) != 1 || pl.Replicas[0].Node != "n1" || len(pl.Evict) != 1 || pl.Evict[0].Replica != "batch-1" {
+		t.Fatalf("plan: got %+v, want one replica on n1 stopping batch-1", pl)
+	}
+	for _, q := range l.places {
+		if q.evicted {
+			t.Fatal("the plan changed the ledger")
+		}
+	}
+	f := &fleet{}
+	f.model.Store(m)
+	p, victims, why := l.reserve(f)
+	if p == nil || why != "" || len(victims) != 1 || victims[0].rep.ID != pl.Evict[0].Replica {
+		t.Fatalf("reserve: got %v %v %q; the plan said %+v", p, victims, why, pl.Evict)
+	}
+
+	// A critical model bigger than what can be freed: the plan says what
+	// is missing.
+	big := &Model{Name: "big", Engine: "sim", Class: ClassCritical, Resources: &Resources{Memory: 16 * gib}}
+	pl = l.planOn(big, 1, "n1")
+	if pl.Fits || pl.Missing == nil || pl.Missing.Memory != 12*gib || pl.Reason == "" {
+		t.Fatalf("too big: got %+v, want 12 GiB missing (the new replica is still starting, so it is not stopped)", pl)
+	}
+	// Two replicas where 1 GiB is free: the first takes it, the second
+	// is counted against what the first took.
+	if pl2 := l.planOn(&Model{Name: "two", Engine: "sim", Resources: &Resources{Memory: 1 * gib}}, 2, "n1"); pl2.Fits || len(pl2.Replicas) != 1 || pl2.Missing.Memory != 1*gib {
+		t.Fatalf("two replicas, room for one: got %+v", pl2)
+	}
+}

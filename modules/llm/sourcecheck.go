@@ -1,0 +1,407 @@
+package llm
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/mirror"
+)
+
+// sourceCheckTimeout bounds the whole check of one source: a few requests,
+// never a download.
+var sourceCheckTimeout = 5 * time.Second
+
+// SourceCheck is what checking a model's source before it is added found.
+type SourceCheck struct {
+	// Kind is local, url, registry, mirror or none (the engine loads no
+	// weight files, or the source is the engine's own kind of name).
+	Kind string `json:"kind"`
+	// Source is the source as checked, without a URL's query or user info.
+	Source string `json:"source,omitempty"`
+	// Checked is false when the check was skipped (check_source false) or
+	// there was nothing to check; Note says why.
+	Checked bool `json:"checked"`
+	// Size of the weights in bytes, when the source tells it.
+	Size int64 `json:"size,omitempty"`
+	// Format of the weights: gguf, safetensors, or "" when not known.
+	Format string `json:"format,omitempty"`
+	// Files the source holds (a registry repository, a mirror version).
+	Files int    `json:"files,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// SourceError is a source that failed its check: what is wrong and how
+// to fix it. The admin API answers it with 422.
+type SourceError struct{ msg string }
+
+func (e *SourceError) Error() string { return e.msg }
+
+func sourceErr(format string, args ...any) error {
+	return &SourceError{msg: fmt.Sprintf(format, args...) + "; or add it with \"check_source\": false if only the nodes can reach it"}
+}
+
+// sourceChecker checks sources against what the app can reach.
+type sourceChecker struct {
+	client   *http.Client
+	mirror   *mirror.Mirror // nil when the app has none
+	registry string         // the registry hf:// sources name
+	token    string
+}
+
+// check looks at a model's source without downloading it: the file or
+// URL exists and answers, the registry repository and file exist, the
+// mirror version exists, and the weights are in a format one of formats
+// (the engine's) names.
+func (c *sourceChecker) check(ctx context.Context, m *Model, formats []string) (SourceCheck, error) {
+	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
+	defer cancel()
+	src := m.Source
+	res := SourceCheck{Source: mirror.RedactURL(src), Checked: true}
+	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
+	var err error
+	switch {
+	case src == "":
+		res.Kind, res.Checked, res.Note = "none", false, "the model has no source"
+	case strings.HasPrefix(src, "mirror://"):
+		res.Kind = "mirror"
+		err = c.checkMirror(ctx, m, &res, formats)
+	case strings.HasPrefix(src, "hf://"):
+		res.Kind = "registry"
+		err = c.checkRegistry(ctx, &res, src, formats)
+	case !loadsFiles:
+		res.Kind, res.Checked, res.Note = "none", false, fmt.Sprintf("engine %s loads no weight files; the source goes to it as it is", m.Engine)
+	case strings.HasPrefix(src, "http://"), strings.HasPrefix(src, "https://"):
+		res.Kind = "url"
+		err = c.checkURL(ctx, &res, src)
+	case strings.Contains(src, "://"):
+		res.Kind, res.Checked, res.Note = "none", false, "not a scheme llmgw fetches; the source goes to the engine as it is"
+	default:
+		res.Kind = "local"
+		err = checkLocal(&res, src)
+	}
+	if err == nil && (res.Kind == "url" || res.Kind == "registry") && c.mirror == nil {
+		err = sourceErr("source %s is fetched through the weights mirror, which this llmgw has not configured; add a mirror block to the llm app", res.Source)
+	}
+	if err != nil {
+		return res, err
+	}
+	if loadsFiles && res.Checked && !slices.Contains(formats, res.Format) {
+		what := res.Format
+		if what == "" {
+			what = "neither GGUF nor safetensors"
+		}
+		return res, sourceErr("model %q: engine %s loads %s weights and %s is %s; point source at %s weights",
+			m.Name, m.Engine, strings.Join(formats, " or "), res.Source, what, strings.Join(formats, " or "))
+	}
+	return res, nil
+}
+
+// checkLocal sizes a local file or directory and reads its format.
+func checkLocal(res *SourceCheck, src string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return sourceErr("source %s: %v; give a path this node can read", src, errors.Unwrap(err))
+	}
+	res.Format, _ = sourceFormat(src)
+	if !st.IsDir() {
+		res.Size, res.Files = st.Size(), 1
+		return nil
+	}
+	_ = filepath.WalkDir(src, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if i, err := d.Info(); err == nil {
+				res.Size += i.Size()
+				res.Files++
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// checkURL asks the URL for its size (HEAD, or a ranged GET when HEAD is
+// refused) and reads its first bytes for the format.
+func (c *sourceChecker) checkURL(ctx context.Context, res *SourceCheck, src string) error {
+	u, err := url.Parse(src)
+	if err != nil || u.Host == "" {
+		return sourceErr("source %s is not a URL llmgw can fetch; give http(s)://host/path/to/weights.gguf", res.Source)
+	}
+	if name := path.Base(u.Path); name == "/" || name == "." || name == "" {
+		return sourceErr("source %s names no file; give the URL of the weights file", res.Source)
+	}
+	resp, err := c.do(ctx, http.MethodHead, src, "")
+	if err == nil && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented || resp.StatusCode == http.StatusForbidden) {
+		resp.Body.Close()
+		resp = nil
+	}
+	head, err := c.head(ctx, src, resp, err)
+	if err != nil {
+		return err
+	}
+	res.Size, res.Files = head.size, 1
+	res.Format = magicFormat(head.first)
+	return nil
+}
+
+type urlHead struct {
+	size  int64
+	first []byte
+}
+
+// head finishes checkURL: the size from HEAD when it answered, the first
+// bytes from a ranged GET (which also gives the size when HEAD did not).
+func (c *sourceChecker) head(ctx context.Context, src string, hresp *http.Response, herr error) (urlHead, error) {
+	var h urlHead
+	h.size = -1
+	if herr != nil {
+		return h, sourceErr("source %s does not answer: %v; check the host and the network", mirror.RedactURL(src), stripURL(herr))
+	}
+	if hresp != nil {
+		hresp.Body.Close()
+		if hresp.StatusCode != http.StatusOK {
+			return h, statusErr(src, hresp.Status)
+		}
+		h.size = hresp.ContentLength
+	}
+	resp, err := c.do(ctx, http.MethodGet, src, "bytes=0-15")
+	if err != nil {
+		return h, sourceErr("source %s does not answer: %v; check the host and the network", mirror.RedactURL(src), stripURL(err))
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		if _, total, ok := strings.Cut(resp.Header.Get("Content-Range"), "/"); ok && h.size < 0 {
+			h.size, _ = strconv.ParseInt(total, 10, 64)
+		}
+	case http.StatusOK:
+		if h.size < 0 {
+			h.size = resp.ContentLength
+		}
+	default:
+		return h, statusErr(src, resp.Status)
+	}
+	h.first, _ = io.ReadAll(io.LimitReader(resp.Body, 16)) // a server that ignores Range is cut off here
+	h.size = max(h.size, 0)
+	return h, nil
+}
+
+func statusErr(src, status string) error {
+	return sourceErr("source %s answered %s; check the URL (and a token in it, for private files)", mirror.RedactURL(src), status)
+}
+
+// stripURL keeps a URL's query out of a client error.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func (c *sourceChecker) do(ctx context.Context, method, u, rng string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	if c.token != "" && c.registry != "" && strings.HasPrefix(u, strings.TrimSuffix(c.registry, "/")+"/") {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return c.client.Do(req)
+}
+
+// magicFormat tells GGUF or safetensors from a file's first bytes.
+func magicFormat(b []byte) string {
+	if len(b) >= 4 && string(b[:4]) == "GGUF" {
+		return FormatGGUF
+	}
+	// safetensors: a little-endian header length, then a JSON object.
+	if len(b) >= 9 && b[8] == '{' && binary.LittleEndian.Uint64(b[:8]) < 100<<20 {
+		return FormatSafetensors
+	}
+	return ""
+}
+
+// nameFormat tells a weights format from file names, as the mirror does,
+// the engine's formats first.
+func nameFormat(names, formats []string) string {
+	for _, want := range append(slices.Clone(formats), FormatGGUF, FormatSafetensors) {
+		for _, n := range names {
+			if strings.HasSuffix(strings.ToLower(n), "."+want) {
+				return want
+			}
+		}
+	}
+	return ""
+}
+
+// checkMirror finds the version a mirror://model[/version[/file]] source
+// names in the mirror's stores.
+func (c *sourceChecker) checkMirror(ctx context.Context, m *Model, res *SourceCheck, formats []string) error {
+	if c.mirror == nil {
+		return sourceErr("source %s needs the mirror; configure it with a mirror block in the llm app", res.Source)
+	}
+	parts := strings.SplitN(strings.TrimPrefix(m.Source, "mirror://"), "/", 3)
+	model, version, file := parts[0], "", ""
+	if len(parts) > 1 {
+		version = parts[1]
+	}
+	if len(parts) > 2 {
+		file = parts[2]
+	}
+	if version == "" {
+		v, err := c.mirror.Current(ctx, model)
+		if errors.Is(err, mirror.ErrNotFound) {
+			return sourceErr("source %s: model %s has no version in the mirror; add one with llmgw mirror add or POST /llm/mirror/versions", res.Source, model)
+		}
+		if err != nil {
+			return sourceErr("source %s: the mirror's stores do not answer: %v", res.Source, err)
+		}
+		version = v
+	}
+	man, err := c.mirror.Show(ctx, model, version)
+	if errors.Is(err, mirror.ErrNotFound) {
+		return sourceErr("source %s: version %s/%s does not exist in the mirror%s; GET /llm/mirror/versions lists the versions",
+			res.Source, model, version, c.versionsOf(ctx, model))
+	}
+	if err != nil {
+		return sourceErr("source %s: the mirror's stores do not answer: %v", res.Source, err)
+	}
+	var names []string
+	for _, f := range man.Files {
+		if file == "" || f.Path == file {
+			names = append(names, f.Path)
+			res.Size += f.Size
+			res.Files++
+		}
+	}
+	if file != "" && res.Files == 0 {
+		return sourceErr("source %s: version %s/%s has no file %q", res.Source, model, version, file)
+	}
+	res.Format = nameFormat(names, formats)
+	return nil
+}
+
+// versionsOf names a model's versions in the mirror, for a message.
+func (c *sourceChecker) versionsOf(ctx context.Context, model string) string {
+	list, _ := c.mirror.List(ctx)
+	var vs []string
+	for _, v := range list {
+		if v.Model == model {
+			vs = append(vs, v.Version)
+		}
+	}
+	if len(vs) == 0 {
+		return " (the mirror has no version of " + model + ")"
+	}
+	return " (it has " + strings.Join(vs, ", ") + ")"
+}
+
+// checkRegistry finds the repository, revision and files an
+// hf://org/repo[@revision][/path] source names, through the registry's
+// API, and sums their sizes.
+func (c *sourceChecker) checkRegistry(ctx context.Context, res *SourceCheck, src string, formats []string) error {
+	ref, err := mirror.ParseRegistryRef(src)
+	if err != nil {
+		return sourceErr("source %v", err)
+	}
+	if c.registry == "" {
+		return sourceErr("source %s: hf:// sources need the registry's base URL; set registry in the mirror block or the HF_ENDPOINT environment variable", res.Source)
+	}
+	base := strings.TrimSuffix(c.registry, "/")
+	var rev struct {
+		SHA string `json:"sha"`
+	}
+	if _, err := c.getJSON(ctx, base+"/api/models/"+ref.Repository+"/revision/"+url.PathEscape(ref.Revision), &rev); err != nil {
+		return sourceErr("source %s: repository %s at revision %s: %v", res.Source, ref.Repository, ref.Revision, err)
+	}
+	var list []registryEntry
+	next := base + "/api/models/" + ref.Repository + "/tree/" + rev.SHA + "?recursive=true"
+	for pages := 0; next != "" && pages < maxRegistryPages; pages++ {
+		var page []registryEntry
+		var err error
+		if next, err = c.getJSON(ctx, next, &page); err != nil {
+			return sourceErr("source %s: listing repository %s: %v", res.Source, ref.Repository, err)
+		}
+		list = append(list, page...)
+	}
+	var names []string
+	for _, f := range list {
+		if f.Type != "file" || f.Path == ".gitattributes" {
+			continue
+		}
+		if ref.Path != "" && f.Path != ref.Path && !strings.HasPrefix(f.Path, ref.Path+"/") {
+			continue
+		}
+		names = append(names, f.Path)
+		res.Size += f.Size
+		if f.LFS != nil {
+			res.Size += f.LFS.Size - f.Size
+		}
+	}
+	if len(names) == 0 {
+		return sourceErr("source %s: repository %s has no file at %q", res.Source, ref.Repository, ref.Path)
+	}
+	res.Files, res.Format = len(names), nameFormat(names, formats)
+	return nil
+}
+
+type registryEntry struct {
+	Type string `json:"type"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	LFS  *struct {
+		Size int64 `json:"size"`
+	} `json:"lfs"`
+}
+
+// maxRegistryPages bounds the pages of a repository listing read.
+const maxRegistryPages = 20
+
+// getJSON decodes a registry answer and returns the URL of its next page.
+func (c *sourceChecker) getJSON(ctx context.Context, u string, v any) (string, error) {
+	resp, err := c.do(ctx, http.MethodGet, u, "")
+	if err != nil {
+		return "", fmt.Errorf("the registry does not answer: %w", stripURL(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return "", errors.New("not found in the registry; check the name and revision")
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return "", fmt.Errorf("the registry refused it (%s); set a token with HF_TOKEN for gated or private repositories", resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return "", fmt.Errorf("the registry answered %s", resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return "", fmt.Errorf("decoding the registry's answer: %w", err)
+	}
+	return nextPage(resp.Header.Get("Link")), nil
+}
+
+// nextPage reads the rel="next" URL of a Link header.
+func nextPage(h string) string {
+	for _, l := range strings.Split(h, ",") {
+		target, params, ok := strings.Cut(l, ";")
+		if ok && strings.Contains(params, `rel="next"`) {
+			return strings.Trim(strings.TrimSpace(target), "<>")
+		}
+	}
+	return ""
+}
