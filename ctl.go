@@ -159,12 +159,9 @@ func (c *ctl) model() *cobra.Command {
 	var noCheck bool
 	add := &cobra.Command{Use: "add -f <model.yaml|model.json> [--no-check-source]", Short: "Adds a model, in the shape a model takes in the JSON config; its source is checked first", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			m, err := readModelFile(file)
+			m, err := modelBody(file, noCheck)
 			if err != nil {
 				return err
-			}
-			if noCheck {
-				m["check_source"] = false
 			}
 			var st llm.AddedModel
 			if err := c.call("POST", "/llm/models", m, &st); err != nil || c.json {
@@ -469,6 +466,16 @@ func (c *ctl) cache() *cobra.Command {
 }
 
 // readModelFile reads a model in YAML (or JSON, which is YAML too).
+// modelBody is a model file as the admin API's body for an add or a
+// plan; noCheck turns the source check off.
+func modelBody(path string, noCheck bool) (map[string]any, error) {
+	m, err := readModelFile(path)
+	if err == nil && noCheck {
+		m["check_source"] = false
+	}
+	return m, err
+}
+
 func readModelFile(path string) (map[string]any, error) {
 	if path == "" {
 		return nil, fmt.Errorf("give the model's file with -f model.yaml")

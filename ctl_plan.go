@@ -19,12 +19,9 @@ func (c *ctl) modelPlan() *cobra.Command {
 		Short: "Says where a model's replicas would go, what would be stopped for them and what is missing, without changing anything",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			m, err := readModelFile(file)
+			m, err := modelBody(file, noCheck)
 			if err != nil {
 				return err
-			}
-			if noCheck {
-				m["check_source"] = false
 			}
 			var pl llm.Plan
 			if err := c.call("POST", "/llm/plan", m, &pl); err != nil || c.json {
