@@ -67,6 +67,18 @@ type answerScratch struct {
 
 var answerScratchPool = sync.Pool{New: func() any { return new(answerScratch) }}
 
+// release returns sc to the pool, dropping its slices of the answer.
+func (sc *answerScratch) release() {
+	clear(sc.top)
+	clear(sc.choice)
+	clear(sc.inner)
+	clear(sc.call)
+	clear(sc.fn)
+	clear(sc.choices)
+	clear(sc.calls)
+	answerScratchPool.Put(sc)
+}
+
 // member is the value of the member key of ms, or nil.
 func member(ms []openai.Member, key string) []byte {
 	for i := len(ms) - 1; i >= 0; i-- { // the last of a repeated key, as decoding does
@@ -164,7 +176,7 @@ func parseWhole(body []byte) (*answer, error) {
 		return nil, errNotCacheable
 	}
 	sc := answerScratchPool.Get().(*answerScratch)
-	defer answerScratchPool.Put(sc)
+	defer sc.release()
 	sc.top = openai.AppendMembers(sc.top[:0], body)
 	a := &answer{Chat: string(member(sc.top, "object")) == `"chat.completion"`, Model: modelName(member(sc.top, "model"))}
 	a.Usage, _ = openai.FindUsage(body)
@@ -217,7 +229,7 @@ const maxStreamChoices = 16
 // [DONE], with an error event or a refusal is not cacheable.
 func assemble(events []byte, usage openai.Usage) (*answer, error) {
 	sc := answerScratchPool.Get().(*answerScratch)
-	defer answerScratchPool.Put(sc)
+	defer sc.release()
 	a := &answer{Usage: usage}
 	var one [1]building
 	choices := one[:0]

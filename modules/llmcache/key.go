@@ -43,7 +43,15 @@ var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
 // a JSON object (a request Enter accepted).
 func keysOf(scope, model, endpoint string, raw []byte, semantic bool) keys {
 	sc := keyScratchPool.Get().(*keyScratch)
-	defer keyScratchPool.Put(sc)
+	defer func() {
+		// The slices point into the body: drop them, so that a pooled
+		// scratch does not keep a large body alive.
+		clear(sc.members)
+		clear(sc.inner)
+		clear(sc.elems)
+		clear(sc.elems2)
+		keyScratchPool.Put(sc)
+	}()
 	buf := appendKeyPrefix(sc.buf[:0], scope, model, endpoint)
 	prefix := len(buf)
 	buf = append(buf, '{')
