@@ -46,10 +46,10 @@ func keysOf(scope, model, endpoint string, raw []byte, semantic bool) keys {
 	defer func() {
 		// The slices point into the body: drop them, so that a pooled
 		// scratch does not keep a large body alive.
-		clear(sc.members)
-		clear(sc.inner)
-		clear(sc.elems)
-		clear(sc.elems2)
+		clear(sc.members[:cap(sc.members)])
+		clear(sc.inner[:cap(sc.inner)])
+		clear(sc.elems[:cap(sc.elems)])
+		clear(sc.elems2[:cap(sc.elems2)])
 		keyScratchPool.Put(sc)
 	}()
 	buf := appendKeyPrefix(sc.buf[:0], scope, model, endpoint)
