@@ -69,13 +69,13 @@ var answerScratchPool = sync.Pool{New: func() any { return new(answerScratch) }}
 
 // release returns sc to the pool, dropping its slices of the answer.
 func (sc *answerScratch) release() {
-	clear(sc.top)
-	clear(sc.choice)
-	clear(sc.inner)
-	clear(sc.call)
-	clear(sc.fn)
-	clear(sc.choices)
-	clear(sc.calls)
+	clear(sc.top[:cap(sc.top)])
+	clear(sc.choice[:cap(sc.choice)])
+	clear(sc.inner[:cap(sc.inner)])
+	clear(sc.call[:cap(sc.call)])
+	clear(sc.fn[:cap(sc.fn)])
+	clear(sc.choices[:cap(sc.choices)])
+	clear(sc.calls[:cap(sc.calls)])
 	answerScratchPool.Put(sc)
 }
 
