@@ -396,7 +396,7 @@ func (m *Mirror) resolveRegistry(ctx context.Context, model, source string) (*re
 			return nil, fmt.Errorf("listing %s: %w", source, err)
 		}
 		list = append(list, page...)
-		next = nextLink(hdr.Get("Link"))
+		next = NextLink(hdr.Get("Link"))
 	}
 	r := &resolved{origin: Origin{Source: source, Repository: ref.Repository, Revision: ref.Revision, Commit: commit, Registry: base}, version: shortCommit(commit)}
 	for _, f := range list {
@@ -447,8 +447,8 @@ func (m *Mirror) resolveRegistry(ctx context.Context, model, source string) (*re
 	return r, nil
 }
 
-// nextLink reads the rel="next" URL of a Link header.
-func nextLink(h string) string {
+// NextLink reads the rel="next" URL of a Link header.
+func NextLink(h string) string {
 	for _, l := range strings.Split(h, ",") {
 		seg := strings.Split(l, ";")
 		if len(seg) < 2 {

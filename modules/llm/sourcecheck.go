@@ -392,16 +392,5 @@ func (c *sourceChecker) getJSON(ctx context.Context, u string, v any) (string, e
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
 		return "", fmt.Errorf("decoding the registry's answer: %w", err)
 	}
-	return nextPage(resp.Header.Get("Link")), nil
-}
-
-// nextPage reads the rel="next" URL of a Link header.
-func nextPage(h string) string {
-	for _, l := range strings.Split(h, ",") {
-		target, params, ok := strings.Cut(l, ";")
-		if ok && strings.Contains(params, `rel="next"`) {
-			return strings.Trim(strings.TrimSpace(target), "<>")
-		}
-	}
-	return ""
+	return mirror.NextLink(resp.Header.Get("Link")), nil
 }
