@@ -189,7 +189,9 @@ func (g *gateway) writeConfig(llmBlock, routerBlock string) {
 
 func (g *gateway) waitReady() {
 	g.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: under -race on a busy two-core machine a start with
+	// several engines has taken over 30 s.
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-g.exited:
