@@ -16,7 +16,7 @@ import (
 // kept with the entry), never once per candidate.
 type analysis struct {
 	words   []string    // canonical content words in order: numbers, units, names and markers included
-	set     []string    // words, sorted, each once; nil in a kept entry (see compact)
+	set     []string    // words, sorted, each once; nil in a kept entry (see entry.freeze)
 	nset    int         // len(set)
 	numbers []string    // the numbers, in order ("15%" and "fifteen percent" both give 15)
 	names   []string    // entities, in order, each once (aliases merged: JS is JavaScript)
@@ -186,13 +186,6 @@ func (a *analysis) wordSet() []string {
 	set := slices.Clone(a.words)
 	slices.Sort(set)
 	return slices.Compact(set)
-}
-
-// compact drops what a kept entry's analysis can make again when a
-// candidate is verified (rarely): the sorted set of words, a slice of
-// pointers every garbage collection would otherwise scan.
-func (a *analysis) compact() {
-	a.set = nil
 }
 
 // setKeys are the keys the built-in matcher finds a question under: its

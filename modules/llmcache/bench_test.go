@@ -41,6 +41,13 @@ func question(rng *rand.Rand) string {
 // filled returns a store with n entries in one bucket (the worst case: one
 // tenant, one model, one context) and the memory they take.
 func filled(tb testing.TB, n int) (*entries, float64) {
+	s, perEntry, _ := filledObjects(tb, n)
+	return s, perEntry
+}
+
+// filledObjects is filled, with the heap objects each entry takes too:
+// what a garbage collection visits.
+func filledObjects(tb testing.TB, n int) (*entries, float64, float64) {
 	s, err := newEntries(1 << 30)
 	if err != nil {
 		tb.Fatal(err)
@@ -49,14 +56,15 @@ func filled(tb testing.TB, n int) (*entries, float64) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	rng := rand.New(rand.NewPCG(3, 4))
-	ans := &answer{Chat: true, Choices: []answerChoice{{Content: strings.Repeat("an answer of some length ", 8), FinishReason: "stop"}}}
 	for i := range n {
 		q := question(rng)
-		s.putLocal(&entry{key: fmt.Sprint(i), bucket: "b", question: q, an: analyze(q), ans: ans, expires: time.Now().Add(time.Hour)})
+		// Each its own answer, as answers parsed from engines are.
+		ans := &answer{Chat: true, Choices: []answerChoice{{Content: strings.Repeat("an answer of some length ", 8) + fmt.Sprint(i), FinishReason: "stop"}}}
+		s.putLocal(&entry{key: fmt.Sprintf("%064x", i), bucket: "b", question: q, an: analyze(q), ans: ans, expires: time.Now().Add(time.Hour)})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	return s, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	return s, float64(after.HeapAlloc-before.HeapAlloc) / float64(n), float64(after.HeapObjects-before.HeapObjects) / float64(n)
 }
 
 // benchLookup measures a semantic lookup that misses (every question is
@@ -137,4 +145,18 @@ func BenchmarkMissPath(b *testing.B) {
 		s.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, ans: ans,
 			expires: time.Now().Add(time.Hour), scope: q.scope, model: q.model})
 	}
+}
+
+// BenchmarkGCMark measures what a store of 100k questions costs each
+// garbage collection: the collector marks every pointer the entries hold,
+// and a gateway that misses the cache collects often.
+func BenchmarkGCMark(b *testing.B) {
+	s, _, objects := filledObjects(b, 100_000)
+	defer s.Destruct()
+	runtime.GC()
+	for b.Loop() {
+		runtime.GC()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/entry")
+	b.ReportMetric(objects, "objects/entry")
 }

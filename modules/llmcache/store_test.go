@@ -2,6 +2,8 @@ package llmcache
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +70,60 @@ func TestStoreEvictsByClock(t *testing.T) {
 	tiny, _ := newEntries(100)
 	if tiny.putLocal(mk("x", "anything at all", time.Hour)) {
 		t.Error("an entry larger than max_memory was kept")
+	}
+}
+
+// TestFreezeKeepsWhatWasPut stores entries packed into few objects: what
+// a lookup and a hit read back is what was put (long questions and
+// answers of several choices with tool calls too), and the request's own
+// analysis is left as it was.
+func TestFreezeKeepsWhatWasPut(t *testing.T) {
+	s, err := newEntries(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	cases := []struct{ q string }{
+		{"What is the capital of Peru?"},
+		{"Convert 100 USD to EUR at today's rate, then compare it with the rate from 2019 for Alice, Bob, Carol, Dave, Erin and Frank in Berlin, Paris and Tokyo"},
+		{"Why?"},
+	}
+	for i, c := range cases {
+		an := analyze(c.q)
+		want := *an
+		want.set = slices.Clone(an.set)
+		want.words, want.numbers, want.names = slices.Clone(an.words), slices.Clone(an.numbers), slices.Clone(an.names)
+		ans := &answer{Chat: true, Model: "m", Choices: []answerChoice{
+			{Index: 0, Content: fmt.Sprint("first answer ", i), FinishReason: "stop"},
+			{Index: 1, ToolCalls: []toolCall{{ID: "call_1", Name: "lookup", Arguments: `{"city":"Lima"}`}}, FinishReason: "tool_calls"},
+		}}
+		if i == 0 {
+			ans.Choices = ans.Choices[:1]
+		}
+		wantAns := *ans
+		wantAns.Choices = slices.Clone(ans.Choices)
+		key := fmt.Sprint("key-", i)
+		if !s.putLocal(&entry{key: key, bucket: "b", question: c.q, an: an, ans: ans, expires: time.Now().Add(time.Hour)}) {
+			t.Fatalf("%q was refused", c.q)
+		}
+		got, ok := s.get(key)
+		if !ok {
+			t.Fatalf("%q is not found by its key", c.q)
+		}
+		if got.key != key || got.question != c.q || !reflect.DeepEqual(*got.ans, wantAns) {
+			t.Errorf("%q came back as key %q question %q answer %+v, want %+v", c.q, got.key, got.question, *got.ans, wantAns)
+		}
+		g := got.an
+		if !slices.Equal(g.words, want.words) || !slices.Equal(g.numbers, want.numbers) || !slices.Equal(g.names, want.names) ||
+			!reflect.DeepEqual(g.orders, want.orders) || !slices.Equal(g.wh, want.wh) || g.sum != want.sum || g.sig != want.sig || g.neg != want.neg {
+			t.Errorf("%q: the stored analysis %+v differs from %+v", c.q, *g, want)
+		}
+		if !reflect.DeepEqual(*an, want) {
+			t.Errorf("%q: storing changed the request's analysis: %+v, was %+v", c.q, *an, want)
+		}
+		q := &query{bucket: "b", question: c.q, an: analyze(c.q)}
+		if e, _ := s.nearest(q, defaultThreshold); e != got {
+			t.Errorf("%q: asking it again found %v, want the entry put", c.q, e)
+		}
 	}
 }
