@@ -135,6 +135,11 @@ func TestAdminSessionSignIn(t *testing.T) {
 		t.Errorf("the planted cookie: got %d %s, want 401", code, body)
 	}
 
+	// A sign-in a page of another site makes the browser send is refused.
+	if code, _, body, h := login(t, g, `{"method":"token","token":"ops-token"}`, "Origin", "https://evil.example", "Content-Type", "text/plain"); code != 403 || h.Get("Set-Cookie") != "" {
+		t.Errorf("sign-in from another origin: got %d %s, want 403 without a cookie", code, body)
+	}
+
 	// The cookie reads; a change needs the CSRF header.
 	if code, _, body = siteCall(t, g, "", "GET", "/llm/models", "", "Cookie", s.cookie); code != 200 || !strings.Contains(body, "sim-chat") {
 		t.Errorf("GET with the cookie: got %d %s", code, body)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -172,13 +173,8 @@ func (s *sessionStore) get(ctx context.Context, id string) (*session, error) {
 	}
 	sess.key = key
 	t := now()
-	seen := sess.Created
-	if b, err := s.storage.Load(ctx, seenPrefix+key); err == nil {
-		if st, err := time.Parse(time.RFC3339Nano, string(b)); err == nil && st.After(seen) {
-			seen = st
-		}
-	}
-	if !t.Before(sess.Created.Add(s.ttl)) || !t.Before(seen.Add(s.idle)) {
+	seen := s.lastUse(ctx, &sess)
+	if !s.live(&sess, seen, t) {
 		s.delete(ctx, key)
 		return nil, nil
 	}
@@ -188,6 +184,22 @@ func (s *sessionStore) get(ctx context.Context, id string) (*session, error) {
 		}
 	}
 	return &sess, nil
+}
+
+// lastUse is when a session was last used, as far as storage knows.
+func (s *sessionStore) lastUse(ctx context.Context, sess *session) time.Time {
+	seen := sess.Created
+	if b, err := s.storage.Load(ctx, seenPrefix+sess.key); err == nil {
+		if st, err := time.Parse(time.RFC3339Nano, string(b)); err == nil && st.After(seen) {
+			seen = st
+		}
+	}
+	return seen
+}
+
+// live reports whether a session last used at seen is still live at t.
+func (s *sessionStore) live(sess *session, seen, t time.Time) bool {
+	return t.Before(sess.Created.Add(s.ttl)) && t.Before(seen.Add(s.idle))
 }
 
 // delete ends a session everywhere: every llmgw reads storage.
@@ -225,32 +237,31 @@ func (s *sessionStore) maybeSweep() {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s.sweep(ctx)
+		s.sweep(ctx, t)
 	}()
 }
 
-// sweep removes the sessions whose time is over.
-func (s *sessionStore) sweep(ctx context.Context) {
-	keys, err := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
-	if err != nil {
-		return
-	}
+// sweep removes the sessions whose time is over at t.
+func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
+	keys, _ := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
 	for _, k := range keys {
 		key := k[strings.LastIndexByte(k, '/')+1:]
-		info, err := s.storage.Stat(ctx, seenPrefix+key)
-		last := info.Modified
-		if err != nil {
-			if st, err := s.storage.Stat(ctx, k); err == nil {
-				last = st.Modified
-			}
-		}
 		b, err := s.storage.Load(ctx, k)
-		var sess session
-		if err == nil && json.Unmarshal(b, &sess) == nil && now().Before(sess.Created.Add(s.ttl)) && now().Before(last.Add(s.idle)) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			s.delete(ctx, key)
+		sess := session{key: key}
+		if err == nil && json.Unmarshal(b, &sess) == nil && s.live(&sess, s.lastUse(ctx, &sess), t) {
+			continue
+		}
+		s.delete(ctx, key)
+	}
+	// A use noted while a sign-out deleted the session leaves its note.
+	seen, _ := s.storage.List(ctx, strings.TrimSuffix(seenPrefix, "/"), false)
+	for _, k := range seen {
+		key := k[strings.LastIndexByte(k, '/')+1:]
+		if !s.storage.Exists(ctx, sessionsPrefix+key) {
+			_ = s.storage.Delete(ctx, k)
 		}
 	}
 }
@@ -306,6 +317,21 @@ func (h *Handler) setSessionCookie(w http.ResponseWriter, id string) {
 func clearSessionCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+}
+
+// crossOrigin reports whether a browser says the request comes from a
+// page of another origin: by Sec-Fetch-Site, or an Origin whose host is
+// not the request's.
+func crossOrigin(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return true
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false // not a browser, or a same-origin GET
+	}
+	u, err := url.Parse(o)
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host)
 }
 
 // safeMethod reports whether a method changes nothing, so needs no CSRF
@@ -389,10 +415,16 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 		w.Header().Set("Allow", method)
 		return writeErr(w, http.StatusMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method)
 	}
-	switch route {
-	case "methods":
+	if route == "methods" {
 		return writeJSON(w, http.StatusOK, map[string][]string{"methods": h.methods()})
-	case "login":
+	}
+	// A page of another site may post a form here (text/plain can carry
+	// JSON) and sign the browser in as someone else: a browser's request
+	// from another origin is refused.
+	if crossOrigin(r) {
+		return writeErr(w, http.StatusForbidden, "%s refuses requests a browser sends from another site (Origin %q)", r.URL.Path, r.Header.Get("Origin"))
+	}
+	if route == "login" {
 		return h.login(w, r, ip)
 	}
 	id, sess, err := h.fromSession(r)

@@ -158,6 +158,23 @@ func TestSessionExpiry(t *testing.T) {
 	}
 }
 
+func TestSignInFromAnotherSite(t *testing.T) {
+	h := testHandler(t)
+	// A form of another site can post JSON-looking text/plain.
+	w := call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"root-token","x":"="}`,
+		"Content-Type", "text/plain", "Origin", "https://evil.example")
+	if w.Code != 403 || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("sign-in from another origin: got %d %v, want 403 without a cookie", w.Code, w.Header())
+	}
+	w = call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"root-token"}`, "Sec-Fetch-Site", "cross-site")
+	if w.Code != 403 || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("cross-site sign-in: got %d %v, want 403 without a cookie", w.Code, w.Header())
+	}
+	if w := call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"root-token"}`, "Sec-Fetch-Site", "same-origin", "Origin", "http://example.com"); w.Code != 200 {
+		t.Errorf("same-origin sign-in: got %d %s", w.Code, w.Body)
+	}
+}
+
 func TestSignInLimit(t *testing.T) {
 	h := testHandler(t) // max 3 failures a minute
 	for i := range 3 {
@@ -180,5 +197,32 @@ func TestSessionCookieNotUsedWithBearer(t *testing.T) {
 	w := call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", SessionCookie+"="+id, "Authorization", "Bearer watcher-token")
 	if w.Code != 403 || !strings.Contains(w.Body.String(), "token:watcher") {
 		t.Errorf("bearer beside a cookie: got %d %s, want the bearer's 403", w.Code, w.Body)
+	}
+}
+
+func TestSessionSweep(t *testing.T) {
+	h := testHandler(t)
+	live, _ := signIn(t, h, "root-token")
+	_, _ = signIn(t, h, "watcher-token")
+	ctx := t.Context()
+	// The watcher's session is left alone past the idle time; root's is used.
+	h.sessions.storage.Store(ctx, seenPrefix+hashHex(live), []byte(now().Add(90*time.Minute).UTC().Format(time.RFC3339Nano)))
+	h.sessions.sweep(ctx, now().Add(2*time.Hour))
+	keys, _ := h.sessions.storage.List(ctx, "llmgw/admin/sessions", false)
+	if len(keys) != 1 || !strings.HasSuffix(keys[0], hashHex(live)) {
+		t.Errorf("after a sweep: %v, want only the used session", keys)
+	}
+	if seen, _ := h.sessions.storage.List(ctx, "llmgw/admin/seen", false); len(seen) != 1 {
+		t.Errorf("after a sweep, last uses: %v, want one", seen)
+	}
+}
+
+func TestSessionSweepOrphans(t *testing.T) {
+	h := testHandler(t)
+	ctx := t.Context()
+	h.sessions.storage.Store(ctx, seenPrefix+hashHex("gone"), []byte(now().Format(time.RFC3339Nano)))
+	h.sessions.sweep(ctx, now())
+	if seen, _ := h.sessions.storage.List(ctx, "llmgw/admin/seen", false); len(seen) != 0 {
+		t.Errorf("a last use without its session outlived a sweep: %v", seen)
 	}
 }
