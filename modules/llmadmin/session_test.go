@@ -226,3 +226,27 @@ func TestSessionSweepOrphans(t *testing.T) {
 		t.Errorf("a last use without its session outlived a sweep: %v", seen)
 	}
 }
+
+// BenchmarkServeHTTPSession is what llm_admin adds to an admin request
+// made with the session cookie: the session and its last use read from
+// file storage, the identity, the rule and the actor header.
+func BenchmarkServeHTTPSession(b *testing.B) {
+	h := testHandler(b)
+	h.routes = http.NewServeMux()
+	h.routes.HandleFunc("/llm/models", func(http.ResponseWriter, *http.Request) {})
+	r := httptest.NewRequest("POST", "/llm/auth/login", strings.NewReader(`{"method":"token","token":"watcher-token"}`))
+	w := httptest.NewRecorder()
+	_ = h.ServeHTTP(w, r, nil)
+	cookie := w.Header().Get("Set-Cookie")
+	cookie, _, _ = strings.Cut(cookie, ";")
+	r = httptest.NewRequest("GET", "/llm/models", nil)
+	r.Header.Set("Cookie", cookie)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		_ = h.ServeHTTP(w, r, nil)
+		if w.Code != 200 {
+			b.Fatalf("got %d %s", w.Code, w.Body)
+		}
+	}
+}
