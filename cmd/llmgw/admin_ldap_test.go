@@ -28,8 +28,9 @@ type slapdServer struct {
 
 const ldapSuffix = "dc=example,dc=org"
 
-// ldapDirectoryData are the test's people and groups: alice (admins),
-// victor (viewers), nora (no group); the service account cn=svc.
+// ldapDirectoryData are the test's people and groups: alice (admins and
+// viewers), victor (viewers), tara (acme's admins), nora (no group); the
+// service account cn=svc.
 var ldapDirectoryData = `dn: dc=example,dc=org
 objectClass: dcObject
 objectClass: organization
@@ -72,6 +73,18 @@ cn: Nora Nogroup
 sn: Nogroup
 userPassword: nora-pw
 
+dn: uid=tara,ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: tara
+cn: Tara Tenant
+sn: Tenant
+userPassword: tara-pw
+
+dn: cn=acme-admins,ou=groups,dc=example,dc=org
+objectClass: groupOfNames
+cn: acme-admins
+member: uid=tara,ou=people,dc=example,dc=org
+
 dn: cn=llm-admins,ou=groups,dc=example,dc=org
 objectClass: groupOfNames
 cn: llm-admins
@@ -81,6 +94,7 @@ dn: cn=llm-viewers,ou=groups,dc=example,dc=org
 objectClass: groupOfNames
 cn: llm-viewers
 member: uid=victor,ou=people,dc=example,dc=org
+member: uid=alice,ou=people,dc=example,dc=org
 
 dn: cn=unmapped,ou=groups,dc=example,dc=org
 objectClass: groupOfNames
@@ -220,6 +234,7 @@ func ldapBlock(s *slapdServer, startTLS bool) string {
 				%s
 				role admin cn=llm-admins,ou=groups,%[3]s
 				role viewer cn=LLM-Viewers,ou=Groups,%[3]s
+				tenant_admin org acme cn=acme-admins,ou=groups,%[3]s
 			}`, conn, s.caFile, ldapSuffix, groups)
 }
 
@@ -242,7 +257,8 @@ func TestAdminSessionLDAP(t *testing.T) {
 		return code, si, body
 	}
 
-	// An admin by group, over LDAPS: its change is attributed to ldap:alice.
+	// An admin by group (and a viewer: the highest role wins), over
+	// LDAPS: its change is attributed to ldap:alice.
 	code, alice, body := signIn("alice", "alice-pw")
 	if code != 200 || alice.Identity != "ldap:alice" || alice.Role != "admin" || alice.Name != "Alice Example" {
 		t.Fatalf("alice: got %d %+v %s", code, alice, body)
@@ -267,6 +283,18 @@ func TestAdminSessionLDAP(t *testing.T) {
 	code, _, body = siteCall(t, g, "", "POST", "/llm/models/sim-chat/start", "", "Cookie", victor.cookie, "X-CSRF-Token", victor.CSRFToken)
 	if code != 403 || !strings.Contains(body, "ldap:victor has the viewer role") {
 		t.Errorf("victor starting a model: got %d %s, want 403", code, body)
+	}
+
+	// A tenant admin of org acme by group: its keys only.
+	code, tara, body := signIn("tara", "tara-pw")
+	if code != 200 || tara.Role != "tenant_admin" || !strings.Contains(body, `"level":"org","tenant":"acme"`) {
+		t.Fatalf("tara: got %d %s", code, body)
+	}
+	if code, _, body = siteCall(t, g, "", "GET", "/llm/keys", "", "Cookie", tara.cookie); code != 200 || !strings.Contains(body, `"k1"`) {
+		t.Errorf("tara listing keys: got %d %s", code, body)
+	}
+	if code, _, body = siteCall(t, g, "", "GET", "/llm/nodes", "", "Cookie", tara.cookie); code != 403 || !strings.Contains(body, "ldap:tara is a tenant admin of org acme") {
+		t.Errorf("tara reading nodes: got %d %s, want 403", code, body)
 	}
 
 	// A wrong password and an unknown user answer the same 401.

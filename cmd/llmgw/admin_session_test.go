@@ -38,6 +38,13 @@ func (g *gateway) writeSessionConfig(storage, adminExtra string) {
 			engine sim
 			min 0
 		}
+		org acme {
+			team research {
+				project alpha {
+					key k1 %s
+				}
+			}
+		}
 	}
 }
 
@@ -54,7 +61,7 @@ func (g *gateway) writeSessionConfig(storage, adminExtra string) {
 		}
 	}
 }
-`, g.admin, storage, g.http, llm.HashKey("ops-token"), llm.HashKey("watcher-token"), adminExtra)
+`, g.admin, storage, llm.HashKey("secret-1"), g.http, llm.HashKey("ops-token"), llm.HashKey("watcher-token"), adminExtra)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
