@@ -38,7 +38,7 @@ func init() {
 //			option             <key> <value>
 //			context_length     <tokens>
 //			min                <replicas>
-//			max                <replicas>
+//			max                <replicas>  # 0: kept in the catalog, not running
 //			idle_timeout       <duration>
 //			target_concurrency <requests>
 //			fallback           <model...>
@@ -234,7 +234,12 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		sc().Min = &n
 		return nil
 	case "max":
-		return intArg(d, &sc().Max, 1)
+		var n int
+		if err := intArg(d, &n, 0); err != nil {
+			return err
+		}
+		sc().Max = &n
+		return nil
 	case "idle_timeout":
 		return durationArg(d, &sc().IdleTimeout)
 	case "target_concurrency":

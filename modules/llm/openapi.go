@@ -22,7 +22,7 @@ var operations = []operation{
 	{"POST", "/llm/models", "Add a model (validated against the whole catalog; its source checked first without a download, 422 with the reason when it fails, \"check_source\": false to skip); kept in Caddy storage, no reload needed; 201 with its status and source_check", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
 	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file); ?purge=true also removes its weights from the mirror and the node cache, keeping what another model uses", "/llm/models/", getModel, ""},
-	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
+	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API; max 0 keeps it in the catalog without running it (listed as stopped, requests get 503), a max above 0 starts it again", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
 	{"POST", "/llm/models/{name}/settings", "Change a model's class, owner, fallbacks, resources or canary (validated against the whole catalog); replicas keep running", "/llm/models/", getModel, `{"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}`},
 	{"POST", "/llm/models/{name}/stop", "Stop a model: its replicas drain, requests get 503 saying so; kept across restarts", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
