@@ -51,6 +51,10 @@ func init() {
 //		mirror {                                # see MirrorConfig.parse
 //			...
 //		}
+//		audit {                                 # the audit log's bounds
+//			keep        <duration>              # default 30d
+//			max_entries <n>                     # default 100000
+//		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
@@ -100,6 +104,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "cluster":
 			a.Cluster = new(ClusterConfig)
 			return a.Cluster.parse(d)
+		case "audit":
+			a.Audit = new(AuditConfig)
+			return a.Audit.parse(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}

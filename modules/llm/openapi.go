@@ -48,6 +48,7 @@ var operations = []operation{
 	{"POST", "/llm/mirror/versions/{model}/{version}/verify", "Read every copy of a version and check its sha256", "/llm/mirror/versions/", handleMirrorVersion, ""},
 	{"POST", "/llm/mirror/sync", "Reconcile the stores now (?deep=true reads and checks every file)", "/llm/mirror/sync", postMirrorSync, ""},
 	{"POST", "/llm/plan", "Plan a model's placement without changing anything: where its replicas would go, the lower-class replicas that would be stopped, what is missing if it does not fit, and its source check; the body is that of POST /llm/models", "/llm/plan", postPlan, `{"name":"m","engine":"llamacpp","source":"mirror://m/v1","resources":{"memory":8589934592},"scaling":{"min":1}}`},
+	{"GET", "/llm/audit", "The audit log: changes made through the admin API (time, actor, action, fields, node), newest first; ?since= and ?until= (RFC 3339, or a duration ago such as 1h), ?actor=, ?action= (a part of it), ?model=, ?limit= (default 100, at most 1000), ?cursor= (the next of the previous page). In a cluster, every node's changes", "/llm/audit", getAudit, ""},
 	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 

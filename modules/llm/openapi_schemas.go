@@ -73,7 +73,22 @@ var (
 	}, "model", "fits", "replicas", "evict", "node")
 )
 
+var auditSchema = obj(map[string]any{
+	"entries": arr(obj(map[string]any{
+		"id":     typ("string", "orders entries; the cursor of the next page"),
+		"time":   typ("string", "RFC 3339"),
+		"actor":  typ("string", "who made the change: X-Llmgw-Actor, or the llm_admin token's id"),
+		"action": typ("string", "such as model added, model scaled, key created"),
+		"node":   typ("string", "the node that made it"),
+		"fields": map[string]any{"type": "object", "description": "what changed (model, key, min, max …); never a secret"},
+	}, "id", "time", "actor", "action")),
+	"next":    typ("string", "the cursor of the next page, when there may be one"),
+	"source":  map[string]any{"type": "string", "enum": []string{"cluster", "storage"}},
+	"warning": typ("string", "in a cluster whose store does not answer: only this node's entries"),
+}, "entries", "source")
+
 var schemas = map[string]opSchemas{
+	"GET /llm/audit":   {response: auditSchema},
 	"POST /llm/plan":   {request: modelRequestSchema, response: planSchema},
 	"POST /llm/models": {request: modelRequestSchema},
 }

@@ -84,6 +84,7 @@ var rules = []rule{
 	{"DELETE /llm/keys/{id}", roleAdmin, tenantKey},
 	{"POST /llm/keys/{id}/rotate", roleAdmin, tenantKey},
 	{"GET /llm/usage", roleViewer, tenantUsage},
+	{"GET /llm/audit", roleViewer, tenantNone},
 
 	{"GET /llm/cache", roleViewer, tenantNone},
 	{"POST /llm/cache/purge", roleOperator, tenantNone},
