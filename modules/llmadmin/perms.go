@@ -96,6 +96,8 @@ var rules = []rule{
 	{"DELETE /llm/mirror/versions/{model}/{version}", roleOperator, tenantNone},
 	{"POST /llm/mirror/versions/{model}/{version}/verify", roleOperator, tenantNone},
 	{"POST /llm/mirror/sync", roleOperator, tenantNone},
+	{"GET /llm/weights", roleViewer, tenantNone},
+	{"POST /llm/weights/prune", roleOperator, tenantNone},
 
 	{"GET /llm/mcp/servers", roleViewer, tenantNone},
 	{"POST /llm/mcp/servers", roleOperator, tenantNone},
