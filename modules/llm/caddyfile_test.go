@@ -38,6 +38,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"model bad context_length", "llm {\n model a {\n  context_length big\n }\n}", "not a whole number"},
 		{"model negative min", "llm {\n model a {\n  min -1\n }\n}", "not a whole number of at least 0"},
 		{"model negative max", "llm {\n model a {\n  max -1\n }\n}", "not a whole number of at least 0"},
+		{"audit unknown subdirective", "llm {\n audit {\n  forever 1\n }\n}", "unrecognized audit subdirective"},
+		{"audit bad keep", "llm {\n audit {\n  keep always\n }\n}", `"always" is not a duration`},
 		{"model bad idle_timeout", "llm {\n model a {\n  idle_timeout forever\n }\n}", `"forever" is not a duration`},
 		{"model bad target_concurrency", "llm {\n model a {\n  target_concurrency 0\n }\n}", "at least 1"},
 		{"model fallback without names", "llm {\n model a {\n  fallback\n }\n}", "wrong argument count"},
