@@ -699,7 +699,7 @@ func (f *fleet) setCluster(nodeName string, n int, remote []*Replica, why string
 // keptReason says why a model with max 0 does not run, and how to start it.
 func keptReason(model string) string {
 	return "it is kept in the catalog with max 0 and never started; scale it to start it (POST /llm/models/" + model +
-		"/scale with a max of 1 or more, or llmgw ctl model scale " + model + " --max 1)"
+		"/scale with a max of 1 or more, or llmgw ctl model scale " + model + " --max 1; a model declared in the config file: raise its max there and reload)"
 }
 
 // trimToAssigned drains the replicas above what the cluster's plan puts
