@@ -284,7 +284,11 @@ func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (Audit
 	if err != nil {
 		return AuditPage{}, err
 	}
+	// Newest segments first: once limit+1 matches are in hand, a line
+	// older than the last of them is passed over without decoding it.
+	slices.Reverse(segs)
 	var all []AuditEntry
+	floor := ""
 	for _, sg := range segs {
 		if !q.since.IsZero() && sg.day < q.since.UTC().Format(time.DateOnly) ||
 			!q.until.IsZero() && sg.day > q.until.UTC().Format(time.DateOnly) {
@@ -295,10 +299,18 @@ func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (Audit
 			continue // pruned meanwhile
 		}
 		for _, line := range bytes.Split(b, []byte("\n")) {
+			if id, ok := lineID(line); ok && (id <= floor || q.cursor != "" && id >= q.cursor) {
+				continue
+			}
 			var e AuditEntry
 			if json.Unmarshal(line, &e) == nil && (q.cursor == "" || e.ID < q.cursor) && q.match(e) {
 				all = append(all, e)
 			}
+		}
+		if len(all) > q.limit {
+			slices.SortFunc(all, func(x, y AuditEntry) int { return strings.Compare(y.ID, x.ID) })
+			all = all[:q.limit+1]
+			floor = all[q.limit].ID
 		}
 	}
 	slices.SortFunc(all, func(x, y AuditEntry) int { return strings.Compare(y.ID, x.ID) })
@@ -307,6 +319,20 @@ func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (Audit
 		p.Entries, p.Next = all[:q.limit], all[q.limit-1].ID
 	}
 	return p, nil
+}
+
+// lineID reads the id of an entry's line without decoding it: it is the
+// first field, and holds no character JSON escapes.
+func lineID(line []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"id":"`))
+	if !ok {
+		return "", false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return "", false
+	}
+	return string(rest[:i]), true
 }
 
 const auditKey = "audit" // stream: one entry per change, every node's
