@@ -42,7 +42,7 @@ token's id as the actor.`,
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
 			cmd.PersistentFlags().StringVar(&c.url, "url", os.Getenv("LLMGW_ADMIN_URL"), "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
 			cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
-			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp())
+			cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp(), c.audit(), c.weights())
 		},
 	})
 }
@@ -175,13 +175,13 @@ func (c *ctl) model() *cobra.Command {
 	cmd.AddCommand(c.modelPlan())
 	var minR, maxR, target int
 	var idle string
-	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime", Args: cobra.ExactArgs(1),
+	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime; --max 0 keeps it without running it, a max above 0 starts it again", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if cmd.Flags().Changed("min") {
 				body["min"] = minR
 			}
-			if maxR > 0 {
+			if cmd.Flags().Changed("max") {
 				body["max"] = maxR
 			}
 			if idle != "" {
@@ -198,7 +198,7 @@ func (c *ctl) model() *cobra.Command {
 			return nil
 		}}
 	scale.Flags().IntVar(&minR, "min", 1, "replicas kept running (0: on demand)")
-	scale.Flags().IntVar(&maxR, "max", 0, "most replicas")
+	scale.Flags().IntVar(&maxR, "max", 0, "most replicas (0 keeps the model in the catalog without running it; default: min)")
 	scale.Flags().StringVar(&idle, "idle-timeout", "", "stop replicas above min after this idle time")
 	scale.Flags().IntVar(&target, "target-concurrency", 0, "requests per replica before another starts")
 	var purge bool

@@ -480,3 +480,122 @@ func pipeCopy(ctx context.Context, dst io.Writer, sum io.Writer, t *Transfer, sr
 	}
 	return n, readErr
 }
+
+// CacheEntry is one thing in the node cache: a version's directory
+// (Model and Version set) or a stray file or directory that is no version
+// (a file beside the versions, a model directory's own files).
+type CacheEntry struct {
+	// Path is relative to the cache directory, with slashes.
+	Path    string `json:"path"`
+	Model   string `json:"model,omitempty"`
+	Version string `json:"version,omitempty"`
+	Size    int64  `json:"size"`
+	Files   int    `json:"files"`
+	// Complete is a version fetched and verified whole.
+	Complete bool `json:"complete,omitempty"`
+	// Held is a version a replica holds or a fetch is bringing in now.
+	Held bool `json:"held,omitempty"`
+}
+
+// CacheDir is the node cache's directory, or "" without one.
+func (m *Mirror) CacheDir() string {
+	if m.cache == nil {
+		return ""
+	}
+	return m.cache.dir
+}
+
+// CacheEntries lists the node cache: every version directory and every
+// stray file or directory. Names starting with a dot are left out.
+func (m *Mirror) CacheEntries() ([]CacheEntry, error) {
+	if m.cache == nil {
+		return nil, nil
+	}
+	m.cache.mu.Lock()
+	defer m.cache.mu.Unlock()
+	return m.cache.entries()
+}
+
+// PruneCache removes the entries of the node cache that keep does not
+// want (keep is asked about versions; stray entries are never kept),
+// never one a replica holds or a fetch is bringing in: the cache is locked
+// meanwhile, so no fetch starts in between. With dryRun it removes
+// nothing. It returns what it removed (or would).
+func (m *Mirror) PruneCache(keep func(model, version string) bool, dryRun bool) ([]CacheEntry, error) {
+	if m.cache == nil {
+		return nil, nil
+	}
+	c := m.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	list, err := c.entries()
+	if err != nil {
+		return nil, err
+	}
+	var out []CacheEntry
+	for _, e := range list {
+		if e.Held || (e.Version != "" && keep(e.Model, e.Version)) {
+			continue
+		}
+		if !dryRun {
+			if err := os.RemoveAll(filepath.Join(c.dir, filepath.FromSlash(e.Path))); err != nil {
+				return out, err
+			}
+			if e.Model != "" {
+				_ = os.Remove(filepath.Join(c.dir, e.Model)) // only when empty
+			}
+			m.log.Info("left-over weights removed from the node cache", zap.String("path", e.Path), zap.Int64("bytes", e.Size))
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// entries lists the cache; c.mu must be held.
+func (c *Cache) entries() ([]CacheEntry, error) {
+	top, err := os.ReadDir(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []CacheEntry
+	for _, md := range top {
+		if strings.HasPrefix(md.Name(), ".") {
+			continue
+		}
+		if !md.IsDir() {
+			out = append(out, c.sized(CacheEntry{Path: md.Name()}))
+			continue
+		}
+		versions, _ := os.ReadDir(filepath.Join(c.dir, md.Name()))
+		for _, vd := range versions {
+			rel := md.Name() + "/" + vd.Name()
+			if strings.HasPrefix(vd.Name(), ".") {
+				continue
+			}
+			if !vd.IsDir() {
+				out = append(out, c.sized(CacheEntry{Path: rel}))
+				continue
+			}
+			id := md.Name() + "/" + vd.Name()
+			_, fetching := c.fetching[id]
+			_, done := c.complete(filepath.Join(c.dir, md.Name(), vd.Name()))
+			out = append(out, c.sized(CacheEntry{Path: rel, Model: md.Name(), Version: vd.Name(),
+				Complete: done, Held: fetching || c.inUse[id] > 0}))
+		}
+	}
+	return out, nil
+}
+
+// sized fills in the entry's size and file count.
+func (c *Cache) sized(e CacheEntry) CacheEntry {
+	_ = filepath.WalkDir(filepath.Join(c.dir, filepath.FromSlash(e.Path)), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				e.Size += fi.Size()
+				e.Files++
+			}
+		}
+		return nil
+	})
+	return e
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 func apiErr(status int, format string, args ...any) error {
@@ -151,23 +150,6 @@ func asAPIError(err error) error {
 		return err
 	}
 	return apiErr(http.StatusBadRequest, "%v", err)
-}
-
-// audit logs an administrative change with who made it. Its string
-// values come from requests (the actor header, ids, names), so each is cut
-// to a bounded length.
-func (a *App) audit(r *http.Request, msg string, fields ...zap.Field) {
-	actor := r.Header.Get("X-Llmgw-Actor")
-	if actor == "" {
-		actor = "unknown"
-	}
-	fields = append(fields, zap.String("actor", actor))
-	for i, f := range fields {
-		if f.Type == zapcore.StringType && len(f.String) > maxLogValue {
-			fields[i].String = boundedLog(f.String)
-		}
-	}
-	a.logger.Named("audit").Info(msg, append(fields, zap.Time("at", time.Now()))...)
 }
 
 // getUsage answers GET /llm/usage?org=|team=|project=|key=…&from=&to= with

@@ -93,6 +93,9 @@ type App struct {
 	// Cluster makes this llmgw a node of a cluster that shares one
 	// catalog through Redis; see ClusterConfig.
 	Cluster *ClusterConfig `json:"cluster,omitempty"`
+	// Audit bounds the audit log of changes made through the admin API;
+	// see AuditConfig. Default: 30 days, at most 100000 entries.
+	Audit *AuditConfig `json:"audit,omitempty"`
 
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below

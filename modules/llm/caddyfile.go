@@ -38,7 +38,7 @@ func init() {
 //			option             <key> <value>
 //			context_length     <tokens>
 //			min                <replicas>
-//			max                <replicas>
+//			max                <replicas>  # 0: kept in the catalog, not running
 //			idle_timeout       <duration>
 //			target_concurrency <requests>
 //			fallback           <model...>
@@ -50,6 +50,10 @@ func init() {
 //		}
 //		mirror {                                # see MirrorConfig.parse
 //			...
+//		}
+//		audit {                                 # the audit log's bounds
+//			keep        <duration>              # default 30d
+//			max_entries <n>                     # default 100000
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
@@ -100,6 +104,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "cluster":
 			a.Cluster = new(ClusterConfig)
 			return a.Cluster.parse(d)
+		case "audit":
+			a.Audit = new(AuditConfig)
+			return a.Audit.parse(d)
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
@@ -234,7 +241,12 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		sc().Min = &n
 		return nil
 	case "max":
-		return intArg(d, &sc().Max, 1)
+		var n int
+		if err := intArg(d, &n, 0); err != nil {
+			return err
+		}
+		sc().Max = &n
+		return nil
 	case "idle_timeout":
 		return durationArg(d, &sc().IdleTimeout)
 	case "target_concurrency":

@@ -100,11 +100,15 @@ func (p *Price) validate(model string) error {
 // Scaling says how many replicas of a model run.
 type Scaling struct {
 	// Min replicas kept running. 0 starts the model on its first request
-	// (which waits for it) and stops it after IdleTimeout. Default: 1.
+	// (which waits for it) and stops it after IdleTimeout. Default: 1, or
+	// 0 when Max is 0.
 	Min *int `json:"min,omitempty"`
 	// Max replicas. Load above TargetConcurrency per replica starts
-	// another, up to Max. Default: Min, or 1 when Min is 0.
-	Max int `json:"max,omitempty"`
+	// another, up to Max. 0 keeps the model in the catalog without
+	// running it: it is never started, its replicas drain, and requests
+	// for it get 503 saying so until it is scaled up. Default: Min, or 1
+	// when Min is 0.
+	Max *int `json:"max,omitempty"`
 	// IdleTimeout stops replicas above Min that served nothing for this
 	// long. Default: 10m.
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
@@ -114,18 +118,27 @@ type Scaling struct {
 }
 
 func (s *Scaling) min() int {
-	if s == nil || s.Min == nil {
+	switch {
+	case s == nil:
 		return 1
+	case s.Min != nil:
+		return *s.Min
+	case s.Max != nil && *s.Max == 0:
+		return 0
 	}
-	return *s.Min
+	return 1
 }
 
 func (s *Scaling) max() int {
-	if s == nil || s.Max == 0 {
+	if s == nil || s.Max == nil {
 		return max(s.min(), 1)
 	}
-	return s.Max
+	return *s.Max
 }
+
+// kept reports whether the model is kept in the catalog without running:
+// max 0.
+func (s *Scaling) kept() bool { return s.max() == 0 }
 
 func (s *Scaling) idle() caddy.Duration {
 	if s == nil || s.IdleTimeout == 0 {
@@ -176,8 +189,8 @@ func (m *Model) validate() error {
 		return err
 	}
 	s := m.Scaling
-	if s.min() < 0 {
-		return fmt.Errorf("model %q: scaling min must be 0 or more", m.Name)
+	if s.min() < 0 || s.max() < 0 {
+		return fmt.Errorf("model %q: scaling min and max must be 0 or more", m.Name)
 	}
 	if s.max() < s.min() {
 		return fmt.Errorf("model %q: scaling max (%d) is below min (%d)", m.Name, s.max(), s.min())

@@ -332,6 +332,9 @@ func (f *fleet) unavailableLocked() error {
 		return &NoCapacityError{Model: f.m().Name, RetryAfter: time.Minute,
 			Reason: "an administrator stopped it (POST /llm/models/" + f.m().Name + "/start, or llmgw ctl, starts it again)"}
 	}
+	if f.m().Scaling.kept() {
+		return &NoCapacityError{Model: f.m().Name, RetryAfter: time.Minute, Reason: keptReason(f.m().Name)}
+	}
 	if f.ctx.Err() != nil {
 		return &NoCapacityError{Model: f.m().Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
@@ -693,11 +696,25 @@ func (f *fleet) setCluster(nodeName string, n int, remote []*Replica, why string
 	}
 }
 
+// keptReason says why a model with max 0 does not run, and how to start it.
+func keptReason(model string) string {
+	return "it is kept in the catalog with max 0 and never started; scale it to start it (POST /llm/models/" + model +
+		"/scale with a max of 1 or more, or llmgw ctl model scale " + model + " --max 1; a model declared in the config file: raise its max there and reload)"
+}
+
 // trimToAssigned drains the replicas above what the cluster's plan puts
 // on this node, the least busy first.
 func (f *fleet) trimToAssigned() {
 	f.mu.Lock()
-	extra := len(f.replicas) - f.assigned
+	n := f.assigned
+	f.mu.Unlock()
+	f.trimTo(n, "the cluster's plan moved it or scaled its model down")
+}
+
+// trimTo drains the replicas above n, the least busy first.
+func (f *fleet) trimTo(n int, reason string) {
+	f.mu.Lock()
+	extra := len(f.replicas) - n
 	var victims []*Replica
 	if extra > 0 {
 		rs := slices.Clone(f.replicas)
@@ -711,6 +728,6 @@ func (f *fleet) trimToAssigned() {
 	}
 	f.mu.Unlock()
 	for _, r := range victims {
-		f.retire(r, "the cluster's plan moved it or scaled its model down")
+		f.retire(r, reason)
 	}
 }

@@ -22,7 +22,7 @@ var operations = []operation{
 	{"POST", "/llm/models", "Add a model (validated against the whole catalog; its source checked first without a download, 422 with the reason when it fails, \"check_source\": false to skip); kept in Caddy storage, no reload needed; 201 with its status and source_check", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
 	{"DELETE", "/llm/models/{name}", "Remove a model added through the API (config models are changed in the file); ?purge=true also removes its weights from the mirror and the node cache, keeping what another model uses", "/llm/models/", getModel, ""},
-	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
+	{"POST", "/llm/models/{name}/scale", "Rescale a model added through the API; max 0 keeps it in the catalog without running it (listed as stopped, requests get 503), a max above 0 starts it again", "/llm/models/", getModel, `{"min":1,"max":4,"idle_timeout":"10m","target_concurrency":16}`},
 	{"POST", "/llm/models/{name}/settings", "Change a model's class, owner, fallbacks, resources or canary (validated against the whole catalog); replicas keep running", "/llm/models/", getModel, `{"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}`},
 	{"POST", "/llm/models/{name}/stop", "Stop a model: its replicas drain, requests get 503 saying so; kept across restarts", "/llm/models/", getModel, ""},
 	{"POST", "/llm/models/{name}/start", "Start a stopped model again", "/llm/models/", getModel, ""},
@@ -48,6 +48,9 @@ var operations = []operation{
 	{"POST", "/llm/mirror/versions/{model}/{version}/verify", "Read every copy of a version and check its sha256", "/llm/mirror/versions/", handleMirrorVersion, ""},
 	{"POST", "/llm/mirror/sync", "Reconcile the stores now (?deep=true reads and checks every file)", "/llm/mirror/sync", postMirrorSync, ""},
 	{"POST", "/llm/plan", "Plan a model's placement without changing anything: where its replicas would go, the lower-class replicas that would be stopped, what is missing if it does not fit, and its source check; the body is that of POST /llm/models", "/llm/plan", postPlan, `{"name":"m","engine":"llamacpp","source":"mirror://m/v1","resources":{"memory":8589934592},"scaling":{"min":1}}`},
+	{"GET", "/llm/audit", "The audit log: changes made through the admin API (time, actor, action, fields, node), newest first; ?since= and ?until= (RFC 3339, or a duration ago such as 1h), ?actor=, ?action= (a part of it), ?model=, ?limit= (default 100, at most 1000), ?cursor= (the next of the previous page). In a cluster, every node's changes", "/llm/audit", getAudit, ""},
+	{"GET", "/llm/weights", "Each node's weights directory (the mirror's node cache; in a cluster every live node's, asked through the node-to-node endpoint, or ?node=N): the versions the catalog uses (stopped models and models kept with max 0 included) and what a replica holds or a fetch brings in, and the left-over files and versions nothing uses, with their sizes", "/llm/weights", getWeights, ""},
+	{"POST", "/llm/weights/prune", "Remove the left-over weights of every node (?node=N: one), what GET /llm/weights lists as unused, never what a catalog model uses, a replica holds or a fetch is bringing in; ?dry_run=true or {\"dry_run\":true} only says what would go", "/llm/weights/prune", postWeightsPrune, `{"dry_run":false}`},
 	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 

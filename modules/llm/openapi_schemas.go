@@ -73,7 +73,62 @@ var (
 	}, "model", "fits", "replicas", "evict", "node")
 )
 
+var auditSchema = obj(map[string]any{
+	"entries": arr(obj(map[string]any{
+		"id":     typ("string", "orders entries; the cursor of the next page"),
+		"time":   typ("string", "RFC 3339"),
+		"actor":  typ("string", "who made the change: X-Llmgw-Actor, or the llm_admin token's id"),
+		"action": typ("string", "such as model added, model scaled, key created"),
+		"node":   typ("string", "the node that made it"),
+		"fields": map[string]any{"type": "object", "description": "what changed (model, key, min, max …); never a secret"},
+	}, "id", "time", "actor", "action")),
+	"next":    typ("string", "the cursor of the next page, when there may be one"),
+	"source":  map[string]any{"type": "string", "enum": []string{"cluster", "storage"}},
+	"warning": typ("string", "in a cluster whose store does not answer: only this node's entries"),
+}, "entries", "source")
+
+var cacheEntrySchema = map[string]any{
+	"path":     typ("string", "relative to the weights directory"),
+	"model":    typ("string", "the mirror model, for a version"),
+	"version":  typ("string", ""),
+	"size":     typ("integer", "bytes"),
+	"files":    typ("integer", ""),
+	"complete": typ("boolean", "fetched and verified whole"),
+	"held":     typ("boolean", "a replica holds it or a fetch is bringing it in"),
+}
+
+var weightsEntrySchema = func() map[string]any {
+	props := map[string]any{"used_by": arr(typ("string", "catalog models")), "why": typ("string", "why it counts as used without a catalog model")}
+	for k, v := range cacheEntrySchema {
+		props[k] = v
+	}
+	return obj(props, "path", "size", "files")
+}()
+
+var weightsSchema = obj(map[string]any{"nodes": arr(obj(map[string]any{
+	"node":         typ("string", ""),
+	"dir":          typ("string", "the weights directory"),
+	"used":         arr(weightsEntrySchema),
+	"unused":       arr(weightsEntrySchema),
+	"used_bytes":   typ("integer", ""),
+	"unused_bytes": typ("integer", ""),
+	"note":         typ("string", ""),
+	"error":        typ("string", "why the node could not be asked"),
+}, "node", "used", "unused"))}, "nodes")
+
+var pruneSchema = obj(map[string]any{"nodes": arr(obj(map[string]any{
+	"node":    typ("string", ""),
+	"dry_run": typ("boolean", ""),
+	"removed": arr(obj(cacheEntrySchema, "path", "size")),
+	"freed":   typ("integer", "bytes"),
+	"note":    typ("string", ""),
+	"error":   typ("string", "why the node could not be asked or pruned"),
+}, "node", "dry_run", "removed", "freed"))}, "nodes")
+
 var schemas = map[string]opSchemas{
-	"POST /llm/plan":   {request: modelRequestSchema, response: planSchema},
-	"POST /llm/models": {request: modelRequestSchema},
+	"GET /llm/weights":        {response: weightsSchema},
+	"POST /llm/weights/prune": {request: obj(map[string]any{"dry_run": typ("boolean", "say what would be removed, remove nothing")}), response: pruneSchema},
+	"GET /llm/audit":          {response: auditSchema},
+	"POST /llm/plan":          {request: modelRequestSchema, response: planSchema},
+	"POST /llm/models":        {request: modelRequestSchema},
 }

@@ -95,3 +95,39 @@ func TestOpenAPIPlanSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPILifecycleSchemas checks that the audit log and the weights
+// routes document their answers, with the fields ctl reads.
+func TestOpenAPILifecycleSchemas(t *testing.T) {
+	b, _ := json.Marshal(OpenAPI())
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, path string
+		fields       []string
+	}{
+		{"GET", "/llm/audit", []string{"entries", "next", "source"}},
+		{"GET", "/llm/weights", []string{"nodes"}},
+		{"POST", "/llm/weights/prune", []string{"nodes"}},
+	} {
+		op := doc.Paths.Find(tc.path).GetOperation(tc.method)
+		if op == nil {
+			t.Errorf("%s %s is not in the document", tc.method, tc.path)
+			continue
+		}
+		resp := op.Responses.Value("200").Value.Content.Get("application/json").Schema.Value
+		for _, f := range tc.fields {
+			if resp.Properties[f] == nil {
+				t.Errorf("%s %s: response schema lacks %s", tc.method, tc.path, f)
+			}
+		}
+	}
+	entry := doc.Paths.Find("/llm/audit").GetOperation("GET").Responses.Value("200").Value.Content.Get("application/json").Schema.Value.Properties["entries"].Value.Items.Value
+	for _, f := range []string{"id", "time", "actor", "action", "node", "fields"} {
+		if entry.Properties[f] == nil {
+			t.Errorf("audit entry schema lacks %s", f)
+		}
+	}
+}

@@ -235,6 +235,7 @@ type peerLookup func(id string) (rep *Replica, release func(), ok bool)
 //
 //	POST|GET /replica/<replica id>/<rest>  forwarded to the replica's BaseURL + "/" + rest
 //	GET /health                            200 "ok"
+//	GET /weights, POST /weights/prune      the node's weights directory, for the admin API
 //
 // and never forwards to another node.
 type peerServer struct {
@@ -324,6 +325,10 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	if path == "/weights" || path == "/weights/prune" {
+		servePeerWeights(w, r)
 		return
 	}
 	if !strings.HasPrefix(path, peerPrefix) {

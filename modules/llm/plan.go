@@ -227,7 +227,10 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	}
 	sc, serr := a.checkSource(r.Context(), m)
 	n, note := m.Scaling.min(), ""
-	if n == 0 {
+	switch {
+	case m.Scaling.kept():
+		n, note = 1, "max is 0: the model is kept in the catalog and never started; this is where its first replica would go once it is scaled up"
+	case n == 0:
 		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"
 	}
 	pl := node.planOn(m, n, a.nodeName())

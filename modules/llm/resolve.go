@@ -159,6 +159,8 @@ func (f *fleet) status() ModelStatus {
 	switch {
 	case f.stopped:
 		s.State, s.Reason = "stopped", "an administrator stopped it"
+	case m.Scaling.kept():
+		s.State, s.Reason = "stopped", keptReason(m.Name)
 	case len(f.replicas) > 0 || len(f.remote) > 0:
 		s.State = "ready"
 	case f.clustered && f.planWhy != "":

@@ -27,7 +27,7 @@ func drainingNode(n clusterNode) clusterNode { n.Draining = true; return n }
 // pmodel is a catalog model with scaling min..max and what one replica needs.
 func pmodel(name string, lo, hi int, memGiB int64, cores int) *Model {
 	return &Model{Name: name, Engine: "sim", Source: "hf://acme/" + name,
-		Scaling:   &Scaling{Min: intp(lo), Max: hi, IdleTimeout: caddy.Duration(10 * time.Minute)},
+		Scaling:   &Scaling{Min: intp(lo), Max: intp(hi), IdleTimeout: caddy.Duration(10 * time.Minute)},
 		Resources: &Resources{Memory: memGiB * gib, Cores: cores}}
 }
 

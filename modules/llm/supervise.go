@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,6 +53,7 @@ func (f *fleet) tick() {
 	if clustered {
 		f.trimToAssigned()
 	} else {
+		f.trimTo(f.m().Scaling.max(), "its model was scaled down to max "+strconv.Itoa(f.m().Scaling.max()))
 		f.scaleDown()
 		want = f.m().Scaling.min()
 	}

@@ -84,6 +84,7 @@ var rules = []rule{
 	{"DELETE /llm/keys/{id}", roleAdmin, tenantKey},
 	{"POST /llm/keys/{id}/rotate", roleAdmin, tenantKey},
 	{"GET /llm/usage", roleViewer, tenantUsage},
+	{"GET /llm/audit", roleViewer, tenantNone},
 
 	{"GET /llm/cache", roleViewer, tenantNone},
 	{"POST /llm/cache/purge", roleOperator, tenantNone},
@@ -95,6 +96,8 @@ var rules = []rule{
 	{"DELETE /llm/mirror/versions/{model}/{version}", roleOperator, tenantNone},
 	{"POST /llm/mirror/versions/{model}/{version}/verify", roleOperator, tenantNone},
 	{"POST /llm/mirror/sync", roleOperator, tenantNone},
+	{"GET /llm/weights", roleViewer, tenantNone},
+	{"POST /llm/weights/prune", roleOperator, tenantNone},
 
 	{"GET /llm/mcp/servers", roleViewer, tenantNone},
 	{"POST /llm/mcp/servers", roleOperator, tenantNone},

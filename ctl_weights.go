@@ -1,0 +1,107 @@
+package llmgw
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// weights is "llmgw ctl weights" and its prune: the left-over files of
+// the node's weights directory.
+func (c *ctl) weights() *cobra.Command {
+	var nodeName string
+	var all bool
+	cmd := &cobra.Command{Use: "weights [--node N] [--all]", Short: "Lists the files in the node's weights directory that no catalog model uses, with their size", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var out struct {
+				Nodes []llm.NodeWeights `json:"nodes"`
+			}
+			if err := c.call("GET", "/llm/weights"+nodeQuery(nodeName, false), nil, &out); err != nil || c.json {
+				return err
+			}
+			var rows [][]string
+			for _, n := range out.Nodes {
+				if n.Error != "" {
+					fmt.Printf("%s: not answered: %s\n", n.Node, n.Error)
+					continue
+				}
+				if n.Note != "" {
+					fmt.Printf("%s: %s\n", n.Node, n.Note)
+				}
+				for _, e := range n.Unused {
+					rows = append(rows, weightsRow(n.Node, e, "unused"))
+				}
+				if all {
+					for _, e := range n.Used {
+						rows = append(rows, weightsRow(n.Node, e, "used by "+strings.Join(e.UsedBy, ",")+e.Why))
+					}
+				}
+				fmt.Printf("%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
+			}
+			table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
+			return nil
+		}}
+	cmd.PersistentFlags().StringVar(&nodeName, "node", "", "only this node of the cluster (default: every live node)")
+	cmd.Flags().BoolVar(&all, "all", false, "list the used files too")
+	var dryRun bool
+	prune := &cobra.Command{Use: "prune [--node N] [--dry-run]", Short: "Removes the files of the node's weights directory that no catalog model uses (never what a replica holds or a fetch brings in)", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var out struct {
+				Nodes []llm.WeightsPruned `json:"nodes"`
+			}
+			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(nodeName, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
+				return err
+			}
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			failed := 0
+			for _, n := range out.Nodes {
+				switch {
+				case n.Error != "":
+					fmt.Printf("%s: not pruned: %s\n", n.Node, n.Error)
+					failed++
+					continue
+				case n.Note != "":
+					fmt.Printf("%s: %s\n", n.Node, n.Note)
+					continue
+				}
+				for _, e := range n.Removed {
+					fmt.Printf("%s: %s %s (%s)\n", n.Node, verb, e.Path, humanize.IBytes(uint64(e.Size)))
+				}
+				fmt.Printf("%s: %s %d entries, %s\n", n.Node, verb, len(n.Removed), humanize.IBytes(uint64(n.Freed)))
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d nodes were not pruned", failed)
+			}
+			return nil
+		}}
+	prune.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
+	cmd.AddCommand(prune)
+	return cmd
+}
+
+func weightsRow(node string, e llm.WeightsEntry, state string) []string {
+	return []string{node, e.Path, humanize.IBytes(uint64(e.Size)), fmt.Sprint(e.Files), state}
+}
+
+// nodeQuery is the query of a weights route: ?node= and ?dry_run=.
+func nodeQuery(node string, dryRun bool) string {
+	q := url.Values{}
+	if node != "" {
+		q.Set("node", node)
+	}
+	if dryRun {
+		q.Set("dry_run", "true")
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
