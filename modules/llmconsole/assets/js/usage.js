@@ -1,0 +1,107 @@
+// Usage: GET /llm/usage for an org, team, project or key over a period,
+// by model, as a table and an SVG chart; and the total's line over time
+// while the page is open.
+import { h, s, table } from './dom.js';
+import { t, num } from './i18n.js';
+import { api } from './api.js';
+
+const RANGES = { '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
+
+function bars(models) {
+  const names = Object.keys(models).sort();
+  const W = 720, row = 26, left = 160, top = 8;
+  const H = top * 2 + Math.max(1, names.length) * row;
+  const max = Math.max(1, ...names.map((n) => models[n].input_tokens + models[n].output_tokens));
+  const scale = (W - left - 90) / max;
+  const kids = [];
+  names.forEach((n, i) => {
+    const u = models[n], y = top + i * row;
+    const wi = u.input_tokens * scale, wo = u.output_tokens * scale;
+    kids.push(
+      s('text', { x: left - 6, y: y + 16, 'text-anchor': 'end' }, n.length > 24 ? `${n.slice(0, 23)}…` : n),
+      s('rect', { x: left, y: y + 4, width: Math.max(0, wi), height: row - 10, class: 'in' }),
+      s('rect', { x: left + wi, y: y + 4, width: Math.max(0, wo), height: row - 10, class: 'out' }),
+      s('text', { x: left + wi + wo + 6, y: y + 16 }, num(u.input_tokens + u.output_tokens, 0)));
+  });
+  if (!names.length) kids.push(s('text', { x: left, y: top + 16 }, t('usage.none')));
+  return s('svg', { class: 'chart', id: 'usage-chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': t('usage.chart') }, s('title', {}, t('usage.chart')), kids);
+}
+
+function line(points) {
+  const W = 720, H = 140, pad = 24;
+  if (points.length < 2) return s('svg', { class: 'chart', id: 'usage-line', viewBox: `0 0 ${W} ${H}` }, s('text', { x: pad, y: H / 2 }, t('usage.waiting')));
+  const t0 = points[0][0], t1 = points[points.length - 1][0];
+  const lo = Math.min(...points.map((p) => p[1])), hi = Math.max(lo + 1, ...points.map((p) => p[1]));
+  const x = (v) => pad + ((v - t0) / Math.max(1, t1 - t0)) * (W - 2 * pad);
+  const y = (v) => H - pad - ((v - lo) / (hi - lo)) * (H - 2 * pad);
+  const d = points.map((p, i) => `${i ? 'L' : 'M'}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' ');
+  return s('svg', { class: 'chart', id: 'usage-line', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': t('usage.live') },
+    s('path', { d, fill: 'none', stroke: '#2457c5', 'stroke-width': 2 }),
+    s('text', { x: pad, y: 14 }, num(hi, 0)), s('text', { x: pad, y: H - 6 }, num(lo, 0)));
+}
+
+export async function usage(root, app) {
+  root.append(h('h1', {}, t('usage.title')));
+  const level = h('select', { id: 'usage-level' }, ['org', 'team', 'project', 'key'].map((l) => h('option', { value: l }, t(`usage.${l}`))));
+  const name = h('input', { id: 'usage-name', list: 'usage-names', required: true });
+  const names = h('datalist', { id: 'usage-names' });
+  const range = h('select', { id: 'usage-range' }, Object.keys(RANGES).map((r) => h('option', { value: r, selected: r === '24h' }, t(`usage.range.${r}`))));
+  const f = h('form', { class: 'inline', id: 'usage-form' },
+    h('label', { class: 'field' }, t('usage.level'), level),
+    h('label', { class: 'field' }, t('usage.name'), name), names,
+    h('label', { class: 'field' }, t('usage.period'), range),
+    h('button', { type: 'submit', class: 'primary' }, t('usage.show')));
+  const out = h('div', { id: 'usage-out' });
+  const live = h('div', {});
+  root.append(h('div', { class: 'card' }, f), out,
+    h('h2', {}, t('usage.live')), live);
+  let series = [];
+
+  const known = { org: new Set(), team: new Set(), project: new Set(), key: new Set() };
+  if (app.session.level && app.session.tenant) {
+    level.value = app.session.level;
+    name.value = app.session.tenant;
+  }
+  try {
+    for (const k of (await api('GET', '/llm/keys')) || []) {
+      const parts = String(k.project || '').split('/');
+      known.org.add(parts[0]);
+      if (parts.length > 1) known.team.add(parts.slice(0, 2).join('/'));
+      if (parts.length > 2) known.project.add(k.project);
+      known.key.add(k.id);
+    }
+  } catch (e) { /* names are only suggestions */ }
+  const suggest = () => names.replaceChildren(...[...known[level.value]].sort().slice(0, 500).map((v) => h('option', { value: v })));
+  level.addEventListener('change', () => { suggest(); name.value = ''; });
+  suggest();
+  if (!name.value && known.org.size) name.value = [...known.org].sort()[0];
+
+  async function refresh() {
+    if (!name.value.trim()) return;
+    const to = new Date(), from = new Date(to.getTime() - RANGES[range.value]);
+    const q = new URLSearchParams({ [level.value]: name.value.trim(), from: from.toISOString().replace(/\.\d+Z$/, 'Z'), to: to.toISOString().replace(/\.\d+Z$/, 'Z') });
+    const u = await api('GET', `/llm/usage?${q}`);
+    const models = u.models || {};
+    const rows = Object.keys(models).sort().map((m) => h('tr', { 'data-model': m },
+      h('td', {}, m), h('td', { class: 'num' }, num(models[m].requests, 0)),
+      h('td', { class: 'num' }, num(models[m].input_tokens, 0)), h('td', { class: 'num' }, num(models[m].output_tokens, 0)),
+      h('td', { class: 'num' }, num(models[m].cost_micros / 1e6, 4))));
+    const tot = u.total || { requests: 0, input_tokens: 0, output_tokens: 0, cost_micros: 0 };
+    rows.push(h('tr', { class: 'total' }, h('th', {}, t('usage.total')), h('th', { class: 'num', id: 'usage-total-requests' }, num(tot.requests, 0)),
+      h('th', { class: 'num' }, num(tot.input_tokens, 0)), h('th', { class: 'num' }, num(tot.output_tokens, 0)), h('th', { class: 'num' }, num(tot.cost_micros / 1e6, 4))));
+    out.replaceChildren(
+      table(['col.model', 'col.requests', 'col.input', 'col.output', 'col.cost'].map((k, i) => h('th', { class: i ? 'num' : '' }, t(k))), rows),
+      h('p', { class: 'legend muted' }, h('span', {}, h('i', { class: 'swatch in' }), t('col.input')), h('span', {}, h('i', { class: 'swatch out' }), t('col.output'))),
+      bars(models));
+    series.push([Date.now(), tot.requests]);
+    if (series.length > 120) series = series.slice(-120);
+    live.replaceChildren(line(series));
+  }
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    series = [];
+    try { await refresh(); } catch (err) { app.fail(err); }
+  });
+  await refresh();
+  return { refresh, every: 3000 };
+}
