@@ -30,7 +30,7 @@ export async function signin(root, app, message) {
   const forms = [];
   if (methods.includes('token')) {
     const tok = h('input', { type: 'password', name: 'token', id: 'signin-token', autocomplete: 'off', required: true });
-    const f = h('form', { id: 'signin-token-form' },
+    const f = h('form', { id: 'signin-token-form', method: 'post' },
       h('h2', {}, t('signin.token')),
       h('label', { class: 'field' }, t('signin.token.label'), tok),
       h('p', {}, h('button', { type: 'submit', class: 'primary' }, t('signin.submit'))));
@@ -40,7 +40,7 @@ export async function signin(root, app, message) {
   if (methods.includes('ldap')) {
     const user = h('input', { type: 'text', name: 'username', id: 'signin-user', autocomplete: 'username', required: true });
     const pass = h('input', { type: 'password', name: 'password', id: 'signin-pass', autocomplete: 'current-password', required: true });
-    const f = h('form', { id: 'signin-ldap-form' },
+    const f = h('form', { id: 'signin-ldap-form', method: 'post' },
       h('h2', {}, t('signin.ldap')),
       h('label', { class: 'field' }, t('signin.user'), user),
       h('label', { class: 'field' }, t('signin.pass'), pass),
