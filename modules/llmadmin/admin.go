@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -35,15 +34,29 @@ const ActorHeader = "X-Llmgw-Actor"
 // Handler is http.handlers.llm_admin: the admin routes of every
 // admin.api.llm* module (GET /llm/models, POST /llm/keys, …, the same
 // paths as on Caddy's admin endpoint) served on a site, for callers that
-// send "Authorization: Bearer <token>" with a token of Tokens. Put it in a
-// route for /llm/* of a site served over TLS.
+// send "Authorization: Bearer <token>" with a token of Tokens, or the
+// session cookie of a person signed in through POST /llm/auth/login. Put
+// it in a route for /llm/* of a site served over TLS.
+//
+// Sign-in routes (no credential needed for the first two):
+// GET /llm/auth/methods lists the sign-in methods; POST /llm/auth/login
+// takes {"method":"token","token":"…"} and answers the identity, its
+// role and a csrf_token, with the cookie llmgw_session (HttpOnly,
+// Secure, SameSite=Strict); GET /llm/auth/session answers the same for
+// the cookie's session; POST /llm/auth/logout ends the session; POST
+// /llm/auth/lang {"lang":"de"} keeps a language choice per identity.
+// With the cookie, every method but GET, HEAD and OPTIONS needs the
+// header X-CSRF-Token set to the session's csrf_token, else 403.
 //
 // Each route needs a role (see the permission table in perms.go and the
-// README): a request without a token answers 401 with
-// "WWW-Authenticate: Bearer"; a token whose role is not enough answers
-// 403 naming the role needed; too many bad tokens from one client IP
-// answer 429 with Retry-After. Errors are JSON: {"error": "…"}. Changes
-// are logged by the audit log with the actor "token:<id>".
+// README): a request without a credential answers 401 with
+// "WWW-Authenticate: Bearer"; an identity whose role is not enough
+// answers 403 naming the role needed; too many failed tokens or sign-ins
+// from one client IP (or sign-ins as one username) answer 429 with
+// Retry-After. Errors are JSON: {"error": "…"}. Every answer carries
+// "X-Frame-Options: DENY" and "Content-Security-Policy: frame-ancestors
+// 'none'". Changes are logged by the audit log with the actor
+// "token:<id>" or, for a person, that person's identity.
 type Handler struct {
 	// Tokens are the identities that may use the admin routes.
 	Tokens []Token `json:"tokens,omitempty"`
@@ -53,6 +66,9 @@ type Handler struct {
 	MaxFailures int `json:"max_failures,omitempty"`
 	// FailureWindow is the period MaxFailures counts over. Default: 1m.
 	FailureWindow caddy.Duration `json:"failure_window,omitempty"`
+	// Session sets how long sign-in sessions last. Default: 8h, ended
+	// after 1h without a request.
+	Session *Sessions `json:"session,omitempty"`
 
 	ids        []*identity
 	limiterKey string
@@ -61,6 +77,8 @@ type Handler struct {
 	limiter    *limiter
 	logger     *zap.Logger
 	warned     *atomic.Bool // of a token sent without TLS, once
+	sessions   *sessionStore
+	ldap       directory // nil without an ldap block
 }
 
 // Token is one identity: an API token, kept only as its hash.
@@ -81,9 +99,12 @@ type Token struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-// identity is a provisioned token.
+// identity is who makes a request: a provisioned token, or a person
+// signed in.
 type identity struct {
-	id    string
+	actor string // in the audit log: token:<id>, ldap:<uid>
+	name  string // to show: the token's id, the person's name
+	id    string // the token's id (tokens only)
 	hash  [sha256.Size]byte
 	role  role
 	scope *scope // tenant admins only
@@ -142,6 +163,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.routes = mux
+	ttl, idle := 8*time.Hour, time.Hour
+	if h.Session != nil {
+		if h.Session.TTL > 0 {
+			ttl = time.Duration(h.Session.TTL)
+		}
+		if h.Session.Idle > 0 {
+			idle = time.Duration(h.Session.Idle)
+		}
+	}
+	h.sessions = &sessionStore{storage: ctx.Storage(), ttl: ttl, idle: idle, logger: h.logger.Named("session")}
 	return nil
 }
 
@@ -149,6 +180,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) Validate() error {
 	if h.MaxFailures < 0 || h.FailureWindow < 0 {
 		return fmt.Errorf("llm_admin: max_failures and failure_window must not be negative")
+	}
+	if s := h.Session; s != nil && (s.TTL < 0 || s.Idle < 0) {
+		return fmt.Errorf("llm_admin: session ttl and idle must not be negative")
 	}
 	return nil
 }
@@ -161,7 +195,7 @@ func (h *Handler) identity(t Token, repl *caddy.Replacer) (*identity, error) {
 	if err != nil || len(sum) != sha256.Size {
 		return nil, fmt.Errorf("llm_admin: token %q: sha256 must be 64 hex digits; make a token and its hash with `llmgw hash-key --new`", t.ID)
 	}
-	id := &identity{id: t.ID}
+	id := &identity{id: t.ID, actor: "token:" + t.ID, name: t.ID}
 	copy(id.hash[:], sum)
 	if id.role, err = parseRole(t.Role); err != nil {
 		return nil, fmt.Errorf("llm_admin: token %q: %w", t.ID, err)
@@ -235,15 +269,33 @@ func adminModules() []caddy.ModuleInfo {
 
 // ServeHTTP authenticates, authorises and serves one admin request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
 	if p := r.URL.Path; r.URL.RawPath != "" || (path.Clean(p) != p && path.Clean(p)+"/" != p) {
 		return writeErr(w, http.StatusBadRequest, "the path %q must be plain: no encoded slashes, no . or .. segments", r.URL.EscapedPath())
 	}
 	ip := clientIP(r)
 	if wait := h.limiter.blocked(ip); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		return writeErr(w, http.StatusTooManyRequests, "too many requests with a wrong token from %s; try again in %s", ip, wait.Round(time.Second))
+		return tooMany(w, wait, "too many requests with a wrong token or sign-in from %s; try again in %s", ip, wait.Round(time.Second))
 	}
+	if strings.HasPrefix(r.URL.Path, "/llm/auth/") {
+		return h.serveAuth(w, r, ip)
+	}
+	var sess *session
 	id, status, msg := h.authenticate(r)
+	if id == nil && r.Header.Get("Authorization") == "" {
+		var err error
+		if id, sess, err = h.fromSession(r); err != nil {
+			return writeErr(w, http.StatusInternalServerError, "%v", err)
+		}
+		if id == nil && sessionCookie(r) != "" {
+			clearSessionCookie(w)
+			msg = errNoSession
+		}
+	}
+	if sess != nil && !safeMethod(r.Method) && !csrfOK(r, sess) {
+		return writeErr(w, http.StatusForbidden, "%s", errCSRF)
+	}
 	if id == nil {
 		if status == http.StatusUnauthorized && msg == errBadToken {
 			if h.limiter.fail(ip) {
@@ -264,7 +316,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeAPIError(w, err)
 	}
 	r.Header.Del(ActorHeader)
-	r.Header.Set(ActorHeader, "token:"+id.id)
+	r.Header.Set(ActorHeader, id.actor)
 	if _, pattern := h.routes.Handler(r); pattern == "" {
 		return writeErr(w, http.StatusNotFound, "no admin route %s %s; GET /llm/openapi.json lists them", r.Method, r.URL.Path)
 	}
@@ -276,7 +328,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 }
 
 const (
-	errNoToken  = "this admin API needs a token: send \"Authorization: Bearer <token>\" with a token configured in llm_admin (make one with `llmgw hash-key --new`)"
+	errNoToken  = "this admin API needs a token or a session: send \"Authorization: Bearer <token>\" with a token configured in llm_admin (make one with `llmgw hash-key --new`), or sign in with POST /llm/auth/login"
 	errBadToken = "the token is not valid: send \"Authorization: Bearer <token>\" with a token configured in llm_admin"
 )
 
@@ -292,6 +344,18 @@ func (h *Handler) authenticate(r *http.Request) (*identity, int, string) {
 	if token == "" {
 		return nil, http.StatusUnauthorized, errNoToken
 	}
+	if found := h.tokenIdentity(token); found != nil {
+		return found, 0, ""
+	}
+	return nil, http.StatusUnauthorized, errBadToken
+}
+
+// tokenIdentity finds the identity of a token, comparing its hash with
+// every token's in constant time.
+func (h *Handler) tokenIdentity(token string) *identity {
+	if token == "" {
+		return nil
+	}
 	sum := sha256.Sum256([]byte(token))
 	var found *identity
 	for _, id := range h.ids {
@@ -299,10 +363,7 @@ func (h *Handler) authenticate(r *http.Request) (*identity, int, string) {
 			found = id
 		}
 	}
-	if found == nil {
-		return nil, http.StatusUnauthorized, errBadToken
-	}
-	return found, 0, ""
+	return found
 }
 
 // clientIP is the client's address, as Caddy determined it (trusting

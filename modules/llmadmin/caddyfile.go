@@ -26,6 +26,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		token <id> <sha256> tenant_admin org|team|project <path>
 //		max_failures   <n>
 //		failure_window <duration>
+//		session {
+//			ttl  <duration>
+//			idle <duration>
+//		}
 //	}
 //
 // <sha256> is the hex SHA-256 of the token (`llmgw hash-key --new` makes
@@ -49,12 +53,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch dir {
 		case "token":
 			err = h.parseToken(d)
+		case "session":
+			err = h.parseSession(d)
 		case "max_failures":
 			err = parseInt(d, dir, &h.MaxFailures)
 		case "failure_window":
-			err = parseDuration(d, &h.FailureWindow)
+			err = parseDuration(d, dir, &h.FailureWindow)
 		default:
-			return d.Errf("unknown subdirective %q; use token, max_failures or failure_window", dir)
+			return d.Errf("unknown subdirective %q; use token, session, max_failures or failure_window", dir)
 		}
 		if err != nil {
 			return err
@@ -99,14 +105,44 @@ func parseInt(d *caddyfile.Dispenser, name string, dst *int) error {
 	return nil
 }
 
-func parseDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+// parseSession reads the session block.
+func (h *Handler) parseSession(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	s := new(Sessions)
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if seen[dir] {
+			return d.Errf("session: %s is given twice", dir)
+		}
+		seen[dir] = true
+		switch dir {
+		case "ttl":
+			if err := parseDuration(d, "session ttl", &s.TTL); err != nil {
+				return err
+			}
+		case "idle":
+			if err := parseDuration(d, "session idle", &s.Idle); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("session: unknown subdirective %q; use ttl or idle", dir)
+		}
+	}
+	h.Session = s
+	return nil
+}
+
+func parseDuration(d *caddyfile.Dispenser, name string, dst *caddy.Duration) error {
 	var s string
 	if !d.Args(&s) || d.NextArg() {
 		return d.ArgErr()
 	}
 	dur, err := caddy.ParseDuration(s)
 	if err != nil || dur <= 0 {
-		return d.Errf("failure_window %q: want a duration such as 1m", s)
+		return d.Errf("%s %q: want a duration such as 1m", name, s)
 	}
 	*dst = caddy.Duration(dur)
 	return nil

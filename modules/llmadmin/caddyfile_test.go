@@ -18,6 +18,10 @@ func TestCaddyfile(t *testing.T) {
 		token lead {env.LEAD_SHA256} tenant_admin project acme/research/alpha
 		max_failures 5
 		failure_window 30s
+		session {
+			ttl 4h
+			idle 20m
+		}
 	}`)
 	var h Handler
 	if err := h.UnmarshalCaddyfile(d); err != nil {
@@ -30,6 +34,9 @@ func TestCaddyfile(t *testing.T) {
 	}
 	if h.MaxFailures != 5 || time.Duration(h.FailureWindow) != 30*time.Second {
 		t.Errorf("got max_failures %d, failure_window %v", h.MaxFailures, h.FailureWindow)
+	}
+	if h.Session == nil || time.Duration(h.Session.TTL) != 4*time.Hour || time.Duration(h.Session.Idle) != 20*time.Minute {
+		t.Errorf("got session %+v, want ttl 4h idle 20m", h.Session)
 	}
 }
 
@@ -45,6 +52,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"twice", "llm_admin {\n max_failures 3\n max_failures 4\n}", "given twice"},
 		{"zero", "llm_admin {\n max_failures 0\n}", "positive"},
 		{"window", "llm_admin {\n failure_window soon\n}", "duration"},
+		{"session ttl", "llm_admin {\n session {\n ttl forever\n }\n}", `session ttl "forever"`},
+		{"session unknown", "llm_admin {\n session {\n max 3\n }\n}", "use ttl or idle"},
+		{"session twice", "llm_admin {\n session {\n idle 1m\n idle 2m\n }\n}", "given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h Handler

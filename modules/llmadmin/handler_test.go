@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
@@ -24,6 +26,7 @@ func testHandler(t testing.TB) *Handler {
 		t.Fatal(err)
 	}
 	h.routes = mux
+	h.sessions = &sessionStore{storage: &certmagic.FileStorage{Path: t.TempDir()}, ttl: 8 * time.Hour, idle: time.Hour, logger: zap.NewNop()}
 	for _, tok := range []Token{{ID: "root", SHA256: llm.HashKey("root-token"), Role: "admin"},
 		{ID: "watcher", SHA256: llm.HashKey("watcher-token"), Role: "viewer"}} {
 		id, err := h.identity(tok, caddy.NewReplacer())

@@ -138,12 +138,12 @@ func ruleFor(r *http.Request) rule {
 func (h *Handler) authorize(id *identity, rl rule, r *http.Request) error {
 	if id.role == roleTenant {
 		if rl.tenant == tenantNone {
-			return forbidden("token %q is a tenant admin of %s; %s needs the %s role", id.id, id.scope, rl.pattern, rl.need)
+			return forbidden("%s is a tenant admin of %s; %s needs the %s role", id.actor, id.scope, rl.pattern, rl.need)
 		}
 		return h.checkTenant(id, rl.tenant, r)
 	}
 	if id.role < rl.need {
-		return forbidden("token %q has the %s role; %s needs the %s role", id.id, id.role, rl.pattern, rl.need)
+		return forbidden("%s has the %s role; %s needs the %s role", id.actor, id.role, rl.pattern, rl.need)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 			}
 		}
 		if !s.allows(names...) {
-			return forbidden("model %q is not allowed to %s; token %q sees only its models", name, s, id.id)
+			return forbidden("model %q is not allowed to %s; %s sees only its models", name, s, id.actor)
 		}
 	case tenantKeyCreate:
 		raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
@@ -146,7 +146,7 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)}
 		}
 		if !s.holds("project", req.Project) {
-			return forbidden("project %q is outside %s; token %q creates keys only there", req.Project, s, id.id)
+			return forbidden("project %q is outside %s; %s creates keys only there", req.Project, s, id.actor)
 		}
 	case tenantKey:
 		keyID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/keys/"), "/")
@@ -158,7 +158,7 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 			if v := q.Get(kind); v != "" {
 				named = true
 				if !s.holds(kind, v) {
-					return forbidden("%s %q is outside %s; token %q reads usage only there", kind, v, s, id.id)
+					return forbidden("%s %q is outside %s; %s reads usage only there", kind, v, s, id.actor)
 				}
 			}
 		}
@@ -186,7 +186,7 @@ func (h *Handler) checkKey(r *http.Request, id *identity, keyID string) error {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no key %q", keyID)}
 	}
 	if !id.scope.holds("project", project) {
-		return forbidden("key %q is outside %s; token %q manages only its keys", keyID, id.scope, id.id)
+		return forbidden("key %q is outside %s; %s manages only its keys", keyID, id.scope, id.actor)
 	}
 	return nil
 }

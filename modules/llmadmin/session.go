@@ -1,0 +1,563 @@
+package llmadmin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+)
+
+// Sessions configures the sessions of people signed in through
+// POST /llm/auth/login: a cookie llmgw_session (HttpOnly, Secure,
+// SameSite=Strict, Path=/) names a session kept server-side in Caddy's
+// storage, so that every llmgw sharing that storage knows it, a reload
+// keeps it, and signing out ends it everywhere.
+type Sessions struct {
+	// TTL is how long a session lasts after sign-in, however much it is
+	// used. Default: 8h.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// Idle ends a session that made no request for this long.
+	// Default: 1h.
+	Idle caddy.Duration `json:"idle,omitempty"`
+}
+
+const (
+	// SessionCookie is the name of the session cookie.
+	SessionCookie = "llmgw_session"
+	// CSRFHeader carries the session's csrf_token on every change made
+	// with the session cookie.
+	CSRFHeader = "X-CSRF-Token"
+
+	sessionsPrefix = "llmgw/admin/sessions/" // + sha256 hex of the id: the session
+	seenPrefix     = "llmgw/admin/seen/"     // + sha256 hex of the id: its last use
+	langPrefix     = "llmgw/admin/lang/"     // + sha256 hex of the identity: its language
+)
+
+// session is what storage keeps of a session. It is written once, at
+// sign-in; its last use is kept under another key, so that a use racing
+// with a sign-out cannot bring the session back.
+type session struct {
+	Identity string    `json:"identity"` // token:<id>, ldap:<uid>
+	Name     string    `json:"name,omitempty"`
+	Role     string    `json:"role"`
+	Level    string    `json:"level,omitempty"`
+	Tenant   string    `json:"tenant,omitempty"`
+	CSRF     string    `json:"csrf"`
+	Created  time.Time `json:"created"`
+
+	key string // storage key
+}
+
+// directory signs people in with a username and password.
+type directory interface {
+	authenticate(ctx context.Context, username, password string) (*identity, error)
+}
+
+var (
+	// errBadCredentials is an unknown user or a wrong password: both
+	// answer the same.
+	errBadCredentials = errors.New("unknown user or wrong password")
+	// errNoRole is a person whose groups map to no role.
+	errNoRole = errors.New("no group mapped to a role")
+)
+
+// sessionBody is the answer of sign-in and GET /llm/auth/session.
+type sessionBody struct {
+	Identity  string `json:"identity"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Level     string `json:"level"`
+	Tenant    string `json:"tenant"`
+	CSRFToken string `json:"csrf_token"`
+	ExpiresAt string `json:"expires_at"`
+	Lang      string `json:"lang"`
+}
+
+// sessionStore keeps sessions and language choices in Caddy storage.
+type sessionStore struct {
+	storage certmagic.Storage
+	ttl     time.Duration
+	idle    time.Duration
+	logger  *zap.Logger
+
+	mu        sync.Mutex
+	lastSweep time.Time
+}
+
+// touchEvery is how stale a session's last use may be in storage before
+// a request writes it again.
+func (s *sessionStore) touchEvery() time.Duration {
+	return min(s.idle/10, time.Minute)
+}
+
+// randomToken is 256 random bits, URL-safe base64 encoded.
+func randomToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("reading random bytes: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+var tokenShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// create starts a session for an identity and returns its id, which only
+// the cookie holds: storage keeps its hash.
+func (s *sessionStore) create(ctx context.Context, sess *session) (string, error) {
+	id, err := randomToken()
+	if err != nil {
+		return "", err
+	}
+	if sess.CSRF, err = randomToken(); err != nil {
+		return "", err
+	}
+	sess.Created = now().UTC()
+	sess.key = hashHex(id)
+	b, err := json.Marshal(sess)
+	if err != nil {
+		return "", err
+	}
+	if err := s.storage.Store(ctx, sessionsPrefix+sess.key, b); err != nil {
+		return "", fmt.Errorf("storing the session: %w", err)
+	}
+	if err := s.storage.Store(ctx, seenPrefix+sess.key, []byte(sess.Created.Format(time.RFC3339Nano))); err != nil {
+		return "", fmt.Errorf("storing the session: %w", err)
+	}
+	s.maybeSweep()
+	return id, nil
+}
+
+// get returns the live session the id names, or nil: for an id the
+// server did not issue, one signed out, and one past its TTL or idle
+// time. A use is noted at most every touchEvery.
+func (s *sessionStore) get(ctx context.Context, id string) (*session, error) {
+	if !tokenShape.MatchString(id) {
+		return nil, nil
+	}
+	key := hashHex(id)
+	b, err := s.storage.Load(ctx, sessionsPrefix+key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the session: %w", err)
+	}
+	var sess session
+	if err := json.Unmarshal(b, &sess); err != nil {
+		s.logger.Error("unreadable session in storage; ending it", zap.String("key", sessionsPrefix+key), zap.Error(err))
+		s.delete(ctx, key)
+		return nil, nil
+	}
+	sess.key = key
+	t := now()
+	seen := sess.Created
+	if b, err := s.storage.Load(ctx, seenPrefix+key); err == nil {
+		if st, err := time.Parse(time.RFC3339Nano, string(b)); err == nil && st.After(seen) {
+			seen = st
+		}
+	}
+	if !t.Before(sess.Created.Add(s.ttl)) || !t.Before(seen.Add(s.idle)) {
+		s.delete(ctx, key)
+		return nil, nil
+	}
+	if t.Sub(seen) >= s.touchEvery() {
+		if err := s.storage.Store(ctx, seenPrefix+key, []byte(t.UTC().Format(time.RFC3339Nano))); err != nil {
+			s.logger.Error("noting a session's use", zap.Error(err))
+		}
+	}
+	return &sess, nil
+}
+
+// delete ends a session everywhere: every llmgw reads storage.
+func (s *sessionStore) delete(ctx context.Context, key string) {
+	for _, k := range []string{sessionsPrefix + key, seenPrefix + key} {
+		if err := s.storage.Delete(ctx, k); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.logger.Error("deleting a session", zap.String("key", k), zap.Error(err))
+		}
+	}
+}
+
+// expires is when a session ends at the latest.
+func (s *sessionStore) expires(sess *session) time.Time { return sess.Created.Add(s.ttl) }
+
+// sweepEvery is how often a sign-in also removes sessions that ended
+// without a sign-out.
+const sweepEvery = 10 * time.Minute
+
+func (s *sessionStore) maybeSweep() {
+	s.mu.Lock()
+	t := now()
+	due := t.Sub(s.lastSweep) >= sweepEvery
+	if due {
+		s.lastSweep = t
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.logger.Error("sweeping sessions panicked", zap.Any("panic", p), zap.Stack("stack"))
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.sweep(ctx)
+	}()
+}
+
+// sweep removes the sessions whose time is over.
+func (s *sessionStore) sweep(ctx context.Context) {
+	keys, err := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		key := k[strings.LastIndexByte(k, '/')+1:]
+		info, err := s.storage.Stat(ctx, seenPrefix+key)
+		last := info.Modified
+		if err != nil {
+			if st, err := s.storage.Stat(ctx, k); err == nil {
+				last = st.Modified
+			}
+		}
+		b, err := s.storage.Load(ctx, k)
+		var sess session
+		if err == nil && json.Unmarshal(b, &sess) == nil && now().Before(sess.Created.Add(s.ttl)) && now().Before(last.Add(s.idle)) {
+			continue
+		}
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			s.delete(ctx, key)
+		}
+	}
+}
+
+type langChoice struct {
+	Identity string `json:"identity"`
+	Lang     string `json:"lang"`
+}
+
+// lang is the language an identity chose, or "".
+func (s *sessionStore) lang(ctx context.Context, identity string) string {
+	b, err := s.storage.Load(ctx, langPrefix+hashHex(identity))
+	if err != nil {
+		return ""
+	}
+	var c langChoice
+	if json.Unmarshal(b, &c) != nil || c.Identity != identity {
+		return ""
+	}
+	return c.Lang
+}
+
+func (s *sessionStore) setLang(ctx context.Context, identity, lang string) error {
+	if lang == "" {
+		err := s.storage.Delete(ctx, langPrefix+hashHex(identity))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	b, _ := json.Marshal(langChoice{Identity: identity, Lang: lang})
+	return s.storage.Store(ctx, langPrefix+hashHex(identity), b)
+}
+
+// langTag is a BCP 47 language tag such as de, en-GB or zh-Hant-TW.
+var langTag = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$`)
+
+// sessionCookie reads the session id from the request's cookie, "" when
+// there is none.
+func sessionCookie(r *http.Request) string {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+func (h *Handler) setSessionCookie(w http.ResponseWriter, id string) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(h.sessions.ttl / time.Second),
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+}
+
+func clearSessionCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+}
+
+// safeMethod reports whether a method changes nothing, so needs no CSRF
+// token.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// csrfOK compares the request's CSRF header with the session's in
+// constant time.
+func csrfOK(r *http.Request, sess *session) bool {
+	got := r.Header.Get(CSRFHeader)
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRF)) == 1
+}
+
+const errCSRF = "missing or wrong CSRF token; a change made with the session cookie needs the header X-CSRF-Token set to the csrf_token of POST /llm/auth/login or GET /llm/auth/session"
+
+// sessionIdentity returns the identity of a live session, as the
+// current config sees it: a token's session follows the token's role and
+// ends when the token is removed; a directory user's session keeps the
+// role it signed in with and ends when its sign-in method is removed.
+func (h *Handler) sessionIdentity(sess *session) *identity {
+	kind, name, _ := strings.Cut(sess.Identity, ":")
+	switch kind {
+	case "token":
+		for _, id := range h.ids {
+			if id.id == name {
+				return id
+			}
+		}
+		return nil
+	case "ldap":
+		if h.ldap == nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	id := &identity{actor: sess.Identity, name: sess.Name}
+	var err error
+	if id.role, err = parseRole(sess.Role); err != nil {
+		return nil
+	}
+	if id.role == roleTenant {
+		if id.scope, err = newScope(sess.Level, sess.Tenant, h.app); err != nil {
+			return nil
+		}
+	}
+	return id
+}
+
+// fromSession authenticates a request by its session cookie.
+func (h *Handler) fromSession(r *http.Request) (*identity, *session, error) {
+	c := sessionCookie(r)
+	if c == "" {
+		return nil, nil, nil
+	}
+	sess, err := h.sessions.get(r.Context(), c)
+	if err != nil || sess == nil {
+		return nil, nil, err
+	}
+	id := h.sessionIdentity(sess)
+	if id == nil {
+		h.sessions.delete(r.Context(), sess.key)
+		return nil, nil, nil
+	}
+	return id, sess, nil
+}
+
+// serveAuth serves /llm/auth/*: the sign-in methods, sign-in, the
+// session, sign-out and the language choice.
+func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) error {
+	w.Header().Set("Cache-Control", "no-store")
+	route := strings.TrimPrefix(r.URL.Path, "/llm/auth/")
+	method := map[string]string{"methods": http.MethodGet, "session": http.MethodGet,
+		"login": http.MethodPost, "logout": http.MethodPost, "lang": http.MethodPost}[route]
+	if method == "" {
+		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are GET /llm/auth/methods, POST /llm/auth/login, GET /llm/auth/session, POST /llm/auth/logout and POST /llm/auth/lang", r.URL.Path)
+	}
+	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", method)
+		return writeErr(w, http.StatusMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method)
+	}
+	switch route {
+	case "methods":
+		return writeJSON(w, http.StatusOK, map[string][]string{"methods": h.methods()})
+	case "login":
+		return h.login(w, r, ip)
+	}
+	id, sess, err := h.fromSession(r)
+	if err != nil {
+		return writeErr(w, http.StatusInternalServerError, "%v", err)
+	}
+	if route == "lang" && sess == nil && r.Header.Get("Authorization") != "" {
+		tid, status, msg := h.authenticate(r)
+		if tid == nil {
+			return writeErr(w, status, "%s", msg)
+		}
+		return h.serveLang(w, r, tid)
+	}
+	if sess == nil {
+		if sessionCookie(r) != "" {
+			clearSessionCookie(w)
+		}
+		return writeErr(w, http.StatusUnauthorized, "%s", errNoSession)
+	}
+	if route == "session" {
+		return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
+	}
+	if !csrfOK(r, sess) {
+		return writeErr(w, http.StatusForbidden, "%s", errCSRF)
+	}
+	if route == "lang" {
+		return h.serveLang(w, r, id)
+	}
+	h.sessions.delete(r.Context(), sess.key)
+	clearSessionCookie(w)
+	h.logger.Info("signed out", zap.String("actor", id.actor))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+const errNoSession = "no session, or it has ended; sign in with POST /llm/auth/login"
+
+func (h *Handler) serveLang(w http.ResponseWriter, r *http.Request, id *identity) error {
+	var req struct {
+		Lang *string `json:"lang"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.Lang == nil {
+		return writeErr(w, http.StatusBadRequest, "the body must be JSON like {\"lang\":\"de\"}")
+	}
+	if *req.Lang != "" && !langTag.MatchString(*req.Lang) {
+		return writeErr(w, http.StatusBadRequest, "lang %q is not a language tag; use one such as en, de or pt-BR, or \"\" to follow the browser", *req.Lang)
+	}
+	if err := h.sessions.setLang(r.Context(), id.actor, *req.Lang); err != nil {
+		return writeErr(w, http.StatusInternalServerError, "keeping the language choice: %v", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// methods are the sign-in methods on offer.
+func (h *Handler) methods() []string {
+	m := []string{}
+	if len(h.ids) > 0 {
+		m = append(m, "token")
+	}
+	if h.ldap != nil {
+		m = append(m, "ldap")
+	}
+	return m
+}
+
+func (h *Handler) body(ctx context.Context, id *identity, sess *session) sessionBody {
+	b := sessionBody{Identity: id.actor, Name: id.name, Role: id.role.String(), CSRFToken: sess.CSRF,
+		ExpiresAt: h.sessions.expires(sess).UTC().Format(time.RFC3339), Lang: h.sessions.lang(ctx, id.actor)}
+	if id.scope != nil {
+		b.Level, b.Tenant = id.scope.level, id.scope.path
+	}
+	return b
+}
+
+// loginRequest is the body of POST /llm/auth/login.
+type loginRequest struct {
+	Method   string `json:"method"`
+	Token    string `json:"token"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+const errBadLogin = "sign-in failed: unknown user or wrong password"
+
+// login checks a credential and starts a session with a new id.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error {
+	var req loginRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+		return writeErr(w, http.StatusBadRequest, `the body must be JSON like {"method":"token","token":"…"} or {"method":"ldap","username":"…","password":"…"}: %v`, err)
+	}
+	var id *identity
+	switch req.Method {
+	case "token":
+		if len(h.ids) == 0 {
+			return writeErr(w, http.StatusBadRequest, "sign-in with a token is not offered: llm_admin has no tokens; methods: %s", strings.Join(h.methods(), ", "))
+		}
+		if id = h.tokenIdentity(strings.TrimSpace(req.Token)); id == nil {
+			h.failed(ip, "")
+			return writeErr(w, http.StatusUnauthorized, "sign-in failed: the token is not valid; use a token configured in llm_admin")
+		}
+	case "ldap":
+		if h.ldap == nil {
+			return writeErr(w, http.StatusBadRequest, "sign-in with ldap is not offered: llm_admin has no ldap block; methods: %s", strings.Join(h.methods(), ", "))
+		}
+		user := userKey(req.Username)
+		if wait := h.limiter.blocked(user); wait > 0 {
+			return tooMany(w, wait, "too many failed sign-ins as %q; try again in %s", req.Username, wait.Round(time.Second))
+		}
+		var err error
+		id, err = h.ldap.authenticate(r.Context(), req.Username, req.Password)
+		switch {
+		case errors.Is(err, errBadCredentials):
+			h.failed(ip, user)
+			return writeErr(w, http.StatusUnauthorized, "%s", errBadLogin)
+		case errors.Is(err, errNoRole):
+			h.logger.Info("sign-in refused: no group mapped to a role", zap.String("actor", "ldap:"+req.Username))
+			return writeErr(w, http.StatusForbidden, "%v", err)
+		case err != nil:
+			h.logger.Error("ldap sign-in", zap.Error(err))
+			return writeErr(w, http.StatusBadGateway, "%v", err)
+		}
+	default:
+		return writeErr(w, http.StatusBadRequest, "method %q: use one of %s", req.Method, strings.Join(h.methods(), ", "))
+	}
+	// A session the client already had ends: a sign-in always gets a new
+	// id, and a value the server did not issue is never adopted.
+	if old := sessionCookie(r); old != "" && tokenShape.MatchString(old) {
+		h.sessions.delete(r.Context(), hashHex(old))
+	}
+	sess := &session{Identity: id.actor, Name: id.name, Role: id.role.String()}
+	if id.scope != nil {
+		sess.Level, sess.Tenant = id.scope.level, id.scope.path
+	}
+	sid, err := h.sessions.create(r.Context(), sess)
+	if err != nil {
+		return writeErr(w, http.StatusInternalServerError, "starting a session: %v", err)
+	}
+	h.setSessionCookie(w, sid)
+	h.logger.Info("signed in", zap.String("actor", id.actor), zap.String("role", id.role.String()), zap.String("remote_ip", ip))
+	return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
+}
+
+// userKey is a username's entry in the failure limiter; no IP address
+// has this shape.
+func userKey(name string) string { return "user:" + strings.ToLower(name) }
+
+// failed counts a failed sign-in against the client IP and the username.
+func (h *Handler) failed(ip, user string) {
+	for _, k := range []string{ip, user} {
+		if k != "" && h.limiter.fail(k) {
+			h.logger.Info("sign-in blocked after failures", zap.String("client", k), zap.Int("failures", h.MaxFailures))
+		}
+	}
+}
+
+func tooMany(w http.ResponseWriter, wait time.Duration, format string, args ...any) error {
+	w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+	return writeErr(w, http.StatusTooManyRequests, format, args...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

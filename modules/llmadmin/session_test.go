@@ -1,0 +1,184 @@
+package llmadmin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// call serves one request with llm_admin and returns the recorder.
+func call(t *testing.T, h *Handler, method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Add(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	if err := h.ServeHTTP(w, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// signIn signs in with a token and returns the session cookie's value and
+// the answer.
+func signIn(t *testing.T, h *Handler, token string, hdr ...string) (string, sessionBody) {
+	t.Helper()
+	w := call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"`+token+`"}`, hdr...)
+	if w.Code != 200 {
+		t.Fatalf("sign-in: got %d %s", w.Code, w.Body)
+	}
+	var b sessionBody
+	if err := json.Unmarshal(w.Body.Bytes(), &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.Result().Cookies() {
+		if c.Name == SessionCookie {
+			if !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+				t.Errorf("cookie %+v: want HttpOnly, Secure, SameSite=Strict, Path=/", c)
+			}
+			return c.Value, b
+		}
+	}
+	t.Fatalf("sign-in set no %s cookie: %v", SessionCookie, w.Header())
+	return "", b
+}
+
+func TestSessionLifecycle(t *testing.T) {
+	h := testHandler(t)
+	var actor string
+	h.routes = http.NewServeMux()
+	h.routes.HandleFunc("/llm/models", func(w http.ResponseWriter, r *http.Request) { actor = r.Header.Get(ActorHeader) })
+	h.routes.HandleFunc("/llm/models/{name}/stop", func(w http.ResponseWriter, r *http.Request) { actor = r.Header.Get(ActorHeader) })
+
+	w := call(t, h, "GET", "/llm/auth/methods", "")
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{"methods":["token"]}` {
+		t.Errorf("methods: got %d %s", w.Code, w.Body)
+	}
+	if w.Header().Get("X-Frame-Options") != "DENY" || w.Header().Get("Content-Security-Policy") != "frame-ancestors 'none'" {
+		t.Errorf("auth route without clickjacking headers: %v", w.Header())
+	}
+
+	// Fixation: a value the client set before sign-in is not adopted.
+	planted := strings.Repeat("A", 43)
+	id, b := signIn(t, h, "root-token", "Cookie", SessionCookie+"="+planted)
+	if id == planted || b.Identity != "token:root" || b.Role != "admin" || b.CSRFToken == "" || b.ExpiresAt == "" {
+		t.Fatalf("sign-in: cookie %q body %+v", id, b)
+	}
+	if w := call(t, h, "GET", "/llm/models", "", "Cookie", SessionCookie+"="+planted); w.Code != 401 {
+		t.Errorf("planted cookie: got %d, want 401", w.Code)
+	}
+	cookie := SessionCookie + "=" + id
+	if w := call(t, h, "GET", "/llm/models", "", "Cookie", cookie); w.Code != 200 || actor != "token:root" {
+		t.Errorf("GET with the cookie: got %d, actor %q", w.Code, actor)
+	}
+	if w := call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", cookie); w.Code != 403 || !strings.Contains(w.Body.String(), "CSRF") {
+		t.Errorf("POST without CSRF: got %d %s", w.Code, w.Body)
+	}
+	if w := call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", cookie, CSRFHeader, b.CSRFToken+"x"); w.Code != 403 {
+		t.Errorf("POST with a wrong CSRF token: got %d %s", w.Code, w.Body)
+	}
+	if w := call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", cookie, CSRFHeader, b.CSRFToken); w.Code != 200 {
+		t.Errorf("POST with CSRF: got %d %s", w.Code, w.Body)
+	}
+
+	// The language choice outlives the session.
+	if w := call(t, h, "POST", "/llm/auth/lang", `{"lang":"de"}`, "Cookie", cookie, CSRFHeader, b.CSRFToken); w.Code != 204 {
+		t.Errorf("lang: got %d %s", w.Code, w.Body)
+	}
+	if w := call(t, h, "POST", "/llm/auth/lang", `{"lang":"<script>"}`, "Cookie", cookie, CSRFHeader, b.CSRFToken); w.Code != 400 {
+		t.Errorf("lang <script>: got %d %s", w.Code, w.Body)
+	}
+	w = call(t, h, "GET", "/llm/auth/session", "", "Cookie", cookie)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"lang":"de"`) || !strings.Contains(w.Body.String(), b.CSRFToken) {
+		t.Errorf("session: got %d %s", w.Code, w.Body)
+	}
+
+	// Sign-out needs the CSRF token, then the cookie is dead.
+	if w := call(t, h, "POST", "/llm/auth/logout", "", "Cookie", cookie); w.Code != 403 {
+		t.Errorf("logout without CSRF: got %d", w.Code)
+	}
+	if w := call(t, h, "POST", "/llm/auth/logout", "", "Cookie", cookie, CSRFHeader, b.CSRFToken); w.Code != 204 || !strings.Contains(w.Header().Get("Set-Cookie"), "Max-Age=0") {
+		t.Errorf("logout: got %d %v", w.Code, w.Header())
+	}
+	if w := call(t, h, "GET", "/llm/models", "", "Cookie", cookie); w.Code != 401 || !strings.Contains(w.Body.String(), "sign in") {
+		t.Errorf("after logout: got %d %s", w.Code, w.Body)
+	}
+	_, b = signIn(t, h, "root-token")
+	if b.Lang != "de" {
+		t.Errorf("lang after a new sign-in: got %q, want de", b.Lang)
+	}
+
+	// A viewer's session is refused a change with the role it needs.
+	id, b = signIn(t, h, "watcher-token")
+	w = call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", SessionCookie+"="+id, CSRFHeader, b.CSRFToken)
+	if w.Code != 403 || !strings.Contains(w.Body.String(), "token:watcher has the viewer role") {
+		t.Errorf("viewer change: got %d %s", w.Code, w.Body)
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	defer func(f func() time.Time) { now = f }(now)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now = func() time.Time { return clock }
+	h := testHandler(t)
+	h.sessions.ttl, h.sessions.idle = 3*time.Hour, time.Hour
+	get := func(id string) int {
+		return call(t, h, "GET", "/llm/auth/session", "", "Cookie", SessionCookie+"="+id).Code
+	}
+
+	// Idle: used every 50 minutes it lives, left 61 minutes it ends.
+	id, _ := signIn(t, h, "root-token")
+	for range 3 {
+		clock = clock.Add(50 * time.Minute)
+		if c := get(id); c != 200 {
+			t.Fatalf("used within the idle time: got %d", c)
+		}
+	}
+	// TTL: 3h after sign-in it ends, however used.
+	clock = clock.Add(29 * time.Minute) // 2h59m
+	if c := get(id); c != 200 {
+		t.Fatalf("at 2h59m: got %d", c)
+	}
+	clock = clock.Add(time.Minute)
+	if c := get(id); c != 401 {
+		t.Errorf("at the TTL: got %d, want 401", c)
+	}
+
+	id, _ = signIn(t, h, "root-token")
+	clock = clock.Add(61 * time.Minute)
+	if c := get(id); c != 401 {
+		t.Errorf("idle 61m: got %d, want 401", c)
+	}
+	if keys, _ := h.sessions.storage.List(t.Context(), "llmgw/admin/sessions", false); len(keys) != 0 {
+		t.Errorf("ended sessions left in storage: %v", keys)
+	}
+}
+
+func TestSignInLimit(t *testing.T) {
+	h := testHandler(t) // max 3 failures a minute
+	for i := range 3 {
+		if w := call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"guess"}`); w.Code != 401 {
+			t.Fatalf("wrong token %d: got %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	w := call(t, h, "POST", "/llm/auth/login", `{"method":"token","token":"root-token"}`)
+	if w.Code != 429 || w.Header().Get("Retry-After") == "" {
+		t.Errorf("after 3 failed sign-ins: got %d %v", w.Code, w.Header())
+	}
+}
+
+func TestSessionCookieNotUsedWithBearer(t *testing.T) {
+	h := testHandler(t)
+	h.routes = http.NewServeMux()
+	h.routes.HandleFunc("/llm/models/{name}/stop", func(http.ResponseWriter, *http.Request) {})
+	id, _ := signIn(t, h, "root-token")
+	// A bearer token needs no CSRF token; the cookie beside it is not used.
+	w := call(t, h, "POST", "/llm/models/m/stop", "", "Cookie", SessionCookie+"="+id, "Authorization", "Bearer watcher-token")
+	if w.Code != 403 || !strings.Contains(w.Body.String(), "token:watcher") {
+		t.Errorf("bearer beside a cookie: got %d %s, want the bearer's 403", w.Code, w.Body)
+	}
+}
