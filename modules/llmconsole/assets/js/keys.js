@@ -2,7 +2,7 @@
 // with the secret shown once, rotate, revoke.
 import { h, table, armed } from './dom.js';
 import { t, time } from './i18n.js';
-import { api } from './api.js';
+import { api, cached, fresh } from './api.js';
 
 const PAGE = 50;
 
@@ -94,13 +94,24 @@ export async function keys(root, app) {
     box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('keys.empty')));
   }
 
-  async function refresh(force) {
-    const list = await api('GET', '/llm/keys');
-    all = (list || []).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  function use(list) {
+    all = (list || []).slice().sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const ps = [...new Set(all.map((k) => k.project))].sort();
     projects.replaceChildren(...ps.slice(0, 500).map((p) => h('option', { value: p })));
+  }
+
+  async function refresh(force) {
+    use(await fresh('/llm/keys'));
     if (force || !box.contains(document.activeElement)) draw();
   }
-  await refresh(true);
+  // Draw from the last list at once, if there is one, and fetch anew.
+  const last = cached('/llm/keys');
+  if (last) {
+    use(last.data);
+    draw();
+    refresh(false).catch((e) => app.fail(e));
+  } else {
+    await refresh(true);
+  }
   return { refresh: () => refresh(false), every: 15000 };
 }

@@ -3,7 +3,7 @@
 // server refuses it anyway.
 import { h } from './dom.js';
 import { t, setLang, pick, remember, LANGS, lang } from './i18n.js';
-import { api, setCSRF, explain, APIError } from './api.js';
+import { api, setCSRF, explain, APIError, forget, prefetch } from './api.js';
 import { signin } from './signin.js';
 import { overview, nodes } from './overview.js';
 import { models } from './models.js';
@@ -122,6 +122,7 @@ async function show(id, message) {
 }
 
 async function signedIn(sess) {
+  forget();
   app.session = sess;
   setCSRF(sess.csrf_token);
   const l = pick(sess.lang);
@@ -129,6 +130,8 @@ async function signedIn(sess) {
   const target = location.hash.replace(/^#\//, '');
   if (pages[target]) await show(target);
   else location.hash = app.role() === 'tenant_admin' ? '#/models' : '#/overview';
+  // The key list is the largest; fetch it while the person looks around.
+  setTimeout(() => { if (app.session) prefetch('/llm/keys'); }, 300);
 }
 
 async function changeLang(l) {
@@ -144,6 +147,7 @@ async function changeLang(l) {
 async function signOut() {
   try { await api('POST', '/llm/auth/logout'); } catch (e) { /* the session may be gone already */ }
   setCSRF('');
+  forget();
   app.session = null;
   await show('signin', t('signin.out'));
 }

@@ -3,7 +3,7 @@
 // while the page is open.
 import { h, s, table } from './dom.js';
 import { t, num } from './i18n.js';
-import { api } from './api.js';
+import { api, cached, fresh } from './api.js';
 
 const RANGES = { '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
 
@@ -62,22 +62,29 @@ export async function usage(root, app) {
     level.value = app.session.level;
     name.value = app.session.tenant;
   }
-  try {
-    for (const k of (await api('GET', '/llm/keys')) || []) {
+  // Names to suggest, from the keys; not waited for.
+  const learn = (list) => {
+    for (const k of list || []) {
       const parts = String(k.project || '').split('/');
       known.org.add(parts[0]);
       if (parts.length > 1) known.team.add(parts.slice(0, 2).join('/'));
       if (parts.length > 2) known.project.add(k.project);
       known.key.add(k.id);
     }
-  } catch (e) { /* names are only suggestions */ }
+    suggest();
+  };
   const suggest = () => names.replaceChildren(...[...known[level.value]].sort().slice(0, 500).map((v) => h('option', { value: v })));
   level.addEventListener('change', () => { suggest(); name.value = ''; });
-  suggest();
+  const last = cached('/llm/keys');
+  if (last) learn(last.data);
+  else fresh('/llm/keys').then(learn).catch(() => {});
   if (!name.value && known.org.size) name.value = [...known.org].sort()[0];
 
   async function refresh() {
-    if (!name.value.trim()) return;
+    if (!name.value.trim()) {
+      if (level.value !== 'org' || !known.org.size) return;
+      name.value = [...known.org].sort()[0];
+    }
     const to = new Date(), from = new Date(to.getTime() - RANGES[range.value]);
     const q = new URLSearchParams({ [level.value]: name.value.trim(), from: from.toISOString().replace(/\.\d+Z$/, 'Z'), to: to.toISOString().replace(/\.\d+Z$/, 'Z') });
     const u = await api('GET', `/llm/usage?${q}`);
