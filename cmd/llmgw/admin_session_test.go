@@ -30,6 +30,9 @@ func (g *gateway) writeSessionConfig(storage, adminExtra string) {
 	cfg := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	storage file_system %s
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
 	llm {
 		model sim-chat {
 			engine sim

@@ -69,6 +69,10 @@ type Handler struct {
 	// Session sets how long sign-in sessions last. Default: 8h, ended
 	// after 1h without a request.
 	Session *Sessions `json:"session,omitempty"`
+	// LDAP lets people sign in with a username and password against a
+	// directory (OpenLDAP, Active Directory), their groups mapped to
+	// roles. Default: none, sign-in is by token only.
+	LDAP *LDAP `json:"ldap,omitempty"`
 
 	ids        []*identity
 	limiterKey string
@@ -155,7 +159,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		seen[t.ID], hashes[id.hash] = true, t.ID
 		h.ids = append(h.ids, id)
 	}
-	if len(h.ids) == 0 {
+	if h.LDAP != nil {
+		dir, err := newLDAP(*h.LDAP, h.app, repl, h.logger.Named("ldap"))
+		if err != nil {
+			return fmt.Errorf("llm_admin: %w", err)
+		}
+		h.ldap = dir
+	}
+	if len(h.ids) == 0 && h.ldap == nil {
 		h.logger.Warn("llm_admin has no tokens: every request answers 401; add a token line")
 	}
 	mux, err := collectRoutes(ctx)

@@ -30,6 +30,22 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			ttl  <duration>
 //			idle <duration>
 //		}
+//		ldap {
+//			url             ldaps://<host>[:<port>] | ldap://<host>[:<port>]
+//			starttls
+//			ca_file         <pem file>
+//			bind_dn         <dn>
+//			bind_password   <password, best a placeholder: {env.LDAP_BIND_PASSWORD}>
+//			base_dn         <dn>
+//			user_filter     <filter with {username}>
+//			group_attribute <attribute>
+//			group_base_dn   <dn>
+//			group_filter    <filter with {dn} or {username}>
+//			name_attribute  <attribute>
+//			timeout         <duration>
+//			role            admin|operator|viewer <group dn>
+//			tenant_admin    org|team|project <path> <group dn>
+//		}
 //	}
 //
 // <sha256> is the hex SHA-256 of the token (`llmgw hash-key --new` makes
@@ -55,12 +71,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseToken(d)
 		case "session":
 			err = h.parseSession(d)
+		case "ldap":
+			err = h.parseLDAP(d)
 		case "max_failures":
 			err = parseInt(d, dir, &h.MaxFailures)
 		case "failure_window":
 			err = parseDuration(d, dir, &h.FailureWindow)
 		default:
-			return d.Errf("unknown subdirective %q; use token, session, max_failures or failure_window", dir)
+			return d.Errf("unknown subdirective %q; use token, session, ldap, max_failures or failure_window", dir)
 		}
 		if err != nil {
 			return err
@@ -132,6 +150,69 @@ func (h *Handler) parseSession(d *caddyfile.Dispenser) error {
 		}
 	}
 	h.Session = s
+	return nil
+}
+
+// parseLDAP reads the ldap block.
+func (h *Handler) parseLDAP(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	l := new(LDAP)
+	seen := map[string]bool{}
+	strs := map[string]*string{"url": &l.URL, "ca_file": &l.CAFile, "bind_dn": &l.BindDN, "bind_password": &l.BindPassword,
+		"base_dn": &l.BaseDN, "user_filter": &l.UserFilter, "group_attribute": &l.GroupAttribute,
+		"group_base_dn": &l.GroupBaseDN, "group_filter": &l.GroupFilter, "name_attribute": &l.NameAttribute}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if dir != "role" && dir != "tenant_admin" {
+			if seen[dir] {
+				return d.Errf("ldap: %s is given twice", dir)
+			}
+			seen[dir] = true
+		}
+		switch dir {
+		case "starttls":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			l.StartTLS = true
+		case "timeout":
+			if err := parseDuration(d, "ldap timeout", &l.Timeout); err != nil {
+				return err
+			}
+		case "role":
+			var r LDAPRole
+			if !d.Args(&r.Role, &r.Group) || d.NextArg() {
+				return d.Errf("ldap: role needs admin|operator|viewer and a group's DN, such as: role admin cn=llm-admins,ou=groups,dc=example,dc=com")
+			}
+			if rl, err := parseRole(r.Role); err != nil || rl == roleTenant {
+				return d.Errf("ldap: role %q: use admin, operator or viewer; a tenant admin group is a tenant_admin line", r.Role)
+			}
+			l.Roles = append(l.Roles, r)
+		case "tenant_admin":
+			r := LDAPRole{Role: roleTenant.String()}
+			if !d.Args(&r.Level, &r.Tenant, &r.Group) || d.NextArg() {
+				return d.Errf("ldap: tenant_admin needs org|team|project, its path and a group's DN, such as: tenant_admin org acme cn=acme-admins,ou=groups,dc=example,dc=com")
+			}
+			if _, ok := depth[r.Level]; !ok {
+				return d.Errf("ldap: tenant_admin level %q: use org, team or project", r.Level)
+			}
+			l.Roles = append(l.Roles, r)
+		default:
+			dst, ok := strs[dir]
+			if !ok {
+				return d.Errf("ldap: unknown subdirective %q; use url, starttls, ca_file, bind_dn, bind_password, base_dn, user_filter, group_attribute, group_base_dn, group_filter, name_attribute, timeout, role or tenant_admin", dir)
+			}
+			if !d.Args(dst) || d.NextArg() {
+				return d.ArgErr()
+			}
+		}
+	}
+	if l.URL == "" || l.BaseDN == "" {
+		return d.Errf("ldap: url and base_dn are required")
+	}
+	h.LDAP = l
 	return nil
 }
 
