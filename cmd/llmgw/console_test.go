@@ -22,8 +22,8 @@ import (
 
 // consoleSite runs llmgw with the console, llm_admin (root: admin,
 // watcher: viewer) with sessions, and /v1 behind llm_quota. more goes
-// into the llm block (models, keys).
-func consoleSite(t *testing.T, more string) *gateway {
+// into the llm block (models, keys), adminExtra into llm_admin's.
+func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}}
 	cfg := fmt.Sprintf(`{
@@ -57,6 +57,7 @@ func consoleSite(t *testing.T, more string) *gateway {
 			session {
 				ttl 1h
 			}
+%s
 		}
 	}
 	route /console* {
@@ -64,7 +65,7 @@ func consoleSite(t *testing.T, more string) *gateway {
 	}
 }
 `, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), more, g.http,
-		llm.HashKey("root-token"), llm.HashKey("watcher-token"))
+		llm.HashKey("root-token"), llm.HashKey("watcher-token"), adminExtra)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ const forcedChange = `(async () => {
 // TestConsole drives the console in Chromium as an admin and as a viewer.
 func TestConsole(t *testing.T) {
 	b := newBrowser(t)
-	g := consoleSite(t, "")
+	g := consoleSite(t, "", "")
 	defer func() {
 		if len(b.dialogs) > 0 {
 			t.Errorf("the page opened dialogs: %q", b.dialogs)
@@ -348,7 +349,7 @@ func TestConsoleSpeed(t *testing.T) {
 		fmt.Fprintf(&more, "\t\t\t\t\tkey k%05d %s\n", i, llm.HashKey(fmt.Sprintf("s%05d", i)))
 	}
 	more.WriteString("\t\t\t\t}\n\t\t\t}\n\t\t}\n")
-	g := consoleSite(t, more.String())
+	g := consoleSite(t, more.String(), "")
 	b.signIn(g.base, "root-token")
 	got := map[string][]int{}
 	for round := range 3 {
@@ -367,4 +368,33 @@ func TestConsoleSpeed(t *testing.T) {
 	rows := eval[int](b, `(location.hash = '#/keys', new Promise(r => setTimeout(() => r(document.querySelectorAll('#keys-table tbody tr').length), 1500)))`)
 	out, _ := json.Marshal(got)
 	t.Logf("ms per page over 3 rounds: %s; key rows drawn of 10,002: %d", out, rows)
+}
+
+// TestConsoleLDAP signs in through the directory form: a person of a
+// mapped group gets in with the group's role; a wrong password and a
+// person in no mapped group are refused with a sentence of the catalog.
+func TestConsoleLDAP(t *testing.T) {
+	s := startSlapd(t)
+	b := newBrowser(t)
+	t.Setenv("LLMGW_TEST_LDAP_PASSWORD", "svc-pw")
+	g := consoleSite(t, "", ldapBlock(s, false))
+	ldapSignIn := func(user, pw string) {
+		b.do("opening the sign-in page", chromedp.Navigate(g.base+"/console/"), chromedp.WaitVisible(chromedp.ID("signin-user")))
+		b.do("signing in as "+user, chromedp.SendKeys(chromedp.ID("signin-user"), user), chromedp.SendKeys(chromedp.ID("signin-pass"), pw),
+			chromedp.Click(chromedp.CSS("#signin-ldap-form button")))
+	}
+	ldapSignIn("alice", "wrong")
+	b.until("the refusal", `document.getElementById('signin-error').textContent.startsWith('Not signed in, or the credentials are wrong.')`, 10*time.Second)
+	ldapSignIn("nora", "nora-pw")
+	b.until("the refusal", `document.getElementById('signin-error').textContent.startsWith('Your role may not do this.')`, 10*time.Second)
+	b.shot("ldap-refused")
+	ldapSignIn("alice", "alice-pw")
+	b.until("the overview", `document.querySelector('#page-overview[data-ready]')`, 15*time.Second)
+	if who := b.text("#who"); who != "Alice Example (admin)" {
+		t.Errorf("signed in as %q, want Alice Example (admin)", who)
+	}
+	b.shot("ldap-overview")
+	if len(b.dialogs) > 0 {
+		t.Errorf("the page opened dialogs: %q", b.dialogs)
+	}
 }
