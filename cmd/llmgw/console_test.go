@@ -21,7 +21,8 @@ import (
 )
 
 // consoleSite runs llmgw with the console, llm_admin (root: admin,
-// watcher: viewer) with sessions, and /v1 behind llm_quota. more goes
+// watcher: viewer, alpha-lead: tenant admin of acme/research/alpha) with
+// sessions, and /v1 behind llm_quota. more goes
 // into the llm block (models, keys), adminExtra into llm_admin's.
 func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 	t.Helper()
@@ -39,6 +40,9 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 				project alpha {
 					key k1 %s
 				}
+				project beta {
+					key k2 %s
+				}
 			}
 		}
 %s
@@ -54,6 +58,7 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 		llm_admin {
 			token root %s admin
 			token watcher %s viewer
+			token alpha-lead %s tenant_admin project acme/research/alpha
 			session {
 				ttl 1h
 			}
@@ -64,8 +69,8 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 		llm_console
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), more, g.http,
-		llm.HashKey("root-token"), llm.HashKey("watcher-token"), adminExtra)
+`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), more, g.http,
+		llm.HashKey("root-token"), llm.HashKey("watcher-token"), llm.HashKey("lead-token"), adminExtra)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +137,9 @@ func newBrowser(t *testing.T) *browser {
 			}
 			if m.IsException() {
 				t.Errorf("the page threw: %s", m.String())
+			}
+			if strings.Contains(m.Text, "Content Security Policy") {
+				t.Errorf("the page broke its Content-Security-Policy: %s", m.Text)
 			}
 		}
 	}()
@@ -274,6 +282,16 @@ func TestConsole(t *testing.T) {
 	b.until("the overview to count the requests", `(() => { const r = document.querySelector('#overview-table tr[data-model="console-sim"]');
 		return r && r.children[3].textContent === '2'; })()`, 10*time.Second)
 	b.shot("overview-after")
+	var ov struct{ Models []llm.ModelOverview }
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/overview", ""); code != 200 || json.Unmarshal([]byte(body), &ov) != nil {
+		t.Errorf("GET /llm/overview: got %d %s", code, body)
+	}
+	for _, m := range ov.Models {
+		if m.Model == "console-sim" && (m.Requests != 2 || m.Errors != 0 || m.Ready != 1 || m.State != "ready" ||
+			m.CompletionTokens == 0 || m.TokensPerSecond <= 0) {
+			t.Errorf("the overview of console-sim: %+v", m)
+		}
+	}
 	for _, p := range []string{"cache", "mirror", "nodes"} {
 		b.open(p)
 		b.shot(p)
@@ -333,6 +351,23 @@ func TestConsole(t *testing.T) {
 	if code := eval[int](b, forcedChange); code != 403 {
 		t.Errorf("a viewer's forced change: got %d, want 403", code)
 	}
+
+	// A tenant admin sees its pages and its keys only, and creates keys
+	// in its project.
+	b.do("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	b.signIn(g.base, "lead-token")
+	if nav := eval[string](b, `[...document.querySelectorAll('#nav a')].map(a => a.dataset.page).join(',')`); nav != "models,keys,usage" {
+		t.Errorf("a tenant admin's pages: got %s, want models,keys,usage", nav)
+	}
+	b.open("keys")
+	b.until("its keys", `document.querySelector('tr[data-key="console-key"]')`, 10*time.Second)
+	if keys := eval[string](b, `[...document.querySelectorAll('#keys-table tr[data-key]')].map(r => r.dataset.key).sort().join(',')`); keys != "console-key,k1" {
+		t.Errorf("a tenant admin's keys: got %s, want console-key,k1", keys)
+	}
+	if project := eval[string](b, `document.getElementById('key-project').value`); project != "acme/research/alpha" {
+		t.Errorf("the project to create a key in: got %q", project)
+	}
+	b.shot("keys-tenant")
 	t.Logf("screenshots in %s", b.artefacts)
 }
 
