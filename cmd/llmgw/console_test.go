@@ -277,6 +277,8 @@ func TestConsole(t *testing.T) {
 	}
 	b.until("the usage to move", `document.querySelector('#usage-total-requests').textContent !== `+strconv.Quote(before)+
 		` && document.querySelector('#usage-out tr[data-model="console-sim"]')`, 15*time.Second)
+	b.until("this hour's bar", `(() => { const bars = document.querySelectorAll('#usage-hours rect'); const last = bars[bars.length - 1];
+		return bars.length === 24 && last.getAttribute('height') > 0 && last.textContent.includes('2'); })()`, 10*time.Second)
 	b.shot("usage")
 	b.open("overview")
 	b.until("the overview to count the requests", `(() => { const r = document.querySelector('#overview-table tr[data-model="console-sim"]');

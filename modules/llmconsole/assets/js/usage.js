@@ -2,7 +2,7 @@
 // by model, as a table and an SVG chart; and the total's line over time
 // while the page is open.
 import { h, s, table } from './dom.js';
-import { t, num } from './i18n.js';
+import { t, num, lang } from './i18n.js';
 import { api, cached, fresh } from './api.js';
 
 const RANGES = { '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
@@ -27,18 +27,23 @@ function bars(models) {
   return s('svg', { class: 'chart', id: 'usage-chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': t('usage.chart') }, s('title', {}, t('usage.chart')), kids);
 }
 
-function line(points) {
-  const W = 720, H = 140, pad = 24;
-  if (points.length < 2) return s('svg', { class: 'chart', id: 'usage-line', viewBox: `0 0 ${W} ${H}` }, s('text', { x: pad, y: H / 2 }, t('usage.waiting')));
-  const t0 = points[0][0], t1 = points[points.length - 1][0];
-  const lo = Math.min(...points.map((p) => p[1])), hi = Math.max(lo + 1, ...points.map((p) => p[1]));
-  const x = (v) => pad + ((v - t0) / Math.max(1, t1 - t0)) * (W - 2 * pad);
-  const y = (v) => H - pad - ((v - lo) / (hi - lo)) * (H - 2 * pad);
-  const d = points.map((p, i) => `${i ? 'L' : 'M'}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' ');
-  return s('svg', { class: 'chart', id: 'usage-line', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': t('usage.live') },
-    s('path', { d, fill: 'none', stroke: '#2457c5', 'stroke-width': 2 }),
-    s('text', { x: pad, y: 14 }, num(hi, 0)), s('text', { x: pad, y: H - 6 }, num(lo, 0)));
+// hours draws requests per hour as bars, with the tokens in each bar's
+// tooltip.
+function hours(points) {
+  const W = 720, H = 160, pad = 28, bw = (W - 2 * pad) / Math.max(1, points.length);
+  const max = Math.max(1, ...points.map((p) => p[1].requests));
+  const kids = [s('text', { x: 4, y: 14 }, num(max, 0)), s('text', { x: 4, y: H - pad }, '0')];
+  points.forEach(([at, u], i) => {
+    const bh = (u.requests / max) * (H - 2 * pad), x = pad + i * bw;
+    const hour = new Intl.DateTimeFormat(lang(), { hour: '2-digit', minute: '2-digit' }).format(at);
+    kids.push(s('rect', { x: x + 1, y: H - pad - bh, width: Math.max(1, bw - 2), height: bh, class: 'out', 'data-hour': at.toISOString() },
+      s('title', {}, t('usage.hour', { hour, requests: num(u.requests, 0), input: num(u.input_tokens, 0), output: num(u.output_tokens, 0) }))));
+    if (i % 3 === 0) kids.push(s('text', { x, y: H - 8 }, hour));
+  });
+  return s('svg', { class: 'chart', id: 'usage-hours', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': t('usage.hourly') }, kids);
 }
+
+const iso = (d) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 
 export async function usage(root, app) {
   root.append(h('h1', {}, t('usage.title')));
@@ -52,10 +57,11 @@ export async function usage(root, app) {
     h('label', { class: 'field' }, t('usage.period'), range),
     h('button', { type: 'submit', class: 'primary' }, t('usage.show')));
   const out = h('div', { id: 'usage-out' });
-  const live = h('div', {});
-  root.append(h('div', { class: 'card' }, f), out,
-    h('h2', {}, t('usage.live')), live);
-  let series = [];
+  const perHour = h('div', {});
+  root.append(h('div', { class: 'card' }, f), out, h('h2', {}, t('usage.hourly')), perHour);
+  // The last 24 hours, one query per hour: all of them once a minute or
+  // when the query changes, else only the current hour.
+  let byHour = { query: '', at: 0, points: [] };
 
   const known = { org: new Set(), team: new Set(), project: new Set(), key: new Set() };
   if (app.session.level && app.session.tenant) {
@@ -86,7 +92,7 @@ export async function usage(root, app) {
       name.value = [...known.org].sort()[0];
     }
     const to = new Date(), from = new Date(to.getTime() - RANGES[range.value]);
-    const q = new URLSearchParams({ [level.value]: name.value.trim(), from: from.toISOString().replace(/\.\d+Z$/, 'Z'), to: to.toISOString().replace(/\.\d+Z$/, 'Z') });
+    const q = new URLSearchParams({ [level.value]: name.value.trim(), from: iso(from), to: iso(to) });
     const u = await api('GET', `/llm/usage?${q}`);
     const models = u.models || {};
     const rows = Object.keys(models).sort().map((m) => h('tr', { 'data-model': m },
@@ -100,13 +106,25 @@ export async function usage(root, app) {
       table(['col.model', 'col.requests', 'col.input', 'col.output', 'col.cost'].map((k, i) => h('th', { class: i ? 'num' : '' }, t(k))), rows),
       h('p', { class: 'legend muted' }, h('span', {}, h('i', { class: 'swatch in' }), t('col.input')), h('span', {}, h('i', { class: 'swatch out' }), t('col.output'))),
       bars(models));
-    series.push([Date.now(), tot.requests]);
-    if (series.length > 120) series = series.slice(-120);
-    live.replaceChildren(line(series));
+    await drawHours();
+  }
+
+  async function drawHours() {
+    const query = `${level.value}=${name.value.trim()}`;
+    const top = new Date();
+    top.setUTCMinutes(0, 0, 0); // usage is kept in hourly buckets of UTC
+    const all = query !== byHour.query || Date.now() - byHour.at > 60e3;
+    const starts = [];
+    for (let i = all ? 23 : 0; i >= 0; i--) starts.push(new Date(top.getTime() - i * 3600e3));
+    const got = await Promise.all(starts.map((st) => api('GET', `/llm/usage?${new URLSearchParams({ [level.value]: name.value.trim(), from: iso(st), to: iso(new Date(st.getTime() + 3599e3)) })}`)
+      .then((u) => [st, u.total || { requests: 0, input_tokens: 0, output_tokens: 0 }])));
+    if (all) byHour = { query, at: Date.now(), points: got };
+    else byHour.points = byHour.points.filter((p) => p[0].getTime() < top.getTime()).slice(-23).concat(got);
+    perHour.replaceChildren(hours(byHour.points));
   }
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
-    series = [];
+    byHour.query = '';
     try { await refresh(); } catch (err) { app.fail(err); }
   });
   await refresh();
