@@ -106,8 +106,13 @@ export async function usage(root, app) {
       table(['col.model', 'col.requests', 'col.input', 'col.output', 'col.cost'].map((k, i) => h('th', { class: i ? 'num' : '' }, t(k))), rows),
       h('p', { class: 'legend muted' }, h('span', {}, h('i', { class: 'swatch in' }), t('col.input')), h('span', {}, h('i', { class: 'swatch out' }), t('col.output'))),
       bars(models));
-    await drawHours();
+    // The chart of hours follows; the page does not wait for it.
+    if (!hoursBusy) {
+      hoursBusy = true;
+      drawHours().catch((e) => app.fail(e)).finally(() => { hoursBusy = false; });
+    }
   }
+  let hoursBusy = false;
 
   async function drawHours() {
     const query = `${level.value}=${name.value.trim()}`;
