@@ -425,12 +425,21 @@ func TestConsoleLDAP(t *testing.T) {
 	ldapSignIn("nora", "nora-pw")
 	b.until("the refusal", `document.getElementById('signin-error').textContent.startsWith('Your role may not do this.')`, 10*time.Second)
 	b.shot("ldap-refused")
+	// German, chosen on the sign-in page, kept in this browser.
+	b.do("choosing German", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('signin-lang'); s.value = 'de'; s.dispatchEvent(new Event('change')); })()`))
+	b.until("the German sign-in page", `(document.querySelector('#page-signin h1') || {}).textContent === 'Bei llmgw anmelden'`, 10*time.Second)
 	ldapSignIn("alice", "alice-pw")
 	b.until("the overview", `document.querySelector('#page-overview[data-ready]')`, 15*time.Second)
-	if who := b.text("#who"); who != "Alice Example (admin)" {
-		t.Errorf("signed in as %q, want Alice Example (admin)", who)
+	if who := b.text("#who"); who != "Alice Example (Administrator)" {
+		t.Errorf("signed in as %q, want Alice Example (Administrator)", who)
 	}
 	b.shot("ldap-overview")
+
+	// The session ended elsewhere (another tab signs out): the page sees
+	// it at its next refresh and asks to sign in again.
+	b.do("signing out elsewhere", chromedp.Evaluate[chromedp.Void](`fetch('/llm/auth/session').then(r => r.json()).then(s =>
+		fetch('/llm/auth/logout', {method: 'POST', headers: {'X-CSRF-Token': s.csrf_token}}))`, chromedp.EvalAwaitPromise))
+	b.until("the sign-in page", `(document.getElementById('signin-info') || {}).textContent === 'Ihre Sitzung ist abgelaufen; bitte melden Sie sich erneut an.'`, 10*time.Second)
 	if len(b.dialogs) > 0 {
 		t.Errorf("the page opened dialogs: %q", b.dialogs)
 	}

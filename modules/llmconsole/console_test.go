@@ -267,3 +267,19 @@ func TestCaddyfile(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkOutsidePath is what llm_console costs a request it does not
+// serve (a /v1 request on a site where it runs without a route).
+func BenchmarkOutsidePath(b *testing.B) {
+	h := &Handler{}
+	if err := h.Provision(caddy.Context{}); err != nil {
+		b.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	w := httptest.NewRecorder()
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = h.ServeHTTP(w, r, next)
+	}
+}

@@ -50,6 +50,7 @@ const app = {
     app.toast(explain(err), true);
   },
   signedIn(sess) { return signedIn(sess); },
+  changeLang(l) { return changeLang(l); },
 };
 
 let timer = 0;

@@ -1,6 +1,6 @@
 // The sign-in page: the methods the site offers (GET /llm/auth/methods).
 import { h } from './dom.js';
-import { t } from './i18n.js';
+import { t, LANGS, lang } from './i18n.js';
 import { api, explain } from './api.js';
 
 export async function signin(root, app, message) {
@@ -48,5 +48,9 @@ export async function signin(root, app, message) {
     f.addEventListener('submit', (e) => { e.preventDefault(); send({ method: 'ldap', username: user.value, password: pass.value }, f); });
     forms.push(f);
   }
-  root.append(h('div', { class: 'card signin', id: 'page-signin' }, h('h1', {}, t('signin.title')), info, forms, out));
+  const choose = h('select', { id: 'signin-lang', 'aria-label': t('lang.label') },
+    LANGS.map((l) => h('option', { value: l, selected: l === lang() }, t(`lang.${l}`))));
+  choose.addEventListener('change', () => app.changeLang(choose.value));
+  root.append(h('div', { class: 'card signin', id: 'page-signin' }, h('h1', {}, t('signin.title')), info, forms, out,
+    h('p', { class: 'muted' }, h('label', {}, t('lang.label'), ' ', choose))));
 }
