@@ -146,6 +146,15 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
+// noDialogs fails the test if the page opened an alert, confirm or prompt.
+func (b *browser) noDialogs() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.dialogs) > 0 {
+		b.t.Errorf("the page opened dialogs: %q", b.dialogs)
+	}
+}
+
 func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -227,11 +236,7 @@ const forcedChange = `(async () => {
 func TestConsole(t *testing.T) {
 	b := newBrowser(t)
 	g := consoleSite(t, "", "")
-	defer func() {
-		if len(b.dialogs) > 0 {
-			t.Errorf("the page opened dialogs: %q", b.dialogs)
-		}
-	}()
+	defer b.noDialogs()
 
 	// Sign in with an admin token through the form; the models show.
 	b.do("opening the console", chromedp.Navigate(g.base+"/console/"), chromedp.WaitVisible(chromedp.ID("signin-token")))
@@ -440,7 +445,5 @@ func TestConsoleLDAP(t *testing.T) {
 	b.do("signing out elsewhere", chromedp.Evaluate[chromedp.Void](`fetch('/llm/auth/session').then(r => r.json()).then(s =>
 		fetch('/llm/auth/logout', {method: 'POST', headers: {'X-CSRF-Token': s.csrf_token}}))`, chromedp.EvalAwaitPromise))
 	b.until("the sign-in page", `(document.getElementById('signin-info') || {}).textContent === 'Ihre Sitzung ist abgelaufen; bitte melden Sie sich erneut an.'`, 10*time.Second)
-	if len(b.dialogs) > 0 {
-		t.Errorf("the page opened dialogs: %q", b.dialogs)
-	}
+	b.noDialogs()
 }
