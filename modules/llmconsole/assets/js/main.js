@@ -55,6 +55,7 @@ const app = {
 
 let timer = 0;
 let active = null;
+let shown = 0; // counts page changes, so a slow page drawn late is dropped
 
 function stopPolling() {
   clearTimeout(timer);
@@ -91,6 +92,7 @@ function renderHeader() {
 }
 
 async function show(id, message) {
+  const seq = ++shown;
   stopPolling();
   active = null;
   const main = document.getElementById('main');
@@ -99,7 +101,9 @@ async function show(id, message) {
     app.session = null;
     renderHeader();
     if (location.hash !== '#/signin') history.replaceState(null, '', '#/signin');
-    await signin(main, app, message);
+    const root = h('section', {});
+    main.append(root); // detached, and so unseen, if another page follows first
+    await signin(root, app, message);
     return;
   }
   const entry = pages[id] && pages[id][1](app.role()) ? pages[id] : null;
@@ -112,12 +116,14 @@ async function show(id, message) {
   const root = h('section', { id: `page-${id}` });
   main.append(root);
   const started = performance.now();
+  let page = null;
   try {
-    active = await entry[0](root, app);
+    page = await entry[0](root, app);
   } catch (e) {
-    app.fail(e);
-    active = null;
+    if (seq === shown) app.fail(e);
   }
+  if (seq !== shown) return; // another page was asked for meanwhile
+  active = page;
   root.setAttribute('data-ready', String(Math.round(performance.now() - started)));
   schedule();
 }
