@@ -235,7 +235,9 @@ const forcedChange = `(async () => {
 // TestConsole drives the console in Chromium as an admin and as a viewer.
 func TestConsole(t *testing.T) {
 	b := newBrowser(t)
-	g := consoleSite(t, "", "")
+	stores := t.TempDir()
+	g := consoleSite(t, fmt.Sprintf("\t\tmirror {\n\t\t\tstore a dir %s\n\t\t\tstore b dir %s\n\t\t\tsync_interval 1s\n\t\t}\n",
+		filepath.Join(stores, "a"), filepath.Join(stores, "b")), "")
 	defer b.noDialogs()
 
 	// Sign in with an admin token through the form; the models show.
@@ -299,8 +301,19 @@ func TestConsole(t *testing.T) {
 			t.Errorf("the overview of console-sim: %+v", m)
 		}
 	}
-	for _, p := range []string{"cache", "mirror", "nodes"} {
-		b.open(p)
+	weights := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := os.WriteFile(weights, []byte("GGUF weights of a test"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := siteCall(t, g, "root-token", "POST", "/llm/mirror/versions", fmt.Sprintf(`{"model":"tiny","version":"v1","source":%q}`, weights)); code != 200 && code != 201 {
+		t.Fatalf("adding a version to the mirror: got %d %s", code, body)
+	}
+	b.open("mirror")
+	b.until("the version in both stores", `(document.querySelector('tr[data-version="tiny/v1"]') || {}).textContent.includes('a, b') && document.querySelector('#mirror-stores tr[data-store="b"]')`, 15*time.Second)
+	for _, p := range []string{"mirror", "cache", "nodes"} {
+		if p != "mirror" {
+			b.open(p)
+		}
 		b.shot(p)
 	}
 

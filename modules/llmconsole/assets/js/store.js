@@ -36,32 +36,66 @@ export async function cache(root, app) {
   return { refresh, every: 5000 };
 }
 
+const yes = (b) => (b ? t('yes') : t('no'));
+const heads = (keys) => keys.map((k, i) => h('th', { class: i && k !== 'col.store' ? 'num' : '' }, t(k)));
+
+// stores shows each store's state at the last reconciliation.
+function stores(sync) {
+  const rows = (sync && sync.stores ? sync.stores : []).map((st) => h('tr', { 'data-store': st.name },
+    h('td', {}, st.name), h('td', { class: 'num' + (st.reachable ? '' : ' error') }, yes(st.reachable)),
+    h('td', { class: 'num' }, num(st.versions, 0)), h('td', { class: 'num' }, num(st.lag_versions, 0)),
+    h('td', { class: 'num' }, bytes(st.lag_bytes)), h('td', { class: 'num' }, num(st.lag_removals, 0))));
+  return [
+    sync && sync.last_run ? h('p', { class: 'muted' }, t('mirror.lastsync', { time: time(sync.last_run), secs: num(sync.duration_seconds, 2) })) : null,
+    table(heads(['col.store', 'col.reachable', 'col.versions', 'col.lag', 'col.lagbytes', 'col.removals']), rows)];
+}
+
+// transfers shows what moves now, with a progress bar each.
+function transfers(list) {
+  if (!list || !list.length) return h('p', { class: 'muted' }, t('mirror.notransfers'));
+  return table(heads(['col.kind', 'col.file', 'col.store', 'col.progress', 'col.rate', 'col.eta']), list.map((x) => h('tr', {},
+    h('td', {}, t(`mirror.kind.${x.kind}`)), h('td', {}, `${x.model}/${x.version}/${x.file}`), h('td', {}, x.store || '–'),
+    h('td', { class: 'num' }, h('progress', { max: Math.max(1, x.total), value: x.bytes }), ` ${bytes(x.bytes)} / ${bytes(x.total)}`),
+    h('td', { class: 'num' }, `${bytes(x.bytes_per_second)}/s`), h('td', { class: 'num' }, x.eta_seconds ? `${num(x.eta_seconds, 0)} s` : '–'))));
+}
+
+// nodeCache shows the versions this node keeps, least recently used first.
+function nodeCache(list) {
+  if (!list || !list.length) return h('p', { class: 'muted' }, t('mirror.nocache'));
+  return table(heads(['col.model', 'col.version', 'col.size', 'col.inuse', 'col.complete']), list.map((c) => h('tr', {},
+    h('td', {}, c.model), h('td', {}, c.version), h('td', { class: 'num' }, bytes(c.size)),
+    h('td', { class: 'num' }, num(c.in_use, 0)), h('td', { class: 'num' }, yes(c.complete)))));
+}
+
 export async function mirror(root) {
   root.append(h('h1', {}, t('mirror.title')));
-  const stores = h('div', { id: 'mirror-stores' });
+  const storesBox = h('div', { id: 'mirror-stores' });
+  const moving = h('div', { id: 'mirror-transfers' });
+  const cached = h('div', { id: 'mirror-cache' });
   const versions = h('div', { id: 'mirror-versions' });
-  root.append(h('h2', {}, t('mirror.stores')), stores, h('h2', {}, t('mirror.versions')), versions);
+  root.append(h('h2', {}, t('mirror.stores')), storesBox, h('h2', {}, t('mirror.transfers')), moving,
+    h('h2', {}, t('mirror.versions')), versions, h('h2', {}, t('mirror.cache')), cached);
   async function refresh() {
     let st, list;
     try {
       [st, list] = await Promise.all([api('GET', '/llm/mirror'), api('GET', '/llm/mirror/versions')]);
     } catch (e) {
       if (e instanceof APIError && e.status === 404) {
-        stores.replaceChildren(h('p', { class: 'muted' }, t('mirror.none')));
-        versions.replaceChildren();
+        storesBox.replaceChildren(h('p', { class: 'muted' }, t('mirror.none')));
+        for (const box of [moving, cached, versions]) box.replaceChildren();
         return;
       }
       throw e;
     }
-    stores.replaceChildren(kv(st));
-    const rows = (list || []).map((v) => h('tr', {},
+    storesBox.replaceChildren(...stores(st.sync).filter(Boolean));
+    moving.replaceChildren(transfers(st.transfers));
+    cached.replaceChildren(nodeCache(st.cache));
+    const rows = (list || []).map((v) => h('tr', { 'data-version': `${v.model}/${v.version}` },
       h('td', {}, v.model || ''), h('td', {}, v.version || ''),
-      h('td', { class: 'num' }, v.size !== undefined ? bytes(v.size) : (v.bytes !== undefined ? bytes(v.bytes) : '–')),
-      h('td', { class: 'num' }, v.files !== undefined ? num(Array.isArray(v.files) ? v.files.length : v.files, 0) : '–'),
-      h('td', {}, Array.isArray(v.stores) ? v.stores.join(', ') : JSON.stringify(v.stores || '')),
-      h('td', {}, time(v.created || v.added))));
+      h('td', { class: 'num' }, bytes(v.size)), h('td', { class: 'num' }, num(v.files, 0)),
+      h('td', {}, (v.stores || []).join(', ')), h('td', {}, time(v.added))));
     versions.replaceChildren(rows.length ? table(['col.model', 'col.version', 'col.size', 'col.files', 'col.stores', 'col.created'].map((k) => h('th', {}, t(k))), rows) : h('p', {}, t('mirror.empty')));
   }
   await refresh();
-  return { refresh, every: 5000 };
+  return { refresh, every: 3000 };
 }
