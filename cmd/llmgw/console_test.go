@@ -52,6 +52,9 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 :%d {
 	route /v1/* {
 		llm_quota
+		llm_cache {
+			models sim-chat
+		}
 		llm_router
 	}
 	route /llm/* {
@@ -310,12 +313,24 @@ func TestConsole(t *testing.T) {
 	}
 	b.open("mirror")
 	b.until("the version in both stores", `(document.querySelector('tr[data-version="tiny/v1"]') || {}).textContent.includes('a, b') && document.querySelector('#mirror-stores tr[data-store="b"]')`, 15*time.Second)
-	for _, p := range []string{"mirror", "cache", "nodes"} {
-		if p != "mirror" {
-			b.open(p)
+	b.shot("mirror")
+
+	// The cache: an answer stored and found again, then purged.
+	for range 2 {
+		if _, apiErr := chatErr(keyClient(g, "secret-1"), "sim-chat"); apiErr != nil {
+			t.Fatalf("chat with sim-chat: %v", apiErr)
 		}
-		b.shot(p)
 	}
+	b.open("cache")
+	b.until("the cache's entry and hit", `(() => { const c = (f) => (document.querySelector('#cache-stats td[data-field="' + f + '"]') || {}).textContent;
+		return c('entries') === '1' && c('hits_exact') === '1'; })()`, 10*time.Second)
+	b.shot("cache")
+	b.do("purging sim-chat's entries", chromedp.SendKeys(chromedp.ID("purge-model"), "sim-chat"),
+		chromedp.Click(chromedp.ID("purge-button")), chromedp.Click(chromedp.ID("purge-button")))
+	b.until("the purge", `document.getElementById('toast').textContent.includes('1 entries purged.') &&
+		document.querySelector('#cache-stats td[data-field="entries"]').textContent === '0'`, 10*time.Second)
+	b.open("nodes")
+	b.shot("nodes")
 
 	// A value with markup renders as text: a model name the gateway
 	// refuses (its error shows the name) and a source it keeps.

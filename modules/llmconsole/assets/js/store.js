@@ -30,7 +30,21 @@ export async function cache(root, app) {
   root.append(box);
   async function refresh() {
     const list = await api('GET', '/llm/cache');
-    box.replaceChildren(...(list && list.length ? list.map((c) => h('div', { class: 'card' }, kv(c))) : [h('p', {}, t('cache.none'))]));
+    if (!list || !list.length) {
+      box.replaceChildren(h('p', {}, t('cache.none')));
+      return;
+    }
+    const known = ['entries', 'bytes', 'hits_exact', 'hits_semantic', 'misses', 'bypass', 'stored'];
+    const rows = list.map((c, i) => {
+      const hits = (c.hits_exact || 0) + (c.hits_semantic || 0);
+      const asked = hits + (c.misses || 0);
+      const other = Object.fromEntries(Object.entries(c || {}).filter(([k]) => !known.includes(k)));
+      return h('tr', { 'data-cache': i },
+        known.map((k) => h('td', { class: 'num', 'data-field': k }, k === 'bytes' ? bytes(c[k]) : num(c[k], 0))),
+        h('td', { class: 'num' }, asked ? `${num((100 * hits) / asked, 1)} %` : '–'),
+        Object.keys(other).length ? h('td', {}, kv(other)) : h('td', {}));
+    });
+    box.replaceChildren(table(known.map((k) => `cache.${k}`).concat(['cache.hitrate', 'cache.other']).map((k) => h('th', { class: 'num' }, t(k))), rows));
   }
   await refresh();
   return { refresh, every: 5000 };
