@@ -327,7 +327,7 @@ func TestConsole(t *testing.T) {
 	b.shot("cache")
 	b.do("purging sim-chat's entries", chromedp.SendKeys(chromedp.ID("purge-model"), "sim-chat"),
 		chromedp.Click(chromedp.ID("purge-button")), chromedp.Click(chromedp.ID("purge-button")))
-	b.until("the purge", `document.getElementById('toast').textContent.includes('1 entries purged.') &&
+	b.until("the purge", `document.getElementById('toast').textContent.includes('Entries purged: 1.') &&
 		document.querySelector('#cache-stats td[data-field="entries"]').textContent === '0'`, 10*time.Second)
 	b.open("nodes")
 	b.shot("nodes")
@@ -353,6 +353,9 @@ func TestConsole(t *testing.T) {
 	// German: the texts change, and the choice is kept with the person.
 	b.do("choosing German", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('lang'); s.value = 'de'; s.dispatchEvent(new Event('change')); })()`))
 	b.until("German texts", `document.querySelector('#nav a[data-page="models"]').textContent === 'Modelle' && document.querySelector('#page-models h1').textContent === 'Modelle'`, 10*time.Second)
+	if row := b.text(`tr[data-model="xss-src"]`); !strings.Contains(row, "ruht") || !strings.Contains(row, "startet mit der ersten Anfrage") {
+		t.Errorf("the state and reason in German: %q", row)
+	}
 	b.shot("models-de")
 	if lang := eval[string](b, `fetch('/llm/auth/session').then(r => r.json()).then(s => s.lang)`); lang != "de" {
 		t.Errorf("the session's language: got %q, want de", lang)

@@ -58,6 +58,16 @@ async function send(app, body, ok) {
   }
 }
 
+// reasons the gateway gives in fixed words, in the catalog; other reasons
+// carry details (an error, a node) and are shown as the gateway words them.
+const REASONS = {
+  'starts on its first request': 'reason.ondemand',
+  'a replica is starting': 'reason.starting',
+  'an administrator stopped it': 'reason.adminstop',
+  'no replica is running': 'reason.none',
+};
+const reason = (r) => (REASONS[r] ? t(REASONS[r]) : r);
+
 function replicas(m) {
   if (!m.replicas || !m.replicas.length) return h('span', { class: 'muted' }, '–');
   return m.replicas.map((r) => h('div', { class: 'replica' },
@@ -104,7 +114,7 @@ export async function models(root, app) {
       h('td', {}, h('strong', { class: 'model-name' }, m.name), m.aliases && m.aliases.length ? h('div', { class: 'muted' }, m.aliases.join(', ')) : null),
       h('td', {}, m.engine, m.source ? h('div', { class: 'muted' }, m.source) : null),
       h('td', {}, h('span', { class: `state ${m.state}`, 'data-state': m.state }, t(`state.${m.state}`)),
-        m.reason ? h('div', { class: 'muted' }, m.reason) : null),
+        m.reason ? h('div', { class: 'muted' }, reason(m.reason)) : null),
       h('td', {}, replicas(m)),
       h('td', { class: 'num' }, `${num(m.min, 0)}–${num(m.max, 0)}`),
       h('td', {}, m.class ? t(`class.${m.class}`) : '', m.owner ? h('div', { class: 'muted' }, m.owner) : null),
