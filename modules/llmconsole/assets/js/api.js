@@ -14,8 +14,8 @@ export class APIError extends Error {
   }
 }
 
-export async function api(method, path, body) {
-  const opt = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+export async function api(method, path, body, signal) {
+  const opt = { method, credentials: 'same-origin', headers: { Accept: 'application/json' }, signal };
   if (body !== undefined) {
     opt.headers['Content-Type'] = 'application/json';
     opt.body = typeof body === 'string' ? body : JSON.stringify(body);

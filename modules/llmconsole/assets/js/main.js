@@ -12,7 +12,8 @@ import { usage } from './usage.js';
 import { cache, mirror } from './store.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
-// and returns {refresh, every}: refresh is called every `every` ms.
+// and returns {refresh, every, stop}: refresh is called every `every` ms,
+// stop (if any) when another page is shown.
 const all = () => true;
 const staff = (r) => r !== 'tenant_admin';
 const pages = {
@@ -94,6 +95,7 @@ function renderHeader() {
 async function show(id, message) {
   const seq = ++shown;
   stopPolling();
+  if (active && active.stop) active.stop(); // e.g. requests the page no longer needs
   active = null;
   const main = document.getElementById('main');
   main.replaceChildren();

@@ -109,10 +109,11 @@ export async function usage(root, app) {
     // The chart of hours follows; the page does not wait for it.
     if (!hoursBusy) {
       hoursBusy = true;
-      drawHours().catch((e) => app.fail(e)).finally(() => { hoursBusy = false; });
+      drawHours().catch((e) => { if (!leaving.signal.aborted) app.fail(e); }).finally(() => { hoursBusy = false; });
     }
   }
   let hoursBusy = false;
+  const leaving = new AbortController(); // ends the hourly queries when the page is left
 
   async function drawHours() {
     const query = `${level.value}=${name.value.trim()}`;
@@ -121,7 +122,7 @@ export async function usage(root, app) {
     const all = query !== byHour.query || Date.now() - byHour.at > 60e3;
     const starts = [];
     for (let i = all ? 23 : 0; i >= 0; i--) starts.push(new Date(top.getTime() - i * 3600e3));
-    const got = await Promise.all(starts.map((st) => api('GET', `/llm/usage?${new URLSearchParams({ [level.value]: name.value.trim(), from: iso(st), to: iso(new Date(st.getTime() + 3599e3)) })}`)
+    const got = await Promise.all(starts.map((st) => api('GET', `/llm/usage?${new URLSearchParams({ [level.value]: name.value.trim(), from: iso(st), to: iso(new Date(st.getTime() + 3599e3)) })}`, undefined, leaving.signal)
       .then((u) => [st, u.total || { requests: 0, input_tokens: 0, output_tokens: 0 }])));
     if (all) byHour = { query, at: Date.now(), points: got };
     else byHour.points = byHour.points.filter((p) => p[0].getTime() < top.getTime()).slice(-23).concat(got);
@@ -133,5 +134,5 @@ export async function usage(root, app) {
     try { await refresh(); } catch (err) { app.fail(err); }
   });
   await refresh();
-  return { refresh, every: 3000 };
+  return { refresh, every: 3000, stop: () => leaving.abort() };
 }
