@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmadmin"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
+	_ "github.com/llmgw/llmgw/modules/llmconsole"
 	_ "github.com/llmgw/llmgw/modules/llmguard"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
 	_ "github.com/llmgw/llmgw/modules/llmquota"

@@ -72,6 +72,7 @@ var rules = []rule{
 	{"POST /llm/plan", roleOperator, tenantNone},
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},
+	{"GET /llm/overview", roleViewer, tenantNone},
 
 	{"GET /llm/nodes", roleViewer, tenantNone},
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},

@@ -1,0 +1,171 @@
+package llm
+
+import (
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// The overview is GET /llm/overview: per model, what the gateway's own
+// metrics (those of /metrics) count, as JSON for the console. It goes
+// before the table's last entry, the OpenAPI document, which reads it.
+func init() {
+	n := len(operations)
+	op := operation{"GET", "/llm/overview", "Per model: requests, errors, tokens, time to first token and tokens per second, from the gateway's own metrics since it started, with each model's state and ready replicas", "/llm/overview", getOverview, ""}
+	operations = append(operations[:n-1:n-1], op, operations[n-1])
+	schemas["GET /llm/overview"] = opSchemas{response: obj(map[string]any{
+		"at": typ("string", "when the figures were read (RFC 3339)"),
+		"models": arr(obj(map[string]any{
+			"model":             typ("string", ""),
+			"state":             typ("string", "the model's state; empty for a name only the metrics know"),
+			"ready":             typ("integer", "ready replicas"),
+			"requests":          typ("integer", "requests the router answered since the start"),
+			"errors":            typ("integer", "of them, answers with status 400 or above"),
+			"prompt_tokens":     typ("integer", ""),
+			"completion_tokens": typ("integer", ""),
+			"ttft_ms":           typ("number", "mean time to first token of streamed answers, ms"),
+			"ttft_p50_ms":       typ("number", "median time to first token, estimated from the histogram's buckets, ms"),
+			"tokens_per_second": typ("number", "completion tokens per second of answering time"),
+		})),
+	})}
+}
+
+// ModelOverview is one model's line of GET /llm/overview.
+type ModelOverview struct {
+	Model            string  `json:"model"`
+	State            string  `json:"state"`
+	Ready            int     `json:"ready"`
+	Requests         int64   `json:"requests"`
+	Errors           int64   `json:"errors"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	TTFTMillis       float64 `json:"ttft_ms"`
+	TTFTP50Millis    float64 `json:"ttft_p50_ms"`
+	TokensPerSecond  float64 `json:"tokens_per_second"`
+}
+
+func getOverview(w http.ResponseWriter, r *http.Request) error {
+	a, err := current(r)
+	if err != nil {
+		return err
+	}
+	byModel := map[string]*ModelOverview{}
+	var order []string
+	line := func(name string) *ModelOverview {
+		if o := byModel[name]; o != nil {
+			return o
+		}
+		o := &ModelOverview{Model: name}
+		byModel[name] = o
+		order = append(order, name)
+		return o
+	}
+	for _, s := range a.Status() {
+		o := line(s.Name)
+		o.State = s.State
+		for _, rep := range s.Replicas {
+			if rep.State == ReplicaReady {
+				o.Ready++
+			}
+		}
+	}
+	catalog := len(order)
+	if err := readOverviewMetrics(line); err != nil {
+		return apiErr(http.StatusInternalServerError, "reading the gateway's metrics: %v", err)
+	}
+	extra := order[catalog:]
+	sort.Strings(extra)
+	out := make([]ModelOverview, 0, len(order))
+	for _, name := range order {
+		out = append(out, *byModel[name])
+	}
+	return writeJSON(w, map[string]any{"at": now().UTC().Format(time.RFC3339), "models": out})
+}
+
+// readOverviewMetrics reads the running config's metrics registry, the
+// one the router registers its collectors in.
+func readOverviewMetrics(line func(string) *ModelOverview) error {
+	ctx := caddy.ActiveContext()
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil {
+		return nil
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	busy := map[string]float64{} // seconds spent answering, by model
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			model := label(m, "model")
+			if model == "" {
+				continue
+			}
+			switch f.GetName() {
+			case "llmgw_requests_total":
+				n := int64(m.GetCounter().GetValue())
+				o := line(model)
+				o.Requests += n
+				if code, _ := strconv.Atoi(label(m, "status")); code >= 400 {
+					o.Errors += n
+				}
+			case "llmgw_tokens_total":
+				n := int64(m.GetCounter().GetValue())
+				if label(m, "kind") == "prompt" {
+					line(model).PromptTokens += n
+				} else {
+					line(model).CompletionTokens += n
+				}
+			case "llmgw_time_to_first_token_seconds":
+				h := m.GetHistogram()
+				if c := h.GetSampleCount(); c > 0 {
+					o := line(model)
+					o.TTFTMillis = round1(h.GetSampleSum() / float64(c) * 1000)
+					o.TTFTP50Millis = round1(median(h) * 1000)
+				}
+			case "llmgw_request_duration_seconds":
+				busy[model] += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	for model, secs := range busy {
+		if o := line(model); secs > 0 {
+			o.TokensPerSecond = round1(float64(o.CompletionTokens) / secs)
+		}
+	}
+	return nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// median estimates a histogram's median by linear interpolation inside
+// the bucket that holds it, as Prometheus' histogram_quantile does.
+func median(h *dto.Histogram) float64 {
+	half := float64(h.GetSampleCount()) / 2
+	lower, below := 0.0, 0.0
+	for _, b := range h.GetBucket() {
+		upper, n := b.GetUpperBound(), float64(b.GetCumulativeCount())
+		if n >= half {
+			if math.IsInf(upper, 1) || n == below {
+				return lower
+			}
+			return lower + (upper-lower)*(half-below)/(n-below)
+		}
+		lower, below = upper, n
+	}
+	return lower
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }

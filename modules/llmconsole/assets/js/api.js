@@ -1,0 +1,70 @@
+// Calls to the admin routes of the same site, with the session cookie and
+// the CSRF token on every change.
+import { t } from './i18n.js';
+
+let csrf = '';
+export function setCSRF(token) { csrf = token || ''; }
+
+export class APIError extends Error {
+  constructor(status, detail, retryAfter) {
+    super(detail || `status ${status}`);
+    this.status = status;
+    this.detail = detail || '';
+    this.retryAfter = retryAfter || '';
+  }
+}
+
+export async function api(method, path, body, signal) {
+  const opt = { method, credentials: 'same-origin', headers: { Accept: 'application/json' }, signal };
+  if (body !== undefined) {
+    opt.headers['Content-Type'] = 'application/json';
+    opt.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  if (method !== 'GET' && method !== 'HEAD') opt.headers['X-CSRF-Token'] = csrf;
+  let r;
+  try {
+    r = await fetch(path, opt);
+  } catch (e) {
+    throw new APIError(0, String(e && e.message ? e.message : e));
+  }
+  if (r.status === 204) return null;
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!r.ok) {
+    let detail = data && data.error;
+    if (detail && typeof detail === 'object') detail = detail.message;
+    throw new APIError(r.status, detail || text.slice(0, 300), r.headers.get('Retry-After'));
+  }
+  return data;
+}
+
+// explain turns an error into a sentence in the person's language; the
+// server's own explanation (in English) follows it.
+export function explain(err) {
+  if (!(err instanceof APIError)) return t('err.client', { detail: String(err && err.message ? err.message : err) });
+  const known = [0, 400, 401, 403, 404, 409, 413, 422, 429, 502, 503, 504];
+  let key = known.includes(err.status) ? `err.${err.status}` : (err.status >= 500 ? 'err.5xx' : 'err.other');
+  let msg = t(key, { status: err.status, retry: err.retryAfter || '?' });
+  if (err.detail) msg += ` — ${err.detail}`;
+  return msg;
+}
+
+// A cache of large lists (the keys), so a page draws at once from the
+// last answer while a fresh one is fetched. Cleared at every sign-in and
+// sign-out: one person never sees another's list.
+const lists = new Map(); // path → {at, data}
+
+export function cached(path) { return lists.get(path); }
+
+export async function fresh(path) {
+  const data = await api('GET', path);
+  lists.set(path, { at: Date.now(), data });
+  return data;
+}
+
+export function prefetch(path) {
+  if (!lists.has(path)) fresh(path).catch(() => {});
+}
+
+export function forget() { lists.clear(); }

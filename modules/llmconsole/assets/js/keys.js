@@ -1,0 +1,117 @@
+// Keys: a page of the list at a time (filtered in the browser), create
+// with the secret shown once, rotate, revoke.
+import { h, table, armed } from './dom.js';
+import { t, time } from './i18n.js';
+import { api, cached, fresh } from './api.js';
+
+const PAGE = 50;
+
+export async function keys(root, app) {
+  root.append(h('h1', {}, t('keys.title')));
+  let all = [];
+  let page = 0;
+  let filter = '';
+  const secretBox = h('div', { id: 'key-secret' });
+
+  function showSecret(k) {
+    const copy = h('button', { type: 'button' }, t('keys.copy'));
+    copy.addEventListener('click', async () => {
+      try { await navigator.clipboard.writeText(k.secret); app.toast(t('keys.copied')); } catch (e) { app.toast(t('keys.nocopy'), true); }
+    });
+    const done = h('button', { type: 'button', id: 'key-secret-done' }, t('keys.stored'));
+    done.addEventListener('click', () => secretBox.replaceChildren());
+    secretBox.replaceChildren(h('div', { class: 'card' },
+      h('p', {}, t('keys.secretonce', { id: k.id })),
+      h('p', { class: 'secret', id: 'key-secret-value' }, k.secret),
+      h('p', { class: 'actions' }, copy, done)));
+  }
+
+  if (app.may('keys')) {
+    const project = h('input', { id: 'key-project', required: true, list: 'project-list', placeholder: 'org/team/project' });
+    if (app.session.level === 'project' && app.session.tenant) project.value = app.session.tenant;
+    const id = h('input', { id: 'key-id', placeholder: t('keys.optional') });
+    const f = h('form', { class: 'inline', id: 'key-create-form' },
+      h('label', { class: 'field' }, t('keys.project'), project),
+      h('label', { class: 'field' }, t('keys.id'), id),
+      h('button', { type: 'submit', class: 'primary' }, t('keys.create')));
+    f.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const body = { project: project.value.trim() };
+      if (id.value.trim()) body.id = id.value.trim();
+      try {
+        const k = await api('POST', '/llm/keys', body);
+        id.value = '';
+        showSecret(k);
+        await refresh(true);
+      } catch (err) { app.fail(err); }
+    });
+    root.append(h('div', { class: 'card' }, h('h2', {}, t('keys.new')), f));
+  }
+  root.append(secretBox);
+
+  const projects = h('datalist', { id: 'project-list' });
+  const search = h('input', { type: 'search', id: 'key-filter', placeholder: t('keys.filter') });
+  let debounce = 0;
+  search.addEventListener('input', () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => { filter = search.value.trim().toLowerCase(); page = 0; draw(); }, 120);
+  });
+  const count = h('span', { class: 'muted', id: 'key-count' });
+  const prev = h('button', { type: 'button', id: 'key-prev' }, t('keys.prev'));
+  const next = h('button', { type: 'button', id: 'key-next' }, t('keys.next'));
+  prev.addEventListener('click', () => { page--; draw(); });
+  next.addEventListener('click', () => { page++; draw(); });
+  const box = h('div', { id: 'keys-table' });
+  root.append(projects, h('div', { class: 'pager' }, search, prev, next, count), box);
+
+  function row(k) {
+    const acts = [];
+    if (app.may('keys') && !k.revoked && k.source === 'runtime') {
+      const rotate = armed(t('keys.rotate'), t('confirm'), async () => {
+        try { showSecret(await api('POST', `/llm/keys/${encodeURIComponent(k.id)}/rotate`)); await refresh(true); } catch (e) { app.fail(e); }
+      }, { 'data-act': 'rotate' });
+      const revoke = armed(t('keys.revoke'), t('confirm'), async () => {
+        try { await api('DELETE', `/llm/keys/${encodeURIComponent(k.id)}`); app.toast(t('keys.revoked', { id: k.id })); await refresh(true); } catch (e) { app.fail(e); }
+      }, { 'data-act': 'revoke' });
+      acts.push(rotate, revoke);
+    }
+    return h('tr', { 'data-key': k.id },
+      h('td', {}, k.id), h('td', {}, k.project), h('td', {}, t(`keys.source.${k.source}`)),
+      h('td', {}, time(k.created)),
+      h('td', {}, k.revoked ? h('span', { class: 'state failed' }, t('keys.revokedat', { time: time(k.revoked) })) : h('span', { class: 'state ready' }, t('keys.active'))),
+      app.may('keys') ? h('td', {}, h('div', { class: 'actions' }, acts)) : null);
+  }
+
+  function draw() {
+    const shown = filter ? all.filter((k) => k.id.toLowerCase().includes(filter) || (k.project || '').toLowerCase().includes(filter)) : all;
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+    count.textContent = t('keys.count', { n: shown.length, page: page + 1, pages });
+    const heads = ['col.key', 'col.project', 'col.source', 'col.created', 'col.status'].concat(app.may('keys') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
+    const rows = shown.slice(page * PAGE, (page + 1) * PAGE).map(row);
+    box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('keys.empty')));
+  }
+
+  function use(list) {
+    all = (list || []).slice().sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const ps = [...new Set(all.map((k) => k.project))].sort();
+    projects.replaceChildren(...ps.slice(0, 500).map((p) => h('option', { value: p })));
+  }
+
+  async function refresh(force) {
+    use(await fresh('/llm/keys'));
+    if (force || !box.contains(document.activeElement)) draw();
+  }
+  // Draw from the last list at once, if there is one, and fetch anew.
+  const last = cached('/llm/keys');
+  if (last) {
+    use(last.data);
+    draw();
+    refresh(false).catch((e) => app.fail(e));
+  } else {
+    await refresh(true);
+  }
+  return { refresh: () => refresh(false), every: 15000 };
+}
