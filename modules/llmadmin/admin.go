@@ -73,6 +73,9 @@ type Handler struct {
 	// directory (OpenLDAP, Active Directory), their groups mapped to
 	// roles. Default: none, sign-in is by token only.
 	LDAP *LDAP `json:"ldap,omitempty"`
+	// OIDC lets people sign in through an OpenID Connect provider, a
+	// claim such as groups mapped to roles. Default: none.
+	OIDC *OIDC `json:"oidc,omitempty"`
 
 	ids        []*identity
 	limiterKey string
@@ -82,7 +85,8 @@ type Handler struct {
 	logger     *zap.Logger
 	warned     *atomic.Bool // of a token sent without TLS, once
 	sessions   *sessionStore
-	ldap       directory // nil without an ldap block
+	ldap       directory   // nil without an ldap block
+	oidc       *oidcClient // nil without an oidc block
 }
 
 // Token is one identity: an API token, kept only as its hash.
@@ -106,7 +110,7 @@ type Token struct {
 // identity is who makes a request: a provisioned token, or a person
 // signed in.
 type identity struct {
-	actor string // in the audit log: token:<id>, ldap:<uid>
+	actor string // in the audit log: token:<id>, ldap:<uid>, oidc:<sub>
 	name  string // to show: the token's id, the person's name
 	id    string // the token's id (tokens only)
 	hash  [sha256.Size]byte
@@ -166,7 +170,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.ldap = dir
 	}
-	if len(h.ids) == 0 && h.ldap == nil {
+	if h.OIDC != nil {
+		c, err := newOIDC(*h.OIDC, h.app, repl, h.logger.Named("oidc"))
+		if err != nil {
+			return fmt.Errorf("llm_admin: %w", err)
+		}
+		h.oidc = c
+		go c.discoverLoop(ctx)
+	}
+	if len(h.ids) == 0 && h.ldap == nil && h.oidc == nil {
 		h.logger.Warn("llm_admin has no tokens: every request answers 401; add a token line")
 	}
 	mux, err := collectRoutes(ctx)
