@@ -211,6 +211,28 @@ func (s *sessionStore) delete(ctx context.Context, key string) {
 	}
 }
 
+// deleteIdentity ends every session of one identity, in every browser
+// and on every llmgw sharing the storage, and returns how many it ended.
+func (s *sessionStore) deleteIdentity(ctx context.Context, identity string) int {
+	keys, err := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.logger.Error("listing sessions", zap.Error(err))
+	}
+	n := 0
+	for _, k := range keys {
+		b, err := s.storage.Load(ctx, k)
+		if err != nil {
+			continue
+		}
+		var sess session
+		if json.Unmarshal(b, &sess) == nil && sess.Identity == identity {
+			s.delete(ctx, k[strings.LastIndexByte(k, '/')+1:])
+			n++
+		}
+	}
+	return n
+}
+
 // expires is when a session ends at the latest.
 func (s *sessionStore) expires(sess *session) time.Time { return sess.Created.Add(s.ttl) }
 
@@ -469,7 +491,12 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 	}
 	h.sessions.delete(r.Context(), sess.key)
 	clearSessionCookie(w)
-	h.logger.Info("signed out", zap.String("actor", id.actor))
+	if ev := r.URL.Query().Get("everywhere"); ev == "1" || ev == "true" {
+		n := h.sessions.deleteIdentity(r.Context(), sess.Identity)
+		h.logger.Info("signed out everywhere", zap.String("actor", id.actor), zap.Int("other_sessions", n))
+	} else {
+		h.logger.Info("signed out", zap.String("actor", id.actor))
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
