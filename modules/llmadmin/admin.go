@@ -43,7 +43,8 @@ const ActorHeader = "X-Llmgw-Actor"
 // takes {"method":"token","token":"…"} and answers the identity, its
 // role and a csrf_token, with the cookie llmgw_session (HttpOnly,
 // Secure, SameSite=Strict); GET /llm/auth/session answers the same for
-// the cookie's session; POST /llm/auth/logout ends the session; POST
+// the cookie's session; POST /llm/auth/logout ends the session (with ?everywhere=1 every
+// session of the identity); POST
 // /llm/auth/lang {"lang":"de"} keeps a language choice per identity.
 // With the cookie, every method but GET, HEAD and OPTIONS needs the
 // header X-CSRF-Token set to the session's csrf_token, else 403.
