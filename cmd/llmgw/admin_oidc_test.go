@@ -417,4 +417,25 @@ func TestAdminSessionOIDC(t *testing.T) {
 	if code != 403 || !strings.Contains(body, "sign-in refused by the OpenID provider (access_denied") || denied.session() != "" {
 		t.Errorf("access_denied: got %d %s", code, body)
 	}
+
+	// alice signs in from a second browser, then signs out everywhere
+	// from the first: both her sessions end, victor's does not.
+	h.signInAs("alice")
+	alice2 := newBrowser(t, g.base)
+	if code, _, body = alice2.get(t, "/llm/auth/oidc/start"); code != 302 || alice2.session() == "" {
+		t.Fatalf("alice's second browser: got %d %s", code, body)
+	}
+	code, _, body = siteCall(t, g, "", "GET", "/llm/auth/session", "", "Cookie", alice.session())
+	_ = json.Unmarshal([]byte(body), &s)
+	if code, _, body = siteCall(t, g, "", "POST", "/llm/auth/logout?everywhere=1", "", "Cookie", alice.session(), "X-CSRF-Token", s.CSRFToken); code != 204 {
+		t.Fatalf("alice signing out everywhere: got %d %s", code, body)
+	}
+	for name, c := range map[string]string{"first": alice.session(), "second": alice2.session()} {
+		if code, _, body = siteCall(t, g, "", "GET", "/llm/models", "", "Cookie", c); code != 401 {
+			t.Errorf("alice's %s browser after signing out everywhere: got %d %s, want 401", name, code, body)
+		}
+	}
+	if code, _, body = siteCall(t, g, "", "GET", "/llm/models", "", "Cookie", victor.session()); code != 200 {
+		t.Errorf("victor after alice signed out everywhere: got %d %s, want 200", code, body)
+	}
 }
