@@ -1,8 +1,11 @@
 package llmadmin
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/google/go-cmp/cmp"
@@ -72,5 +75,22 @@ func TestClaimValues(t *testing.T) {
 		if diff := cmp.Diff(tc.want, claimValues(tc.in)); diff != "" {
 			t.Errorf("claimValues(%v) (-want +got):\n%s", tc.in, diff)
 		}
+	}
+}
+
+func TestSweepOIDCFlows(t *testing.T) {
+	h := testHandler(t)
+	ctx := context.Background()
+	st := h.sessions.storage
+	t0 := now()
+	for name, age := range map[string]time.Duration{"old": 11 * time.Minute, "new": time.Minute} {
+		b, _ := json.Marshal(oidcFlow{Nonce: "n", Created: t0.Add(-age)})
+		if err := st.Store(ctx, oidcPrefix+name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.sessions.sweep(ctx, t0)
+	if st.Exists(ctx, oidcPrefix+"old") || !st.Exists(ctx, oidcPrefix+"new") {
+		t.Errorf("after a sweep: old flow kept %v, new flow kept %v; want only the new one", st.Exists(ctx, oidcPrefix+"old"), st.Exists(ctx, oidcPrefix+"new"))
 	}
 }

@@ -278,6 +278,15 @@ func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
 		}
 		s.delete(ctx, key)
 	}
+	// OpenID Connect sign-ins started and never finished.
+	flows, _ := s.storage.List(ctx, strings.TrimSuffix(oidcPrefix, "/"), false)
+	for _, k := range flows {
+		var f oidcFlow
+		if b, err := s.storage.Load(ctx, k); err == nil && json.Unmarshal(b, &f) == nil && t.Sub(f.Created) <= oidcFlowTTL {
+			continue
+		}
+		_ = s.storage.Delete(ctx, k)
+	}
 	// A use noted while a sign-out deleted the session leaves its note.
 	seen, _ := s.storage.List(ctx, strings.TrimSuffix(seenPrefix, "/"), false)
 	for _, k := range seen {
