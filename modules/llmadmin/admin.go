@@ -43,7 +43,8 @@ const ActorHeader = "X-Llmgw-Actor"
 // takes {"method":"token","token":"…"} and answers the identity, its
 // role and a csrf_token, with the cookie llmgw_session (HttpOnly,
 // Secure, SameSite=Strict); GET /llm/auth/session answers the same for
-// the cookie's session; POST /llm/auth/logout ends the session; POST
+// the cookie's session; POST /llm/auth/logout ends the session (with ?everywhere=1 every
+// session of the identity); POST
 // /llm/auth/lang {"lang":"de"} keeps a language choice per identity.
 // With the cookie, every method but GET, HEAD and OPTIONS needs the
 // header X-CSRF-Token set to the session's csrf_token, else 403.
@@ -73,6 +74,9 @@ type Handler struct {
 	// directory (OpenLDAP, Active Directory), their groups mapped to
 	// roles. Default: none, sign-in is by token only.
 	LDAP *LDAP `json:"ldap,omitempty"`
+	// OIDC lets people sign in through an OpenID Connect provider, a
+	// claim such as groups mapped to roles. Default: none.
+	OIDC *OIDC `json:"oidc,omitempty"`
 
 	ids        []*identity
 	limiterKey string
@@ -82,7 +86,8 @@ type Handler struct {
 	logger     *zap.Logger
 	warned     *atomic.Bool // of a token sent without TLS, once
 	sessions   *sessionStore
-	ldap       directory // nil without an ldap block
+	ldap       directory   // nil without an ldap block
+	oidc       *oidcClient // nil without an oidc block
 }
 
 // Token is one identity: an API token, kept only as its hash.
@@ -106,7 +111,7 @@ type Token struct {
 // identity is who makes a request: a provisioned token, or a person
 // signed in.
 type identity struct {
-	actor string // in the audit log: token:<id>, ldap:<uid>
+	actor string // in the audit log: token:<id>, ldap:<uid>, oidc:<sub>
 	name  string // to show: the token's id, the person's name
 	id    string // the token's id (tokens only)
 	hash  [sha256.Size]byte
@@ -166,7 +171,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.ldap = dir
 	}
-	if len(h.ids) == 0 && h.ldap == nil {
+	if h.OIDC != nil {
+		c, err := newOIDC(*h.OIDC, h.app, repl, h.logger.Named("oidc"))
+		if err != nil {
+			return fmt.Errorf("llm_admin: %w", err)
+		}
+		h.oidc = c
+		go c.discoverLoop(ctx)
+	}
+	if len(h.ids) == 0 && h.ldap == nil && h.oidc == nil {
 		h.logger.Warn("llm_admin has no tokens: every request answers 401; add a token line")
 	}
 	mux, err := collectRoutes(ctx)

@@ -46,6 +46,18 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			role            admin|operator|viewer <group dn>
 //			tenant_admin    org|team|project <path> <group dn>
 //		}
+//		oidc {
+//			issuer        <issuer URL>
+//			client_id     <id>
+//			client_secret <secret, best a placeholder: {env.OIDC_CLIENT_SECRET}>
+//			scopes        <scope...>
+//			redirect_url  <URL of /llm/auth/oidc/callback>
+//			name          <shown on the sign-in button>
+//			role_claim    <claim>
+//			ca_file       <pem file>
+//			role          admin|operator|viewer <claim value>
+//			tenant_admin  org|team|project <path> <claim value>
+//		}
 //	}
 //
 // <sha256> is the hex SHA-256 of the token (`llmgw hash-key --new` makes
@@ -73,12 +85,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseSession(d)
 		case "ldap":
 			err = h.parseLDAP(d)
+		case "oidc":
+			err = h.parseOIDC(d)
 		case "max_failures":
 			err = parseInt(d, dir, &h.MaxFailures)
 		case "failure_window":
 			err = parseDuration(d, dir, &h.FailureWindow)
 		default:
-			return d.Errf("unknown subdirective %q; use token, session, ldap, max_failures or failure_window", dir)
+			return d.Errf("unknown subdirective %q; use token, session, ldap, oidc, max_failures or failure_window", dir)
 		}
 		if err != nil {
 			return err
@@ -213,6 +227,64 @@ func (h *Handler) parseLDAP(d *caddyfile.Dispenser) error {
 		return d.Errf("ldap: url and base_dn are required")
 	}
 	h.LDAP = l
+	return nil
+}
+
+// parseOIDC reads the oidc block.
+func (h *Handler) parseOIDC(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	o := new(OIDC)
+	seen := map[string]bool{}
+	strs := map[string]*string{"issuer": &o.Issuer, "client_id": &o.ClientID, "client_secret": &o.ClientSecret,
+		"redirect_url": &o.RedirectURL, "name": &o.Name, "role_claim": &o.RoleClaim, "ca_file": &o.CAFile}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		dir := d.Val()
+		if dir != "role" && dir != "tenant_admin" {
+			if seen[dir] {
+				return d.Errf("oidc: %s is given twice", dir)
+			}
+			seen[dir] = true
+		}
+		switch dir {
+		case "scopes":
+			o.Scopes = d.RemainingArgs()
+			if len(o.Scopes) == 0 {
+				return d.Errf("oidc: scopes needs at least one scope, such as: scopes openid profile email groups")
+			}
+		case "role":
+			var r OIDCRole
+			if !d.Args(&r.Role, &r.Value) || d.NextArg() {
+				return d.Errf("oidc: role needs admin|operator|viewer and a value of the role claim, such as: role admin llm-admins")
+			}
+			if rl, err := parseRole(r.Role); err != nil || rl == roleTenant {
+				return d.Errf("oidc: role %q: use admin, operator or viewer; a tenant admin value is a tenant_admin line", r.Role)
+			}
+			o.Roles = append(o.Roles, r)
+		case "tenant_admin":
+			r := OIDCRole{Role: roleTenant.String()}
+			if !d.Args(&r.Level, &r.Tenant, &r.Value) || d.NextArg() {
+				return d.Errf("oidc: tenant_admin needs org|team|project, its path and a value of the role claim, such as: tenant_admin org acme acme-admins")
+			}
+			if _, ok := depth[r.Level]; !ok {
+				return d.Errf("oidc: tenant_admin level %q: use org, team or project", r.Level)
+			}
+			o.Roles = append(o.Roles, r)
+		default:
+			dst, ok := strs[dir]
+			if !ok {
+				return d.Errf("oidc: unknown subdirective %q; use issuer, client_id, client_secret, scopes, redirect_url, name, role_claim, ca_file, role or tenant_admin", dir)
+			}
+			if !d.Args(dst) || d.NextArg() {
+				return d.ArgErr()
+			}
+		}
+	}
+	if o.Issuer == "" || o.ClientID == "" {
+		return d.Errf("oidc: issuer and client_id are required")
+	}
+	h.OIDC = o
 	return nil
 }
 

@@ -211,6 +211,28 @@ func (s *sessionStore) delete(ctx context.Context, key string) {
 	}
 }
 
+// deleteIdentity ends every session of one identity, in every browser
+// and on every llmgw sharing the storage, and returns how many it ended.
+func (s *sessionStore) deleteIdentity(ctx context.Context, identity string) int {
+	keys, err := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.logger.Error("listing sessions", zap.Error(err))
+	}
+	n := 0
+	for _, k := range keys {
+		b, err := s.storage.Load(ctx, k)
+		if err != nil {
+			continue
+		}
+		var sess session
+		if json.Unmarshal(b, &sess) == nil && sess.Identity == identity {
+			s.delete(ctx, k[strings.LastIndexByte(k, '/')+1:])
+			n++
+		}
+	}
+	return n
+}
+
 // expires is when a session ends at the latest.
 func (s *sessionStore) expires(sess *session) time.Time { return sess.Created.Add(s.ttl) }
 
@@ -255,6 +277,15 @@ func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
 			continue
 		}
 		s.delete(ctx, key)
+	}
+	// OpenID Connect sign-ins started and never finished.
+	flows, _ := s.storage.List(ctx, strings.TrimSuffix(oidcPrefix, "/"), false)
+	for _, k := range flows {
+		var f oidcFlow
+		if b, err := s.storage.Load(ctx, k); err == nil && json.Unmarshal(b, &f) == nil && t.Sub(f.Created) <= oidcFlowTTL {
+			continue
+		}
+		_ = s.storage.Delete(ctx, k)
 	}
 	// A use noted while a sign-out deleted the session leaves its note.
 	seen, _ := s.storage.List(ctx, strings.TrimSuffix(seenPrefix, "/"), false)
@@ -367,6 +398,10 @@ func (h *Handler) sessionIdentity(sess *session) *identity {
 		if h.ldap == nil {
 			return nil
 		}
+	case "oidc":
+		if h.oidc == nil {
+			return nil
+		}
 	default:
 		return nil
 	}
@@ -407,16 +442,26 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 	w.Header().Set("Cache-Control", "no-store")
 	route := strings.TrimPrefix(r.URL.Path, "/llm/auth/")
 	method := map[string]string{"methods": http.MethodGet, "session": http.MethodGet,
-		"login": http.MethodPost, "logout": http.MethodPost, "lang": http.MethodPost}[route]
+		"login": http.MethodPost, "logout": http.MethodPost, "lang": http.MethodPost,
+		"oidc/start": http.MethodGet, "oidc/callback": http.MethodGet}[route]
 	if method == "" {
-		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are GET /llm/auth/methods, POST /llm/auth/login, GET /llm/auth/session, POST /llm/auth/logout and POST /llm/auth/lang", r.URL.Path)
+		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are GET /llm/auth/methods, POST /llm/auth/login, GET /llm/auth/session, POST /llm/auth/logout, POST /llm/auth/lang, GET /llm/auth/oidc/start and GET /llm/auth/oidc/callback", r.URL.Path)
 	}
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", method)
 		return writeErr(w, http.StatusMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method)
 	}
 	if route == "methods" {
-		return writeJSON(w, http.StatusOK, map[string][]string{"methods": h.methods()})
+		m := methodsBody{Methods: h.methods()}
+		if h.oidc != nil {
+			m.OIDC = &oidcMethod{Name: h.oidc.cfg.Name, Start: "/llm/auth/oidc/start"}
+		}
+		return writeJSON(w, http.StatusOK, m)
+	}
+	// The provider sends the browser back from its own site: the state
+	// bound to this browser guards the callback, not the origin.
+	if strings.HasPrefix(route, "oidc/") {
+		return h.serveOIDC(w, r, route, ip)
 	}
 	// A page of another site may post a form here (text/plain can carry
 	// JSON) and sign the browser in as someone else: a browser's request
@@ -455,7 +500,12 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 	}
 	h.sessions.delete(r.Context(), sess.key)
 	clearSessionCookie(w)
-	h.logger.Info("signed out", zap.String("actor", id.actor))
+	if ev := r.URL.Query().Get("everywhere"); ev == "1" || ev == "true" {
+		n := h.sessions.deleteIdentity(r.Context(), sess.Identity)
+		h.logger.Info("signed out everywhere", zap.String("actor", id.actor), zap.Int("other_sessions", n))
+	} else {
+		h.logger.Info("signed out", zap.String("actor", id.actor))
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -479,6 +529,19 @@ func (h *Handler) serveLang(w http.ResponseWriter, r *http.Request, id *identity
 	return nil
 }
 
+// methodsBody is the answer of GET /llm/auth/methods.
+type methodsBody struct {
+	Methods []string    `json:"methods"`
+	OIDC    *oidcMethod `json:"oidc,omitempty"`
+}
+
+// oidcMethod is how a sign-in page offers OpenID Connect: a button
+// named Name that navigates to Start?return=<path>.
+type oidcMethod struct {
+	Name  string `json:"name"`
+	Start string `json:"start"`
+}
+
 // methods are the sign-in methods on offer.
 func (h *Handler) methods() []string {
 	m := []string{}
@@ -487,6 +550,9 @@ func (h *Handler) methods() []string {
 	}
 	if h.ldap != nil {
 		m = append(m, "ldap")
+	}
+	if h.oidc != nil {
+		m = append(m, "oidc")
 	}
 	return m
 }
@@ -550,6 +616,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 	default:
 		return writeErr(w, http.StatusBadRequest, "method %q: use one of %s", req.Method, strings.Join(h.methods(), ", "))
 	}
+	sess, err := h.startSession(w, r, id, ip)
+	if err != nil {
+		return writeErr(w, http.StatusInternalServerError, "starting a session: %v", err)
+	}
+	return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
+}
+
+// startSession starts a session for a person signed in, with a new id
+// in the cookie.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id *identity, ip string) (*session, error) {
 	// A session the client already had ends: a sign-in always gets a new
 	// id, and a value the server did not issue is never adopted.
 	if old := sessionCookie(r); old != "" && tokenShape.MatchString(old) {
@@ -561,11 +637,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 	}
 	sid, err := h.sessions.create(r.Context(), sess)
 	if err != nil {
-		return writeErr(w, http.StatusInternalServerError, "starting a session: %v", err)
+		return nil, err
 	}
 	h.setSessionCookie(w, sid)
 	h.logger.Info("signed in", zap.String("actor", id.actor), zap.String("role", id.role.String()), zap.String("remote_ip", ip))
-	return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
+	return sess, nil
 }
 
 // userKey is a username's entry in the failure limiter; no IP address

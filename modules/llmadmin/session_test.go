@@ -250,3 +250,32 @@ func BenchmarkServeHTTPSession(b *testing.B) {
 		}
 	}
 }
+
+func TestLogoutEverywhere(t *testing.T) {
+	h := testHandler(t)
+	h.routes = http.NewServeMux()
+	h.routes.HandleFunc("/llm/models", func(w http.ResponseWriter, r *http.Request) {})
+	// Two browsers of root, one of watcher.
+	a, ab := signIn(t, h, "root-token")
+	b, _ := signIn(t, h, "root-token")
+	c, _ := signIn(t, h, "watcher-token")
+	// A plain sign-out ends only its own session.
+	d, db := signIn(t, h, "root-token")
+	if w := call(t, h, "POST", "/llm/auth/logout", "", "Cookie", SessionCookie+"="+d, CSRFHeader, db.CSRFToken); w.Code != 204 {
+		t.Fatalf("logout: got %d %s", w.Code, w.Body)
+	}
+	if w := call(t, h, "GET", "/llm/models", "", "Cookie", SessionCookie+"="+b); w.Code != 200 {
+		t.Errorf("root's other session after a plain sign-out: got %d, want 200", w.Code)
+	}
+	if w := call(t, h, "POST", "/llm/auth/logout?everywhere=1", "", "Cookie", SessionCookie+"="+a, CSRFHeader, ab.CSRFToken); w.Code != 204 {
+		t.Fatalf("logout everywhere: got %d %s", w.Code, w.Body)
+	}
+	for name, id := range map[string]string{"a": a, "b": b} {
+		if w := call(t, h, "GET", "/llm/models", "", "Cookie", SessionCookie+"="+id); w.Code != 401 {
+			t.Errorf("root's session %s after sign-out everywhere: got %d, want 401", name, w.Code)
+		}
+	}
+	if w := call(t, h, "GET", "/llm/models", "", "Cookie", SessionCookie+"="+c); w.Code != 200 {
+		t.Errorf("watcher's session after root signed out everywhere: got %d, want 200", w.Code)
+	}
+}
