@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func (s *sessionStore) delete(ctx context.Context, key string) {
 // deleteIdentity ends every session of one identity, in every browser
 // and on every llmgw sharing the storage, and returns how many it ended.
 func (s *sessionStore) deleteIdentity(ctx context.Context, identity string) int {
-	keys, err := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
+	keys, err := s.list(ctx, sessionsPrefix)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.logger.Error("listing sessions", zap.Error(err))
 	}
@@ -263,9 +264,31 @@ func (s *sessionStore) maybeSweep() {
 	}()
 }
 
+// list returns the keys under prefix that this store wrote: named by a
+// SHA-256 in hex. Others are left alone: a file storage writes a value to
+// a temporary file beside it and renames it, and a sweep that took such
+// a file for an unreadable session would delete it from under the write.
+func (s *sessionStore) list(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := s.storage.List(ctx, strings.TrimSuffix(prefix, "/"), false)
+	return slices.DeleteFunc(keys, func(k string) bool { return !isHashName(k[strings.LastIndexByte(k, '/')+1:]) }), err
+}
+
+// isHashName reports whether name is a SHA-256 in lower-case hex.
+func isHashName(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(name) {
+		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // sweep removes the sessions whose time is over at t.
 func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
-	keys, _ := s.storage.List(ctx, strings.TrimSuffix(sessionsPrefix, "/"), false)
+	keys, _ := s.list(ctx, sessionsPrefix)
 	for _, k := range keys {
 		key := k[strings.LastIndexByte(k, '/')+1:]
 		b, err := s.storage.Load(ctx, k)
@@ -279,7 +302,7 @@ func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
 		s.delete(ctx, key)
 	}
 	// OpenID Connect sign-ins started and never finished.
-	flows, _ := s.storage.List(ctx, strings.TrimSuffix(oidcPrefix, "/"), false)
+	flows, _ := s.list(ctx, oidcPrefix)
 	for _, k := range flows {
 		var f oidcFlow
 		if b, err := s.storage.Load(ctx, k); err == nil && json.Unmarshal(b, &f) == nil && t.Sub(f.Created) <= oidcFlowTTL {
@@ -288,7 +311,7 @@ func (s *sessionStore) sweep(ctx context.Context, t time.Time) {
 		_ = s.storage.Delete(ctx, k)
 	}
 	// A use noted while a sign-out deleted the session leaves its note.
-	seen, _ := s.storage.List(ctx, strings.TrimSuffix(seenPrefix, "/"), false)
+	seen, _ := s.list(ctx, seenPrefix)
 	for _, k := range seen {
 		key := k[strings.LastIndexByte(k, '/')+1:]
 		if !s.storage.Exists(ctx, sessionsPrefix+key) {

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/certmagic"
 )
 
 // call serves one request with llm_admin and returns the recorder.
@@ -224,6 +228,39 @@ func TestSessionSweepOrphans(t *testing.T) {
 	h.sessions.sweep(ctx, now())
 	if seen, _ := h.sessions.storage.List(ctx, "llmgw/admin/seen", false); len(seen) != 0 {
 		t.Errorf("a last use without its session outlived a sweep: %v", seen)
+	}
+}
+
+// TestSessionSweepLeavesWritesInFlight: file storage writes a value to a
+// temporary file beside it and renames it into place. A sweep running
+// meanwhile must not take that file for a broken session or an orphaned
+// last use and delete it, which made the write, and so a sign-in or the
+// note of a session's use, fail.
+func TestSessionSweepLeavesWritesInFlight(t *testing.T) {
+	h := testHandler(t)
+	ctx := t.Context()
+	id, _ := signIn(t, h, "root-token")
+	fs := h.sessions.storage.(*certmagic.FileStorage)
+	var temps []string
+	for _, prefix := range []string{sessionsPrefix, seenPrefix, oidcPrefix} {
+		dir := fs.Filename(strings.TrimSuffix(prefix, "/"))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		temp := filepath.Join(dir, "."+hashHex("x")+".tmp1234")
+		if err := os.WriteFile(temp, []byte(`{"crea`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		temps = append(temps, temp)
+	}
+	h.sessions.sweep(ctx, now())
+	for _, temp := range temps {
+		if _, err := os.Stat(temp); err != nil {
+			t.Errorf("a sweep deleted a write in flight: %v", err)
+		}
+	}
+	if c := call(t, h, "GET", "/llm/auth/session", "", "Cookie", SessionCookie+"="+id).Code; c != 200 {
+		t.Errorf("the session after a sweep: got %d", c)
 	}
 }
 
