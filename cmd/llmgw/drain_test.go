@@ -99,11 +99,13 @@ func drainModel(rate int) string {
 }
 
 func TestReloadThatChangesAModelDrainsItsStreams(t *testing.T) {
-	g := startGateway(t, drainModel(20), "")
+	// 8 s streams: a reload on a loaded machine has taken 2 s, which is
+	// as long as streams at 20 tokens per second last.
+	g := startGateway(t, drainModel(5), "")
 	old := g.readyReplicas("d", 1)[0]
 	results := openStreams(t, g, "d", drainStreams, drainTokens)
 
-	g.reload(drainModel(21), "")
+	g.reload(drainModel(6), "")
 	// The old replica drains: it is still listed, and still alive, while
 	// its streams run; a new replica takes new requests.
 	st := g.models()["d"]
