@@ -148,11 +148,21 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 		t.Errorf("ctl model restart: %v %s", err, outS)
 	}
 
-	// A reload of the unchanged config file keeps the change.
-	g.reload(liveModel, "")
-	g.readyReplicas("d", 1)
+	// A reload of the unchanged config file keeps the change, and the
+	// replica that runs with it.
+	before := g.readyReplicas("d", 1)[0]
+	// (Another model is added in the file: Caddy skips a reload of the
+	// same config.)
+	g.reload(liveModel+`
+		model e {
+			engine sim
+			min 0
+		}`, "")
 	if n := answerLength(t, g); n != 9 {
 		t.Errorf("answer length after a reload: %d, want 9 (the change kept over the file)", n)
+	}
+	if after := g.readyReplicas("d", 1)[0]; after.ID != before.ID {
+		t.Errorf("the reload replaced replica %s (with the change) by %s", before.ID, after.ID)
 	}
 
 	for _, action := range []string{"model changed live", "model restarted"} {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
 
@@ -202,6 +203,34 @@ func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) 
 	}
 	a.audit(r, "model restarted", zap.String("model", m.Name))
 	return a.rollModel(w, r, f, "its model was restarted by an administrator", "")
+}
+
+// rekey files the fleet of m, changed live, under the key its new shape
+// gives in the fleet pool, so a later reload of a config with the change
+// (laid over the file, or from storage) keeps the fleet and its replicas
+// instead of replacing them again. a.mu is held.
+func (a *App) rekey(f *fleet, m *Model) {
+	_, pkey, err := a.loadEngine(m.Engine)
+	old := a.fkeys[m.Name]
+	if err != nil || old == "" {
+		return
+	}
+	key := m.key(pkey)
+	if key == old {
+		return
+	}
+	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) { return f, nil })
+	if err != nil {
+		return
+	}
+	if v.(*fleet) != f {
+		// Another config with that shape still runs its own fleet.
+		_, _ = fleets.Delete(key)
+		return
+	}
+	f.rekeyed.Add(1)
+	a.fkeys[m.Name] = key
+	_, _ = fleets.Delete(old)
 }
 
 // cloneOptions copies a model's options before they are changed.

@@ -304,6 +304,9 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	}
 	f := v.fleets[next.Name]
 	f.model.Store(&next)
+	if st != nil && st.reshapes() {
+		a.rekey(f, &next)
+	}
 	select {
 	case f.kick <- struct{}{}:
 	default:
