@@ -171,3 +171,26 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 		}
 	}
 }
+
+// When the node has room for only one replica of the new shape, the old
+// one drains first and the answer says so.
+func TestLiveChangeOneAtATime(t *testing.T) {
+	g := startGateway(t, liveModel, "")
+	old := g.readyReplicas("d", 1)[0]
+	code, body := adminDo(t, g, "POST", "/llm/models/d/settings", `{"resources":{"memory":3758096384},"options":{"max_tokens":"6"}}`)
+	if code != 200 {
+		t.Fatalf("live change: %d %s", code, body)
+	}
+	var out llm.Rollout
+	_ = json.Unmarshal(body, &out)
+	if !out.OneAtATime || len(out.Started) != 1 || out.Started[0] == old.ID {
+		t.Errorf("rollout: %s", body)
+	}
+	if n := answerLength(t, g); n != 6 {
+		t.Errorf("answer length after the change: %d, want 6", n)
+	}
+	if st := g.models()["d"]; st.Resources == nil || st.Resources.Memory != 3758096384 {
+		t.Errorf("resources after the change: %+v", st.Resources)
+	}
+	waitFor(t, 10*time.Second, "the old replica to exit", func() bool { return !processAlive(int(old.PID)) })
+}
