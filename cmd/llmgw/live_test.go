@@ -194,3 +194,37 @@ func TestLiveChangeOneAtATime(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the old replica to exit", func() bool { return !processAlive(int(old.PID)) })
 }
+
+// A model added through the admin API changes the same way; the change
+// is kept in storage with it, and no note is needed.
+func TestLiveChangeOfARuntimeModel(t *testing.T) {
+	g := startGateway(t, liveModel, "")
+	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"r","engine":"sim","options":{"max_tokens":"3"},"scaling":{"min":1}}`); code != 201 {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	old := g.readyReplicas("r", 1)[0]
+	code, body := adminDo(t, g, "POST", "/llm/models/r/settings", `{"options":{"max_tokens":"4"},"context_length":2048}`)
+	if code != 200 {
+		t.Fatalf("live change: %d %s", code, body)
+	}
+	var out llm.Rollout
+	_ = json.Unmarshal(body, &out)
+	if len(out.Replaced) != 1 || out.Replaced[0] != old.ID || len(out.Started) != 1 || out.Note != "" {
+		t.Errorf("rollout: %s", body)
+	}
+	if n := chatOnce(t, g, "r").Usage.CompletionTokens; n != 4 {
+		t.Errorf("answer length after the change: %d, want 4", n)
+	}
+	// A reload (the file changes elsewhere) keeps the change and its replica.
+	g.reload(liveModel+`
+		model e {
+			engine sim
+			min 0
+		}`, "")
+	if n := chatOnce(t, g, "r").Usage.CompletionTokens; n != 4 {
+		t.Errorf("answer length after a reload: %d, want 4", n)
+	}
+	if rs := g.readyReplicas("r", 1); rs[0].ID != out.Started[0] {
+		t.Errorf("the reload replaced the changed replica %s by %s", out.Started[0], rs[0].ID)
+	}
+}

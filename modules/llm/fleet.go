@@ -161,6 +161,7 @@ type fleet struct {
 	// rekeyed counts the keys of the fleet pool the fleet was moved from
 	// by a live change (live.go): their Destruct leaves it running.
 	rekeyed atomic.Int32
+	rolling sync.Mutex // one rolling replacement at a time (live.go)
 
 	// In a cluster the node runs what the cluster's plan gives it, and
 	// requests also go to the ready replicas of other nodes.

@@ -84,6 +84,8 @@ func (a *App) rollTimeout(n int) time.Duration {
 // from the fleet's model as it is now. The new one starts beside the old
 // when the node has room; the old one drains once the new one is ready.
 func (f *fleet) roll(ctx context.Context, reason string) (Rollout, error) {
+	f.rolling.Lock()
+	defer f.rolling.Unlock()
 	f.mu.Lock()
 	old := slices.Clone(f.replicas)
 	f.mu.Unlock()
