@@ -61,9 +61,23 @@ func answerLength(t *testing.T, g *gateway) int64 {
 	return chatOnce(t, g, "d").Usage.CompletionTokens
 }
 
+// contextServed is the context length the replica that answered runs
+// with, as the sim engine reports it.
+func contextServed(t *testing.T, g *gateway) string {
+	t.Helper()
+	r, body := post(t, g.base+"/v1/chat/completions", `{"model":"d","max_tokens":1,"messages":[{"role":"user","content":"x"}]}`)
+	if r.StatusCode != 200 {
+		t.Fatalf("chat: %d %s", r.StatusCode, body)
+	}
+	return r.Header.Get("X-Sim-Context-Length")
+}
+
 func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 	g := startGateway(t, liveModel, "")
 	old := g.readyReplicas("d", 1)[0]
+	if cl := contextServed(t, g); cl != "" {
+		t.Errorf("context length served before the change: %q, want none", cl)
+	}
 	if n := answerLength(t, g); n != 5 {
 		t.Fatalf("answer length before the change: %d, want 5", n)
 	}
@@ -91,12 +105,16 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 	if n := answerLength(t, g); n != 7 {
 		t.Errorf("answer length after the change: %d, want 7", n)
 	}
+	if cl := contextServed(t, g); cl != "4096" {
+		t.Errorf("context length served after the change: %q, want 4096", cl)
+	}
 	checkStreams(t, "live change", results, 32, drainTokens)
 	close(stop)
 	okN, failed := wait()
 	if failed != 0 || okN == 0 {
 		t.Errorf("requests during the live change: %d ok, %d failed", okN, failed)
 	}
+	t.Logf("during the live change: 32 streams of %d tokens, %d short requests ok, %d failed; rollout %s", drainTokens, okN, failed, body)
 	waitFor(t, 10*time.Second, "the old replica to exit", func() bool { return !processAlive(int(old.PID)) })
 	waitFor(t, 10*time.Second, "only the new replica listed", func() bool {
 		rs := g.models()["d"].Replicas
@@ -160,6 +178,9 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 		}`, "")
 	if n := answerLength(t, g); n != 9 {
 		t.Errorf("answer length after a reload: %d, want 9 (the change kept over the file)", n)
+	}
+	if cl := contextServed(t, g); cl != "4096" {
+		t.Errorf("context length served after a reload: %q, want 4096", cl)
 	}
 	if after := g.readyReplicas("d", 1)[0]; after.ID != before.ID {
 		t.Errorf("the reload replaced replica %s (with the change) by %s", before.ID, after.ID)
