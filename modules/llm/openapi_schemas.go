@@ -125,7 +125,9 @@ var pruneSchema = obj(map[string]any{"nodes": arr(obj(map[string]any{
 	"error":   typ("string", "why the node could not be asked or pruned"),
 }, "node", "dry_run", "removed", "freed"))}, "nodes")
 
-// rolloutSchema is the answer of a live change and of a restart.
+// rolloutSchema is the answer of a live change and of a restart (with
+// replaced and started); a change of routing settings only answers with
+// the model's status, the same fields without them.
 var rolloutSchema = obj(map[string]any{
 	"name":          typ("string", ""),
 	"state":         typ("string", ""),
@@ -134,7 +136,7 @@ var rolloutSchema = obj(map[string]any{
 	"started":       arr(typ("string", "replica ids that took their place, ready")),
 	"one_at_a_time": typ("boolean", "the node had no room for a new replica beside an old one: each old one drained before its replacement started"),
 	"note":          typ("string", "such as: the config file still holds the old values"),
-}, "name", "replaced", "started")
+}, "name")
 
 var settingsSchema = func() map[string]any {
 	o := obj(map[string]any{
