@@ -226,7 +226,8 @@ func (c *ctl) model() *cobra.Command {
 		}}
 	remove.Flags().BoolVar(&purge, "purge", false, "also remove its weights from the mirror and the node cache (never what another model uses)")
 	var class, owner, fallbacks, canary string
-	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%]", Short: "Changes a model's class, owner, fallbacks or canary; replicas keep running", Args: cobra.ExactArgs(1),
+	var lf liveFlags
+	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%] [--context-length N] [--option k=v] [--arg A] [--memory M] [--cores N] [--gpus N]", Short: "Changes a model's class, owner, fallbacks or canary (replicas keep running), or its context length, options, args or resources (replicas replaced without downtime)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if cmd.Flags().Changed("class") {
@@ -251,13 +252,21 @@ func (c *ctl) model() *cobra.Command {
 				}
 				body["canary"] = c
 			}
-			if len(body) == 0 {
-				return fmt.Errorf("nothing to change; give --class, --owner, --fallbacks or --canary")
-			}
-			var st llm.ModelStatus
-			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/settings", body, &st); err != nil || c.json {
+			if err := lf.addTo(c, cmd, args[0], body); err != nil {
 				return err
 			}
+			if len(body) == 0 {
+				return fmt.Errorf("nothing to change; give --class, --owner, --fallbacks, --canary, --context-length, --option, --arg, --memory, --cores or --gpus")
+			}
+			var out llm.Rollout
+			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/settings", body, &out); err != nil || c.json {
+				return err
+			}
+			if out.Replaced != nil {
+				printRollout(out)
+				return nil
+			}
+			st := out.ModelStatus
 			can := "none"
 			if st.Canary != nil {
 				can = fmt.Sprintf("%s %g%%", st.Canary.Model, st.Canary.Share*100)
@@ -269,7 +278,8 @@ func (c *ctl) model() *cobra.Command {
 	set.Flags().StringVar(&owner, "owner", "", "the organisation, team or project it belongs to")
 	set.Flags().StringVar(&fallbacks, "fallbacks", "", "models tried in order when it fails before its first byte (comma-separated; empty clears)")
 	set.Flags().StringVar(&canary, "canary", "", "model:percent sends that share of requests to model first (\"off\" removes it)")
-	cmd.AddCommand(add, scale, remove, set)
+	lf.register(set)
+	cmd.AddCommand(add, scale, remove, set, c.modelRestart())
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {

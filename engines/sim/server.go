@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -26,7 +27,11 @@ import (
 
 // ServerConfig configures one simulated replica server.
 type ServerConfig struct {
-	Model           string
+	Model string
+	// ContextLength is the replica's context window, as the gateway gave
+	// it; reported in /v1/models (max_model_len) and in the
+	// X-Sim-Context-Length header of answers, so tests see it served.
+	ContextLength   int64
 	TTFT            time.Duration
 	TokensPerSecond float64
 	MaxTokens       int
@@ -80,6 +85,7 @@ func parseFlags(args []string) (ServerConfig, string, error) {
 	var cfg ServerConfig
 	fs.StringVar(&cfg.Model, "model", "sim", "model name reported in answers")
 	fs.DurationVar(&cfg.TTFT, "ttft", 0, "time to first token")
+	fs.Int64Var(&cfg.ContextLength, "context-length", 0, "the context window reported; 0: none")
 	fs.Float64Var(&cfg.TokensPerSecond, "tokens-per-second", 0, "token rate; 0 = unthrottled")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 16, "answer length when the request sets none")
 	fs.IntVar(&cfg.EmbeddingDims, "embedding-dims", 64, "embedding dimensions")
@@ -147,12 +153,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/v1/models":
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim"},
+			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim", "max_model_len": s.cfg.ContextLength},
 		}})
 	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings":
 		if r.Method != http.MethodPost {
 			writeError(w, http.StatusMethodNotAllowed, "use POST")
 			return
+		}
+		if s.cfg.ContextLength > 0 {
+			w.Header().Set("X-Sim-Context-Length", strconv.FormatInt(s.cfg.ContextLength, 10))
 		}
 		s.requests.Add(1)
 		s.inflight.Add(1)

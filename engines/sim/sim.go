@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -47,7 +48,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 		Type: "sim", Version: Version, Protocol: engine.ProtocolVersion,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
 		Formats:      []string{"sim"},
-		ReservedArgs: []string{"-listen", "--listen"},
+		ReservedArgs: []string{"-listen", "--listen", "-context-length", "--context-length"},
 		ArgFlags:     flags,
 	}
 	for _, o := range options {
@@ -108,6 +109,9 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	}
 	args := append([]string{}, argv[1:]...)
 	args = append(args, "--listen", "127.0.0.1:0", "--model", spec.Model)
+	if spec.ContextLength > 0 {
+		args = append(args, "--context-length", strconv.FormatInt(spec.ContextLength, 10))
+	}
 	args = append(args, flags...)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs}
 	if err := e.table.Start(ctx, p, true, "/v1", 30*time.Second); err != nil {

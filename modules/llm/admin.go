@@ -70,6 +70,8 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 			return a.scaleModel(w, r, name)
 		case "settings":
 			return a.setModel(w, r, name)
+		case "restart":
+			return a.restartModel(w, r, name)
 		}
 		return a.modelAction(w, r, name, action)
 	}

@@ -158,6 +158,10 @@ type fleet struct {
 	waitFor   string // why no replica can start now: the node is full
 	startOnce sync.Once
 	retiring  sync.WaitGroup // replicas draining, until each is stopped
+	// rekeyed counts the keys of the fleet pool the fleet was moved from
+	// by a live change (live.go): their Destruct leaves it running.
+	rekeyed atomic.Int32
+	rolling sync.Mutex // one rolling replacement at a time (live.go)
 
 	// In a cluster the node runs what the cluster's plan gives it, and
 	// requests also go to the ready replicas of other nodes.
@@ -566,6 +570,10 @@ func (f *fleet) stopReplica(r *Replica) {
 // model cuts no stream. When the process exits, Caddy's servers have
 // already finished their requests, and the replicas are stopped at once.
 func (f *fleet) Destruct() error {
+	if f.rekeyed.Add(-1) >= 0 {
+		return nil // a key it was moved from: it runs on under its new one
+	}
+	f.rekeyed.Add(1)
 	f.cancel()
 	f.mu.Lock()
 	started := f.done

@@ -125,10 +125,40 @@ var pruneSchema = obj(map[string]any{"nodes": arr(obj(map[string]any{
 	"error":   typ("string", "why the node could not be asked or pruned"),
 }, "node", "dry_run", "removed", "freed"))}, "nodes")
 
+// rolloutSchema is the answer of a live change and of a restart (with
+// replaced and started); a change of routing settings only answers with
+// the model's status, the same fields without them.
+var rolloutSchema = obj(map[string]any{
+	"name":          typ("string", ""),
+	"state":         typ("string", ""),
+	"replicas":      arr(obj(map[string]any{"id": typ("string", ""), "state": typ("string", "ready, or draining for the replaced ones until their requests end")})),
+	"replaced":      arr(typ("string", "replica ids that drain and stop")),
+	"started":       arr(typ("string", "replica ids that took their place, ready")),
+	"one_at_a_time": typ("boolean", "the node had no room for a new replica beside an old one: each old one drained before its replacement started"),
+	"note":          typ("string", "such as: the config file still holds the old values"),
+}, "name")
+
+var settingsSchema = func() map[string]any {
+	o := obj(map[string]any{
+		"class":          map[string]any{"type": "string", "enum": []string{ClassCritical, ClassStandard, ClassOpportunistic}},
+		"owner":          typ("string", "org/team/project"),
+		"fallbacks":      arr(typ("string", "")),
+		"canary":         obj(map[string]any{"model": typ("string", "empty removes the canary"), "share": typ("number", "")}),
+		"resources":      amountsSchema,
+		"context_length": typ("integer", "replaces the replicas without downtime"),
+		"options":        map[string]any{"type": "object", "additionalProperties": typ("string", ""), "description": "merged over the model's; an empty value removes one; replaces the replicas without downtime"},
+		"args":           map[string]any{"type": "array", "items": typ("string", ""), "description": "replace the model's; replaces the replicas without downtime"},
+	})
+	o["additionalProperties"] = false
+	return o
+}()
+
 var schemas = map[string]opSchemas{
-	"GET /llm/weights":        {response: weightsSchema},
-	"POST /llm/weights/prune": {request: obj(map[string]any{"dry_run": typ("boolean", "say what would be removed, remove nothing")}), response: pruneSchema},
-	"GET /llm/audit":          {response: auditSchema},
-	"POST /llm/plan":          {request: modelRequestSchema, response: planSchema},
-	"POST /llm/models":        {request: modelRequestSchema},
+	"POST /llm/models/{name}/settings": {request: settingsSchema, response: rolloutSchema},
+	"POST /llm/models/{name}/restart":  {response: rolloutSchema},
+	"GET /llm/weights":                 {response: weightsSchema},
+	"POST /llm/weights/prune":          {request: obj(map[string]any{"dry_run": typ("boolean", "say what would be removed, remove nothing")}), response: pruneSchema},
+	"GET /llm/audit":                   {response: auditSchema},
+	"POST /llm/plan":                   {request: modelRequestSchema, response: planSchema},
+	"POST /llm/models":                 {request: modelRequestSchema},
 }

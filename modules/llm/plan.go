@@ -126,13 +126,22 @@ type PlannedEviction struct {
 // planOn places n replicas of m on a copy of the ledger with fit, the
 // function reserve uses, and changes nothing.
 func (l *ledger) planOn(m *Model, n int, nodeName string) Plan {
+	return l.planWithout(m, n, nodeName, nil)
+}
+
+// planWithout plans as planOn does, as if the replicas of without (when
+// set) were gone: the room a replacement of all of them has.
+func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) Plan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.cap()
-	places := make([]*placement, len(l.places))
-	for i, q := range l.places {
+	places := make([]*placement, 0, len(l.places))
+	for _, q := range l.places {
+		if without != nil && q.fleet == without {
+			continue
+		}
 		cp := *q
-		places[i] = &cp
+		places = append(places, &cp)
 	}
 	need, rank := m.needs(), classRank(m.Class)
 	pl := Plan{Model: m.Name, Fits: true, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}

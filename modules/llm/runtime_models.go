@@ -212,6 +212,13 @@ type ModelSettings struct {
 	Resources *Resources `json:"resources,omitempty"`
 	// Canary sets the canary; {"model":"","share":0} removes it.
 	Canary *Canary `json:"canary,omitempty"`
+	// ContextLength, Options and Args (with Resources) change what the
+	// model's replicas run with: they are replaced without downtime (see
+	// live.go). Options are merged over the model's; an empty value
+	// removes one. Args replace the model's.
+	ContextLength *int64            `json:"context_length,omitempty"`
+	Options       map[string]string `json:"options,omitempty"`
+	Args          *[]string         `json:"args,omitempty"`
 }
 
 // setModel answers POST /llm/models/<name>/settings, for runtime and config
@@ -229,8 +236,16 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 		return err
 	}
 	b, _ := json.Marshal(st)
-	a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))
-	return writeJSON(w, f.status())
+	if !st.reshapes() {
+		a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))
+		return writeJSON(w, f.status())
+	}
+	a.audit(r, "model changed live", zap.String("model", name), zap.ByteString("settings", b))
+	note := ""
+	if !a.v().runtime[f.m().Name] {
+		note = "the model is declared in the config file: the change is kept in Caddy storage and laid over the file's values at every start and reload; the file still holds the old values"
+	}
+	return a.rollModel(w, r, f, "its model changed (context length, resources, options or args)", note)
 }
 
 // changeModel applies change to a copy of a model, checks the whole
@@ -254,6 +269,14 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	change(&next)
 	if err := next.validate(); err != nil {
 		return nil, apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if st != nil && st.reshapes() {
+		if _, err := newCatalog(swapModel(cur.models, m, &next)); err != nil {
+			return nil, apiErr(http.StatusBadRequest, "%v", err)
+		}
+		if err := a.checkReshape(m, &next, cur.fleets[m.Name]); err != nil {
+			return nil, err
+		}
 	}
 	swapIn := func(ms []*Model) []*Model {
 		out := make([]*Model, len(ms))
@@ -281,6 +304,9 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	}
 	f := v.fleets[next.Name]
 	f.model.Store(&next)
+	if st != nil && st.reshapes() {
+		a.rekey(f, &next)
+	}
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -361,6 +387,19 @@ func (s ModelSettings) merge(o ModelSettings) ModelSettings {
 	if o.Canary != nil {
 		s.Canary = o.Canary
 	}
+	if o.ContextLength != nil {
+		s.ContextLength = o.ContextLength
+	}
+	if o.Args != nil {
+		s.Args = o.Args
+	}
+	if o.Options != nil {
+		opts := cloneOptions(s.Options)
+		for k, v := range o.Options {
+			opts[k] = v // an empty value is kept: it removes the file's option
+		}
+		s.Options = opts
+	}
 	return s
 }
 
@@ -384,4 +423,33 @@ func (s ModelSettings) apply(m *Model) {
 			m.Canary = nil
 		}
 	}
+	if s.ContextLength != nil {
+		m.ContextLength = *s.ContextLength
+	}
+	if s.Args != nil {
+		m.Args = *s.Args
+	}
+	if s.Options != nil {
+		opts := cloneOptions(m.Options)
+		for k, v := range s.Options {
+			if v == "" {
+				delete(opts, k)
+			} else {
+				opts[k] = v
+			}
+		}
+		m.Options = opts
+	}
+}
+
+// swapModel returns models with m replaced by next.
+func swapModel(models []*Model, m, next *Model) []*Model {
+	out := make([]*Model, len(models))
+	for i, x := range models {
+		out[i] = x
+		if x == m {
+			out[i] = next
+		}
+	}
+	return out
 }

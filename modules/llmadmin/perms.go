@@ -67,6 +67,7 @@ var rules = []rule{
 	{"DELETE /llm/models/{name}", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/scale", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/settings", roleOperator, tenantNone},
+	{"POST /llm/models/{name}/restart", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/stop", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/start", roleOperator, tenantNone},
 	{"POST /llm/plan", roleOperator, tenantNone},
