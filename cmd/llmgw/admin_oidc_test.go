@@ -63,6 +63,14 @@ func (h *hydraServer) signInAs(user string) {
 // Hydra it skips, except in CI (CI=true), where .ci/install builds it.
 func startHydra(t *testing.T, publicPort int) *hydraServer {
 	t.Helper()
+	return startHydraAt(t, "127.0.0.1", publicPort)
+}
+
+// startHydraAt is startHydra with the host name of its public URLs (its
+// issuer): "localhost" makes it another site than llmgw's 127.0.0.1 for
+// a browser, as a provider is in production. It listens on 127.0.0.1.
+func startHydraAt(t *testing.T, host string, publicPort int) *hydraServer {
+	t.Helper()
 	bin := hydraBin()
 	if bin == "" {
 		msg := "Ory Hydra is not installed; .ci/install builds it (from .ci/tools/hydra into ~/.cache/llmgw/hydra-" + hydraVersion + ")"
@@ -75,7 +83,7 @@ func startHydra(t *testing.T, publicPort int) *hydraServer {
 	app := httptest.NewServer(http.HandlerFunc(h.serveApp))
 	t.Cleanup(app.Close)
 	adminPort := freePort(t)
-	h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
+	h.public = fmt.Sprintf("http://%s:%d", host, publicPort)
 	h.admin = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
 	h.issuer = h.public + "/"
 	logs := &syncBuffer{}

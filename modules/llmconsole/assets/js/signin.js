@@ -5,9 +5,11 @@ import { api, explain } from './api.js';
 
 export async function signin(root, app, message) {
   let methods = ['token'];
+  let oidc = null;
   try {
     const m = await api('GET', '/llm/auth/methods');
     if (m && Array.isArray(m.methods) && m.methods.length) methods = m.methods;
+    if (m && m.oidc && typeof m.oidc.start === 'string' && m.oidc.start.startsWith('/')) oidc = m.oidc;
   } catch (e) { /* offer the token form */ }
   const out = h('p', { class: 'error', id: 'signin-error', role: 'alert' });
   const info = message ? h('p', { class: 'muted', id: 'signin-info' }, message) : null;
@@ -28,6 +30,13 @@ export async function signin(root, app, message) {
   }
 
   const forms = [];
+  if (methods.includes('oidc') && oidc) {
+    // A plain link: the provider's pages and its redirect back are
+    // navigations, and the server sends the browser back to this page.
+    const back = encodeURIComponent(location.pathname + location.search);
+    forms.push(h('p', { class: 'sso' }, h('a', { href: `${oidc.start}?return=${back}`, id: 'signin-oidc', class: 'button primary' },
+      t('signin.oidc', { name: oidc.name }))));
+  }
   if (methods.includes('token')) {
     const tok = h('input', { type: 'password', name: 'token', id: 'signin-token', autocomplete: 'off', required: true });
     const f = h('form', { id: 'signin-token-form', method: 'post' },
