@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/openai/openai-go/v3"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -52,6 +53,12 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 :%d {
 	route /v1/* {
 		llm_quota
+		llm_guardrails {
+			regex topics {
+				deny zeus "(?i)project\s+zeus"
+				on input
+			}
+		}
 		llm_cache {
 			models sim-chat
 		}
@@ -331,6 +338,33 @@ func TestConsole(t *testing.T) {
 		document.querySelector('#cache-stats td[data-field="entries"]').textContent === '0'`, 10*time.Second)
 	b.open("nodes")
 	b.shot("nodes")
+
+	// Guardrails: a request the topics check blocks is counted, in the
+	// overview's answer and on the page.
+	guarded := keyClient(g, "secret-1")
+	if _, err := guarded.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about project zeus")}}); err == nil {
+		t.Fatal("a request about project zeus was not blocked")
+	}
+	var gov struct{ Guardrails llm.GuardrailOverview }
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/overview", ""); code != 200 || json.Unmarshal([]byte(body), &gov) != nil {
+		t.Fatalf("GET /llm/overview: got %d %s", code, body)
+	}
+	blocked := -1
+	for _, c := range gov.Guardrails.Checks {
+		if c.Check == "topics" && c.Stage == "input" {
+			blocked = int(c.Outcomes["blocked"])
+			if c.Outcomes["passed"] < 2 {
+				t.Errorf("the topics check passed %d requests, want at least 2", c.Outcomes["passed"])
+			}
+		}
+	}
+	if blocked != 1 {
+		t.Errorf("the topics check's blocks in the overview: got %d, want 1 (%+v)", blocked, gov.Guardrails)
+	}
+	b.open("guardrails")
+	b.until("the block counted", `(document.querySelector('#guard-checks tr[data-check="topics"][data-stage="input"] td[data-outcome="blocked"] .count') || {}).textContent === '1'`, 10*time.Second)
+	b.shot("guardrails")
 
 	// A value with markup renders as text: a model name the gateway
 	// refuses (its error shows the name) and a source it keeps.

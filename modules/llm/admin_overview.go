@@ -32,7 +32,42 @@ func init() {
 			"ttft_p50_ms":       typ("number", "median time to first token, estimated from the histogram's buckets, ms"),
 			"tokens_per_second": typ("number", "completion tokens per second of answering time"),
 		})),
+		"guardrails": obj(map[string]any{
+			"checks": arr(obj(map[string]any{
+				"check":    typ("string", "the check's name"),
+				"stage":    typ("string", "input or output"),
+				"outcomes": map[string]any{"type": "object", "additionalProperties": typ("integer", ""), "description": "count per outcome (passed, redacted, blocked, flagged, skipped, errored) since the start"},
+			})),
+			"findings": arr(obj(map[string]any{
+				"check":  typ("string", ""),
+				"kind":   typ("string", "what was found: EMAIL, CARD, a pattern's name …"),
+				"action": typ("string", "what the check did with it"),
+				"count":  typ("integer", "since the start"),
+			})),
+		}),
 	})}
+}
+
+// GuardrailOverview is the guardrails' part of GET /llm/overview: the
+// totals of llmgw_guardrail_checks_total and llmgw_guardrail_findings_total.
+type GuardrailOverview struct {
+	Checks   []GuardrailChecks   `json:"checks"`
+	Findings []GuardrailFindings `json:"findings"`
+}
+
+// GuardrailChecks counts one check's outcomes at one stage.
+type GuardrailChecks struct {
+	Check    string           `json:"check"`
+	Stage    string           `json:"stage"`
+	Outcomes map[string]int64 `json:"outcomes"`
+}
+
+// GuardrailFindings counts what one check found of one kind and did.
+type GuardrailFindings struct {
+	Check  string `json:"check"`
+	Kind   string `json:"kind"`
+	Action string `json:"action"`
+	Count  int64  `json:"count"`
 }
 
 // ModelOverview is one model's line of GET /llm/overview.
@@ -75,7 +110,8 @@ func getOverview(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	catalog := len(order)
-	if err := readOverviewMetrics(line); err != nil {
+	guard := GuardrailOverview{Checks: []GuardrailChecks{}, Findings: []GuardrailFindings{}}
+	if err := readOverviewMetrics(line, &guard); err != nil {
 		return apiErr(http.StatusInternalServerError, "reading the gateway's metrics: %v", err)
 	}
 	extra := order[catalog:]
@@ -84,12 +120,12 @@ func getOverview(w http.ResponseWriter, r *http.Request) error {
 	for _, name := range order {
 		out = append(out, *byModel[name])
 	}
-	return writeJSON(w, map[string]any{"at": now().UTC().Format(time.RFC3339), "models": out})
+	return writeJSON(w, map[string]any{"at": now().UTC().Format(time.RFC3339), "models": out, "guardrails": guard})
 }
 
 // readOverviewMetrics reads the running config's metrics registry, the
 // one the router registers its collectors in.
-func readOverviewMetrics(line func(string) *ModelOverview) error {
+func readOverviewMetrics(line func(string) *ModelOverview, guard *GuardrailOverview) error {
 	ctx := caddy.ActiveContext()
 	reg := ctx.GetMetricsRegistry()
 	if reg == nil {
@@ -101,6 +137,7 @@ func readOverviewMetrics(line func(string) *ModelOverview) error {
 	}
 	busy := map[string]float64{} // seconds spent answering, by model
 	for _, f := range families {
+		readGuardrailMetrics(f, guard)
 		for _, m := range f.GetMetric() {
 			model := label(m, "model")
 			if model == "" {
@@ -139,6 +176,34 @@ func readOverviewMetrics(line func(string) *ModelOverview) error {
 		}
 	}
 	return nil
+}
+
+// readGuardrailMetrics adds the guardrails' counters of f, if it is one,
+// in the order Gather sorts them (by labels).
+func readGuardrailMetrics(f *dto.MetricFamily, guard *GuardrailOverview) {
+	switch f.GetName() {
+	case "llmgw_guardrail_checks_total":
+		idx := map[[2]string]int{}
+		for _, m := range f.GetMetric() {
+			k := [2]string{label(m, "check"), label(m, "stage")}
+			i, ok := idx[k]
+			if !ok {
+				i = len(guard.Checks)
+				idx[k] = i
+				guard.Checks = append(guard.Checks, GuardrailChecks{Check: k[0], Stage: k[1], Outcomes: map[string]int64{}})
+			}
+			guard.Checks[i].Outcomes[label(m, "outcome")] += int64(m.GetCounter().GetValue())
+		}
+		sort.SliceStable(guard.Checks, func(i, j int) bool {
+			a, b := guard.Checks[i], guard.Checks[j]
+			return a.Check < b.Check || a.Check == b.Check && a.Stage < b.Stage
+		})
+	case "llmgw_guardrail_findings_total":
+		for _, m := range f.GetMetric() {
+			guard.Findings = append(guard.Findings, GuardrailFindings{Check: label(m, "check"), Kind: label(m, "kind"),
+				Action: label(m, "action"), Count: int64(m.GetCounter().GetValue())})
+		}
+	}
 }
 
 func label(m *dto.Metric, name string) string {

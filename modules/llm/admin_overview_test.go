@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,5 +31,30 @@ func TestOverviewMedian(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestOverviewGuardrails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	checks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_guardrail_checks_total"}, []string{"check", "stage", "outcome"})
+	findings := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_guardrail_findings_total"}, []string{"check", "kind", "action"})
+	reg.MustRegister(checks, findings)
+	checks.WithLabelValues("topics", "input", "blocked").Add(2)
+	checks.WithLabelValues("topics", "input", "passed").Add(5)
+	checks.WithLabelValues("pii", "output", "passed").Add(1)
+	checks.WithLabelValues("pii", "input", "redacted").Add(3)
+	findings.WithLabelValues("pii", "EMAIL", "redact").Add(4)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g GuardrailOverview
+	for _, f := range families {
+		readGuardrailMetrics(f, &g)
+	}
+	got := fmt.Sprint(g)
+	want := "{[{pii input map[redacted:3]} {pii output map[passed:1]} {topics input map[blocked:2 passed:5]}] [{pii EMAIL redact 4}]}"
+	if got != want {
+		t.Errorf("got %s\nwant %s", got, want)
 	}
 }

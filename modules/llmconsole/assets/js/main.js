@@ -10,6 +10,7 @@ import { models } from './models.js';
 import { keys } from './keys.js';
 import { usage } from './usage.js';
 import { cache, mirror } from './store.js';
+import { guardrails } from './guardrails.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -22,6 +23,7 @@ const pages = {
   keys: [keys, all],
   usage: [usage, all],
   cache: [cache, staff],
+  guardrails: [guardrails, staff],
   mirror: [mirror, staff],
   nodes: [nodes, staff],
 };
