@@ -271,3 +271,85 @@ func TestAdminSiteCtlAndRateLimit(t *testing.T) {
 		t.Error("the local admin endpoint stopped answering")
 	}
 }
+
+// TestAdminSiteKeyPaging pages through GET /llm/keys: by limit and after,
+// with a filter, and as a tenant admin, who sees only its keys on full
+// pages whatever it asks for.
+func TestAdminSiteKeyPaging(t *testing.T) {
+	g := adminSite(t)
+	for i := 1; i <= 5; i++ {
+		for _, p := range []string{"alpha", "beta"} {
+			if code, _, body := siteCall(t, g, "root-token", "POST", "/llm/keys", fmt.Sprintf(`{"project":"acme/research/%s","id":"%s-%02d"}`, p, p[:1], i)); code != 201 {
+				t.Fatalf("creating a key: got %d %s", code, body)
+			}
+		}
+	}
+	type page struct {
+		Keys  []struct{ ID, Project string }
+		Next  string
+		Total int
+	}
+	get := func(token, query string) page {
+		t.Helper()
+		code, _, body := siteCall(t, g, token, "GET", "/llm/keys?"+query, "")
+		var p page
+		if code != 200 || json.Unmarshal([]byte(body), &p) != nil {
+			t.Fatalf("GET /llm/keys?%s: got %d %s", query, code, body)
+		}
+		return p
+	}
+	// walk follows next from the first page and returns the ids by page.
+	walk := func(token, query string) (pages [][]string, total int) {
+		t.Helper()
+		after := ""
+		for range 20 {
+			p := get(token, query+"&after="+after)
+			var ids []string
+			for _, k := range p.Keys {
+				ids = append(ids, k.ID)
+			}
+			pages, total = append(pages, ids), p.Total
+			if p.Next == "" {
+				return pages, total
+			}
+			after = p.Next
+		}
+		t.Fatalf("GET /llm/keys?%s: next never ends", query)
+		return nil, 0
+	}
+	pages, total := walk("root-token", "limit=4")
+	if got := fmt.Sprint(pages); got != "[[a-01 a-02 a-03 a-04] [a-05 b-01 b-02 b-03] [b-04 b-05 k1 k2]]" || total != 12 {
+		t.Errorf("an admin's pages of 4: got %s, total %d", got, total)
+	}
+	if p := get("root-token", "q=B-0&limit=3"); p.Total != 5 || len(p.Keys) != 3 || p.Next != "b-03" {
+		t.Errorf("filtered by id: got %+v", p)
+	}
+	if p := get("root-token", "q=research/alpha"); p.Total != 6 || len(p.Keys) != 6 || p.Next != "" {
+		t.Errorf("filtered by project: got %+v", p)
+	}
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/keys?limit=0", ""); code != 400 || !strings.Contains(body, "from 1 to 1000") {
+		t.Errorf("limit=0: got %d %s, want 400", code, body)
+	}
+	// Without paging parameters the answer is the whole list, as before.
+	var all []struct{ ID string }
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/keys", ""); code != 200 || json.Unmarshal([]byte(body), &all) != nil || len(all) != 12 {
+		t.Errorf("GET /llm/keys without paging: got %d %s", code, body)
+	}
+
+	// The tenant admin of alpha: full pages of its keys only, also when
+	// it asks under another project or filters for another's keys.
+	pages, total = walk("lead-token", "limit=2")
+	if got := fmt.Sprint(pages); got != "[[a-01 a-02] [a-03 a-04] [a-05 k1]]" || total != 6 {
+		t.Errorf("a tenant admin's pages of 2: got %s, total %d", got, total)
+	}
+	pages, total = walk("lead-token", "limit=2&under=acme/research/beta")
+	if got := fmt.Sprint(pages); got != "[[a-01 a-02] [a-03 a-04] [a-05 k1]]" || total != 6 {
+		t.Errorf("a tenant admin asking under beta: got %s, total %d", got, total)
+	}
+	if p := get("lead-token", "q=b-"); len(p.Keys) != 0 || p.Total != 0 {
+		t.Errorf("a tenant admin filtering for beta's keys: got %+v", p)
+	}
+	if p := get("lead-token", "limit=1&after=a-05"); len(p.Keys) != 1 || p.Keys[0].ID != "k1" || p.Keys[0].Project != "acme/research/alpha" || p.Next != "" {
+		t.Errorf("a tenant admin's page after a-05: got %+v", p)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,11 +24,73 @@ func handleKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		return writeJSON(w, a.keyInfos())
+		q := r.URL.Query()
+		if !KeyPaging(q) {
+			return writeJSON(w, a.keyInfos())
+		}
+		page, err := pageKeys(a.keyInfos(), q)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, page)
 	case http.MethodPost:
 		return a.createKey(w, r)
 	}
 	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
+}
+
+// KeyPage is a page of GET /llm/keys?limit=…&after=…&q=…&under=…:
+// the keys after the id `after`, by id, that match q and lie under a
+// node of the tenancy tree. Next is the id to ask after for the next
+// page, empty on the last; Total counts the matching keys on all pages.
+type KeyPage struct {
+	Keys  []KeyInfo `json:"keys"`
+	Next  string    `json:"next"`
+	Total int       `json:"total"`
+}
+
+// KeyPaging says whether a GET /llm/keys asks for a page; without any of
+// its parameters the answer is the whole list, as before.
+func KeyPaging(q url.Values) bool {
+	return q.Has("limit") || q.Has("after") || q.Has("q") || q.Has("under")
+}
+
+const (
+	defaultKeyPage = 50
+	maxKeyPage     = 1000
+)
+
+// pageKeys cuts a page from keys, sorted by id.
+func pageKeys(keys []KeyInfo, q url.Values) (KeyPage, error) {
+	limit := defaultKeyPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxKeyPage {
+			return KeyPage{}, apiErr(http.StatusBadRequest, "limit %q: use a number of keys from 1 to %d", v, maxKeyPage)
+		}
+		limit = n
+	}
+	after, under := q.Get("after"), q.Get("under")
+	filter := strings.ToLower(q.Get("q"))
+	page := KeyPage{Keys: []KeyInfo{}}
+	for _, k := range keys {
+		if under != "" && k.Project != under && !strings.HasPrefix(k.Project, under+"/") {
+			continue
+		}
+		if filter != "" && !strings.Contains(strings.ToLower(k.ID), filter) && !strings.Contains(strings.ToLower(k.Project), filter) {
+			continue
+		}
+		page.Total++
+		if after != "" && k.ID <= after {
+			continue
+		}
+		if len(page.Keys) == limit {
+			page.Next = page.Keys[limit-1].ID
+			continue
+		}
+		page.Keys = append(page.Keys, k)
+	}
+	return page, nil
 }
 
 func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {

@@ -33,7 +33,7 @@ var operations = []operation{
 	{"POST", "/llm/nodes/{name}/drain", "Drain a node for maintenance: its replicas start elsewhere first, then stop there; it takes no new ones", "/llm/nodes/", nodeAction, ""},
 	{"POST", "/llm/nodes/{name}/undrain", "Let a drained node take replicas again", "/llm/nodes/", nodeAction, ""},
 	{"GET", "/llm/node", "The node's capacity (memory, cores, GPUs), what its replicas use, and what is free", "/llm/node", getNode, ""},
-	{"GET", "/llm/keys", "List API keys (never their secrets)", "/llm/keys", handleKeys, ""},
+	{"GET", "/llm/keys", "List API keys (never their secrets), sorted by id. With ?limit=N (default 50, at most 1000), ?after=<id>, ?q=<text in the id or project> or ?under=<org, team or project path> the answer is one page: {\"keys\":[…],\"next\":\"<id to ask after, empty on the last page>\",\"total\":<matching keys>}", "/llm/keys", handleKeys, ""},
 	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
 	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},
 	{"DELETE", "/llm/keys/{id}", "Revoke a key created through the API", "/llm/keys/", handleKey, ""},

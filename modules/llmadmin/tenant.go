@@ -214,31 +214,57 @@ func (h *Handler) keyProjects(r *http.Request) (map[string]string, error) {
 }
 
 // serveFiltered serves a list route and keeps only the tenant's entries:
-// its keys, or the models allowed to it.
+// its keys, or the models allowed to it. A page of keys is asked for
+// under the tenant's node of the tree, so every page is full and its
+// next and total count only the tenant's keys.
 func (h *Handler) serveFiltered(w http.ResponseWriter, r *http.Request, s *scope, access tenantAccess) error {
+	if access == tenantKeys && llm.KeyPaging(r.URL.Query()) {
+		q := r.URL.Query()
+		if u := q.Get("under"); u == "" || (u != s.path && !strings.HasPrefix(u, s.path+"/")) {
+			q.Set("under", s.path)
+		}
+		r = r.Clone(r.Context())
+		r.URL.RawQuery = q.Encode()
+	}
 	rec := newRecorder()
 	h.routes.ServeHTTP(rec, r)
 	body := rec.body.Bytes()
 	if rec.status == http.StatusOK {
-		var items []json.RawMessage
-		if err := json.Unmarshal(body, &items); err != nil {
-			return writeAPIError(w, fmt.Errorf("filtering %s: %w", r.URL.Path, err))
-		}
-		kept := []json.RawMessage{}
-		for _, it := range items {
+		keep := func(it json.RawMessage) bool {
 			var e struct {
 				Name, Project string
 				Aliases       []string
 			}
 			if json.Unmarshal(it, &e) != nil {
-				continue
+				return false
 			}
-			if (access == tenantKeys && s.holds("project", e.Project)) ||
-				(access == tenantModels && s.allows(append([]string{e.Name}, e.Aliases...)...)) {
-				kept = append(kept, it)
-			}
+			return (access == tenantKeys && s.holds("project", e.Project)) ||
+				(access == tenantModels && s.allows(append([]string{e.Name}, e.Aliases...)...))
 		}
-		body, _ = json.Marshal(kept)
+		filter := func(items []json.RawMessage) []json.RawMessage {
+			kept := []json.RawMessage{}
+			for _, it := range items {
+				if keep(it) {
+					kept = append(kept, it)
+				}
+			}
+			return kept
+		}
+		var items []json.RawMessage
+		var page struct {
+			Keys  []json.RawMessage `json:"keys"`
+			Next  string            `json:"next"`
+			Total int               `json:"total"`
+		}
+		switch {
+		case json.Unmarshal(body, &items) == nil:
+			body, _ = json.Marshal(filter(items))
+		case access == tenantKeys && json.Unmarshal(body, &page) == nil:
+			page.Keys = filter(page.Keys)
+			body, _ = json.Marshal(page)
+		default:
+			return writeAPIError(w, fmt.Errorf("filtering %s: the answer is neither a list nor a page of keys", r.URL.Path))
+		}
 		body = append(body, '\n')
 	}
 	for k, v := range rec.header {

@@ -50,7 +50,7 @@ export function explain(err) {
   return msg;
 }
 
-// A cache of large lists (the keys), so a page draws at once from the
+// A cache of large lists (the keys to suggest), so a page draws at once from the
 // last answer while a fresh one is fetched. Cleared at every sign-in and
 // sign-out: one person never sees another's list.
 const lists = new Map(); // path → {at, data}
@@ -61,10 +61,6 @@ export async function fresh(path) {
   const data = await api('GET', path);
   lists.set(path, { at: Date.now(), data });
   return data;
-}
-
-export function prefetch(path) {
-  if (!lists.has(path)) fresh(path).catch(() => {});
 }
 
 export function forget() { lists.clear(); }

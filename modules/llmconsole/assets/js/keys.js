@@ -1,16 +1,19 @@
-// Keys: a page of the list at a time (filtered in the browser), create
-// with the secret shown once, rotate, revoke.
+// Keys: a page of the list at a time, asked of the server (GET
+// /llm/keys?limit=50&after=…&q=…), create with the secret shown once,
+// rotate, revoke.
 import { h, table, armed } from './dom.js';
 import { t, time } from './i18n.js';
-import { api, cached, fresh } from './api.js';
+import { api } from './api.js';
 
 const PAGE = 50;
 
 export async function keys(root, app) {
   root.append(h('h1', {}, t('keys.title')));
-  let all = [];
+  let afters = ['']; // the id each page starts after, for Previous
   let page = 0;
   let filter = '';
+  let current = { keys: [], next: '', total: 0 };
+  let asked = 0; // counts requests, so a late answer is dropped
   const secretBox = h('div', { id: 'key-secret' });
 
   function showSecret(k) {
@@ -54,13 +57,18 @@ export async function keys(root, app) {
   let debounce = 0;
   search.addEventListener('input', () => {
     clearTimeout(debounce);
-    debounce = setTimeout(() => { filter = search.value.trim().toLowerCase(); page = 0; draw(); }, 120);
+    debounce = setTimeout(() => { filter = search.value.trim(); afters = ['']; page = 0; refresh(true).catch((e) => app.fail(e)); }, 200);
   });
   const count = h('span', { class: 'muted', id: 'key-count' });
   const prev = h('button', { type: 'button', id: 'key-prev' }, t('keys.prev'));
   const next = h('button', { type: 'button', id: 'key-next' }, t('keys.next'));
-  prev.addEventListener('click', () => { page--; draw(); });
-  next.addEventListener('click', () => { page++; draw(); });
+  prev.addEventListener('click', () => { if (page > 0) { page--; refresh(true).catch((e) => app.fail(e)); } });
+  next.addEventListener('click', () => {
+    if (!current.next) return;
+    afters = afters.slice(0, page + 1).concat(current.next);
+    page++;
+    refresh(true).catch((e) => app.fail(e));
+  });
   const box = h('div', { id: 'keys-table' });
   root.append(projects, h('div', { class: 'pager' }, search, prev, next, count), box);
 
@@ -83,35 +91,32 @@ export async function keys(root, app) {
   }
 
   function draw() {
-    const shown = filter ? all.filter((k) => k.id.toLowerCase().includes(filter) || (k.project || '').toLowerCase().includes(filter)) : all;
-    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
-    page = Math.min(Math.max(page, 0), pages - 1);
+    const pages = Math.max(1, Math.ceil(current.total / PAGE));
     prev.disabled = page === 0;
-    next.disabled = page >= pages - 1;
-    count.textContent = t('keys.count', { n: shown.length, page: page + 1, pages });
+    next.disabled = !current.next;
+    count.textContent = t('keys.count', { n: current.total, page: page + 1, pages });
     const heads = ['col.key', 'col.project', 'col.source', 'col.created', 'col.status'].concat(app.may('keys') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
-    const rows = shown.slice(page * PAGE, (page + 1) * PAGE).map(row);
+    const rows = current.keys.map(row);
     box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('keys.empty')));
-  }
-
-  function use(list) {
-    all = (list || []).slice().sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const ps = [...new Set(all.map((k) => k.project))].sort();
-    projects.replaceChildren(...ps.slice(0, 500).map((p) => h('option', { value: p })));
+    const ps = [...new Set(current.keys.map((k) => k.project))].sort();
+    projects.replaceChildren(...ps.map((p) => h('option', { value: p })));
   }
 
   async function refresh(force) {
-    use(await fresh('/llm/keys'));
+    const seq = ++asked;
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (afters[page]) q.set('after', afters[page]);
+    if (filter) q.set('q', filter);
+    const got = await api('GET', `/llm/keys?${q}`);
+    if (seq !== asked) return;
+    if (!got.keys.length && page > 0) { // the page emptied (keys revoked elsewhere): back to the first
+      afters = [''];
+      page = 0;
+      return refresh(force);
+    }
+    current = got;
     if (force || !box.contains(document.activeElement)) draw();
   }
-  // Draw from the last list at once, if there is one, and fetch anew.
-  const last = cached('/llm/keys');
-  if (last) {
-    use(last.data);
-    draw();
-    refresh(false).catch((e) => app.fail(e));
-  } else {
-    await refresh(true);
-  }
+  await refresh(true);
   return { refresh: () => refresh(false), every: 15000 };
 }

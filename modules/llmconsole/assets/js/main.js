@@ -3,7 +3,7 @@
 // server refuses it anyway.
 import { h } from './dom.js';
 import { t, setLang, pick, remember, LANGS, lang } from './i18n.js';
-import { api, setCSRF, explain, APIError, forget, prefetch } from './api.js';
+import { api, setCSRF, explain, APIError, forget } from './api.js';
 import { signin } from './signin.js';
 import { overview, nodes } from './overview.js';
 import { models } from './models.js';
@@ -141,8 +141,6 @@ async function signedIn(sess) {
   const target = location.hash.replace(/^#\//, '');
   if (pages[target]) await show(target);
   else location.hash = app.role() === 'tenant_admin' ? '#/models' : '#/overview';
-  // The key list is the largest; fetch it while the person looks around.
-  setTimeout(() => { if (app.session) prefetch('/llm/keys'); }, 300);
 }
 
 async function changeLang(l) {

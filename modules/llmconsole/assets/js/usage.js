@@ -81,9 +81,10 @@ export async function usage(root, app) {
   };
   const suggest = () => names.replaceChildren(...[...known[level.value]].sort().slice(0, 500).map((v) => h('option', { value: v })));
   level.addEventListener('change', () => { suggest(); name.value = ''; });
-  const last = cached('/llm/keys');
-  if (last) learn(last.data);
-  else fresh('/llm/keys').then(learn).catch(() => {});
+  // The first keys only: enough to suggest, not the whole list.
+  const last = cached('/llm/keys?limit=500');
+  if (last) learn(last.data.keys);
+  else fresh('/llm/keys?limit=500').then((p) => learn(p.keys)).catch(() => {});
   if (!name.value && known.org.size) name.value = [...known.org].sort()[0];
 
   async function refresh() {
