@@ -478,6 +478,21 @@ func TestConsoleSpeed(t *testing.T) {
 	rows := eval[int](b, `(location.hash = '#/keys', new Promise(r => setTimeout(() => r(document.querySelectorAll('#keys-table tbody tr').length), 1500)))`)
 	out, _ := json.Marshal(got)
 	t.Logf("ms per page over 3 rounds: %s; key rows drawn of 10,002: %d", out, rows)
+
+	// The Keys page asks the server for each page and for the filter.
+	rowsAre := func(n int, first string) string {
+		return fmt.Sprintf(`(() => { const r = document.querySelectorAll('#keys-table tbody tr'); return r.length === %d && r[0].dataset.key === %q; })()`, n, first)
+	}
+	b.until("the first page of keys", rowsAre(50, "k00000"), 10*time.Second)
+	b.do("the next page", chromedp.Click(chromedp.ID("key-next")))
+	b.until("the second page of keys", rowsAre(50, "k00050"), 10*time.Second)
+	b.do("the previous page", chromedp.Click(chromedp.ID("key-prev")))
+	b.until("the first page again", rowsAre(50, "k00000"), 10*time.Second)
+	b.do("filtering", chromedp.SendKeys(chromedp.ID("key-filter"), "k0999"))
+	b.until("the filtered keys", rowsAre(10, "k09990")+` && document.getElementById('key-next').disabled`, 10*time.Second)
+	if count := b.text("#key-count"); count != "10 keys · page 1 of 1" {
+		t.Errorf("the filtered count: %q", count)
+	}
 }
 
 // TestConsoleLDAP signs in through the directory form: a person of a
