@@ -35,6 +35,7 @@ type cluster struct {
 	peer   map[string]string // node → its node-to-node address
 	extra  map[string]string // node → more of its llm block (such as an engine only it has)
 	quota  string            // llm_quota's block
+	routes string            // more routes of every node's site
 	router string            // llm_router's block
 	blocks map[string]string // node → its llm block, for reloads
 }
@@ -86,6 +87,7 @@ func (c *cluster) add(name string) *gateway {
 	c.blocks[name] = block
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
 	g.quota = &c.quota
+	g.routes = c.routes
 	g.writeConfig(block, c.router)
 	g.start()
 	c.nodes[name] = g

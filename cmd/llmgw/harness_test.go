@@ -70,6 +70,7 @@ type gateway struct {
 	exited chan struct{}
 	quota  *string // llm_quota's block, when it runs
 	before string  // more directives before the router
+	routes string  // more routes of the site, after /v1/*
 }
 
 func (g *gateway) quotaDirective() string {
@@ -180,8 +181,9 @@ func (g *gateway) writeConfig(llmBlock, routerBlock string) {
 %s
 		}
 	}
+%s
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llmBlock, g.http, g.quotaDirective(), routerBlock)
+`, g.admin, filepath.Join(g.dir, "storage"), llmBlock, g.http, g.quotaDirective(), routerBlock, g.routes)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		g.t.Fatal(err)
 	}

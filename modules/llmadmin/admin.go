@@ -196,7 +196,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			idle = time.Duration(h.Session.Idle)
 		}
 	}
-	h.sessions = &sessionStore{storage: ctx.Storage(), ttl: ttl, idle: idle, logger: h.logger.Named("session")}
+	// In a cluster, sessions live in the cluster's store, so that every
+	// node knows them; else in Caddy's storage.
+	storage := ctx.Storage()
+	if s := h.app.SharedStorage(); s != nil {
+		storage = s
+	}
+	h.sessions = &sessionStore{storage: storage, ttl: ttl, idle: idle, logger: h.logger.Named("session")}
 	return nil
 }
 

@@ -29,8 +29,9 @@ import (
 // Sessions configures the sessions of people signed in through
 // POST /llm/auth/login: a cookie llmgw_session (HttpOnly, Secure,
 // SameSite=Strict, Path=/) names a session kept server-side in Caddy's
-// storage, so that every llmgw sharing that storage knows it, a reload
-// keeps it, and signing out ends it everywhere.
+// storage (in a cluster, in the cluster's Redis: llm.App.SharedStorage),
+// so that every llmgw sharing that storage knows it, a reload keeps it,
+// and signing out ends it everywhere.
 type Sessions struct {
 	// TTL is how long a session lasts after sign-in, however much it is
 	// used. Default: 8h.
