@@ -36,6 +36,7 @@ type cluster struct {
 	extra  map[string]string // node → more of its llm block (such as an engine only it has)
 	quota  string            // llm_quota's block
 	routes string            // more routes of every node's site
+	before string            // handlers before the router on every node (after llm_quota)
 	router string            // llm_router's block
 	blocks map[string]string // node → its llm block, for reloads
 }
@@ -88,6 +89,7 @@ func (c *cluster) add(name string) *gateway {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
 	g.quota = &c.quota
 	g.routes = c.routes
+	g.before = c.before
 	g.writeConfig(block, c.router)
 	g.start()
 	c.nodes[name] = g

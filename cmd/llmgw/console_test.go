@@ -364,6 +364,11 @@ func TestConsole(t *testing.T) {
 	}
 	b.open("guardrails")
 	b.until("the block counted", `(document.querySelector('#guard-checks tr[data-check="topics"][data-stage="input"] td[data-outcome="blocked"] .count') || {}).textContent === '1'`, 10*time.Second)
+	// The outcomes over time, kept by the gateway: the last hour's bars
+	// hold the block.
+	b.until("the block in the outcomes over time", `[...document.querySelectorAll('#guard-history rect[data-outcome="blocked"]')].reduce((a, r) => a + +r.dataset.count, 0) === 1`, 10*time.Second)
+	b.do("choosing the last hour", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('#guard-window'); s.value = '1h'; s.dispatchEvent(new Event('change')); })()`))
+	b.until("the last hour in steps of 5 minutes", `document.querySelectorAll('#guard-history g[data-step]').length === 12 && [...document.querySelectorAll('#guard-history rect[data-outcome="passed"]')].reduce((a, r) => a + +r.dataset.count, 0) >= 2`, 10*time.Second)
 	b.shot("guardrails")
 
 	// A value with markup renders as text: a model name the gateway
@@ -387,6 +392,8 @@ func TestConsole(t *testing.T) {
 	// German: the texts change, and the choice is kept with the person.
 	b.do("choosing German", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('lang'); s.value = 'de'; s.dispatchEvent(new Event('change')); })()`))
 	b.until("German texts", `document.querySelector('#nav a[data-page="models"]').textContent === 'Modelle' && document.querySelector('#page-models h1').textContent === 'Modelle'`, 10*time.Second)
+	// The page draws its heading first and its table once the models are read.
+	b.until("the models table in German", `((document.querySelector('tr[data-model="xss-src"]') || {}).textContent || '').includes('ruht')`, 10*time.Second)
 	if row := b.text(`tr[data-model="xss-src"]`); !strings.Contains(row, "ruht") || !strings.Contains(row, "startet mit der ersten Anfrage") {
 		t.Errorf("the state and reason in German: %q", row)
 	}

@@ -370,6 +370,7 @@ func (a *App) Start() error {
 	active.Store(a)
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	a.useResponseStore()
+	guardHist.start() // guardhist.go
 	if a.cluster != nil {
 		a.cluster.startOnce.Do(a.cluster.start)
 		a.cluster.beatNow()

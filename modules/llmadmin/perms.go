@@ -74,6 +74,7 @@ var rules = []rule{
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},
 	{"GET /llm/overview", roleViewer, tenantNone},
+	{"GET /llm/guardrails/history", roleViewer, tenantNone},
 
 	{"GET /llm/nodes", roleViewer, tenantNone},
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},
