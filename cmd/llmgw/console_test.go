@@ -264,6 +264,29 @@ func TestConsole(t *testing.T) {
 	b.until("console-sim ready", `document.querySelector('tr[data-model="console-sim"] [data-state="ready"]')`, 60*time.Second)
 	b.shot("models")
 
+	// The Manage panel: console-sim becomes sim-chat's canary at 25%,
+	// the gateway keeps it, and console-sim restarts without downtime.
+	b.do("setting a canary", chromedp.Evaluate[chromedp.Void](`(() => {
+		const d = document.querySelector('details.manage[data-model="sim-chat"]'); d.open = true;
+		d.querySelector('[data-field="canary-model"]').value = 'console-sim';
+		d.querySelector('[data-field="canary-share"]').value = '25';
+		d.querySelector('[data-act="canary"]').click(); })()`))
+	b.until("the canary shown", `((document.querySelector('tr[data-model="sim-chat"] [data-field="canary"]') || {}).textContent || '').includes('console-sim')`, 10*time.Second)
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/models/sim-chat", ""); code != 200 || !strings.Contains(body, `"canary":{"model":"console-sim","share":0.25}`) {
+		t.Errorf("the canary set in the console: got %d %s", code, body)
+	}
+	b.shot("models-manage")
+	b.do("restarting console-sim", chromedp.Evaluate[chromedp.Void](`(() => {
+		const d = document.querySelector('details.manage[data-model="console-sim"]'); d.open = true;
+		const r = d.querySelector('[data-act="restart"]'); r.click(); r.click(); })()`))
+	b.until("the restart done", `((document.getElementById('toast') || {}).textContent || '').includes('console-sim')`, 60*time.Second)
+	b.until("console-sim ready again", `document.querySelector('tr[data-model="console-sim"] [data-state="ready"]')`, 60*time.Second)
+	b.do("removing the canary", chromedp.Evaluate[chromedp.Void](`(() => {
+		const d = document.querySelector('details.manage[data-model="sim-chat"]'); d.open = true;
+		d.querySelector('[data-field="canary-model"]').value = '';
+		d.querySelector('[data-act="canary"]').click(); })()`))
+	b.until("the canary gone", `!document.querySelector('tr[data-model="sim-chat"] [data-field="canary"]')`, 10*time.Second)
+
 	// Create a key: its secret is shown once.
 	b.open("keys")
 	b.do("creating a key", chromedp.SendKeys(chromedp.ID("key-project"), "acme/research/alpha"), chromedp.SendKeys(chromedp.ID("key-id"), "console-key"),

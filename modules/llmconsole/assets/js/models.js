@@ -1,5 +1,7 @@
-// Models: state, replicas and their nodes, reasons; add (form or pasted
-// JSON/YAML, the body of POST /llm/models), scale, stop/start, remove.
+// Models: state, replicas and their nodes, reasons, canary; add (form or
+// pasted JSON/YAML, the body of POST /llm/models), scale, stop/start,
+// remove; in a model's "Manage" panel: its canary share, a restart
+// without downtime, and its registry updates and rollback.
 import { h, table, armed } from './dom.js';
 import { t, num } from './i18n.js';
 import { api } from './api.js';
@@ -75,7 +77,7 @@ function replicas(m) {
     r.node ? t('models.on', { node: r.node }) : '', r.inflight ? ` · ${t('models.inflight', { n: r.inflight })}` : ''));
 }
 
-function actions(app, m, reload) {
+function actions(app, m, reload, list, open) {
   if (!app.may('operate')) return null;
   const act = (path, body) => async () => {
     try { await api('POST', `/llm/models/${encodeURIComponent(m.name)}/${path}`, body); await reload(); } catch (e) { app.fail(e); }
@@ -94,8 +96,72 @@ function actions(app, m, reload) {
       await reload();
     } catch (e) { app.fail(e); }
   }, { 'data-act': 'remove', disabled: !m.runtime, title: m.runtime ? '' : t('models.configonly') });
-  return h('div', { class: 'actions' }, min, max, scale, stop, start, remove,
-    h('label', { class: 'muted' }, purge, ` ${t('models.purge')}`));
+  return [h('div', { class: 'actions' }, min, max, scale, stop, start, remove,
+    h('label', { class: 'muted' }, purge, ` ${t('models.purge')}`)), manage(app, m, list, reload, open)];
+}
+
+// manage is a model's panel of changes that need more than a button:
+// the canary (POST …/settings), a rolling restart (POST …/restart), and
+// the registry's updates (GET …/updates, POST …/update, …/rollback).
+function manage(app, m, list, reload, open) {
+  const path = (p) => `/llm/models/${encodeURIComponent(m.name)}/${p}`;
+  const others = list.filter((o) => o.name !== m.name).map((o) => o.name);
+  const canaryModel = h('select', { 'data-field': 'canary-model', 'aria-label': t('models.canary.model') },
+    h('option', { value: '' }, t('models.canary.none')),
+    others.map((n) => h('option', { value: n, selected: m.canary && m.canary.model === n }, n)));
+  const share = h('input', { type: 'number', min: 0, max: 100, step: 'any', class: 'small', 'data-field': 'canary-share',
+    value: m.canary ? Math.round(m.canary.share * 1000) / 10 : 10, 'aria-label': t('models.canary.share') });
+  const saveCanary = h('button', { type: 'button', 'data-act': 'canary' }, t('models.canary.save'));
+  saveCanary.addEventListener('click', async () => {
+    const canary = canaryModel.value ? { model: canaryModel.value, share: Number(share.value) / 100 } : { model: '' };
+    try {
+      await api('POST', path('settings'), { canary });
+      app.toast(canaryModel.value ? t('models.canary.set', { name: m.name, canary: canaryModel.value, share: num(Number(share.value), 1) }) : t('models.canary.removed', { name: m.name }));
+      await reload();
+    } catch (e) { app.fail(e); }
+  });
+  const restart = armed(t('models.restart'), t('confirm'), async () => {
+    try {
+      const r = await api('POST', path('restart'));
+      app.toast(t('models.restarted', { name: m.name, n: (r.started || []).length }));
+      await reload();
+    } catch (e) { app.fail(e); }
+  }, { 'data-act': 'restart', class: '' });
+  const updates = h('div', { class: 'updates', 'data-field': 'updates' });
+  const check = h('button', { type: 'button', 'data-act': 'updates' }, t('models.updates.check'));
+  check.addEventListener('click', async () => {
+    try { showUpdates(app, m, updates, await api('GET', path('updates')), reload); } catch (e) { updates.replaceChildren(h('p', { class: 'muted' }, e.message || String(e))); }
+  });
+  const d = h('details', { class: 'manage', 'data-model': m.name, open: open.has(m.name) },
+    h('summary', {}, t('models.manage')),
+    h('div', { class: 'field-row' }, h('span', { class: 'muted' }, t('models.canary')), canaryModel, share, '%', saveCanary),
+    h('p', { class: 'muted' }, t('models.canary.help')),
+    h('div', { class: 'field-row' }, restart, h('span', { class: 'muted' }, t('models.restart.help'))),
+    h('div', { class: 'field-row' }, check, updates));
+  d.addEventListener('toggle', () => { if (d.open) open.add(m.name); else open.delete(m.name); });
+  return d;
+}
+
+// showUpdates draws the answer of GET …/updates with the actions it allows.
+function showUpdates(app, m, box, u, reload) {
+  const path = (p) => `/llm/models/${encodeURIComponent(m.name)}/${p}`;
+  const act = (p, done) => armed(t(`models.updates.${p}`), t('confirm'), async () => {
+    try {
+      const r = await api('POST', path(p));
+      app.toast(t(done, { name: m.name, version: r.version || r.to || '' }));
+      await reload();
+    } catch (e) { app.fail(e); }
+  }, { 'data-act': p, class: '' });
+  const facts = [];
+  if (u.current) facts.push(t('models.updates.current', { version: u.current }));
+  if (u.available) facts.push(t('models.updates.available', { version: u.available }));
+  else facts.push(t('models.updates.none'));
+  if (u.previous) facts.push(t('models.updates.previous', { version: u.previous }));
+  if (u.checked_at) facts.push(t('models.updates.checked', { time: new Date(u.checked_at).toLocaleString() }));
+  if (u.error) facts.push(u.error);
+  box.replaceChildren(h('span', { class: 'muted' }, facts.join(' · ')), ' ',
+    u.available ? act('update', 'models.updates.updated') : null, ' ',
+    u.previous ? act('rollback', 'models.updates.rolledback') : null);
 }
 
 export async function models(root, app) {
@@ -103,22 +169,24 @@ export async function models(root, app) {
   const box = h('div', { id: 'models-table' });
   root.append(box);
   let shown = ''; // the last list drawn, to keep inputs while nothing changed
+  const open = new Set(); // models whose Manage panel is open
 
   async function refresh(force) {
     const list = await api('GET', '/llm/models');
-    const key = JSON.stringify(list.map((m) => [m.name, m.state, m.reason, m.min, m.max, m.replicas]));
+    const key = JSON.stringify(list.map((m) => [m.name, m.state, m.reason, m.min, m.max, m.replicas, m.canary]));
     if (key === shown && !force) return;
-    if (!force && box.contains(document.activeElement) && document.activeElement.tagName === 'INPUT') return;
+    if (!force && box.contains(document.activeElement) && ['INPUT', 'SELECT'].includes(document.activeElement.tagName)) return;
     shown = key;
     const rows = list.map((m) => h('tr', { 'data-model': m.name },
-      h('td', {}, h('strong', { class: 'model-name' }, m.name), m.aliases && m.aliases.length ? h('div', { class: 'muted' }, m.aliases.join(', ')) : null),
+      h('td', {}, h('strong', { class: 'model-name' }, m.name), m.aliases && m.aliases.length ? h('div', { class: 'muted' }, m.aliases.join(', ')) : null,
+        m.canary ? h('div', { class: 'muted', 'data-field': 'canary' }, t('models.canary.shown', { canary: m.canary.model, share: num(m.canary.share * 100, 1) })) : null),
       h('td', {}, m.engine, m.source ? h('div', { class: 'muted' }, m.source) : null),
       h('td', {}, h('span', { class: `state ${m.state}`, 'data-state': m.state }, t(`state.${m.state}`)),
         m.reason ? h('div', { class: 'muted' }, reason(m.reason)) : null),
       h('td', {}, replicas(m)),
       h('td', { class: 'num' }, `${num(m.min, 0)}–${num(m.max, 0)}`),
       h('td', {}, m.class ? t(`class.${m.class}`) : '', m.owner ? h('div', { class: 'muted' }, m.owner) : null),
-      app.may('operate') ? h('td', {}, actions(app, m, () => refresh(true))) : null));
+      app.may('operate') ? h('td', {}, actions(app, m, () => refresh(true), list, open)) : null));
     const heads = ['col.model', 'col.engine', 'col.state', 'col.replicas', 'col.scaling', 'col.class']
       .concat(app.may('operate') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
     box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('models.empty')));
