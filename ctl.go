@@ -394,7 +394,37 @@ func (c *ctl) keys() *cobra.Command {
 			fmt.Printf("key %s rotated\nsecret: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
 			return nil
 		}}
-	cmd.AddCommand(create, revoke, rotate)
+	var lim llm.Limits
+	var clear bool
+	limits := &cobra.Command{Use: "limits <id>", Short: "Replaces the limits of a key created at runtime (--clear removes them)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !clear && cmd.Flags().NFlag() == 0 {
+				return fmt.Errorf("give the limits (such as --requests-per-minute 60) or --clear to remove them")
+			}
+			if clear {
+				lim = llm.Limits{}
+			}
+			var k llm.KeyInfo
+			if err := c.call("PUT", "/llm/keys/"+url.PathEscape(args[0])+"/limits", lim, &k); err != nil || c.json {
+				return err
+			}
+			b, _ := json.Marshal(k.Limits)
+			if k.Limits == nil {
+				b = []byte("none of its own")
+			}
+			fmt.Printf("key %s limits: %s\n", k.ID, b)
+			return nil
+		}}
+	f := limits.Flags()
+	f.Int64Var(&lim.RequestsPerMinute, "requests-per-minute", 0, "requests in each clock minute")
+	f.Int64Var(&lim.TokensPerMinute, "tokens-per-minute", 0, "prompt plus completion tokens in each clock minute")
+	f.Int64Var(&lim.TokensPerDay, "tokens-per-day", 0, "tokens in each UTC day")
+	f.Int64Var(&lim.MaxConcurrent, "max-concurrent", 0, "requests in flight")
+	f.Float64Var(&lim.Budget, "budget", 0, "spending per budget period, in the catalog's currency")
+	f.StringVar(&lim.BudgetPeriod, "budget-period", "", "day or month (default month)")
+	f.StringSliceVar(&lim.Models, "models", nil, "models the key may use (names or globs, comma-separated)")
+	f.BoolVar(&clear, "clear", false, "remove the key's own limits")
+	cmd.AddCommand(create, revoke, rotate, limits)
 	return cmd
 }
 

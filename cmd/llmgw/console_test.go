@@ -299,6 +299,16 @@ func TestConsole(t *testing.T) {
 	}
 	b.do("dismissing the secret", chromedp.Click(chromedp.ID("key-secret-done")))
 	b.until("the key listed", `document.querySelector('tr[data-key="console-key"]')`, 10*time.Second)
+	// Its own limits, set on the page, are the gateway's.
+	b.do("setting the key's limits", chromedp.Evaluate[chromedp.Void](`(() => {
+		const d = document.querySelector('details.manage[data-key="console-key"]'); d.open = true;
+		d.querySelector('[data-limit="requests_per_minute"]').value = '600';
+		d.querySelector('[data-limit="max_concurrent"]').value = '8';
+		d.querySelector('[data-act="limits"]').click(); })()`))
+	b.until("the limits shown", `((document.querySelector('tr[data-key="console-key"] [data-field="limits"]') || {}).textContent || '').includes('600')`, 10*time.Second)
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/keys/console-key", ""); code != 200 || !strings.Contains(body, `"requests_per_minute":600`) || !strings.Contains(body, `"max_concurrent":8`) {
+		t.Errorf("the key's limits set in the console: got %d %s", code, body)
+	}
 	if body := eval[string](b, `document.body.innerText`); strings.Contains(body, secret) {
 		t.Errorf("the secret is still shown after it was dismissed")
 	}

@@ -146,8 +146,10 @@ func handleKey(w http.ResponseWriter, r *http.Request) error {
 		return a.revokeKey(w, r, id)
 	case r.Method == http.MethodPost && action == "rotate":
 		return a.rotateKey(w, r, id)
+	case r.Method == http.MethodPut && action == "limits":
+		return a.setKeyLimits(w, r, id)
 	}
-	return apiErr(http.StatusMethodNotAllowed, "use GET or DELETE /llm/keys/<id>, or POST /llm/keys/<id>/rotate")
+	return apiErr(http.StatusMethodNotAllowed, "use GET or DELETE /llm/keys/<id>, POST /llm/keys/<id>/rotate or PUT /llm/keys/<id>/limits")
 }
 
 // runtimeKey finds a key created through the API in keys, or explains why
@@ -206,6 +208,44 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 		return asAPIError(err)
 	}
 	a.audit(r, "key rotated", zap.String("key", id))
+	return writeJSON(w, info)
+}
+
+// setKeyLimits replaces a runtime key's limits.
+func (a *App) setKeyLimits(w http.ResponseWriter, r *http.Request, id string) error {
+	var l Limits
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return apiErr(http.StatusBadRequest, "the body must be the key's limits as JSON, such as {\"requests_per_minute\":60,\"tokens_per_minute\":100000} ({} removes them): %v", err)
+	}
+	if err := l.validate(); err != nil {
+		return apiErr(http.StatusBadRequest, "key %q: %v", id, err)
+	}
+	var info KeyInfo
+	err := a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+		k, err := a.runtimeKey(keys, id)
+		if err != nil {
+			return nil, err
+		}
+		if k.Revoked != nil {
+			return nil, apiErr(http.StatusConflict, "key %q is revoked; create a new one", id)
+		}
+		k.Limits = &l
+		if b, _ := json.Marshal(l); string(b) == "{}" {
+			k.Limits = nil // none of its own
+		}
+		return keys, nil
+	})
+	if err != nil {
+		return asAPIError(err)
+	}
+	for _, k := range a.keyInfos() {
+		if k.ID == id {
+			info = k
+		}
+	}
+	a.audit(r, "key limits changed", zap.String("key", id), zap.Any("limits", l))
 	return writeJSON(w, info)
 }
 

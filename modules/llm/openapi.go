@@ -38,6 +38,7 @@ var operations = []operation{
 	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},
 	{"DELETE", "/llm/keys/{id}", "Revoke a key created through the API", "/llm/keys/", handleKey, ""},
 	{"POST", "/llm/keys/{id}/rotate", "Issue a new secret for a key; the old one stops working", "/llm/keys/", handleKey, ""},
+	{"PUT", "/llm/keys/{id}/limits", "Replace the limits of a key created through the API (requests, tokens, budget, concurrency, models, tools; {} removes them); they apply to its next request, and its counters go on (an ancestor's limits still apply)", "/llm/keys/", handleKey, `{"requests_per_minute":60,"tokens_per_minute":100000,"max_concurrent":4}`},
 	{"GET", "/llm/usage", "Usage by model of a node: ?org=, ?team=, ?project= or ?key=, with from and to (RFC 3339)", "/llm/usage", getUsage, ""},
 	{"GET", "/llm/cache", "Cache entries and outcomes", "/llm/cache", getCacheStats, ""},
 	{"POST", "/llm/cache/purge", "Remove cache entries of a model and/or scope", "/llm/cache/purge", purgeCache, `{"model":"optional","scope":"optional"}`},

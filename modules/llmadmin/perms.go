@@ -86,6 +86,7 @@ var rules = []rule{
 	{"GET /llm/keys/{id}", roleViewer, tenantKey},
 	{"DELETE /llm/keys/{id}", roleAdmin, tenantKey},
 	{"POST /llm/keys/{id}/rotate", roleAdmin, tenantKey},
+	{"PUT /llm/keys/{id}/limits", roleAdmin, tenantKey},
 	{"GET /llm/usage", roleViewer, tenantUsage},
 	{"GET /llm/audit", roleViewer, tenantNone},
 

@@ -1,11 +1,21 @@
 // Keys: a page of the list at a time, asked of the server (GET
 // /llm/keys?limit=50&after=…&q=…), create with the secret shown once,
-// rotate, revoke.
+// rotate, revoke, and a key's own limits (PUT /llm/keys/<id>/limits).
 import { h, table, armed } from './dom.js';
-import { t, time } from './i18n.js';
+import { t, time, num } from './i18n.js';
 import { api } from './api.js';
 
 const PAGE = 50;
+// The limits the page edits, in the order shown.
+const LIMITS = ['requests_per_minute', 'tokens_per_minute', 'tokens_per_day', 'max_concurrent', 'budget'];
+
+// limitsText says a key's own limits in short.
+function limitsText(l) {
+  if (!l) return t('keys.limits.none');
+  const parts = LIMITS.filter((k) => l[k]).map((k) => t(`keys.limits.${k}.short`, { n: num(l[k], k === 'budget' ? 2 : 0) }));
+  if (l.models && l.models.length) parts.push(t('keys.limits.models.short', { models: l.models.join(', ') }));
+  return parts.length ? parts.join(' · ') : t('keys.limits.none');
+}
 
 export async function keys(root, app) {
   root.append(h('h1', {}, t('keys.title')));
@@ -72,6 +82,29 @@ export async function keys(root, app) {
   const box = h('div', { id: 'keys-table' });
   root.append(projects, h('div', { class: 'pager' }, search, prev, next, count), box);
 
+  // limitsForm edits a runtime key's own limits: empty fields are no limit.
+  function limitsForm(k) {
+    const l = k.limits || {};
+    const inputs = LIMITS.map((name) => h('input', { type: 'number', min: 0, step: name === 'budget' ? 'any' : 1, class: 'small',
+      'data-limit': name, value: l[name] || '', 'aria-label': t(`keys.limits.${name}`), placeholder: '–' }));
+    const save = h('button', { type: 'submit', 'data-act': 'limits' }, t('keys.limits.save'));
+    const f = h('form', { class: 'field-row' },
+      LIMITS.map((name, i) => h('label', { class: 'field' }, t(`keys.limits.${name}`), inputs[i])), save);
+    f.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const body = {};
+      LIMITS.forEach((name, i) => { if (inputs[i].value !== '' && Number(inputs[i].value) > 0) body[name] = Number(inputs[i].value); });
+      if (l.budget_period && body.budget) body.budget_period = l.budget_period;
+      for (const keep of ['models', 'tools', 'tool_calls_per_minute', 'tool_calls_per_day']) if (l[keep]) body[keep] = l[keep];
+      try {
+        await api('PUT', `/llm/keys/${encodeURIComponent(k.id)}/limits`, body);
+        app.toast(t('keys.limits.saved', { id: k.id }));
+        await refresh(true);
+      } catch (err) { app.fail(err); }
+    });
+    return h('details', { class: 'manage', 'data-key': k.id }, h('summary', {}, t('keys.limits')), f);
+  }
+
   function row(k) {
     const acts = [];
     if (app.may('keys') && !k.revoked && k.source === 'runtime') {
@@ -81,11 +114,12 @@ export async function keys(root, app) {
       const revoke = armed(t('keys.revoke'), t('confirm'), async () => {
         try { await api('DELETE', `/llm/keys/${encodeURIComponent(k.id)}`); app.toast(t('keys.revoked', { id: k.id })); await refresh(true); } catch (e) { app.fail(e); }
       }, { 'data-act': 'revoke' });
-      acts.push(rotate, revoke);
+      acts.push(rotate, revoke, limitsForm(k));
     }
     return h('tr', { 'data-key': k.id },
       h('td', {}, k.id), h('td', {}, k.project), h('td', {}, t(`keys.source.${k.source}`)),
       h('td', {}, time(k.created)),
+      h('td', { 'data-field': 'limits' }, limitsText(k.limits)),
       h('td', {}, k.revoked ? h('span', { class: 'state failed' }, t('keys.revokedat', { time: time(k.revoked) })) : h('span', { class: 'state ready' }, t('keys.active'))),
       app.may('keys') ? h('td', {}, h('div', { class: 'actions' }, acts)) : null);
   }
@@ -95,7 +129,7 @@ export async function keys(root, app) {
     prev.disabled = page === 0;
     next.disabled = !current.next;
     count.textContent = t('keys.count', { n: current.total, page: page + 1, pages });
-    const heads = ['col.key', 'col.project', 'col.source', 'col.created', 'col.status'].concat(app.may('keys') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
+    const heads = ['col.key', 'col.project', 'col.source', 'col.created', 'col.limits', 'col.status'].concat(app.may('keys') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
     const rows = current.keys.map(row);
     box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('keys.empty')));
     const ps = [...new Set(current.keys.map((k) => k.project))].sort();
