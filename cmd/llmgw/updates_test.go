@@ -169,6 +169,9 @@ func TestRegistryUpdateUnderStreams(t *testing.T) {
 	if got := updatesWeights(t, g); got != updatesSum([]byte(w1)) {
 		t.Fatalf("weights served at start: %q, want the first commit's %s", got, updatesSum([]byte(w1)))
 	}
+	if code, body := adminDo(t, g, "POST", "/llm/models/d/rollback", ""); code != 409 || !strings.Contains(string(body), "no previous version") {
+		t.Errorf("a rollback with no previous version: %d %s", code, body)
+	}
 	waitFor(t, 20*time.Second, "the first scheduled check", func() bool { return updatesGet(t, g, "").CheckedAt != nil })
 	if u := updatesGet(t, g, ""); u.UpdateAvailable || u.Current != c1[:12] || u.CurrentCommit != c1 || u.Available != c1 || u.Error != "" || u.Every != "1s" {
 		t.Errorf("updates before the repository moved: %+v", u)

@@ -117,6 +117,7 @@ func (a *App) checkUpdatesEvery(ctx context.Context) {
 	for {
 		tick := time.Minute
 		mr := a.mirror
+		a.forgetChecks()
 		for _, m := range a.v().models {
 			every := a.updateEvery(m)
 			mm, ok := trackedMirrorModel(m)
@@ -143,6 +144,18 @@ func (a *App) checkUpdatesEvery(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(tick):
+		}
+	}
+}
+
+// forgetChecks drops the checks of models no longer in the catalog.
+func (a *App) forgetChecks() {
+	cat := a.v().cat
+	updateChecksMu.Lock()
+	defer updateChecksMu.Unlock()
+	for name := range updateChecks {
+		if _, ok := cat.byName[name]; !ok {
+			delete(updateChecks, name)
 		}
 	}
 }
