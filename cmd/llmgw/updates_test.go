@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -271,5 +275,162 @@ func TestRegistryUpdateUnderStreams(t *testing.T) {
 		if e := p.Entries[1]; e.Actor != "tests" || e.Fields["model"] != "d" || e.Fields["from"] == nil {
 			t.Errorf("audit entry %q: %+v", action, e)
 		}
+	}
+}
+
+// updatesKeyStreams opens n streamed chat requests for d with key,
+// spread over the nodes, and returns once each has its first chunk.
+func updatesKeyStreams(t *testing.T, gs []*gateway, key string, n, tokens int) <-chan streamResult {
+	t.Helper()
+	out := make(chan streamResult, n)
+	var started sync.WaitGroup
+	started.Add(n)
+	body := fmt.Sprintf(`{"model":"d","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":"tell me a story"}]}`, tokens)
+	for i := range n {
+		go func() {
+			var once sync.Once
+			first := func() { once.Do(started.Done) }
+			defer first()
+			req, _ := http.NewRequest("POST", gs[i%len(gs)].base+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				out <- streamResult{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			res := streamResult{status: resp.StatusCode}
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				s, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok {
+					continue
+				}
+				first()
+				res.last = s
+				if strings.Contains(s, `"content":"`) && !strings.Contains(s, `"content":""`) {
+					res.tokens++
+				}
+			}
+			res.err = sc.Err()
+			out <- res
+		}()
+	}
+	done := make(chan struct{})
+	go func() { started.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("streams did not start within 30s")
+	}
+	return out
+}
+
+// updatesClusterWeights asks through every node several times and returns
+// the weight sums the answering replicas report.
+func updatesClusterWeights(t *testing.T, c *cluster, key string) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for _, name := range c.names() {
+		for range 6 {
+			req, _ := http.NewRequest("POST", c.nodes[name].base+"/v1/chat/completions", strings.NewReader(`{"model":"d","max_tokens":1,"messages":[{"role":"user","content":"x"}]}`))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			seen[resp.Header.Get("X-Sim-Weights")]++
+		}
+	}
+	return seen
+}
+
+// In a cluster of two nodes an update asked of one node replaces the
+// model's replicas on both, node by node, under 32 streams with none
+// cut; a rollback asked of the other node goes back the same way.
+func TestRegistryUpdateInCluster(t *testing.T) {
+	a, b := s3test.Start(t), s3test.Start(t)
+	const c1, c2 = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	w1, w2 := "GGUF weights of the first commit", "GGUF weights of the second commit"
+	reg := &updatesRegistry{commit: c1, files: map[string][]byte{c1: []byte(w1)}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	mirrorFor := func() string {
+		return strings.Replace(mirrorBlock(t, a, b, filepath.Join(t.TempDir(), "cache")), "sync_interval 1s", "sync_interval 1s\n\t\t\tregistry "+srv.URL, 1)
+	}
+	models := fmt.Sprintf(`
+		drain_timeout 2m
+		update_check 1s
+		model d {
+			engine sim
+			source hf://org/repo
+			option tokens_per_second 10
+			option max_tokens 5
+			min 2
+			max 2
+		}
+		org acme {
+			team research {
+				project alpha {
+					key k1 %s
+				}
+			}
+		}`, llm.HashKey("secret-1"))
+	c := &cluster{t: t, redis: startRedis(t), models: models, nodes: map[string]*gateway{}, peer: map[string]string{},
+		extra: map[string]string{"n1": mirrorFor(), "n2": mirrorFor()}}
+	c.add("n1")
+	c.add("n2")
+	for _, g := range c.nodes {
+		waitFor(t, 60*time.Second, "a replica of d on each node", func() bool { return slices.Equal(g.readyOn("d"), []string{"n1", "n2"}) })
+	}
+	if seen := updatesClusterWeights(t, c, "secret-1"); len(seen) != 1 || seen[updatesSum([]byte(w1))] == 0 {
+		t.Fatalf("weights served at start: %v, want only the first commit's", seen)
+	}
+
+	reg.moveTo(c2, w2)
+	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	waitFor(t, 20*time.Second, "n2's schedule to report the update", func() bool { return updatesGet(t, n2, "").UpdateAvailable })
+
+	action := func(g *gateway, what string) llm.VersionRollout {
+		results := updatesKeyStreams(t, []*gateway{n1, n2}, "secret-1", 32, drainTokens)
+		l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "d", 4)
+		code, body := adminDo(t, g, "POST", "/llm/models/d/"+what, "")
+		if code != 200 {
+			l.end()
+			t.Fatalf("%s in the cluster: %d %s", what, code, body)
+		}
+		var out llm.VersionRollout
+		_ = json.Unmarshal(body, &out)
+		checkStreams(t, what+" in the cluster", results, 32, drainTokens)
+		ok, failed := l.end()
+		if len(failed) > 0 || ok == 0 {
+			t.Errorf("requests during the %s in the cluster: %d ok, failed %v", what, ok, failed)
+		}
+		t.Logf("during the %s in the cluster: 32 streams of %d tokens, %d short requests ok; %s", what, drainTokens, ok, body)
+		if len(out.Replaced) != 2 || len(out.Started) != 2 || !strings.Contains(out.Note, "node by node: ") || !strings.Contains(out.Note, "n1") || !strings.Contains(out.Note, "n2") {
+			t.Errorf("%s rollout in the cluster: %s", what, body)
+		}
+		for _, g := range c.nodes {
+			waitFor(t, 30*time.Second, "d ready on both nodes", func() bool { return slices.Equal(g.readyOn("d"), []string{"n1", "n2"}) })
+		}
+		return out
+	}
+	if out := action(n1, "update"); out.From != c1[:12] || out.To != c2[:12] {
+		t.Errorf("update in the cluster: from %s to %s", out.From, out.To)
+	}
+	if seen := updatesClusterWeights(t, c, "secret-1"); len(seen) != 1 || seen[updatesSum([]byte(w2))] == 0 {
+		t.Errorf("weights served after the update: %v, want only the second commit's", seen)
+	}
+	if out := action(n2, "rollback"); out.From != c2[:12] || out.To != c1[:12] {
+		t.Errorf("rollback in the cluster: from %s to %s", out.From, out.To)
+	}
+	if seen := updatesClusterWeights(t, c, "secret-1"); len(seen) != 1 || seen[updatesSum([]byte(w1))] == 0 {
+		t.Errorf("weights served after the rollback: %v, want only the first commit's", seen)
+	}
+	if p := n2.audit("action=model+updated"); len(p.Entries) != 1 || p.Entries[0].Node != "n1" {
+		t.Errorf("the update in the cluster's audit log, read on n2: %+v", p.Entries)
 	}
 }

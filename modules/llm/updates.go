@@ -24,7 +24,8 @@ import (
 // makes it current and replaces the model's replicas one at a time as a
 // live change does (new replicas start on the new files, old ones drain
 // on the old); POST …/rollback returns to the previous version the same
-// way.
+// way. In a cluster every live node replaces its replicas in turn (see
+// updates_cluster.go).
 
 // defaultUpdateCheck is how often the registry is asked by default.
 const defaultUpdateCheck = 6 * time.Hour
@@ -265,9 +266,6 @@ func (a *App) trackedModel(name string) (*Model, *fleet, *mirror.Mirror, string,
 
 // updateModel answers POST /llm/models/<name>/update.
 func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
-	if a.cluster != nil {
-		return apiErr(http.StatusNotImplemented, "model %q: updates through the admin API are made on a single node for now; in a cluster use llmgw mirror update %s and restart the model's replicas", m.Name, mm)
-	}
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -299,9 +297,6 @@ func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *Model, f *f
 
 // rollbackModel answers POST /llm/models/<name>/rollback.
 func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
-	if a.cluster != nil {
-		return apiErr(http.StatusNotImplemented, "model %q: rollbacks through the admin API are made on a single node for now; in a cluster use llmgw mirror rollback %s and restart the model's replicas", m.Name, mm)
-	}
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -347,15 +342,34 @@ func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version 
 // replicas do not start, the track goes back to before.
 func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out VersionRollout) error {
 	out.Replaced, out.Started = []string{}, []string{}
-	if f != nil {
-		f.mu.Lock()
-		n := len(f.replicas)
-		f.mu.Unlock()
-		rctx, cancel := context.WithTimeout(ctx, a.rollTimeout(n))
-		defer cancel()
-		ro, err := f.roll(rctx, fmt.Sprintf("its model moved from version %s to %s", out.From, out.To))
+	if f != nil || a.cluster != nil {
+		n := 1
+		if f != nil {
+			f.mu.Lock()
+			n = max(len(f.replicas), 1)
+			f.mu.Unlock()
+		}
+		reason := fmt.Sprintf("its model moved from version %s to %s", out.From, out.To)
+		var ro Rollout
+		var err error
+		if a.cluster != nil {
+			a.cluster.mu.Lock()
+			nodes := len(a.cluster.nodes) + 1
+			a.cluster.mu.Unlock()
+			rctx, cancel := context.WithTimeout(ctx, time.Duration(nodes)*a.rollTimeout(n))
+			defer cancel()
+			ro, err = a.rollCluster(rctx, m, f, reason)
+		} else {
+			rctx, cancel := context.WithTimeout(ctx, a.rollTimeout(n))
+			defer cancel()
+			ro, err = f.roll(rctx, reason)
+		}
 		out.Rollout = ro
-		out.ModelStatus = f.status()
+		if f != nil {
+			out.ModelStatus = f.status()
+		} else {
+			out.ModelStatus = ModelStatus{Name: m.Name}
+		}
 		if err != nil {
 			rerr := mr.RestoreTrack(context.WithoutCancel(ctx), before)
 			a.checkUpdate(ctx, mr, m, mm, false)
