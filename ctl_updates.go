@@ -37,6 +37,9 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			return c.versionChange(args[0], "rollback")
 		}}
+	for _, cmd := range []*cobra.Command{update, rollback} {
+		cmd.Flags().DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long to wait for the new version to be fetched and the replicas replaced")
+	}
 	return []*cobra.Command{updates, update, rollback}
 }
 
