@@ -15,6 +15,7 @@ import (
 // another version without downtime.
 func (c *ctl) modelUpdateCommands() []*cobra.Command {
 	var check bool
+	var wait time.Duration // set on c only when update or rollback runs
 	updates := &cobra.Command{Use: "updates <model>", Short: "Shows a model's current version and whether its registry repository has a newer commit (as of the last scheduled check; --check asks now)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			path := "/llm/models/" + url.PathEscape(args[0]) + "/updates"
@@ -31,14 +32,16 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 	updates.Flags().BoolVar(&check, "check", false, "ask the registry now instead of showing the last check")
 	update := &cobra.Command{Use: "update <model>", Short: "Fetches the new commit of a model's registry repository beside its current files, checks it, makes it current and replaces the replicas one at a time without downtime", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			c.timeout = wait
 			return c.versionChange(args[0], "update")
 		}}
 	rollback := &cobra.Command{Use: "rollback <model>", Short: "Returns a model to its previous version, replacing the replicas one at a time without downtime", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			c.timeout = wait
 			return c.versionChange(args[0], "rollback")
 		}}
 	for _, cmd := range []*cobra.Command{update, rollback} {
-		cmd.Flags().DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long to wait for the new version to be fetched and the replicas replaced")
+		cmd.Flags().DurationVar(&wait, "timeout", 30*time.Minute, "how long to wait for the new version to be fetched and the replicas replaced")
 	}
 	return []*cobra.Command{updates, update, rollback}
 }
