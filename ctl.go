@@ -52,6 +52,9 @@ type ctl struct {
 	json  bool
 	url   string // a site's llm_admin, where the /llm routes are
 	token string
+	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
+	// to be replaced set a longer one.
+	timeout time.Duration
 }
 
 // endpoint returns the URL of an admin path (/llm/…), and the endpoint's
@@ -104,7 +107,11 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	timeout := c.timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		return fmt.Errorf("reaching %s: %w; %s", where, err, hint)
 	}
@@ -280,6 +287,7 @@ func (c *ctl) model() *cobra.Command {
 	set.Flags().StringVar(&canary, "canary", "", "model:percent sends that share of requests to model first (\"off\" removes it)")
 	lf.register(set)
 	cmd.AddCommand(add, scale, remove, set, c.modelRestart())
+	cmd.AddCommand(c.modelUpdateCommands()...) // ctl_updates.go
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {

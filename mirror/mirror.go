@@ -757,39 +757,106 @@ func (m *Mirror) Updates(ctx context.Context) ([]Update, error) {
 		if !strings.HasPrefix(t.Source, "hf://") {
 			continue
 		}
-		ref, err := ParseRegistryRef(t.Source)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		u := Update{Model: t.Model, Source: t.Source, Current: t.Current}
-		if man, err := m.Show(ctx, t.Model, t.Current); err == nil {
-			u.Commit = man.Origin.Commit
-		}
-		latest, err := m.Commit(ctx, ref)
+		u, err := m.checkTrack(ctx, t)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t.Model, err))
 			continue
 		}
-		u.Latest = latest
-		u.Moved = latest != u.Commit
 		out = append(out, u)
 	}
 	return out, errors.Join(errs...)
 }
 
+// ErrNotTracked is returned for a model that follows no registry
+// repository.
+var ErrNotTracked = errors.New("follows no registry repository")
+
+// Track is a model's track: the repository it follows, its current and
+// previous versions. It fails with ErrNotTracked when it has none.
+func (m *Mirror) Track(ctx context.Context, model string) (Track, error) {
+	t, err := m.track(ctx, model)
+	if err != nil || !strings.HasPrefix(t.Source, "hf://") {
+		return t, fmt.Errorf("model %s %w", model, ErrNotTracked)
+	}
+	return t, nil
+}
+
+// CheckUpdate asks the registry whether one tracked model's revision now
+// points at another commit than its current version's.
+func (m *Mirror) CheckUpdate(ctx context.Context, model string) (Update, error) {
+	t, err := m.Track(ctx, model)
+	if err != nil {
+		return Update{Model: model}, err
+	}
+	return m.checkTrack(ctx, t)
+}
+
+func (m *Mirror) checkTrack(ctx context.Context, t Track) (Update, error) {
+	u := Update{Model: t.Model, Source: t.Source, Current: t.Current}
+	ref, err := ParseRegistryRef(t.Source)
+	if err != nil {
+		return u, err
+	}
+	if man, err := m.Show(ctx, t.Model, t.Current); err == nil {
+		u.Commit = man.Origin.Commit
+	}
+	latest, err := m.Commit(ctx, ref)
+	if err != nil {
+		return u, err
+	}
+	u.Latest = latest
+	u.Moved = latest != u.Commit
+	return u, nil
+}
+
 // UpdateModel fetches the new revision of a tracked model beside the old
 // one and makes it current.
 func (m *Mirror) UpdateModel(ctx context.Context, model string) (*AddResult, error) {
+	res, err := m.FetchUpdate(ctx, model)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.MakeCurrent(ctx, model, res.Manifest.Version); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// FetchUpdate stores the revision a tracked model's repository points at
+// now beside its other versions, checked against the registry's sums,
+// without making it current.
+func (m *Mirror) FetchUpdate(ctx context.Context, model string) (*AddResult, error) {
 	t, err := m.track(ctx, model)
 	if err != nil {
 		return nil, fmt.Errorf("model %s follows no repository; add it with --track from an hf:// source", model)
 	}
-	res, err := m.Add(ctx, AddOptions{Model: model, Source: t.Source, AllowPickle: false, Track: true})
-	if err != nil {
-		return nil, err
+	return m.Add(ctx, AddOptions{Model: model, Source: t.Source, AllowPickle: false})
+}
+
+// MakeCurrent makes a stored version a model's current one; the one
+// before becomes its previous.
+func (m *Mirror) MakeCurrent(ctx context.Context, model, version string) (Track, error) {
+	if _, err := m.Show(ctx, model, version); err != nil {
+		return Track{}, fmt.Errorf("version %s/%s: %w", model, version, err)
 	}
-	return res, nil
+	return m.setCurrent(ctx, model, version, "")
+}
+
+// RestoreTrack writes a track back as it was (after a change that could
+// not be carried out).
+func (m *Mirror) RestoreTrack(ctx context.Context, t Track) error {
+	t.Updated = now().UTC()
+	data, _ := json.MarshalIndent(t, "", "  ")
+	var errs []error
+	for _, s := range m.stores {
+		if err := s.PutSmall(ctx, trackKey(t.Model), data); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(m.stores) {
+		return errors.Join(errs...)
+	}
+	return nil
 }
 
 // Rollback makes a model's previous version current again.

@@ -193,6 +193,23 @@ func TestRegistrySourceUpdatesAndRollback(t *testing.T) {
 	if cur, _ := m.Current(ctx, "r"); cur != "111111111111" {
 		t.Fatalf("current %s after rollback", cur)
 	}
+	// One model's check; a track written back as it was.
+	if u, err := m.CheckUpdate(ctx, "r"); err != nil || !u.Moved || u.Current != "111111111111" || u.Latest != reg.commit {
+		t.Fatalf("check of r after the rollback: %+v %v", u, err)
+	}
+	before, _ := m.Track(ctx, "r")
+	if _, err := m.MakeCurrent(ctx, "r", "222222222222"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RestoreTrack(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := m.Track(ctx, "r"); after.Current != before.Current || after.Previous != before.Previous {
+		t.Fatalf("track after restore %+v, want %+v", after, before)
+	}
+	if _, err := m.CheckUpdate(ctx, "nothing"); !errors.Is(err, ErrNotTracked) {
+		t.Fatalf("check of an untracked model: got %v, want ErrNotTracked", err)
+	}
 
 	// A pinned revision and a path inside the repository.
 	res, err = m.Add(ctx, AddOptions{Model: "r2", Source: "hf://org/repo@2222222222222222222222222222222222222222/config.json"})

@@ -2,19 +2,23 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,6 +53,11 @@ type ServerConfig struct {
 	// cost time before the first token.
 	PrefixCacheTokens      int
 	PrefillTokensPerSecond float64
+	// Weights is the path the gateway gave as the replica's weights (a
+	// file or a directory). The sim loads nothing from it, but reads it
+	// at start and reports a sha256 of its contents in the X-Sim-Weights
+	// header of answers, so tests see which files a replica runs on.
+	Weights string
 }
 
 // Server is the simulated model's HTTP server.
@@ -59,6 +68,7 @@ type Server struct {
 	last                                    atomic.Pointer[[]byte] // the last generation request's body, at GET /sim/last
 	cache                                   *prefixcache.Cache
 	promptTokens, cachedTokens              atomic.Int64
+	weightsSum                              string // see ServerConfig.Weights
 }
 
 // NewServer returns a server with defaults applied.
@@ -70,6 +80,9 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg.EmbeddingDims = 64
 	}
 	s := &Server{cfg: cfg}
+	if cfg.Weights != "" {
+		s.weightsSum = weightsSum(cfg.Weights)
+	}
 	if cfg.PrefixCacheTokens > 0 {
 		s.cache = prefixcache.New(cfg.PrefixCacheTokens)
 	}
@@ -94,6 +107,7 @@ func parseFlags(args []string) (ServerConfig, string, error) {
 	fs.BoolVar(&cfg.Reasoning, "reasoning", false, "start every chat answer with reasoning_content")
 	fs.IntVar(&cfg.PrefixCacheTokens, "prefix-cache-tokens", 0, "simulate a prefix cache of this many tokens")
 	fs.Float64Var(&cfg.PrefillTokensPerSecond, "prefill-tokens-per-second", 0, "with a prefix cache: the rate uncached prompt tokens are processed at")
+	fs.StringVar(&cfg.Weights, "weights", "", "the weights path the gateway gave; its sha256 is reported in X-Sim-Weights")
 	if err := fs.Parse(args); err != nil {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
@@ -162,6 +176,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.cfg.ContextLength > 0 {
 			w.Header().Set("X-Sim-Context-Length", strconv.FormatInt(s.cfg.ContextLength, 10))
+		}
+		if s.weightsSum != "" {
+			w.Header().Set("X-Sim-Weights", s.weightsSum)
 		}
 		s.requests.Add(1)
 		s.inflight.Add(1)
@@ -290,4 +307,43 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 		typ = "server_error"
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+}
+
+// weightsSum is the sha256 of a weights file, or of a directory's files
+// (their paths and contents, in name order); "unreadable" when it cannot
+// be read.
+func weightsSum(path string) string {
+	h := sha256.New()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "unreadable"
+	}
+	if !fi.IsDir() {
+		f, err := os.Open(path)
+		if err != nil {
+			return "unreadable"
+		}
+		defer f.Close()
+		if _, err := io.Copy(h, f); err != nil {
+			return "unreadable"
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(path, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "unreadable"
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,4 +113,32 @@ func cosine(a, b []float32) float64 {
 		s += float64(a[i] * b[i])
 	}
 	return s
+}
+
+// A replica given weights reports their sum: a file's sha256, a
+// directory's over its files, another for other contents.
+func TestWeightsReported(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "w.bin")
+	os.WriteFile(file, []byte("weights v1"), 0o644)
+	sum := sha256.Sum256([]byte("weights v1"))
+	head := func(path string) string {
+		rec := httptest.NewRecorder()
+		NewServer(ServerConfig{Weights: path}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`)))
+		return rec.Header().Get("X-Sim-Weights")
+	}
+	if got, want := head(file), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("file: got %q, want %q", got, want)
+	}
+	d1 := head(dir)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644)
+	if d2 := head(dir); d1 == "" || d1 == d2 || len(d2) != 64 {
+		t.Errorf("directory: got %q then %q; want two different sums", d1, d2)
+	}
+	if got := head(""); got != "" {
+		t.Errorf("no weights: got %q, want no header", got)
+	}
+	if got := head(filepath.Join(dir, "gone")); got != "unreadable" {
+		t.Errorf("a missing path: got %q", got)
+	}
 }

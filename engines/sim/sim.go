@@ -48,7 +48,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 		Type: "sim", Version: Version, Protocol: engine.ProtocolVersion,
 		Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
 		Formats:      []string{"sim"},
-		ReservedArgs: []string{"-listen", "--listen", "-context-length", "--context-length"},
+		ReservedArgs: []string{"-listen", "--listen", "-context-length", "--context-length", "-weights", "--weights"},
 		ArgFlags:     flags,
 	}
 	for _, o := range options {
@@ -111,6 +111,9 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	args = append(args, "--listen", "127.0.0.1:0", "--model", spec.Model)
 	if spec.ContextLength > 0 {
 		args = append(args, "--context-length", strconv.FormatInt(spec.ContextLength, 10))
+	}
+	if spec.Source != "" {
+		args = append(args, "--weights", spec.Source)
 	}
 	args = append(args, flags...)
 	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs}

@@ -60,6 +60,11 @@ func getModels(w http.ResponseWriter, r *http.Request) error {
 
 func getModel(w http.ResponseWriter, r *http.Request) error {
 	rest := strings.TrimPrefix(r.URL.Path, "/llm/models/")
+	if name, action, ok := strings.Cut(rest, "/"); ok {
+		if handled, err := updatesRoute(w, r, name, action); handled { // updates.go
+			return err
+		}
+	}
 	if name, action, ok := strings.Cut(rest, "/"); ok && r.Method == http.MethodPost {
 		a, err := running()
 		if err != nil {

@@ -96,6 +96,13 @@ type App struct {
 	// Audit bounds the audit log of changes made through the admin API;
 	// see AuditConfig. Default: 30 days, at most 100000 entries.
 	Audit *AuditConfig `json:"audit,omitempty"`
+	// UpdateCheck is how often the registry is asked whether a model
+	// served from a tracked repository (an hf:// source, or mirror://<model>
+	// of a mirror model added with --track) has a new commit; the answer
+	// is shown at GET /llm/models/<name>/updates, and POST …/update applies
+	// it. A model's own update_check overrides it. Default: 6h; -1 (off
+	// in the Caddyfile): never.
+	UpdateCheck caddy.Duration `json:"update_check,omitempty"`
 
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
@@ -369,6 +376,7 @@ func (a *App) Start() error {
 	}
 	active.Store(a)
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
+	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
 	guardHist.start() // guardhist.go
 	if a.cluster != nil {

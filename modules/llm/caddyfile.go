@@ -25,6 +25,7 @@ func init() {
 //		start_timeout <duration>
 //		drain_timeout <duration>
 //		max_waiting   <n>
+//		update_check  <duration>|off  # how often tracked registry sources are checked (default 6h)
 //		engine <type> {
 //			path   <executable>
 //			sha256 <hex>
@@ -34,6 +35,7 @@ func init() {
 //			engine             <type>
 //			source             <path|url>
 //			check_source       on|off  # off: a source only the nodes reach (default on)
+//			update_check       <duration>|off  # overrides the app's update_check
 //			args               <arg...>
 //			option             <key> <value>
 //			context_length     <tokens>
@@ -89,6 +91,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return durationArg(d, &a.DrainTimeout)
 		case "max_waiting":
 			return intArg(d, &a.MaxWaiting, 1)
+		case "update_check":
+			return parseUpdateCheck(d, &a.UpdateCheck) // updates.go
 		case "node":
 			a.Node = new(Resources)
 			return parseResources(d, a.Node, &a.PinCores)
@@ -199,6 +203,8 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return oneArg(d, &m.Engine)
 	case "source":
 		return oneArg(d, &m.Source)
+	case "update_check":
+		return parseUpdateCheck(d, &m.UpdateCheck) // updates.go
 	case "check_source":
 		var v string
 		if err := oneArg(d, &v); err != nil {

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"time"
+
 	"strings"
 	"testing"
 
@@ -46,6 +48,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"model source without value", "llm {\n model a {\n  source\n }\n}", "wrong argument count"},
 		{"model check_source bad value", "llm {\n model a {\n  check_source no\n }\n}", `check_source "no": use on or off`},
 		{"model check_source without value", "llm {\n model a {\n  check_source\n }\n}", "wrong argument count"},
+		{"update_check bad value", "llm {\n update_check never\n}", `update_check "never": use a duration such as 6h, or off`},
+		{"model update_check zero", "llm {\n model a {\n  update_check 0s\n }\n}", `update_check "0s": use a duration`},
 		{"model canary without share", "llm {\n model a {\n  canary b\n }\n}", "wrong argument count"},
 		{"model canary bad share", "llm {\n model a {\n  canary b 0.1\n }\n}", `canary share "0.1" is not a percentage such as 10%`},
 		{"model canary over 100", "llm {\n model a {\n  canary b 150%\n }\n}", "is not a percentage"},
@@ -187,5 +191,26 @@ func TestCheckSourceOff(t *testing.T) {
 	}
 	if a.Models[1].CheckSource != nil {
 		t.Error("no check_source: want the default (nil)")
+	}
+}
+
+func TestUpdateCheck(t *testing.T) {
+	a := new(App)
+	if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm {\n update_check 2h\n model a {\n  engine sim\n  update_check off\n }\n model b {\n  engine sim\n }\n model c {\n  engine sim\n  update_check 5m\n }\n}")); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{0, 2 * time.Hour, 5 * time.Minute} {
+		if got := a.updateEvery(a.Models[i]); got != want {
+			t.Errorf("model %s: checked every %v, want %v (0: off)", a.Models[i].Name, got, want)
+		}
+	}
+	if got := new(App).updateEvery(&Model{}); got != defaultUpdateCheck {
+		t.Errorf("default: got %v, want %v", got, defaultUpdateCheck)
+	}
+	m := &Model{Name: "x", Engine: "sim"}
+	k := m.key("e")
+	m.UpdateCheck = -1
+	if m.key("e") != k {
+		t.Error("update_check changed the model's key: its replicas would be replaced")
 	}
 }

@@ -61,6 +61,10 @@ type Model struct {
 	// source fails the check is served anyway, with a warning in the log.
 	// Default: true.
 	CheckSource *bool `json:"check_source,omitempty"`
+	// UpdateCheck is how often the registry is asked whether this model's
+	// tracked repository has a new commit (see App.UpdateCheck). Default:
+	// the app's; -1 (off in the Caddyfile): never.
+	UpdateCheck caddy.Duration `json:"update_check,omitempty"`
 	// Canary sends a share of this model's requests to another catalog
 	// model (a new version being tried). When the canary fails before the
 	// first byte of its answer, the request goes on to this model.
@@ -162,6 +166,7 @@ func (s *Scaling) target() int {
 func (m *Model) key(engineKey string) string {
 	k := *m
 	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class, k.CheckSource = nil, nil, nil, "", "", nil
+	k.UpdateCheck = 0 // when the registry is asked shapes no replica
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string

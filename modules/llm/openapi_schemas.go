@@ -43,6 +43,7 @@ var (
 			"canary":       obj(map[string]any{"model": typ("string", ""), "share": typ("number", "")}),
 			"price":        obj(map[string]any{"input_per_million": typ("number", ""), "output_per_million": typ("number", "")}),
 			"check_source": typ("boolean", "false adds the model without checking its source, for sources only the nodes can reach; default true"),
+			"update_check": typ("string", "how often its tracked registry repository is checked for a new commit, a duration such as 6h; default the app's update_check; -1 never"),
 		}, "name", "engine")
 		o["additionalProperties"] = false
 		return o
@@ -161,4 +162,39 @@ var schemas = map[string]opSchemas{
 	"GET /llm/audit":                   {response: auditSchema},
 	"POST /llm/plan":                   {request: modelRequestSchema, response: planSchema},
 	"POST /llm/models":                 {request: modelRequestSchema},
+	// Registry updates (updates.go).
+	"GET /llm/models/{name}/updates":   {response: modelUpdatesSchema},
+	"POST /llm/models/{name}/update":   {response: versionRolloutSchema},
+	"POST /llm/models/{name}/rollback": {response: versionRolloutSchema},
 }
+
+// modelUpdatesSchema is the answer of GET /llm/models/{name}/updates.
+var modelUpdatesSchema = obj(map[string]any{
+	"model":            typ("string", ""),
+	"source":           typ("string", "the catalog model's source"),
+	"repository":       typ("string", "the hf:// source its mirror model follows"),
+	"mirror_model":     typ("string", "the model's name in the mirror"),
+	"current":          typ("string", "the mirror version new replicas start on"),
+	"current_commit":   typ("string", "the registry commit the current version was fetched from"),
+	"previous":         typ("string", "the version a rollback returns to"),
+	"available":        typ("string", "the commit the repository's revision points at, as of the last check"),
+	"update_available": typ("boolean", "available is not the current commit: POST /llm/models/{name}/update applies it"),
+	"checked_at":       typ("string", "RFC 3339; when the registry was last asked"),
+	"next_check":       typ("string", "RFC 3339; absent when checks are off"),
+	"update_check":     typ("string", "the check interval, or off"),
+	"error":            typ("string", "why the last check failed"),
+}, "model", "mirror_model", "update_available", "update_check")
+
+// versionRolloutSchema is the answer of an update and a rollback.
+var versionRolloutSchema = func() map[string]any {
+	props := map[string]any{
+		"from":        typ("string", "the version the model served before"),
+		"to":          typ("string", "the version its replicas run now"),
+		"from_commit": typ("string", ""),
+		"to_commit":   typ("string", ""),
+	}
+	for k, v := range rolloutSchema["properties"].(map[string]any) {
+		props[k] = v
+	}
+	return obj(props, "name", "from", "to", "replaced", "started")
+}()

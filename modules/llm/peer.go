@@ -331,6 +331,10 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		servePeerWeights(w, r)
 		return
 	}
+	if path == "/models/roll" { // updates_cluster.go
+		servePeerRoll(w, r)
+		return
+	}
 	if !strings.HasPrefix(path, peerPrefix) {
 		(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_endpoint",
 			Message: "unknown peer endpoint " + r.URL.Path + "; nodes serve /replica/<id>/<path> and /health"}).Write(w)

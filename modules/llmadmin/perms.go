@@ -112,6 +112,11 @@ var rules = []rule{
 	{"POST /llm/mcp/servers/{name}/authorize", roleOperator, tenantNone},
 	{"GET /llm/mcp/servers/{name}/authorization", roleViewer, tenantNone},
 	{"DELETE /llm/mcp/servers/{name}/authorization", roleOperator, tenantNone},
+
+	// Registry updates.
+	{"GET /llm/models/{name}/updates", roleViewer, tenantModel},
+	{"POST /llm/models/{name}/update", roleOperator, tenantNone},
+	{"POST /llm/models/{name}/rollback", roleOperator, tenantNone},
 }
 
 // ruleMux finds a request's rule by the same matching as net/http.

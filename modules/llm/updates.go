@@ -1,0 +1,406 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/mirror"
+)
+
+// Registry updates: a model served from a tracked registry repository
+// (source hf://org/repo[@revision][/path], or mirror://<model> of a
+// mirror model added with --track) is checked on a schedule (update_check,
+// default 6h) for a new commit of its revision. GET
+// /llm/models/<name>/updates shows the last check; POST …/update fetches
+// the new revision into the mirror beside the old files, checks its sums,
+// makes it current and replaces the model's replicas one at a time as a
+// live change does (new replicas start on the new files, old ones drain
+// on the old); POST …/rollback returns to the previous version the same
+// way. In a cluster every live node replaces its replicas in turn (see
+// updates_cluster.go).
+
+// defaultUpdateCheck is how often the registry is asked by default.
+const defaultUpdateCheck = 6 * time.Hour
+
+// ModelUpdates is what GET /llm/models/<name>/updates answers: the
+// model's current version, the revision the registry has now, and when it
+// was last asked.
+type ModelUpdates struct {
+	Model string `json:"model"`
+	// Source is the catalog model's source; Repository the registry
+	// source its mirror model follows.
+	Source     string `json:"source"`
+	Repository string `json:"repository,omitempty"`
+	// MirrorModel is the model's name in the mirror.
+	MirrorModel string `json:"mirror_model"`
+	// Current is the mirror version new replicas start on, CurrentCommit
+	// the registry commit it was fetched from; Previous is the version a
+	// rollback returns to.
+	Current       string `json:"current,omitempty"`
+	CurrentCommit string `json:"current_commit,omitempty"`
+	Previous      string `json:"previous,omitempty"`
+	// Available is the commit the repository's revision points at now,
+	// as of the last check; UpdateAvailable says it is not the current.
+	Available       string `json:"available,omitempty"`
+	UpdateAvailable bool   `json:"update_available"`
+	// CheckedAt is when the registry was last asked (successfully or
+	// not); NextCheck when it will be next, absent when checks are off.
+	CheckedAt *time.Time `json:"checked_at,omitempty"`
+	NextCheck *time.Time `json:"next_check,omitempty"`
+	// Every is the model's update_check: a duration, or "off".
+	Every string `json:"update_check"`
+	// Error is why the last check failed.
+	Error string `json:"error,omitempty"`
+}
+
+// VersionRollout is the answer of an update or a rollback: the rollout
+// of the model's replicas and the versions it went from and to.
+type VersionRollout struct {
+	Rollout
+	From       string `json:"from"`
+	To         string `json:"to"`
+	FromCommit string `json:"from_commit,omitempty"`
+	ToCommit   string `json:"to_commit,omitempty"`
+}
+
+// updateChecks keeps the last check of each model across reloads;
+// updatesMu serializes updates and rollbacks.
+var (
+	updateChecksMu sync.Mutex
+	updateChecks   = map[string]ModelUpdates{}
+	updatesMu      sync.Mutex
+)
+
+// trackedMirrorModel is the mirror model a catalog model's replicas
+// follow when its source is a registry repository or a mirror model
+// without a version; ok is false for other sources.
+func trackedMirrorModel(m *Model) (string, bool) {
+	if strings.HasPrefix(m.Source, "hf://") {
+		return mirror.NameFor(m.Name), true
+	}
+	if rest, ok := strings.CutPrefix(m.Source, "mirror://"); ok && rest != "" && !strings.Contains(rest, "/") {
+		return rest, true
+	}
+	return "", false
+}
+
+// updateEvery is the model's check interval; 0 means off.
+func (a *App) updateEvery(m *Model) time.Duration {
+	d := time.Duration(a.UpdateCheck)
+	if m.UpdateCheck != 0 {
+		d = time.Duration(m.UpdateCheck)
+	}
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return defaultUpdateCheck
+	}
+	return d
+}
+
+// checkUpdatesEvery asks the registry about each tracked model once its
+// interval has passed since its last check, until ctx is done.
+func (a *App) checkUpdatesEvery(ctx context.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.logger.Error("update checks stopped", zap.Any("panic", v), zap.Stack("stack"))
+		}
+	}()
+	for {
+		tick := time.Minute
+		mr := a.mirror
+		a.forgetChecks()
+		for _, m := range a.v().models {
+			every := a.updateEvery(m)
+			mm, ok := trackedMirrorModel(m)
+			if !ok || every == 0 || mr == nil {
+				continue
+			}
+			tick = min(tick, max(every/4, 100*time.Millisecond))
+			updateChecksMu.Lock()
+			last := updateChecks[m.Name].CheckedAt
+			updateChecksMu.Unlock()
+			if last != nil && now().Sub(*last) < every {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			u := a.checkUpdate(cctx, mr, m, mm, true)
+			cancel()
+			if u.Error != "" {
+				a.logger.Warn("checking the registry for an update", zap.String("model", m.Name), zap.String("error", u.Error))
+			} else if u.UpdateAvailable {
+				a.logger.Info("update available", zap.String("model", m.Name), zap.String("current", u.Current), zap.String("available", u.Available))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(tick):
+		}
+	}
+}
+
+// forgetChecks drops the checks of models no longer in the catalog.
+func (a *App) forgetChecks() {
+	cat := a.v().cat
+	updateChecksMu.Lock()
+	defer updateChecksMu.Unlock()
+	for name := range updateChecks {
+		if _, ok := cat.byName[name]; !ok {
+			delete(updateChecks, name)
+		}
+	}
+}
+
+// checkUpdate reads the model's track and current manifest from the
+// mirror and, with registry, asks the registry for its revision's commit;
+// the result is kept for GET …/updates. Without registry the last known
+// commit is kept.
+func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *Model, mm string, registry bool) ModelUpdates {
+	updateChecksMu.Lock()
+	last := updateChecks[m.Name]
+	updateChecksMu.Unlock()
+	u := ModelUpdates{Model: m.Name, Source: mirror.RedactURL(m.Source), MirrorModel: mm, Every: "off",
+		Available: last.Available, CheckedAt: last.CheckedAt, Error: last.Error}
+	every := a.updateEvery(m)
+	if every > 0 {
+		u.Every = every.String()
+	}
+	t, err := mr.Track(ctx, mm)
+	switch {
+	case err == nil:
+		u.Repository, u.Current, u.Previous = t.Source, t.Current, t.Previous
+		if man, err := mr.Show(ctx, mm, t.Current); err == nil {
+			u.CurrentCommit = man.Origin.Commit
+		}
+		if registry {
+			at := now().UTC()
+			u.CheckedAt, u.Error = &at, ""
+			if ref, err := mirror.ParseRegistryRef(t.Source); err != nil {
+				u.Error = err.Error()
+			} else if c, err := mr.Commit(ctx, ref); err != nil {
+				u.Error = fmt.Sprintf("asking the registry for %s: %v", t.Source, err)
+			} else {
+				u.Available = c
+			}
+		}
+	case strings.HasPrefix(m.Source, "hf://"):
+		u.Error = "the model's weights are not in the mirror yet; they are fetched (and followed) at its first start"
+	default:
+		u.Error = fmt.Sprintf("mirror model %s follows no registry repository; add it with llmgw mirror add --track from an hf:// source", mm)
+	}
+	u.UpdateAvailable = u.Available != "" && u.CurrentCommit != "" && u.Available != u.CurrentCommit
+	if u.CheckedAt != nil && every > 0 {
+		next := u.CheckedAt.Add(every)
+		u.NextCheck = &next
+	}
+	updateChecksMu.Lock()
+	updateChecks[m.Name] = u
+	updateChecksMu.Unlock()
+	return u
+}
+
+// updatesRoute serves GET /llm/models/<name>/updates and POST
+// …/update and …/rollback; ok is false for other paths.
+func updatesRoute(w http.ResponseWriter, r *http.Request, name, action string) (bool, error) {
+	want := map[string]string{"updates": http.MethodGet, "update": http.MethodPost, "rollback": http.MethodPost}[action]
+	if want == "" {
+		return false, nil
+	}
+	if r.Method != want {
+		return true, apiErr(http.StatusMethodNotAllowed, "use %s /llm/models/%s/%s", want, name, action)
+	}
+	a, err := running()
+	if err != nil {
+		return true, err
+	}
+	m, f, mr, mm, err := a.trackedModel(name)
+	if err != nil {
+		return true, err
+	}
+	switch action {
+	case "updates":
+		updateChecksMu.Lock()
+		u, checked := updateChecks[m.Name]
+		updateChecksMu.Unlock()
+		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+		defer cancel()
+		check := r.URL.Query().Get("check") == "true"
+		u = a.checkUpdate(ctx, mr, m, mm, check || !checked || u.CheckedAt == nil)
+		return true, writeJSON(w, u)
+	case "update":
+		return true, a.updateModel(w, r, m, f, mr, mm)
+	}
+	return true, a.rollbackModel(w, r, m, f, mr, mm)
+}
+
+// trackedModel finds a catalog model served from a tracked source.
+func (a *App) trackedModel(name string) (*Model, *fleet, *mirror.Mirror, string, error) {
+	m, err := a.Lookup(name)
+	if err != nil {
+		return nil, nil, nil, "", apiErr(http.StatusNotFound, "%v", err)
+	}
+	mm, ok := trackedMirrorModel(m)
+	if !ok {
+		return nil, nil, nil, "", apiErr(http.StatusBadRequest, "model %q is not served from a tracked source (its source is %q); updates and rollbacks are for models whose source is hf://org/repo[@revision][/path], or mirror://<model> of a mirror model added with --track",
+			m.Name, mirror.RedactURL(m.Source))
+	}
+	mr := a.mirror
+	if mr == nil {
+		return nil, nil, nil, "", apiErr(http.StatusServiceUnavailable, "model %q: the mirror is not running", m.Name)
+	}
+	a.mu.Lock()
+	f := a.v().fleets[m.Name]
+	a.mu.Unlock()
+	return m, f, mr, mm, nil
+}
+
+// updateModel answers POST /llm/models/<name>/update.
+func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
+	updatesMu.Lock()
+	defer updatesMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
+	defer cancel()
+	before, err := mr.Track(ctx, mm)
+	if err != nil {
+		return apiErr(http.StatusConflict, "model %q: %v; its weights are fetched (and followed) at its first start", m.Name, err)
+	}
+	u := a.checkUpdate(ctx, mr, m, mm, true)
+	if u.Error != "" {
+		return apiErr(http.StatusBadGateway, "model %q: %s; nothing was changed, its replicas keep serving version %s", m.Name, u.Error, before.Current)
+	}
+	if !u.UpdateAvailable {
+		return apiErr(http.StatusConflict, "model %q: no update available: %s is at commit %s, the version it serves (%s)", m.Name, u.Repository, u.Available, u.Current)
+	}
+	res, err := mr.FetchUpdate(ctx, mm)
+	if err != nil {
+		return apiErr(http.StatusBadGateway, "model %q: fetching commit %s of %s into the mirror: %v; nothing was changed, its replicas keep serving version %s", m.Name, u.Available, u.Repository, err, before.Current)
+	}
+	to := res.Manifest.Version
+	if err := a.switchVersion(ctx, mr, mm, to); err != nil {
+		_ = mr.RestoreTrack(ctx, before)
+		return apiErr(http.StatusBadGateway, "model %q: %v; nothing was changed, its replicas keep serving version %s", m.Name, err, before.Current)
+	}
+	a.audit(r, "model updated", zap.String("model", m.Name), zap.String("from", before.Current), zap.String("to", to),
+		zap.String("commit", res.Manifest.Origin.Commit))
+	return a.rollVersion(ctx, w, m, f, mr, mm, before, VersionRollout{From: before.Current, To: to, FromCommit: u.CurrentCommit, ToCommit: res.Manifest.Origin.Commit})
+}
+
+// rollbackModel answers POST /llm/models/<name>/rollback.
+func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
+	updatesMu.Lock()
+	defer updatesMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
+	defer cancel()
+	before, err := mr.Track(ctx, mm)
+	if err != nil {
+		return apiErr(http.StatusConflict, "model %q: %v; there is nothing to roll back", m.Name, err)
+	}
+	if before.Previous == "" || before.Previous == before.Current {
+		return apiErr(http.StatusConflict, "model %q: no previous version to go back to; it serves %s, the first version it had", m.Name, before.Current)
+	}
+	if err := a.switchVersion(ctx, mr, mm, before.Previous); err != nil {
+		_ = mr.RestoreTrack(ctx, before)
+		return apiErr(http.StatusBadGateway, "model %q: going back to version %s: %v; nothing was changed, its replicas keep serving version %s", m.Name, before.Previous, err, before.Current)
+	}
+	a.audit(r, "model rolled back", zap.String("model", m.Name), zap.String("from", before.Current), zap.String("to", before.Previous))
+	out := VersionRollout{From: before.Current, To: before.Previous}
+	if man, err := mr.Show(ctx, mm, before.Current); err == nil {
+		out.FromCommit = man.Origin.Commit
+	}
+	if man, err := mr.Show(ctx, mm, before.Previous); err == nil {
+		out.ToCommit = man.Origin.Commit
+	}
+	return a.rollVersion(ctx, w, m, f, mr, mm, before, out)
+}
+
+// switchVersion brings version to the node cache, checked against its
+// manifest's sums, and makes it the mirror model's current one.
+func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version string) error {
+	fe, err := mr.Fetch(ctx, mm, version)
+	if err != nil {
+		return fmt.Errorf("fetching version %s to the node: %w", version, err)
+	}
+	fe.Release()
+	if _, err := mr.MakeCurrent(ctx, mm, version); err != nil {
+		return fmt.Errorf("making version %s current: %w", version, err)
+	}
+	return nil
+}
+
+// rollVersion replaces the model's replicas, which start on the mirror
+// model's new current version, and answers with the rollout. When the new
+// replicas do not start, the track goes back to before.
+func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out VersionRollout) error {
+	out.Replaced, out.Started = []string{}, []string{}
+	if f != nil || a.cluster != nil {
+		n := 1
+		if f != nil {
+			f.mu.Lock()
+			n = max(len(f.replicas), 1)
+			f.mu.Unlock()
+		}
+		reason := fmt.Sprintf("its model moved from version %s to %s", out.From, out.To)
+		var ro Rollout
+		var err error
+		if a.cluster != nil {
+			a.cluster.mu.Lock()
+			nodes := len(a.cluster.nodes) + 1
+			a.cluster.mu.Unlock()
+			rctx, cancel := context.WithTimeout(ctx, time.Duration(nodes)*a.rollTimeout(n))
+			defer cancel()
+			ro, err = a.rollCluster(rctx, m, f, reason)
+		} else {
+			rctx, cancel := context.WithTimeout(ctx, a.rollTimeout(n))
+			defer cancel()
+			ro, err = f.roll(rctx, reason)
+		}
+		out.Rollout = ro
+		if f != nil {
+			out.ModelStatus = f.status()
+		} else {
+			out.ModelStatus = ModelStatus{Name: m.Name}
+		}
+		if err != nil {
+			rerr := mr.RestoreTrack(context.WithoutCancel(ctx), before)
+			a.checkUpdate(ctx, mr, m, mm, false)
+			back := "the current version is " + before.Current + " again"
+			if rerr != nil {
+				back = "the current version could not be set back to " + before.Current + ": " + rerr.Error()
+			}
+			return apiErr(http.StatusBadGateway, "model %q: %v; %s; replaced so far: %v, started: %v", m.Name, err, back, ro.Replaced, ro.Started)
+		}
+	}
+	a.checkUpdate(ctx, mr, m, mm, false)
+	if len(out.Started) == 0 {
+		out.Note = "the model had no replica running; its next replicas start on version " + out.To
+	}
+	return writeJSON(w, out)
+}
+
+// parseUpdateCheck parses update_check <duration>|off.
+func parseUpdateCheck(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	if s == "off" {
+		*dst = -1
+		return nil
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("update_check %q: use a duration such as 6h, or off", s)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}

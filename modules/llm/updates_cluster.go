@@ -1,0 +1,133 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// In a cluster an update or rollback changes the mirror model's current
+// version once (the stores are shared), then asks every live node in
+// turn, through the node-to-node endpoint, to replace its replicas of the
+// model: each old one drains and the node starts its replacement on the
+// new version, one at a time, while the model's replicas on the other
+// nodes serve.
+
+// peerRoll is the body of POST /models/roll on the node-to-node endpoint.
+type peerRoll struct {
+	Model  string `json:"model"`
+	Reason string `json:"reason"`
+}
+
+// rollInPlace replaces each of the fleet's replicas: the old one drains
+// first and a new one takes its place, so that the node keeps the count
+// the cluster's plan gives it.
+func (f *fleet) rollInPlace(ctx context.Context, reason string) (Rollout, error) {
+	f.rolling.Lock()
+	defer f.rolling.Unlock()
+	f.mu.Lock()
+	old := slices.Clone(f.replicas)
+	f.mu.Unlock()
+	out := Rollout{Replaced: []string{}, Started: []string{}}
+	known := map[*Replica]bool{}
+	for _, r := range old {
+		known[r] = true
+	}
+	for _, o := range old {
+		f.retire(o, reason)
+		out.Replaced = append(out.Replaced, o.ID)
+		if err := f.startWhenRoom(ctx); err != nil {
+			return out, err
+		}
+		r, err := f.awaitNew(ctx, known)
+		if err != nil {
+			return out, err
+		}
+		known[r] = true
+		out.Started = append(out.Started, r.ID)
+	}
+	return out, nil
+}
+
+// rollCluster replaces the model's replicas on every live node, one node
+// after the other, this one first.
+func (a *App) rollCluster(ctx context.Context, m *Model, f *fleet, reason string) (Rollout, error) {
+	out := Rollout{Replaced: []string{}, Started: []string{}}
+	self := a.nodeName()
+	type target struct{ name, addr string }
+	targets := []target{{name: self}}
+	a.cluster.mu.Lock()
+	for _, nb := range a.cluster.nodes {
+		if nb.Name != self && now().Sub(nb.At) < time.Duration(a.cluster.cfg.NodeTTL) {
+			targets = append(targets, target{nb.Name, nb.Addr})
+		}
+	}
+	a.cluster.mu.Unlock()
+	slices.SortFunc(targets[1:], func(x, y target) int { return strings.Compare(x.name, y.name) })
+	var done []string
+	for _, t := range targets {
+		var ro Rollout
+		var err error
+		if t.addr == "" {
+			if f != nil {
+				ro, err = f.rollInPlace(ctx, reason)
+			}
+		} else {
+			var raw []byte
+			raw, err = a.cluster.peerCall(ctx, http.MethodPost, t.addr, "/models/roll", peerRoll{Model: m.Name, Reason: reason})
+			if err == nil {
+				err = json.Unmarshal(raw, &ro)
+			}
+		}
+		out.Replaced = append(out.Replaced, ro.Replaced...)
+		out.Started = append(out.Started, ro.Started...)
+		if err != nil {
+			return out, fmt.Errorf("node %s: %w (nodes done: %s)", t.name, err, listOr(done, "none"))
+		}
+		done = append(done, t.name)
+	}
+	out.Note = "replaced node by node: " + strings.Join(done, ", ")
+	return out, nil
+}
+
+func listOr(s []string, none string) string {
+	if len(s) == 0 {
+		return none
+	}
+	return strings.Join(s, ", ")
+}
+
+// servePeerRoll answers another node's POST /models/roll: this node's
+// replicas of the model are replaced, one at a time.
+func servePeerRoll(w http.ResponseWriter, r *http.Request) {
+	a := active.Load()
+	if a == nil {
+		http.Error(w, "the llm app is not running", http.StatusServiceUnavailable)
+		return
+	}
+	var req peerRoll
+	if r.Method != http.MethodPost || json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req) != nil {
+		http.Error(w, `use POST /models/roll with {"model":…,"reason":…}`, http.StatusBadRequest)
+		return
+	}
+	f := a.v().fleets[req.Model]
+	out := Rollout{Replaced: []string{}, Started: []string{}}
+	if f != nil {
+		f.mu.Lock()
+		n := len(f.replicas)
+		f.mu.Unlock()
+		ctx, cancel := context.WithTimeout(r.Context(), a.rollTimeout(n))
+		defer cancel()
+		var err error
+		if out, err = f.rollInPlace(ctx, Bounded(req.Reason)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
+	_ = writeJSON(w, out)
+}
