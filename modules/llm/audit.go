@@ -157,7 +157,8 @@ func (s *auditSegments) append(ctx context.Context, st certmagic.Storage, cfg *A
 	s.seq++
 	e.ID = fmt.Sprintf("%019d.%s.%d", e.Time.UnixNano(), e.Node, s.seq)
 	day := e.Time.Format(time.DateOnly)
-	fresh := s.key == "" || s.day != day || len(s.lines) >= segmentLines
+	segLines := cfg.segmentLines()
+	fresh := s.key == "" || s.day != day || len(s.lines) >= segLines
 	if fresh {
 		s.day, s.lines = day, nil
 		s.key = path.Join(auditPrefix, day, fmt.Sprintf("%s-%019d.jsonl", safeSegment(e.Node), e.Time.UnixNano()))
@@ -220,8 +221,17 @@ func segStart(key string) string {
 	return base[strings.LastIndexByte(base, '-')+1:]
 }
 
+// segmentLines is how many entries a segment holds: segmentLines, or
+// half of max_entries when that is less, so that a segment started with
+// room for a whole one never takes the log past max_entries.
+func (c *AuditConfig) segmentLines() int {
+	return max(1, min(segmentLines, c.maxEntries()/2))
+}
+
 // pruneAudit removes segments older than keep, then the oldest segments
-// while more than max entries remain; current is never removed.
+// while the entries kept and a full current segment would be more than
+// max; current (just started) is never removed. So the log holds at most
+// max entries, and at least max less a segment once it has had that many.
 func pruneAudit(ctx context.Context, st certmagic.Storage, cfg *AuditConfig, current string) error {
 	segs, err := listSegments(ctx, st)
 	if err != nil {
@@ -244,7 +254,7 @@ func pruneAudit(ctx context.Context, st certmagic.Storage, cfg *AuditConfig, cur
 		if sg.key == current {
 			continue
 		}
-		if sg.day < oldest || total > cfg.maxEntries() {
+		if sg.day < oldest || total+cfg.segmentLines()-1 > cfg.maxEntries() {
 			if err := st.Delete(ctx, sg.key); err != nil {
 				return err
 			}
