@@ -276,6 +276,9 @@ func TestConsole(t *testing.T) {
 		t.Errorf("the canary set in the console: got %d %s", code, body)
 	}
 	b.shot("models-manage")
+	// Updates: sim-chat has no registry source, and the panel says so.
+	b.do("checking for updates", chromedp.Evaluate[chromedp.Void](`document.querySelector('details.manage[data-model="sim-chat"] [data-act="updates"]').click()`))
+	b.until("the gateway's answer on updates", `((document.querySelector('details.manage[data-model="sim-chat"] [data-field="updates-error"]') || {}).textContent || '').includes('tracked')`, 10*time.Second)
 	b.do("restarting console-sim", chromedp.Evaluate[chromedp.Void](`(() => {
 		const d = document.querySelector('details.manage[data-model="console-sim"]'); d.open = true;
 		const r = d.querySelector('[data-act="restart"]'); r.click(); r.click(); })()`))

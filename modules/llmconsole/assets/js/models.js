@@ -4,7 +4,7 @@
 // without downtime, and its registry updates and rollback.
 import { h, table, armed } from './dom.js';
 import { t, num } from './i18n.js';
-import { api } from './api.js';
+import { api, explain } from './api.js';
 import { parseYAML } from './yaml.js';
 
 function addForm(app, done) {
@@ -130,7 +130,7 @@ function manage(app, m, list, reload, open) {
   const updates = h('div', { class: 'updates', 'data-field': 'updates' });
   const check = h('button', { type: 'button', 'data-act': 'updates' }, t('models.updates.check'));
   check.addEventListener('click', async () => {
-    try { showUpdates(app, m, updates, await api('GET', path('updates')), reload); } catch (e) { updates.replaceChildren(h('p', { class: 'muted' }, e.message || String(e))); }
+    try { showUpdates(app, m, updates, await api('GET', `${path('updates')}?check=true`), reload); } catch (e) { updates.replaceChildren(h('span', { class: 'muted', 'data-field': 'updates-error' }, explain(e))); }
   });
   const d = h('details', { class: 'manage', 'data-model': m.name, open: open.has(m.name) },
     h('summary', {}, t('models.manage')),
@@ -154,13 +154,13 @@ function showUpdates(app, m, box, u, reload) {
   }, { 'data-act': p, class: '' });
   const facts = [];
   if (u.current) facts.push(t('models.updates.current', { version: u.current }));
-  if (u.available) facts.push(t('models.updates.available', { version: u.available }));
-  else facts.push(t('models.updates.none'));
+  if (u.update_available) facts.push(t('models.updates.available', { version: u.available }));
+  else if (!u.error) facts.push(t('models.updates.none'));
   if (u.previous) facts.push(t('models.updates.previous', { version: u.previous }));
   if (u.checked_at) facts.push(t('models.updates.checked', { time: new Date(u.checked_at).toLocaleString() }));
   if (u.error) facts.push(u.error);
   box.replaceChildren(h('span', { class: 'muted' }, facts.join(' · ')), ' ',
-    u.available ? act('update', 'models.updates.updated') : null, ' ',
+    u.update_available ? act('update', 'models.updates.updated') : null, ' ',
     u.previous ? act('rollback', 'models.updates.rolledback') : null);
 }
 
