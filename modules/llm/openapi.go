@@ -52,6 +52,26 @@ var operations = []operation{
 	{"GET", "/llm/audit", "The audit log: changes made through the admin API (time, actor, action, fields, node), newest first; ?since= and ?until= (RFC 3339, or a duration ago such as 1h), ?actor=, ?action= (a part of it), ?model=, ?limit= (default 100, at most 1000), ?cursor= (the next of the previous page). In a cluster, every node's changes", "/llm/audit", getAudit, ""},
 	{"GET", "/llm/weights", "Each node's weights directory (the mirror's node cache; in a cluster every live node's, asked through the node-to-node endpoint, or ?node=N): the versions the catalog uses (stopped models and models kept with max 0 included) and what a replica holds or a fetch brings in, and the left-over files and versions nothing uses, with their sizes", "/llm/weights", getWeights, ""},
 	{"POST", "/llm/weights/prune", "Remove the left-over weights of every node (?node=N: one), what GET /llm/weights lists as unused, never what a catalog model uses, a replica holds or a fetch is bringing in; ?dry_run=true or {\"dry_run\":true} only says what would go", "/llm/weights/prune", postWeightsPrune, `{"dry_run":false}`},
+	// The tenancy tree changed at runtime, and owners' capacities (admin_tenants.go).
+	{"GET", "/llm/tenants", "Every level of the tenancy tree (organisations, teams, projects) in tree order: its limits, capacity, what its models use on this node, the models it owns, its keys, and whether it comes from the config file, the API, or both (a file level changed through the API)", "/llm/tenants", handleTenants, ""},
+	{"GET", "/llm/tenants/orgs", "List the organisations", "/llm/tenants/", handleTenants, ""},
+	{"POST", "/llm/tenants/orgs", "Create an organisation with its limits and capacity; kept in Caddy storage (in a cluster, Redis), in force at once, no reload needed; 201 with the level", "/llm/tenants/", handleTenants, `{"name":"acme","limits":{"requests_per_minute":600,"models":["chat-*"]},"capacity":{"memory":68719476736,"cores":32,"gpus":4,"replicas":10}}`},
+	{"GET", "/llm/tenants/orgs/{org}", "Get an organisation", "/llm/tenants/", handleTenants, ""},
+	{"PUT", "/llm/tenants/orgs/{org}", "Replace an organisation's limits and capacity (a level of the config file too: the change is laid over the file at every start and reload); llm_quota enforces them from the next request", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":600},"capacity":{"replicas":10}}`},
+	{"PATCH", "/llm/tenants/orgs/{org}", "Change an organisation's limits and capacity by a JSON merge patch: a field given replaces, null removes, one left out stays", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":1200}}`},
+	{"DELETE", "/llm/tenants/orgs/{org}", "Delete an organisation created through the API; refused (409, with the reason) for a level of the config file and for one that still has teams, keys or models", "/llm/tenants/", handleTenants, ""},
+	{"GET", "/llm/tenants/orgs/{org}/teams", "List an organisation's teams", "/llm/tenants/", handleTenants, ""},
+	{"POST", "/llm/tenants/orgs/{org}/teams", "Create a team in an organisation", "/llm/tenants/", handleTenants, `{"name":"research","limits":{"tokens_per_minute":100000},"capacity":{"gpus":2}}`},
+	{"GET", "/llm/tenants/orgs/{org}/teams/{team}", "Get a team", "/llm/tenants/", handleTenants, ""},
+	{"PUT", "/llm/tenants/orgs/{org}/teams/{team}", "Replace a team's limits and capacity", "/llm/tenants/", handleTenants, `{"limits":{"tokens_per_minute":100000}}`},
+	{"PATCH", "/llm/tenants/orgs/{org}/teams/{team}", "Change a team's limits and capacity by a JSON merge patch", "/llm/tenants/", handleTenants, `{"capacity":{"replicas":4}}`},
+	{"DELETE", "/llm/tenants/orgs/{org}/teams/{team}", "Delete a team created through the API (refused as for an organisation)", "/llm/tenants/", handleTenants, ""},
+	{"GET", "/llm/tenants/orgs/{org}/teams/{team}/projects", "List a team's projects", "/llm/tenants/", handleTenants, ""},
+	{"POST", "/llm/tenants/orgs/{org}/teams/{team}/projects", "Create a project in a team; POST /llm/keys then mints keys in it", "/llm/tenants/", handleTenants, `{"name":"alpha","limits":{"requests_per_minute":60}}`},
+	{"GET", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Get a project", "/llm/tenants/", handleTenants, ""},
+	{"PUT", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Replace a project's limits and capacity", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":60}}`},
+	{"PATCH", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Change a project's limits and capacity by a JSON merge patch", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":120}}`},
+	{"DELETE", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Delete a project created through the API; refused for a level of the config file and while it has keys (revoked ones go with it) or models", "/llm/tenants/", handleTenants, ""},
 	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 
