@@ -115,7 +115,7 @@ type App struct {
 	keys        *atomic.Pointer[keyring]
 	runtimeKeys []*APIKey
 	tenants     *atomic.Pointer[tenancy] // the tenancy tree in force (tenancy.go)
-	lockKey     string // the data directory's lock, once Start took it
+	lockKey     string                   // the data directory's lock, once Start took it
 }
 
 // keysMu serializes runtime key changes.
