@@ -137,11 +137,15 @@ func ownerCheck(owner string, places []*placement, need Resources) string {
 			continue
 		}
 		if over := overCapacity(lv.cap, ownerUse(path, places), need); over != "" {
-			return fmt.Sprintf("waiting for capacity: %s %s: %s; remove or scale down another model it owns, or raise its capacity (PATCH /llm/tenants/…, llmgw ctl tenants set)",
-				lv.kind, path, over)
+			return ownerReason(lv.kind, path, over)
 		}
 	}
 	return ""
+}
+
+func ownerReason(kind, path, over string) string {
+	return fmt.Sprintf("waiting for capacity: %s %s: %s; remove or scale down another model it owns, or raise its capacity (PATCH /llm/tenants/…, llmgw ctl tenants set)",
+		kind, path, over)
 }
 
 // overCapacity names the first kind that one more replica needing need
@@ -181,4 +185,39 @@ func (l *ledger) useOf(path string) OwnerUse {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return ownerUse(path, l.places)
+}
+
+// ownerFull is the cluster planner's hook: why one more replica of pm's
+// model would take its owner, or a level above it, over its capacity,
+// counting the entries of every model of the plan across the cluster
+// (those on draining nodes aside: they are being replaced). Entries the
+// plan keeps are never dropped for it: a capacity lowered at runtime
+// holds back new replicas and stops none.
+func (p *planner) ownerFull(pm *planModel) string {
+	t := owners.Load()
+	if t == nil || len(t.levels) == 0 || pm.m.Owner == "" {
+		return ""
+	}
+	for _, path := range ownerPaths(pm.m.Owner) {
+		lv, ok := t.levels[path]
+		if !ok {
+			continue
+		}
+		var u OwnerUse
+		for i := range p.models {
+			q := &p.models[i]
+			if !under(q.m.Owner, path) {
+				continue
+			}
+			for _, idx := range q.entries {
+				if !p.nodes[idx].Draining {
+					u.add(q.need)
+				}
+			}
+		}
+		if over := overCapacity(lv.cap, u, pm.need); over != "" {
+			return ownerReason(lv.kind, path, over)
+		}
+	}
+	return ""
 }

@@ -172,3 +172,41 @@ func TestParseCapacity(t *testing.T) {
 		}
 	}
 }
+
+// The cluster's planner counts an owner's replicas on every node: the
+// organisation's capacity holds across nodes, its team's too, and a
+// replica on a draining node (being replaced) does not count.
+func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
+	withOwners(t, []*Org{{Name: "acme", Capacity: &Capacity{Replicas: 3},
+		Teams: []*Team{{Name: "web", Capacity: &Capacity{Memory: 8 * gib}}}}})
+	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0)}
+	big := pmodel("big", 2, 2, 4, 1)
+	big.Owner = "acme/web"
+	small := pmodel("small", 2, 2, 1, 1)
+	small.Owner = "acme"
+	extra := pmodel("extra", 1, 1, 4, 1)
+	extra.Owner = "acme/web"
+	free := pmodel("free", 2, 2, 1, 1)
+	next, why := plan(nodes, []*Model{big, small, extra, free}, nil, nil, nil, t0)
+	// By name: big takes 2 (8 GiB, the team's all), extra finds the team
+	// full, free has no owner, small gets 1 of its 2 (the org's third).
+	if got := len(next["big"]) + len(next["small"]) + len(next["extra"]); got != 3 || len(next["free"]) != 2 {
+		t.Fatalf("got %v, want 3 replicas of acme's models and 2 of free", next)
+	}
+	if w := why["extra"]; w != ownerReason("team", "acme/web", "4.0 GiB of memory over its capacity of 8.0 GiB") {
+		t.Errorf("extra: got %q", w)
+	}
+	if w := why["small"]; w != ownerReason("org", "acme", "1 replica over its capacity of 3 replicas") {
+		t.Errorf("small: got %q", w)
+	}
+	checkFixpoint(t, nodes, []*Model{big, small, extra, free}, next, nil, nil, t0)
+
+	// Node a drains: big's replica there is replaced on b, though the
+	// team is full while both run.
+	cur := map[string][]string{"big": {"a", "b"}}
+	nodes[0] = drainingNode(nodes[0])
+	next, why = plan(nodes, []*Model{big}, cur, nil, nil, t0)
+	if got := perNode(next["big"]); got["b"] != 2 || why["big"] != "" {
+		t.Errorf("drain: got %v (%q), want both replicas on b", next["big"], why["big"])
+	}
+}
