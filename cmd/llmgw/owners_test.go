@@ -289,3 +289,72 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 		}
 	}
 }
+
+// In a cluster an owner's capacity counts its replicas on every node,
+// and the tenancy tree changed on one node holds on the others: a
+// project created on n1 takes a key minted on n1 that n2 admits, and a
+// capacity raised on n2 lets the waiting model start.
+func TestOwnersCluster(t *testing.T) {
+	c := startCluster(t, 2, `
+		model chat {
+			engine sim
+			owner acme/research
+			min 2
+			max 2
+		}
+		model extra {
+			engine sim
+			owner acme
+			min 2
+			max 2
+		}
+		org acme {
+			capacity {
+				replicas 3
+			}
+			team research {
+				project alpha {
+					key k1 `+llm.HashKey("secret-1")+`
+				}
+			}
+		}`)
+	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	const orgFull = "org acme: 1 replica over its capacity of 3 replicas"
+	waitFor(t, 60*time.Second, "chat on two nodes and one replica of extra", func() bool {
+		return len(n1.readyOn("chat")) == 2 && len(n1.readyOn("extra")) == 1
+	})
+	waitFor(t, 10*time.Second, "extra waiting on the org's capacity", func() bool {
+		st := n2.models()["extra"]
+		return strings.Contains(st.Reason, orgFull)
+	})
+
+	for _, s := range []struct{ path, body string }{
+		{"/llm/tenants/orgs/acme/teams", `{"name":"web"}`},
+		{"/llm/tenants/orgs/acme/teams/web/projects", `{"name":"shop","limits":{"requests_per_minute":100}}`},
+	} {
+		if code, b := adminDo(t, n1, "POST", s.path, s.body); code != 201 {
+			t.Fatalf("POST %s on n1: %d %s", s.path, code, b)
+		}
+	}
+	code, body := adminDo(t, n1, "POST", "/llm/keys", `{"project":"acme/web/shop"}`)
+	if code != 201 {
+		t.Fatalf("mint a key on n1: %d %s", code, body)
+	}
+	var key llm.KeyInfo
+	_ = json.Unmarshal(body, &key)
+	if code, _, b := ask(t, n2, key.Secret, "chat"); code != 200 {
+		t.Fatalf("the new project's key on n2: %d %s", code, b)
+	}
+	var p llm.TenantLevel
+	waitFor(t, 10*time.Second, "n2 to know the new project", func() bool {
+		n2.adminGet("/llm/tenants/orgs/acme/teams/web/projects/shop", &p)
+		return p.Source == "runtime"
+	})
+
+	if code, b := adminDo(t, n2, "PATCH", "/llm/tenants/orgs/acme", `{"capacity":{"replicas":4}}`); code != 200 {
+		t.Fatalf("raise the org's capacity on n2: %d %s", code, b)
+	}
+	waitFor(t, 60*time.Second, "both replicas of extra", func() bool {
+		return len(n1.readyOn("extra")) == 2
+	})
+}
