@@ -270,6 +270,15 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 	if code, b := adminDo(t, g, "DELETE", "/llm/tenants/orgs/beta", ""); code != 204 {
 		t.Fatalf("delete the emptied org: %d %s", code, b)
 	}
+	// A config level's runtime change is undone: the file's limits apply.
+	if code, b := adminDo(t, g, "DELETE", "/llm/tenants/orgs/acme/teams/research?overlay=true", ""); code != 204 {
+		t.Fatalf("undo the config team's change: %d %s", code, b)
+	}
+	var team llm.TenantLevel
+	g.adminGet("/llm/tenants/orgs/acme/teams/research", &team)
+	if team.Source != "config" || team.Capacity != nil {
+		t.Errorf("after undoing its change, the config team is %+v", team)
+	}
 	var levels []llm.TenantLevel
 	g.adminGet("/llm/tenants", &levels)
 	if len(levels) != 3 {
@@ -283,7 +292,7 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 	for _, e := range audit.Entries {
 		actions = append(actions, e.Action+" "+fmt.Sprint(e.Fields["path"]))
 	}
-	for _, want := range []string{"tenant level created beta/web/shop", "tenant level changed beta/web/shop", "tenant level changed acme/research", "tenant level deleted beta"} {
+	for _, want := range []string{"tenant level created beta/web/shop", "tenant level changed beta/web/shop", "tenant level changed acme/research", "tenant level deleted beta", "tenant level reset to the config file acme/research"} {
 		if !strings.Contains(strings.Join(actions, "\n"), want) {
 			t.Errorf("the audit log lacks %q: %v", want, actions)
 		}

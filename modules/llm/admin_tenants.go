@@ -328,12 +328,20 @@ func mergeValue(doc any, patch any) any {
 }
 
 func (a *App) deleteTenant(w http.ResponseWriter, r *http.Request, rt tenantRoute) error {
+	undo := r.URL.Query().Get("overlay") == "true" // a config level back to the file's limits
 	err := a.changeTenants(r.Context(), func(t *tenancy, entries []*tenantEntry, keys []*APIKey) ([]*tenantEntry, []*APIKey, error) {
 		if _, _, ok := t.find(rt.path); !ok {
 			return nil, nil, apiErr(http.StatusNotFound, "no %s %s", rt.kind, rt.path)
 		}
+		if t.config[rt.path] && undo {
+			i := slices.IndexFunc(entries, func(e *tenantEntry) bool { return e.Path == rt.path })
+			if i < 0 {
+				return nil, nil, apiErr(http.StatusNotFound, "%s %s has no runtime changes to undo", rt.kind, rt.path)
+			}
+			return slices.Delete(entries, i, i+1), keys, nil
+		}
 		if t.config[rt.path] {
-			return nil, nil, apiErr(http.StatusConflict, "%s %s is declared in the config file; remove it there", rt.kind, rt.path)
+			return nil, nil, apiErr(http.StatusConflict, "%s %s is declared in the config file; remove it there (?overlay=true undoes only its runtime changes)", rt.kind, rt.path)
 		}
 		if ch := t.children(rt.path); len(ch) > 0 {
 			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %ss (%s); delete them first", rt.kind, rt.path, pathKind(ch[0]), strings.Join(ch, ", "))
@@ -352,7 +360,11 @@ func (a *App) deleteTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 	if err != nil {
 		return asAPIError(err)
 	}
-	a.audit(r, "tenant level deleted", zap.String("level", rt.kind), zap.String("path", rt.path))
+	msg := "tenant level deleted"
+	if undo {
+		msg = "tenant level reset to the config file"
+	}
+	a.audit(r, msg, zap.String("level", rt.kind), zap.String("path", rt.path))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

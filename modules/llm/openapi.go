@@ -59,7 +59,7 @@ var operations = []operation{
 	{"GET", "/llm/tenants/orgs/{org}", "Get an organisation", "/llm/tenants/", handleTenants, ""},
 	{"PUT", "/llm/tenants/orgs/{org}", "Replace an organisation's limits and capacity (a level of the config file too: the change is laid over the file at every start and reload); llm_quota enforces them from the next request", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":600},"capacity":{"replicas":10}}`},
 	{"PATCH", "/llm/tenants/orgs/{org}", "Change an organisation's limits and capacity by a JSON merge patch: a field given replaces, null removes, one left out stays", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":1200}}`},
-	{"DELETE", "/llm/tenants/orgs/{org}", "Delete an organisation created through the API; refused (409, with the reason) for a level of the config file and for one that still has teams, keys or models", "/llm/tenants/", handleTenants, ""},
+	{"DELETE", "/llm/tenants/orgs/{org}", "Delete an organisation created through the API; refused (409, with the reason) for a level of the config file and for one that still has teams, keys or models. On a level of the config file, ?overlay=true undoes its runtime changes: the file's limits and capacity apply again", "/llm/tenants/", handleTenants, ""},
 	{"GET", "/llm/tenants/orgs/{org}/teams", "List an organisation's teams", "/llm/tenants/", handleTenants, ""},
 	{"POST", "/llm/tenants/orgs/{org}/teams", "Create a team in an organisation", "/llm/tenants/", handleTenants, `{"name":"research","limits":{"tokens_per_minute":100000},"capacity":{"gpus":2}}`},
 	{"GET", "/llm/tenants/orgs/{org}/teams/{team}", "Get a team", "/llm/tenants/", handleTenants, ""},

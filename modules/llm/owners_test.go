@@ -93,6 +93,7 @@ func TestMergeTenancy(t *testing.T) {
 		{Path: "new/t", Capacity: &Capacity{Replicas: 1}},
 		{Path: "gone/t"},
 		{Path: "old", Overlay: true},
+		{Path: "acme/research", Limits: &Limits{RequestsPerMinute: 1}}, // created at runtime, then declared in the file
 	}
 	tn, dropped := mergeTenancy(config, entries)
 	if got := strings.Join(tn.paths(), " "); got != "acme acme/research acme/research/alpha acme/research/beta new new/t" {
@@ -107,8 +108,11 @@ func TestMergeTenancy(t *testing.T) {
 	if _, c, _ := tn.find("new/t"); c.Replicas != 1 {
 		t.Fatalf("capacity: got %+v", c)
 	}
-	if len(dropped) != 2 || dropped["gone/t"] == "" || dropped["old"] == "" {
-		t.Fatalf("dropped: got %v, want gone/t and old", dropped)
+	if len(dropped) != 3 || dropped["gone/t"] == "" || dropped["old"] == "" || dropped["acme/research"] == "" {
+		t.Fatalf("dropped: got %v, want gone/t, old and acme/research", dropped)
+	}
+	if l, _, _ := tn.find("acme/research"); l != nil {
+		t.Fatalf("a level the file declares now keeps the file's limits: got %+v", l)
 	}
 	if _, err := newKeyring(tn.orgs); err != nil {
 		t.Fatal(err)

@@ -92,6 +92,10 @@ func mergeTenancy(config []*Org, entries []*tenantEntry) (*tenancy, map[string]s
 			dropped[e.Path] = "the config file no longer declares it"
 			continue
 		}
+		if !e.Overlay && t.config[e.Path] {
+			dropped[e.Path] = "the config file declares it now; the file's limits apply"
+			continue
+		}
 		if why := t.apply(e); why != "" {
 			dropped[e.Path] = why
 			continue
