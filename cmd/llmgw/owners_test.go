@@ -89,10 +89,12 @@ func TestOwnersCapacityWaitsThenAdmits(t *testing.T) {
 	}
 
 	// Another model of the same owner goes: c starts.
+	removed := time.Now()
 	if code, b := adminDo(t, g, "DELETE", "/llm/models/a", ""); code != 200 && code != 204 {
 		t.Fatalf("remove a: %d %s", code, b)
 	}
 	ownersState(g, "c", "ready")
+	t.Logf("c was ready %s after a was removed", time.Since(removed).Round(time.Millisecond))
 	if _, e := chatErr(g.client(), "c"); e != nil {
 		t.Errorf("c after a went: %v", e)
 	}

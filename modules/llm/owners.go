@@ -99,7 +99,7 @@ func ownerPaths(owner string) []string {
 
 // under says whether owner is path or a level below it.
 func under(owner, path string) bool {
-	return owner == path || strings.HasPrefix(owner, path+"/")
+	return strings.HasPrefix(owner, path) && (len(owner) == len(path) || owner[len(path)] == '/')
 }
 
 // placementOwner is the owner of a placement's model: the fleet's model
@@ -131,13 +131,33 @@ func ownerCheck(owner string, places []*placement, need Resources) string {
 	if t == nil || len(t.levels) == 0 {
 		return ""
 	}
+	var paths [3]string // the levels of owner that have a capacity, from the top
+	n := 0
 	for _, path := range ownerPaths(owner) {
-		lv, ok := t.levels[path]
-		if !ok {
+		if _, ok := t.levels[path]; ok && n < len(paths) {
+			paths[n] = path
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	var use [3]OwnerUse // one pass over the placements for every level
+	for _, q := range places {
+		if q.evicted {
 			continue
 		}
-		if over := overCapacity(lv.cap, ownerUse(path, places), need); over != "" {
-			return ownerReason(lv.kind, path, over)
+		o := placementOwner(q)
+		for i := range n {
+			if under(o, paths[i]) {
+				use[i].add(q.need)
+			}
+		}
+	}
+	for i := range n {
+		lv := t.levels[paths[i]]
+		if over := overCapacity(lv.cap, use[i], need); over != "" {
+			return ownerReason(lv.kind, paths[i], over)
 		}
 	}
 	return ""

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,40 @@ func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
 	next, why = plan(nodes, []*Model{big}, cur, nil, nil, t0)
 	if got := perNode(next["big"]); got["b"] != 2 || why["big"] != "" {
 		t.Errorf("drain: got %v (%q), want both replicas on b", next["big"], why["big"])
+	}
+}
+
+// BenchmarkOwnerCheck is the capacity check a placement makes: 500
+// replicas of 100 models on the node, owners three levels deep, each
+// level with a capacity.
+func BenchmarkOwnerCheck(b *testing.B) {
+	var orgs []*Org
+	for o := range 5 {
+		org := &Org{Name: fmt.Sprintf("o%d", o), Capacity: &Capacity{Memory: 1 << 50, Replicas: 1000}}
+		for t := range 4 {
+			team := &Team{Name: fmt.Sprintf("t%d", t), Capacity: &Capacity{Cores: 1 << 20}}
+			for p := range 5 {
+				team.Projects = append(team.Projects, &Project{Name: fmt.Sprintf("p%d", p), Capacity: &Capacity{Replicas: 100}})
+			}
+			org.Teams = append(org.Teams, team)
+		}
+		orgs = append(orgs, org)
+	}
+	prev := owners.Load()
+	owners.Store(newOwnerTable(orgs))
+	defer owners.Store(prev)
+	var places []*placement
+	for i := range 500 {
+		m := &Model{Name: fmt.Sprintf("m%d", i%100), Owner: fmt.Sprintf("o%d/t%d/p%d", i%5, i%4, i%5), Resources: &Resources{Memory: 1 << 30, Cores: 1}}
+		f := &fleet{}
+		f.model.Store(m)
+		places = append(places, &placement{fleet: f, need: m.needs()})
+	}
+	need := Resources{Memory: 1 << 30, Cores: 1}
+	b.ResetTimer()
+	for range b.N {
+		if why := ownerCheck("o1/t1/p1", places, need); why != "" {
+			b.Fatal(why)
+		}
 	}
 }
