@@ -49,6 +49,8 @@ func printPlan(pl llm.Plan) {
 	}
 	if pl.Missing != nil {
 		fmt.Printf("  missing: %s; %s\n", amountsText(*pl.Missing), pl.Reason)
+	} else if !pl.Fits && pl.Reason != "" {
+		fmt.Printf("  %s\n", pl.Reason)
 	}
 	if pl.Note != "" {
 		fmt.Printf("  note: %s\n", pl.Note)

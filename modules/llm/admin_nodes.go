@@ -16,7 +16,8 @@ import (
 
 // shared are the admin routes whose changes are the cluster's: in a
 // cluster they are made under its change lock, on its latest state.
-var shared = map[string]bool{"/llm/models": true, "/llm/models/": true, "/llm/keys": true, "/llm/keys/": true, "/llm/nodes/": true}
+var shared = map[string]bool{"/llm/models": true, "/llm/models/": true, "/llm/keys": true, "/llm/keys/": true, "/llm/nodes/": true,
+	"/llm/tenants": true, "/llm/tenants/": true} // the tenancy tree (admin_tenants.go)
 
 // clusterChange runs a change under the cluster's change lock; reads and
 // single-node gateways go straight through.

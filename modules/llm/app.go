@@ -121,7 +121,8 @@ type App struct {
 	mirrorKey   string
 	keys        *atomic.Pointer[keyring]
 	runtimeKeys []*APIKey
-	lockKey     string // the data directory's lock, once Start took it
+	tenants     *atomic.Pointer[tenancy] // the tenancy tree in force (tenancy.go)
+	lockKey     string                   // the data directory's lock, once Start took it
 }
 
 // keysMu serializes runtime key changes.
@@ -184,6 +185,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
 	a.engines = make(map[string]*host.Plugin)
+	a.tenants = new(atomic.Pointer[tenancy])
+	if err := a.loadTenants(ctx); err != nil { // before the keys: runtime projects hold keys
+		return err
+	}
 	runtime, err := a.loadRuntimeKeys(ctx)
 	if err != nil {
 		return err
@@ -370,6 +375,7 @@ func (a *App) Start() error {
 		return err
 	}
 	activeMirror.Store(a.mirror)
+	owners.Store(newOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
 	v := a.v()
 	for _, f := range v.fleets {
 		f.run()

@@ -4,16 +4,25 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
 )
 
 // parseOrg parses an organisation of the tenancy tree:
 //
 //	org <name> {
 //		<limits>
+//		capacity {
+//			memory   <size>
+//			cores    <n>
+//			gpus     <n>
+//			replicas <n>
+//		}
 //		team <name> {
 //			<limits>
+//			capacity { … }
 //			project <name> {
 //				<limits>
+//				capacity { … }
 //				key <id> <sha256> [{
 //					<limits>
 //				}]
@@ -38,6 +47,9 @@ func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 		return err
 	}
 	return parseNode(d, &o.Limits, func(dir string) (bool, error) {
+		if dir == "capacity" {
+			return true, parseCapacity(d, &o.Capacity)
+		}
 		if dir != "team" {
 			return false, nil
 		}
@@ -52,6 +64,9 @@ func parseTeam(d *caddyfile.Dispenser, t *Team) error {
 		return err
 	}
 	return parseNode(d, &t.Limits, func(dir string) (bool, error) {
+		if dir == "capacity" {
+			return true, parseCapacity(d, &t.Capacity)
+		}
 		if dir != "project" {
 			return false, nil
 		}
@@ -66,6 +81,9 @@ func parseProject(d *caddyfile.Dispenser, p *Project) error {
 		return err
 	}
 	return parseNode(d, &p.Limits, func(dir string) (bool, error) {
+		if dir == "capacity" {
+			return true, parseCapacity(d, &p.Capacity)
+		}
 		if dir != "key" {
 			return false, nil
 		}
@@ -76,6 +94,48 @@ func parseProject(d *caddyfile.Dispenser, p *Project) error {
 		p.Keys = append(p.Keys, k)
 		return true, parseNode(d, &k.Limits, func(string) (bool, error) { return false, nil }, func() {})
 	}, func() {})
+}
+
+// parseCapacity parses a level's capacity block (memory, cores, gpus,
+// replicas); a second block on one level is refused.
+func parseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
+	if *dst != nil {
+		return d.Err("duplicate subdirective \"capacity\"")
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	c := new(Capacity)
+	*dst = c
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "memory":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil {
+				return d.Errf("memory %q is not a size such as 64GiB", s)
+			}
+			c.Memory = int64(n)
+		case "cores":
+			if err := intArg(d, &c.Cores, 1); err != nil {
+				return err
+			}
+		case "gpus":
+			if err := intArg(d, &c.GPUs, 1); err != nil {
+				return err
+			}
+		case "replicas":
+			if err := intArg(d, &c.Replicas, 1); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("unrecognized capacity subdirective %q; use memory, cores, gpus or replicas", d.Val())
+		}
+	}
+	return nil
 }
 
 func nameArg(d *caddyfile.Dispenser, dst *string) error {

@@ -481,7 +481,7 @@ func (m *member) pull(ctx context.Context, a *App) error {
 	fields := all.Val()
 	m.mu.Lock()
 	changed := map[string]bool{}
-	for _, k := range []string{keysStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
+	for _, k := range []string{keysStorageKey, tenantsStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
 		if fields[k] != m.applied[k] {
 			changed[k] = true
 		}

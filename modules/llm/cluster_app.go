@@ -177,9 +177,14 @@ func lookupLocal(id string) (*Replica, func(), bool) {
 // applyShared applies state another node changed: keys, models, their
 // settings, stopped flags.
 func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
-	if changed[keysStorageKey] {
+	if changed[keysStorageKey] || changed[tenantsStorageKey] {
 		keysMu.Lock()
-		rt, err := a.loadRuntimeKeys(ctx)
+		err := a.loadTenants(ctx) // the tenancy tree changed at runtime (tenancy.go)
+		a.putOwners()
+		var rt []*APIKey
+		if err == nil {
+			rt, err = a.loadRuntimeKeys(ctx)
+		}
 		if err == nil {
 			err = a.rebuildKeys(rt)
 		}

@@ -49,7 +49,7 @@ func (a *App) Authenticate(secret string) (*Tenant, error) {
 }
 
 // HasTenants reports whether any organisation is configured.
-func (a *App) HasTenants() bool { return len(a.Orgs) > 0 }
+func (a *App) HasTenants() bool { return len(a.Tenancy()) > 0 }
 
 // NewSecret makes a random key secret.
 func NewSecret() (string, error) {
@@ -86,7 +86,7 @@ func (a *App) loadRuntimeKeys(ctx context.Context) ([]*APIKey, error) {
 
 // rebuildKeys makes the keyring from the config and the runtime keys.
 func (a *App) rebuildKeys(runtime []*APIKey) error {
-	kr, err := newKeyring(a.Orgs)
+	kr, err := newKeyring(a.Tenancy())
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (a *App) changeKeys(ctx context.Context, fn func(keys []*APIKey) ([]*APIKey
 	if err != nil {
 		return err
 	}
-	kr, err := newKeyring(a.Orgs)
+	kr, err := newKeyring(a.Tenancy())
 	if err != nil {
 		return err
 	}

@@ -198,3 +198,44 @@ var versionRolloutSchema = func() map[string]any {
 	}
 	return obj(props, "name", "from", "to", "replaced", "started")
 }()
+// The tenancy tree changed at runtime, and owners' capacities (admin_tenants.go).
+var (
+	limitsSchema = obj(map[string]any{
+		"requests_per_minute": typ("integer", ""), "tokens_per_minute": typ("integer", ""), "tokens_per_day": typ("integer", ""),
+		"budget": typ("number", "in the currency of the catalog's prices"), "budget_period": map[string]any{"type": "string", "enum": []string{"day", "month"}},
+		"max_concurrent": typ("integer", ""), "models": arr(typ("string", "a catalog name, alias or glob")),
+		"tools": arr(typ("string", "server.tool or a glob")), "tool_calls_per_minute": typ("integer", ""), "tool_calls_per_day": typ("integer", ""),
+	})
+	capacitySchema = obj(map[string]any{"memory": typ("integer", "bytes"), "cores": typ("integer", ""), "gpus": typ("integer", ""),
+		"replicas": typ("integer", "")})
+	tenantBodySchema = func() map[string]any {
+		o := obj(map[string]any{"name": typ("string", "POST only: the new level's name"), "limits": limitsSchema, "capacity": capacitySchema})
+		o["additionalProperties"] = false
+		return o
+	}()
+	tenantLevelSchema = obj(map[string]any{
+		"kind": map[string]any{"type": "string", "enum": []string{"org", "team", "project"}},
+		"path": typ("string", "acme, acme/research or acme/research/alpha"), "name": typ("string", ""),
+		"source":   map[string]any{"type": "string", "enum": []string{"config", "runtime", "config+runtime"}},
+		"limits":   limitsSchema,
+		"capacity": capacitySchema,
+		"used": obj(map[string]any{"memory": typ("integer", "bytes"), "cores": typ("integer", ""), "gpus": typ("integer", ""),
+			"replicas": typ("integer", "")}),
+		"models":   arr(typ("string", "a model it owns, itself or a level under it")),
+		"keys":     typ("integer", "keys not revoked"),
+		"children": arr(typ("string", "the path of a level right under it")),
+	}, "kind", "path", "name", "source", "used", "keys")
+)
+
+func init() {
+	for _, p := range []string{"/llm/tenants/orgs", "/llm/tenants/orgs/{org}/teams", "/llm/tenants/orgs/{org}/teams/{team}/projects"} {
+		schemas["GET "+p] = opSchemas{response: arr(tenantLevelSchema)}
+		schemas["POST "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
+	}
+	schemas["GET /llm/tenants"] = opSchemas{response: arr(tenantLevelSchema)}
+	for _, p := range []string{"/llm/tenants/orgs/{org}", "/llm/tenants/orgs/{org}/teams/{team}", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}"} {
+		schemas["GET "+p] = opSchemas{response: tenantLevelSchema}
+		schemas["PUT "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
+		schemas["PATCH "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
+	}
+}

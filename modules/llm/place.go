@@ -97,6 +97,7 @@ type placement struct {
 	rank    int
 	rep     *Replica
 	evicted bool
+	owner   string // a planned placement's model owner (owners.go); others read their fleet's
 }
 
 // ledger places replicas on this node. There is one per process: the
@@ -179,6 +180,9 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	p := &placement{fleet: f, need: need, rank: rank}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if why := l.ownerCheckLocked(f, need); why != "" { // the owner's capacity (owners.go)
+		return nil, nil, why
+	}
 	victims, why := fit(l.cap(), l.places, need, rank)
 	if why != "" {
 		return nil, nil, why

@@ -146,6 +146,10 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 	need, rank := m.needs(), classRank(m.Class)
 	pl := Plan{Model: m.Name, Fits: true, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
 	for range n {
+		if why := ownerCheck(m.Owner, places, need); why != "" { // the owner's capacity (owners.go)
+			pl.Fits, pl.Reason = false, why
+			break
+		}
 		victims, why := fit(c, places, need, rank)
 		if why != "" {
 			pl.Fits, pl.Reason = false, why
@@ -157,7 +161,7 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 			pl.Evict = append(pl.Evict, PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
 				Class: className(q.fleet.m().Class), Resources: amounts(q.need)})
 		}
-		places = append(places, &placement{need: need, rank: rank})
+		places = append(places, &placement{need: need, rank: rank, owner: m.Owner})
 		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: nodeName, Resources: amounts(need)})
 	}
 	return pl

@@ -163,6 +163,12 @@ func (f *fleet) status() ModelStatus {
 		s.State, s.Reason = "stopped", keptReason(m.Name)
 	case len(f.replicas) > 0 || len(f.remote) > 0:
 		s.State = "ready"
+		// Why it has fewer than it should (an owner's capacity, say).
+		if f.clustered && f.planWhy != "" {
+			s.Reason = f.planWhy
+		} else if !f.clustered && f.waitFor != "" && f.starting == 0 {
+			s.Reason = f.waitFor
+		}
 	case f.clustered && f.planWhy != "":
 		s.State, s.Reason = "waiting", f.planWhy
 	case f.waitFor != "" && f.starting == 0:

@@ -338,6 +338,9 @@ func (p *planner) place(pm *planModel) string {
 		}
 	}
 	for ; live < pm.want; live++ {
+		if why := p.ownerFull(pm); why != "" { // the owner's capacity, cluster-wide (owners.go)
+			return why
+		}
 		idx := p.best(pm)
 		if idx < 0 && pm.rank > classRank(ClassOpportunistic) {
 			idx = p.evict(pm)

@@ -52,21 +52,28 @@ type Limits struct {
 type Org struct {
 	Name   string  `json:"name"`
 	Limits *Limits `json:"limits,omitempty"`
-	Teams  []*Team `json:"teams,omitempty"`
+	// Capacity bounds what the models the organisation owns hold at once
+	// (memory, cores, GPUs, replicas); see Capacity.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	Teams    []*Team   `json:"teams,omitempty"`
 }
 
 // Team belongs to an organisation.
 type Team struct {
-	Name     string     `json:"name"`
-	Limits   *Limits    `json:"limits,omitempty"`
+	Name   string  `json:"name"`
+	Limits *Limits `json:"limits,omitempty"`
+	// Capacity bounds what the team's models hold; see Capacity.
+	Capacity *Capacity  `json:"capacity,omitempty"`
 	Projects []*Project `json:"projects,omitempty"`
 }
 
 // Project belongs to a team and holds keys.
 type Project struct {
-	Name   string    `json:"name"`
-	Limits *Limits   `json:"limits,omitempty"`
-	Keys   []*APIKey `json:"keys,omitempty"`
+	Name   string  `json:"name"`
+	Limits *Limits `json:"limits,omitempty"`
+	// Capacity bounds what the project's models hold; see Capacity.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	Keys     []*APIKey `json:"keys,omitempty"`
 }
 
 // APIKey is a key callers send as "Authorization: Bearer <secret>". Only

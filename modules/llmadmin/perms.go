@@ -117,6 +117,27 @@ var rules = []rule{
 	{"GET /llm/models/{name}/updates", roleViewer, tenantModel},
 	{"POST /llm/models/{name}/update", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/rollback", roleOperator, tenantNone},
+	// The tenancy tree changed at runtime, and owners' capacities: read by
+	// viewers, changed by admins only (tenant admins neither).
+	{"GET /llm/tenants", roleViewer, tenantNone},
+	{"GET /llm/tenants/orgs", roleViewer, tenantNone},
+	{"POST /llm/tenants/orgs", roleAdmin, tenantNone},
+	{"GET /llm/tenants/orgs/{org}", roleViewer, tenantNone},
+	{"PUT /llm/tenants/orgs/{org}", roleAdmin, tenantNone},
+	{"PATCH /llm/tenants/orgs/{org}", roleAdmin, tenantNone},
+	{"DELETE /llm/tenants/orgs/{org}", roleAdmin, tenantNone},
+	{"GET /llm/tenants/orgs/{org}/teams", roleViewer, tenantNone},
+	{"POST /llm/tenants/orgs/{org}/teams", roleAdmin, tenantNone},
+	{"GET /llm/tenants/orgs/{org}/teams/{team}", roleViewer, tenantNone},
+	{"PUT /llm/tenants/orgs/{org}/teams/{team}", roleAdmin, tenantNone},
+	{"PATCH /llm/tenants/orgs/{org}/teams/{team}", roleAdmin, tenantNone},
+	{"DELETE /llm/tenants/orgs/{org}/teams/{team}", roleAdmin, tenantNone},
+	{"GET /llm/tenants/orgs/{org}/teams/{team}/projects", roleViewer, tenantNone},
+	{"POST /llm/tenants/orgs/{org}/teams/{team}/projects", roleAdmin, tenantNone},
+	{"GET /llm/tenants/orgs/{org}/teams/{team}/projects/{project}", roleViewer, tenantNone},
+	{"PUT /llm/tenants/orgs/{org}/teams/{team}/projects/{project}", roleAdmin, tenantNone},
+	{"PATCH /llm/tenants/orgs/{org}/teams/{team}/projects/{project}", roleAdmin, tenantNone},
+	{"DELETE /llm/tenants/orgs/{org}/teams/{team}/projects/{project}", roleAdmin, tenantNone},
 }
 
 // ruleMux finds a request's rule by the same matching as net/http.

@@ -45,7 +45,7 @@ func newScope(level, tenant string, app *llm.App) (*scope, error) {
 	if app == nil || !app.HasTenants() {
 		return nil, fmt.Errorf("tenant_admin %s: the llm app declares no tenancy (org blocks)", s)
 	}
-	if !s.find(app.Orgs) {
+	if !s.find(app.Tenancy()) {
 		return nil, fmt.Errorf("tenant_admin %s: no such %s in the llm app's tenancy", s, level)
 	}
 	return s, nil
