@@ -198,6 +198,7 @@ var versionRolloutSchema = func() map[string]any {
 	}
 	return obj(props, "name", "from", "to", "replaced", "started")
 }()
+
 // The tenancy tree changed at runtime, and owners' capacities (admin_tenants.go).
 var (
 	limitsSchema = obj(map[string]any{
