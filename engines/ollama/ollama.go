@@ -56,7 +56,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 // environment (OLLAMA_HOST), which llmgw sets and no option reaches; a
 // model's args are not passed to ollama serve.
 var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
-	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
 	Formats:      []string{"gguf"},
 	Options: []engine.Option{
 		{Name: "template", Description: "the Modelfile TEMPLATE (Go template syntax); default: one that supports tools"},

@@ -266,3 +266,12 @@ func parseAdapter(d *caddyfile.Dispenser, m *Model) error {
 	m.Adapters = append(m.Adapters, a)
 	return nil
 }
+
+// adaptersSchema is the adapters member of a model in the OpenAPI
+// document.
+var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapters, each served under its own name; changing them replaces the replicas without downtime",
+	"items": obj(map[string]any{
+		"name":   typ("string", "the name clients ask for; no model's or other adapter's"),
+		"source": typ("string", "a local path, or mirror://model[/version[/file]] (fetched and checked like weights)"),
+		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
+	}, "name", "source")}

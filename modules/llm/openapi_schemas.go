@@ -43,6 +43,7 @@ var (
 			"canary":       obj(map[string]any{"model": typ("string", ""), "share": typ("number", "")}),
 			"price":        obj(map[string]any{"input_per_million": typ("number", ""), "output_per_million": typ("number", "")}),
 			"check_source": typ("boolean", "false adds the model without checking its source, for sources only the nodes can reach; default true"),
+			"adapters":     adaptersSchema,
 		}, "name", "engine")
 		o["additionalProperties"] = false
 		return o
@@ -148,6 +149,7 @@ var settingsSchema = func() map[string]any {
 		"context_length": typ("integer", "replaces the replicas without downtime"),
 		"options":        map[string]any{"type": "object", "additionalProperties": typ("string", ""), "description": "merged over the model's; an empty value removes one; replaces the replicas without downtime"},
 		"args":           map[string]any{"type": "array", "items": typ("string", ""), "description": "replace the model's; replaces the replicas without downtime"},
+		"adapters":       adaptersSchema,
 	})
 	o["additionalProperties"] = false
 	return o
