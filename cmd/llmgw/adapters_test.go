@@ -156,4 +156,32 @@ func TestAdaptersServeOllama(t *testing.T) {
 	if again, _ := adaptersAsk(t, g, "secret-2", "tiny-rivers"); again != adapted {
 		t.Errorf("after a failed change the adapter answers %q, before %q", again, adapted)
 	}
+
+	// ctl lists the adapters and removes one: its name is gone, the
+	// model answers as before.
+	if out, err := ctlRun(t, g, "model", "adapter", "list", "tiny"); err != nil || !regexpLine(out, "tiny-rivers", "mirror://rivers/v2", "1") {
+		t.Errorf("ctl model adapter list: %v\n%s", err, out)
+	}
+	if out, err := ctlRun(t, g, "model", "adapter", "remove", "tiny", "tiny-rivers"); err != nil || !strings.Contains(out, "model tiny: replaced") {
+		t.Fatalf("ctl model adapter remove: %v\n%s", err, out)
+	}
+	if _, e := chatErr(keyClient(g, "secret-2"), "tiny-rivers"); e == nil || e.StatusCode != 404 {
+		t.Errorf("tiny-rivers once removed: %+v, want 404", e)
+	}
+	if again, _ := adaptersAsk(t, g, "secret-2", "tiny"); again != base {
+		t.Errorf("the model answers %q once its adapter is removed; before, %q", again, base)
+	}
+	var audit struct {
+		Entries []struct{ Action string }
+	}
+	g.adminGet("/llm/audit?model=tiny", &audit)
+	live := 0
+	for _, e := range audit.Entries {
+		if e.Action == "model changed live" {
+			live++
+		}
+	}
+	if live < 2 {
+		t.Errorf("audit log: %+v, want the adapter changes recorded", audit.Entries)
+	}
 }

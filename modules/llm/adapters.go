@@ -275,3 +275,19 @@ var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapte
 		"source": typ("string", "a local path, or mirror://model[/version[/file]] (fetched and checked like weights)"),
 		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
 	}, "name", "source")}
+
+// withAdapterSources is models and, for each adapter, an entry with the
+// adapter's name and source: what uses a file of the node's weights
+// directory.
+func withAdapterSources(models []*Model) []*Model {
+	out := models
+	for _, m := range models {
+		for _, a := range m.Adapters {
+			if len(out) == len(models) {
+				out = slices.Clone(models)
+			}
+			out = append(out, &Model{Name: a.Name, Source: a.Source})
+		}
+	}
+	return out
+}

@@ -112,3 +112,14 @@ func TestAdapterSelector(t *testing.T) {
 		t.Errorf("SetMembers: %s %v", body, err)
 	}
 }
+
+func TestAdapterSourcesCountAsUsed(t *testing.T) {
+	models := []*Model{{Name: "tiny", Source: "/m.gguf", Adapters: []*Adapter{{Name: "tiny-sql", Source: "mirror://sql/v1"}}}, {Name: "b"}}
+	got := withAdapterSources(models)
+	if len(got) != 3 || got[2].Name != "tiny-sql" || got[2].Source != "mirror://sql/v1" || len(models) != 2 {
+		t.Fatalf("got %d entries (%+v); the catalog has %d", len(got), got, len(models))
+	}
+	if mm, mv, ok := mirrorRef(got[2]); !ok || mm != "sql" || mv != "v1" {
+		t.Errorf("the adapter's mirror version: %s/%s %v", mm, mv, ok)
+	}
+}
