@@ -91,6 +91,11 @@ func TestAdaptersServeOllama(t *testing.T) {
 	if code != 400 || !strings.Contains(string(body), `adapter name \"tiny\" is already the name of model \"tiny\"`) {
 		t.Fatalf("an adapter named like the model: %d %s", code, body)
 	}
+	// A source that is not there is refused before anything changes.
+	code, body = adminDo(t, g, "POST", "/llm/models/tiny/settings", `{"adapters":[{"name":"tiny-rivers","source":"mirror://rivers/v9"}]}`)
+	if code != 422 || !strings.Contains(string(body), `model \"tiny\": adapter \"tiny-rivers\"`) {
+		t.Fatalf("an adapter whose version is not in the mirror: %d %s", code, body)
+	}
 	code, body = adminDo(t, g, "POST", "/llm/models/tiny/settings", `{"adapters":[{"name":"tiny-rivers","source":"mirror://rivers/v1"}]}`)
 	var roll struct {
 		Replaced, Started []string
@@ -183,5 +188,34 @@ func TestAdaptersServeOllama(t *testing.T) {
 	}
 	if live < 2 {
 		t.Errorf("audit log: %+v, want the adapter changes recorded", audit.Entries)
+	}
+}
+
+// TestAdaptersFromConfigFile declares an adapter (a local file) in the
+// Caddyfile on a model started on demand: the first request, for the
+// adapter, starts the model's replica with the adapter loaded.
+func TestAdaptersFromConfigFile(t *testing.T) {
+	src, lora := tinyModel(t), adaptersRivers(t)
+	g := startGateway(t, ollamaModels(t, `model tiny {
+			engine ollama
+			source `+src+`
+			context_length 512
+			min 0
+			adapter tiny-rivers {
+				source `+lora+`
+			}
+		}`), "")
+	if st := g.models()["tiny"]; st.State != "idle" || len(st.Adapters) != 1 || st.Adapters[0].Name != "tiny-rivers" {
+		t.Fatalf("before any request: %q, adapters %+v", st.State, st.Adapters)
+	}
+	adapted, named := adaptersAsk(t, g, "", "tiny-rivers")
+	if strings.Count(adapted, "river") < 4 || named != "tiny-rivers" {
+		t.Errorf("the adapter answered %q (naming %q)", adapted, named)
+	}
+	if base, _ := adaptersAsk(t, g, "", "tiny"); strings.Contains(base, "river") {
+		t.Errorf("the model answered %q, as its adapter does", base)
+	}
+	if n := len(g.models()["tiny"].Replicas); n != 1 {
+		t.Errorf("%d replicas serve the model and its adapter, want 1", n)
 	}
 }

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -290,4 +291,38 @@ func withAdapterSources(models []*Model) []*Model {
 		}
 	}
 	return out
+}
+
+// checkAdapterSources checks the sources of adapters of m as a model's
+// source is checked before it is added (unless m opts out): the file or
+// mirror version exists and is in a format m's engine (formats) loads.
+func (a *App) checkAdapterSources(ctx context.Context, m *Model, adapters []*Adapter, formats []string) error {
+	if m.CheckSource != nil && !*m.CheckSource {
+		return nil
+	}
+	for _, ad := range adapters {
+		_, err := a.sourceChecker().check(ctx, &Model{Name: ad.Name, Engine: m.Engine, Source: ad.Source}, formats)
+		var se *SourceError
+		if errors.As(err, &se) {
+			return sourceErr("model %q: adapter %q: %s", m.Name, ad.Name, se.msg)
+		}
+		if err != nil {
+			return fmt.Errorf("model %q: adapter %q: %w", m.Name, ad.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkNewAdapters checks the sources of adapters a live change gives
+// the model name, before anything changes.
+func (a *App) checkNewAdapters(ctx context.Context, name string, adapters []*Adapter) error {
+	m, ok := a.v().cat.byName[name]
+	if !ok {
+		return nil // changeModel answers 404
+	}
+	var formats []string
+	if p, ok := a.engines[m.Engine]; ok {
+		formats = p.Info().Formats
+	}
+	return a.checkAdapterSources(ctx, m, adapters, formats)
 }

@@ -1,6 +1,10 @@
 package llm
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,5 +125,30 @@ func TestAdapterSourcesCountAsUsed(t *testing.T) {
 	}
 	if mm, mv, ok := mirrorRef(got[2]); !ok || mm != "sql" || mv != "v1" {
 		t.Errorf("the adapter's mirror version: %s/%s %v", mm, mv, ok)
+	}
+}
+
+func TestAdapterSourcesChecked(t *testing.T) {
+	dir := t.TempDir()
+	gguf := filepath.Join(dir, "a.gguf")
+	if err := os.WriteFile(gguf, []byte("GGUF\x03\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Model{Name: "tiny", Engine: "ollama"}
+	a := new(App)
+	ok := []*Adapter{{Name: "tiny-a", Source: gguf}}
+	if err := a.checkAdapterSources(context.Background(), m, ok, []string{FormatGGUF}); err != nil {
+		t.Errorf("a GGUF adapter: %v", err)
+	}
+	missing := []*Adapter{{Name: "tiny-b", Source: filepath.Join(dir, "missing.gguf")}}
+	err := a.checkAdapterSources(context.Background(), m, missing, []string{FormatGGUF})
+	var se *SourceError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), `model "tiny": adapter "tiny-b": `) {
+		t.Errorf("a missing adapter file: %v", err)
+	}
+	off := false
+	m.CheckSource = &off
+	if err := a.checkAdapterSources(context.Background(), m, missing, []string{FormatGGUF}); err != nil {
+		t.Errorf("with check_source off: %v", err)
 	}
 }

@@ -235,6 +235,11 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
 	}
+	if st.Adapters != nil {
+		if err := a.checkNewAdapters(r.Context(), name, *st.Adapters); err != nil {
+			return sourceStatus(err)
+		}
+	}
 	f, err := a.changeModel(r, name, "its settings", st.apply, &st)
 	if err != nil {
 		return err
