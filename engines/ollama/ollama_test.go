@@ -230,3 +230,21 @@ func TestAdaptersRealOllama(t *testing.T) {
 		t.Errorf("the model answers %q after the adapter, %q before", again, base)
 	}
 }
+
+func TestAdapterModelfile(t *testing.T) {
+	spec := engine.ReplicaSpec{Model: "Tiny Chat", Adapters: []engine.Adapter{{Name: "sql", Path: "/a/sql.gguf"}}}
+	mf, err := AdapterModelfile(spec, spec.Adapters[0])
+	if err != nil || mf != "FROM tiny-chat\nADAPTER /a/sql.gguf\n" {
+		t.Errorf("Modelfile %q, %v", mf, err)
+	}
+	if _, err := AdapterModelfile(spec, engine.Adapter{Name: "x", Path: "/a/x.gguf", Scale: 0.5}); err == nil || !strings.Contains(err.Error(), "ollama applies adapters at scale 1") {
+		t.Errorf("scale 0.5: %v", err)
+	}
+	if _, err := AdapterModelfile(spec, engine.Adapter{Name: "x", Path: "/a/x\nFROM evil"}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Errorf("a path of two lines: %v", err)
+	}
+	env := strings.Join(Env(spec, 1, "/d"), " ")
+	if !strings.Contains(env, "OLLAMA_MAX_LOADED_MODELS=2") {
+		t.Errorf("env %s: want room for the model and its adapter's model", env)
+	}
+}
