@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
 	"github.com/llmgw/llmgw/mirror/s3test"
+	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
@@ -217,5 +221,38 @@ func TestAdaptersFromConfigFile(t *testing.T) {
 	}
 	if n := len(g.models()["tiny"].Replicas); n != 1 {
 		t.Errorf("%d replicas serve the model and its adapter, want 1", n)
+	}
+}
+
+// TestAdaptersClusterOllama serves a model with an adapter on the one node
+// of a cluster that has Ollama: a request for the adapter through the other
+// node reaches that node's replica (its heartbeat says the replica loaded
+// the adapter) and is answered with the adapter applied.
+func TestAdaptersClusterOllama(t *testing.T) {
+	src, lora := tinyModel(t), adaptersRivers(t)
+	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{},
+		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")) + `
+		model tiny {
+			engine ollama
+			source ` + src + `
+			context_length 512
+			min 1
+			adapter tiny-rivers {
+				source ` + lora + `
+			}
+		}`,
+		extra: map[string]string{
+			"n1": "engine ollama {\n\t\t\toption bin " + filepath.Join(t.TempDir(), "no-ollama-here") + "\n\t\t}",
+			"n2": "engine ollama {\n\t\t\toption bin " + ollamaBin(t) + "\n\t\t}",
+		}}
+	n1 := c.add("n1")
+	c.add("n2")
+	waitFor(t, 90*time.Second, "tiny ready on n2, as n1 sees it", func() bool {
+		return slices.Equal(n1.readyOn("tiny"), []string{"n2"})
+	})
+	adapted, named := adaptersAsk(t, n1, "secret-1", "tiny-rivers")
+	base, _ := adaptersAsk(t, n1, "secret-1", "tiny")
+	if strings.Count(adapted, "river") < 4 || named != "tiny-rivers" || strings.Contains(base, "river") {
+		t.Errorf("through n1: the adapter answered %q (naming %q), the model %q", adapted, named, base)
 	}
 }
