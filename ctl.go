@@ -287,7 +287,7 @@ func (c *ctl) model() *cobra.Command {
 	set.Flags().StringVar(&fallbacks, "fallbacks", "", "models tried in order when it fails before its first byte (comma-separated; empty clears)")
 	set.Flags().StringVar(&canary, "canary", "", "model:percent sends that share of requests to model first (\"off\" removes it)")
 	lf.register(set)
-	cmd.AddCommand(add, scale, remove, set, c.modelRestart())
+	cmd.AddCommand(add, scale, remove, set, c.modelRestart(), c.modelAdapter())
 	cmd.AddCommand(c.modelUpdateCommands()...) // ctl_updates.go
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),

@@ -6,6 +6,7 @@ package llamacpp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -157,7 +158,35 @@ func Command(spec engine.ReplicaSpec, port int) ([]string, error) {
 			args = append(args, "--lora-scaled", path, scale)
 		}
 	}
+	if len(spec.Adapters) > 0 {
+		if opt["lora"] != "" {
+			return nil, fmt.Errorf("model %q: llamacpp option lora and adapters cannot be used together; declare each adapter with adapter <name> { source … }", spec.Model)
+		}
+		// Loaded at scale 0: requests for the model alone get none of
+		// them; a request for an adapter names it in its lora member
+		// (see Adapters).
+		args = append(args, "--lora-init-without-apply")
+		for _, a := range spec.Adapters {
+			args = append(args, "--lora-scaled", a.Path, strconv.FormatFloat(a.ScaleOr1(), 'g', -1, 64))
+		}
+	}
 	return append(args, spec.Args...), nil
+}
+
+// Adapters returns, for each of the spec's adapters, the request body
+// member that applies it in llama-server: lora, the adapter's index (the
+// order of --lora-scaled) and scale; the adapters a request does not name
+// stay at scale 0.
+func Adapters(spec engine.ReplicaSpec) map[string]string {
+	if len(spec.Adapters) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(spec.Adapters))
+	for i, a := range spec.Adapters {
+		b, _ := json.Marshal(map[string]any{"lora": []map[string]any{{"id": i, "scale": a.ScaleOr1()}}})
+		out[a.Name] = string(b)
+	}
+	return out
 }
 
 // Start runs llama-server for one replica and waits until /health says
@@ -184,7 +213,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting llama-server for %q: %w", spec.Model, err)
 	}
-	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID, Adapters: Adapters(spec)}, nil
 }
 
 // Status reports a replica's state and, from llama-server's metrics, the

@@ -221,3 +221,30 @@ func TestConformanceStandIn(t *testing.T) {
 	t.Run("direct", func(t *testing.T) { enginetest.Run(t, standInEngine(t), opts) })
 	t.Run("grpc", func(t *testing.T) { enginetest.Run(t, enginetest.OverGRPC(t, standInEngine(t)), opts) })
 }
+
+func TestCommandAdapters(t *testing.T) {
+	spec := engine.ReplicaSpec{Model: "chat", Source: "/m/chat.gguf",
+		Adapters: []engine.Adapter{{Name: "chat-sql", Path: "/c/sql.gguf", Scale: 0.5}, {Name: "chat-pirate", Path: "/c/pirate.gguf"}}}
+	got, err := Command(spec, 41234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--model", "/m/chat.gguf", "--host", "127.0.0.1", "--port", "41234", "--alias", "chat",
+		"--parallel", "1", "--metrics", "--lora-init-without-apply",
+		"--lora-scaled", "/c/sql.gguf", "0.5", "--lora-scaled", "/c/pirate.gguf", "1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("command:\n got %q\nwant %q", got, want)
+	}
+	fields := Adapters(spec)
+	wantFields := map[string]string{
+		"chat-sql":    `{"lora":[{"id":0,"scale":0.5}]}`,
+		"chat-pirate": `{"lora":[{"id":1,"scale":1}]}`,
+	}
+	if !reflect.DeepEqual(fields, wantFields) {
+		t.Errorf("request members:\n got %q\nwant %q", fields, wantFields)
+	}
+	spec.Options = map[string]string{"lora": "/a/style.gguf"}
+	if _, err := Command(spec, 1); err == nil || !strings.Contains(err.Error(), "option lora and adapters cannot be used together") {
+		t.Errorf("option lora with adapters: got %v, want it refused", err)
+	}
+}

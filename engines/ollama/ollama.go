@@ -56,7 +56,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 // environment (OLLAMA_HOST), which llmgw sets and no option reaches; a
 // model's args are not passed to ollama serve.
 var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.ProtocolVersion,
-	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
+	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters},
 	Formats:      []string{"gguf"},
 	Options: []engine.Option{
 		{Name: "template", Description: "the Modelfile TEMPLATE (Go template syntax); default: one that supports tools"},
@@ -168,10 +168,29 @@ func Env(spec engine.ReplicaSpec, port int, dir string) []string {
 		"OLLAMA_MODELS=" + filepath.Join(dir, "models"),
 		"OLLAMA_NUM_PARALLEL=" + strconv.FormatInt(max(spec.Concurrency, 1), 10),
 		"OLLAMA_KEEP_ALIVE=-1",
-		"OLLAMA_MAX_LOADED_MODELS=1",
+		// The model, and each adapter's model (see AdapterModelfile).
+		"OLLAMA_MAX_LOADED_MODELS=" + strconv.Itoa(1+len(spec.Adapters)),
 		"OLLAMA_NOPRUNE=1",
 		"OLLAMA_MULTIUSER_CACHE=1",
 	}
+}
+
+// AdapterModelfile returns the Modelfile of an adapter's own Ollama
+// model: Ollama loads one adapter per model, so each adapter becomes a
+// model created from the replica's model (whose template and parameters
+// it keeps) plus the adapter.
+func AdapterModelfile(spec engine.ReplicaSpec, a engine.Adapter) (string, error) {
+	if a.ScaleOr1() != 1 {
+		return "", fmt.Errorf("model %q: adapter %q: ollama applies adapters at scale 1; remove scale", spec.Model, a.Name)
+	}
+	if strings.ContainsAny(a.Path, "\r\n") {
+		return "", fmt.Errorf("model %q: adapter %q: its path must be one line", spec.Model, a.Name)
+	}
+	path, err := filepath.Abs(a.Path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("FROM %s\nADAPTER %s\n", ModelName(spec.Model), path), nil
 }
 
 // ModelName is the name the replica's model gets inside its Ollama: the
@@ -246,14 +265,49 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	if err := post(ctx, base+"/api/generate", map[string]any{"model": name, "keep_alive": -1}); err != nil {
 		return fail(fmt.Errorf("loading the model: %w", err))
 	}
+	adapters, err := e.createAdapters(ctx, spec, env, dir, base)
+	if err != nil {
+		return fail(err)
+	}
 	e.mu.Lock()
 	e.dirs[spec.ReplicaID] = dir
 	e.mu.Unlock()
-	rep := engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}
+	rep := engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID, Adapters: adapters}
 	if name != spec.Model {
 		rep.UpstreamModel = name
 	}
 	return rep, nil
+}
+
+// createAdapters creates and loads each adapter's Ollama model, and
+// returns the request member that selects it: its model name.
+func (e *Engine) createAdapters(ctx context.Context, spec engine.ReplicaSpec, env []string, dir, base string) (map[string]string, error) {
+	if len(spec.Adapters) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(spec.Adapters))
+	for i, a := range spec.Adapters {
+		mf, err := AdapterModelfile(spec, a)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("Modelfile.adapter%d", i))
+		if err := os.WriteFile(path, []byte(mf), 0o600); err != nil {
+			return nil, err
+		}
+		name := ModelName(a.Name)
+		create := exec.CommandContext(ctx, e.Bin, "create", name, "-f", path)
+		create.Env = env
+		if out, err := create.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("ollama create for adapter %q: %v: %s", a.Name, err, lastLine(out))
+		}
+		if err := post(ctx, base+"/api/generate", map[string]any{"model": name, "keep_alive": -1}); err != nil {
+			return nil, fmt.Errorf("loading adapter %q: %w", a.Name, err)
+		}
+		b, _ := json.Marshal(map[string]string{"model": name})
+		out[a.Name] = string(b)
+	}
+	return out, nil
 }
 
 func post(ctx context.Context, url string, body any) error {

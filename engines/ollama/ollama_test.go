@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -175,4 +176,75 @@ func TestConformanceRealOllama(t *testing.T) {
 	opts := enginetest.Options{Spec: engine.ReplicaSpec{Model: "tiny", Source: model, ContextLength: 256}, ProbePath: "/models", StartTimeout: 2 * time.Minute}
 	t.Run("direct", func(t *testing.T) { enginetest.Run(t, newEngine(t), opts) })
 	t.Run("grpc", func(t *testing.T) { enginetest.Run(t, enginetest.OverGRPC(t, newEngine(t)), opts) })
+}
+
+// A replica with a LoRA adapter, on the real Ollama: the adapter is its
+// own Ollama model, and its greedy answers are the favoured words where
+// the model's are not.
+func TestAdaptersRealOllama(t *testing.T) {
+	bin := enginetest.OllamaBin()
+	if bin == "" {
+		t.Fatal(enginetest.OllamaMissing)
+	}
+	dir := t.TempDir()
+	model, lora := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "rivers.gguf")
+	c := tinygguf.Default()
+	if err := tinygguf.WriteFile(model, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := tinygguf.WriteAdapterFile(lora, c, tinygguf.Adapter{Favour: []string{"river"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LLMGW_ENGINE_BIN", bin)
+	e := New(hclog.NewNullLogger())
+	defer e.Shutdown()
+	rep, err := e.Start(context.Background(), engine.ReplicaSpec{Model: "tiny", ReplicaID: "tiny-lora-1", Source: model,
+		Adapters: []engine.Adapter{{Name: "tiny-rivers", Path: lora}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"tiny-rivers": `{"model":"tiny-rivers"}`}; !reflect.DeepEqual(rep.Adapters, want) {
+		t.Errorf("adapters %q, want %q", rep.Adapters, want)
+	}
+	answer := func(model string) string {
+		body := fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":8,"messages":[{"role":"user","content":"tell me"}]}`, model)
+		resp, err := http.Post(rep.BaseURL+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
+			t.Fatalf("%s: %d %v", model, resp.StatusCode, err)
+		}
+		return out.Choices[0].Message.Content
+	}
+	base, adapted := answer("tiny"), answer("tiny-rivers")
+	t.Logf("model: %q; adapter: %q", base, adapted)
+	if strings.Count(adapted, "river") < 4 || strings.Contains(base, "river") {
+		t.Errorf("model answered %q, adapter %q: want the adapter's answer made of river", base, adapted)
+	}
+	if again := answer("tiny"); again != base {
+		t.Errorf("the model answers %q after the adapter, %q before", again, base)
+	}
+}
+
+func TestAdapterModelfile(t *testing.T) {
+	spec := engine.ReplicaSpec{Model: "Tiny Chat", Adapters: []engine.Adapter{{Name: "sql", Path: "/a/sql.gguf"}}}
+	mf, err := AdapterModelfile(spec, spec.Adapters[0])
+	if err != nil || mf != "FROM tiny-chat\nADAPTER /a/sql.gguf\n" {
+		t.Errorf("Modelfile %q, %v", mf, err)
+	}
+	if _, err := AdapterModelfile(spec, engine.Adapter{Name: "x", Path: "/a/x.gguf", Scale: 0.5}); err == nil || !strings.Contains(err.Error(), "ollama applies adapters at scale 1") {
+		t.Errorf("scale 0.5: %v", err)
+	}
+	if _, err := AdapterModelfile(spec, engine.Adapter{Name: "x", Path: "/a/x\nFROM evil"}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Errorf("a path of two lines: %v", err)
+	}
+	env := strings.Join(Env(spec, 1, "/d"), " ")
+	if !strings.Contains(env, "OLLAMA_MAX_LOADED_MODELS=2") {
+		t.Errorf("env %s: want room for the model and its adapter's model", env)
+	}
 }

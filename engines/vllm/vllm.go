@@ -5,6 +5,7 @@ package vllm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -159,7 +160,23 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 	if v := opt["enforce_eager"]; v == "true" {
 		args = append(args, "--enforce-eager")
 	}
+	var modules []string
 	if l := opt["lora"]; l != "" {
+		for _, m := range strings.Split(l, ",") {
+			name, path, ok := strings.Cut(strings.TrimSpace(m), "=")
+			if !ok || name == "" || path == "" {
+				return nil, nil, fmt.Errorf("vllm option lora %q: give name=path adapters, comma-separated", l)
+			}
+			modules = append(modules, name+"="+path)
+		}
+	}
+	for _, a := range spec.Adapters {
+		if a.ScaleOr1() != 1 {
+			return nil, nil, fmt.Errorf("model %q: adapter %q: vllm applies adapters at scale 1; remove scale", spec.Model, a.Name)
+		}
+		modules = append(modules, a.Name+"="+a.Path)
+	}
+	if len(modules) > 0 {
 		args = append(args, "--enable-lora")
 		if r := opt["max_lora_rank"]; r != "" {
 			if _, err := strconv.Atoi(r); err != nil {
@@ -168,13 +185,7 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 			args = append(args, "--max-lora-rank", r)
 		}
 		args = append(args, "--lora-modules")
-		for _, m := range strings.Split(l, ",") {
-			name, path, ok := strings.Cut(strings.TrimSpace(m), "=")
-			if !ok || name == "" || path == "" {
-				return nil, nil, fmt.Errorf("vllm option lora %q: give name=path adapters, comma-separated", l)
-			}
-			args = append(args, name+"="+path)
-		}
+		args = append(args, modules...)
 	}
 	return append(args, spec.Args...), env, nil
 }
@@ -202,5 +213,20 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting vllm for %q: %w", spec.Model, err)
 	}
-	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID}, nil
+	return engine.Replica{ID: p.ID, BaseURL: p.BaseURL, PID: p.Status().PID, Adapters: Adapters(spec)}, nil
+}
+
+// Adapters returns, for each of the spec's adapters, the request body
+// member that selects it in vllm: the model, the adapter's name given to
+// --lora-modules.
+func Adapters(spec engine.ReplicaSpec) map[string]string {
+	if len(spec.Adapters) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(spec.Adapters))
+	for _, a := range spec.Adapters {
+		b, _ := json.Marshal(map[string]string{"model": a.Name})
+		out[a.Name] = string(b)
+	}
+	return out
 }

@@ -163,3 +163,26 @@ func TestStartWaitsForHealth(t *testing.T) {
 		t.Errorf("a server that exits: %v", err)
 	}
 }
+
+func TestCommandAdapters(t *testing.T) {
+	spec := engine.ReplicaSpec{Model: "llama", Source: "/models/llama",
+		Options:  map[string]string{"lora": "old=/a/old", "max_lora_rank": "16"},
+		Adapters: []engine.Adapter{{Name: "llama-sql", Path: "/c/sql"}, {Name: "llama-chat", Path: "/c/chat", Scale: 1}}}
+	args, _, err := Command(spec, 40001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"serve", "/models/llama", "--host", "127.0.0.1", "--port", "40001", "--served-model-name", "llama",
+		"--enable-lora", "--max-lora-rank", "16", "--lora-modules", "old=/a/old", "llama-sql=/c/sql", "llama-chat=/c/chat"}
+	if !reflect.DeepEqual(args, want) {
+		t.Errorf("args:\n got %q\nwant %q", args, want)
+	}
+	wantFields := map[string]string{"llama-sql": `{"model":"llama-sql"}`, "llama-chat": `{"model":"llama-chat"}`}
+	if got := Adapters(spec); !reflect.DeepEqual(got, wantFields) {
+		t.Errorf("request members:\n got %q\nwant %q", got, wantFields)
+	}
+	spec.Adapters[0].Scale = 0.5
+	if _, _, err := Command(spec, 1); err == nil || !strings.Contains(err.Error(), "vllm applies adapters at scale 1") {
+		t.Errorf("scale 0.5: got %v, want it refused", err)
+	}
+}

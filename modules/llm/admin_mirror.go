@@ -173,7 +173,7 @@ func mirrorRef(m *Model) (model, version string, ok bool) {
 // are the mirror's model/version (any version when a model is unpinned).
 func (a *App) mirrorUsers(model, version, except string) []string {
 	var out []string
-	for _, m := range a.v().models {
+	for _, m := range withAdapterSources(a.v().models) {
 		if m.Name == except {
 			continue
 		}

@@ -28,7 +28,7 @@ func (f *fleet) supervisor(r *Replica) (engine.Engine, error) {
 		h[k] = strings.Join(r.Header[k], "\n")
 	}
 	err = engine.Adopt(ctx, eng, engine.Replica{ID: r.ID, BaseURL: r.BaseURL, PID: r.PID, Headers: h,
-		UpstreamModel: r.UpstreamModel, HealthURL: r.healthURL})
+		UpstreamModel: r.UpstreamModel, HealthURL: r.healthURL, Adapters: r.Adapters})
 	if err != nil {
 		return nil, err
 	}

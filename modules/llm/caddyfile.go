@@ -46,6 +46,10 @@ func init() {
 //			fallback           <model...>
 //			canary             <model> <percent>%  # a share of requests to another model
 //			price              <input> <output>   # per million tokens
+//			adapter <name> {                      # a LoRA adapter served as <name>; repeatable
+//				source <path|mirror://…>
+//				scale  <number>                   # default 1
+//			}
 //		}
 //		org <name> {                            # see parseOrg
 //			...
@@ -170,7 +174,7 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := eachSubdirective(d, func(dir string) error { return parseModelField(d, m, dir) }, "option", "alias", "fallback")
+	err := eachSubdirective(d, func(dir string) error { return parseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter")
 	if err != nil {
 		return err
 	}
@@ -268,6 +272,8 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return oneArg(d, &m.Class)
 	case "owner":
 		return oneArg(d, &m.Owner)
+	case "adapter":
+		return parseAdapter(d, m)
 	case "canary":
 		var model, share string
 		if !d.Args(&model, &share) || d.NextArg() {

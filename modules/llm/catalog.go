@@ -69,6 +69,15 @@ type Model struct {
 	// model (a new version being tried). When the canary fails before the
 	// first byte of its answer, the request goes on to this model.
 	Canary *Canary `json:"canary,omitempty"`
+
+	// Adapters are LoRA adapters the model's replicas load, each served
+	// under its own name (see Adapter). The model's engine must load
+	// adapters (llamacpp, vllm, ollama).
+	Adapters []*Adapter `json:"adapters,omitempty"`
+
+	// adapterOf is, for an adapter's catalog entry, the model it applies
+	// to.
+	adapterOf string
 }
 
 // Canary is a share of a model's requests served by another model.
@@ -211,7 +220,7 @@ func (m *Model) validate() error {
 	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
 		return fmt.Errorf("model %q: resources must not be negative", m.Name)
 	}
-	return nil
+	return m.validateAdapters()
 }
 
 // Bounds on what a model hands its engine (much of it becomes a command
@@ -258,13 +267,15 @@ func checkEngineSettings(m *Model, info engine.Info) error {
 	if err := info.CheckArgs(m.Args); err != nil {
 		return fmt.Errorf("model %q: %w", m.Name, err)
 	}
-	return nil
+	return checkAdapterEngine(m, info)
 }
 
 // catalog indexes models by name and alias.
 type catalog struct {
 	byName map[string]*Model
-	names  []string // every name and alias, sorted
+	names  []string // every name, alias and adapter, sorted
+	// adapters are the adapters' entries, by name (see addAdapters).
+	adapters map[string]*Model
 }
 
 func newCatalog(models []*Model) (*catalog, error) {
@@ -280,6 +291,9 @@ func newCatalog(models []*Model) (*catalog, error) {
 			c.byName[n] = m
 			c.names = append(c.names, n)
 		}
+	}
+	if err := c.addAdapters(models); err != nil {
+		return nil, err
 	}
 	for _, m := range models {
 		for _, fb := range m.Fallbacks {

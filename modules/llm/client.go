@@ -80,6 +80,11 @@ func (a *App) call(ctx context.Context, model, path string, body map[string]any,
 	if rep.UpstreamModel != "" {
 		body["model"] = rep.UpstreamModel
 	}
+	if mem := rep.AdapterMembers(m.Name); mem != nil {
+		if err := json.Unmarshal(mem, &body); err != nil {
+			return fmt.Errorf("asking %q: an adapter's request members: %w", model, err)
+		}
+	}
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rep.BaseURL+path, bytes.NewReader(b))
 	if err != nil {

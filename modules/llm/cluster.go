@@ -235,12 +235,14 @@ type nodeBeat struct {
 }
 
 type beatReplica struct {
-	ID       string    `json:"id"`
-	Model    string    `json:"model"`
-	Upstream string    `json:"upstream,omitempty"`
-	State    string    `json:"state"`
-	Inflight int64     `json:"inflight"`
-	Started  time.Time `json:"started"`
+	ID       string `json:"id"`
+	Model    string `json:"model"`
+	Upstream string `json:"upstream,omitempty"`
+	// Adapters the replica loaded, with their request members.
+	Adapters map[string]string `json:"adapters,omitempty"`
+	State    string            `json:"state"`
+	Inflight int64             `json:"inflight"`
+	Started  time.Time         `json:"started"`
 }
 
 type beatLoad struct {

@@ -38,9 +38,12 @@ type Replica struct {
 	BaseURL       string
 	Header        http.Header
 	UpstreamModel string
-	PID           int64
-	CPUs          []int // the cores it is pinned to, if any
-	Started       time.Time
+	// Adapters are the adapters the replica loaded, each with the request
+	// body members that apply it (see engine.Replica.Adapters).
+	Adapters map[string]string
+	PID      int64
+	CPUs     []int // the cores it is pinned to, if any
+	Started  time.Time
 	// Node is the cluster node the replica runs on; empty outside a
 	// cluster.
 	Node string
@@ -324,6 +327,9 @@ func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 		return nil
 	}
 	r := sel.Select(ready)
+	if r == nil {
+		return nil // none fits (an adapter no ready replica loaded yet)
+	}
 	r.inflight.Add(1)
 	r.lastUsed.Store(now().UnixNano())
 	return r
@@ -511,6 +517,12 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
+	adapters, releaseAdapters, err := f.fetchAdapters(f.ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	release = func(weights func()) func() { return func() { weights(); releaseAdapters() } }(release)
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.startTimeout)
 	defer cancel()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
@@ -518,7 +530,7 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		Options: f.m().Options, ContextLength: f.m().ContextLength,
 		Concurrency: int64(f.m().Scaling.target()),
 		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
-		CPUs: cpus,
+		CPUs: cpus, Adapters: adapters,
 	})
 	if err != nil {
 		release()
@@ -526,7 +538,7 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus,
-		UpstreamModel: rep.UpstreamModel, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
+		UpstreamModel: rep.UpstreamModel, Adapters: rep.Adapters, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
 		idle: make(chan struct{}, 1), release: release}
 	r.epoch.Store(epoch)
 	for k, v := range rep.Headers {

@@ -41,7 +41,7 @@ type Rollout struct {
 // reshapes reports whether the settings change what a replica runs with,
 // so the model's replicas are replaced.
 func (s ModelSettings) reshapes() bool {
-	return s.ContextLength != nil || s.Options != nil || s.Args != nil || s.Resources != nil
+	return s.ContextLength != nil || s.Options != nil || s.Args != nil || s.Resources != nil || s.Adapters != nil
 }
 
 // checkReshape checks, before anything changes, that next (the model m

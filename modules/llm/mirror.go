@@ -189,6 +189,9 @@ func (a *App) needsMirror() bool {
 	if a.Mirror != nil {
 		return true
 	}
+	if adaptersNeedMirror(a.Models) {
+		return true
+	}
 	for _, m := range a.Models {
 		if isMirrorSource(m.Source) || strings.HasPrefix(m.Source, "http://") || strings.HasPrefix(m.Source, "https://") {
 			return true

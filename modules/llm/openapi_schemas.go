@@ -44,6 +44,7 @@ var (
 			"price":        obj(map[string]any{"input_per_million": typ("number", ""), "output_per_million": typ("number", "")}),
 			"check_source": typ("boolean", "false adds the model without checking its source, for sources only the nodes can reach; default true"),
 			"update_check": typ("string", "how often its tracked registry repository is checked for a new commit, a duration such as 6h; default the app's update_check; -1 never"),
+			"adapters":     adaptersSchema,
 		}, "name", "engine")
 		o["additionalProperties"] = false
 		return o
@@ -149,6 +150,7 @@ var settingsSchema = func() map[string]any {
 		"context_length": typ("integer", "replaces the replicas without downtime"),
 		"options":        map[string]any{"type": "object", "additionalProperties": typ("string", ""), "description": "merged over the model's; an empty value removes one; replaces the replicas without downtime"},
 		"args":           map[string]any{"type": "array", "items": typ("string", ""), "description": "replace the model's; replaces the replicas without downtime"},
+		"adapters":       adaptersSchema,
 	})
 	o["additionalProperties"] = false
 	return o

@@ -40,6 +40,9 @@ func (a *App) checkSource(ctx context.Context, m *Model) (*SourceCheck, error) {
 		}
 	}
 	sc, err := a.sourceChecker().check(ctx, m, formats)
+	if err == nil {
+		err = a.checkAdapterSources(ctx, m, m.Adapters, formats)
+	}
 	return &sc, err
 }
 

@@ -59,6 +59,9 @@ func (a *App) Lookup(name string) (*Model, error) {
 	if m, ok := cat.byName[name]; ok {
 		return m, nil
 	}
+	if m, ok := cat.adapters[name]; ok {
+		return m, nil
+	}
 	if CheckName("", name) != nil {
 		return nil, &UnknownModelError{Name: name} // no catalog name is like it
 	}
@@ -78,6 +81,9 @@ func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica
 // the replacement of a replica that died.
 func (a *App) Reacquire(ctx context.Context, model string, sel Selector, failed *Replica) (*Replica, func(), error) {
 	f, ok := a.v().fleets[model]
+	if !ok {
+		f, sel, ok = a.adapterFleet(model, sel) // an adapter: its model's replicas that loaded it
+	}
 	if !ok {
 		return nil, nil, &UnknownModelError{Name: model}
 	}
@@ -111,6 +117,7 @@ type ModelStatus struct {
 	Resources *Resources      `json:"resources,omitempty"`
 	Fallbacks []string        `json:"fallbacks,omitempty"`
 	Canary    *Canary         `json:"canary,omitempty"`
+	Adapters  []*Adapter      `json:"adapters,omitempty"`
 	Replicas  []ReplicaStatus `json:"replicas"`
 }
 
@@ -144,7 +151,8 @@ func (f *fleet) status() ModelStatus {
 	m := f.m()
 	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
 		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{},
-		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary}
+		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
+		Adapters: m.Adapters}
 	if s.Class == "" {
 		s.Class = ClassStandard
 	}

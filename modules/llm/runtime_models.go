@@ -219,6 +219,10 @@ type ModelSettings struct {
 	ContextLength *int64            `json:"context_length,omitempty"`
 	Options       map[string]string `json:"options,omitempty"`
 	Args          *[]string         `json:"args,omitempty"`
+	// Adapters replace the model's LoRA adapters ([] removes them all):
+	// its replicas are replaced without downtime, each new one loading
+	// them.
+	Adapters *[]*Adapter `json:"adapters,omitempty"`
 }
 
 // setModel answers POST /llm/models/<name>/settings, for runtime and config
@@ -230,6 +234,11 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
+	}
+	if st.Adapters != nil {
+		if err := a.checkNewAdapters(r.Context(), name, *st.Adapters); err != nil {
+			return sourceStatus(err)
+		}
 	}
 	f, err := a.changeModel(r, name, "its settings", st.apply, &st)
 	if err != nil {
@@ -245,7 +254,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if !a.v().runtime[f.m().Name] {
 		note = "the model is declared in the config file: the change is kept in Caddy storage and laid over the file's values at every start and reload; the file still holds the old values"
 	}
-	return a.rollModel(w, r, f, "its model changed (context length, resources, options or args)", note)
+	return a.rollModel(w, r, f, "its model changed (context length, resources, options, args or adapters)", note)
 }
 
 // changeModel applies change to a copy of a model, checks the whole
@@ -393,6 +402,9 @@ func (s ModelSettings) merge(o ModelSettings) ModelSettings {
 	if o.Args != nil {
 		s.Args = o.Args
 	}
+	if o.Adapters != nil {
+		s.Adapters = o.Adapters
+	}
 	if o.Options != nil {
 		opts := cloneOptions(s.Options)
 		for k, v := range o.Options {
@@ -428,6 +440,9 @@ func (s ModelSettings) apply(m *Model) {
 	}
 	if s.Args != nil {
 		m.Args = *s.Args
+	}
+	if s.Adapters != nil {
+		m.Adapters = *s.Adapters
 	}
 	if s.Options != nil {
 		opts := cloneOptions(m.Options)

@@ -72,7 +72,7 @@ func (a *App) usedWeights(ctx context.Context, mr *mirror.Mirror) weightsUse {
 	var list []mirror.VersionInfo
 	var listErr error
 	listed := false
-	for _, m := range a.v().models {
+	for _, m := range withAdapterSources(a.v().models) {
 		mm, mv, ok := mirrorRef(m)
 		if !ok {
 			continue

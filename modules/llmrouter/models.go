@@ -17,6 +17,8 @@ type modelObject struct {
 	Created int64     `json:"created"`
 	OwnedBy string    `json:"owned_by"`
 	LLMGW   modelInfo `json:"llmgw"`
+
+	allow []string // the names a key's models must match to see it
 }
 
 type modelInfo struct {
@@ -25,15 +27,24 @@ type modelInfo struct {
 	State    string `json:"state"`
 	Reason   string `json:"reason,omitempty"`
 	Replicas int    `json:"ready_replicas"`
+	// Base is, for a LoRA adapter, the model it applies to.
+	Base string `json:"base,omitempty"`
 }
 
 var created = time.Now().Unix()
 
 func objectsFor(s llm.ModelStatus) []modelObject {
 	info := modelInfo{Model: s.Name, Engine: s.Engine, State: s.State, Reason: s.Reason, Replicas: len(s.Replicas)}
-	out := []modelObject{{ID: s.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info}}
+	out := []modelObject{{ID: s.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info, allow: []string{s.Name}}}
 	for _, a := range s.Aliases {
-		out = append(out, modelObject{ID: a, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info})
+		out = append(out, modelObject{ID: a, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info, allow: []string{a, s.Name}})
+	}
+	// An adapter is a model of its own: a key sees it when its models
+	// match the adapter's name.
+	for _, a := range s.Adapters {
+		ai := info
+		ai.Model, ai.Base = a.Name, s.Name
+		out = append(out, modelObject{ID: a.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: ai, allow: []string{a.Name}})
 	}
 	return out
 }
@@ -45,7 +56,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
 	data := []modelObject{}
 	for _, s := range rt.app.Status() {
 		for _, o := range objectsFor(s) {
-			if tenant == nil || tenant.Allowed(o.ID, s.Name) {
+			if tenant == nil || tenant.Allowed(o.allow...) {
 				data = append(data, o)
 			}
 		}
@@ -63,8 +74,12 @@ func (rt *Router) serveModel(w http.ResponseWriter, id string) {
 		toAPIError(err).Write(w)
 		return
 	}
+	base := m.Name
+	if b := m.AdapterOf(); b != "" {
+		base = b
+	}
 	for _, s := range rt.app.Status() {
-		if s.Name != m.Name {
+		if s.Name != base {
 			continue
 		}
 		for _, o := range objectsFor(s) {

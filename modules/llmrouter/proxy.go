@@ -73,7 +73,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 			}
 			continue
 		}
-		a := rt.proxy(w, r, req, rep, i == len(candidates)-1, start)
+		a := rt.proxy(w, r, req, rep, name, i == len(candidates)-1, start)
 		release()
 		if a.served {
 			return
@@ -153,7 +153,9 @@ func (rt *Router) via(req *openai.Request, model string) int {
 
 // proxy sends req to one replica. A failure that allows a fallback (connect
 // error, 5xx, 429) on a non-final candidate is returned unserved.
-func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, final bool, start time.Time) attempt {
+// name is the catalog name rep was acquired for: the model's, or an
+// adapter's, whose request members are then set.
+func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, name string, final bool, start time.Time) attempt {
 	eng := rt.engineOf(rep.Model)
 	mode := rt.via(req, rep.Model)
 	var (
@@ -173,6 +175,9 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		endpoint = openai.Messages
 	default:
 		body, err = req.UpstreamBody(rep.UpstreamModel)
+	}
+	if mem := rep.AdapterMembers(name); mem != nil && err == nil {
+		body, err = llm.SetMembers(body, mem)
 	}
 	if err != nil {
 		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}

@@ -143,6 +143,27 @@ type ReplicaSpec struct {
 	// nothing else on the node preempts its compute threads. Empty: run
 	// wherever the kernel puts them.
 	CPUs []int
+
+	// Adapters are LoRA adapters the replica loads beside the model, each
+	// served under its own name: a request whose model is an adapter's
+	// name is answered with the adapter applied, other requests by the
+	// model alone. An engine that cannot serve them fails Start.
+	Adapters []Adapter
+}
+
+// Adapter is a LoRA adapter a replica loads.
+type Adapter struct {
+	Name  string  // what clients ask for; unique in the catalog
+	Path  string  // the adapter's file on this node
+	Scale float64 // how strongly it applies; 0 means 1
+}
+
+// ScaleOr1 is the adapter's scale, 1 when not set.
+func (a Adapter) ScaleOr1() float64 {
+	if a.Scale == 0 {
+		return 1
+	}
+	return a.Scale
 }
 
 // Replica is a started replica.
@@ -161,6 +182,13 @@ type Replica struct {
 	// HealthURL, when set, answers 200 while the replica is healthy. The
 	// gateway probes it itself when the plugin cannot answer Status.
 	HealthURL string
+	// Adapters are the spec's adapters the replica loaded, by name, each
+	// with a JSON object of the request body members the gateway sets on
+	// requests for it: {"model": "…"} for an engine that serves the
+	// adapter under another name, llama-server's {"lora": […]}; "{}" for
+	// none. The gateway sends a request for an adapter only to replicas
+	// that list it.
+	Adapters map[string]string
 }
 
 // Alternatives is a header value that offers each of values in turn

@@ -51,13 +51,15 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 		Model: s.Model, ReplicaId: s.ReplicaID, Source: s.Source, Args: s.Args,
 		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
 		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs), Cpus: ints[int32](s.CPUs),
+		Adapters: toPBAdapters(s.Adapters),
 	})
 	if err != nil {
 		return Replica{}, fromStatus(err)
 	}
 	rep := r.GetReplica()
 	return Replica{ID: rep.GetId(), BaseURL: rep.GetBaseUrl(), PID: rep.GetPid(),
-		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl()}, nil
+		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl(),
+		Adapters: rep.GetAdapters()}, nil
 }
 
 // Adopt asks the plugin to take over r; a plugin without Adopt answers
@@ -72,7 +74,23 @@ func (g *grpcClient) Adopt(ctx context.Context, r Replica) error {
 
 func toPBReplica(r Replica) *pb.Replica {
 	return &pb.Replica{Id: r.ID, BaseUrl: r.BaseURL, Pid: r.PID, Headers: r.Headers,
-		UpstreamModel: r.UpstreamModel, HealthUrl: r.HealthURL}
+		UpstreamModel: r.UpstreamModel, HealthUrl: r.HealthURL, Adapters: r.Adapters}
+}
+
+func toPBAdapters(as []Adapter) []*pb.Adapter {
+	var out []*pb.Adapter
+	for _, a := range as {
+		out = append(out, &pb.Adapter{Name: a.Name, Path: a.Path, Scale: a.Scale})
+	}
+	return out
+}
+
+func fromPBAdapters(as []*pb.Adapter) []Adapter {
+	var out []Adapter
+	for _, a := range as {
+		out = append(out, Adapter{Name: a.GetName(), Path: a.GetPath(), Scale: a.GetScale()})
+	}
+	return out
 }
 
 func (g *grpcClient) Status(ctx context.Context, id string) (Status, error) {
@@ -111,6 +129,7 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 		Model: r.Model, ReplicaID: r.ReplicaId, Source: r.Source, Args: r.Args,
 		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
 		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus), CPUs: ints[int](r.Cpus),
+		Adapters: fromPBAdapters(r.Adapters),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -121,7 +140,8 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 func (g *grpcServer) Adopt(ctx context.Context, r *pb.AdoptRequest) (*pb.AdoptResponse, error) {
 	rep := r.GetReplica()
 	err := Adopt(ctx, g.impl, Replica{ID: rep.GetId(), BaseURL: rep.GetBaseUrl(), PID: rep.GetPid(),
-		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl()})
+		Headers: rep.GetHeaders(), UpstreamModel: rep.GetUpstreamModel(), HealthURL: rep.GetHealthUrl(),
+		Adapters: rep.GetAdapters()})
 	if errors.Is(err, ErrAdoptUnsupported) {
 		return nil, status.Error(codes.Unimplemented, err.Error())
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,5 +36,35 @@ func TestInfoOverGRPC(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Info over gRPC (-want +got):\n%s", d)
+	}
+}
+
+// echoAdapters starts a replica that reports the spec's adapters.
+type echoAdapters struct{ infoOnly }
+
+func (echoAdapters) Start(_ context.Context, s ReplicaSpec) (Replica, error) {
+	r := Replica{ID: s.ReplicaID, Adapters: map[string]string{}}
+	for _, a := range s.Adapters {
+		r.Adapters[a.Name] = fmt.Sprintf(`{"path":%q,"scale":%g}`, a.Path, a.ScaleOr1())
+	}
+	return r, nil
+}
+
+// A spec's adapters reach the plugin, and the replica's come back.
+func TestAdaptersOverGRPC(t *testing.T) {
+	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &GRPCPlugin{Impl: echoAdapters{}}})
+	t.Cleanup(func() { _ = client.Close() })
+	raw, err := client.Dispense(PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := raw.(Engine).Start(context.Background(), ReplicaSpec{Model: "m", ReplicaID: "m-1",
+		Adapters: []Adapter{{Name: "m-sql", Path: "/a/sql.gguf", Scale: 0.5}, {Name: "m-chat", Path: "/a/chat.gguf"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"m-sql": `{"path":"/a/sql.gguf","scale":0.5}`, "m-chat": `{"path":"/a/chat.gguf","scale":1}`}
+	if d := cmp.Diff(want, rep.Adapters); d != "" {
+		t.Errorf("adapters over gRPC (-want +got):\n%s", d)
 	}
 }

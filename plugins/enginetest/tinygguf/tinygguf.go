@@ -177,15 +177,7 @@ func Write(w io.Writer, c Config) error {
 		)
 	}
 
-	bw := bufio.NewWriter(w)
-	g := &gw{w: bw}
-	g.raw([]byte("GGUF"))
-	g.u32(3)
-	g.u64(uint64(len(ts)))
-	type kv struct {
-		key string
-		put func()
-	}
+	g := &gw{}
 	u32 := func(v uint32) func() { return func() { g.u32(tUint32); g.u32(v) } }
 	meta := []kv{
 		{"general.architecture", func() { g.u32(tString); g.str("llama") }},
@@ -232,6 +224,22 @@ func Write(w io.Writer, c Config) error {
 		{"tokenizer.ggml.add_bos_token", func() { g.u32(tBool); g.u8(1) }},
 		{"tokenizer.ggml.add_eos_token", func() { g.u32(tBool); g.u8(0) }},
 	}
+	return encode(w, g, meta, ts)
+}
+
+type kv struct {
+	key string
+	put func()
+}
+
+// encode writes a GGUF v3 file of meta and ts; meta's put functions write
+// through g.
+func encode(w io.Writer, g *gw, meta []kv, ts []tensor) error {
+	bw := bufio.NewWriter(w)
+	g.w = bw
+	g.raw([]byte("GGUF"))
+	g.u32(3)
+	g.u64(uint64(len(ts)))
 	g.u64(uint64(len(meta)))
 	for _, m := range meta {
 		g.str(m.key)
@@ -312,4 +320,75 @@ func (g *gw) zeros(n uint64) {
 	if n > 0 {
 		g.raw(make([]byte, n))
 	}
+}
+
+// Adapter configures a LoRA adapter for the model of a Config.
+type Adapter struct {
+	// Favour are the whole words of the model's vocabulary the adapter
+	// makes likely: its answers are made of them, where the model's
+	// answers are not.
+	Favour []string
+	// Bias is the favoured words' added bias (default 10: strong enough
+	// that they win every step).
+	Bias float32
+}
+
+// WriteAdapter writes a LoRA adapter for the model c describes, in
+// llama.cpp's adapter format: general.type adapter, adapter.type lora,
+// adapter.lora.alpha, and for output.weight a rank-1 pair
+// output.weight.lora_a ([embd, 1]: it reads the constant embedding
+// dimension) and output.weight.lora_b ([1, vocab]: the bias per token), so
+// that the adapter adds Bias to the favoured words' logits.
+func WriteAdapter(w io.Writer, c Config, a Adapter) error {
+	tokens, _, _, word := c.vocab()
+	bias := a.Bias
+	if bias == 0 {
+		bias = 10
+	}
+	favour := map[string]bool{}
+	for _, f := range a.Favour {
+		favour["▁"+f] = true
+	}
+	e, vocab := c.Embd, len(tokens)
+	loraA := make([]float32, e)
+	loraA[0] = 1 // the constant dimension
+	loraB := make([]float32, vocab)
+	found := 0
+	for t, tok := range tokens {
+		if word[t] && favour[tok] {
+			loraB[t] = bias
+			found++
+		}
+	}
+	if found != len(favour) {
+		return fmt.Errorf("tinygguf adapter: %d of the favoured words %q are words of the vocabulary", found, a.Favour)
+	}
+	g := &gw{}
+	str := func(v string) func() { return func() { g.u32(tString); g.str(v) } }
+	meta := []kv{
+		{"general.architecture", str("llama")},
+		{"general.type", str("adapter")},
+		{"general.name", str("llmgw-tiny-lora")},
+		{"general.alignment", func() { g.u32(tUint32); g.u32(alignment) }},
+		{"adapter.type", str("lora")},
+		{"adapter.lora.alpha", func() { g.u32(tFloat32); g.f32(1) }},
+	}
+	ts := []tensor{
+		{"output.weight.lora_a", []uint64{uint64(e), 1}, loraA},
+		{"output.weight.lora_b", []uint64{1, uint64(vocab)}, loraB},
+	}
+	return encode(w, g, meta, ts)
+}
+
+// WriteAdapterFile writes the adapter to path.
+func WriteAdapterFile(path string, c Config, a Adapter) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteAdapter(f, c, a); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

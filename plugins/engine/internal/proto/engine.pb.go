@@ -231,7 +231,10 @@ type StartRequest struct {
 	Gpus          int32                  `protobuf:"varint,10,opt,name=gpus,proto3" json:"gpus,omitempty"`
 	// CPUs the engine's processes are to run on (sched_setaffinity); empty:
 	// wherever the kernel puts them.
-	Cpus          []int32 `protobuf:"varint,11,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
+	Cpus []int32 `protobuf:"varint,11,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
+	// LoRA adapters the replica loads beside the model, each served under
+	// its own name.
+	Adapters      []*Adapter `protobuf:"bytes,13,rep,name=adapters,proto3" json:"adapters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -343,6 +346,75 @@ func (x *StartRequest) GetCpus() []int32 {
 	return nil
 }
 
+func (x *StartRequest) GetAdapters() []*Adapter {
+	if x != nil {
+		return x.Adapters
+	}
+	return nil
+}
+
+// Adapter is a LoRA adapter a replica loads: its name (what clients ask
+// for), its local file and the scale it is applied at (0: 1).
+type Adapter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Scale         float64                `protobuf:"fixed64,3,opt,name=scale,proto3" json:"scale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Adapter) Reset() {
+	*x = Adapter{}
+	mi := &file_engine_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Adapter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Adapter) ProtoMessage() {}
+
+func (x *Adapter) ProtoReflect() protoreflect.Message {
+	mi := &file_engine_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Adapter.ProtoReflect.Descriptor instead.
+func (*Adapter) Descriptor() ([]byte, []int) {
+	return file_engine_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Adapter) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Adapter) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Adapter) GetScale() float64 {
+	if x != nil {
+		return x.Scale
+	}
+	return 0
+}
+
 type Replica struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -351,14 +423,17 @@ type Replica struct {
 	Headers       map[string]string      `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	UpstreamModel string                 `protobuf:"bytes,5,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
 	// When set, answers 200 when the replica is healthy.
-	HealthUrl     string `protobuf:"bytes,6,opt,name=health_url,json=healthUrl,proto3" json:"health_url,omitempty"`
+	HealthUrl string `protobuf:"bytes,6,opt,name=health_url,json=healthUrl,proto3" json:"health_url,omitempty"`
+	// The adapters the replica loaded, by name, each with a JSON object of
+	// the request body members to set for it ("{}": none).
+	Adapters      map[string]string `protobuf:"bytes,13,rep,name=adapters,proto3" json:"adapters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_engine_proto_msgTypes[4]
+	mi := &file_engine_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +445,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[4]
+	mi := &file_engine_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +458,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{4}
+	return file_engine_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Replica) GetId() string {
@@ -428,6 +503,13 @@ func (x *Replica) GetHealthUrl() string {
 	return ""
 }
 
+func (x *Replica) GetAdapters() map[string]string {
+	if x != nil {
+		return x.Adapters
+	}
+	return nil
+}
+
 type StartResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Replica       *Replica               `protobuf:"bytes,1,opt,name=replica,proto3" json:"replica,omitempty"`
@@ -437,7 +519,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_engine_proto_msgTypes[5]
+	mi := &file_engine_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -449,7 +531,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[5]
+	mi := &file_engine_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -462,7 +544,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{5}
+	return file_engine_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartResponse) GetReplica() *Replica {
@@ -481,7 +563,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_engine_proto_msgTypes[6]
+	mi := &file_engine_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +575,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[6]
+	mi := &file_engine_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +588,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{6}
+	return file_engine_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusRequest) GetReplicaId() string {
@@ -528,7 +610,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_engine_proto_msgTypes[7]
+	mi := &file_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +622,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[7]
+	mi := &file_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +635,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{7}
+	return file_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StatusResponse) GetState() string {
@@ -594,7 +676,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_engine_proto_msgTypes[8]
+	mi := &file_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +688,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[8]
+	mi := &file_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +701,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{8}
+	return file_engine_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StopRequest) GetReplicaId() string {
@@ -644,7 +726,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_engine_proto_msgTypes[9]
+	mi := &file_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +738,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[9]
+	mi := &file_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +751,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{9}
+	return file_engine_proto_rawDescGZIP(), []int{10}
 }
 
 type AdoptRequest struct {
@@ -681,7 +763,7 @@ type AdoptRequest struct {
 
 func (x *AdoptRequest) Reset() {
 	*x = AdoptRequest{}
-	mi := &file_engine_proto_msgTypes[10]
+	mi := &file_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +775,7 @@ func (x *AdoptRequest) String() string {
 func (*AdoptRequest) ProtoMessage() {}
 
 func (x *AdoptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[10]
+	mi := &file_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +788,7 @@ func (x *AdoptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptRequest.ProtoReflect.Descriptor instead.
 func (*AdoptRequest) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{10}
+	return file_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AdoptRequest) GetReplica() *Replica {
@@ -724,7 +806,7 @@ type AdoptResponse struct {
 
 func (x *AdoptResponse) Reset() {
 	*x = AdoptResponse{}
-	mi := &file_engine_proto_msgTypes[11]
+	mi := &file_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +818,7 @@ func (x *AdoptResponse) String() string {
 func (*AdoptResponse) ProtoMessage() {}
 
 func (x *AdoptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_engine_proto_msgTypes[11]
+	mi := &file_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +831,7 @@ func (x *AdoptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptResponse.ProtoReflect.Descriptor instead.
 func (*AdoptResponse) Descriptor() ([]byte, []int) {
-	return file_engine_proto_rawDescGZIP(), []int{11}
+	return file_engine_proto_rawDescGZIP(), []int{12}
 }
 
 var File_engine_proto protoreflect.FileDescriptor
@@ -769,7 +851,7 @@ const file_engine_proto_rawDesc = "" +
 	"\x06Option\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"\x90\x03\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xc6\x03\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
@@ -783,10 +865,15 @@ const file_engine_proto_rawDesc = "" +
 	"\x05cores\x18\t \x01(\x05R\x05cores\x12\x12\n" +
 	"\x04gpus\x18\n" +
 	" \x01(\x05R\x04gpus\x12\x12\n" +
-	"\x04cpus\x18\v \x03(\x05R\x04cpus\x1a:\n" +
+	"\x04cpus\x18\v \x03(\x05R\x04cpus\x124\n" +
+	"\badapters\x18\r \x03(\v2\x18.llmgw.engine.v1.AdapterR\badapters\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\aAdapter\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
+	"\x05scale\x18\x03 \x01(\x01R\x05scale\"\x8a\x03\n" +
 	"\aReplica\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x10\n" +
@@ -794,8 +881,12 @@ const file_engine_proto_rawDesc = "" +
 	"\aheaders\x18\x04 \x03(\v2%.llmgw.engine.v1.Replica.HeadersEntryR\aheaders\x12%\n" +
 	"\x0eupstream_model\x18\x05 \x01(\tR\rupstreamModel\x12\x1d\n" +
 	"\n" +
-	"health_url\x18\x06 \x01(\tR\thealthUrl\x1a:\n" +
+	"health_url\x18\x06 \x01(\tR\thealthUrl\x12B\n" +
+	"\badapters\x18\r \x03(\v2&.llmgw.engine.v1.Replica.AdaptersEntryR\badapters\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rAdaptersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"C\n" +
 	"\rStartResponse\x122\n" +
@@ -835,44 +926,48 @@ func file_engine_proto_rawDescGZIP() []byte {
 	return file_engine_proto_rawDescData
 }
 
-var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_engine_proto_goTypes = []any{
 	(*InfoRequest)(nil),    // 0: llmgw.engine.v1.InfoRequest
 	(*InfoResponse)(nil),   // 1: llmgw.engine.v1.InfoResponse
 	(*Option)(nil),         // 2: llmgw.engine.v1.Option
 	(*StartRequest)(nil),   // 3: llmgw.engine.v1.StartRequest
-	(*Replica)(nil),        // 4: llmgw.engine.v1.Replica
-	(*StartResponse)(nil),  // 5: llmgw.engine.v1.StartResponse
-	(*StatusRequest)(nil),  // 6: llmgw.engine.v1.StatusRequest
-	(*StatusResponse)(nil), // 7: llmgw.engine.v1.StatusResponse
-	(*StopRequest)(nil),    // 8: llmgw.engine.v1.StopRequest
-	(*StopResponse)(nil),   // 9: llmgw.engine.v1.StopResponse
-	(*AdoptRequest)(nil),   // 10: llmgw.engine.v1.AdoptRequest
-	(*AdoptResponse)(nil),  // 11: llmgw.engine.v1.AdoptResponse
-	nil,                    // 12: llmgw.engine.v1.StartRequest.OptionsEntry
-	nil,                    // 13: llmgw.engine.v1.Replica.HeadersEntry
+	(*Adapter)(nil),        // 4: llmgw.engine.v1.Adapter
+	(*Replica)(nil),        // 5: llmgw.engine.v1.Replica
+	(*StartResponse)(nil),  // 6: llmgw.engine.v1.StartResponse
+	(*StatusRequest)(nil),  // 7: llmgw.engine.v1.StatusRequest
+	(*StatusResponse)(nil), // 8: llmgw.engine.v1.StatusResponse
+	(*StopRequest)(nil),    // 9: llmgw.engine.v1.StopRequest
+	(*StopResponse)(nil),   // 10: llmgw.engine.v1.StopResponse
+	(*AdoptRequest)(nil),   // 11: llmgw.engine.v1.AdoptRequest
+	(*AdoptResponse)(nil),  // 12: llmgw.engine.v1.AdoptResponse
+	nil,                    // 13: llmgw.engine.v1.StartRequest.OptionsEntry
+	nil,                    // 14: llmgw.engine.v1.Replica.HeadersEntry
+	nil,                    // 15: llmgw.engine.v1.Replica.AdaptersEntry
 }
 var file_engine_proto_depIdxs = []int32{
 	2,  // 0: llmgw.engine.v1.InfoResponse.options:type_name -> llmgw.engine.v1.Option
-	12, // 1: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
-	13, // 2: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
-	4,  // 3: llmgw.engine.v1.StartResponse.replica:type_name -> llmgw.engine.v1.Replica
-	4,  // 4: llmgw.engine.v1.AdoptRequest.replica:type_name -> llmgw.engine.v1.Replica
-	0,  // 5: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
-	3,  // 6: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
-	6,  // 7: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
-	8,  // 8: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
-	10, // 9: llmgw.engine.v1.Engine.Adopt:input_type -> llmgw.engine.v1.AdoptRequest
-	1,  // 10: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
-	5,  // 11: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
-	7,  // 12: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
-	9,  // 13: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
-	11, // 14: llmgw.engine.v1.Engine.Adopt:output_type -> llmgw.engine.v1.AdoptResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	13, // 1: llmgw.engine.v1.StartRequest.options:type_name -> llmgw.engine.v1.StartRequest.OptionsEntry
+	4,  // 2: llmgw.engine.v1.StartRequest.adapters:type_name -> llmgw.engine.v1.Adapter
+	14, // 3: llmgw.engine.v1.Replica.headers:type_name -> llmgw.engine.v1.Replica.HeadersEntry
+	15, // 4: llmgw.engine.v1.Replica.adapters:type_name -> llmgw.engine.v1.Replica.AdaptersEntry
+	5,  // 5: llmgw.engine.v1.StartResponse.replica:type_name -> llmgw.engine.v1.Replica
+	5,  // 6: llmgw.engine.v1.AdoptRequest.replica:type_name -> llmgw.engine.v1.Replica
+	0,  // 7: llmgw.engine.v1.Engine.Info:input_type -> llmgw.engine.v1.InfoRequest
+	3,  // 8: llmgw.engine.v1.Engine.Start:input_type -> llmgw.engine.v1.StartRequest
+	7,  // 9: llmgw.engine.v1.Engine.Status:input_type -> llmgw.engine.v1.StatusRequest
+	9,  // 10: llmgw.engine.v1.Engine.Stop:input_type -> llmgw.engine.v1.StopRequest
+	11, // 11: llmgw.engine.v1.Engine.Adopt:input_type -> llmgw.engine.v1.AdoptRequest
+	1,  // 12: llmgw.engine.v1.Engine.Info:output_type -> llmgw.engine.v1.InfoResponse
+	6,  // 13: llmgw.engine.v1.Engine.Start:output_type -> llmgw.engine.v1.StartResponse
+	8,  // 14: llmgw.engine.v1.Engine.Status:output_type -> llmgw.engine.v1.StatusResponse
+	10, // 15: llmgw.engine.v1.Engine.Stop:output_type -> llmgw.engine.v1.StopResponse
+	12, // 16: llmgw.engine.v1.Engine.Adopt:output_type -> llmgw.engine.v1.AdoptResponse
+	12, // [12:17] is the sub-list for method output_type
+	7,  // [7:12] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_engine_proto_init() }
@@ -886,7 +981,7 @@ func file_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_engine_proto_rawDesc), len(file_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

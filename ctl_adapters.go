@@ -1,0 +1,91 @@
+package llmgw
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// modelAdapter is "llmgw ctl model adapter": a model's LoRA adapters,
+// listed, added and removed. Adding or removing one replaces the model's
+// replicas without downtime (POST /llm/models/<name>/settings).
+func (c *ctl) modelAdapter() *cobra.Command {
+	cmd := &cobra.Command{Use: "adapter", Short: "Lists, adds and removes a model's LoRA adapters, each served under its own name"}
+	get := func(model string) ([]*llm.Adapter, error) {
+		var st llm.ModelStatus
+		asJSON := c.json
+		c.json = false // read it, whatever is printed
+		defer func() { c.json = asJSON }()
+		err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st)
+		return st.Adapters, err
+	}
+	set := func(model string, as []*llm.Adapter) error {
+		if as == nil {
+			as = []*llm.Adapter{}
+		}
+		var out llm.Rollout
+		if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
+			return err
+		}
+		printRollout(out)
+		return nil
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list <model>", Short: "Lists a model's adapters: name, source, scale", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			as, err := get(args[0])
+			if err != nil {
+				return err
+			}
+			if c.json {
+				if as == nil {
+					as = []*llm.Adapter{}
+				}
+				return json.NewEncoder(os.Stdout).Encode(as)
+			}
+			var rows [][]string
+			for _, a := range as {
+				scale := "1"
+				if a.Scale != 0 {
+					scale = strconv.FormatFloat(a.Scale, 'g', -1, 64)
+				}
+				rows = append(rows, []string{a.Name, a.Source, scale})
+			}
+			table("NAME\tSOURCE\tSCALE", rows)
+			return nil
+		}})
+	var scale float64
+	add := &cobra.Command{Use: "add <model> <name> <source>", Short: "Adds an adapter served as <name> (a path, or mirror://model/version); replaces the model's replicas without downtime", Args: cobra.ExactArgs(3),
+		RunE: func(_ *cobra.Command, args []string) error {
+			as, err := get(args[0])
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(as, func(a *llm.Adapter) bool { return a.Name == args[1] }) {
+				return fmt.Errorf("model %s already has adapter %s; remove it first to change it", args[0], args[1])
+			}
+			return set(args[0], append(as, &llm.Adapter{Name: args[1], Source: args[2], Scale: scale}))
+		}}
+	add.Flags().Float64Var(&scale, "scale", 0, "how strongly it applies (llamacpp; default 1)")
+	remove := &cobra.Command{Use: "remove <model> <name>", Short: "Removes an adapter; replaces the model's replicas without downtime", Args: cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			as, err := get(args[0])
+			if err != nil {
+				return err
+			}
+			n := len(as)
+			as = slices.DeleteFunc(as, func(a *llm.Adapter) bool { return a.Name == args[1] })
+			if len(as) == n {
+				return fmt.Errorf("model %s has no adapter %s (llmgw ctl model adapter list %s shows them)", args[0], args[1], args[0])
+			}
+			return set(args[0], as)
+		}}
+	cmd.AddCommand(add, remove)
+	return cmd
+}
