@@ -190,9 +190,6 @@ func (a *App) rollModel(w http.ResponseWriter, r *http.Request, f *fleet, reason
 // restartModel answers POST /llm/models/<name>/restart: every replica is
 // replaced as a live change replaces them, with no change.
 func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) error {
-	if a.cluster != nil {
-		return apiErr(http.StatusNotImplemented, "model %q: restarting a whole model is made on a single node for now; in a cluster restart its replicas one by one (POST /llm/replicas/<id>/restart)", name)
-	}
 	a.mu.Lock()
 	m, ok := a.v().cat.byName[name]
 	var f *fleet
@@ -200,11 +197,37 @@ func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) 
 		f = a.v().fleets[m.Name]
 	}
 	a.mu.Unlock()
-	if !ok || f == nil {
+	if !ok || f == nil && a.cluster == nil {
 		return apiErr(http.StatusNotFound, "no model %q", name)
 	}
 	a.audit(r, "model restarted", zap.String("model", m.Name))
-	return a.rollModel(w, r, f, "its model was restarted by an administrator", "")
+	const reason = "its model was restarted by an administrator"
+	if a.cluster == nil {
+		return a.rollModel(w, r, f, reason, "")
+	}
+	// In a cluster every live node replaces its replicas in turn, each
+	// old one draining before its replacement starts (the node keeps the
+	// count the cluster's plan gives it), while the other nodes' serve.
+	n := 1
+	if f != nil {
+		f.mu.Lock()
+		n = max(len(f.replicas), 1)
+		f.mu.Unlock()
+	}
+	a.cluster.mu.Lock()
+	nodes := len(a.cluster.nodes) + 1
+	a.cluster.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Duration(nodes)*a.rollTimeout(n))
+	defer cancel()
+	out, err := a.rollCluster(ctx, m, f, reason)
+	out.ModelStatus = ModelStatus{Name: m.Name}
+	if f != nil {
+		out.ModelStatus = f.status()
+	}
+	if err != nil {
+		return apiErr(http.StatusBadGateway, "%v; replaced so far: %v, started: %v (the model keeps what runs; retry with POST /llm/models/%s/restart)", err, out.Replaced, out.Started, m.Name)
+	}
+	return writeJSON(w, out)
 }
 
 // rekey files the fleet of m, changed live, under the key its new shape
