@@ -49,6 +49,11 @@ type ServerConfig struct {
 	// cost time before the first token.
 	PrefixCacheTokens      int
 	PrefillTokensPerSecond float64
+	// VisibleDevices is the replica process's CUDA_VISIBLE_DEVICES (the
+	// GPU devices the gateway gave it), reported in /v1/models
+	// (visible_devices) and in the X-Sim-Visible-Devices header of
+	// answers, so tests see which devices a replica was given.
+	VisibleDevices string
 }
 
 // Server is the simulated model's HTTP server.
@@ -112,6 +117,7 @@ func RunReplica(args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.VisibleDevices = os.Getenv("CUDA_VISIBLE_DEVICES")
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("sim replica: %w", err)
@@ -153,7 +159,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/v1/models":
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim", "max_model_len": s.cfg.ContextLength},
+			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim", "max_model_len": s.cfg.ContextLength,
+				"visible_devices": s.cfg.VisibleDevices},
 		}})
 	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings":
 		if r.Method != http.MethodPost {
@@ -162,6 +169,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.cfg.ContextLength > 0 {
 			w.Header().Set("X-Sim-Context-Length", strconv.FormatInt(s.cfg.ContextLength, 10))
+		}
+		if s.cfg.VisibleDevices != "" {
+			w.Header().Set("X-Sim-Visible-Devices", s.cfg.VisibleDevices)
 		}
 		s.requests.Add(1)
 		s.inflight.Add(1)

@@ -161,4 +161,37 @@ var schemas = map[string]opSchemas{
 	"GET /llm/audit":                   {response: auditSchema},
 	"POST /llm/plan":                   {request: modelRequestSchema, response: planSchema},
 	"POST /llm/models":                 {request: modelRequestSchema},
+	// GPUs as devices: the model listing, with each replica's devices.
+	"GET /llm/models":        {response: arr(modelStatusSchema)},
+	"GET /llm/models/{name}": {response: modelStatusSchema},
 }
+
+// modelStatusSchema is a model's status (ModelStatus), with each
+// replica's cores and GPU devices.
+var modelStatusSchema = obj(map[string]any{
+	"name":      typ("string", ""),
+	"aliases":   arr(typ("string", "")),
+	"engine":    typ("string", ""),
+	"source":    typ("string", ""),
+	"state":     typ("string", "ready, starting, waiting, idle, stopped or failed"),
+	"reason":    typ("string", "why it is not ready: for a model waiting for GPUs, the devices in use and the replicas holding them"),
+	"min":       typ("integer", ""),
+	"max":       typ("integer", ""),
+	"runtime":   typ("boolean", "added through the admin API"),
+	"class":     typ("string", "critical, standard or opportunistic"),
+	"owner":     typ("string", ""),
+	"resources": amountsSchema,
+	"fallbacks": arr(typ("string", "")),
+	"canary":    obj(map[string]any{"model": typ("string", ""), "share": typ("number", "0 to 1")}),
+	"replicas": arr(obj(map[string]any{
+		"id":       typ("string", ""),
+		"state":    typ("string", "starting, ready or draining"),
+		"url":      typ("string", ""),
+		"node":     typ("string", "in a cluster, the node it runs on"),
+		"pid":      typ("integer", ""),
+		"cpus":     arr(typ("integer", "a core it is pinned to (node pin_cores)")),
+		"gpus":     arr(typ("integer", "a GPU device it holds, as CUDA_VISIBLE_DEVICES names it; no other replica on its node holds it")),
+		"inflight": typ("integer", ""),
+		"started":  typ("string", "RFC 3339 time"),
+	}, "id", "state", "url", "inflight", "started")),
+}, "name", "engine", "state", "min", "max", "class", "replicas")

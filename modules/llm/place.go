@@ -94,6 +94,7 @@ type placement struct {
 	fleet   *fleet
 	need    Resources
 	cpus    []int // the cores it is pinned to, when the node pins cores
+	gpus    []int // the GPU devices it holds (gpus.go)
 	rank    int
 	rep     *Replica
 	evicted bool
@@ -106,6 +107,7 @@ type ledger struct {
 	capacity atomic.Pointer[Resources]
 	pin      atomic.Bool
 	places   []*placement
+	devices  atomic.Pointer[[]int] // the node's GPU devices (gpus.go)
 }
 
 var node = &ledger{}
@@ -181,7 +183,7 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	defer l.mu.Unlock()
 	victims, why := fit(l.cap(), l.places, need, rank)
 	if why != "" {
-		return nil, nil, why
+		return nil, nil, why + l.gpusHeldLocked(need)
 	}
 	for _, q := range victims {
 		q.evicted = true
@@ -244,6 +246,9 @@ func fit(c Resources, places []*placement, need Resources, rank int) ([]*placeme
 func (l *ledger) placeLocked(p *placement) {
 	if l.pin.Load() && p.need.Cores > 0 {
 		p.cpus = l.freeCPUsLocked(p.need.Cores, allowedCPUs())
+	}
+	if p.need.GPUs > 0 {
+		p.gpus = l.freeGPUsLocked(p.need.GPUs)
 	}
 	l.places = append(l.places, p)
 }

@@ -143,6 +143,14 @@ type ReplicaSpec struct {
 	// nothing else on the node preempts its compute threads. Empty: run
 	// wherever the kernel puts them.
 	CPUs []int
+
+	// GPUDevices are the GPUs the gateway gave this replica, as indexes
+	// the way CUDA_VISIBLE_DEVICES names them; no other replica on the
+	// node holds them. A local engine runs its server with
+	// CUDA_VISIBLE_DEVICES (and the ROCm equivalents) set to them, see
+	// VisibleDevicesEnv. Empty: the model asks for no GPUs, or the gateway
+	// does not hand them out (an older gateway): the engine's own choice.
+	GPUDevices []int
 }
 
 // Replica is a started replica.
