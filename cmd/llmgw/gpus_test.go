@@ -216,3 +216,90 @@ func gpusLineHas(out, id, devices string) bool {
 	}
 	return false
 }
+
+// In a cluster each node hands out its own devices: a model of four
+// one-GPU replicas on two nodes of two GPUs each runs two on each, on
+// devices 0 and 1 of its node, and every node's listing shows each
+// replica's node and devices.
+func TestGPUsInACluster(t *testing.T) {
+	c := startCluster(t, 2, `
+		org acme {
+			team research {
+				project alpha {
+					key k1 `+llm.HashKey("gpus-secret")+`
+				}
+			}
+		}
+		node {
+			memory 64GiB
+			cores 64
+			gpus 2
+		}
+		model g {
+			engine sim
+			min 4
+			max 4
+			resources {
+				gpus 1
+			}
+		}`)
+	for _, name := range c.names() {
+		gw := c.nodes[name]
+		var rs []llm.ReplicaStatus
+		waitFor(t, 60*time.Second, "four ready replicas of g seen from "+name, func() bool {
+			rs = gw.models()["g"].Replicas
+			ready := 0
+			for _, r := range rs {
+				if r.State == llm.ReplicaReady {
+					ready++
+				}
+			}
+			return ready == 4
+		})
+		perNode := map[string]map[int]string{}
+		for _, r := range rs {
+			if len(r.GPUs) != 1 {
+				t.Fatalf("from %s: replica %s on %s holds GPUs %v, want one", name, r.ID, r.Node, r.GPUs)
+			}
+			if perNode[r.Node] == nil {
+				perNode[r.Node] = map[int]string{}
+			}
+			if other, ok := perNode[r.Node][r.GPUs[0]]; ok {
+				t.Fatalf("from %s: %s and %s share GPU %d of %s", name, r.ID, other, r.GPUs[0], r.Node)
+			}
+			perNode[r.Node][r.GPUs[0]] = r.ID
+			if r.Node == name { // a local replica: its process sees its device
+				if report, cuda, _ := gpusSeen(t, r); report != gpusList(r.GPUs) || cuda != gpusList(r.GPUs) {
+					t.Errorf("on %s: replica %s holds %v; its process reports %q, CUDA_VISIBLE_DEVICES=%q", name, r.ID, r.GPUs, report, cuda)
+				}
+			}
+		}
+		if len(perNode) != 2 || len(perNode["n1"]) != 2 || len(perNode["n2"]) != 2 {
+			t.Errorf("from %s: replicas by node and device: %v", name, perNode)
+		}
+	}
+	// A request through n1 may be answered on either node, by a replica
+	// process that sees its own device.
+	byID := map[string][]int{}
+	for _, r := range c.nodes["n1"].models()["g"].Replicas {
+		byID[r.ID] = r.GPUs
+	}
+	for range 6 {
+		req, _ := http.NewRequest("POST", c.nodes["n1"].base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"g","max_tokens":1,"messages":[{"role":"user","content":"x"}]}`))
+		req.Header.Set("Authorization", "Bearer gpus-secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		rep := resp.Header.Get("X-Llm-Replica")
+		if resp.StatusCode != 200 || byID[rep] == nil || resp.Header.Get("X-Sim-Visible-Devices") != gpusList(byID[rep]) {
+			t.Errorf("through n1: %d, replica %q, devices %q; the replicas hold %v", resp.StatusCode, rep, resp.Header.Get("X-Sim-Visible-Devices"), byID)
+		}
+	}
+	out, err := ctlRun(t, c.nodes["n1"], "replicas")
+	if err != nil || strings.Count(out, " n2 ") != 2 {
+		t.Errorf("ctl replicas on n1: %v\n%s", err, out)
+	}
+}

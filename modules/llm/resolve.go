@@ -155,7 +155,7 @@ func (f *fleet) status() ModelStatus {
 	}
 	for _, r := range f.remote {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
-			Inflight: r.inflight.Load(), Started: r.Started})
+			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {
 	case f.stopped:
