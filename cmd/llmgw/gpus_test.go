@@ -177,8 +177,9 @@ func TestGPUsAsDevices(t *testing.T) {
 	gpusCheckReplicas(t, []llm.ReplicaStatus{a}, 1, taken)
 	var nodeSt llm.NodeStatus
 	g.adminGet("/llm/node", &nodeSt)
-	if nodeSt.Used.GPUs != 2 || nodeSt.Free.GPUs != 2 {
-		t.Errorf("node after the change: %+v, want 2 GPUs used, 2 free", nodeSt)
+	if nodeSt.Used.GPUs != 2 || nodeSt.Free.GPUs != 2 || nodeSt.GPUDevices == nil || len(nodeSt.GPUDevices.Free) != 2 ||
+		slices.Contains(nodeSt.GPUDevices.Free, a.GPUs[0]) || slices.Contains(nodeSt.GPUDevices.Free, bs[0].GPUs[0]) {
+		t.Errorf("node after the change: %+v %+v, want 2 GPUs used, 2 free (not a's %v nor b's %v)", nodeSt, nodeSt.GPUDevices, a.GPUs, bs[0].GPUs)
 	}
 	// A shape no node can hold is refused, nothing changed.
 	if code, body := adminDo(t, g, "POST", "/llm/models/a/settings", `{"resources":{"gpus":5}}`); code != 409 {

@@ -97,6 +97,29 @@ func (l *ledger) freeGPUsLocked(n int) []int {
 	return out
 }
 
+// DeviceUse lists a node's GPU devices and those no replica holds.
+type DeviceUse struct {
+	All  []int `json:"all"`
+	Free []int `json:"free"`
+}
+
+// deviceUseLocked is the node's devices and those free; nil when it has
+// none.
+func (l *ledger) deviceUseLocked() *DeviceUse {
+	devs := l.devices.Load()
+	if devs == nil || len(*devs) == 0 {
+		return nil
+	}
+	held := l.heldGPUsLocked()
+	u := &DeviceUse{All: slices.Clone(*devs), Free: []int{}}
+	for _, d := range *devs {
+		if held[d] == nil {
+			u.Free = append(u.Free, d)
+		}
+	}
+	return u
+}
+
 // heldGPUsLocked maps each device held to the placement holding it.
 func (l *ledger) heldGPUsLocked() map[int]*placement {
 	held := map[int]*placement{}

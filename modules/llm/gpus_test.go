@@ -57,7 +57,13 @@ func TestGPUDevicesDisjoint(t *testing.T) {
 			t.Fatalf("reason %q does not say %q", why, want)
 		}
 	}
+	if u := l.status().GPUDevices; u == nil || !slices.Equal(u.All, []int{0, 1, 2, 3}) || len(u.Free) != 0 {
+		t.Fatalf("node status with every device held: %+v", u)
+	}
 	l.release(p1)
+	if u := l.status().GPUDevices; !slices.Equal(u.Free, []int{0, 1}) {
+		t.Fatalf("node status after a-1 stopped: %+v, want 0 and 1 free", u)
+	}
 	p3, _, why = l.reserve(b)
 	if p3 == nil || !slices.Equal(p3.gpus, []int{0}) {
 		t.Fatalf("after a-1 stopped: got %v (%q), want b on device 0", p3, why)

@@ -164,6 +164,12 @@ var schemas = map[string]opSchemas{
 	// GPUs as devices: the model listing, with each replica's devices.
 	"GET /llm/models":        {response: arr(modelStatusSchema)},
 	"GET /llm/models/{name}": {response: modelStatusSchema},
+	"GET /llm/node": {response: obj(map[string]any{"capacity": amountsSchema, "used": amountsSchema, "free": amountsSchema,
+		"gpu_devices": obj(map[string]any{
+			"all":  arr(typ("integer", "a GPU device the node hands out, as CUDA_VISIBLE_DEVICES names it")),
+			"free": arr(typ("integer", "a device no replica holds")),
+		}, "all", "free"),
+	}, "capacity", "used", "free")},
 }
 
 // modelStatusSchema is a model's status (ModelStatus), with each

@@ -154,6 +154,8 @@ type NodeStatus struct {
 	Capacity Amounts `json:"capacity"`
 	Used     Amounts `json:"used"`
 	Free     Amounts `json:"free"`
+	// GPUDevices are the node's GPU devices and those free (gpus.go).
+	GPUDevices *DeviceUse `json:"gpu_devices,omitempty"`
 }
 
 // Amounts are resources with every kind shown, zero or not.
@@ -169,7 +171,7 @@ func (l *ledger) status() NodeStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, u := l.cap(), l.usedLocked()
-	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.add(u, -1))}
+	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.add(u, -1)), GPUDevices: l.deviceUseLocked()}
 }
 
 // reserve claims room for one replica of f. When the node is full it
