@@ -94,12 +94,26 @@ func gpusCheckReplicas(t *testing.T, rs []llm.ReplicaStatus, want int, taken map
 
 func TestGPUsAsDevices(t *testing.T) {
 	g := startGateway(t, gpusNode, "")
-	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"a","engine":"sim","options":{"tokens_per_second":"20"},
-		"resources":{"gpus":2},"scaling":{"min":2,"max":2}}`); code != 201 {
+	const modelA = `{"name":"a","engine":"sim","options":{"tokens_per_second":"20"},"resources":{"gpus":2},"scaling":{"min":2,"max":2}}`
+	code, body := adminDo(t, g, "POST", "/llm/plan", modelA)
+	var pl llm.Plan
+	if err := json.Unmarshal(body, &pl); code != 200 || err != nil || !pl.Fits || len(pl.Replicas) != 2 {
+		t.Fatalf("plan of a: %d %s", code, body)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/models", modelA); code != 201 {
 		t.Fatalf("adding a: %d %s", code, body)
 	}
 	as := g.readyReplicas("a", 2)
 	byID := gpusCheckReplicas(t, as, 2, map[int]string{})
+	var planned, got []string
+	for i, r := range as {
+		planned, got = append(planned, gpusList(pl.Replicas[i].GPUs)), append(got, gpusList(r.GPUs))
+	}
+	slices.Sort(planned)
+	slices.Sort(got)
+	if !slices.Equal(planned, got) {
+		t.Errorf("the plan gave a devices %v; the add gave %v", planned, got)
+	}
 
 	// Through the gateway: the replica that answered runs on its devices.
 	for range 4 {
@@ -160,7 +174,7 @@ func TestGPUsAsDevices(t *testing.T) {
 	// beside the old on the free device, no stream is cut, and the old
 	// replica's two devices are free again once it stops.
 	results := openStreams(t, g, "a", 8, 40)
-	code, body := adminDo(t, g, "POST", "/llm/models/a/settings", `{"resources":{"gpus":1}}`)
+	code, body = adminDo(t, g, "POST", "/llm/models/a/settings", `{"resources":{"gpus":1}}`)
 	if code != 200 {
 		t.Fatalf("live change of a to one GPU: %d %s", code, body)
 	}

@@ -81,8 +81,15 @@ func parseInts(s string) ([]int, bool) {
 // freeGPUsLocked picks n of the node's devices that no placement holds,
 // lowest first; nil when there are not that many (the ledger counts GPUs
 // as it counts memory, so reserve found room for them).
-func (l *ledger) freeGPUsLocked(n int) []int {
-	held := l.heldGPUsLocked()
+func (l *ledger) freeGPUsLocked(n int) []int { return l.freeGPUsIn(l.places, n) }
+
+// freeGPUsIn picks n of the node's devices that none of places holds (a
+// plan's copy of the ledger's, or the ledger's own).
+func (l *ledger) freeGPUsIn(places []*placement, n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	held := heldGPUs(places)
 	var out []int
 	if devs := l.devices.Load(); devs != nil {
 		for _, d := range *devs {
@@ -110,7 +117,7 @@ func (l *ledger) deviceUseLocked() *DeviceUse {
 	if devs == nil || len(*devs) == 0 {
 		return nil
 	}
-	held := l.heldGPUsLocked()
+	held := heldGPUs(l.places)
 	u := &DeviceUse{All: slices.Clone(*devs), Free: []int{}}
 	for _, d := range *devs {
 		if held[d] == nil {
@@ -120,10 +127,10 @@ func (l *ledger) deviceUseLocked() *DeviceUse {
 	return u
 }
 
-// heldGPUsLocked maps each device held to the placement holding it.
-func (l *ledger) heldGPUsLocked() map[int]*placement {
+// heldGPUs maps each device held in places to the placement holding it.
+func heldGPUs(places []*placement) map[int]*placement {
 	held := map[int]*placement{}
-	for _, q := range l.places {
+	for _, q := range places {
 		if !q.evicted {
 			for _, d := range q.gpus {
 				held[d] = q

@@ -42,6 +42,11 @@ func TestGPUDevicesDisjoint(t *testing.T) {
 		t.Fatalf("first replica: got %v (%q), want devices [0 1]", p1, why)
 	}
 	l.bind(p1, &Replica{ID: "a-1", Started: time.Now()})
+	// The plan names the devices a real start then gets, and changes nothing.
+	pl := l.planOn(a.m(), 2, "n1")
+	if pl.Fits || len(pl.Replicas) != 1 || !slices.Equal(pl.Replicas[0].GPUs, []int{2, 3}) {
+		t.Fatalf("plan of two more replicas of a: %+v, want one on devices [2 3], the second missing", pl)
+	}
 	p2, _, _ := l.reserve(a)
 	if p2 == nil || !slices.Equal(p2.gpus, []int{2, 3}) {
 		t.Fatalf("second replica: got %v, want devices [2 3]", p2)
