@@ -59,10 +59,9 @@ var (
 	}, "kind", "checked")
 
 	planSchema = obj(map[string]any{
-		"model": typ("string", ""),
-		"fits":  typ("boolean", "every replica the model starts with would be placed"),
-		"replicas": arr(obj(map[string]any{"node": typ("string", ""), "resources": amountsSchema,
-			"gpus": arr(typ("integer", "a GPU device the replica would be given"))}, "node", "resources")),
+		"model":    typ("string", ""),
+		"fits":     typ("boolean", "every replica the model starts with would be placed"),
+		"replicas": arr(obj(map[string]any{"node": typ("string", ""), "resources": amountsSchema, "gpus": arr(typ("integer", "a GPU device it would be given"))}, "node", "resources")),
 		"evict": arr(obj(map[string]any{"model": typ("string", ""), "replica": typ("string", ""),
 			"class": typ("string", ""), "resources": amountsSchema}, "model", "replica", "class", "resources")),
 		"missing":      amountsSchema,
