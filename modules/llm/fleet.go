@@ -460,6 +460,9 @@ func (f *fleet) startLocked() bool {
 				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			}
 		}()
+		if len(victims) > 0 && len(p.gpus) > 0 { // gpus.go
+			node.awaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
+		}
 		r, err := f.startReplica(p.cpus, p.gpus)
 		if err == nil {
 			node.bind(p, r)

@@ -8,11 +8,13 @@ package llm
 // free; this file picks which.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -125,6 +127,32 @@ func (l *ledger) deviceUseLocked() *DeviceUse {
 		}
 	}
 	return u
+}
+
+// awaitGPUs waits until no replica stopped to make room for p (an
+// evicted placement, still in the ledger until its process has stopped)
+// holds one of p's devices, at most limit: an engine that loads weights on
+// a GPU another process still fills would fail for want of memory.
+func (l *ledger) awaitGPUs(ctx context.Context, p *placement, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		l.mu.Lock()
+		busy := false
+		for _, q := range l.places {
+			if q != p && q.evicted && slices.ContainsFunc(q.gpus, func(d int) bool { return slices.Contains(p.gpus, d) }) {
+				busy = true
+			}
+		}
+		l.mu.Unlock()
+		if !busy || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // heldGPUs maps each device held in places to the placement holding it.

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,21 @@ func TestGPUDevicesEviction(t *testing.T) {
 	}
 	if !slices.Equal(p.gpus, victims[0].gpus) {
 		t.Fatalf("critical got %v; its victim held %v", p.gpus, victims[0].gpus)
+	}
+	// Its engine starts once the victim's process has stopped and given
+	// the device back, not before.
+	done := make(chan struct{})
+	go func() { l.awaitGPUs(context.Background(), p, time.Minute); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("awaitGPUs returned while the victim still holds the device")
+	case <-time.After(200 * time.Millisecond):
+	}
+	l.releaseReplica(victims[0].rep)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("awaitGPUs did not return once the victim stopped")
 	}
 }
 
