@@ -318,3 +318,89 @@ func TestGPUsInACluster(t *testing.T) {
 		t.Errorf("ctl replicas on n1: %v\n%s", err, out)
 	}
 }
+
+// A critical model's replica takes the one GPU of an opportunistic one:
+// the opportunistic replica's process is gone before the critical
+// replica's process starts, on the same device; the opportunistic model
+// then waits, naming who holds it. (The sim replica exits at once when
+// stopped, so the wait for the device is shown by TestGPUDevicesEviction
+// in modules/llm; here the order is checked as the processes ran.)
+func TestGPUsEviction(t *testing.T) {
+	g := startGateway(t, `
+		node {
+			memory 64GiB
+			cores 64
+			gpus 1
+		}
+		model low {
+			engine sim
+			class opportunistic
+			resources {
+				gpus 1
+			}
+		}
+		model high {
+			engine sim
+			class critical
+			min 0
+			resources {
+				gpus 1
+			}
+		}`, "")
+	low := g.readyReplicas("low", 1)[0]
+	gpusCheckReplicas(t, []llm.ReplicaStatus{low}, 1, map[int]string{})
+	chatOnce(t, g, "high")
+	high := g.readyReplicas("high", 1)[0]
+	gpusCheckReplicas(t, []llm.ReplicaStatus{high}, 1, map[int]string{})
+	if processAlive(int(low.PID)) {
+		t.Fatalf("low's replica (pid %d) still runs beside high's on GPU %v", low.PID, high.GPUs)
+	}
+	exited := gpusExitedAt(t, g, low.ID)
+	if started := gpusProcessStart(t, high.PID); started.Before(exited.Add(-50 * time.Millisecond)) {
+		t.Errorf("high's engine started at %s, %s before low's released GPU %v (its process exited at %s)",
+			started.Format(time.StampMilli), exited.Sub(started), high.GPUs, exited.Format(time.StampMilli))
+	}
+	waitFor(t, 10*time.Second, "low to wait", func() bool { return g.models()["low"].State == "waiting" })
+	st := g.models()["low"]
+	// (high's replica, named by its id or, when low last tried while it
+	// was starting, by its model)
+	if st.State != "waiting" || !strings.Contains(st.Reason, "GPUs in use: 0 by "+high.ID) && !strings.Contains(st.Reason, "GPUs in use: 0 by a replica of high") {
+		t.Errorf("low: %s %q", st.State, st.Reason)
+	}
+}
+
+// gpusExitedAt is when the gateway logged that a replica's engine server
+// exited.
+func gpusExitedAt(t *testing.T, g *gateway, replica string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(g.logs.String(), "\n") {
+		var e struct {
+			TS      float64 `json:"ts"`
+			Msg     string  `json:"msg"`
+			Replica string  `json:"replica"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Msg == "engine server exited" && e.Replica == replica {
+			return time.Unix(0, int64(e.TS*1e9))
+		}
+	}
+	t.Fatalf("no log of replica %s exiting", replica)
+	return time.Time{}
+}
+
+// gpusProcessStart is when a process started, from /proc (to 10ms).
+func gpusProcessStart(t *testing.T, pid int64) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ticks, _ := strconv.ParseInt(fields[19], 10, 64) // starttime, field 22, in 1/100 s since boot
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, _ := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
+	boot := time.Now().Add(-time.Duration(secs * float64(time.Second)))
+	return boot.Add(time.Duration(ticks) * 10 * time.Millisecond)
+}
