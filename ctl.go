@@ -327,11 +327,11 @@ func (c *ctl) replicaList() *cobra.Command {
 			var rows [][]string
 			for _, m := range ms {
 				for _, r := range m.Replicas {
-					rows = append(rows, []string{r.ID, m.Name, r.State, r.Node, r.URL, fmt.Sprint(r.PID), fmt.Sprint(r.Inflight),
+					rows = append(rows, []string{r.ID, m.Name, r.State, r.Node, r.URL, fmt.Sprint(r.PID), devicesCol(r.GPUs), fmt.Sprint(r.Inflight),
 						time.Since(r.Started).Round(time.Second).String()})
 				}
 			}
-			table("REPLICA\tMODEL\tSTATE\tNODE\tURL\tPID\tIN FLIGHT\tUP", rows)
+			table("REPLICA\tMODEL\tSTATE\tNODE\tURL\tPID\tGPUS\tIN FLIGHT\tUP", rows)
 			return nil
 		}}
 }

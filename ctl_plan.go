@@ -42,7 +42,11 @@ func printPlan(pl llm.Plan) {
 	}
 	fmt.Printf("model %s %s%s\n", pl.Model, verdict, sourceLine(pl.SourceCheck))
 	for i, r := range pl.Replicas {
-		fmt.Printf("  replica %d on node %s: %s\n", i+1, r.Node, amountsText(r.Resources))
+		gpus := ""
+		if len(r.GPUs) > 0 {
+			gpus = " on GPUs " + devicesCol(r.GPUs)
+		}
+		fmt.Printf("  replica %d on node %s: %s%s\n", i+1, r.Node, amountsText(r.Resources), gpus)
 	}
 	for _, e := range pl.Evict {
 		fmt.Printf("  stops %s replica %s of %s (frees %s)\n", e.Class, e.Replica, e.Model, amountsText(e.Resources))

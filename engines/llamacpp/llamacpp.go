@@ -209,7 +209,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(e.Bin, args...)
 	cmd.Dir = filepath.Dir(spec.Source)
-	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health", CPUs: spec.CPUs}
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health", CPUs: spec.CPUs, GPUs: spec.GPUDevices}
 	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting llama-server for %q: %w", spec.Model, err)
 	}

@@ -239,7 +239,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(e.Bin, "serve")
 	cmd.Env = env
-	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/", CPUs: spec.CPUs}
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/", CPUs: spec.CPUs, GPUs: spec.GPUDevices}
 	fail := func(err error) (engine.Replica, error) {
 		_ = e.Table.Stop(spec.ReplicaID, 0)
 		_ = os.RemoveAll(dir)

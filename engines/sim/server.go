@@ -58,6 +58,11 @@ type ServerConfig struct {
 	// at start and reports a sha256 of its contents in the X-Sim-Weights
 	// header of answers, so tests see which files a replica runs on.
 	Weights string
+	// VisibleDevices is the replica process's CUDA_VISIBLE_DEVICES (the
+	// GPU devices the gateway gave it), reported in /v1/models
+	// (visible_devices) and in the X-Sim-Visible-Devices header of
+	// answers, so tests see which devices a replica was given.
+	VisibleDevices string
 }
 
 // Server is the simulated model's HTTP server.
@@ -126,6 +131,7 @@ func RunReplica(args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.VisibleDevices = os.Getenv("CUDA_VISIBLE_DEVICES")
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("sim replica: %w", err)
@@ -167,7 +173,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/v1/models":
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim", "max_model_len": s.cfg.ContextLength},
+			map[string]any{"id": s.cfg.Model, "object": "model", "created": 0, "owned_by": "llmgw-sim", "max_model_len": s.cfg.ContextLength,
+				"visible_devices": s.cfg.VisibleDevices},
 		}})
 	case "/v1/chat/completions", "/v1/completions", "/v1/embeddings":
 		if r.Method != http.MethodPost {
@@ -179,6 +186,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.weightsSum != "" {
 			w.Header().Set("X-Sim-Weights", s.weightsSum)
+		}
+		if s.cfg.VisibleDevices != "" {
+			w.Header().Set("X-Sim-Visible-Devices", s.cfg.VisibleDevices)
 		}
 		s.requests.Add(1)
 		s.inflight.Add(1)

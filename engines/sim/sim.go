@@ -116,7 +116,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 		args = append(args, "--weights", spec.Source)
 	}
 	args = append(args, flags...)
-	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs}
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: exec.Command(argv[0], args...), HealthPath: "/health", CPUs: spec.CPUs, GPUs: spec.GPUDevices}
 	if err := e.table.Start(ctx, p, true, "/v1", 30*time.Second); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting sim replica of %q: %w", spec.Model, err)
 	}

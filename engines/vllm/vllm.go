@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ var info = engine.Info{Type: "vllm", Version: Version, Protocol: engine.Protocol
 	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings, engine.CapAdapters, engine.CapResponses},
 	Formats:      []string{"safetensors"},
 	Options: []engine.Option{
-		{Name: "gpus", Description: "GPU indexes, comma-separated (CUDA_VISIBLE_DEVICES; tensor parallel across them)"},
+		{Name: "gpus", Description: "GPU indexes, comma-separated (CUDA_VISIBLE_DEVICES; tensor parallel across them); when the model says resources { gpus N } the gateway gives each replica devices of its own and this, if set, must name the same ones"},
 		{Name: "gpu_memory_utilization", Type: engine.TypeNumber, Description: "fraction of GPU memory vLLM may take, in (0, 1]"},
 		{Name: "dtype", Description: "weights' data type (--dtype)"},
 		{Name: "lora", Description: "adapters, comma-separated name=path (--lora-modules)"},
@@ -133,8 +134,13 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 				return nil, nil, fmt.Errorf("vllm option gpus %q: give GPU indexes, comma-separated, such as 0,1", g)
 			}
 		}
+		if err := sameDevices(ids, spec.GPUDevices); err != nil {
+			return nil, nil, err
+		}
 		env = append(env, "CUDA_VISIBLE_DEVICES="+strings.Join(ids, ","))
 		args = append(args, "--tensor-parallel-size", strconv.Itoa(len(ids)))
+	} else if n := len(spec.GPUDevices); n > 1 {
+		args = append(args, "--tensor-parallel-size", strconv.Itoa(n)) // the devices the gateway gave it
 	} else if spec.GPUs > 1 {
 		args = append(args, "--tensor-parallel-size", strconv.Itoa(spec.GPUs)) // the model's resources gpus
 	}
@@ -190,6 +196,28 @@ func Command(spec engine.ReplicaSpec, port int) (args, env []string, err error) 
 	return append(args, spec.Args...), env, nil
 }
 
+// sameDevices checks option gpus against the devices the gateway gave the
+// replica (when it gave some: the model says resources { gpus N }). The
+// gateway's devices are the replica's alone; an option naming others
+// would share them, so it is refused rather than silently overridden.
+func sameDevices(ids []string, given []int) error {
+	if len(given) == 0 {
+		return nil
+	}
+	got := make([]int, len(ids))
+	for i, id := range ids {
+		got[i], _ = strconv.Atoi(id) // checked by the caller
+	}
+	want := slices.Clone(given)
+	slices.Sort(got)
+	slices.Sort(want)
+	if slices.Equal(got, want) {
+		return nil
+	}
+	return fmt.Errorf("vllm option gpus %s names other devices than the gateway gave this replica (%s): the model's resources { gpus %d } make the gateway give each replica devices of its own; remove option gpus (or declare the node's devices with gpu_devices)",
+		strings.Join(ids, ","), strings.Trim(strings.Join(strings.Fields(fmt.Sprint(given)), ","), "[]"), len(given))
+}
+
 // Start runs vllm serve for one replica and waits until /health answers.
 func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Replica, error) {
 	if e.BinErr != nil {
@@ -209,7 +237,7 @@ func (e *Engine) Start(ctx context.Context, spec engine.ReplicaSpec) (engine.Rep
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(e.Bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health", CPUs: spec.CPUs}
+	p := &proc.Process{ID: spec.ReplicaID, Cmd: cmd, BaseURL: base + "/v1", HealthURL: base + "/health", CPUs: spec.CPUs, GPUs: spec.GPUDevices}
 	if err := e.Table.Start(ctx, p, false, "", e.StartTimeout); err != nil {
 		return engine.Replica{}, fmt.Errorf("starting vllm for %q: %w", spec.Model, err)
 	}

@@ -86,6 +86,19 @@ func TestCommand(t *testing.T) {
 	if !strings.Contains(strings.Join(args, " "), "--tensor-parallel-size 4") || len(env) != 0 {
 		t.Errorf("tensor parallel size from the model's gpus: %q %q", args, env)
 	}
+	// The devices the gateway gave the replica: tensor parallel across
+	// them; option gpus may name the same ones, not others.
+	args, _, _ = Command(engine.ReplicaSpec{Model: "m", Source: "/m", GPUs: 2, GPUDevices: []int{2, 3}}, 1)
+	if !strings.Contains(strings.Join(args, " "), "--tensor-parallel-size 2") {
+		t.Errorf("tensor parallel size from the gateway's devices: %q", args)
+	}
+	if _, _, err := Command(engine.ReplicaSpec{Model: "m", Source: "/m", GPUs: 2, GPUDevices: []int{3, 2}, Options: map[string]string{"gpus": "2,3"}}, 1); err != nil {
+		t.Errorf("option gpus naming the gateway's devices: %v", err)
+	}
+	if _, _, err := Command(engine.ReplicaSpec{Model: "m", Source: "/m", GPUs: 2, GPUDevices: []int{2, 3}, Options: map[string]string{"gpus": "0,1"}}, 1); err == nil ||
+		!strings.Contains(err.Error(), "vllm option gpus 0,1 names other devices than the gateway gave this replica (2,3)") {
+		t.Errorf("option gpus naming other devices: got %v", err)
+	}
 	for opts, msg := range map[string]string{
 		"colour=red":                 `vllm has no option "colour"`,
 		"gpus=first":                 "give GPU indexes",

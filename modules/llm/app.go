@@ -64,6 +64,14 @@ type App struct {
 	// and runs the gateway's work on the others while they have room, so
 	// requests relayed through llmgw do not slow the engine down.
 	PinCores bool `json:"pin_cores,omitempty"`
+	// GPUDevices names the node's GPUs the gateway hands out, by index as
+	// CUDA_VISIBLE_DEVICES counts them (0,2,3), when they are not simply
+	// all of them. Each replica of a model that needs N GPUs gets N of
+	// them that no other replica holds, and its engine runs with
+	// CUDA_VISIBLE_DEVICES set to them. Default: the devices this process
+	// sees (CUDA_VISIBLE_DEVICES when it is set to indexes, else 0 to the
+	// node's GPUs minus one). Setting it sets the node's GPUs too.
+	GPUDevices []int `json:"gpu_devices,omitempty"`
 	// Engines pins or overrides engine plugins by type.
 	Engines map[string]*EngineConfig `json:"engines,omitempty"`
 	// Models is the catalog.
@@ -155,6 +163,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.ctx = ctx
 	node.setCapacity(a.Node, a.PinCores)
+	if err := node.setGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
+		return err
+	}
 	if a.PluginDir == "" {
 		a.PluginDir = filepath.Join(caddy.AppDataDir(), "plugins")
 	}

@@ -99,7 +99,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return parseUpdateCheck(d, &a.UpdateCheck) // updates.go
 		case "node":
 			a.Node = new(Resources)
-			return parseResources(d, a.Node, &a.PinCores)
+			return parseResources(d, a.Node, a)
 		case "engine":
 			return a.parseEngine(d)
 		case "model":
@@ -290,8 +290,8 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 }
 
 // parseResources reads a block of memory <size>, cores <n>, gpus <n>, and
-// for the node (pin non-nil) pin_cores.
-func parseResources(d *caddyfile.Dispenser, r *Resources, pin *bool) error {
+// for the node (a non-nil) pin_cores and gpu_devices <i,j,…>.
+func parseResources(d *caddyfile.Dispenser, r *Resources, a *App) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -316,16 +316,23 @@ func parseResources(d *caddyfile.Dispenser, r *Resources, pin *bool) error {
 				return err
 			}
 		case "pin_cores":
-			if pin == nil {
+			if a == nil {
 				return d.Err("pin_cores belongs in the node block: it pins every model's replicas that say how many cores they need")
 			}
 			if d.NextArg() {
 				return d.ArgErr()
 			}
-			*pin = true
+			a.PinCores = true
+		case "gpu_devices":
+			if a == nil {
+				return d.Err("gpu_devices belongs in the node block: it names the node's GPUs; a model says how many it needs with gpus <n>")
+			}
+			if err := parseGPUDevices(d, &a.GPUDevices); err != nil { // gpus.go
+				return err
+			}
 		default:
-			if pin != nil {
-				return d.Errf("unrecognized node subdirective %q; use memory, cores, gpus or pin_cores", d.Val())
+			if a != nil {
+				return d.Errf("unrecognized node subdirective %q; use memory, cores, gpus, gpu_devices or pin_cores", d.Val())
 			}
 			return d.Errf("unrecognized resources subdirective %q; use memory, cores or gpus", d.Val())
 		}

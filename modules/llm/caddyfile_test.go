@@ -53,7 +53,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"model canary without share", "llm {\n model a {\n  canary b\n }\n}", "wrong argument count"},
 		{"model canary bad share", "llm {\n model a {\n  canary b 0.1\n }\n}", `canary share "0.1" is not a percentage such as 10%`},
 		{"model canary over 100", "llm {\n model a {\n  canary b 150%\n }\n}", "is not a percentage"},
-		{"node unknown subdirective", "llm {\n node {\n  colour red\n }\n}", `unrecognized node subdirective "colour"; use memory, cores, gpus or pin_cores`},
+		{"node unknown subdirective", "llm {\n node {\n  colour red\n }\n}", `unrecognized node subdirective "colour"; use memory, cores, gpus, gpu_devices or pin_cores`},
 		{"node pin_cores with a value", "llm {\n node {\n  pin_cores yes\n }\n}", "wrong argument count"},
 		{"pin_cores in a model", "llm {\n model a {\n  resources {\n   pin_cores\n  }\n }\n}", "pin_cores belongs in the node block"},
 		{"mirror argument", "llm {\n mirror x\n}", "wrong argument count"},

@@ -243,6 +243,7 @@ type beatReplica struct {
 	State    string            `json:"state"`
 	Inflight int64             `json:"inflight"`
 	Started  time.Time         `json:"started"`
+	GPUs     []int             `json:"gpus,omitempty"` // the devices it holds on its node
 }
 
 type beatLoad struct {

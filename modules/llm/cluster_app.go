@@ -29,7 +29,7 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 		f.mu.Lock()
 		for _, r := range f.replicas {
 			nb.Replicas = append(nb.Replicas, beatReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
-				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started})
+				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
 		}
 		// Load only for models used since their fleet began: the leader
 		// needs nothing about the others, and every node reads every
@@ -122,7 +122,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 			r := m.remote[br.ID]
 			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
 				r = &Replica{ID: br.ID, Model: br.Model, BaseURL: url,
-					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name,
+					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
 					Transport: m.transport, idle: make(chan struct{}, 1)}
 				r.state.Store(ReplicaReady)
 				r.lastUsed.Store(now().UnixNano())

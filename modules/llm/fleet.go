@@ -43,6 +43,7 @@ type Replica struct {
 	Adapters map[string]string
 	PID      int64
 	CPUs     []int // the cores it is pinned to, if any
+	GPUs     []int // the GPU devices it holds, if any (gpus.go)
 	Started  time.Time
 	// Node is the cluster node the replica runs on; empty outside a
 	// cluster.
@@ -465,7 +466,10 @@ func (f *fleet) startLocked() bool {
 				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			}
 		}()
-		r, err := f.startReplica(p.cpus)
+		if len(victims) > 0 && len(p.gpus) > 0 { // gpus.go
+			node.awaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
+		}
+		r, err := f.startReplica(p.cpus, p.gpus)
 		if err == nil {
 			node.bind(p, r)
 		} else {
@@ -502,7 +506,7 @@ func (f *fleet) evict(r *Replica, forModel string) {
 	f.drop(r, "stopped to make room for "+forModel+", a model of a higher class")
 }
 
-func (f *fleet) startReplica(cpus []int) (*Replica, error) {
+func (f *fleet) startReplica(cpus, gpus []int) (*Replica, error) {
 	if f.opts.unavailable != nil {
 		return nil, f.opts.unavailable
 	}
@@ -530,14 +534,14 @@ func (f *fleet) startReplica(cpus []int) (*Replica, error) {
 		Options: f.m().Options, ContextLength: f.m().ContextLength,
 		Concurrency: int64(f.m().Scaling.target()),
 		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
-		CPUs: cpus, Adapters: adapters,
+		CPUs: cpus, Adapters: adapters, GPUDevices: gpus,
 	})
 	if err != nil {
 		release()
 		f.plugin.Check()
 		return nil, err
 	}
-	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus,
+	r := &Replica{ID: rep.ID, Model: f.m().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus, GPUs: gpus,
 		UpstreamModel: rep.UpstreamModel, Adapters: rep.Adapters, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
 		idle: make(chan struct{}, 1), release: release}
 	r.epoch.Store(epoch)

@@ -63,7 +63,7 @@ var (
 	planSchema = obj(map[string]any{
 		"model":    typ("string", ""),
 		"fits":     typ("boolean", "every replica the model starts with would be placed"),
-		"replicas": arr(obj(map[string]any{"node": typ("string", ""), "resources": amountsSchema}, "node", "resources")),
+		"replicas": arr(obj(map[string]any{"node": typ("string", ""), "resources": amountsSchema, "gpus": arr(typ("integer", "a GPU device it would be given"))}, "node", "resources")),
 		"evict": arr(obj(map[string]any{"model": typ("string", ""), "replica": typ("string", ""),
 			"class": typ("string", ""), "resources": amountsSchema}, "model", "replica", "class", "resources")),
 		"missing":      amountsSchema,
@@ -168,6 +168,15 @@ var schemas = map[string]opSchemas{
 	"GET /llm/models/{name}/updates":   {response: modelUpdatesSchema},
 	"POST /llm/models/{name}/update":   {response: versionRolloutSchema},
 	"POST /llm/models/{name}/rollback": {response: versionRolloutSchema},
+	// GPUs as devices: the model listing, with each replica's devices.
+	"GET /llm/models":        {response: arr(modelStatusSchema)},
+	"GET /llm/models/{name}": {response: modelStatusSchema},
+	"GET /llm/node": {response: obj(map[string]any{"capacity": amountsSchema, "used": amountsSchema, "free": amountsSchema,
+		"gpu_devices": obj(map[string]any{
+			"all":  arr(typ("integer", "a GPU device the node hands out, as CUDA_VISIBLE_DEVICES names it")),
+			"free": arr(typ("integer", "a device no replica holds")),
+		}, "all", "free"),
+	}, "capacity", "used", "free")},
 }
 
 // modelUpdatesSchema is the answer of GET /llm/models/{name}/updates.
@@ -242,3 +251,33 @@ func init() {
 		schemas["PATCH "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
 	}
 }
+
+// modelStatusSchema is a model's status (ModelStatus), with each
+// replica's cores and GPU devices.
+var modelStatusSchema = obj(map[string]any{
+	"name":      typ("string", ""),
+	"aliases":   arr(typ("string", "")),
+	"engine":    typ("string", ""),
+	"source":    typ("string", ""),
+	"state":     typ("string", "ready, starting, waiting, idle, stopped or failed"),
+	"reason":    typ("string", "why it is not ready: for a model waiting for GPUs, the devices in use and the replicas holding them"),
+	"min":       typ("integer", ""),
+	"max":       typ("integer", ""),
+	"runtime":   typ("boolean", "added through the admin API"),
+	"class":     typ("string", "critical, standard or opportunistic"),
+	"owner":     typ("string", ""),
+	"resources": amountsSchema,
+	"fallbacks": arr(typ("string", "")),
+	"canary":    obj(map[string]any{"model": typ("string", ""), "share": typ("number", "0 to 1")}),
+	"replicas": arr(obj(map[string]any{
+		"id":       typ("string", ""),
+		"state":    typ("string", "starting, ready or draining"),
+		"url":      typ("string", ""),
+		"node":     typ("string", "in a cluster, the node it runs on"),
+		"pid":      typ("integer", ""),
+		"cpus":     arr(typ("integer", "a core it is pinned to (node pin_cores)")),
+		"gpus":     arr(typ("integer", "a GPU device it holds, as CUDA_VISIBLE_DEVICES names it; no other replica on its node holds it")),
+		"inflight": typ("integer", ""),
+		"started":  typ("string", "RFC 3339 time"),
+	}, "id", "state", "url", "inflight", "started")),
+}, "name", "engine", "state", "min", "max", "class", "replicas")

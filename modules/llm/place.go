@@ -94,6 +94,7 @@ type placement struct {
 	fleet   *fleet
 	need    Resources
 	cpus    []int // the cores it is pinned to, when the node pins cores
+	gpus    []int // the GPU devices it holds (gpus.go)
 	rank    int
 	rep     *Replica
 	evicted bool
@@ -107,6 +108,7 @@ type ledger struct {
 	capacity atomic.Pointer[Resources]
 	pin      atomic.Bool
 	places   []*placement
+	devices  atomic.Pointer[[]int] // the node's GPU devices (gpus.go)
 }
 
 var node = &ledger{}
@@ -153,6 +155,8 @@ type NodeStatus struct {
 	Capacity Amounts `json:"capacity"`
 	Used     Amounts `json:"used"`
 	Free     Amounts `json:"free"`
+	// GPUDevices are the node's GPU devices and those free (gpus.go).
+	GPUDevices *DeviceUse `json:"gpu_devices,omitempty"`
 }
 
 // Amounts are resources with every kind shown, zero or not.
@@ -168,7 +172,7 @@ func (l *ledger) status() NodeStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, u := l.cap(), l.usedLocked()
-	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.add(u, -1))}
+	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.add(u, -1)), GPUDevices: l.deviceUseLocked()}
 }
 
 // reserve claims room for one replica of f. When the node is full it
@@ -185,7 +189,7 @@ func (l *ledger) reserve(f *fleet) (*placement, []*placement, string) {
 	}
 	victims, why := fit(l.cap(), l.places, need, rank)
 	if why != "" {
-		return nil, nil, why
+		return nil, nil, why + l.gpusHeldLocked(need)
 	}
 	for _, q := range victims {
 		q.evicted = true
@@ -248,6 +252,9 @@ func fit(c Resources, places []*placement, need Resources, rank int) ([]*placeme
 func (l *ledger) placeLocked(p *placement) {
 	if l.pin.Load() && p.need.Cores > 0 {
 		p.cpus = l.freeCPUsLocked(p.need.Cores, allowedCPUs())
+	}
+	if p.need.GPUs > 0 {
+		p.gpus = l.freeGPUsLocked(p.need.GPUs)
 	}
 	l.places = append(l.places, p)
 }

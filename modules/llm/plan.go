@@ -116,6 +116,8 @@ type Plan struct {
 type PlannedReplica struct {
 	Node      string  `json:"node"`
 	Resources Amounts `json:"resources"`
+	// GPUs are the devices it would be given (gpus.go).
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // PlannedEviction is one replica a plan would stop.
@@ -164,8 +166,9 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 			pl.Evict = append(pl.Evict, PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
 				Class: className(q.fleet.m().Class), Resources: amounts(q.need)})
 		}
-		places = append(places, &placement{need: need, rank: rank, owner: m.Owner})
-		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: nodeName, Resources: amounts(need)})
+		np := &placement{need: need, rank: rank, owner: m.Owner, gpus: l.freeGPUsIn(places, need.GPUs)}
+		places = append(places, np)
+		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: nodeName, Resources: amounts(need), GPUs: np.gpus})
 	}
 	return pl
 }

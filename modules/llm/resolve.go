@@ -129,6 +129,7 @@ type ReplicaStatus struct {
 	Node     string    `json:"node,omitempty"` // in a cluster, the node it runs on
 	PID      int64     `json:"pid,omitempty"`
 	CPUs     []int     `json:"cpus,omitempty"`
+	GPUs     []int     `json:"gpus,omitempty"` // the GPU devices it holds
 	Inflight int64     `json:"inflight"`
 	Started  time.Time `json:"started"`
 }
@@ -158,11 +159,11 @@ func (f *fleet) status() ModelStatus {
 	}
 	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
-			PID: r.PID, CPUs: r.CPUs, Inflight: r.inflight.Load(), Started: r.Started})
+			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	for _, r := range f.remote {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
-			Inflight: r.inflight.Load(), Started: r.Started})
+			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {
 	case f.stopped:

@@ -144,6 +144,13 @@ type ReplicaSpec struct {
 	// wherever the kernel puts them.
 	CPUs []int
 
+	// GPUDevices are the GPUs the gateway gave this replica, as indexes
+	// the way CUDA_VISIBLE_DEVICES names them; no other replica on the
+	// node holds them. A local engine runs its server with
+	// CUDA_VISIBLE_DEVICES (and the ROCm equivalents) set to them, see
+	// VisibleDevicesEnv. Empty: the model asks for no GPUs, or the gateway
+	// does not hand them out (an older gateway): the engine's own choice.
+	GPUDevices []int
 	// Adapters are LoRA adapters the replica loads beside the model, each
 	// served under its own name: a request whose model is an adapter's
 	// name is answered with the adapter applied, other requests by the

@@ -52,6 +52,7 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
 		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs), Cpus: ints[int32](s.CPUs),
 		Adapters: toPBAdapters(s.Adapters),
+		GpuDevices: ints[int32](s.GPUDevices),
 	})
 	if err != nil {
 		return Replica{}, fromStatus(err)
@@ -130,6 +131,7 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
 		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus), CPUs: ints[int](r.Cpus),
 		Adapters: fromPBAdapters(r.Adapters),
+		GPUDevices: ints[int](r.GpuDevices),
 	})
 	if err != nil {
 		return nil, toStatus(err)

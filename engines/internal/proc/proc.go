@@ -44,6 +44,10 @@ type Process struct {
 	// CPUs, when set, are the only cores the process (and what it starts)
 	// may run on.
 	CPUs []int
+	// GPUs, when set, are the only GPU devices the process may use: it
+	// runs with CUDA_VISIBLE_DEVICES (and HIP_VISIBLE_DEVICES) set to them,
+	// replacing what Cmd.Env or this process's environment says.
+	GPUs []int
 
 	pid    int // the server's process id, also its process group id
 	mu     sync.Mutex
@@ -80,6 +84,12 @@ func (t *Table) Start(ctx context.Context, p *Process, addrFromStdout bool, suff
 		if stdout, err = cmd.StdoutPipe(); err != nil {
 			return err
 		}
+	}
+	if env := engine.VisibleDevicesEnv(p.GPUs); env != nil {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, env...) // the last value of a name wins
 	}
 	if err := startOn(cmd, p.CPUs); err != nil {
 		return fmt.Errorf("starting %s: %w", cmd.Path, err)

@@ -232,6 +232,9 @@ type StartRequest struct {
 	// CPUs the engine's processes are to run on (sched_setaffinity); empty:
 	// wherever the kernel puts them.
 	Cpus []int32 `protobuf:"varint,11,rep,packed,name=cpus,proto3" json:"cpus,omitempty"`
+	// GPU devices (indexes as CUDA_VISIBLE_DEVICES names them) the gateway
+	// gave this replica; empty: the engine's own choice.
+	GpuDevices []int32 `protobuf:"varint,12,rep,packed,name=gpu_devices,json=gpuDevices,proto3" json:"gpu_devices,omitempty"`
 	// LoRA adapters the replica loads beside the model, each served under
 	// its own name.
 	Adapters      []*Adapter `protobuf:"bytes,13,rep,name=adapters,proto3" json:"adapters,omitempty"`
@@ -342,6 +345,13 @@ func (x *StartRequest) GetGpus() int32 {
 func (x *StartRequest) GetCpus() []int32 {
 	if x != nil {
 		return x.Cpus
+	}
+	return nil
+}
+
+func (x *StartRequest) GetGpuDevices() []int32 {
+	if x != nil {
+		return x.GpuDevices
 	}
 	return nil
 }
@@ -851,7 +861,7 @@ const file_engine_proto_rawDesc = "" +
 	"\x06Option\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xc6\x03\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xe7\x03\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
@@ -865,7 +875,9 @@ const file_engine_proto_rawDesc = "" +
 	"\x05cores\x18\t \x01(\x05R\x05cores\x12\x12\n" +
 	"\x04gpus\x18\n" +
 	" \x01(\x05R\x04gpus\x12\x12\n" +
-	"\x04cpus\x18\v \x03(\x05R\x04cpus\x124\n" +
+	"\x04cpus\x18\v \x03(\x05R\x04cpus\x12\x1f\n" +
+	"\vgpu_devices\x18\f \x03(\x05R\n" +
+	"gpuDevices\x124\n" +
 	"\badapters\x18\r \x03(\v2\x18.llmgw.engine.v1.AdapterR\badapters\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
