@@ -51,7 +51,7 @@ func (g *grpcClient) Start(ctx context.Context, s ReplicaSpec) (Replica, error) 
 		Model: s.Model, ReplicaId: s.ReplicaID, Source: s.Source, Args: s.Args,
 		Options: s.Options, ContextLength: s.ContextLength, Concurrency: s.Concurrency,
 		Memory: s.Memory, Cores: int32(s.Cores), Gpus: int32(s.GPUs), Cpus: ints[int32](s.CPUs),
-		Adapters: toPBAdapters(s.Adapters),
+		Adapters:   toPBAdapters(s.Adapters),
 		GpuDevices: ints[int32](s.GPUDevices),
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func (g *grpcServer) Start(ctx context.Context, r *pb.StartRequest) (*pb.StartRe
 		Model: r.Model, ReplicaID: r.ReplicaId, Source: r.Source, Args: r.Args,
 		Options: r.Options, ContextLength: r.ContextLength, Concurrency: r.Concurrency,
 		Memory: r.Memory, Cores: int(r.Cores), GPUs: int(r.Gpus), CPUs: ints[int](r.Cpus),
-		Adapters: fromPBAdapters(r.Adapters),
+		Adapters:   fromPBAdapters(r.Adapters),
 		GPUDevices: ints[int](r.GpuDevices),
 	})
 	if err != nil {
