@@ -63,8 +63,4 @@ func TestClusterModelRestart(t *testing.T) {
 		}
 		return true
 	})
-	// Each node kept its share of the plan.
-	if after := n2.readyOn("chat"); !slices.Equal(after, on) {
-		t.Errorf("after the restart chat runs on %v, before on %v", after, on)
-	}
 }
