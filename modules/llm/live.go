@@ -84,6 +84,19 @@ func (a *App) rollTimeout(n int) time.Duration {
 // from the fleet's model as it is now. The new one starts beside the old
 // when the node has room; the old one drains once the new one is ready.
 func (f *fleet) roll(ctx context.Context, reason string) (Rollout, error) {
+	return f.rollWith(ctx, reason, true)
+}
+
+// rollInPlace replaces each of the fleet's replicas: the old one drains
+// first and a new one takes its place, so that the node keeps the count
+// the cluster's plan gives it.
+func (f *fleet) rollInPlace(ctx context.Context, reason string) (Rollout, error) {
+	return f.rollWith(ctx, reason, false)
+}
+
+// rollWith is roll, starting new replicas beside the old only when
+// beside is allowed (and the node has room).
+func (f *fleet) rollWith(ctx context.Context, reason string, besideOK bool) (Rollout, error) {
 	f.rolling.Lock()
 	defer f.rolling.Unlock()
 	f.mu.Lock()
@@ -96,7 +109,7 @@ func (f *fleet) roll(ctx context.Context, reason string) (Rollout, error) {
 	}
 	for _, o := range old {
 		f.mu.Lock()
-		beside := f.canStartLocked() && f.startLocked()
+		beside := besideOK && f.canStartLocked() && f.startLocked()
 		f.mu.Unlock()
 		if !beside {
 			out.OneAtATime = true

@@ -24,36 +24,6 @@ type peerRoll struct {
 	Reason string `json:"reason"`
 }
 
-// rollInPlace replaces each of the fleet's replicas: the old one drains
-// first and a new one takes its place, so that the node keeps the count
-// the cluster's plan gives it.
-func (f *fleet) rollInPlace(ctx context.Context, reason string) (Rollout, error) {
-	f.rolling.Lock()
-	defer f.rolling.Unlock()
-	f.mu.Lock()
-	old := slices.Clone(f.replicas)
-	f.mu.Unlock()
-	out := Rollout{Replaced: []string{}, Started: []string{}}
-	known := map[*Replica]bool{}
-	for _, r := range old {
-		known[r] = true
-	}
-	for _, o := range old {
-		f.retire(o, reason)
-		out.Replaced = append(out.Replaced, o.ID)
-		if err := f.startWhenRoom(ctx); err != nil {
-			return out, err
-		}
-		r, err := f.awaitNew(ctx, known)
-		if err != nil {
-			return out, err
-		}
-		known[r] = true
-		out.Started = append(out.Started, r.ID)
-	}
-	return out, nil
-}
-
 // rollCluster replaces the model's replicas on every live node, one node
 // after the other, this one first.
 func (a *App) rollCluster(ctx context.Context, m *Model, f *fleet, reason string) (Rollout, error) {
