@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,37 @@ func TestConsoleOIDC(t *testing.T) {
 		t.Errorf("an admin signed in through the provider sees %d forms to add a model, want 1", n)
 	}
 	b.shot("models-oidc")
+
+	// Signed in through the provider: add a model and watch it start,
+	// create a key, use it with an OpenAI client, see the usage move,
+	// switch to German.
+	b.do("adding a model", chromedp.SendKeys(chromedp.ID("model-name"), "oidc-sim"), chromedp.SendKeys(chromedp.ID("model-engine"), "sim"),
+		chromedp.Click(chromedp.CSS("#model-add-form button")))
+	b.until("oidc-sim ready", `document.querySelector('tr[data-model="oidc-sim"] [data-state="ready"]')`, 60*time.Second)
+	b.open("keys")
+	b.do("creating a key", chromedp.SendKeys(chromedp.ID("key-project"), "acme/research/alpha"), chromedp.SendKeys(chromedp.ID("key-id"), "oidc-key"),
+		chromedp.Click(chromedp.CSS("#key-create-form button")))
+	b.until("the secret", `document.querySelector('#key-secret-value')`, 10*time.Second)
+	secret := b.text("#key-secret-value")
+	b.do("dismissing the secret", chromedp.Click(chromedp.ID("key-secret-done")))
+	b.open("usage")
+	b.do("asking for the project's usage", chromedp.SetValue(chromedp.ID("usage-level"), "project"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('usage-name').value = 'acme/research/alpha'`),
+		chromedp.Click(chromedp.CSS("#usage-form button")))
+	b.until("the usage table", `document.querySelector('#usage-total-requests')`, 10*time.Second)
+	before := b.text("#usage-total-requests")
+	if _, apiErr := chatErr(keyClient(g, secret), "oidc-sim"); apiErr != nil {
+		t.Fatalf("chat with the key made after an OpenID Connect sign-in: %v", apiErr)
+	}
+	b.until("the usage to move", `document.querySelector('#usage-total-requests').textContent !== `+strconv.Quote(before)+
+		` && document.querySelector('#usage-out tr[data-model="oidc-sim"]')`, 15*time.Second)
+	b.shot("usage-oidc")
+	b.do("choosing German", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('lang'); s.value = 'de'; s.dispatchEvent(new Event('change')); })()`))
+	b.until("German texts", `document.querySelector('#nav a[data-page="models"]').textContent === 'Modelle'`, 10*time.Second)
+	// The changes are the person's, in the audit log.
+	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/audit?actor=oidc:alice", ""); code != 200 || !strings.Contains(body, "oidc-sim") || !strings.Contains(body, "oidc-key") {
+		t.Errorf("the audit log of oidc:alice: got %d %s", code, body)
+	}
 
 	// Sign out; the button is there again, in German too.
 	b.do("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-oidc")))
