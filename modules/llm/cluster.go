@@ -824,6 +824,28 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 		}
 	}
 	v := a.v()
+	cn, load, stopped := a.clusterInputs(nodes)
+	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
+	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
+		return
+	}
+	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now(), Seq: cur.Seq + 1}
+	b, _ := json.Marshal(np)
+	ok, err := m.rdb.Eval(ctx, writePlanScript, []string{m.key(kLeader), m.key(kPlan), m.key(kChanges)}, m.cfg.Node, b).Int()
+	if err != nil || ok != 1 {
+		return
+	}
+	m.mu.Lock()
+	m.plan = np
+	m.mu.Unlock()
+	a.applyPlan(m, np, nodes)
+}
+
+// clusterInputs are what plan reads besides the models and the current
+// plan: the nodes as their heartbeats describe them, the models' load,
+// and which models an administrator stopped.
+func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[string]modelLoad, map[string]bool) {
+	v := a.v()
 	var cn []clusterNode
 	drained := a.drainedNodes()
 	for _, nb := range nodes {
@@ -871,20 +893,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 		stopped[name] = f.stopped
 		f.mu.Unlock()
 	}
-	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
-	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
-		return
-	}
-	np := clusterPlan{Models: next, Why: why, By: m.cfg.Node, At: now(), Seq: cur.Seq + 1}
-	b, _ := json.Marshal(np)
-	ok, err := m.rdb.Eval(ctx, writePlanScript, []string{m.key(kLeader), m.key(kPlan), m.key(kChanges)}, m.cfg.Node, b).Int()
-	if err != nil || ok != 1 {
-		return
-	}
-	m.mu.Lock()
-	m.plan = np
-	m.mu.Unlock()
-	a.applyPlan(m, np, nodes)
+	return cn, load, stopped
 }
 
 // storeDown returns the store's error while it does not answer.

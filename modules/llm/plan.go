@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -223,9 +225,6 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a.cluster != nil {
-		return apiErr(http.StatusNotImplemented, "placement plans are made for a single node; in a cluster, add the model with min 0 and read its state in GET /llm/models")
-	}
 	m, err := decodeModel(w, r)
 	if err != nil {
 		return err
@@ -238,11 +237,14 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The engine's own rules, as provisionModel applies them to an add.
 	p, _, err := a.loadEngine(m.Engine)
-	if err != nil {
+	switch {
+	case err != nil && a.cluster == nil:
 		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
-	}
-	if err := checkEngineSettings(m, p.Info()); err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
+	case err == nil:
+		// In a cluster this node need not have the engine, as for an add.
+		if err := checkEngineSettings(m, p.Info()); err != nil {
+			return apiErr(http.StatusBadRequest, "%v", err)
+		}
 	}
 	sc, serr := a.checkSource(r.Context(), m)
 	n, note := m.Scaling.min(), ""
@@ -252,11 +254,77 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	case n == 0:
 		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"
 	}
-	pl := node.planOn(m, n, a.nodeName())
+	var pl Plan
+	if a.cluster != nil {
+		pl = a.planCluster(m, n)
+	} else {
+		pl = node.planOn(m, n, a.nodeName())
+	}
 	pl.Note, pl.Node, pl.SourceCheck = note, node.status(), sc
 	if serr != nil {
 		pl.SourceError = serr.Error()
 	}
 	a.logger.Debug("placement planned", zap.String("model", m.Name), zap.Bool("fits", pl.Fits))
 	return writeJSON(w, pl)
+}
+
+// planCluster places n replicas of m as the cluster's leader would once
+// m is in the catalog: the same plan function, on the nodes' last
+// heartbeats and the current plan. The replicas of other models that m's
+// arrival would stop are those the plan keeps without m and drops with
+// it. a.mu is held.
+func (a *App) planCluster(m *Model, n int) Plan {
+	c := a.cluster
+	c.mu.Lock()
+	nodes := maps.Clone(c.nodes)
+	cur := c.plan
+	c.mu.Unlock()
+	cn, load, stopped := a.clusterInputs(nodes)
+	planned := *m // started with n replicas, as if its min were n
+	lo, hi := n, max(n, m.Scaling.max())
+	planned.Scaling.Min, planned.Scaling.Max = &lo, &hi
+	others := a.v().models
+	t := now()
+	before, _ := plan(cn, others, cur.Models, load, stopped, t)
+	after, why := plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t)
+	need := m.needs()
+	pl := Plan{Model: m.Name, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
+	for _, node := range after[m.Name] {
+		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: node, Resources: amounts(need)})
+	}
+	pl.Fits = len(pl.Replicas) >= n
+	if !pl.Fits {
+		pl.Reason = why[m.Name]
+		if pl.Reason == "" {
+			pl.Reason = fmt.Sprintf("the cluster has room for %d of its %d replicas", len(pl.Replicas), n)
+		}
+	}
+	byName := map[string]*Model{}
+	for _, o := range others {
+		byName[o.Name] = o
+	}
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		left := slices.Clone(after[name])
+		for _, node := range before[name] {
+			if i := slices.Index(left, node); i >= 0 {
+				left = slices.Delete(left, i, i+1)
+				continue
+			}
+			o := byName[name]
+			ev := PlannedEviction{Model: name, Replica: "on " + node}
+			if o != nil {
+				ev.Class, ev.Resources = className(o.Class), amounts(o.needs())
+			}
+			if nb := nodes[node]; nb != nil {
+				for _, r := range nb.Replicas {
+					if r.Model == name {
+						ev.Replica = r.ID
+						break
+					}
+				}
+			}
+			pl.Evict = append(pl.Evict, ev)
+		}
+	}
+	return pl
 }
