@@ -225,10 +225,14 @@ func (a *App) reloadShared(ctx context.Context) error {
 	}
 	cur := a.v()
 	oldKeys := maps.Clone(a.fkeys)
-	// A model whose serving fields changed (removed and added again with
-	// another engine, source or args) gets a new fleet.
+	// A model removed and added again with another engine or source gets
+	// a new fleet. One changed live (its context length, resources,
+	// options, args or adapters) keeps its fleet, filed under its new
+	// shape below; the node that made the change asks every node to
+	// replace its replicas (POST /models/roll on the node-to-node
+	// endpoint).
 	for _, m := range added {
-		if f, ok := cur.fleets[m.Name]; ok && m.key("") != f.m().key("") {
+		if f, ok := cur.fleets[m.Name]; ok && m.key("") != f.m().key("") && (m.Engine != f.m().Engine || m.Source != f.m().Source) {
 			delete(a.fkeys, m.Name)
 		}
 	}
@@ -250,6 +254,12 @@ func (a *App) reloadShared(ctx context.Context) error {
 		f.run()
 	}
 	a.view.Store(v)
+	for _, m := range v.models {
+		if k, ok := oldKeys[m.Name]; ok && a.fkeys[m.Name] == k {
+			a.rekey(v.fleets[m.Name], m) // a no-op when its shape is the same
+			oldKeys[m.Name] = a.fkeys[m.Name]
+		}
+	}
 	// Fleets replaced or removed drain their replicas.
 	for name, k := range oldKeys {
 		if _, ok := v.fleets[name]; !ok {

@@ -48,10 +48,19 @@ func (s ModelSettings) reshapes() bool {
 // with its new shape) is one its engine takes and that its replicas fit
 // on the node once m's replicas are gone. a.mu is held.
 func (a *App) checkReshape(m, next *Model, f *fleet) error {
-	if a.cluster != nil {
-		return apiErr(http.StatusNotImplemented, "model %q: changing a model's context length, resources, options or args without downtime is made on a single node for now; in a cluster, change it in the config (or remove and add it again) and reload", m.Name)
-	}
 	p, _, err := a.loadEngine(next.Engine)
+	if a.cluster != nil {
+		// Each node replaces its own replicas in place (rollInPlace), so
+		// the new shape needs the room the old one leaves on that node;
+		// a node that cannot start it says why in the answer. This node
+		// need not have the engine.
+		if err == nil {
+			if err := checkEngineSettings(next, p.Info()); err != nil {
+				return apiErr(http.StatusBadRequest, "%v", err)
+			}
+		}
+		return nil
+	}
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
 	}
@@ -218,9 +227,14 @@ func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) 
 	if a.cluster == nil {
 		return a.rollModel(w, r, f, reason, "")
 	}
-	// In a cluster every live node replaces its replicas in turn, each
-	// old one draining before its replacement starts (the node keeps the
-	// count the cluster's plan gives it), while the other nodes' serve.
+	return a.rollClusterAnswer(w, r, m, f, reason, "")
+}
+
+// rollClusterAnswer replaces the model's replicas on every live node in
+// turn, each old one draining before its replacement starts (the node
+// keeps the count the cluster's plan gives it) while the other nodes'
+// serve, and answers with the rollout.
+func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, reason, note string) error {
 	n := 1
 	if f != nil {
 		f.mu.Lock()
@@ -236,6 +250,9 @@ func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) 
 	out.ModelStatus = ModelStatus{Name: m.Name}
 	if f != nil {
 		out.ModelStatus = f.status()
+	}
+	if note != "" {
+		out.Note = note + "; " + out.Note
 	}
 	if err != nil {
 		return apiErr(http.StatusBadGateway, "%v; replaced so far: %v, started: %v (the model keeps what runs; retry with POST /llm/models/%s/restart)", err, out.Replaced, out.Started, m.Name)

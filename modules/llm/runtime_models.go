@@ -254,7 +254,11 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if !a.v().runtime[f.m().Name] {
 		note = "the model is declared in the config file: the change is kept in Caddy storage and laid over the file's values at every start and reload; the file still holds the old values"
 	}
-	return a.rollModel(w, r, f, "its model changed (context length, resources, options, args or adapters)", note)
+	const reason = "its model changed (context length, resources, options, args or adapters)"
+	if a.cluster != nil {
+		return a.rollClusterAnswer(w, r, f.m(), f, reason, note)
+	}
+	return a.rollModel(w, r, f, reason, note)
 }
 
 // changeModel applies change to a copy of a model, checks the whole

@@ -85,6 +85,15 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `use POST /models/roll with {"model":…,"reason":…}`, http.StatusBadRequest)
 		return
 	}
+	// The node asking changed the model (a live change) before it asked:
+	// this node applies the shared state first, so that its new replicas
+	// start with the model as it is now.
+	if a.cluster != nil {
+		if err := a.cluster.sync(r.Context(), a); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
 	f := a.v().fleets[req.Model]
 	out := Rollout{Replaced: []string{}, Started: []string{}}
 	if f != nil {
