@@ -33,24 +33,26 @@ func clusterContext(t *testing.T, g *gateway, model string) string {
 // TestClusterLiveChange: a model's context length changed through one
 // node's admin API in a cluster: every node replaces its replicas with
 // ones running the new value, while requests through both nodes go on
-// without an error.
+// without an error and 32 streams open through both run to their end.
 func TestClusterLiveChange(t *testing.T) {
 	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	waitFor(t, 30*time.Second, "both nodes in the cluster", func() bool { return len(n1.nodes().Nodes) == 2 && len(n2.nodes().Nodes) == 2 })
-	if code, raw := n1.adminPost("/llm/models", `{"name":"shape","engine":"sim","options":{"ttft":"5ms"},"context_length":2048,"scaling":{"min":2,"max":2}}`); code != 201 {
+	if code, raw := n1.adminPost("/llm/models", `{"name":"d","engine":"sim","options":{"ttft":"5ms","tokens_per_second":"20"},"context_length":2048,"scaling":{"min":2,"max":2}}`); code != 201 {
 		t.Fatalf("add: %d %s", code, raw)
 	}
-	waitFor(t, 30*time.Second, "shape on both nodes", func() bool { return slices.Equal(n2.readyOn("shape"), []string{"n1", "n2"}) })
+	waitFor(t, 30*time.Second, "shape on both nodes", func() bool { return slices.Equal(n2.readyOn("d"), []string{"n1", "n2"}) })
 	for _, g := range []*gateway{n1, n2} {
-		if got := clusterContext(t, g, "shape"); !strings.HasPrefix(got, "2048@") {
+		if got := clusterContext(t, g, "d"); !strings.HasPrefix(got, "2048@") {
 			t.Fatalf("before the change: context %s", got)
 		}
 	}
 
-	l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "shape", 16)
-	code, raw := n1.adminPost("/llm/models/shape/settings", `{"context_length":4096}`)
+	streams := updatesKeyStreams(t, []*gateway{n1, n2}, "secret-1", 32, drainTokens)
+	l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "d", 8)
+	code, raw := n1.adminPost("/llm/models/d/settings", `{"context_length":4096}`)
 	ok, failed := l.end()
+	checkStreams(t, "live change in a cluster", streams, 32, drainTokens)
 	if code != 200 {
 		t.Fatalf("live change in a cluster: %d %s", code, raw)
 	}
@@ -63,10 +65,10 @@ func TestClusterLiveChange(t *testing.T) {
 		t.Errorf("requests failed during a live change in a cluster: %v", failed)
 	}
 	// Every replica, on both nodes, runs with the new context length.
-	waitFor(t, 30*time.Second, "shape back on both nodes", func() bool { return slices.Equal(n2.readyOn("shape"), []string{"n1", "n2"}) })
+	waitFor(t, 30*time.Second, "shape back on both nodes", func() bool { return slices.Equal(n2.readyOn("d"), []string{"n1", "n2"}) })
 	for i := range 20 {
 		g := []*gateway{n1, n2}[i%2]
-		got := clusterContext(t, g, "shape")
+		got := clusterContext(t, g, "d")
 		if !strings.HasPrefix(got, "4096@") {
 			t.Errorf("after the change, through %s: context@replica %s, want 4096", g.base, got)
 		}
@@ -74,9 +76,9 @@ func TestClusterLiveChange(t *testing.T) {
 	// The change is the cluster's: a node restarted later keeps it.
 	n2.stop()
 	n2.start()
-	waitFor(t, 60*time.Second, "shape back on both nodes after n2's restart", func() bool { return slices.Equal(n1.readyOn("shape"), []string{"n1", "n2"}) })
+	waitFor(t, 60*time.Second, "shape back on both nodes after n2's restart", func() bool { return slices.Equal(n1.readyOn("d"), []string{"n1", "n2"}) })
 	for range 6 {
-		if got := clusterContext(t, n2, "shape"); !strings.HasPrefix(got, "4096@") {
+		if got := clusterContext(t, n2, "d"); !strings.HasPrefix(got, "4096@") {
 			t.Errorf("after n2 restarted: %s, want 4096", got)
 		}
 	}
