@@ -158,18 +158,47 @@ func lookupLocal(id string) (*Replica, func(), bool) {
 	if a == nil {
 		return nil, nil, false
 	}
-	for _, f := range a.v().fleets {
-		f.mu.Lock()
-		for _, r := range f.replicas {
-			if r.ID == id && r.State() == ReplicaReady {
-				r.inflight.Add(1)
-				r.lastUsed.Store(now().UnixNano())
-				f.lastUsed = now()
-				f.mu.Unlock()
-				return r, func() { f.release(r) }, true
+	v := a.v()
+	for _, f := range v.fleets {
+		if r, release, ok := f.hold(func(r *Replica) bool { return r.ID == id }); ok {
+			return r, release, true
+		}
+	}
+	// The replica drained or stopped after the sending node last heard of
+	// it (a rolling restart, an update, a live change: the other nodes
+	// learn it at the next heartbeat). Its model's other ready replica
+	// here, the least busy, answers instead, so the request is not lost.
+	// The model is the id's part before its random suffix (fleet.go).
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		if f := v.fleets[id[:i]]; f != nil {
+			var best *Replica
+			f.mu.Lock()
+			for _, r := range f.replicas {
+				if r.State() == ReplicaReady && (best == nil || r.inflight.Load() < best.inflight.Load()) {
+					best = r
+				}
+			}
+			f.mu.Unlock()
+			if best != nil {
+				return f.hold(func(r *Replica) bool { return r == best })
 			}
 		}
-		f.mu.Unlock()
+	}
+	return nil, nil, false
+}
+
+// hold takes a ready replica of the fleet that match selects, counting a
+// request in flight on it until the returned release.
+func (f *fleet) hold(match func(*Replica) bool) (*Replica, func(), bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.replicas {
+		if match(r) && r.State() == ReplicaReady {
+			r.inflight.Add(1)
+			r.lastUsed.Store(now().UnixNano())
+			f.lastUsed = now()
+			return r, func() { f.release(r) }, true
+		}
 	}
 	return nil, nil, false
 }
