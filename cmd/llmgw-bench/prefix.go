@@ -53,7 +53,9 @@ func prefixBench(args []string) error {
 	ollamaBin := fs.String("ollama", enginetest.OllamaBin(), "ollama: the ollama binary")
 	width := fs.Int("model-width", 256, "ollama: the test model's embedding width (64 is the tiny default; wider makes prefill cost more)")
 	layers := fs.Int("model-layers", 4, "ollama: the test model's blocks")
+	heads := fs.Int("model-heads", 4, "ollama: the test model's attention heads (without flash attention, which Ollama enables only on GPUs, a batch's attention scores take prompt tokens × used cache cells × heads floats)")
 	ctxLen := fs.Int("context", 8192, "ollama: context length of each of the replica's slots")
+	flash := fs.Bool("flash-attention", true, "ollama: the model's flash_attention option (without it, every slot's attention costs every used cell of the replica's K/V cache)")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-prefix-")
 	if err != nil {
@@ -71,13 +73,13 @@ func prefixBench(args []string) error {
 		}
 		src := filepath.Join(dir, "model.gguf")
 		c := tinygguf.Default()
-		c.Embd, c.FFN, c.Blocks, c.Context = *width, 4**width, *layers, *ctxLen
+		c.Embd, c.FFN, c.Blocks, c.Heads, c.Context = *width, 4**width, *layers, *heads, *ctxLen
 		if err := tinygguf.WriteFile(src, c); err != nil {
 			return err
 		}
 		slots := (*conc + *replicas - 1) / *replicas
-		model = fmt.Sprintf("engine ollama {\n\t\t\toption bin %s\n\t\t}\n\t\tnode {\n\t\t\tpin_cores\n\t\t}\n\t\tmodel bench {\n\t\t\tengine ollama\n\t\t\tsource %s\n\t\t\tcontext_length %d\n\t\t\ttarget_concurrency %d\n\t\t\tresources {\n\t\t\t\tcores 1\n\t\t\t}\n\t\t\tmin %d\n\t\t\tmax %d\n\t\t}",
-			*ollamaBin, src, *ctxLen, slots, *replicas, *replicas)
+		model = fmt.Sprintf("engine ollama {\n\t\t\toption bin %s\n\t\t}\n\t\tnode {\n\t\t\tpin_cores\n\t\t}\n\t\tmodel bench {\n\t\t\tengine ollama\n\t\t\tsource %s\n\t\t\tcontext_length %d\n\t\t\ttarget_concurrency %d\n\t\t\tresources {\n\t\t\t\tcores 1\n\t\t\t}\n\t\t\tmin %d\n\t\t\tmax %d\n\t\t\toption flash_attention %t\n\t\t}",
+			*ollamaBin, src, *ctxLen, slots, *replicas, *replicas, *flash)
 	default:
 		return fmt.Errorf("-engine %q: use sim or ollama", *eng)
 	}

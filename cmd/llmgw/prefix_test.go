@@ -18,11 +18,12 @@ import (
 
 // prefixConv is a conversation of the prefix-affinity tests.
 type prefixConv struct {
-	msgs []map[string]string
-	rng  *rand.Rand
-	home string // the replica its turns went to
-	key  string // the API key it sends, if any
-	last int    // the prompt tokens of its last turn
+	msgs  []map[string]string
+	rng   *rand.Rand
+	home  string // the replica its turns went to
+	key   string // the API key it sends, if any
+	model string // the model it asks for; default chat
+	last  int    // the prompt tokens of its last turn
 }
 
 // checkCached fails unless a turn found (nearly) all of the conversation's
@@ -56,7 +57,11 @@ type turnAnswer struct {
 func (c *prefixConv) turn(t *testing.T, g *gateway) (turnAnswer, error) {
 	t.Helper()
 	c.msgs = append(c.msgs, map[string]string{"role": "user", "content": c.say(120)})
-	body, _ := json.Marshal(map[string]any{"model": "chat", "max_tokens": 8, "messages": c.msgs})
+	model := c.model
+	if model == "" {
+		model = "chat"
+	}
+	body, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 8, "messages": c.msgs})
 	req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if c.key != "" {
@@ -186,6 +191,60 @@ func TestPrefixAffinityRouting(t *testing.T) {
 	}
 	if len(moved) == 0 {
 		t.Fatal("no conversation was on the killed replica")
+	}
+}
+
+// Under prefix_affinity a canary's share is of conversations: every turn
+// of a conversation goes to the same model (and there to the same
+// replica, which has its earlier turns cached), and the conversations
+// split between the model and its canary. A model's fallback keeps
+// conversations together the same way.
+func TestPrefixAffinityCanaryAndFallback(t *testing.T) {
+	sim := func(name, extra string) string {
+		return fmt.Sprintf("model %s {\n\t\t\tengine sim\n\t\t\tmin 2\n\t\t\tmax 2\n\t\t\toption prefix_cache_tokens 200000\n%s\t\t}\n\t\t", name, extra)
+	}
+	g := startGateway(t, sim("chat", "\t\t\tcanary chat-next 50%\n")+sim("chat-next", "")+sim("backup", "")+
+		"model flaky {\n\t\t\tengine sim\n\t\t\toption fail_status 503\n\t\t\tfallback backup\n\t\t}",
+		"\t\t\tpolicy prefix_affinity {\n\t\t\t\tcache_tokens 200000\n\t\t\t}")
+	modelOf := map[string]string{}
+	for _, m := range []string{"chat", "chat-next", "backup"} {
+		for _, r := range g.readyReplicas(m, 2) {
+			modelOf[r.ID] = m
+		}
+	}
+	g.readyReplicas("flaky", 1)
+	system := (&prefixConv{rng: rand.New(rand.NewPCG(2, 2))}).say(400)
+	run := func(model string, n int) map[string]int {
+		convs := make([]*prefixConv, n)
+		for i := range convs {
+			convs[i] = &prefixConv{rng: rand.New(rand.NewPCG(uint64(i)+100, 7)), model: model,
+				msgs: []map[string]string{{"role": "system", "content": system}}}
+		}
+		perModel := map[string]int{}
+		for turn := range 3 {
+			for i, c := range convs {
+				a, err := c.turn(t, g)
+				if err != nil {
+					t.Fatalf("%s conversation %d, turn %d: %v", model, i, turn+1, err)
+				}
+				c.checkCached(t, i, a)
+				if turn == 0 {
+					c.home = a.replica
+					perModel[modelOf[a.replica]]++
+				} else if a.replica != c.home {
+					t.Errorf("%s conversation %d, turn %d went to %s (%s); its first turn went to %s (%s)", model, i, turn+1,
+						a.replica, modelOf[a.replica], c.home, modelOf[c.home])
+				}
+			}
+		}
+		return perModel
+	}
+	split := run("chat", 24)
+	if split["chat"]+split["chat-next"] != 24 || split["chat-next"] < 4 || split["chat-next"] > 20 {
+		t.Errorf("24 conversations with a 50%% canary started on %v; want both models used, about half each", split)
+	}
+	if fb := run("flaky", 8); fb["backup"] != 8 {
+		t.Errorf("8 conversations of a failing model with a fallback started on %v; want all on backup", fb)
 	}
 }
 

@@ -62,6 +62,8 @@ var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.Protoc
 		{Name: "template", Description: "the Modelfile TEMPLATE (Go template syntax); default: one that supports tools"},
 		{Name: "system", Description: "the Modelfile SYSTEM message"},
 		{Name: "param_*", Description: "a Modelfile PARAMETER: param_temperature 0.2, param_stop …"},
+		{Name: "flash_attention", Type: engine.TypeBool, Description: "run attention without materialising it (OLLAMA_FLASH_ATTENTION); with many slots of long prompts on CPUs, each slot's attention then costs its own tokens, not every used cell's"},
+		{Name: "kv_cache_type", Description: "the K/V cache's type: f16 (Ollama's default), q8_0 or q4_0 (OLLAMA_KV_CACHE_TYPE; needs flash_attention)"},
 	},
 }
 
@@ -96,6 +98,14 @@ To call tools, answer with one JSON object per call: {"name": <the tool's name>,
 func checkOptions(opts map[string]string) error {
 	if err := info.CheckOptions(opts); err != nil {
 		return err
+	}
+	if t, set := opts["kv_cache_type"]; set {
+		if !slices.Contains([]string{"f16", "q8_0", "q4_0"}, t) {
+			return fmt.Errorf("ollama option kv_cache_type %q: use f16, q8_0 or q4_0", t)
+		}
+		if fa, _ := strconv.ParseBool(opts["flash_attention"]); !fa && t != "f16" {
+			return fmt.Errorf("ollama option kv_cache_type %s needs flash_attention true: Ollama quantises the K/V cache only with flash attention", t)
+		}
 	}
 	for k, v := range opts {
 		if strings.HasPrefix(k, "param_") && strings.ContainsAny(k+v, "\r\n") {
@@ -162,7 +172,7 @@ func Modelfile(spec engine.ReplicaSpec) (string, error) {
 // prefix in a free slot instead of taking the slot over, so that
 // conversations sharing a system prompt keep their own cached turns.
 func Env(spec engine.ReplicaSpec, port int, dir string) []string {
-	return []string{
+	env := []string{
 		"OLLAMA_HOST=127.0.0.1:" + strconv.Itoa(port),
 		"HOME=" + filepath.Join(dir, "home"),
 		"OLLAMA_MODELS=" + filepath.Join(dir, "models"),
@@ -173,6 +183,13 @@ func Env(spec engine.ReplicaSpec, port int, dir string) []string {
 		"OLLAMA_NOPRUNE=1",
 		"OLLAMA_MULTIUSER_CACHE=1",
 	}
+	if fa, _ := strconv.ParseBool(spec.Options["flash_attention"]); fa {
+		env = append(env, "OLLAMA_FLASH_ATTENTION=1")
+	}
+	if t := spec.Options["kv_cache_type"]; t != "" {
+		env = append(env, "OLLAMA_KV_CACHE_TYPE="+t)
+	}
+	return env
 }
 
 // AdapterModelfile returns the Modelfile of an adapter's own Ollama

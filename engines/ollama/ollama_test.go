@@ -96,6 +96,27 @@ func TestModelfileAndEnv(t *testing.T) {
 	if !reflect.DeepEqual(env, wantEnv) {
 		t.Errorf("env %q", env)
 	}
+	spec.Options["flash_attention"], spec.Options["kv_cache_type"] = "true", "q8_0"
+	if _, err := Modelfile(spec); err != nil {
+		t.Errorf("flash_attention true, kv_cache_type q8_0: %v", err)
+	}
+	if env := Env(spec, 40123, "/run/r1"); !reflect.DeepEqual(env[len(env)-2:], []string{"OLLAMA_FLASH_ATTENTION=1", "OLLAMA_KV_CACHE_TYPE=q8_0"}) {
+		t.Errorf("env with flash attention and q8_0: %q", env)
+	}
+	spec.Options["flash_attention"] = "false"
+	if _, err := Modelfile(spec); err == nil || !strings.Contains(err.Error(), "needs flash_attention true") {
+		t.Errorf("q8_0 without flash attention: %v", err)
+	}
+	spec.Options["kv_cache_type"] = "q5_1"
+	if _, err := Modelfile(spec); err == nil || !strings.Contains(err.Error(), "use f16, q8_0 or q4_0") {
+		t.Errorf("kv_cache_type q5_1: %v", err)
+	}
+	spec.Options["flash_attention"] = "yes"
+	if _, err := Modelfile(spec); err == nil || !strings.Contains(err.Error(), "use true or false") {
+		t.Errorf("flash_attention yes: %v", err)
+	}
+	delete(spec.Options, "flash_attention")
+	delete(spec.Options, "kv_cache_type")
 	if n := ModelName("Tiny Chat/v2"); n != "tiny-chat-v2" {
 		t.Errorf("ModelName: %s", n)
 	}

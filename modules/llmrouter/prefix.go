@@ -104,20 +104,46 @@ var seed = maphash.MakeSeed()
 
 // forRequest hashes the request's prompt into chained block hashes.
 func (p *PrefixAffinity) forRequest(r *http.Request, req *openai.Request, model string) llm.Selector {
-	pk := &prefixPick{p: p, ix: indexOf(model, p)}
-	if len(req.CacheKey) > 0 {
-		pk.session = maphash.Bytes(seed, req.CacheKey) | 1
-	} else if p.Header != "" {
-		if v := r.Header.Get(p.Header); v != "" {
-			pk.session = maphash.String(seed, v) | 1
-		}
-	}
+	pk := &prefixPick{p: p, ix: indexOf(model, p), session: p.session(r, req)}
 	prompt := req.Messages
 	if len(prompt) == 0 {
 		prompt = req.Prompt
 	}
 	pk.hashes = chainHashes(req.Tools, prompt, p.BlockBytes)
 	return pk
+}
+
+// session returns the request's session key hashed (never 0), from
+// prompt_cache_key, user or the Header, or 0 when it has none.
+func (p *PrefixAffinity) session(r *http.Request, req *openai.Request) uint64 {
+	if len(req.CacheKey) > 0 {
+		return maphash.Bytes(seed, req.CacheKey) | 1
+	}
+	if p.Header != "" {
+		if v := r.Header.Get(p.Header); v != "" {
+			return maphash.String(seed, v) | 1
+		}
+	}
+	return 0
+}
+
+// conversation returns a number naming the request's conversation, the
+// same for every turn of it: its session key, else a hash of its tools
+// and its messages up to its first user message (a system prompt alone
+// is shared by many conversations); 0 when it has neither.
+func (p *PrefixAffinity) conversation(r *http.Request, req *openai.Request) uint64 {
+	if s := p.session(r, req); s != 0 {
+		return s
+	}
+	n := openai.FirstUserEnd(req.Messages)
+	if n == 0 {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	_, _ = h.Write(req.Tools)
+	_, _ = h.Write(req.Messages[:n])
+	return h.Sum64() | 1
 }
 
 // chainHashes cuts the prompt into blocks (tools first) and returns each

@@ -54,7 +54,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 	if repl != nil {
 		repl.Set("http.llm.model", m.Name)
 	}
-	candidates := rt.candidates(r, m)
+	candidates := rt.candidates(r, req, m)
 	var last error
 	retries := 0
 	var failed *llm.Replica // a replica of candidates[i] that could not be reached
@@ -103,8 +103,10 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 // candidates are the model and the fallbacks the caller may use: with
 // llm_quota in front, a fallback outside the key's models is skipped. A
 // model with a canary sends its share of requests to the canary first,
-// with the model itself next.
-func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
+// with the model itself next. Under a policy that keeps conversations
+// together (prefix_affinity) the share is of conversations: every turn of
+// one goes the same way, where its prompt is cached.
+func (rt *Router) candidates(r *http.Request, req *openai.Request, m *llm.Model) []string {
 	tenant, limited := llm.TenantOf(r)
 	allowed := func(name string) bool {
 		if !limited {
@@ -114,7 +116,7 @@ func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
 		return err == nil && tenant.Allowed(name, f.Name)
 	}
 	out := make([]string, 0, 2+len(m.Fallbacks))
-	if c := m.Canary; c != nil && c.Share > 0 && rand.Float64() < c.Share && allowed(c.Model) {
+	if c := m.Canary; c != nil && c.Share > 0 && rt.canaryDraw(r, req) < c.Share && allowed(c.Model) {
 		out = append(out, c.Model)
 	}
 	out = append(out, m.Name)
@@ -124,6 +126,18 @@ func (rt *Router) candidates(r *http.Request, m *llm.Model) []string {
 		}
 	}
 	return out
+}
+
+// canaryDraw is a number in [0, 1) that sends the request to a canary
+// when below its share: random, or under a conversation-keeping policy
+// one number per conversation.
+func (rt *Router) canaryDraw(r *http.Request, req *openai.Request) float64 {
+	if p, ok := rt.policy.(*PrefixAffinity); ok {
+		if c := p.conversation(r, req); c != 0 {
+			return float64(c>>11) / (1 << 53)
+		}
+	}
+	return rand.Float64()
 }
 
 // How a request reaches a replica.

@@ -265,3 +265,28 @@ func appendCanonRune(dst []byte, r rune) []byte {
 	}
 	return utf8.AppendRune(dst, r)
 }
+
+// FirstUserEnd returns the length of the JSON messages array msgs up to
+// the end of its first message whose role is "user", or 0 when it has
+// none. Every turn of a conversation starts with the same bytes up to
+// there, while a system prompt before it may be shared by many
+// conversations.
+func FirstUserEnd(msgs []byte) int {
+	end := 0
+	var ms []Member
+	walkArray(msgs, skipSpace(msgs, 0), func(v int) int {
+		e := skipFast(msgs, v)
+		if e < 0 || end > 0 {
+			return e
+		}
+		ms, _ = Members(ms[:0], msgs[v:e])
+		for _, m := range ms {
+			if string(m.Key) == "role" && string(m.Value) == `"user"` {
+				end = e
+				return -1 // found: stop walking
+			}
+		}
+		return e
+	})
+	return end
+}

@@ -60,3 +60,22 @@ func BenchmarkAppendCanonical(b *testing.B) {
 		buf = AppendCanonical(buf[:0], body)
 	}
 }
+
+func TestFirstUserEnd(t *testing.T) {
+	for _, c := range []struct{ msgs, want string }{
+		{`[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`,
+			`[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}`},
+		{` [ {"content": "hi", "role" : "user"} , {"role":"user","content":"again"}]`, ` [ {"content": "hi", "role" : "user"}`},
+		{`[{"role":"developer","content":"say \"role\":\"user\" here"},{"role":"user","content":[{"type":"text","text":"x"}]}]`,
+			`[{"role":"developer","content":"say \"role\":\"user\" here"},{"role":"user","content":[{"type":"text","text":"x"}]}`},
+		{`[{"role":"system","content":"only a system prompt"}]`, ``},
+		{`[]`, ``},
+		{``, ``},
+		{`{"role":"user"}`, ``},
+		{`[{"role":"user","content":"cut`, ``},
+	} {
+		if got := c.msgs[:FirstUserEnd([]byte(c.msgs))]; got != c.want {
+			t.Errorf("FirstUserEnd(%s) = %q, want %q", c.msgs, got, c.want)
+		}
+	}
+}
