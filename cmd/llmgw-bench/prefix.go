@@ -55,6 +55,9 @@ func prefixBench(args []string) error {
 	layers := fs.Int("model-layers", 4, "ollama: the test model's blocks")
 	heads := fs.Int("model-heads", 4, "ollama: the test model's attention heads (without flash attention, which Ollama enables only on GPUs, a batch's attention scores take prompt tokens × used cache cells × heads floats)")
 	ctxLen := fs.Int("context", 8192, "ollama: context length of each of the replica's slots")
+	slotsFlag := fs.Int("slots", 0, "ollama: slots (parallel requests, each with its own cached prompt) of each replica; default -c over -replicas")
+	pin := fs.Bool("pin", true, "ollama: pin each replica to a core of its own (needs as many cores as replicas)")
+	nodeCores := fs.Int("node-cores", 0, "ollama: the cores the node declares, when more replicas than cores share them (with -pin=false)")
 	flash := fs.Bool("flash-attention", true, "ollama: the model's flash_attention option (without it, every slot's attention costs every used cell of the replica's K/V cache)")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-prefix-")
@@ -78,8 +81,18 @@ func prefixBench(args []string) error {
 			return err
 		}
 		slots := (*conc + *replicas - 1) / *replicas
-		model = fmt.Sprintf("engine ollama {\n\t\t\toption bin %s\n\t\t}\n\t\tnode {\n\t\t\tpin_cores\n\t\t}\n\t\tmodel bench {\n\t\t\tengine ollama\n\t\t\tsource %s\n\t\t\tcontext_length %d\n\t\t\ttarget_concurrency %d\n\t\t\tresources {\n\t\t\t\tcores 1\n\t\t\t}\n\t\t\tmin %d\n\t\t\tmax %d\n\t\t\toption flash_attention %t\n\t\t}",
-			*ollamaBin, src, *ctxLen, slots, *replicas, *replicas, *flash)
+		if *slotsFlag > 0 {
+			slots = *slotsFlag
+		}
+		node := ""
+		if *pin {
+			node += "\n\t\t\tpin_cores"
+		}
+		if *nodeCores > 0 {
+			node += fmt.Sprintf("\n\t\t\tcores %d", *nodeCores)
+		}
+		model = fmt.Sprintf("engine ollama {\n\t\t\toption bin %s\n\t\t}\n\t\tnode {%s\n\t\t}\n\t\tmodel bench {\n\t\t\tengine ollama\n\t\t\tsource %s\n\t\t\tcontext_length %d\n\t\t\ttarget_concurrency %d\n\t\t\tresources {\n\t\t\t\tcores 1\n\t\t\t}\n\t\t\tmin %d\n\t\t\tmax %d\n\t\t\toption flash_attention %t\n\t\t}",
+			*ollamaBin, node, src, *ctxLen, slots, *replicas, *replicas, *flash)
 	default:
 		return fmt.Errorf("-engine %q: use sim or ollama", *eng)
 	}

@@ -34,9 +34,11 @@ func init() {
 // least loaded one (see BalanceAbs and BalanceRel): then load wins, and the
 // index learns the new home. A request that matches nothing, or only a
 // prefix many conversations share (a system prompt: the blocks after
-// which several different blocks have been seen), goes to the least
-// loaded replica, the one holding fewest blocks among equals, so that new
-// conversations spread while each keeps to its replica.
+// which several different blocks have been seen), goes to the replica
+// holding fewest blocks among those with at most one request in flight
+// more than the least loaded (the least loaded among equals), so that new
+// conversations spread evenly over the replicas' caches while each keeps
+// to its replica.
 //
 // Explicit affinity comes first: a request with prompt_cache_key (or
 // user, or the Header when set) stays on the replica its key was last
@@ -285,6 +287,26 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		n, lo := float64(r.Inflight()), float64(least.Inflight())
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
 	}
+	// A new conversation's home: among the replicas with at most one
+	// request in flight more than the least loaded, the one holding least
+	// of the index (the fewest conversations' prompts, the most room in
+	// its engine's cache), the least loaded among equals. Requests in
+	// flight alone would not spread conversations when few are in flight
+	// at once: the replica a turn just left would take every new
+	// conversation, and hold more of them than its engine has slots for.
+	roomiest, roomiestHeld := least, leastHeld
+	for _, r := range ready {
+		held := 0
+		if i, ok := ix.byID[r.ID]; ok {
+			held = len(ix.slots[i].held)
+		}
+		if r == least || r.Inflight() > least.Inflight()+1 {
+			continue
+		}
+		if held < roomiestHeld || (held == roomiestHeld && r.Inflight() < roomiest.Inflight()) {
+			roomiest, roomiestHeld = r, held
+		}
+	}
 	var chosen *llm.Replica
 	reason := pickNew
 	if pk.session != 0 {
@@ -326,7 +348,7 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		}
 	}
 	if chosen == nil {
-		chosen = least
+		chosen = roomiest
 	}
 	i, ok := ix.byID[chosen.ID]
 	if !ok {
