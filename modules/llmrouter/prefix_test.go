@@ -115,6 +115,44 @@ func TestPrefixAffinityKeepsConversations(t *testing.T) {
 	}
 }
 
+// With few requests in flight, new conversations spread by what each
+// replica holds rather than by its requests in flight alone: the
+// replica a turn has just left (none in flight) does not take every new
+// conversation while the others serve one request each.
+func TestPrefixAffinitySpreadsNewConversations(t *testing.T) {
+	p := newPolicy(t, &PrefixAffinity{}, "spread")
+	reps := replicas("spread", 4)
+	system := sentence(rand.New(rand.NewPCG(5, 6)), 1500)
+	homes := map[*llm.Replica]int{}
+	for i := range 16 {
+		// Every replica but the one with most conversations serves one
+		// request, as when each of a few clients waits for its turn.
+		busiest := reps[0]
+		for _, r := range reps {
+			if homes[r] > homes[busiest] {
+				busiest = r
+			}
+		}
+		var releases []func()
+		for _, r := range reps {
+			if r != busiest {
+				releases = append(releases, r.Hold())
+			}
+		}
+		c := newConversation(system, uint64(100+i))
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		homes[p.forRequest(r, c.turn(t), "spread").Select(reps)]++
+		for _, rel := range releases {
+			rel()
+		}
+	}
+	for _, r := range reps {
+		if homes[r] < 3 || homes[r] > 5 {
+			t.Errorf("16 new conversations on 4 replicas: %s got %d; want about 4 each", r.ID, homes[r])
+		}
+	}
+}
+
 // An overloaded best match loses to the least loaded replica, and the
 // conversation's next turn follows it to its new home.
 func TestPrefixAffinityYieldsToLoad(t *testing.T) {
