@@ -192,7 +192,8 @@ type prefixIndex struct {
 	byID     map[string]int
 	sessions map[uint64]session
 	swept    int64
-	capacity int // blocks per replica
+	picked   int64 // when the last pick was made (unix nanos)
+	capacity int   // blocks per replica
 	metrics  map[string]*prefixMetrics
 }
 
@@ -283,6 +284,7 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 			least, leastHeld = r, held
 		}
 	}
+	ix.picked = now
 	overloaded := func(r *llm.Replica) bool {
 		n, lo := float64(r.Inflight()), float64(least.Inflight())
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
@@ -444,7 +446,8 @@ func (ix *prefixIndex) unset(h, bit uint64) {
 }
 
 // sweep, at most once a second, drops the slots of replicas that stopped
-// (or have not been ready for a minute) and sessions idle for an hour.
+// (or were not among the ready ones of the picks made in the last minute)
+// and sessions idle for an hour.
 func (ix *prefixIndex) sweep(now int64) {
 	if now-ix.swept < int64(time.Second) {
 		return
@@ -455,9 +458,14 @@ func (ix *prefixIndex) sweep(now int64) {
 		if s.id == "" {
 			continue
 		}
+		// A replica missing from the picks of the last minute (another
+		// node's that its node no longer offers, one held back as a
+		// suspect) loses its part. Picks that were not made do not count:
+		// with every request a long one, a minute may pass between picks
+		// while the replicas serve their conversations.
 		st := s.rep.State()
 		if st == llm.ReplicaReady || st == llm.ReplicaDraining || st == llm.ReplicaStarting {
-			if now-s.seen < int64(time.Minute) {
+			if ix.picked-s.seen < int64(time.Minute) {
 				continue
 			}
 		}

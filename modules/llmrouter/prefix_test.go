@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -263,6 +264,72 @@ func TestPrefixAffinityReplicaStops(t *testing.T) {
 			t.Errorf("conversation %d (first on %s) moved again: %s then %s", i, home[i].ID, newHome[i].ID, got.ID)
 		}
 		c.answer()
+	}
+}
+
+// A minute without picks (every request a long one) keeps every
+// replica's part of the index; a replica left out of the picks of a
+// minute (held back, or no longer offered by its node) loses it.
+func TestPrefixAffinityPauseKeepsHomes(t *testing.T) {
+	p := newPolicy(t, &PrefixAffinity{}, "pause")
+	reps := replicas("pause", 3)
+	convs := make([]*conversation, 6)
+	home := map[int]*llm.Replica{}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for i := range convs {
+		convs[i] = newConversation(sentence(rand.New(rand.NewPCG(7, 8)), 600), uint64(200+i))
+		home[i] = p.forRequest(r, convs[i].turn(t), "pause").Select(reps)
+		convs[i].answer()
+	}
+	ix := indexOf("pause", p)
+	ago := func(d time.Duration) {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		for i := range ix.slots {
+			ix.slots[i].seen -= int64(d)
+		}
+		ix.picked -= int64(d)
+		ix.swept = 0 // sweep at the next pick
+	}
+	heldOf := func() map[string]int {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		out := map[string]int{}
+		for _, s := range ix.slots {
+			if s.id != "" {
+				out[s.id] = len(s.held)
+			}
+		}
+		return out
+	}
+	before := heldOf()
+	ago(2 * time.Minute) // no pick for two minutes
+	for i, c := range convs {
+		if i == 1 {
+			// One pick later, the other replicas' parts are as they were.
+			after := heldOf()
+			for _, rep := range reps {
+				if rep != home[0] && after[rep.ID] != before[rep.ID] {
+					t.Errorf("after two minutes without a pick, %s holds %d blocks of the index, not %d", rep.ID, after[rep.ID], before[rep.ID])
+				}
+			}
+		}
+		if got := p.forRequest(r, c.turn(t), "pause").Select(reps); got != home[i] {
+			t.Errorf("after two minutes without a pick, conversation %d moved from %s to %s", i, home[i].ID, got.ID)
+		}
+		c.answer()
+	}
+	// Picks go on for a minute without reps[0].
+	ix.mu.Lock()
+	ix.slots[ix.byID[reps[0].ID]].seen -= int64(2 * time.Minute)
+	ix.swept = 0
+	ix.mu.Unlock()
+	p.forRequest(r, convs[0].turn(t), "pause").Select(reps[1:])
+	ix.mu.Lock()
+	_, kept := ix.byID[reps[0].ID]
+	ix.mu.Unlock()
+	if kept {
+		t.Error("a replica missing from the picks of two minutes kept its part of the index")
 	}
 }
 
