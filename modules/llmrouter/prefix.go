@@ -35,10 +35,10 @@ func init() {
 // index learns the new home. A request that matches nothing, or only a
 // prefix many conversations share (a system prompt: the blocks after
 // which several different blocks have been seen), goes to the replica
-// holding fewest blocks among those with at most one request in flight
-// more than the least loaded (the least loaded among equals), so that new
-// conversations spread evenly over the replicas' caches while each keeps
-// to its replica.
+// keeping the fewest conversations among those with at most one request
+// in flight more than the least loaded (then the one holding fewest
+// blocks, then the least loaded), so that new conversations spread evenly
+// over the replicas' caches while each keeps to its replica.
 //
 // Explicit affinity comes first: a request with prompt_cache_key (or
 // user, or the Header when set) stays on the replica its key was last
@@ -208,11 +208,15 @@ type block struct {
 
 // slot is one replica's part of the index.
 type slot struct {
-	id    string
-	rep   *llm.Replica
-	seen  int64             // when it was last among the ready ones (unix nanos)
-	held  map[uint64]uint32 // block hash → the touch that last sent it
-	queue []touch           // touches, oldest first; stale ones are skipped
+	id   string
+	rep  *llm.Replica
+	seen int64             // when it was last among the ready ones (unix nanos)
+	held map[uint64]uint32 // block hash → the touch that last sent it
+	// heads are the first blocks of the conversations it was sent (a
+	// conversation's first block past the prefix it shares with others),
+	// as long as it holds them: how many conversations it keeps.
+	heads map[uint64]struct{}
+	queue []touch // touches, oldest first; stale ones are skipped
 	seq   uint32
 }
 
@@ -290,23 +294,29 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
 	}
 	// A new conversation's home: among the replicas with at most one
-	// request in flight more than the least loaded, the one holding least
-	// of the index (the fewest conversations' prompts, the most room in
-	// its engine's cache), the least loaded among equals. Requests in
-	// flight alone would not spread conversations when few are in flight
-	// at once: the replica a turn just left would take every new
-	// conversation, and hold more of them than its engine has slots for.
-	roomiest, roomiestHeld := least, leastHeld
-	for _, r := range ready {
-		held := 0
+	// request in flight more than the least loaded, the one keeping the
+	// fewest conversations; among equals, the one holding least of the
+	// index (the most room in its engine's cache), then the least loaded.
+	// Requests in flight alone would not spread conversations when few are
+	// in flight at once: the replica a turn just left would take every new
+	// conversation, and keep more of them than its engine has slots for.
+	// Nor would blocks held alone: a replica whose few conversations run
+	// fast holds more of them than a crowded, slow one.
+	roomiest := least
+	rank := func(r *llm.Replica) (convs, held int) {
 		if i, ok := ix.byID[r.ID]; ok {
-			held = len(ix.slots[i].held)
+			return len(ix.slots[i].heads), len(ix.slots[i].held)
 		}
+		return 0, 0
+	}
+	rc, rh := rank(least)
+	for _, r := range ready {
 		if r == least || r.Inflight() > least.Inflight()+1 {
 			continue
 		}
-		if held < roomiestHeld || (held == roomiestHeld && r.Inflight() < roomiest.Inflight()) {
-			roomiest, roomiestHeld = r, held
+		c, h := rank(r)
+		if c < rc || (c == rc && (h < rh || (h == rh && r.Inflight() < roomiest.Inflight()))) {
+			roomiest, rc, rh = r, c, h
 		}
 	}
 	var chosen *llm.Replica
@@ -365,6 +375,9 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		matched++
 	}
 	ix.learn(i, pk.hashes)
+	if shared < len(pk.hashes) {
+		ix.slots[i].heads[pk.hashes[shared]] = struct{}{}
+	}
 	if pk.session != 0 {
 		ix.sessions[pk.session] = session{slot: i, at: now}
 	}
@@ -387,7 +400,7 @@ func (ix *prefixIndex) slotFor(r *llm.Replica, now int64) int {
 		if i < 0 {
 			return -1
 		}
-		ix.slots[i] = slot{id: r.ID, held: map[uint64]uint32{}}
+		ix.slots[i] = slot{id: r.ID, held: map[uint64]uint32{}, heads: map[uint64]struct{}{}}
 		ix.byID[r.ID] = i
 	}
 	s := &ix.slots[i]
@@ -421,6 +434,7 @@ func (ix *prefixIndex) learn(i int, hashes []uint64) {
 		s.queue = s.queue[1:]
 		if s.held[t.h] == t.seq {
 			delete(s.held, t.h)
+			delete(s.heads, t.h)
 			ix.unset(t.h, bit)
 		}
 	}

@@ -154,6 +154,29 @@ func TestPrefixAffinitySpreadsNewConversations(t *testing.T) {
 	}
 }
 
+// A new conversation goes to the replica keeping fewer conversations,
+// even when its few conversations are long ones that hold more blocks
+// (they ran fast there) than a crowded replica's many short ones.
+func TestPrefixAffinityCountsConversations(t *testing.T) {
+	p := newPolicy(t, &PrefixAffinity{}, "convs")
+	reps := replicas("convs", 2)
+	few, crowded := reps[:1], reps[1:]
+	system := sentence(rand.New(rand.NewPCG(9, 9)), 1500)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	long := newConversation(system, 300)
+	for range 8 {
+		p.forRequest(r, long.turn(t), "convs").Select(few)
+		long.answer()
+	}
+	for i := range 3 {
+		c := newConversation(system, uint64(301+i))
+		p.forRequest(r, c.turn(t), "convs").Select(crowded)
+	}
+	if got := p.forRequest(r, newConversation(system, 400).turn(t), "convs").Select(reps); got != few[0] {
+		t.Errorf("a new conversation went to %s, which keeps 3 conversations, not to %s, which keeps one", got.ID, few[0].ID)
+	}
+}
+
 // An overloaded best match loses to the least loaded replica, and the
 // conversation's next turn follows it to its new home.
 func TestPrefixAffinityYieldsToLoad(t *testing.T) {
