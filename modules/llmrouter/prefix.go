@@ -35,10 +35,11 @@ func init() {
 // index learns the new home. A request that matches nothing, or only a
 // prefix many conversations share (a system prompt: the blocks after
 // which several different blocks have been seen), goes to the replica
-// keeping the fewest conversations among those with at most one request
+// keeping the fewest conversations among those with at most two requests
 // in flight more than the least loaded (then the one holding fewest
-// blocks, then the least loaded), so that new conversations spread evenly
-// over the replicas' caches while each keeps to its replica.
+// blocks, then the least loaded), so that new
+// conversations spread evenly over the replicas' caches while each keeps
+// to its replica.
 //
 // Explicit affinity comes first: a request with prompt_cache_key (or
 // user, or the Header when set) stays on the replica its key was last
@@ -293,15 +294,16 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		n, lo := float64(r.Inflight()), float64(least.Inflight())
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
 	}
-	// A new conversation's home: among the replicas with at most one
-	// request in flight more than the least loaded, the one keeping the
-	// fewest conversations; among equals, the one holding least of the
-	// index (the most room in its engine's cache), then the least loaded.
-	// Requests in flight alone would not spread conversations when few are
-	// in flight at once: the replica a turn just left would take every new
-	// conversation, and keep more of them than its engine has slots for.
-	// Nor would blocks held alone: a replica whose few conversations run
-	// fast holds more of them than a crowded, slow one.
+	// A new conversation's home: among the replicas with at most two
+	// requests in flight more than the least loaded, the one keeping the
+	// fewest conversations; among equals, the one holding
+	// least of the index (the most room in its engine's cache), then the
+	// least loaded. Requests in flight would not spread conversations when
+	// few are in flight at once: the replica a turn just left would take
+	// every new conversation, and one busy with a long prompt for a
+	// moment none, so that others keep more conversations than their
+	// engines have slots for. Nor would blocks held: a replica whose few
+	// conversations run fast holds more of them than a crowded, slow one.
 	roomiest := least
 	rank := func(r *llm.Replica) (convs, held int) {
 		if i, ok := ix.byID[r.ID]; ok {
@@ -311,7 +313,7 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 	}
 	rc, rh := rank(least)
 	for _, r := range ready {
-		if r == least || r.Inflight() > least.Inflight()+1 {
+		if r == least || r.Inflight() > least.Inflight()+2 {
 			continue
 		}
 		c, h := rank(r)
