@@ -294,33 +294,6 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		n, lo := float64(r.Inflight()), float64(least.Inflight())
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
 	}
-	// A new conversation's home: among the replicas with at most two
-	// requests in flight more than the least loaded, the one keeping the
-	// fewest conversations; among equals, the one holding
-	// least of the index (the most room in its engine's cache), then the
-	// least loaded. Requests in flight would not spread conversations when
-	// few are in flight at once: the replica a turn just left would take
-	// every new conversation, and one busy with a long prompt for a
-	// moment none, so that others keep more conversations than their
-	// engines have slots for. Nor would blocks held: a replica whose few
-	// conversations run fast holds more of them than a crowded, slow one.
-	roomiest := least
-	rank := func(r *llm.Replica) (convs, held int) {
-		if i, ok := ix.byID[r.ID]; ok {
-			return len(ix.slots[i].heads), len(ix.slots[i].held)
-		}
-		return 0, 0
-	}
-	rc, rh := rank(least)
-	for _, r := range ready {
-		if r == least || r.Inflight() > least.Inflight()+2 {
-			continue
-		}
-		c, h := rank(r)
-		if c < rc || (c == rc && (h < rh || (h == rh && r.Inflight() < roomiest.Inflight()))) {
-			roomiest, rc, rh = r, c, h
-		}
-	}
 	var chosen *llm.Replica
 	reason := pickNew
 	if pk.session != 0 {
@@ -362,7 +335,7 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		}
 	}
 	if chosen == nil {
-		chosen = roomiest
+		chosen = ix.home(ready, least)
 	}
 	i, ok := ix.byID[chosen.ID]
 	if !ok {
@@ -385,6 +358,37 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 	}
 	ix.count(chosen, reason, matched, len(pk.hashes), pk.p.BlockBytes)
 	return chosen
+}
+
+// home picks a new conversation's replica: among the replicas with at most
+// two requests in flight more than the least loaded, the one keeping the
+// fewest conversations; among equals, the one holding least of the index
+// (the most room in its engine's cache), then the least loaded. Requests
+// in flight alone would not spread conversations when few are in flight
+// at once: the replica a turn just left would take every new
+// conversation, and one busy with a long prompt for a moment none, so
+// that others keep more conversations than their engines have slots for.
+// Nor would blocks held: a replica whose few conversations run fast holds
+// more of them than a crowded, slow one.
+func (ix *prefixIndex) home(ready []*llm.Replica, least *llm.Replica) *llm.Replica {
+	rank := func(r *llm.Replica) (convs, held int) {
+		if i, ok := ix.byID[r.ID]; ok {
+			return len(ix.slots[i].heads), len(ix.slots[i].held)
+		}
+		return 0, 0
+	}
+	roomiest := least
+	rc, rh := rank(least)
+	for _, r := range ready {
+		if r == least || r.Inflight() > least.Inflight()+2 {
+			continue
+		}
+		c, h := rank(r)
+		if c < rc || (c == rc && (h < rh || (h == rh && r.Inflight() < roomiest.Inflight()))) {
+			roomiest, rc, rh = r, c, h
+		}
+	}
+	return roomiest
 }
 
 // slotFor returns r's slot, giving it a free one if it has none (-1 when
