@@ -119,11 +119,19 @@ func BenchmarkExactKey(b *testing.B) {
 
 // BenchmarkMissPath measures what llm_cache adds to a request that
 // misses, without HTTP: the request's keys and question analysis, the
-// exact and semantic lookups in a store of 10k questions, and keeping the
-// answer.
+// exact and semantic lookups in a store of 10k and 100k questions, and
+// keeping the answer. The store is full, so that each answer kept evicts
+// another, as in a cache that has run a while.
 func BenchmarkMissPath(b *testing.B) {
-	s, _ := filled(b, 10_000)
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) { benchMissPath(b, n) })
+	}
+}
+
+func benchMissPath(b *testing.B, n int) {
+	s, _ := filled(b, n)
 	defer s.Destruct()
+	s.maxBytes = s.bytes
 	c := &Cache{Semantic: &Semantic{Threshold: defaultThreshold}, store: s, TTL: caddy.Duration(time.Hour)}
 	ans := &answer{Chat: true, Choices: []answerChoice{{Content: "an answer of some length", FinishReason: "stop"}}}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -144,6 +152,9 @@ func BenchmarkMissPath(b *testing.B) {
 		}
 		s.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, ans: ans,
 			expires: time.Now().Add(time.Hour), scope: q.scope, model: q.model})
+	}
+	if s.count > n+1 {
+		b.Fatalf("the store grew to %d entries", s.count)
 	}
 }
 

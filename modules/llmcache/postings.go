@@ -4,23 +4,23 @@ import "iter"
 
 // postings index entries by the built-in matcher's keys (a question's
 // set of words, and that set less each word). A store of 100k questions
-// holds about a million keys, so the map holds no pointers (the garbage
-// collector skips it) and a key with one entry, most of them, takes no
-// allocation: its value is the entry's number; a key shared by several
-// entries points to a list of numbers.
+// holds about a million keys, so their table holds no pointers (the
+// garbage collector skips it) and a key with one entry, most of them,
+// takes no allocation: its value is the entry's number; a key shared by
+// several entries points to a list of numbers.
 type postings struct {
-	keys  map[setKey]uint32 // entry number + 1, or listed | list index
-	lists [][]uint32        // entry numbers + 1 of keys shared by several
-	free  []uint32          // unused lists
-	ents  []*entry          // by number
-	holes []uint32          // unused numbers
+	keys  keyTable   // entry number + 1, or listed | list index
+	lists [][]uint32 // entry numbers + 1 of keys shared by several
+	free  []uint32   // unused lists
+	ents  []*entry   // by number
+	holes []uint32   // unused numbers
 }
 
 // listed marks a value of keys that is an index of lists.
 const listed = 1 << 31
 
 func newPostings() postings {
-	return postings{keys: map[setKey]uint32{}}
+	return postings{}
 }
 
 func (p *postings) add(e *entry) {
@@ -36,10 +36,10 @@ func (p *postings) add(e *entry) {
 		e.num = uint32(len(p.ents))
 	}
 	e.an.setKeys(e.bucket, func(k setKey) {
-		v, ok := p.keys[k]
+		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
-			p.keys[k] = e.num
+			p.keys.set(k, e.num)
 		case v&listed != 0:
 			p.lists[v&^listed] = append(p.lists[v&^listed], e.num)
 		default:
@@ -52,7 +52,7 @@ func (p *postings) add(e *entry) {
 				i = uint32(len(p.lists))
 				p.lists = append(p.lists, []uint32{v, e.num})
 			}
-			p.keys[k] = listed | i
+			p.keys.set(k, listed|i)
 		}
 	})
 }
@@ -62,12 +62,12 @@ func (p *postings) remove(e *entry) {
 		return
 	}
 	e.an.setKeys(e.bucket, func(k setKey) {
-		v, ok := p.keys[k]
+		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
 		case v&listed == 0:
 			if v == e.num {
-				delete(p.keys, k)
+				p.keys.del(k)
 			}
 		default:
 			i := v &^ listed
@@ -81,7 +81,7 @@ func (p *postings) remove(e *entry) {
 			}
 			p.lists[i] = l
 			if len(l) == 1 {
-				p.keys[k] = l[0]
+				p.keys.set(k, l[0])
 				p.free = append(p.free, i)
 			}
 		}
@@ -94,7 +94,7 @@ func (p *postings) remove(e *entry) {
 // all yields the entries under k.
 func (p *postings) all(k setKey) iter.Seq[*entry] {
 	return func(yield func(*entry) bool) {
-		v, ok := p.keys[k]
+		v, ok := p.keys.get(k)
 		if !ok {
 			return
 		}
