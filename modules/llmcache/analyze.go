@@ -196,11 +196,17 @@ func (a *analysis) wordSet() []string {
 // the set's and which kind, mixed), so that the index's million keys take
 // half the memory, and the cache lines, of a structure.
 func (a *analysis) setKeys(bucket string, yield func(setKey)) {
+	setKeysOf(bucket, a.sum, len(a.wh), func(i int) uint64 { return a.wh[i] }, yield)
+}
+
+// setKeysOf is setKeys of a set of n words whose hashes (wh(i)) add up to
+// sum.
+func setKeysOf(bucket string, sum uint64, n int, wh func(int) uint64, yield func(setKey)) {
 	b := maphash.String(sigSeed, bucket)
-	yield(setKey(b ^ a.sum))
-	if len(a.wh) > 1 {
-		for _, h := range a.wh {
-			yield(setKey((b ^ (a.sum - h)) * lessOne))
+	yield(setKey(b ^ sum))
+	if n > 1 {
+		for i := range n {
+			yield(setKey((b ^ (sum - wh(i))) * lessOne))
 		}
 	}
 }

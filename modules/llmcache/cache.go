@@ -327,7 +327,8 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 	} else {
 		h.Set(header, "hit-exact")
 	}
-	u := e.ans.Usage
+	ans := e.answer()
+	u := ans.Usage
 	openai.SetUsage(r, openai.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		TotalTokens: u.PromptTokens + u.CompletionTokens, Cached: true})
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
@@ -335,10 +336,10 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 	}
 	logOutcome(r, h.Get(header))
 	if req.Stream {
-		e.ans.writeStream(w, req.Model, req.IncludeUsage)
+		ans.writeStream(w, req.Model, req.IncludeUsage)
 		return
 	}
-	e.ans.writeWhole(w, req.Model)
+	ans.writeWhole(w, req.Model)
 }
 
 // keep stores a completed, successful answer.

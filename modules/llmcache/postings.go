@@ -35,7 +35,7 @@ func (p *postings) add(e *entry) {
 		p.ents = append(p.ents, e)
 		e.num = uint32(len(p.ents))
 	}
-	e.an.setKeys(e.bucket, func(k setKey) {
+	e.setKeys(func(k setKey) {
 		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
@@ -61,7 +61,7 @@ func (p *postings) remove(e *entry) {
 	if e.num == 0 || p.ents[e.num-1] != e {
 		return
 	}
-	e.an.setKeys(e.bucket, func(k setKey) {
+	e.setKeys(func(k setKey) {
 		v, ok := p.keys.get(k)
 		switch {
 		case !ok:

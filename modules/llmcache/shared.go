@@ -46,7 +46,7 @@ type wireEntry struct {
 type purgeMsg struct{ Model, Scope string }
 
 func toWire(e *entry) wireEntry {
-	return wireEntry{Key: e.key, Bucket: e.bucket, Question: e.question, Vec: e.vec, Ans: e.ans,
+	return wireEntry{Key: e.key, Bucket: e.bucket, Question: e.question, Vec: e.vec, Ans: e.answer(),
 		Expires: e.expires, Scope: e.scope, Model: e.model}
 }
 

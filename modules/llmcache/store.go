@@ -4,129 +4,46 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// entry is one cached answer.
+// entry is one cached answer. As a request builds it, it holds the
+// question's analysis and the answer as Go values (an, ans); stored, it
+// holds them encoded in its blob (see freeze), with the numbers the
+// matcher's cheap bounds read.
 type entry struct {
 	key      string      // exact key
 	bucket   string      // semantic candidates share it: scope, model, context
 	question string      // the last user turn, for semantic matching
-	an       *analysis   // the question, analysed; &anv once stored
 	num      uint32      // its number in the built-in matcher's postings, 0 when not posted
 	slot     int         // its place in the store's CLOCK
 	size     int64       // its cost, when kept
 	used     atomic.Bool // asked for since CLOCK's hand last passed
 	vec      []int8      // its embedding by a catalog model, quantized
-	ans      *answer     // &ansv once stored
 	expires  time.Time
 	scope    string
 	model    string
 
-	anv  analysis // what an and ans point to in a stored entry (see freeze)
-	ansv answer
-	// Room for a usual question's words and hashes and an answer of one
-	// choice, so that they take no objects of their own.
-	strs    [inlineWords]string
-	hashes  [inlineWords]uint64
-	choices [1]answerChoice
-}
+	an  *analysis // until stored: the question, analysed
+	ans *answer   // until stored: the answer
 
-// inlineWords is how many words, numbers and names an entry holds in
-// itself; a question with more takes a slice of its own.
-const inlineWords = 12
-
-// freeze packs what a stored entry keeps into a few objects: the entry
-// with its analysis and answer, one string holding its key, question,
-// words and answer text, one slice of the words, numbers and names, and
-// the words' hashes. A store of 100k questions is marked by every garbage
-// collection, and the cost of marking is in the objects it visits, not
-// in their bytes: an entry as a request built it is a dozen. It copies
-// rather than changes what it was given, which the request may still
-// hold; s.mu need not be held, as the entry is not yet shared.
-func (e *entry) freeze() {
-	var fields []*string // every string the entry keeps, copied below into one
-	if a := e.an; a != nil {
-		e.anv = *a
-		f := &e.anv
-		f.set = nil
-		strs := e.strs[:0]
-		if n := len(a.words) + len(a.numbers) + len(a.names); n > inlineWords {
-			strs = make([]string, 0, n)
-		}
-		part := func(ws []string) []string {
-			if ws == nil {
-				return nil
-			}
-			start := len(strs)
-			strs = append(strs, ws...)
-			return strs[start:len(strs):len(strs)]
-		}
-		f.words, f.numbers, f.names = part(a.words), part(a.numbers), part(a.names)
-		f.orders = slices.Clone(a.orders)
-		if len(a.wh) <= inlineWords {
-			f.wh = append(e.hashes[:0:len(a.wh)], a.wh...)
-		} else {
-			f.wh = slices.Clone(a.wh)
-		}
-		fields = make([]*string, 0, 2+len(strs)+2*len(f.orders)+4)
-		for i := range strs {
-			fields = append(fields, &strs[i])
-		}
-		for i := range f.orders {
-			fields = append(fields, &f.orders[i][0], &f.orders[i][1])
-		}
-		e.an = f
-	}
-	fields = append(fields, &e.key, &e.question)
-	if e.ans != nil {
-		e.ansv = *e.ans
-		if len(e.ans.Choices) == 1 {
-			e.ansv.Choices = append(e.choices[:0:1], e.ans.Choices...)
-		} else {
-			e.ansv.Choices = slices.Clone(e.ans.Choices)
-		}
-		for i := range e.ansv.Choices {
-			c := &e.ansv.Choices[i]
-			fields = append(fields, &c.Content)
-			if c.ToolCalls != nil {
-				c.ToolCalls = slices.Clone(c.ToolCalls)
-				for j := range c.ToolCalls {
-					t := &c.ToolCalls[j]
-					fields = append(fields, &t.ID, &t.Name, &t.Arguments)
-				}
-			}
-		}
-		e.ans = &e.ansv
-	}
-	n := 0
-	for _, p := range fields {
-		n += len(*p)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, p := range fields {
-		b.WriteString(*p)
-	}
-	all, at := b.String(), 0
-	for _, p := range fields {
-		l := len(*p)
-		*p = all[at : at+l]
-		at += l
-	}
+	// Stored: key, question, analysis and answer, encoded.
+	blob             string
+	anAt, ansAt      uint32 // where the analysis and the answer start in blob
+	frozen, analysed bool
+	nset, neg, nnum  int32 // the analysis's set size, negations and numbers
+	sig, sum         uint64
 }
 
 // cost estimates an entry's memory in bytes, for max_memory.
 func (e *entry) cost() int64 {
-	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec) + e.an.cost()
+	n := 256 + len(e.key) + len(e.bucket) + len(e.question) + len(e.vec) + e.analysis().cost()
 	if e.vec != nil {
 		n += annLinkBytes
 	}
-	for _, c := range e.ans.Choices {
+	for _, c := range e.answer().Choices {
 		n += 64 + len(c.Content)
 		for _, t := range c.ToolCalls {
 			n += 64 + len(t.ID) + len(t.Name) + len(t.Arguments)
@@ -229,7 +146,7 @@ func (s *entries) putLocal(e *entry) bool {
 	s.byKey[e.key] = e
 	s.count++
 	s.bytes += e.size
-	if e.an != nil {
+	if e.hasAnalysis() {
 		s.postLocked(e, true)
 	}
 	if n := len(s.holes); n > 0 {
@@ -285,7 +202,7 @@ func (s *entries) unindexLocked(e *entry) {
 	delete(s.byKey, e.key)
 	s.count--
 	s.bytes -= e.size
-	if e.an != nil {
+	if e.hasAnalysis() {
 		s.postLocked(e, false)
 	}
 	if e.slot < len(s.ring) && s.ring[e.slot] == e {
@@ -347,12 +264,11 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 		for e := range s.sets.all(k) {
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
-			c := e.an
-			if c.nset != q.an.nset || c.neg != q.an.neg || len(c.numbers) != len(q.an.numbers) ||
-				bits.OnesCount64(c.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket {
+			if !e.analysed || int(e.nset) != q.an.nset || int(e.neg) != q.an.neg || int(e.nnum) != len(q.an.numbers) ||
+				bits.OnesCount64(e.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket || e == best {
 				continue
 			}
-			if sim, ok := lexicalMatch(q.an, c); ok && sim >= bestSim && e != best {
+			if sim, ok := lexicalMatch(q.an, e.analysis()); ok && sim >= bestSim {
 				best, bestSim = e, sim
 			}
 		}
@@ -371,7 +287,7 @@ func nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
 		if now.After(e.expires) || e.bucket != q.bucket {
 			continue
 		}
-		if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.an) {
+		if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.analysis()) {
 			best, bestSim = e, sim
 		}
 	}

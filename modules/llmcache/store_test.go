@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // TestStoreEvictsByClock fills a store past its size: it stays within
@@ -93,7 +95,7 @@ func TestFreezeKeepsWhatWasPut(t *testing.T) {
 		want := *an
 		want.set = slices.Clone(an.set)
 		want.words, want.numbers, want.names = slices.Clone(an.words), slices.Clone(an.numbers), slices.Clone(an.names)
-		ans := &answer{Chat: true, Model: "m", Choices: []answerChoice{
+		ans := &answer{Chat: true, Model: "m", Usage: openai.Usage{PromptTokens: 12 + int64(i), CompletionTokens: 300, TotalTokens: 312 + int64(i)}, Choices: []answerChoice{
 			{Index: 0, Content: fmt.Sprint("first answer ", i), FinishReason: "stop"},
 			{Index: 1, ToolCalls: []toolCall{{ID: "call_1", Name: "lookup", Arguments: `{"city":"Lima"}`}}, FinishReason: "tool_calls"},
 		}}
@@ -110,12 +112,16 @@ func TestFreezeKeepsWhatWasPut(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q is not found by its key", c.q)
 		}
-		if got.key != key || got.question != c.q || !reflect.DeepEqual(*got.ans, wantAns) {
-			t.Errorf("%q came back as key %q question %q answer %+v, want %+v", c.q, got.key, got.question, *got.ans, wantAns)
+		if got.key != key || got.question != c.q || !reflect.DeepEqual(*got.answer(), wantAns) {
+			t.Errorf("%q came back as key %q question %q answer %+v, want %+v", c.q, got.key, got.question, *got.answer(), wantAns)
 		}
-		g := got.an
+		if got.an != nil || got.ans != nil {
+			t.Errorf("%q: the stored entry still holds the analysis and answer it was put with", c.q)
+		}
+		g := got.analysis()
 		if !slices.Equal(g.words, want.words) || !slices.Equal(g.numbers, want.numbers) || !slices.Equal(g.names, want.names) ||
-			!reflect.DeepEqual(g.orders, want.orders) || !slices.Equal(g.wh, want.wh) || g.sum != want.sum || g.sig != want.sig || g.neg != want.neg {
+			!reflect.DeepEqual(g.orders, want.orders) || !slices.Equal(g.wh, want.wh) || g.sum != want.sum || g.sig != want.sig || g.neg != want.neg ||
+			g.nset != want.nset || g.qtype != want.qtype {
 			t.Errorf("%q: the stored analysis %+v differs from %+v", c.q, *g, want)
 		}
 		if !reflect.DeepEqual(*an, want) {

@@ -1,0 +1,279 @@
+package llmcache
+
+import (
+	"encoding/binary"
+	"strings"
+	"sync"
+
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+// A stored entry keeps what it was put with in one string (its blob): its
+// key and question, then its question's analysis and its answer in a
+// compact encoding (lengths as uvarints, strings as their bytes, word
+// hashes as 8 bytes each). A store of 100k questions is marked by every
+// garbage collection, and marking costs by the pointers it follows: an
+// entry holding its analysis and answer as Go values has about forty, one
+// holding a blob a handful. What the built-in matcher's cheap bounds read
+// stays in the entry as numbers; the rest is decoded when a candidate
+// passes them (rare on a miss) or when the answer is served.
+
+type blobWriter struct{ b []byte }
+
+// blobBuffers are reused to encode blobs, which are then copied into a
+// string of their exact size.
+var blobBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func (w *blobWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+
+func (w *blobWriter) str(s string) {
+	w.uint(uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+func (w *blobWriter) strs(ss []string) {
+	w.uint(uint64(len(ss)))
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+type blobReader struct {
+	s   string
+	at  int
+	bad bool
+}
+
+func (r *blobReader) uint() uint64 {
+	n := 0
+	var x uint64
+	for shift := uint(0); r.at+n < len(r.s); shift += 7 {
+		c := r.s[r.at+n]
+		n++
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			r.at += n
+			return x
+		}
+		if shift > 56 {
+			break
+		}
+	}
+	r.bad = true
+	r.at = len(r.s)
+	return 0
+}
+
+// str returns the next string, a part of the blob (no copy).
+func (r *blobReader) str() string {
+	n := int(r.uint())
+	if n < 0 || n > len(r.s)-r.at {
+		r.bad, r.at = true, len(r.s)
+		return ""
+	}
+	s := r.s[r.at : r.at+n]
+	r.at += n
+	return s
+}
+
+func (r *blobReader) strs() []string {
+	n := int(r.uint())
+	if n == 0 || n > len(r.s)-r.at {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.str()
+	}
+	return out
+}
+
+// appendAnalysis encodes a (its set left out: a kept entry's is nil).
+func appendAnalysis(w *blobWriter, a *analysis) {
+	w.strs(a.words)
+	w.strs(a.numbers)
+	w.strs(a.names)
+	w.str(a.qtype)
+	w.uint(uint64(len(a.orders)))
+	for _, o := range a.orders {
+		w.str(o[0])
+		w.str(o[1])
+	}
+	w.uint(uint64(len(a.wh)))
+	for _, h := range a.wh {
+		w.b = binary.LittleEndian.AppendUint64(w.b, h)
+	}
+}
+
+// readAnalysis decodes an analysis; nset, neg, sig and sum come from the
+// entry.
+func readAnalysis(r *blobReader, e *entry) *analysis {
+	a := &analysis{nset: int(e.nset), neg: int(e.neg), sig: e.sig, sum: e.sum}
+	a.words, a.numbers, a.names = r.strs(), r.strs(), r.strs()
+	a.qtype = r.str()
+	if n := int(r.uint()); n > 0 && n <= len(r.s)-r.at {
+		a.orders = make([][2]string, n)
+		for i := range a.orders {
+			a.orders[i] = [2]string{r.str(), r.str()}
+		}
+	}
+	if n := int(r.uint()); n > 0 && 8*n <= len(r.s)-r.at {
+		a.wh = make([]uint64, n)
+		for i := range a.wh {
+			a.wh[i] = le64(r.s[r.at+8*i:])
+		}
+		r.at += 8 * n
+	}
+	return a
+}
+
+// skipAnalysis moves r past an encoded analysis to its word hashes and
+// returns how many there are.
+func skipAnalysis(r *blobReader) int {
+	for range 3 {
+		for n := r.uint(); n > 0 && !r.bad; n-- {
+			r.str()
+		}
+	}
+	r.str()
+	for n := r.uint(); n > 0 && !r.bad; n-- {
+		r.str()
+		r.str()
+	}
+	n := int(r.uint())
+	if r.bad || 8*n > len(r.s)-r.at {
+		return 0
+	}
+	return n
+}
+
+func appendAnswer(w *blobWriter, a *answer) {
+	chat := uint64(0)
+	if a.Chat {
+		chat = 1
+	}
+	w.uint(chat)
+	w.str(a.Model)
+	w.uint(uint64(a.Usage.PromptTokens))
+	w.uint(uint64(a.Usage.CompletionTokens))
+	w.uint(uint64(a.Usage.TotalTokens))
+	w.uint(uint64(len(a.Choices)))
+	for _, c := range a.Choices {
+		w.uint(uint64(c.Index))
+		w.str(c.Content)
+		w.str(c.FinishReason)
+		w.uint(uint64(len(c.ToolCalls)))
+		for _, t := range c.ToolCalls {
+			w.str(t.ID)
+			w.str(t.Name)
+			w.str(t.Arguments)
+		}
+	}
+}
+
+func readAnswer(r *blobReader) *answer {
+	a := &answer{Chat: r.uint() == 1, Model: r.str()}
+	a.Usage = openai.Usage{PromptTokens: int64(r.uint()), CompletionTokens: int64(r.uint()), TotalTokens: int64(r.uint())}
+	n := int(r.uint())
+	if n > len(r.s)-r.at {
+		return a
+	}
+	a.Choices = make([]answerChoice, n)
+	for i := range a.Choices {
+		c := &a.Choices[i]
+		c.Index, c.Content, c.FinishReason = int(r.uint()), r.str(), r.str()
+		if m := int(r.uint()); m > 0 && m <= len(r.s)-r.at {
+			c.ToolCalls = make([]toolCall, m)
+			for j := range c.ToolCalls {
+				c.ToolCalls[j] = toolCall{ID: r.str(), Name: r.str(), Arguments: r.str()}
+			}
+		}
+	}
+	return a
+}
+
+// freeze packs what a stored entry keeps into its blob and drops the
+// analysis and answer it was put with (the request may still hold them;
+// they are not changed). s.mu need not be held, as the entry is not yet
+// shared.
+func (e *entry) freeze() {
+	buf := blobBuffers.Get().(*[]byte)
+	w := blobWriter{b: (*buf)[:0]}
+	w.b = append(w.b, e.key...)
+	w.b = append(w.b, e.question...)
+	if a := e.an; a != nil {
+		e.analysed = true
+		e.nset, e.neg, e.nnum = int32(a.nset), int32(a.neg), int32(len(a.numbers))
+		e.sig, e.sum = a.sig, a.sum
+		e.anAt = uint32(len(w.b))
+		appendAnalysis(&w, a)
+	}
+	e.ansAt = uint32(len(w.b))
+	if e.ans != nil {
+		appendAnswer(&w, e.ans)
+	}
+	// One string, of exactly its size: the blob lives as long as the entry.
+	var b strings.Builder
+	b.Grow(len(w.b))
+	b.Write(w.b)
+	e.blob = b.String()
+	if cap(w.b) <= 64<<10 {
+		*buf = w.b
+		blobBuffers.Put(buf)
+	}
+	e.key = e.blob[:len(e.key)]
+	e.question = e.blob[len(e.key) : len(e.key)+len(e.question)]
+	e.an, e.ans = nil, nil
+	e.frozen = true
+}
+
+// analysis returns the entry's question analysed: decoded from a stored
+// entry's blob, or what it was made with. nil when it has none.
+func (e *entry) analysis() *analysis {
+	if !e.frozen {
+		return e.an
+	}
+	if !e.analysed {
+		return nil
+	}
+	return readAnalysis(&blobReader{s: e.blob, at: int(e.anAt)}, e)
+}
+
+// answer returns the entry's answer: decoded from a stored entry's blob,
+// or what it was made with.
+func (e *entry) answer() *answer {
+	if !e.frozen {
+		return e.ans
+	}
+	return readAnswer(&blobReader{s: e.blob, at: int(e.ansAt)})
+}
+
+// hasAnalysis reports whether the entry's question was analysed (it is
+// in the built-in matcher's or the vector index).
+func (e *entry) hasAnalysis() bool {
+	if e.frozen {
+		return e.analysed
+	}
+	return e.an != nil
+}
+
+// setKeys yields the entry's keys in the built-in matcher's index.
+func (e *entry) setKeys(yield func(setKey)) {
+	if !e.frozen {
+		e.an.setKeys(e.bucket, yield)
+		return
+	}
+	r := blobReader{s: e.blob, at: int(e.anAt)}
+	n := skipAnalysis(&r)
+	wh := e.blob[r.at : r.at+8*n]
+	setKeysOf(e.bucket, e.sum, n, func(i int) uint64 {
+		return le64(wh[8*i:])
+	}, yield)
+}
+
+// le64 reads a little-endian uint64 from the start of s.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
