@@ -88,8 +88,14 @@ func (r *blobReader) strs() []string {
 	return out
 }
 
-// appendAnalysis encodes a (its set left out: a kept entry's is nil).
+// appendAnalysis encodes a (its set left out: a kept entry's is nil). The
+// word hashes come first, so that the index's keys are read without
+// decoding the rest (setKeys).
 func appendAnalysis(w *blobWriter, a *analysis) {
+	w.uint(uint64(len(a.wh)))
+	for _, h := range a.wh {
+		w.b = binary.LittleEndian.AppendUint64(w.b, h)
+	}
 	w.strs(a.words)
 	w.strs(a.numbers)
 	w.strs(a.names)
@@ -99,16 +105,18 @@ func appendAnalysis(w *blobWriter, a *analysis) {
 		w.str(o[0])
 		w.str(o[1])
 	}
-	w.uint(uint64(len(a.wh)))
-	for _, h := range a.wh {
-		w.b = binary.LittleEndian.AppendUint64(w.b, h)
-	}
 }
 
 // readAnalysis decodes an analysis; nset, neg, sig and sum come from the
 // entry.
 func readAnalysis(r *blobReader, e *entry) *analysis {
 	a := &analysis{nset: int(e.nset), neg: int(e.neg), sig: e.sig, sum: e.sum}
+	if wh := wordHashes(r); len(wh) > 0 {
+		a.wh = make([]uint64, len(wh)/8)
+		for i := range a.wh {
+			a.wh[i] = le64(wh[8*i:])
+		}
+	}
 	a.words, a.numbers, a.names = r.strs(), r.strs(), r.strs()
 	a.qtype = r.str()
 	if n := int(r.uint()); n > 0 && n <= len(r.s)-r.at {
@@ -117,34 +125,19 @@ func readAnalysis(r *blobReader, e *entry) *analysis {
 			a.orders[i] = [2]string{r.str(), r.str()}
 		}
 	}
-	if n := int(r.uint()); n > 0 && 8*n <= len(r.s)-r.at {
-		a.wh = make([]uint64, n)
-		for i := range a.wh {
-			a.wh[i] = le64(r.s[r.at+8*i:])
-		}
-		r.at += 8 * n
-	}
 	return a
 }
 
-// skipAnalysis moves r past an encoded analysis to its word hashes and
-// returns how many there are.
-func skipAnalysis(r *blobReader) int {
-	for range 3 {
-		for n := r.uint(); n > 0 && !r.bad; n-- {
-			r.str()
-		}
-	}
-	r.str()
-	for n := r.uint(); n > 0 && !r.bad; n-- {
-		r.str()
-		r.str()
-	}
+// wordHashes reads an encoded analysis's word hashes, 8 bytes each (no
+// copy), leaving r at the rest of it.
+func wordHashes(r *blobReader) string {
 	n := int(r.uint())
-	if r.bad || 8*n > len(r.s)-r.at {
-		return 0
+	if n <= 0 || 8*n > len(r.s)-r.at {
+		return ""
 	}
-	return n
+	wh := r.s[r.at : r.at+8*n]
+	r.at += 8 * n
+	return wh
 }
 
 func appendAnswer(w *blobWriter, a *answer) {
@@ -263,10 +256,8 @@ func (e *entry) setKeys(yield func(setKey)) {
 		e.an.setKeys(e.bucket, yield)
 		return
 	}
-	r := blobReader{s: e.blob, at: int(e.anAt)}
-	n := skipAnalysis(&r)
-	wh := e.blob[r.at : r.at+8*n]
-	setKeysOf(e.bucket, e.sum, n, func(i int) uint64 {
+	wh := wordHashes(&blobReader{s: e.blob, at: int(e.anAt)})
+	setKeysOf(e.bucket, e.sum, len(wh)/8, func(i int) uint64 {
 		return le64(wh[8*i:])
 	}, yield)
 }
