@@ -25,6 +25,14 @@ type slowArgs struct {
 // upstreamServer is a real MCP server over Streamable HTTP with an echo
 // tool and a slow tool that sends progress notifications.
 func upstreamServer(t testing.TB) string {
+	s := upstreamMCPServer()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// upstreamMCPServer is upstreamServer's MCP server, for any transport.
+func upstreamMCPServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
 		Text string `json:"text"`
@@ -40,9 +48,7 @@ func upstreamServer(t testing.TB) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 	})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return s
 }
 
 // testGateway serves a gateway in front of url. The tenant is the key

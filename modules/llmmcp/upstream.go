@@ -51,7 +51,7 @@ type upstream struct {
 	dormant  bool         // an OAuth server's own entry when tokens are per tenant: never connects
 	session  atomic.Pointer[mcp.ClientSession]
 	catalog  atomic.Pointer[catalog]
-	progress sync.Map // upstream progress token (string) → func(*mcp.ProgressNotificationParams)
+	progress sync.Map // upstream progress token (string) → *progressCall
 	tokens   atomic.Uint64
 
 	mu       sync.Mutex
@@ -95,9 +95,9 @@ func acquireAs(logger *zap.Logger, c *ServerConfig, tok *tokenEntry, dormant boo
 		u.catalog.Store(&catalog{})
 		switch {
 		case tok != nil:
-			u.hc = &http.Client{Transport: bearerTransport{e: tok, headers: c.Headers, base: upstreamTransport}}
+			u.hc = &http.Client{Transport: bearerTransport{e: tok, headers: c.Headers, base: sseTapTransport{upstreamTransport, u}}}
 		case c.URL != "":
-			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: upstreamTransport}}
+			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: sseTapTransport{upstreamTransport, u}}}
 		}
 		go u.supervise()
 		return u, nil
@@ -241,7 +241,7 @@ func (u *upstream) transport() (mcp.Transport, error) {
 			return nil, err
 		}
 		go u.logStderr(bufio.NewScanner(stderr))
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+		return tappedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u}, nil
 	}
 	if c.Transport == "sse" {
 		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: u.hc}, nil
@@ -360,8 +360,10 @@ func (u *upstream) subscribe(g *gateway, on bool) {
 
 func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	tok, _ := req.Params.ProgressToken.(string)
-	if f, ok := u.progress.Load(tok); ok {
-		f.(func(*mcp.ProgressNotificationParams))(req.Params)
+	if pc, ok := u.progress.Load(tok); ok {
+		pc := pc.(*progressCall)
+		pc.forward(req.Params)
+		pc.handled.Add(1)
 	}
 }
 
@@ -410,10 +412,10 @@ func (u *upstream) callTool(ctx context.Context, name string, args json.RawMessa
 	}
 	if progress != nil {
 		tok := "llmgw-" + strconv.FormatUint(u.tokens.Add(1), 36)
-		var seen atomic.Int64
-		u.progress.Store(tok, func(p *mcp.ProgressNotificationParams) { seen.Add(1); progress(p) })
+		pc := &progressCall{forward: progress}
+		u.progress.Store(tok, pc)
 		defer u.progress.Delete(tok)
-		defer settle(&seen)
+		defer pc.drain(ctx)
 		p.SetProgressToken(tok)
 	}
 	res, err := s.CallTool(ctx, p)
@@ -421,22 +423,6 @@ func (u *upstream) callTool(ctx context.Context, name string, args json.RawMessa
 		_ = s.Close() // the server forgot the session (it restarted): reconnect
 	}
 	return res, u.wrap(ctx, "tools/call "+name, err)
-}
-
-// settle waits, briefly, for progress notifications still on their way:
-// the SDK hands them to a queue of their own, so a call's result can
-// overtake the notifications the server sent before it. It returns once
-// none has come for a millisecond (at most 10ms).
-func settle(seen *atomic.Int64) {
-	last := seen.Load()
-	for range 10 {
-		time.Sleep(time.Millisecond)
-		n := seen.Load()
-		if n == last {
-			return
-		}
-		last = n
-	}
 }
 
 // wrap turns a call's failure into an error that says what happened.
