@@ -170,16 +170,27 @@ func jsonIndex(v []byte) int {
 	return n
 }
 
-// parseWhole reads a non-streamed answer.
-func parseWhole(body []byte) (*answer, error) {
-	if !json.Valid(body) {
-		return nil, errNotCacheable
-	}
+// parseWhole reads a non-streamed answer; usage, when not nil, is its
+// usage as the router already read it.
+//
+// The body is read structurally, not validated byte by byte: it must be
+// one object, balanced and whole, with nothing after it (so a cut answer
+// is refused), and only the fields an answer keeps are read from it. What
+// is served later is encoded afresh from those fields, so a malformed
+// scalar elsewhere in an engine's body never reaches a client.
+func parseWhole(body []byte, usage *openai.Usage) (*answer, error) {
 	sc := answerScratchPool.Get().(*answerScratch)
 	defer sc.release()
-	sc.top = openai.AppendMembers(sc.top[:0], body)
+	var whole bool
+	if sc.top, whole = openai.Members(sc.top[:0], body); !whole {
+		return nil, errNotCacheable
+	}
 	a := &answer{Chat: string(member(sc.top, "object")) == `"chat.completion"`, Model: modelName(member(sc.top, "model"))}
-	a.Usage, _ = openai.FindUsage(body)
+	if usage != nil {
+		a.Usage = *usage
+	} else {
+		a.Usage, _ = openai.FindUsage(body)
+	}
 	sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
 	for _, ch := range sc.choices {
 		sc.choice = openai.AppendMembers(sc.choice[:0], ch)

@@ -1,6 +1,7 @@
 package llmcache
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -177,4 +178,34 @@ func BenchmarkGCMark(b *testing.B) {
 	// The collector's CPU, all its workers together: what a gateway pays.
 	b.ReportMetric((gcCPU[0].Value.Float64()-before)*1e9/float64(b.N)/100_000, "gc-cpu-ns/entry")
 	b.ReportMetric(objects, "objects/entry")
+}
+
+// BenchmarkParseWhole measures reading a whole answer to keep it, with
+// the usage the router already read (as the cache does) and without.
+func BenchmarkParseWhole(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-8f2d1c","object":"chat.completion","created":1796220850,"model":"bench","system_fingerprint":"fp_sim","choices":[{"index":0,"message":{"role":"assistant","content":"To reset your router, hold the reset button for ten seconds, wait for the lights to blink, then sign in again with the default password printed on its label."},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":31,"completion_tokens":36,"total_tokens":67}}`)
+	u := openai.Usage{PromptTokens: 31, CompletionTokens: 36, TotalTokens: 67}
+	b.Run("usage-known", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseWhole(body, &u); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("usage-found", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseWhole(body, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Valid-alone", func(b *testing.B) {
+		for b.Loop() {
+			if !json.Valid(body) {
+				b.Fatal("invalid")
+			}
+		}
+	})
 }

@@ -349,11 +349,14 @@ func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
 	}
 	var ans *answer
 	var err error
-	if tw.sse {
-		u, _ := openai.GetUsage(r)
-		ans, err = assemble(tw.buf.Bytes(), u)
-	} else {
-		ans, err = parseWhole(tw.buf.Bytes())
+	u, haveUsage := openai.GetUsage(r)
+	switch {
+	case tw.sse:
+		ans, err = assemble(tw.body(), u)
+	case haveUsage:
+		ans, err = parseWhole(tw.body(), &u)
+	default:
+		ans, err = parseWhole(tw.body(), nil)
 	}
 	if err != nil || ans == nil {
 		return
@@ -371,10 +374,19 @@ type teeWriter struct {
 	sse      bool
 	length   int // Content-Length of a whole answer, -1 if unknown
 	buf      bytes.Buffer
+	whole    []byte // a whole answer written at once, while keep reads it
 	limit    int
 	overflow bool
 	keep     func()
 	kept     bool
+}
+
+// body is what was written: the answer to keep.
+func (t *teeWriter) body() []byte {
+	if t.whole != nil {
+		return t.whole
+	}
+	return t.buf.Bytes()
 }
 
 func (t *teeWriter) WriteHeader(status int) {
@@ -385,9 +397,6 @@ func (t *teeWriter) WriteHeader(status int) {
 		t.length = -1
 		if n, err := strconv.Atoi(t.Header().Get("Content-Length")); err == nil {
 			t.length = n
-			if n > 0 && n <= t.limit {
-				t.buf.Grow(n) // one allocation for the whole answer
-			}
 		}
 	}
 	t.ResponseWriterWrapper.WriteHeader(status)
@@ -397,7 +406,18 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 	if t.status == 0 {
 		t.WriteHeader(http.StatusOK)
 	}
+	if !t.sse && t.buf.Len() == 0 && len(b) == t.length && t.keep != nil && !t.kept && !t.overflow && len(b) <= t.limit {
+		// The whole answer in one write, as the router writes one: kept
+		// from b itself, without a copy (keep copies what it keeps).
+		t.kept, t.whole = true, b
+		t.keep()
+		t.whole = nil
+		return t.ResponseWriterWrapper.Write(b)
+	}
 	if !t.overflow {
+		if t.buf.Len() == 0 && t.length > 0 && t.length <= t.limit {
+			t.buf.Grow(t.length) // one allocation for the whole answer
+		}
 		if t.buf.Len()+len(b) > t.limit {
 			t.overflow = true
 			t.buf = bytes.Buffer{}

@@ -1,11 +1,14 @@
 package llmcache
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/llmgw/llmgw/modules/openai"
@@ -97,7 +100,7 @@ func TestReplayRoundTrip(t *testing.T) {
 	}
 	rec = httptest.NewRecorder()
 	a.writeWhole(rec, "m")
-	whole, err := parseWhole(rec.Body.Bytes())
+	whole, err := parseWhole(rec.Body.Bytes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,7 @@ func TestAssembleShapes(t *testing.T) {
 	}
 	// Whole answers: escapes, a null content with tool calls, a cut body.
 	whole := `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a\tb \"c\" \ud83d\ude00"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`
-	w, err := parseWhole([]byte(whole))
+	w, err := parseWhole([]byte(whole), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +246,74 @@ func TestAssembleShapes(t *testing.T) {
 	if diff := cmp.Diff(wantWhole, w); diff != "" {
 		t.Errorf("whole (-want +got)\n%s", diff)
 	}
-	if _, err := parseWhole([]byte(whole[:len(whole)-40])); err == nil {
-		t.Error("a cut whole answer was stored")
+	for _, bad := range []string{
+		whole[:len(whole)-40], // cut inside
+		whole[:len(whole)-1],  // its closing brace missing
+		whole + `{"id":"y"}`,  // two answers
+		whole + ` garbage`,
+		`[` + whole + `]`,
+		strings.Replace(whole, `"index":0,`, `"index":0`, 1) + `"`, // a stray quote
+	} {
+		if _, err := parseWhole([]byte(bad), nil); err == nil {
+			t.Errorf("a malformed whole answer was stored: %.60q…", bad)
+		}
 	}
-	if _, err := parseWhole([]byte(strings.Replace(whole, `"content":null`, `"content":null,"refusal":"no"`, 1))); err == nil {
+	u := openai.Usage{PromptTokens: 30, CompletionTokens: 50, TotalTokens: 80}
+	if w, err := parseWhole([]byte(whole), &u); err != nil || w.Usage != u {
+		t.Errorf("with the router's usage: %+v, %v; want that usage", w, err)
+	}
+	if _, err := parseWhole([]byte(strings.Replace(whole, `"content":null`, `"content":null,"refusal":"no"`, 1)), nil); err == nil {
 		t.Error("a refusal was stored")
+	}
+}
+
+// TestTeeKeepsWhatWasWritten writes an answer through the tee as the
+// router does (at once), in pieces, without a length, and too long: keep
+// sees the whole answer exactly once, or not at all.
+func TestTeeKeepsWhatWasWritten(t *testing.T) {
+	body := []byte(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	for _, tc := range []struct {
+		name   string
+		length bool
+		pieces []int // lengths of the writes
+		limit  int
+		kept   bool // by the tee itself, when the last byte is written
+	}{
+		{"at once", true, []int{len(body)}, 1 << 20, true},
+		{"in pieces", true, []int{10, 1, len(body) - 11}, 1 << 20, true},
+		{"no length", false, []int{len(body)}, 1 << 20, false},
+		{"too long", true, []int{len(body)}, 20, false},
+		{"too long, in pieces", true, []int{10, len(body) - 10}, 20, false},
+	} {
+		rec := httptest.NewRecorder()
+		tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: rec}, limit: tc.limit}
+		var got []string
+		tw.keep = func() { got = append(got, string(tw.body())) }
+		if tc.length {
+			tw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		tw.WriteHeader(http.StatusOK)
+		off := 0
+		for _, n := range tc.pieces {
+			if _, err := tw.Write(body[off : off+n]); err != nil {
+				t.Fatal(err)
+			}
+			off += n
+		}
+		if rec.Body.String() != string(body) {
+			t.Errorf("%s: the client got %q", tc.name, rec.Body.String())
+		}
+		switch {
+		case tc.kept && (len(got) != 1 || got[0] != string(body) || !tw.kept):
+			t.Errorf("%s: keep saw %q, want the body once", tc.name, got)
+		case !tc.kept && len(got) != 0:
+			t.Errorf("%s: keep ran (%q), want it left to the end of the request", tc.name, got)
+		}
+		if !tc.kept && tc.limit > len(body) && string(tw.body()) != string(body) {
+			t.Errorf("%s: the tee holds %q at the end, want the body", tc.name, tw.body())
+		}
+		if tc.limit < len(body) && !tw.overflow {
+			t.Errorf("%s: an answer over the limit was not marked overflowing", tc.name)
+		}
 	}
 }

@@ -35,7 +35,11 @@ func (p *postings) add(e *entry) {
 		p.ents = append(p.ents, e)
 		e.num = uint32(len(p.ents))
 	}
-	e.setKeys(func(k setKey) {
+	var kb [maxTouched]setKey
+	ks := kb[:0]
+	e.setKeys(func(k setKey) { ks = append(ks, k) })
+	p.keys.touch(ks)
+	for _, k := range ks {
 		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
@@ -54,14 +58,22 @@ func (p *postings) add(e *entry) {
 			}
 			p.keys.set(k, listed|i)
 		}
-	})
+	}
 }
+
+// maxTouched is how many keys of a question are gathered on the stack
+// (see keyTable.touch); a longer question's go to the heap.
+const maxTouched = 48
 
 func (p *postings) remove(e *entry) {
 	if e.num == 0 || p.ents[e.num-1] != e {
 		return
 	}
-	e.setKeys(func(k setKey) {
+	var kb [maxTouched]setKey
+	ks := kb[:0]
+	e.setKeys(func(k setKey) { ks = append(ks, k) })
+	p.keys.touch(ks)
+	for _, k := range ks {
 		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
@@ -85,7 +97,7 @@ func (p *postings) remove(e *entry) {
 				p.free = append(p.free, i)
 			}
 		}
-	})
+	}
 	p.ents[e.num-1] = nil
 	p.holes = append(p.holes, e.num)
 	e.num = 0

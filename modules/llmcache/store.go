@@ -260,7 +260,11 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	var best *entry
 	bestSim := threshold
 	now := time.Now()
-	q.an.setKeys(q.bucket, func(k setKey) {
+	var kb [maxTouched]setKey
+	ks := kb[:0]
+	q.an.setKeys(q.bucket, func(k setKey) { ks = append(ks, k) })
+	s.sets.keys.touch(ks)
+	for _, k := range ks {
 		for e := range s.sets.all(k) {
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
@@ -272,7 +276,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 				best, bestSim = e, sim
 			}
 		}
-	})
+	}
 	return best, float32(bestSim)
 }
 
