@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -25,7 +26,17 @@ func registerMetrics(reg *prometheus.Registry) error {
 	return nil
 }
 
-func countOutcome(model, outcome string) { metricOutcomes.WithLabelValues(model, outcome).Inc() }
+// outcomeCounters keeps the children counted on every request.
+var outcomeCounters llm.Children[[2]string, prometheus.Counter]
+
+func countOutcome(model, outcome string) {
+	k := [2]string{model, outcome}
+	c, ok := outcomeCounters.Get(k)
+	if !ok {
+		c = outcomeCounters.Add(k, metricOutcomes.WithLabelValues(model, outcome))
+	}
+	c.Inc()
+}
 
 // logOutcome adds the cache outcome to the request's access log entry.
 func logOutcome(r *http.Request, outcome string) {

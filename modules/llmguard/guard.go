@@ -195,7 +195,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		span.SetAttributes(attribute.String("llm.guard.input", summary(st.results)))
 		span.End()
 	}
-	metricDuration.WithLabelValues(string(Input)).Observe(took.Seconds())
+	observeDuration(Input, took.Seconds())
 	if blocked != nil {
 		st.finish(r)
 		w.Header().Add("Server-Timing", timing("guard", took))
@@ -389,7 +389,7 @@ var kindNames = map[string]string{
 // finish records the outcomes in the access log and metrics.
 func (st *state) finish(r *http.Request) {
 	for _, res := range st.results {
-		metricChecks.WithLabelValues(res.check, string(res.stage), res.outcome).Inc()
+		countCheck(res.check, res.stage, res.outcome)
 	}
 	if len(st.results) == 0 {
 		return

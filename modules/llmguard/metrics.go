@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 var (
@@ -33,6 +35,30 @@ func registerMetrics(reg *prometheus.Registry) error {
 		}
 	}
 	return nil
+}
+
+// checkCounters and stageDurations keep the children counted on every
+// request.
+var (
+	checkCounters  llm.Children[[3]string, prometheus.Counter]
+	stageDurations llm.Children[Stage, prometheus.Observer]
+)
+
+func countCheck(check string, stage Stage, outcome string) {
+	k := [3]string{check, string(stage), outcome}
+	c, ok := checkCounters.Get(k)
+	if !ok {
+		c = checkCounters.Add(k, metricChecks.WithLabelValues(check, string(stage), outcome))
+	}
+	c.Inc()
+}
+
+func observeDuration(stage Stage, seconds float64) {
+	o, ok := stageDurations.Get(stage)
+	if !ok {
+		o = stageDurations.Add(stage, metricDuration.WithLabelValues(string(stage)))
+	}
+	o.Observe(seconds)
 }
 
 func countFinding(check, kind string, a Action) {

@@ -130,7 +130,7 @@ func (o *outputWriter) finish() {
 		}
 	}
 	o.took += time.Since(start)
-	metricDuration.WithLabelValues(string(Output)).Observe(o.took.Seconds())
+	observeDuration(Output, o.took.Seconds())
 	if o.mode == modePass || o.mode == modeUndecided {
 		for _, c := range o.checks {
 			o.st.record(c.CheckScope().Name, Output, Skipped, "no answer to check (status "+strconv.Itoa(o.status)+")")
