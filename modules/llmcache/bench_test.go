@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -208,4 +209,27 @@ func BenchmarkParseWhole(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAnalyze measures analysing a question, over the project's
+// paraphrase and near-miss sets (real phrasings, of every length).
+func BenchmarkAnalyze(b *testing.B) {
+	var qs []string
+	for _, f := range []string{"testdata/paraphrases.tsv", "testdata/near-misses.tsv"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(string(raw)) {
+			for q := range strings.SplitSeq(strings.TrimRight(line, "\r\n"), "\t") {
+				if len(q) > 12 {
+					qs = append(qs, q)
+				}
+			}
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		_ = analyze(qs[i%len(qs)])
+	}
 }
