@@ -9,12 +9,15 @@ package llmcache
 // group's control word before the slot. Keys are hashes already, spread
 // over the table by a multiplication. A deletion shifts the slots after
 // it back (no tombstones), so probe lengths stay short however many keys
-// come and go. Key 0 marks an empty slot: the key 0 is stored as 1, which
-// can only add a candidate that the matcher then checks and refuses.
+// come and go. Key 0 marks an empty slot, so the key 0 itself is kept
+// beside the array.
 type keyTable struct {
 	slots []keySlot // a power of two of them, at most 3/4 used
-	n     int
-	shift uint // 64 less the table's bits
+	n     int       // keys in slots
+	shift uint      // 64 less the table's bits
+
+	hasZero bool   // the key 0 is present
+	zeroVal uint32 // … with this value
 }
 
 type keySlot struct {
@@ -28,19 +31,15 @@ func (t *keyTable) home(k uint64) int {
 	return int((k * 0x9e3779b97f4a7c15) >> t.shift)
 }
 
-func tableKey(k setKey) uint64 {
-	if k == 0 {
-		return 1
-	}
-	return uint64(k)
-}
-
 // get returns k's value.
 func (t *keyTable) get(k setKey) (uint32, bool) {
+	if k == 0 {
+		return t.zeroVal, t.hasZero
+	}
 	if t.n == 0 {
 		return 0, false
 	}
-	key, mask := tableKey(k), len(t.slots)-1
+	key, mask := uint64(k), len(t.slots)-1
 	for i := t.home(key); ; i = (i + 1) & mask {
 		switch s := &t.slots[i]; s.key {
 		case key:
@@ -64,17 +63,21 @@ func (t *keyTable) touch(ks []setKey) uint64 {
 	}
 	var x uint64
 	for _, k := range ks {
-		x += t.slots[t.home(tableKey(k))].key
+		x += t.slots[t.home(uint64(k))].key
 	}
 	return x
 }
 
 // set gives k the value v.
 func (t *keyTable) set(k setKey, v uint32) {
+	if k == 0 {
+		t.hasZero, t.zeroVal = true, v
+		return
+	}
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
-	key, mask := tableKey(k), len(t.slots)-1
+	key, mask := uint64(k), len(t.slots)-1
 	for i := t.home(key); ; i = (i + 1) & mask {
 		switch s := &t.slots[i]; s.key {
 		case key:
@@ -90,10 +93,14 @@ func (t *keyTable) set(k setKey, v uint32) {
 
 // del removes k.
 func (t *keyTable) del(k setKey) {
+	if k == 0 {
+		t.hasZero, t.zeroVal = false, 0
+		return
+	}
 	if t.n == 0 {
 		return
 	}
-	key, mask := tableKey(k), len(t.slots)-1
+	key, mask := uint64(k), len(t.slots)-1
 	i := t.home(key)
 	for ; t.slots[i].key != key; i = (i + 1) & mask {
 		if t.slots[i].key == 0 {
