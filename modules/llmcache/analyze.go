@@ -188,27 +188,28 @@ func (a *analysis) wordSet() []string {
 	return slices.Compact(set)
 }
 
-// setKeys are the keys the built-in matcher finds a question under: its
+// appendSetKeys appends the keys the built-in matcher finds a question under: its
 // set of words, and its set less each one word, so that questions one
 // misspelt word apart share a key.
 // Keys carry a hash of the bucket, not the bucket: a candidate's bucket
 // is compared before it is used. A key is one word (the bucket's hash,
 // the set's and which kind, mixed), so that the index's million keys take
 // half the memory, and the cache lines, of a structure.
-func (a *analysis) setKeys(bucket string, yield func(setKey)) {
-	setKeysOf(bucket, a.sum, len(a.wh), func(i int) uint64 { return a.wh[i] }, yield)
+func (a *analysis) appendSetKeys(dst []setKey, bucket string) []setKey {
+	return appendSetKeysOf(dst, bucket, a.sum, len(a.wh), func(i int) uint64 { return a.wh[i] })
 }
 
-// setKeysOf is setKeys of a set of n words whose hashes (wh(i)) add up to
-// sum.
-func setKeysOf(bucket string, sum uint64, n int, wh func(int) uint64, yield func(setKey)) {
+// appendSetKeysOf appends the set keys of a set of n words whose hashes
+// (wh(i)) add up to sum.
+func appendSetKeysOf(dst []setKey, bucket string, sum uint64, n int, wh func(int) uint64) []setKey {
 	b := maphash.String(sigSeed, bucket)
-	yield(setKey(b ^ sum))
+	dst = append(dst, setKey(b^sum))
 	if n > 1 {
 		for i := range n {
-			yield(setKey((b ^ (sum - wh(i))) * lessOne))
+			dst = append(dst, setKey((b^(sum-wh(i)))*lessOne))
 		}
 	}
+	return dst
 }
 
 // setKey is a key of the built-in matcher's index.

@@ -90,7 +90,7 @@ func (r *blobReader) strs() []string {
 
 // appendAnalysis encodes a (its set left out: a kept entry's is nil). The
 // word hashes come first, so that the index's keys are read without
-// decoding the rest (setKeys).
+// decoding the rest (appendSetKeys).
 func appendAnalysis(w *blobWriter, a *analysis) {
 	w.uint(uint64(len(a.wh)))
 	for _, h := range a.wh {
@@ -250,16 +250,15 @@ func (e *entry) hasAnalysis() bool {
 	return e.an != nil
 }
 
-// setKeys yields the entry's keys in the built-in matcher's index.
-func (e *entry) setKeys(yield func(setKey)) {
+// appendSetKeys appends the entry's keys in the built-in matcher's index.
+func (e *entry) appendSetKeys(dst []setKey) []setKey {
 	if !e.frozen {
-		e.an.setKeys(e.bucket, yield)
-		return
+		return e.an.appendSetKeys(dst, e.bucket)
 	}
 	wh := wordHashes(&blobReader{s: e.blob, at: int(e.anAt)})
-	setKeysOf(e.bucket, e.sum, len(wh)/8, func(i int) uint64 {
+	return appendSetKeysOf(dst, e.bucket, e.sum, len(wh)/8, func(i int) uint64 {
 		return le64(wh[8*i:])
-	}, yield)
+	})
 }
 
 // le64 reads a little-endian uint64 from the start of s.

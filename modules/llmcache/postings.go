@@ -36,8 +36,7 @@ func (p *postings) add(e *entry) {
 		e.num = uint32(len(p.ents))
 	}
 	var kb [maxTouched]setKey
-	ks := kb[:0]
-	e.setKeys(func(k setKey) { ks = append(ks, k) })
+	ks := e.appendSetKeys(kb[:0])
 	p.keys.touch(ks)
 	for _, k := range ks {
 		v, ok := p.keys.get(k)
@@ -70,8 +69,7 @@ func (p *postings) remove(e *entry) {
 		return
 	}
 	var kb [maxTouched]setKey
-	ks := kb[:0]
-	e.setKeys(func(k setKey) { ks = append(ks, k) })
+	ks := e.appendSetKeys(kb[:0])
 	p.keys.touch(ks)
 	for _, k := range ks {
 		v, ok := p.keys.get(k)

@@ -261,8 +261,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	bestSim := threshold
 	now := time.Now()
 	var kb [maxTouched]setKey
-	ks := kb[:0]
-	q.an.setKeys(q.bucket, func(k setKey) { ks = append(ks, k) })
+	ks := q.an.appendSetKeys(kb[:0], q.bucket)
 	s.sets.keys.touch(ks)
 	for _, k := range ks {
 		for e := range s.sets.all(k) {

@@ -92,26 +92,11 @@ func TestProgressForwarded(t *testing.T) {
 	gw := testGateway(t, upstreamServer(t))
 	var mu sync.Mutex
 	var got []*mcp.ProgressNotificationParams
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+	s, name := progressClient(t, gw, func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		got = append(got, r.Params)
 		mu.Unlock()
-	}})
-	s, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tools, err := s.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := tools.Tools[0].Name[:len(tools.Tools[0].Name)-len(".echo")]
-	for _, tl := range tools.Tools {
-		if tl.Name[len(tl.Name)-4:] == "slow" {
-			name = tl.Name
-		}
-	}
+	})
 	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"steps": 3}, Meta: mcp.Meta{"progressToken": "tok"}})
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)

@@ -98,26 +98,11 @@ func TestProgressBeforeResultUnderLoad(t *testing.T) {
 	gw := testGateway(t, upstreamServer(t))
 	var mu sync.Mutex
 	got := map[string]int{}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+	s, slow := progressClient(t, gw, func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		got[r.Params.ProgressToken.(string)]++
 		mu.Unlock()
-	}})
-	s, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tools, err := s.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var slow string
-	for _, tl := range tools.Tools {
-		if strings.HasSuffix(tl.Name, ".slow") {
-			slow = tl.Name
-		}
-	}
+	})
 	var stop atomic.Bool
 	var burners sync.WaitGroup
 	for range 2 * runtime.GOMAXPROCS(0) {
@@ -155,4 +140,26 @@ func TestProgressBeforeResultUnderLoad(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// progressClient connects a client with a progress handler to the gateway
+// at url, and names the upstream's slow tool (it sends progress).
+func progressClient(t *testing.T, url string, h func(context.Context, *mcp.ProgressNotificationClientRequest)) (*mcp.ClientSession, string) {
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ProgressNotificationHandler: h})
+	s, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if strings.HasSuffix(tl.Name, ".slow") {
+			return s, tl.Name
+		}
+	}
+	t.Fatalf("the gateway lists no slow tool: %v", tools.Tools)
+	return nil, ""
 }
