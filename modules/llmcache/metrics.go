@@ -3,10 +3,10 @@ package llmcache
 import (
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -26,16 +26,17 @@ func registerMetrics(reg *prometheus.Registry) error {
 	return nil
 }
 
-// outcomeCounters keeps the children counted on every request.
-var outcomeCounters llm.Children[[2]string, prometheus.Counter]
+// outcomeCounters keeps the children counted on every request, as the
+// router's metrics do (WithLabelValues takes the vector's lock).
+var outcomeCounters sync.Map // [2]string{model, outcome} → prometheus.Counter
 
 func countOutcome(model, outcome string) {
 	k := [2]string{model, outcome}
-	c, ok := outcomeCounters.Get(k)
+	c, ok := outcomeCounters.Load(k)
 	if !ok {
-		c = outcomeCounters.Add(k, metricOutcomes.WithLabelValues(model, outcome))
+		c, _ = outcomeCounters.LoadOrStore(k, metricOutcomes.WithLabelValues(model, outcome))
 	}
-	c.Inc()
+	c.(prometheus.Counter).Inc()
 }
 
 // logOutcome adds the cache outcome to the request's access log entry.

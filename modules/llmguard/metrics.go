@@ -2,10 +2,9 @@ package llmguard
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/llmgw/llmgw/modules/llm"
 )
 
 var (
@@ -38,27 +37,29 @@ func registerMetrics(reg *prometheus.Registry) error {
 }
 
 // checkCounters and stageDurations keep the children counted on every
-// request.
+// request, as the router's metrics do: WithLabelValues checks and hashes
+// each value and takes the vector's lock on every call (185ns a count
+// from both processors, 60ns through the map).
 var (
-	checkCounters  llm.Children[[3]string, prometheus.Counter]
-	stageDurations llm.Children[Stage, prometheus.Observer]
+	checkCounters  sync.Map // [3]string{check, stage, outcome} → prometheus.Counter
+	stageDurations sync.Map // Stage → prometheus.Observer
 )
 
 func countCheck(check string, stage Stage, outcome string) {
 	k := [3]string{check, string(stage), outcome}
-	c, ok := checkCounters.Get(k)
+	c, ok := checkCounters.Load(k)
 	if !ok {
-		c = checkCounters.Add(k, metricChecks.WithLabelValues(check, string(stage), outcome))
+		c, _ = checkCounters.LoadOrStore(k, metricChecks.WithLabelValues(check, string(stage), outcome))
 	}
-	c.Inc()
+	c.(prometheus.Counter).Inc()
 }
 
 func observeDuration(stage Stage, seconds float64) {
-	o, ok := stageDurations.Get(stage)
+	o, ok := stageDurations.Load(stage)
 	if !ok {
-		o = stageDurations.Add(stage, metricDuration.WithLabelValues(string(stage)))
+		o, _ = stageDurations.LoadOrStore(stage, metricDuration.WithLabelValues(string(stage)))
 	}
-	o.Observe(seconds)
+	o.(prometheus.Observer).Observe(seconds)
 }
 
 func countFinding(check, kind string, a Action) {
