@@ -347,15 +347,16 @@ func tail(s string, n int) string {
 // load sends requests for model through the given nodes' front ends
 // from conc clients until stopped, and counts what failed.
 type load struct {
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	ok     int
-	failed map[string]int
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	ok       int
+	failed   map[string]int
+	inflight map[*gateway]int
 }
 
 func steadyLoad(t *testing.T, through func() []*gateway, key, model string, conc int) *load {
-	l := &load{stop: make(chan struct{}), failed: map[string]int{}}
+	l := &load{stop: make(chan struct{}), failed: map[string]int{}, inflight: map[*gateway]int{}}
 	t.Cleanup(func() { l.end() }) // before the nodes stop, when the test ends early
 	for i := range conc {
 		l.wg.Add(1)
@@ -367,9 +368,16 @@ func steadyLoad(t *testing.T, through func() []*gateway, key, model string, conc
 					return
 				default:
 				}
-				gs := through()
-				code, _, body := ask(t, gs[n%len(gs)], key, model)
+				// A node is picked and counted in one step, so that
+				// drain sees every request sent to it.
 				l.mu.Lock()
+				gs := through()
+				g := gs[n%len(gs)]
+				l.inflight[g]++
+				l.mu.Unlock()
+				code, _, body := ask(t, g, key, model)
+				l.mu.Lock()
+				l.inflight[g]--
 				if code == 200 {
 					l.ok++
 				} else {
@@ -380,6 +388,21 @@ func steadyLoad(t *testing.T, through func() []*gateway, key, model string, conc
 		}()
 	}
 	return l
+}
+
+// drain waits until no request is in flight to g, once through has
+// stopped returning it: a load balancer takes a node out of rotation
+// and lets its connections finish before the node is stopped.
+func (l *load) drain(g *gateway) {
+	for {
+		l.mu.Lock()
+		n := l.inflight[g]
+		l.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // end stops the load and returns how many requests succeeded and what
@@ -587,8 +610,8 @@ func TestClusterRollingRestart(t *testing.T) {
 		mu.Lock()
 		up[name] = false
 		mu.Unlock()
-		time.Sleep(200 * time.Millisecond) // the balancer's health check notices
 		g := c.nodes[name]
+		l.drain(g) // the balancer's health check notices; its requests finish
 		g.stop()
 		g.start()
 		// The client's pool may hold connections the stopped node closed;
