@@ -48,10 +48,11 @@ func cutContraction(w string) (string, string, bool) {
 // token is a word as written.
 type token struct {
 	low    string
-	upper  bool // starts with an upper-case letter
-	caps   bool // all letters upper case, two or more (API, US)
-	start  bool // a sentence's first word
-	entity bool // an alias already made canonical
+	upper  bool   // starts with an upper-case letter
+	caps   bool   // all letters upper case, two or more (API, US)
+	start  bool   // a sentence's first word
+	entity bool   // an alias already made canonical
+	f      *facts // the word's facts, once looked up
 }
 
 // analyze turns a question into its analysis.
@@ -62,6 +63,7 @@ func analyze(text string) *analysis {
 	prevNumber := false
 	pendingMarker := "" // a marker waiting for the content word after it
 	markerLeft := ""
+	var scratch facts
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		w := t.low
@@ -80,18 +82,29 @@ func analyze(text string) *analysis {
 			prevNumber = false
 			continue
 		}
-		if base, ok := negContractions[w]; ok {
-			a.neg++
-			w = base
-		} else if base, suffix, ok := cutContraction(w); ok {
-			// "Peru's", "who's", "they're", "it'll": the word, and a
-			// "will" kept as tense.
-			w = base
-			if suffix == "ll" {
-				add("future~")
+		f := t.f
+		if f == nil {
+			if f = factsOf(w); f == nil {
+				scratch = factsFor(w)
+				f = &scratch
 			}
 		}
-		if q, ok := questionWords[w]; ok {
+		if f.flags&(negContraction|contraction) != 0 {
+			if f.flags&negContraction != 0 {
+				a.neg++
+			} else if f.rare.suffix == "ll" {
+				// "Peru's", "who's", "they're", "it'll": the word, and a
+				// "will" kept as tense.
+				add("future~")
+			}
+			w = f.rare.base
+			if f = factsOf(w); f == nil {
+				scratch = factsFor(w)
+				f = &scratch
+			}
+		}
+		if f.flags&questionWord != 0 {
+			q := f.rare.word
 			if a.qtype == "" {
 				a.qtype = q
 			}
@@ -104,38 +117,40 @@ func analyze(text string) *analysis {
 			add("or~")
 			continue
 		}
-		if p, ok := pronouns[w]; ok {
-			add(p)
+		if f.flags&pronoun != 0 {
+			add(f.rare.word)
 			continue
 		}
-		if negators[w] {
+		if f.flags&negator != 0 {
 			a.neg++
 			continue
 		}
-		if n, used, ok := numberAt(toks, i); ok {
-			add(n)
-			a.numbers = append(a.numbers, n)
-			if u := unitSuffix(toks[i].low); u != "" {
-				add(u)
+		if f.flags&numeric != 0 {
+			if n, used, ok := numberAt(toks, i); ok {
+				add(n)
+				a.numbers = append(a.numbers, n)
+				if u := unitSuffix(toks[i].low); u != "" {
+					add(u)
+				}
+				i += used - 1
+				prevNumber = true
+				continue
 			}
-			i += used - 1
-			prevNumber = true
-			continue
 		}
-		if u, ok := unitOf(w, prevNumber); ok {
-			add(u)
+		if f.flags&unit != 0 && (prevNumber || f.flags&unitAlone != 0) {
+			add(f.rare.word)
 			prevNumber = false
 			continue
 		}
 		prevNumber = false
-		if m, ok := tense[w]; ok {
-			add(m)
+		if f.flags&tenseWord != 0 {
+			add(f.rare.word)
 			continue
 		}
-		if orderMarkers[w] {
+		if f.flags&orderMarker != 0 {
 			markerLeft = a.leftOf(w)
 			pendingMarker = w
-			if stopwords[w] || w == "than" || w == "vs" || w == "versus" || w == "per" || w == "then" || w == "minus" || w == "divided" {
+			if f.flags&markerOnly != 0 {
 				continue // a marker only
 			}
 			a.words = append(a.words, w) // a word of its own too: "before" is not "after"
@@ -150,7 +165,7 @@ func analyze(text string) *analysis {
 			a.addName(a.words[len(a.words)-1])
 			continue
 		}
-		if stopwords[w] {
+		if f.flags&stopword != 0 {
 			continue
 		}
 		if t.upper && !t.start && w != "i" || t.caps {
@@ -162,7 +177,7 @@ func analyze(text string) *analysis {
 			a.addName(name)
 			continue
 		}
-		add(canonical(w))
+		add(f.canon)
 	}
 	a.set = slices.Clone(a.words)
 	slices.Sort(a.set)
@@ -247,43 +262,161 @@ func (a *analysis) leftOf(marker string) string {
 // canonical maps a lower-case word to the form questions are compared
 // by: American spelling, lemma, synonym group.
 func canonical(w string) string {
-	if w == "" {
-		return w
-	}
-	sh := &canonicalMemo[(len(w)*31+int(w[0])+int(w[len(w)-1])*7)%len(canonicalMemo)]
-	sh.mu.RLock()
-	c, ok := sh.m[w]
-	sh.mu.RUnlock()
-	if ok {
-		return c
+	if f := factsOf(w); f != nil {
+		return f.canon
 	}
 	lexicon.Do(loadLexicon)
-	c = canonicalOf(w)
-	if canonicalMemoSize.Add(1) <= maxCanonicalMemo {
-		sh.mu.Lock()
-		if sh.m == nil {
-			sh.m = map[string]string{}
-		}
-		sh.m[strings.Clone(w)] = c
-		sh.mu.Unlock()
-	}
-	return c
+	return canonicalOf(w)
 }
 
-// canonicalMemo remembers the canonical form of the first words seen, up
-// to maxCanonicalMemo of them: people's words repeat, and a word's
-// lemma and spelling take a dozen lookups to find. It is split in shards,
-// so that requests on different cores seldom share a lock's cache line.
-var (
-	canonicalMemo [32]struct {
-		mu sync.RWMutex
-		m  map[string]string
-		_  [64]byte
-	}
-	canonicalMemoSize atomic.Int64
+// facts is what analyze needs of a lower-case word from the lexicon's
+// tables, gathered once and kept (see factsOf): a question's word costs
+// one lookup, not one in each of a dozen tables. Most words have only a
+// canonical form and no flags; the rest of what a few words have is in
+// rare.
+type facts struct {
+	canon string     // canonical(w)
+	rare  *rareFacts // nil for most words
+	flags factFlags
+}
+
+type rareFacts struct {
+	phrases []phrase // phrases that start with the word
+	base    string   // a contraction's word: "can't" is can, "peru's" peru
+	suffix  string   // … and what was contracted (not for negations)
+	word    string   // what a question word, pronoun, unit or tense word stands for
+}
+
+type factFlags uint16
+
+const (
+	negContraction factFlags = 1 << iota // negContractions: "can't"
+	contraction                          // cutContraction: "peru's", "it'll"
+	questionWord                         // questionWords
+	pronoun                              // pronouns
+	negator                              // negators
+	numeric                              // numberAt may read a number here: digits first, or number words
+	unit                                 // units
+	unitAlone                            // … one that counts with no number before it (unitOf)
+	tenseWord                            // tense
+	orderMarker                          // orderMarkers
+	markerOnly                           // … that is no content word of its own
+	stopword                             // stopwords
 )
 
-const maxCanonicalMemo = 1 << 16
+// factsOf returns w's kept facts, keeping them if there is room; nil if
+// w's are not kept (see factsFor). A word that starts with a digit is
+// not kept: numbers and identifiers would fill the memory with words
+// seldom seen twice.
+func factsOf(w string) *facts {
+	if w == "" || w[0] >= '0' && w[0] <= '9' || len(w) > maxFactWord {
+		return nil
+	}
+	sh := &factMemo[(len(w)*31+int(w[0])+int(w[len(w)-1])*7)%len(factMemo)]
+	sh.mu.RLock()
+	f, ok := sh.m[w]
+	sh.mu.RUnlock()
+	if ok {
+		return f
+	}
+	if factMemoSize.Add(1) > maxFactMemo {
+		return nil
+	}
+	lexicon.Do(loadLexicon)
+	made := factsFor(w)
+	f = &made
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[string]*facts{}
+	}
+	sh.m[strings.Clone(w)] = f
+	sh.mu.Unlock()
+	return f
+}
+
+// factMemo keeps the facts of the first words seen, up to maxFactMemo of
+// them: people's words repeat, and a word's lemma and spelling take a
+// dozen lookups to find. It is split in shards, so that requests on
+// different cores seldom share a lock's cache line.
+var (
+	factMemo [32]struct {
+		mu sync.RWMutex
+		m  map[string]*facts
+		_  [64]byte
+	}
+	factMemoSize atomic.Int64
+)
+
+const (
+	maxFactMemo = 1 << 16
+	maxFactWord = 32
+)
+
+// factsFor looks w up in the lexicon's tables.
+func factsFor(w string) facts {
+	var f facts
+	if w == "" {
+		return f
+	}
+	var r rareFacts
+	if ps, ok := phrases[w]; ok {
+		r.phrases = ps
+	}
+	if base, ok := negContractions[w]; ok {
+		f.flags |= negContraction
+		r.base = base
+	} else if base, suffix, ok := cutContraction(w); ok {
+		f.flags |= contraction
+		r.base, r.suffix = base, suffix
+	}
+	if q, ok := questionWords[w]; ok {
+		f.flags |= questionWord
+		r.word = q
+	}
+	if p, ok := pronouns[w]; ok {
+		f.flags |= pronoun
+		r.word = p
+	}
+	if negators[w] {
+		f.flags |= negator
+	}
+	if first, _ := utf8.DecodeRuneInString(w); unicode.IsDigit(first) {
+		f.flags |= numeric
+	} else {
+		f.flags |= numeric
+		for p := range strings.SplitSeq(w, "-") {
+			if _, ok := numberWords[p]; !ok {
+				f.flags &^= numeric
+				break
+			}
+		}
+	}
+	if u, ok := units[w]; ok {
+		f.flags |= unit
+		r.word = u
+		if _, alone := unitOf(w, false); alone {
+			f.flags |= unitAlone
+		}
+	}
+	if m, ok := tense[w]; ok {
+		f.flags |= tenseWord
+		r.word = m
+	}
+	if orderMarkers[w] {
+		f.flags |= orderMarker
+		if stopwords[w] || w == "than" || w == "vs" || w == "versus" || w == "per" || w == "then" || w == "minus" || w == "divided" {
+			f.flags |= markerOnly
+		}
+	}
+	if stopwords[w] {
+		f.flags |= stopword
+	}
+	f.canon = canonicalOf(w)
+	if r.phrases != nil || r.base != "" || r.suffix != "" || r.word != "" {
+		f.rare = &r
+	}
+	return f
+}
 
 func canonicalOf(w string) string {
 	w = americanize(w)
@@ -557,25 +690,44 @@ func newToken(word string, start bool) token {
 }
 
 // rewritePhrases replaces aliases and framing phrases, longest first.
+// The tokens it keeps carry their facts. A question with none of the
+// phrases, most, is returned as it is.
 func rewritePhrases(toks []token) []token {
-	out := make([]token, 0, len(toks))
+	var out []token // the tokens before i once a phrase was replaced; nil before
 	for i := 0; i < len(toks); {
+		f := factsOf(toks[i].low)
+		toks[i].f = f
+		var ps []phrase
+		switch {
+		case f == nil:
+			ps = phrases[toks[i].low]
+		case f.rare != nil:
+			ps = f.rare.phrases
+		}
 		best := -1
-		for k, p := range phrases[toks[i].low] {
-			if len(p.from) <= len(toks)-i && (best < 0 || len(p.from) > len(phrases[toks[i].low][best].from)) && matches(toks[i:], p.from) {
+		for k, p := range ps {
+			if len(p.from) <= len(toks)-i && (best < 0 || len(p.from) > len(ps[best].from)) && matches(toks[i:], p.from) {
 				best = k
 			}
 		}
 		if best < 0 {
-			out = append(out, toks[i])
+			if out != nil {
+				out = append(out, toks[i])
+			}
 			i++
 			continue
 		}
-		p := phrases[toks[i].low][best]
+		if out == nil {
+			out = append(make([]token, 0, len(toks)+4), toks[:i]...)
+		}
+		p := ps[best]
 		for _, w := range p.to {
 			out = append(out, token{low: strings.TrimSuffix(w, "_"), entity: strings.HasSuffix(w, "_"), start: toks[i].start})
 		}
 		i += len(p.from)
+	}
+	if out == nil {
+		return toks
 	}
 	return out
 }
