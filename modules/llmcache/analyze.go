@@ -76,6 +76,21 @@ func analyze(text string) *analysis {
 			}
 			a.words = append(a.words, word)
 		}
+		// readNumber adds the number at toks[i], if there is one.
+		readNumber := func() bool {
+			n, used, ok := numberAt(toks, i)
+			if !ok {
+				return false
+			}
+			add(n)
+			a.numbers = append(a.numbers, n)
+			if u := unitSuffix(toks[i].low); u != "" {
+				add(u)
+			}
+			i += used - 1
+			prevNumber = true
+			return true
+		}
 		if t.entity {
 			add(w)
 			a.addName(w)
@@ -83,6 +98,10 @@ func analyze(text string) *analysis {
 			continue
 		}
 		f := t.f
+		if f == nil && w != "" && w[0] >= '0' && w[0] <= '9' && !strings.ContainsRune(w, '\'') && readNumber() {
+			// No word of the tables before numbers starts with a digit.
+			continue
+		}
 		if f == nil {
 			if f = factsOf(w); f == nil {
 				scratch = factsFor(w)
@@ -125,17 +144,8 @@ func analyze(text string) *analysis {
 			a.neg++
 			continue
 		}
-		if f.flags&numeric != 0 {
-			if n, used, ok := numberAt(toks, i); ok {
-				add(n)
-				a.numbers = append(a.numbers, n)
-				if u := unitSuffix(toks[i].low); u != "" {
-					add(u)
-				}
-				i += used - 1
-				prevNumber = true
-				continue
-			}
+		if f.flags&numeric != 0 && readNumber() {
+			continue
 		}
 		if f.flags&unit != 0 && (prevNumber || f.flags&unitAlone != 0) {
 			add(f.rare.word)
