@@ -169,9 +169,7 @@ func filledVectors(tb testing.TB, n int) (*entries, float64) {
 		es[i] = &entry{key: fmt.Sprint(i), bucket: "b", an: an, vec: quantize(randomVec(rng)), ans: ans, expires: time.Now().Add(time.Hour)}
 	}
 	for _, e := range es {
-		s.byKey[e.key] = e
-		s.count++
-		s.postLocked(e, true)
+		s.addLocked(e)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

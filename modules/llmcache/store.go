@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"sync"
@@ -15,6 +16,7 @@ import (
 // matcher's cheap bounds read.
 type entry struct {
 	key      string      // exact key
+	id       setKey      // a hash of key: its key in the store's byKey
 	bucket   string      // semantic candidates share it: scope, model, context
 	question string      // the last user turn, for semantic matching
 	num      uint32      // its number in the built-in matcher's postings, 0 when not posted
@@ -61,8 +63,12 @@ func (e *entry) cost() int64 {
 type entries struct {
 	maxBytes int64
 
-	mu    sync.RWMutex
-	byKey map[string]*entry
+	mu sync.RWMutex
+	// byKey finds an entry's place in ring by a hash of its exact key
+	// (entryID); a hit compares the key itself. It holds no pointers: a
+	// map of strings to entries was most of what each garbage collection
+	// spent marking a large store.
+	byKey keyTable
 	ann   map[string]*annIndex // bucket → entries with an embedding
 	sets  postings             // the built-in matcher's index: a set of words (or it less one) → entries
 	ring  []*entry             // CLOCK's circle of entries, nil where one left
@@ -97,7 +103,7 @@ func newEntries(maxBytes int64) (*entries, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("max_memory must be positive, not %d", maxBytes)
 	}
-	return &entries{maxBytes: maxBytes, byKey: map[string]*entry{},
+	return &entries{maxBytes: maxBytes,
 		ann: map[string]*annIndex{}, sets: newPostings()}, nil
 }
 
@@ -110,7 +116,7 @@ func (s *entries) Destruct() error {
 
 func (s *entries) get(key string) (*entry, bool) {
 	s.mu.RLock()
-	e := s.byKey[key]
+	e := s.lookupLocked(key, entryID(key))
 	s.mu.RUnlock()
 	if e == nil || time.Now().After(e.expires) {
 		return nil, false
@@ -140,14 +146,36 @@ func (s *entries) putLocal(e *entry) bool {
 	e.freeze()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.byKey[e.key]; old != nil {
-		s.unindexLocked(old)
+	s.addLocked(e)
+	s.sweepLocked(now, e)
+	s.stored.Add(1)
+	return true
+}
+
+// entryID is the key of an exact key in byKey.
+func entryID(key string) setKey {
+	return setKey(maphash.String(sigSeed, key))
+}
+
+// lookupLocked returns the entry of key (whose entryID is id), or nil;
+// s.mu must be held.
+func (s *entries) lookupLocked(key string, id setKey) *entry {
+	slot, ok := s.byKey.get(id)
+	if !ok {
+		return nil
 	}
-	s.byKey[e.key] = e
-	s.count++
-	s.bytes += e.size
-	if e.hasAnalysis() {
-		s.postLocked(e, true)
+	if e := s.ring[slot]; e != nil && e.key == key {
+		return e
+	}
+	return nil
+}
+
+// addLocked makes e one of the store's entries, in place of any with
+// its key; s.mu must be held.
+func (s *entries) addLocked(e *entry) {
+	e.id = entryID(e.key)
+	if slot, ok := s.byKey.get(e.id); ok {
+		s.unindexLocked(s.ring[slot]) // its key, or (once in 2^64) another with its hash
 	}
 	if n := len(s.holes); n > 0 {
 		e.slot = s.holes[n-1]
@@ -157,9 +185,12 @@ func (s *entries) putLocal(e *entry) bool {
 		e.slot = len(s.ring)
 		s.ring = append(s.ring, e)
 	}
-	s.sweepLocked(now, e)
-	s.stored.Add(1)
-	return true
+	s.byKey.set(e.id, uint32(e.slot))
+	s.count++
+	s.bytes += e.size
+	if e.hasAnalysis() {
+		s.postLocked(e, true)
+	}
 }
 
 // sweepLocked moves CLOCK's hand: past two entries, taking those expired,
@@ -196,19 +227,17 @@ func (s *entries) unindex(e *entry) {
 
 // unindexLocked takes e out of the store; s.mu must be held.
 func (s *entries) unindexLocked(e *entry) {
-	if e == nil || s.byKey[e.key] != e {
+	if e == nil || e.slot >= len(s.ring) || s.ring[e.slot] != e {
 		return
 	}
-	delete(s.byKey, e.key)
+	s.byKey.del(e.id)
 	s.count--
 	s.bytes -= e.size
 	if e.hasAnalysis() {
 		s.postLocked(e, false)
 	}
-	if e.slot < len(s.ring) && s.ring[e.slot] == e {
-		s.ring[e.slot] = nil
-		s.holes = append(s.holes, e.slot)
-	}
+	s.ring[e.slot] = nil
+	s.holes = append(s.holes, e.slot)
 }
 
 // postLocked adds e to (or removes it from) the postings of its
@@ -302,9 +331,9 @@ func (s *entries) purge(model, scope string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, e := range s.byKey {
-		if (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
-			s.unindexLocked(e) // deleting while ranging is allowed
+	for _, e := range s.ring {
+		if e != nil && (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
+			s.unindexLocked(e) // it leaves its place in ring; the others stay
 			n++
 		}
 	}

@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -34,7 +35,7 @@ func TestStoreEvictsByClock(t *testing.T) {
 		}
 	}
 	s.mu.RLock()
-	count, bytes, keys := s.count, s.bytes, len(s.byKey)
+	count, bytes, keys := s.count, s.bytes, s.byKey.n
 	posted := 0
 	for _, e := range s.sets.ents {
 		if e != nil {
@@ -130,6 +131,73 @@ func TestFreezeKeepsWhatWasPut(t *testing.T) {
 		q := &query{bucket: "b", question: c.q, an: analyze(c.q)}
 		if e, _ := s.nearest(q, defaultThreshold); e != got {
 			t.Errorf("%q: asking it again found %v, want the entry put", c.q, e)
+		}
+	}
+}
+
+// TestStoreFindsWhatItHolds puts, replaces, evicts and purges entries in
+// random order, and checks after each step that every key is found
+// exactly when its entry is held, with its own answer, and that the
+// store's counts agree.
+func TestStoreFindsWhatItHolds(t *testing.T) {
+	for _, maxBytes := range []int64{1 << 30, 60_000} {
+		s, err := newEntries(maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(maxBytes)))
+		last := map[string]string{} // key → the answer last put under it
+		for step := range 3000 {
+			switch op := rng.IntN(20); {
+			case op == 0:
+				model := fmt.Sprint("m", rng.IntN(3))
+				s.Purge(model, "")
+				for k := range last {
+					if strings.HasSuffix(k, "/"+model) {
+						delete(last, k)
+					}
+				}
+			default:
+				k := fmt.Sprintf("k%d/m%d", rng.IntN(400), rng.IntN(3))
+				q := fmt.Sprintf("how do I renew the %s for account %d", k, rng.IntN(5))
+				content := fmt.Sprint("answer ", step)
+				s.putLocal(&entry{key: k, bucket: "b", question: q, an: analyze(q), expires: time.Now().Add(time.Hour),
+					model: k[strings.IndexByte(k, '/')+1:],
+					ans:   &answer{Chat: true, Choices: []answerChoice{{Content: content, FinishReason: "stop"}}}})
+				last[k] = content
+			}
+			held := 0
+			for i := range 400 {
+				for m := range 3 {
+					k := fmt.Sprintf("k%d/m%d", i, m)
+					e, ok := s.get(k)
+					want, put := last[k]
+					switch {
+					case ok && !put:
+						t.Fatalf("step %d, max %d: %s found, but it was never put or was purged", step, maxBytes, k)
+					case ok && e.key != k:
+						t.Fatalf("step %d, max %d: %s found the entry of %s", step, maxBytes, k, e.key)
+					case ok && e.answer().Choices[0].Content != want:
+						t.Fatalf("step %d, max %d: %s answers %q, want %q", step, maxBytes, k, e.answer().Choices[0].Content, want)
+					case !ok && put && maxBytes == 1<<30:
+						t.Fatalf("step %d: %s lost without eviction", step, k)
+					case ok:
+						held++
+					}
+				}
+			}
+			inRing := 0
+			for _, e := range s.ring {
+				if e != nil {
+					inRing++
+				}
+			}
+			if held != s.count || inRing != s.count || s.byKey.n != s.count {
+				t.Fatalf("step %d, max %d: %d found, %d counted, %d in the ring, %d in byKey", step, maxBytes, held, s.count, inRing, s.byKey.n)
+			}
+		}
+		if maxBytes < 1<<30 && s.bytes > maxBytes {
+			t.Errorf("the store holds %d bytes, over its %d", s.bytes, maxBytes)
 		}
 	}
 }
