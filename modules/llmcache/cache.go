@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -239,6 +240,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err == nil && !tw.kept {
 		c.keep(r, q, tw)
 	}
+	tw.release()
 	return err
 }
 
@@ -379,6 +381,24 @@ type teeWriter struct {
 	overflow bool
 	keep     func()
 	kept     bool
+	pooled   *[]byte // where buf's memory came from, to give back
+}
+
+// teeBuffers keep the memory of answers copied: an answer is parsed into
+// what is kept, so its bytes are free again once the request is done.
+var teeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// release gives buf's memory back for another request; the tee is not
+// used after it.
+func (t *teeWriter) release() {
+	if t.pooled == nil {
+		return
+	}
+	if b := t.buf.Bytes(); cap(b) > 0 && cap(b) <= 64<<10 {
+		*t.pooled = b[:0]
+		teeBuffers.Put(t.pooled)
+	}
+	t.pooled, t.buf = nil, bytes.Buffer{}
 }
 
 // body is what was written: the answer to keep.
@@ -415,8 +435,14 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 		return t.ResponseWriterWrapper.Write(b)
 	}
 	if !t.overflow {
-		if t.buf.Len() == 0 && t.length > 0 && t.length <= t.limit {
-			t.buf.Grow(t.length) // one allocation for the whole answer
+		if t.buf.Cap() == 0 {
+			// A buffer kept from an earlier request, sized for the whole
+			// answer when its length is known.
+			t.pooled = teeBuffers.Get().(*[]byte)
+			t.buf = *bytes.NewBuffer((*t.pooled)[:0])
+			if t.length > 0 && t.length <= t.limit {
+				t.buf.Grow(t.length)
+			}
 		}
 		if t.buf.Len()+len(b) > t.limit {
 			t.overflow = true

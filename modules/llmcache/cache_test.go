@@ -284,6 +284,8 @@ func TestTeeKeepsWhatWasWritten(t *testing.T) {
 		{"no length", false, []int{len(body)}, 1 << 20, false},
 		{"too long", true, []int{len(body)}, 20, false},
 		{"too long, in pieces", true, []int{10, len(body) - 10}, 20, false},
+		{"in pieces again", true, []int{3, len(body) - 3}, 1 << 20, true},
+		{"no length again", false, []int{5, 7, len(body) - 12}, 1 << 20, false},
 	} {
 		rec := httptest.NewRecorder()
 		tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: rec}, limit: tc.limit}
@@ -314,6 +316,10 @@ func TestTeeKeepsWhatWasWritten(t *testing.T) {
 		}
 		if tc.limit < len(body) && !tw.overflow {
 			t.Errorf("%s: an answer over the limit was not marked overflowing", tc.name)
+		}
+		tw.release() // the next cases reuse its buffer
+		if tw.pooled != nil || tw.buf.Len() != 0 {
+			t.Errorf("%s: the tee still holds its buffer after release", tc.name)
 		}
 	}
 }
