@@ -322,45 +322,82 @@ func factsOf(w string) *facts {
 	if w == "" || w[0] >= '0' && w[0] <= '9' || len(w) > maxFactWord {
 		return nil
 	}
-	sh := &factMemo[(len(w)*31+int(w[0])+int(w[len(w)-1])*7)%len(factMemo)]
-	sh.mu.RLock()
-	f, ok := sh.m[w]
-	sh.mu.RUnlock()
-	if ok {
-		return f
-	}
-	if factMemoSize.Add(1) > maxFactMemo {
-		return nil
-	}
-	lexicon.Do(loadLexicon)
-	made := factsFor(w)
-	f = &made
-	sh.mu.Lock()
-	if sh.m == nil {
-		sh.m = map[string]*facts{}
-	}
-	sh.m[strings.Clone(w)] = f
-	sh.mu.Unlock()
-	return f
+	return factMemo.get(w)
 }
 
 // factMemo keeps the facts of the first words seen, up to maxFactMemo of
 // them: people's words repeat, and a word's lemma and spelling take a
-// dozen lookups to find. It is split in shards, so that requests on
-// different cores seldom share a lock's cache line.
-var (
-	factMemo [32]struct {
-		mu sync.RWMutex
-		m  map[string]*facts
-		_  [64]byte
-	}
-	factMemoSize atomic.Int64
-)
+// dozen lookups to find.
+var factMemo = newWordMemo()
+
+// wordMemo is read from a map that never changes, without a lock (a
+// lock's counter, written by every core, costs more than the lookup).
+// Words not yet in it wait in recent, under mu, and are merged into a
+// new map once an eighth as many lookups as it holds have waited for mu:
+// a merge copies the map, and is paid for by the locks it saves.
+type wordMemo struct {
+	kept   atomic.Pointer[map[string]*facts]
+	full   atomic.Bool // no more words are kept
+	mu     sync.Mutex
+	recent map[string]*facts
+	locked int // lookups under mu since the last merge
+	size   int // words in kept and recent
+}
+
+func newWordMemo() *wordMemo {
+	m := &wordMemo{recent: map[string]*facts{}}
+	m.kept.Store(&map[string]*facts{})
+	return m
+}
 
 const (
 	maxFactMemo = 1 << 16
 	maxFactWord = 32
 )
+
+// get returns w's facts, kept or made now (nil when there is no room).
+func (m *wordMemo) get(w string) *facts {
+	if f, ok := (*m.kept.Load())[w]; ok {
+		return f
+	}
+	return m.add(w)
+}
+
+// add returns the facts of a word not found in kept: those in recent, or
+// new ones, kept if there is room (nil if not).
+func (m *wordMemo) add(w string) *facts {
+	if m.full.Load() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := *m.kept.Load()
+	if f, ok := kept[w]; ok { // merged since the caller looked
+		return f
+	}
+	m.locked++
+	f, ok := m.recent[w]
+	if !ok && m.size < maxFactMemo {
+		lexicon.Do(loadLexicon)
+		made := factsFor(w)
+		f = &made
+		m.recent[strings.Clone(w)] = f
+		m.size++
+	}
+	if m.locked >= max(16, len(kept)/8) || m.size == maxFactMemo {
+		merged := make(map[string]*facts, len(kept)+len(m.recent))
+		for k, v := range kept {
+			merged[k] = v
+		}
+		for k, v := range m.recent {
+			merged[k] = v
+		}
+		m.kept.Store(&merged)
+		m.recent, m.locked = map[string]*facts{}, 0
+		m.full.Store(m.size == maxFactMemo)
+	}
+	return f
+}
 
 // factsFor looks w up in the lexicon's tables.
 func factsFor(w string) facts {

@@ -1,7 +1,9 @@
 package llmcache
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -78,5 +80,55 @@ func TestCosineIsClamped(t *testing.T) {
 	v := quantize(normalize([]float32{0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3}))
 	if got := cosine(v, v); got > 1 || got < 0.999 {
 		t.Errorf("cosine of a vector with itself: %v, want 1", got)
+	}
+}
+
+// TestWordMemo keeps words from several goroutines at once: each word's
+// facts are the same record every time and right, words are read
+// without the lock once merged, and past the bound no more are kept.
+func TestWordMemo(t *testing.T) {
+	m := newWordMemo()
+	words := make([]string, maxFactMemo+500)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx", i)
+	}
+	words[0], words[1], words[2] = "colour", "https", "couldn't"
+	first := make([]*facts, len(words))
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < 20000; i += 4 {
+				if f := m.get(words[i]); f == nil {
+					t.Errorf("%q not kept with room left", words[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 20000 {
+		first[i] = m.get(words[i])
+		if again := m.get(words[i]); again != first[i] {
+			t.Fatalf("%q: two records", words[i])
+		}
+	}
+	if want := factsFor("colour"); first[0].canon != want.canon || first[0].canon != "color" {
+		t.Errorf("colour: canonical %q, want color", first[0].canon)
+	}
+	if first[2].flags&negContraction == 0 || first[2].rare.base != "could" {
+		t.Errorf("couldn't: %+v", first[2])
+	}
+	if n := len(*m.kept.Load()); n < 20000-20000/8-16 {
+		t.Errorf("%d of 20000 words merged into the map read without a lock", n)
+	}
+	for i := 20000; i < len(words); i++ {
+		m.get(words[i])
+	}
+	if !m.full.Load() || m.get("never-seen-before") != nil {
+		t.Error("the memo keeps words past its bound")
+	}
+	if m.get(words[100]) != first[100] {
+		t.Error("a kept word was lost when the memo filled")
 	}
 }
