@@ -233,17 +233,3 @@ func BenchmarkAnalyze(b *testing.B) {
 		_ = analyze(qs[i%len(qs)])
 	}
 }
-
-// BenchmarkCollect measures a garbage collection of a process whose heap
-// is a store of 100k entries: what the store adds to each collection the
-// gateway's requests cause.
-func BenchmarkCollect(b *testing.B) {
-	s, _, objects := filledObjects(b, 100_000)
-	defer s.Destruct()
-	b.ResetTimer()
-	for b.Loop() {
-		runtime.GC()
-	}
-	b.ReportMetric(objects, "objects/entry")
-	runtime.KeepAlive(s)
-}
