@@ -63,7 +63,15 @@ func analyze(text string) *analysis {
 	prevNumber := false
 	pendingMarker := "" // a marker waiting for the content word after it
 	markerLeft := ""
+	// lookup returns a word's facts: kept ones, or made in scratch.
 	var scratch facts
+	lookup := func(w string) *facts {
+		if f := factsOf(w); f != nil {
+			return f
+		}
+		scratch = factsFor(w)
+		return &scratch
+	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		w := t.low
@@ -103,10 +111,7 @@ func analyze(text string) *analysis {
 			continue
 		}
 		if f == nil {
-			if f = factsOf(w); f == nil {
-				scratch = factsFor(w)
-				f = &scratch
-			}
+			f = lookup(w)
 		}
 		if f.flags&(negContraction|contraction) != 0 {
 			if f.flags&negContraction != 0 {
@@ -117,10 +122,7 @@ func analyze(text string) *analysis {
 				add("future~")
 			}
 			w = f.rare.base
-			if f = factsOf(w); f == nil {
-				scratch = factsFor(w)
-				f = &scratch
-			}
+			f = lookup(w)
 		}
 		if f.flags&questionWord != 0 {
 			q := f.rare.word
@@ -269,23 +271,13 @@ func (a *analysis) leftOf(marker string) string {
 	return a.words[n-1]
 }
 
-// canonical maps a lower-case word to the form questions are compared
-// by: American spelling, lemma, synonym group.
-func canonical(w string) string {
-	if f := factsOf(w); f != nil {
-		return f.canon
-	}
-	lexicon.Do(loadLexicon)
-	return canonicalOf(w)
-}
-
 // facts is what analyze needs of a lower-case word from the lexicon's
 // tables, gathered once and kept (see factsOf): a question's word costs
 // one lookup, not one in each of a dozen tables. Most words have only a
 // canonical form and no flags; the rest of what a few words have is in
 // rare.
 type facts struct {
-	canon string     // canonical(w)
+	canon string     // canonicalOf(w)
 	rare  *rareFacts // nil for most words
 	flags factFlags
 }

@@ -116,7 +116,7 @@ func (s *entries) Destruct() error {
 
 func (s *entries) get(key string) (*entry, bool) {
 	s.mu.RLock()
-	e := s.lookupLocked(key, entryID(key))
+	e := s.lookupLocked(key)
 	s.mu.RUnlock()
 	if e == nil || time.Now().After(e.expires) {
 		return nil, false
@@ -157,10 +157,9 @@ func entryID(key string) setKey {
 	return setKey(maphash.String(sigSeed, key))
 }
 
-// lookupLocked returns the entry of key (whose entryID is id), or nil;
-// s.mu must be held.
-func (s *entries) lookupLocked(key string, id setKey) *entry {
-	slot, ok := s.byKey.get(id)
+// lookupLocked returns the entry of key, or nil; s.mu must be held.
+func (s *entries) lookupLocked(key string) *entry {
+	slot, ok := s.byKey.get(entryID(key))
 	if !ok {
 		return nil
 	}

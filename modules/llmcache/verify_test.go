@@ -132,3 +132,10 @@ func TestWordMemo(t *testing.T) {
 		t.Error("a kept word was lost when the memo filled")
 	}
 }
+
+// canonical is the form analyze gives a content word: American spelling,
+// lemma, synonym group.
+func canonical(w string) string {
+	lexicon.Do(loadLexicon)
+	return factsFor(w).canon
+}
