@@ -221,17 +221,20 @@ func segStart(key string) string {
 	return base[strings.LastIndexByte(base, '-')+1:]
 }
 
-// segmentLines is how many entries a segment holds: segmentLines, or
-// half of max_entries when that is less, so that a segment started with
-// room for a whole one never takes the log past max_entries.
+// segmentLines is how many entries a segment holds: segmentLines, or a
+// quarter of max_entries when that is less. A segment also ends with its
+// day, so segments can be short; see pruneAudit for what that bounds.
 func (c *AuditConfig) segmentLines() int {
-	return max(1, min(segmentLines, c.maxEntries()/2))
+	return max(1, min(segmentLines, c.maxEntries()/4))
 }
 
 // pruneAudit removes segments older than keep, then the oldest segments
 // while the entries kept and a full current segment would be more than
 // max; current (just started) is never removed. So the log holds at most
-// max entries, and at least max less a segment once it has had that many.
+// max entries. A segment is removed only while the log is within a
+// segment of max, so it keeps at least max less two segments (half of max
+// when that is less) once it has had that many, even when days cut
+// segments short.
 func pruneAudit(ctx context.Context, st certmagic.Storage, cfg *AuditConfig, current string) error {
 	segs, err := listSegments(ctx, st)
 	if err != nil {
