@@ -67,7 +67,9 @@ type entries struct {
 	// byKey finds an entry's place in ring by a hash of its exact key
 	// (entryID); a hit compares the key itself. It holds no pointers: a
 	// map of strings to entries was most of what each garbage collection
-	// spent marking a large store.
+	// spent marking a large store. It keeps 32 bits of each hash, so of
+	// two keys that share them (about one pair in 100k entries) only the
+	// one kept last is found: a miss for the other, never its answer.
 	byKey keyTable
 	ann   map[string]*annIndex // bucket → entries with an embedding
 	sets  postings             // the built-in matcher's index: a set of words (or it less one) → entries
@@ -174,7 +176,7 @@ func (s *entries) lookupLocked(key string) *entry {
 func (s *entries) addLocked(e *entry) {
 	e.id = entryID(e.key)
 	if slot, ok := s.byKey.get(e.id); ok {
-		s.unindexLocked(s.ring[slot]) // its key, or (once in 2^64) another with its hash
+		s.unindexLocked(s.ring[slot]) // its key, or another whose hash has its fingerprint
 	}
 	if n := len(s.holes); n > 0 {
 		e.slot = s.holes[n-1]

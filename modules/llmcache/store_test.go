@@ -201,3 +201,53 @@ func TestStoreFindsWhatItHolds(t *testing.T) {
 		}
 	}
 }
+
+// Two exact keys whose hashes share a fingerprint (the key table keeps
+// 32 bits of each) are each answered with their own answer or not at
+// all (keeping one drops the other), and the store's counts stay right.
+func TestStoreKeysSharingAFingerprint(t *testing.T) {
+	seen := map[uint32]string{}
+	var a, b string
+	for i := 0; b == ""; i++ {
+		k := fmt.Sprintf("exact key %d", i)
+		fp := fingerprint(entryID(k))
+		if other, ok := seen[fp]; ok {
+			a, b = other, k
+		}
+		seen[fp] = k
+	}
+	s, err := newEntries(1 << 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destruct()
+	mk := func(key, content string) *entry {
+		return &entry{key: key, expires: time.Now().Add(time.Hour),
+			ans: &answer{Chat: true, Choices: []answerChoice{{Content: content, FinishReason: "stop"}}}}
+	}
+	answerOf := func(key string) string {
+		e, ok := s.get(key)
+		if !ok {
+			return ""
+		}
+		return e.answer().Choices[0].Content
+	}
+	s.putLocal(mk("another key", "another answer"))
+	s.putLocal(mk(a, "answer to a"))
+	if got := answerOf(a); got != "answer to a" {
+		t.Fatalf("%q: %q", a, got)
+	}
+	if got := answerOf(b); got != "" {
+		t.Fatalf("%q, never kept, was answered with %q", b, got)
+	}
+	s.putLocal(mk(b, "answer to b"))
+	if got, other := answerOf(b), answerOf(a); got != "answer to b" || other != "" && other != "answer to a" {
+		t.Fatalf("after keeping %q: it is answered %q, %q is answered %q", b, got, a, other)
+	}
+	if answerOf("another key") != "another answer" || s.count != s.byKey.n {
+		t.Fatalf("%d entries, %d keys", s.count, s.byKey.n)
+	}
+	if n := s.purge("", ""); n < 2 || s.count != 0 || s.byKey.n != 0 || s.bytes != 0 {
+		t.Fatalf("purge took %d; left %d entries, %d keys, %d bytes", n, s.count, s.byKey.n, s.bytes)
+	}
+}
