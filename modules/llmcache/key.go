@@ -220,7 +220,11 @@ func scopeOf(r *http.Request, level string) string {
 		return "global"
 	}
 	// Made once per tenant and level: every entry of a scope shares it.
-	return t.Memo(scopeKey(level), func() any {
+	k, ok := scopeKeys[level]
+	if !ok {
+		k = scopeKeys["project"]
+	}
+	return t.Memo(k, func() any {
 		switch level {
 		case "key":
 			return "k:" + t.KeyID
@@ -235,6 +239,10 @@ func scopeOf(r *http.Request, level string) string {
 
 // scopeKey keys a tenant's scope string in its memo.
 type scopeKey string
+
+// scopeKeys are the scope keys of each level, made into interface values
+// once rather than on every request.
+var scopeKeys = map[string]any{"key": scopeKey("key"), "team": scopeKey("team"), "org": scopeKey("org"), "project": scopeKey("project")}
 
 // cacheControl reads the request's no-cache and no-store directives.
 func cacheControl(r *http.Request) (noCache, noStore bool) {
