@@ -276,7 +276,7 @@ func detectPhones(s string, out []detection) []detection {
 			}
 		}
 		var r phoneRunInfo
-		phoneRun(s, i, buf[:0], &r)
+		digits := phoneRun(s, i, buf[:0], &r)
 		if r.openParen && c == '(' {
 			continue // read again from the digit after the bracket
 		}
@@ -284,7 +284,7 @@ func detectPhones(s string, out []detection) []detection {
 		if wordAfter(s, r.end) || badPhoneFollow(s, r.end) {
 			continue
 		}
-		d := r.digits
+		d := digits
 		switch {
 		case plus:
 			if r.trunkParen > 0 {
@@ -299,7 +299,7 @@ func detectPhones(s string, out []detection) []detection {
 				continue
 			}
 		default:
-			if !nationalPhone(s, start, &r) {
+			if !nationalPhone(s, start, d, &r) {
 				continue
 			}
 		}
@@ -311,7 +311,6 @@ func detectPhones(s string, out []detection) []detection {
 // phoneRunInfo describes a run of digits in phone groupings.
 type phoneRunInfo struct {
 	end        int
-	digits     []byte
 	groups     int
 	lens       [8]int // digits per group (the first 8 groups)
 	seps       [8]byte
@@ -321,11 +320,11 @@ type phoneRunInfo struct {
 	openParen  bool // a bracket that never closed: (98765 43210)
 }
 
-// phoneRun reads digits joined by phone separators: single spaces,
-// dashes or dots (dots not mixed with others), one slash (spaced or not)
-// and one bracketed group.
-func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
-	r.digits = buf
+// phoneRun reads digits joined by phone separators (single spaces,
+// dashes or dots, dots not mixed with others; one slash, spaced or not;
+// one bracketed group), appending the digits to buf and returning it.
+func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) (digits []byte) {
+	digits = buf
 	inGroup, paren := false, false
 	sepKind := byte(0)
 	r.end = i
@@ -346,7 +345,7 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 			if r.groups <= len(r.lens) {
 				r.lens[r.groups-1]++
 			}
-			r.digits = append(r.digits, c)
+			digits = append(digits, c)
 			i++
 			r.end = i
 		case c == '(' && !paren && !inGroup && r.paren == 0 && i+1 < len(s) && isDigit(s[i+1]):
@@ -356,7 +355,7 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 		case c == ')' && paren && inGroup:
 			paren = false
 			inGroup = false
-			if r.groups == 2 && r.lens[1] == 1 && r.digits[len(r.digits)-1] == '0' {
+			if r.groups == 2 && r.lens[1] == 1 && digits[len(digits)-1] == '0' {
 				r.trunkParen = 1 // +44 (0) 20 …
 			}
 			i++
@@ -420,6 +419,7 @@ func phoneRun(s string, i int, buf []byte, r *phoneRunInfo) {
 			return
 		}
 	}
+	return
 }
 
 // notPhoneStart reports a digit at i that continues something else: a
@@ -503,8 +503,8 @@ var phonePlans = []phonePlan{
 
 // nationalPhone decides whether a run without + is a national number of
 // one of phonePlans' countries.
-func nationalPhone(s string, start int, r *phoneRunInfo) bool {
-	d, n, g := r.digits, len(r.digits), r.groups
+func nationalPhone(s string, start int, d []byte, r *phoneRunInfo) bool {
+	n, g := len(d), r.groups
 	if n < 7 || n > 12 || g > len(r.lens) {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -149,6 +150,10 @@ type state struct {
 	results []result
 	vault   vault
 	prompt  []string // input texts, for output checks that judge the exchange
+
+	// Room for a request's usual results and checks, without allocating.
+	resultBuf     [4]result
+	inBuf, outBuf [4]Check
 }
 
 func (s *state) record(check string, stage Stage, outcome, reason string) {
@@ -179,6 +184,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	start := time.Now()
 	ctx, span, traced := openai.StartSpan(r.Context(), "llm.guard")
 	st := &state{g: g, model: req.Model}
+	st.results = st.resultBuf[:0]
 	if g.app != nil {
 		if m, err := g.app.Lookup(req.Model); err == nil {
 			st.model = m.Name
@@ -220,6 +226,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 
 // plan picks the checks that run on each stage, recording those skipped.
 func (g *Guardrails) plan(st *state, t *llm.Tenant, req *openai.Request) (in, out []Check) {
+	in, out = st.inBuf[:0], st.outBuf[:0]
 	for _, c := range g.checks {
 		sc := c.CheckScope()
 		ok, why := sc.applies(st.model, t)
@@ -264,7 +271,12 @@ func inputField(req *openai.Request) (string, []byte, uint8) {
 // error to answer with when the prompt is blocked.
 func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, checks []Check) *openai.Error {
 	name, raw, root := inputField(req)
-	var d doc
+	d := docs.Get().(*doc)
+	defer func() {
+		if d.b = nil; cap(d.spans) <= 1024 && cap(d.frames) <= 1024 { // a large prompt's are not kept
+			docs.Put(d)
+		}
+	}()
 	if err := d.parse(raw, root); err != nil {
 		return nil // the router reports malformed requests
 	}
@@ -326,6 +338,9 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 	}
 	return nil
 }
+
+// docs keep the memory of prompts' parsed texts for later requests.
+var docs = sync.Pool{New: func() any { return new(doc) }}
 
 // inspect runs one check with its timeout.
 func inspect(ctx context.Context, c Check, in *Inspection) ([]Finding, error) {
@@ -420,7 +435,9 @@ func summary(rs []result) string {
 }
 
 func timing(name string, d time.Duration) string {
-	return name + ";dur=" + strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
+	var b [64]byte
+	out := append(append(b[:0], name...), ";dur="...)
+	return string(strconv.AppendFloat(out, float64(d.Microseconds())/1000, 'f', 3, 64))
 }
 
 // Interface guards.
