@@ -234,8 +234,9 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return next.ServeHTTP(w, r)
 	}
 	req.Watched = true
-	tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, limit: maxEntryBytes}
-	tw.keep = func() { c.keep(r, q, tw) }
+	tw := &teeWriter{limit: maxEntryBytes, keep: keepAnswer, cache: c, r: r, q: q}
+	tw.ResponseWriterWrapper = &tw.rww
+	tw.rww.ResponseWriter = w
 	err = next.ServeHTTP(tw, r)
 	if err == nil && !tw.kept {
 		c.keep(r, q, tw)
@@ -379,7 +380,11 @@ type teeWriter struct {
 	whole    []byte // a whole answer written at once, while keep reads it
 	limit    int
 	overflow bool
-	keep     func()
+	keep     func(*teeWriter) // nil for none
+	cache    *Cache           // keepAnswer's: the cache, the request and its query
+	r        *http.Request
+	q        *query
+	rww      caddyhttp.ResponseWriterWrapper // what ResponseWriterWrapper points to, in one allocation with the tee
 	kept     bool
 	pooled   *[]byte // where buf's memory came from, to give back
 }
@@ -430,7 +435,7 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 		// The whole answer in one write, as the router writes one: kept
 		// from b itself, without a copy (keep copies what it keeps).
 		t.kept, t.whole = true, b
-		t.keep()
+		t.keep(t)
 		t.whole = nil
 		return t.ResponseWriterWrapper.Write(b)
 	}
@@ -453,12 +458,16 @@ func (t *teeWriter) Write(b []byte) (int, error) {
 	}
 	if t.keep != nil && !t.kept && !t.overflow && (t.sse && bytes.HasPrefix(b, doneEvent) || !t.sse && t.buf.Len() == t.length) {
 		t.kept = true
-		t.keep()
+		t.keep(t)
 	}
 	return t.ResponseWriterWrapper.Write(b)
 }
 
 var doneEvent = []byte("data: [DONE]")
+
+// keepAnswer is a tee's keep in the cache: a function, not a closure,
+// so a request does not allocate one.
+func keepAnswer(t *teeWriter) { t.cache.keep(t.r, t.q, t) }
 
 // Interface guards
 var (

@@ -290,7 +290,7 @@ func TestTeeKeepsWhatWasWritten(t *testing.T) {
 		rec := httptest.NewRecorder()
 		tw := &teeWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: rec}, limit: tc.limit}
 		var got []string
-		tw.keep = func() { got = append(got, string(tw.body())) }
+		tw.keep = func(tw *teeWriter) { got = append(got, string(tw.body())) }
 		if tc.length {
 			tw.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		}
