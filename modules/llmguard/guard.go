@@ -417,7 +417,12 @@ func (st *state) finish(r *http.Request) {
 // summary is the results as "pii/input:redacted regex/output:passed
 // judge/output:skipped(it needs the whole answer …)".
 func summary(rs []result) string {
+	n := 0
+	for _, r := range rs {
+		n += len(r.check) + len(r.stage) + len(r.outcome) + len(r.reason) + 5
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -428,7 +433,9 @@ func summary(rs []result) string {
 		b.WriteByte(':')
 		b.WriteString(r.outcome)
 		if r.reason != "" && (r.outcome == Skipped || r.outcome == Errored) {
-			b.WriteString("(" + r.reason + ")")
+			b.WriteByte('(')
+			b.WriteString(r.reason)
+			b.WriteByte(')')
 		}
 	}
 	return b.String()
