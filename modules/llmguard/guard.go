@@ -156,6 +156,13 @@ type state struct {
 	inBuf, outBuf [4]Check
 }
 
+// newState is a request's state, its results in the room it has for them.
+func newState(g *Guardrails, model string) *state {
+	st := &state{g: g, model: model}
+	st.results = st.resultBuf[:0]
+	return st
+}
+
 func (s *state) record(check string, stage Stage, outcome, reason string) {
 	for i := range s.results {
 		r := &s.results[i]
@@ -183,8 +190,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	start := time.Now()
 	ctx, span, traced := openai.StartSpan(r.Context(), "llm.guard")
-	st := &state{g: g, model: req.Model}
-	st.results = st.resultBuf[:0]
+	st := newState(g, req.Model)
 	if g.app != nil {
 		if m, err := g.app.Lookup(req.Model); err == nil {
 			st.model = m.Name

@@ -121,7 +121,7 @@ func (st *state) seedFromTools(scope string) {
 func (g *Guardrails) serveMCP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, body *mcpwire.Body) error {
 	tenant, _ := llm.TenantOf(r)
 	scope := openai.Scope(r)
-	st := &state{g: g}
+	st := newState(g, "")
 	var checks []Check
 	for _, c := range g.checks {
 		sc := c.CheckScope()
