@@ -26,6 +26,8 @@ type analysis struct {
 	sig     uint64      // a bit per word of set (hashed): a cheap bound on how many words two questions share
 	wh      []uint64    // each word of set, hashed
 	sum     uint64      // the sum of wh: the same for the same set of words
+
+	whInline [16]uint64 // wh's memory for most questions: one allocation less
 }
 
 // cutContraction splits "peru's", "they're", "it'll" into the word and
@@ -58,8 +60,13 @@ type token struct {
 // analyze turns a question into its analysis.
 func analyze(text string) *analysis {
 	lexicon.Do(loadLexicon)
-	toks := rewritePhrases(scan(text))
-	a := &analysis{words: make([]string, 0, len(toks)+2)}
+	var tb [24]token // a question's tokens, most often: no allocation
+	toks := rewritePhrases(scan(text, tb[:0]))
+	// words and set share one allocation: set is built from words once
+	// they are all in.
+	n := len(toks) + 2
+	buf := make([]string, 0, 2*n)
+	a := &analysis{words: buf[:0:n]}
 	prevNumber := false
 	pendingMarker := "" // a marker waiting for the content word after it
 	markerLeft := ""
@@ -191,11 +198,19 @@ func analyze(text string) *analysis {
 		}
 		add(f.canon)
 	}
-	a.set = slices.Clone(a.words)
+	if len(a.words) <= n {
+		a.set = append(buf[n:n], a.words...)
+	} else {
+		a.set = slices.Clone(a.words)
+	}
 	slices.Sort(a.set)
 	a.set = slices.Compact(a.set)
 	a.nset = len(a.set)
-	a.wh = make([]uint64, len(a.set))
+	if len(a.set) <= len(a.whInline) {
+		a.wh = a.whInline[:len(a.set)]
+	} else {
+		a.wh = make([]uint64, len(a.set))
+	}
 	for i, w := range a.set {
 		h := maphash.String(sigSeed, w)
 		a.wh[i] = h
@@ -555,6 +570,9 @@ func numberAt(toks []token, i int) (string, int, bool) {
 			return "", 0, false
 		}
 		digits = strings.ReplaceAll(digits, ",", "")
+		if plainInteger(digits) {
+			return digits, 1, true // as formatting it would give it: no copy
+		}
 		if f, err := strconv.ParseFloat(digits, 64); err == nil {
 			return strconv.FormatFloat(f, 'f', -1, 64), 1, true
 		}
@@ -597,11 +615,25 @@ func numberAt(toks []token, i int) (string, int, bool) {
 	return strconv.Itoa(total + current), used, true
 }
 
+// plainInteger says whether s is digits that a float64 holds exactly,
+// without leading zeros: its own canonical form.
+func plainInteger(s string) bool {
+	if s == "" || len(s) > 15 || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // scan splits text into tokens. A token keeps inner dots, hyphens,
 // apostrophes, commas and colons between digits ("3.5", "node.js",
 // "e-mail", "don't", "1,000", "17:00"), a trailing "++" or "#" ("c++",
 // "c#"); "%" and currency symbols are tokens of their own.
-func scan(text string) []token {
+func scan(text string, toks []token) []token {
 	start := true
 	// Most questions are ASCII: then a rune's index is its byte's, and a
 	// word is a slice of text, not a copy.
@@ -630,7 +662,6 @@ func scan(text string) []token {
 		}
 		return string(rs[i:j])
 	}
-	toks := make([]token, 0, 16)
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for i := 0; i < n; {
 		r := at(i)

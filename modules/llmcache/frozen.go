@@ -112,7 +112,11 @@ func appendAnalysis(w *blobWriter, a *analysis) {
 func readAnalysis(r *blobReader, e *entry) *analysis {
 	a := &analysis{nset: int(e.nset), neg: int(e.neg), sig: e.sig, sum: e.sum}
 	if wh := wordHashes(r); len(wh) > 0 {
-		a.wh = make([]uint64, len(wh)/8)
+		if n := len(wh) / 8; n <= len(a.whInline) {
+			a.wh = a.whInline[:n]
+		} else {
+			a.wh = make([]uint64, n)
+		}
 		for i := range a.wh {
 			a.wh[i] = le64(wh[8*i:])
 		}

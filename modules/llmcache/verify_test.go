@@ -3,6 +3,8 @@ package llmcache
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -47,6 +49,27 @@ func TestNamesAndNumbers(t *testing.T) {
 		a := analyze(c.text)
 		if !slices.Equal(a.names, c.names) || !slices.Equal(a.numbers, c.nums) || a.neg != c.neg {
 			t.Errorf("%q: names %q numbers %q negations %d, want %q %q %d", c.text, a.names, a.numbers, a.neg, c.names, c.nums, c.neg)
+		}
+	}
+}
+
+// TestNumbersAsWritten checks that a number written in plain digits,
+// kept as written, is what formatting its value gives: the same number
+// written two ways is one number ("007" is 7, "1,000" is 1000).
+func TestNumbersAsWritten(t *testing.T) {
+	ns := []string{"0", "7", "10", "007", "0.5", "3.50", "1,000", "100000", "123456789012345",
+		"1234567890123456", "12345678901234567", "99999999999999999999"}
+	for i := range 2000 {
+		ns = append(ns, strconv.Itoa(i*7919), strconv.FormatUint(uint64(i)*0x9e3779b97f4a7c15>>uint(i%60), 10))
+	}
+	for _, s := range ns {
+		got, _, ok := numberAt([]token{{low: s}}, 0)
+		f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+		if !ok || err != nil {
+			t.Fatalf("%q: no number (%v)", s, err)
+		}
+		if want := strconv.FormatFloat(f, 'f', -1, 64); got != want {
+			t.Errorf("%q is the number %s, want %s", s, got, want)
 		}
 	}
 }
