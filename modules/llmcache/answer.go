@@ -22,6 +22,16 @@ type answer struct {
 	Model   string         `json:"model"`
 	Choices []answerChoice `json:"choices"`
 	Usage   openai.Usage   `json:"usage"`
+
+	one [1]answerChoice // Choices' memory for an answer of one choice, most
+}
+
+// choicesFor gives a Choices with room for n, in a's own memory when one.
+func (a *answer) choicesFor(n int) []answerChoice {
+	if n <= len(a.one) {
+		return a.one[:0]
+	}
+	return make([]answerChoice, 0, n)
 }
 
 type answerChoice struct {
@@ -192,6 +202,7 @@ func parseWhole(body []byte, usage *openai.Usage) (*answer, error) {
 		a.Usage, _ = openai.FindUsage(body)
 	}
 	sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
+	a.Choices = a.choicesFor(len(sc.choices))
 	for _, ch := range sc.choices {
 		sc.choice = openai.AppendMembers(sc.choice[:0], ch)
 		ac := answerChoice{Index: jsonIndex(member(sc.choice, "index")), Content: jsonText(member(sc.choice, "text")),
@@ -316,6 +327,7 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 	if !done {
 		return nil, errNotCacheable
 	}
+	a.Choices = a.choicesFor(len(choices))
 	for i, b := range choices {
 		if !b.seen {
 			return nil, errNotCacheable

@@ -175,7 +175,7 @@ func readAnswer(r *blobReader) *answer {
 	if n > len(r.s)-r.at {
 		return a
 	}
-	a.Choices = make([]answerChoice, n)
+	a.Choices = a.choicesFor(n)[:n]
 	for i := range a.Choices {
 		c := &a.Choices[i]
 		c.Index, c.Content, c.FinishReason = int(r.uint()), r.str(), r.str()

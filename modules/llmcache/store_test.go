@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -113,7 +115,7 @@ func TestFreezeKeepsWhatWasPut(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q is not found by its key", c.q)
 		}
-		if got.key != key || got.question != c.q || !reflect.DeepEqual(*got.answer(), wantAns) {
+		if got.key != key || got.question != c.q || !cmp.Equal(*got.answer(), wantAns, ignoreInline) {
 			t.Errorf("%q came back as key %q question %q answer %+v, want %+v", c.q, got.key, got.question, *got.answer(), wantAns)
 		}
 		if got.an != nil || got.ans != nil {
