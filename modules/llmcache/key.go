@@ -180,9 +180,7 @@ func appendKeyPrefix(dst []byte, scope, model, endpoint string) []byte {
 // share one copy of its name: up to maxBucketNames names are kept, and
 // the table starts afresh when full.
 func bucketName(b []byte) string {
-	sum := sha256.Sum256(b)
-	var hx [2 * sha256.Size]byte
-	hex.Encode(hx[:], sum[:])
+	hx := sumHex(b)
 	bucketNames.RLock()
 	n, ok := bucketNames.m[string(hx[:])]
 	bucketNames.RUnlock()
@@ -208,10 +206,16 @@ const maxBucketNames = 1 << 16
 
 // hashHex is the SHA-256 of b, in hex.
 func hashHex(b []byte) string {
+	hx := sumHex(b)
+	return string(hx[:]) // one allocation, where hex.EncodeToString makes two
+}
+
+// sumHex is the SHA-256 of b in hex, in an array: no allocation.
+func sumHex(b []byte) [2 * sha256.Size]byte {
 	sum := sha256.Sum256(b)
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], sum[:])
-	return string(hx[:]) // one allocation, where EncodeToString makes two
+	return hx
 }
 
 // scopeOf names who may share an entry: the tenant at the configured
