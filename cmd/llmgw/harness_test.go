@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -204,13 +205,27 @@ func (g *gateway) waitReady() {
 		if err == nil {
 			resp.Body.Close()
 			// 401: llm_quota runs and wants a key, so the server is up.
-			if resp.StatusCode == 200 || resp.StatusCode == 401 {
+			if (resp.StatusCode == 200 || resp.StatusCode == 401) && g.llmAppStarted() {
 				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	g.t.Fatalf("llmgw did not start:\n%s", g.logs.String())
+}
+
+// llmAppStarted says whether the admin API serves the llm app: Caddy
+// starts its apps one by one, so the HTTP server can answer while the llm
+// app is still starting, and the admin API then says it is not running.
+// With the admin API off, the HTTP server is all there is to wait for.
+func (g *gateway) llmAppStarted() bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/models", g.admin))
+	if err != nil {
+		return true // no admin API
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "llm app is not running")
 }
 
 // stop stops llmgw gracefully and waits for it.
