@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -216,16 +215,15 @@ func (g *gateway) waitReady() {
 
 // llmAppStarted says whether the admin API serves the llm app: Caddy
 // starts its apps one by one, so the HTTP server can answer while the llm
-// app is still starting, and the admin API then says it is not running.
-// With the admin API off, the HTTP server is all there is to wait for.
+// app is still starting, and /llm/models is then a 404. With the admin
+// API off, the HTTP server is all there is to wait for.
 func (g *gateway) llmAppStarted() bool {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/models", g.admin))
 	if err != nil {
 		return true // no admin API
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "llm app is not running")
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusNotFound
 }
 
 // stop stops llmgw gracefully and waits for it.
