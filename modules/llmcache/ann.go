@@ -21,16 +21,17 @@ import (
 // entries.mu guards it (searches under the read lock only read).
 type annIndex struct {
 	nodes  []annNode
-	free   []int32 // slots of deleted nodes
-	slot   map[*entry]int32
-	top    int32 // the entry point, -1 when empty
-	levels []int // how many live nodes reach each level
+	free   []int32          // slots of deleted nodes
+	node   map[uint32]int32 // an entry's place in the store → its node
+	top    int32            // the entry point, -1 when empty
+	levels []int            // how many live nodes reach each level
 	rng    uint64
 }
 
 type annNode struct {
-	e     *entry   // nil when the slot is free
-	code  []uint64 // signs(e.vec)
+	slot  uint32   // the entry's place in the store
+	live  bool     // false when the node is free
+	code  []uint64 // signs of the entry's vector
 	links [][]int32
 }
 
@@ -41,10 +42,10 @@ const (
 )
 
 func newANN() *annIndex {
-	return &annIndex{slot: map[*entry]int32{}, top: -1, rng: 0x9e3779b97f4a7c15}
+	return &annIndex{node: map[uint32]int32{}, top: -1, rng: 0x9e3779b97f4a7c15}
 }
 
-func (x *annIndex) len() int { return len(x.slot) }
+func (x *annIndex) len() int { return len(x.node) }
 
 // annLinkBytes estimates the index's memory for one entry, for its cost.
 const annLinkBytes = 4*(2*annM+annM/(annM-1)) + 96 + 72
@@ -198,9 +199,9 @@ func (x *annIndex) search(v []int8, ef int) []scored {
 	return x.searchLevel(q, []scored{ep}, ef, 0, vis)
 }
 
-// add indexes e by its vector.
-func (x *annIndex) add(e *entry) {
-	if _, ok := x.slot[e]; ok || len(e.vec) == 0 {
+// add indexes the entry at slot by its vector.
+func (x *annIndex) add(slot uint32, vec []int8) {
+	if _, ok := x.node[slot]; ok || len(vec) == 0 {
 		return
 	}
 	level := x.randomLevel()
@@ -212,8 +213,8 @@ func (x *annIndex) add(e *entry) {
 		id = int32(len(x.nodes))
 		x.nodes = append(x.nodes, annNode{})
 	}
-	x.nodes[id] = annNode{e: e, code: signs(e.vec), links: make([][]int32, level+1)}
-	x.slot[e] = id
+	x.nodes[id] = annNode{slot: slot, live: true, code: signs(vec), links: make([][]int32, level+1)}
+	x.node[slot] = id
 	for len(x.levels) <= level {
 		x.levels = append(x.levels, 0)
 	}
@@ -318,14 +319,15 @@ func (x *annIndex) link(n, to int32, l int) {
 	x.nodes[n].links[l] = links
 }
 
-// remove unindexes e: its neighbours lose their link to it and gain
-// links to its other neighbours, so that the graph stays navigable.
-func (x *annIndex) remove(e *entry) {
-	id, ok := x.slot[e]
+// remove unindexes the entry at slot: its neighbours lose their link to
+// it and gain links to its other neighbours, so that the graph stays
+// navigable.
+func (x *annIndex) remove(slot uint32) {
+	id, ok := x.node[slot]
 	if !ok {
 		return
 	}
-	delete(x.slot, e)
+	delete(x.node, slot)
 	node := x.nodes[id]
 	for l, links := range node.links {
 		x.levels[l]--
@@ -378,7 +380,7 @@ func (x *annIndex) unlink(n, id int32, l int, repl []int32) {
 // newTop picks a node of the highest level left as the entry point.
 func (x *annIndex) newTop() int32 {
 	best, bestLevel := int32(-1), -1
-	for _, id := range x.slot {
+	for _, id := range x.node {
 		if l := len(x.nodes[id].links) - 1; l > bestLevel {
 			best, bestLevel = id, l
 			if l == len(x.levels)-1 {
@@ -469,5 +471,5 @@ func (h *minHeap) pop() scored {
 
 // live reports whether n is a node that reaches level l.
 func (x *annIndex) live(n int32, l int) bool {
-	return x.nodes[n].e != nil && l < len(x.nodes[n].links)
+	return x.nodes[n].live && l < len(x.nodes[n].links)
 }

@@ -46,11 +46,11 @@ func TestANNFindsNearDuplicates(t *testing.T) {
 	for i := range n {
 		vecs[i] = randomVec(rng)
 		es[i] = vecEntry(i, "b", vecs[i])
-		x.add(es[i])
+		x.add(uint32(i), es[i].vec)
 	}
 	found := func(i int) bool {
 		res := x.search(quantize(near(rng, vecs[i], 0.3)), annEfFind)
-		return slices.ContainsFunc(res, func(r scored) bool { return x.nodes[r.id].e == es[i] })
+		return slices.ContainsFunc(res, func(r scored) bool { return x.nodes[r.id].live && x.nodes[r.id].slot == uint32(i) })
 	}
 	missed := 0
 	for i := range n {
@@ -65,7 +65,7 @@ func TestANNFindsNearDuplicates(t *testing.T) {
 	// Remove every other entry: the rest are still found, the removed
 	// never are.
 	for i := 0; i < n; i += 2 {
-		x.remove(es[i])
+		x.remove(uint32(i))
 	}
 	if x.len() != n/2 {
 		t.Fatalf("after removing half: %d entries, want %d", x.len(), n/2)
@@ -74,7 +74,7 @@ func TestANNFindsNearDuplicates(t *testing.T) {
 	for i := range n {
 		res := x.search(quantize(vecs[i]), annEfFind)
 		for _, r := range res {
-			if e := x.nodes[r.id].e; e == nil || slices.Index(es, e)%2 == 0 {
+			if node := x.nodes[r.id]; !node.live || node.slot%2 == 0 {
 				t.Fatalf("search returned a removed entry")
 			}
 		}
@@ -87,13 +87,13 @@ func TestANNFindsNearDuplicates(t *testing.T) {
 	}
 	// Freed slots are reused, and the index empties.
 	for i := 0; i < n; i += 2 {
-		x.add(es[i])
+		x.add(uint32(i), es[i].vec)
 	}
 	if len(x.nodes) != n {
 		t.Errorf("after re-adding: %d slots, want %d", len(x.nodes), n)
 	}
-	for _, e := range es {
-		x.remove(e)
+	for i := range es {
+		x.remove(uint32(i))
 	}
 	if x.len() != 0 || x.top != -1 || len(x.search(quantize(vecs[0]), 8)) != 0 {
 		t.Errorf("an emptied index still holds %d entries (top %d)", x.len(), x.top)

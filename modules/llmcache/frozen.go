@@ -4,19 +4,27 @@ import (
 	"encoding/binary"
 	"strings"
 	"sync"
+	"time"
+	"unsafe"
 
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
-// A stored entry keeps what it was put with in one string (its blob): its
-// key and question, then its question's analysis and its answer in a
-// compact encoding (lengths as uvarints, strings as their bytes, word
-// hashes as 8 bytes each). A store of 100k questions is marked by every
-// garbage collection, and marking costs by the pointers it follows: an
-// entry holding its analysis and answer as Go values has about forty, one
-// holding a blob a handful. What the built-in matcher's cheap bounds read
-// stays in the entry as numbers; the rest is decoded when a candidate
-// passes them (rare on a miss) or when the answer is served.
+// A stored entry is one string, its blob, and nothing else: a header of
+// fixed size (the numbers the store and the built-in matcher's cheap
+// bounds read), then its key, question, bucket, scope, model and vector,
+// then its question's analysis and its answer in a compact encoding
+// (lengths as uvarints, strings as their bytes, word hashes as 8 bytes
+// each). A store of 100k questions is marked by every garbage
+// collection, and marking costs by the objects it reaches and the
+// pointers it follows: an entry holding its analysis and answer as Go
+// values had about forty pointers, an entry of Go fields beside its blob
+// two objects and a handful; a blob is one object the collector marks
+// without scanning it (BenchmarkGCMark: about half the collector's work
+// of the latter). The rest is decoded when a candidate passes the cheap
+// bounds (rare on a miss) or when the answer is served, from a view of
+// the blob (viewOf): the blob never changes, so a view is read after the
+// store's lock is released.
 
 type blobWriter struct{ b []byte }
 
@@ -189,15 +197,41 @@ func readAnswer(r *blobReader) *answer {
 	return a
 }
 
+// The blob's header: where each number is.
+const (
+	hdrID      = 0  // uint64: entryID of the key
+	hdrSig     = 8  // uint64: the analysis's word signature
+	hdrSum     = 16 // uint64: the analysis's sum of word hashes
+	hdrExpires = 24 // int64: Unix nanoseconds
+	hdrSize    = 32 // int64: its cost in bytes
+	hdrNset    = 40 // int32 each: the analysis's set size, negations, numbers
+	hdrNeg     = 44
+	hdrNnum    = 48
+	hdrFlags   = 52 // uint32: flagAnalysed
+	hdrLens    = 56 // uint32 each: the lengths of key, question, bucket, scope, model, vector
+	hdrAnAt    = 80 // uint32: where the analysis starts
+	hdrAnsAt   = 84 // uint32: where the answer starts
+	hdrBytes   = 88
+
+	flagAnalysed = 1
+)
+
 // freeze packs what a stored entry keeps into its blob and drops the
 // analysis and answer it was put with (the request may still hold them;
 // they are not changed). s.mu need not be held, as the entry is not yet
 // shared.
 func (e *entry) freeze() {
 	buf := blobBuffers.Get().(*[]byte)
-	w := blobWriter{b: (*buf)[:0]}
-	w.b = append(w.b, e.key...)
-	w.b = append(w.b, e.question...)
+	w := blobWriter{b: append((*buf)[:0], make([]byte, hdrBytes)...)}
+	parts := [...]string{e.key, e.question, e.bucket, e.scope, e.model}
+	for i, p := range parts {
+		binary.LittleEndian.PutUint32(w.b[hdrLens+4*i:], uint32(len(p)))
+		w.b = append(w.b, p...)
+	}
+	binary.LittleEndian.PutUint32(w.b[hdrLens+20:], uint32(len(e.vec)))
+	for _, v := range e.vec {
+		w.b = append(w.b, byte(v))
+	}
 	if a := e.an; a != nil {
 		e.analysed = true
 		e.nset, e.neg, e.nnum = int32(a.nset), int32(a.neg), int32(len(a.numbers))
@@ -209,20 +243,88 @@ func (e *entry) freeze() {
 	if e.ans != nil {
 		appendAnswer(&w, e.ans)
 	}
+	e.id = entryID(e.key)
+	h := w.b[:hdrBytes]
+	binary.LittleEndian.PutUint64(h[hdrID:], uint64(e.id))
+	binary.LittleEndian.PutUint64(h[hdrSig:], e.sig)
+	binary.LittleEndian.PutUint64(h[hdrSum:], e.sum)
+	binary.LittleEndian.PutUint64(h[hdrExpires:], uint64(e.expires.UnixNano()))
+	binary.LittleEndian.PutUint64(h[hdrSize:], uint64(e.size))
+	binary.LittleEndian.PutUint32(h[hdrNset:], uint32(e.nset))
+	binary.LittleEndian.PutUint32(h[hdrNeg:], uint32(e.neg))
+	binary.LittleEndian.PutUint32(h[hdrNnum:], uint32(e.nnum))
+	if e.analysed {
+		binary.LittleEndian.PutUint32(h[hdrFlags:], flagAnalysed)
+	}
+	binary.LittleEndian.PutUint32(h[hdrAnAt:], e.anAt)
+	binary.LittleEndian.PutUint32(h[hdrAnsAt:], e.ansAt)
 	// One string, of exactly its size: the blob lives as long as the entry.
 	var b strings.Builder
 	b.Grow(len(w.b))
 	b.Write(w.b)
-	e.blob = b.String()
+	blob := b.String()
 	if cap(w.b) <= 64<<10 {
 		*buf = w.b
 		blobBuffers.Put(buf)
 	}
-	e.key = e.blob[:len(e.key)]
-	e.question = e.blob[len(e.key) : len(e.key)+len(e.question)]
-	e.an, e.ans = nil, nil
-	e.frozen = true
+	// The entry's strings are parts of its blob from now on.
+	vec := e.vec
+	*e = viewOf(blob)
+	if len(vec) > 0 {
+		e.vec = vec // the same values; a publish reads them
+	}
 }
+
+// viewOf is the entry a blob holds, frozen: its strings and vector are
+// parts of the blob (no copy).
+func viewOf(blob string) entry {
+	e := entry{blob: blob, frozen: true}
+	e.id = setKey(le64(blob[hdrID:]))
+	e.sig, e.sum = le64(blob[hdrSig:]), le64(blob[hdrSum:])
+	e.expires = time.Unix(0, int64(le64(blob[hdrExpires:])))
+	e.size = int64(le64(blob[hdrSize:]))
+	e.nset, e.neg, e.nnum = int32(le32(blob[hdrNset:])), int32(le32(blob[hdrNeg:])), int32(le32(blob[hdrNnum:]))
+	e.analysed = le32(blob[hdrFlags:])&flagAnalysed != 0
+	e.anAt, e.ansAt = le32(blob[hdrAnAt:]), le32(blob[hdrAnsAt:])
+	at := hdrBytes
+	var parts [5]string
+	for i := range parts {
+		n := int(le32(blob[hdrLens+4*i:]))
+		parts[i] = blob[at : at+n]
+		at += n
+	}
+	e.key, e.question, e.bucket, e.scope, e.model = parts[0], parts[1], parts[2], parts[3], parts[4]
+	if n := int(le32(blob[hdrLens+20:])); n > 0 {
+		e.vec = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.StringData(blob[at:]))), n)
+	}
+	return e
+}
+
+// Header fields read without making a view, for the store's bookkeeping
+// and the matcher's cheap bounds.
+
+func blobID(b string) setKey { return setKey(le64(b[hdrID:])) }
+
+func blobSize(b string) int64 { return int64(le64(b[hdrSize:])) }
+
+func blobExpires(b string) int64 { return int64(le64(b[hdrExpires:])) }
+
+func blobAnalysed(b string) bool { return le32(b[hdrFlags:])&flagAnalysed != 0 }
+
+// blobKey is the entry's exact key.
+func blobKey(b string) string {
+	return b[hdrBytes : hdrBytes+int(le32(b[hdrLens:]))]
+}
+
+// blobBucket is the entry's bucket.
+func blobBucket(b string) string {
+	at := hdrBytes + int(le32(b[hdrLens:])) + int(le32(b[hdrLens+4:]))
+	return b[at : at+int(le32(b[hdrLens+8:]))]
+}
+
+// blobHasVec reports whether the entry has a vector (it is in a vector
+// index, not the built-in matcher's).
+func blobHasVec(b string) bool { return le32(b[hdrLens+20:]) > 0 }
 
 // analysis returns the entry's question analysed: decoded from a stored
 // entry's blob, or what it was made with. nil when it has none.
@@ -263,6 +365,12 @@ func (e *entry) appendSetKeys(dst []setKey) []setKey {
 	return appendSetKeysOf(dst, e.bucket, e.sum, len(wh)/8, func(i int) uint64 {
 		return le64(wh[8*i:])
 	})
+}
+
+// le32 reads a little-endian uint32 from the start of s.
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 // le64 reads a little-endian uint64 from the start of s.

@@ -6,14 +6,13 @@ import "iter"
 // set of words, and that set less each word). A store of 100k questions
 // holds about a million keys, so their table holds no pointers (the
 // garbage collector skips it) and a key with one entry, most of them,
-// takes no allocation: its value is the entry's number; a key shared by
-// several entries points to a list of numbers.
+// takes no allocation: its value is the entry's number (its place in the
+// store's ring, + 1); a key shared by several entries points to a list
+// of numbers.
 type postings struct {
-	keys  keyTable   // entry number + 1, or listed | list index
-	lists [][]uint32 // entry numbers + 1 of keys shared by several
+	keys  keyTable   // entry number, or listed | list index
+	lists [][]uint32 // entry numbers of keys shared by several
 	free  []uint32   // unused lists
-	ents  []*entry   // by number
-	holes []uint32   // unused numbers
 }
 
 // listed marks a value of keys that is an index of lists.
@@ -23,18 +22,9 @@ func newPostings() postings {
 	return postings{}
 }
 
-func (p *postings) add(e *entry) {
-	if e.num != 0 && p.ents[e.num-1] == e {
-		return // posted already
-	}
-	if len(p.holes) > 0 {
-		e.num = p.holes[len(p.holes)-1]
-		p.holes = p.holes[:len(p.holes)-1]
-		p.ents[e.num-1] = e
-	} else {
-		p.ents = append(p.ents, e)
-		e.num = uint32(len(p.ents))
-	}
+// add indexes the entry e at slot.
+func (p *postings) add(slot uint32, e *entry) {
+	num := slot + 1
 	var kb [maxTouched]setKey
 	ks := e.appendSetKeys(kb[:0])
 	p.keys.touch(ks)
@@ -42,18 +32,18 @@ func (p *postings) add(e *entry) {
 		v, ok := p.keys.get(k)
 		switch {
 		case !ok:
-			p.keys.set(k, e.num)
+			p.keys.set(k, num)
 		case v&listed != 0:
-			p.lists[v&^listed] = append(p.lists[v&^listed], e.num)
+			p.lists[v&^listed] = append(p.lists[v&^listed], num)
 		default:
 			var i uint32
 			if len(p.free) > 0 {
 				i = p.free[len(p.free)-1]
 				p.free = p.free[:len(p.free)-1]
-				p.lists[i] = append(p.lists[i][:0], v, e.num)
+				p.lists[i] = append(p.lists[i][:0], v, num)
 			} else {
 				i = uint32(len(p.lists))
-				p.lists = append(p.lists, []uint32{v, e.num})
+				p.lists = append(p.lists, []uint32{v, num})
 			}
 			p.keys.set(k, listed|i)
 		}
@@ -64,10 +54,9 @@ func (p *postings) add(e *entry) {
 // (see keyTable.touch); a longer question's go to the heap.
 const maxTouched = 48
 
-func (p *postings) remove(e *entry) {
-	if e.num == 0 || p.ents[e.num-1] != e {
-		return
-	}
+// remove unindexes the entry e at slot.
+func (p *postings) remove(slot uint32, e *entry) {
+	num := slot + 1
 	var kb [maxTouched]setKey
 	ks := e.appendSetKeys(kb[:0])
 	p.keys.touch(ks)
@@ -76,14 +65,14 @@ func (p *postings) remove(e *entry) {
 		switch {
 		case !ok:
 		case v&listed == 0:
-			if v == e.num {
+			if v == num {
 				p.keys.del(k)
 			}
 		default:
 			i := v &^ listed
 			l := p.lists[i]
 			for j, n := range l {
-				if n == e.num {
+				if n == num {
 					l[j] = l[len(l)-1]
 					l = l[:len(l)-1]
 					break
@@ -96,24 +85,21 @@ func (p *postings) remove(e *entry) {
 			}
 		}
 	}
-	p.ents[e.num-1] = nil
-	p.holes = append(p.holes, e.num)
-	e.num = 0
 }
 
-// all yields the entries under k.
-func (p *postings) all(k setKey) iter.Seq[*entry] {
-	return func(yield func(*entry) bool) {
+// all yields the places of the entries under k.
+func (p *postings) all(k setKey) iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
 		v, ok := p.keys.get(k)
 		if !ok {
 			return
 		}
 		if v&listed == 0 {
-			yield(p.ents[v-1])
+			yield(v - 1)
 			return
 		}
 		for _, n := range p.lists[v&^listed] {
-			if !yield(p.ents[n-1]) {
+			if !yield(n - 1) {
 				return
 			}
 		}

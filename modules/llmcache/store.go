@@ -11,19 +11,15 @@ import (
 )
 
 // entry is one cached answer. As a request builds it, it holds the
-// question's analysis and the answer as Go values (an, ans); stored, it
-// holds them encoded in its blob (see freeze), with the numbers the
-// matcher's cheap bounds read.
+// question's analysis and the answer as Go values (an, ans); frozen, it
+// is a view of its blob (see freeze), which is all the store keeps.
 type entry struct {
-	key      string      // exact key
-	id       setKey      // a hash of key: its key in the store's byKey
-	bucket   string      // semantic candidates share it: scope, model, context
-	question string      // the last user turn, for semantic matching
-	num      uint32      // its number in the built-in matcher's postings, 0 when not posted
-	slot     int         // its place in the store's CLOCK
-	size     int64       // its cost, when kept
-	used     atomic.Bool // asked for since CLOCK's hand last passed
-	vec      []int8      // its embedding by a catalog model, quantized
+	key      string // exact key
+	id       setKey // a hash of key: its key in the store's byKey
+	bucket   string // semantic candidates share it: scope, model, context
+	question string // the last user turn, for semantic matching
+	size     int64  // its cost, when kept
+	vec      []int8 // its embedding by a catalog model, quantized
 	expires  time.Time
 	scope    string
 	model    string
@@ -73,8 +69,13 @@ type entries struct {
 	byKey keyTable
 	ann   map[string]*annIndex // bucket → entries with an embedding
 	sets  postings             // the built-in matcher's index: a set of words (or it less one) → entries
-	ring  []*entry             // CLOCK's circle of entries, nil where one left
-	holes []int                // free places in ring
+	// ring is CLOCK's circle of stored entries, each its blob ("" where
+	// one left): the store holds no entry objects (see freeze). A place
+	// in ring is an entry's number in byKey, the postings and the
+	// vector indexes.
+	ring  []string
+	used  []atomic.Bool // by place in ring: asked for since the hand last passed
+	holes []uint32      // free places in ring
 	hand  int
 	count int
 	bytes int64
@@ -118,13 +119,15 @@ func (s *entries) Destruct() error {
 
 func (s *entries) get(key string) (*entry, bool) {
 	s.mu.RLock()
-	e := s.lookupLocked(key)
-	s.mu.RUnlock()
-	if e == nil || time.Now().After(e.expires) {
+	slot, b := s.lookupLocked(key)
+	if b == "" || time.Now().UnixNano() > blobExpires(b) {
+		s.mu.RUnlock()
 		return nil, false
 	}
-	e.used.Store(true)
-	return e, true
+	s.used[slot].Store(true)
+	s.mu.RUnlock()
+	e := viewOf(b) // the blob does not change: read after the lock
+	return &e, true
 }
 
 // put keeps an entry and, when shared, hands it to the other instances.
@@ -148,8 +151,7 @@ func (s *entries) putLocal(e *entry) bool {
 	e.freeze()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addLocked(e)
-	s.sweepLocked(now, e)
+	s.sweepLocked(now, s.addLocked(e))
 	s.stored.Add(1)
 	return true
 }
@@ -159,45 +161,50 @@ func entryID(key string) setKey {
 	return setKey(maphash.String(sigSeed, key))
 }
 
-// lookupLocked returns the entry of key, or nil; s.mu must be held.
-func (s *entries) lookupLocked(key string) *entry {
+// lookupLocked returns the place and blob of key's entry, or "";
+// s.mu must be held.
+func (s *entries) lookupLocked(key string) (uint32, string) {
 	slot, ok := s.byKey.get(entryID(key))
 	if !ok {
-		return nil
+		return 0, ""
 	}
-	if e := s.ring[slot]; e != nil && e.key == key {
-		return e
+	if b := s.ring[slot]; b != "" && blobKey(b) == key {
+		return slot, b
 	}
-	return nil
+	return 0, ""
 }
 
-// addLocked makes e one of the store's entries, in place of any with
-// its key; s.mu must be held.
-func (s *entries) addLocked(e *entry) {
-	e.id = entryID(e.key)
+// addLocked makes e (frozen) one of the store's entries, in place of any
+// with its key, and returns its place; s.mu must be held.
+func (s *entries) addLocked(e *entry) uint32 {
 	if slot, ok := s.byKey.get(e.id); ok {
-		s.unindexLocked(s.ring[slot]) // its key, or another whose hash has its fingerprint
+		s.unindexLocked(slot) // its key, or another whose hash has its fingerprint
 	}
+	var slot uint32
 	if n := len(s.holes); n > 0 {
-		e.slot = s.holes[n-1]
+		slot = s.holes[n-1]
 		s.holes = s.holes[:n-1]
-		s.ring[e.slot] = e
+		s.ring[slot] = e.blob
+		s.used[slot].Store(false)
 	} else {
-		e.slot = len(s.ring)
-		s.ring = append(s.ring, e)
+		slot = uint32(len(s.ring))
+		s.ring = append(s.ring, e.blob)
+		s.used = append(s.used, atomic.Bool{})
 	}
-	s.byKey.set(e.id, uint32(e.slot))
+	s.byKey.set(e.id, slot)
 	s.count++
 	s.bytes += e.size
-	if e.hasAnalysis() {
-		s.postLocked(e, true)
+	if e.analysed {
+		s.postLocked(slot, e, true)
 	}
+	return slot
 }
 
 // sweepLocked moves CLOCK's hand: past two entries, taking those expired,
 // so that expired entries leave over time; then on while the store is
-// over its size. It never takes keep, the entry just put.
-func (s *entries) sweepLocked(now time.Time, keep *entry) {
+// over its size. It never takes the entry at keep, the one just put.
+func (s *entries) sweepLocked(now time.Time, keep uint32) {
+	ns := now.UnixNano()
 	for steps := 0; steps < 2 || s.bytes > s.maxBytes; steps++ {
 		if len(s.ring) == 0 || steps > 2*len(s.ring)+2 {
 			return
@@ -205,50 +212,49 @@ func (s *entries) sweepLocked(now time.Time, keep *entry) {
 		if s.hand >= len(s.ring) {
 			s.hand = 0
 		}
-		e := s.ring[s.hand]
+		slot := uint32(s.hand)
+		b := s.ring[slot]
 		s.hand++
 		switch {
-		case e == nil || e == keep:
-		case now.After(e.expires):
-			s.unindexLocked(e)
+		case b == "" || slot == keep:
+		case ns > blobExpires(b):
+			s.unindexLocked(slot)
 		case s.bytes <= s.maxBytes:
-		case e.used.Load():
-			e.used.Store(false)
+		case s.used[slot].Load():
+			s.used[slot].Store(false)
 		default:
-			s.unindexLocked(e)
+			s.unindexLocked(slot)
 		}
 	}
 }
 
-func (s *entries) unindex(e *entry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unindexLocked(e)
-}
-
-// unindexLocked takes e out of the store; s.mu must be held.
-func (s *entries) unindexLocked(e *entry) {
-	if e == nil || e.slot >= len(s.ring) || s.ring[e.slot] != e {
+// unindexLocked takes the entry at slot out of the store; s.mu must be
+// held.
+func (s *entries) unindexLocked(slot uint32) {
+	if int(slot) >= len(s.ring) || s.ring[slot] == "" {
 		return
 	}
-	s.byKey.del(e.id)
+	b := s.ring[slot]
+	s.byKey.del(blobID(b))
 	s.count--
-	s.bytes -= e.size
-	if e.hasAnalysis() {
-		s.postLocked(e, false)
+	s.bytes -= blobSize(b)
+	if blobAnalysed(b) {
+		e := viewOf(b)
+		s.postLocked(slot, &e, false)
 	}
-	s.ring[e.slot] = nil
-	s.holes = append(s.holes, e.slot)
+	s.ring[slot] = ""
+	s.holes = append(s.holes, slot)
 }
 
-// postLocked adds e to (or removes it from) the postings of its
-// question's content words; s.mu must be held.
-func (s *entries) postLocked(e *entry, add bool) {
-	if e.vec == nil { // the built-in matcher: by sets of words
+// postLocked adds the entry e at slot to (or removes it from) the
+// postings of its question's content words, or its bucket's vector
+// index; s.mu must be held.
+func (s *entries) postLocked(slot uint32, e *entry, add bool) {
+	if len(e.vec) == 0 { // the built-in matcher: by sets of words
 		if add {
-			s.sets.add(e)
+			s.sets.add(slot, e)
 		} else {
-			s.sets.remove(e)
+			s.sets.remove(slot, e)
 		}
 		return
 	}
@@ -257,11 +263,11 @@ func (s *entries) postLocked(e *entry, add bool) {
 	case add && x == nil:
 		x = newANN()
 		s.ann[e.bucket] = x
-		x.add(e)
+		x.add(slot, e.vec)
 	case add:
-		x.add(e)
+		x.add(slot, e.vec)
 	case x != nil:
-		x.remove(e)
+		x.remove(slot)
 		if x.len() == 0 {
 			delete(s.ann, e.bucket)
 		}
@@ -282,49 +288,60 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 		if x == nil {
 			return nil, 0
 		}
-		return nearestVector(q, x, threshold)
+		return s.nearestVector(q, x, threshold)
 	}
 	// The built-in matcher wants the same words, or all but one misspelt:
 	// a match shares q's set of words, or q's set less one word. A miss
 	// costs a map lookup per word, whatever the store holds.
-	var best *entry
-	bestSim := threshold
-	now := time.Now()
+	best, bestSim := "", threshold
+	now := time.Now().UnixNano()
 	var kb [maxTouched]setKey
 	ks := q.an.appendSetKeys(kb[:0], q.bucket)
 	s.sets.keys.touch(ks)
 	for _, k := range ks {
-		for e := range s.sets.all(k) {
+		for slot := range s.sets.all(k) {
+			b := s.ring[slot]
 			// Cheap bounds first: as many words, negations and numbers, and
 			// word signatures apart by at most one word each way.
-			if !e.analysed || int(e.nset) != q.an.nset || int(e.neg) != q.an.neg || int(e.nnum) != len(q.an.numbers) ||
-				bits.OnesCount64(e.sig^q.an.sig) > 2 || now.After(e.expires) || e.bucket != q.bucket || e == best {
+			if int(int32(le32(b[hdrNset:]))) != q.an.nset || int(int32(le32(b[hdrNeg:]))) != q.an.neg ||
+				int(int32(le32(b[hdrNnum:]))) != len(q.an.numbers) || bits.OnesCount64(le64(b[hdrSig:])^q.an.sig) > 2 ||
+				!blobAnalysed(b) || now > blobExpires(b) || blobBucket(b) != q.bucket || b == best {
 				continue
 			}
+			e := viewOf(b)
 			if sim, ok := lexicalMatch(q.an, e.analysis()); ok && sim >= bestSim {
-				best, bestSim = e, sim
+				best, bestSim = b, sim
 			}
 		}
 	}
-	return best, float32(bestSim)
+	if best == "" {
+		return nil, float32(bestSim)
+	}
+	e := viewOf(best)
+	return &e, float32(bestSim)
 }
 
 // nearestVector finds the entries closest to q in its bucket's index
-// and keeps the most similar the verifier accepts.
-func nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
-	var best *entry
+// and keeps the most similar the verifier accepts; s.mu must be held.
+func (s *entries) nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
+	best := ""
 	bestSim := float32(threshold)
-	now := time.Now()
+	now := time.Now().UnixNano()
 	for _, c := range x.search(q.vec, annEfFind) {
-		e := x.nodes[c.id].e
-		if now.After(e.expires) || e.bucket != q.bucket {
+		b := s.ring[x.nodes[c.id].slot]
+		if b == "" || now > blobExpires(b) || blobBucket(b) != q.bucket || b == best {
 			continue
 		}
-		if sim := cosine(q.vec, e.vec); sim >= bestSim && e != best && verified(q.an, e.analysis()) {
-			best, bestSim = e, sim
+		e := viewOf(b)
+		if sim := cosine(q.vec, e.vec); sim >= bestSim && verified(q.an, e.analysis()) {
+			best, bestSim = b, sim
 		}
 	}
-	return best, bestSim
+	if best == "" {
+		return nil, bestSim
+	}
+	e := viewOf(best)
+	return &e, bestSim
 }
 
 // purge removes entries of a model and/or scope ("" matches any).
@@ -332,9 +349,12 @@ func (s *entries) purge(model, scope string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, e := range s.ring {
-		if e != nil && (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
-			s.unindexLocked(e) // it leaves its place in ring; the others stay
+	for slot, b := range s.ring {
+		if b == "" {
+			continue
+		}
+		if e := viewOf(b); (model == "" || e.model == model) && (scope == "" || e.scope == scope) {
+			s.unindexLocked(uint32(slot)) // it leaves its place in ring; the others stay
 			n++
 		}
 	}
