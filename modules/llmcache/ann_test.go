@@ -151,8 +151,8 @@ func TestANNStoreScopingAndPurge(t *testing.T) {
 
 // filledVectors returns a store with n entries with random 384-dim
 // vectors in one bucket (one tenant, one model, one context: the worst
-// case), and the memory an entry takes (its vector, index links and the
-// entry itself, without question or answer).
+// case), and the memory an entry takes (its blob, with its vector, and
+// its index links, without question or answer).
 func filledVectors(tb testing.TB, n int) (*entries, float64) {
 	s, err := newEntries(1 << 40)
 	if err != nil {
@@ -164,16 +164,11 @@ func filledVectors(tb testing.TB, n int) (*entries, float64) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	es := make([]*entry, n)
 	for i := range n {
-		es[i] = &entry{key: fmt.Sprint(i), bucket: "b", an: an, vec: quantize(randomVec(rng)), ans: ans, expires: time.Now().Add(time.Hour)}
-	}
-	for _, e := range es {
-		s.addLocked(e)
+		s.addLocked(&entry{key: fmt.Sprint(i), bucket: "b", an: an, vec: quantize(randomVec(rng)), ans: ans, expires: time.Now().Add(time.Hour)})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(es)
 	return s, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 

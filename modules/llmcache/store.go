@@ -174,9 +174,13 @@ func (s *entries) lookupLocked(key string) (uint32, string) {
 	return 0, ""
 }
 
-// addLocked makes e (frozen) one of the store's entries, in place of any
-// with its key, and returns its place; s.mu must be held.
+// addLocked makes e one of the store's entries, in place of any with its
+// key, and returns its place; s.mu must be held. e is frozen first if it
+// is not (putLocal freezes it before taking the lock).
 func (s *entries) addLocked(e *entry) uint32 {
+	if !e.frozen {
+		e.freeze()
+	}
 	if slot, ok := s.byKey.get(e.id); ok {
 		s.unindexLocked(slot) // its key, or another whose hash has its fingerprint
 	}
