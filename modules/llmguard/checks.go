@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 )
@@ -95,19 +96,44 @@ func isASCII(s string) bool {
 	return true
 }
 
-// mayMatch reports whether text holds the literal; lower is text
-// lower-cased, made on first need.
-func (p prefilter) mayMatch(text string, lower *string) bool {
-	if p.lit == "" {
+// mayMatch reports whether text may hold the literal. A literal of a
+// case-insensitive expression is matched in ASCII text without regard to
+// case, without a lower-cased copy; text with other bytes is left to the
+// expression, as Unicode folds some letters outside ASCII onto ASCII ones
+// ("ſ" onto "s", the Kelvin sign onto "k") that lower-casing does not.
+func (p prefilter) mayMatch(text string) bool {
+	switch {
+	case p.lit == "":
 		return true
-	}
-	if !p.fold {
+	case !p.fold:
 		return strings.Contains(text, p.lit)
 	}
-	if *lower == "" {
-		*lower = strings.ToLower(text)
+	first := p.lit[0] // lower case, like all of lit
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		if c|0x20 == first && i+len(p.lit) <= len(text) && equalFoldASCII(text[i:i+len(p.lit)], p.lit) {
+			return true
+		}
 	}
-	return strings.Contains(*lower, p.lit)
+	return false
+}
+
+// equalFoldASCII reports whether s equals lower, a lower-case ASCII
+// string of its length, without regard to ASCII case.
+func equalFoldASCII(s, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type piiDetector struct {
@@ -195,11 +221,10 @@ func (p *PII) Inspect(_ context.Context, in *Inspection) ([]Finding, error) {
 	var out []Finding
 	var ds []detection
 	for ti, text := range in.Texts {
-		lower := ""
 		for _, d := range p.run {
 			mark := len(ds)
 			if d.re != nil {
-				if !d.pre.mayMatch(text, &lower) {
+				if !d.pre.mayMatch(text) {
 					continue
 				}
 				for _, m := range d.re.FindAllStringIndex(text, -1) {
@@ -270,16 +295,15 @@ func (*Regex) Incremental() bool { return true }
 func (c *Regex) Inspect(_ context.Context, in *Inspection) ([]Finding, error) {
 	var out []Finding
 	for ti, text := range in.Texts {
-		lower := ""
 		var allowed [][]int
 		for _, d := range c.Deny {
-			if !d.pre.mayMatch(text, &lower) {
+			if !d.pre.mayMatch(text) {
 				continue
 			}
 			if allowed == nil {
 				allowed = [][]int{}
 				for _, a := range c.Allow {
-					if a.pre.mayMatch(text, &lower) {
+					if a.pre.mayMatch(text) {
 						allowed = append(allowed, a.re.FindAllStringIndex(text, -1)...)
 					}
 				}

@@ -1,6 +1,9 @@
 package llmguard
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 func TestRequiredLiteral(t *testing.T) {
 	for _, c := range []struct {
@@ -18,8 +21,36 @@ func TestRequiredLiteral(t *testing.T) {
 			t.Errorf("requiredLiteral(%s) = %+v", c.expr, p)
 		}
 	}
-	lower := ""
-	if !(prefilter{"project", true}).mayMatch("the PROJECT Zeus", &lower) || (prefilter{"project", true}).mayMatch("nothing", new(string)) {
-		t.Error("mayMatch")
+	for _, c := range []struct {
+		p    prefilter
+		text string
+		want bool
+	}{
+		{prefilter{"project", true}, "the PROJECT Zeus", true},
+		{prefilter{"project", true}, "Project", true},
+		{prefilter{"project", true}, "nothing", false},
+		{prefilter{"project", true}, "projec", false},
+		{prefilter{"project", true}, "PROJEC\rT", false},
+		{prefilter{"emp-", true}, "id emp\r12", false},
+		{prefilter{"emp-", true}, "id EMP-12", true},
+		{prefilter{"EMP-", false}, "id emp-12", false},
+		// Outside ASCII the expression decides: (?i)s matches "ſ" and
+		// (?i)k the Kelvin sign, which lower-casing leaves apart.
+		{prefilter{"password", true}, "my pa\u017f\u017fword", true},
+		{prefilter{"key", true}, "the \u212aEY", true},
+		{prefilter{"project", true}, "caf\u00e9", true},
+	} {
+		if got := c.p.mayMatch(c.text); got != c.want {
+			t.Errorf("%+v.mayMatch(%q) = %v, want %v", c.p, c.text, got, c.want)
+		}
+	}
+	// Each text the prefilter lets through or not, the expression agrees
+	// where it says no.
+	re := regexp.MustCompile(`(?i)password`)
+	pre := requiredLiteral(re.String())
+	for _, text := range []string{"PaSsWoRd", "pa\u017f\u017fword", "passw0rd", "a pass word", "\u212a password"} {
+		if re.MatchString(text) && !pre.mayMatch(text) {
+			t.Errorf("the prefilter refuses %q, which %s matches", text, re)
+		}
 	}
 }
