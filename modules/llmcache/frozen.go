@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"sync"
 	"time"
@@ -267,12 +268,8 @@ func (e *entry) freeze() {
 		*buf = w.b
 		blobBuffers.Put(buf)
 	}
-	// The entry's strings are parts of its blob from now on.
-	vec := e.vec
+	// The entry's strings and vector are parts of its blob from now on.
 	*e = viewOf(blob)
-	if len(vec) > 0 {
-		e.vec = vec // the same values; a publish reads them
-	}
 }
 
 // viewOf is the entry a blob holds, frozen: its strings and vector are
@@ -310,6 +307,14 @@ func blobSize(b string) int64 { return int64(le64(b[hdrSize:])) }
 func blobExpires(b string) int64 { return int64(le64(b[hdrExpires:])) }
 
 func blobAnalysed(b string) bool { return le32(b[hdrFlags:])&flagAnalysed != 0 }
+
+// blobBoundsMatch reports whether an entry's analysis has a's set size,
+// negations and numbers, and a word signature at most one word apart
+// each way: the built-in matcher's cheap bounds.
+func blobBoundsMatch(b string, a *analysis) bool {
+	return int(int32(le32(b[hdrNset:]))) == a.nset && int(int32(le32(b[hdrNeg:]))) == a.neg &&
+		int(int32(le32(b[hdrNnum:]))) == len(a.numbers) && bits.OnesCount64(le64(b[hdrSig:])^a.sig) <= 2
+}
 
 // blobKey is the entry's exact key.
 func blobKey(b string) string {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,7 +296,7 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	// The built-in matcher wants the same words, or all but one misspelt:
 	// a match shares q's set of words, or q's set less one word. A miss
 	// costs a map lookup per word, whatever the store holds.
-	best, bestSim := "", threshold
+	best, bestSim := noSlot, threshold
 	now := time.Now().UnixNano()
 	var kb [maxTouched]setKey
 	ks := q.an.appendSetKeys(kb[:0], q.bucket)
@@ -305,47 +304,48 @@ func (s *entries) nearest(q *query, threshold float64) (*entry, float32) {
 	for _, k := range ks {
 		for slot := range s.sets.all(k) {
 			b := s.ring[slot]
-			// Cheap bounds first: as many words, negations and numbers, and
-			// word signatures apart by at most one word each way.
-			if int(int32(le32(b[hdrNset:]))) != q.an.nset || int(int32(le32(b[hdrNeg:]))) != q.an.neg ||
-				int(int32(le32(b[hdrNnum:]))) != len(q.an.numbers) || bits.OnesCount64(le64(b[hdrSig:])^q.an.sig) > 2 ||
-				!blobAnalysed(b) || now > blobExpires(b) || blobBucket(b) != q.bucket || b == best {
+			// Cheap bounds first.
+			if slot == best || !blobBoundsMatch(b, q.an) || !blobAnalysed(b) || now > blobExpires(b) || blobBucket(b) != q.bucket {
 				continue
 			}
 			e := viewOf(b)
 			if sim, ok := lexicalMatch(q.an, e.analysis()); ok && sim >= bestSim {
-				best, bestSim = b, sim
+				best, bestSim = slot, sim
 			}
 		}
 	}
-	if best == "" {
-		return nil, float32(bestSim)
+	return s.viewAt(best), float32(bestSim)
+}
+
+// noSlot is no place in the store's ring.
+const noSlot = ^uint32(0)
+
+// viewAt is the entry at slot, or nil for noSlot; s.mu must be held.
+func (s *entries) viewAt(slot uint32) *entry {
+	if slot == noSlot {
+		return nil
 	}
-	e := viewOf(best)
-	return &e, float32(bestSim)
+	e := viewOf(s.ring[slot])
+	return &e
 }
 
 // nearestVector finds the entries closest to q in its bucket's index
 // and keeps the most similar the verifier accepts; s.mu must be held.
 func (s *entries) nearestVector(q *query, x *annIndex, threshold float64) (*entry, float32) {
-	best := ""
-	bestSim := float32(threshold)
+	best, bestSim := noSlot, float32(threshold)
 	now := time.Now().UnixNano()
 	for _, c := range x.search(q.vec, annEfFind) {
-		b := s.ring[x.nodes[c.id].slot]
-		if b == "" || now > blobExpires(b) || blobBucket(b) != q.bucket || b == best {
+		slot := x.nodes[c.id].slot
+		b := s.ring[slot]
+		if slot == best || b == "" || now > blobExpires(b) || blobBucket(b) != q.bucket {
 			continue
 		}
 		e := viewOf(b)
 		if sim := cosine(q.vec, e.vec); sim >= bestSim && verified(q.an, e.analysis()) {
-			best, bestSim = b, sim
+			best, bestSim = slot, sim
 		}
 	}
-	if best == "" {
-		return nil, bestSim
-	}
-	e := viewOf(best)
-	return &e, bestSim
+	return s.viewAt(best), bestSim
 }
 
 // purge removes entries of a model and/or scope ("" matches any).
