@@ -229,7 +229,7 @@ func (e *entry) freeze() {
 		binary.LittleEndian.PutUint32(w.b[hdrLens+4*i:], uint32(len(p)))
 		w.b = append(w.b, p...)
 	}
-	binary.LittleEndian.PutUint32(w.b[hdrLens+20:], uint32(len(e.vec)))
+	binary.LittleEndian.PutUint32(w.b[hdrLens+4*partVec:], uint32(len(e.vec)))
 	for _, v := range e.vec {
 		w.b = append(w.b, byte(v))
 	}
@@ -286,12 +286,10 @@ func viewOf(blob string) entry {
 	at := hdrBytes
 	var parts [5]string
 	for i := range parts {
-		n := int(le32(blob[hdrLens+4*i:]))
-		parts[i] = blob[at : at+n]
-		at += n
+		parts[i], at = blobPart(blob, i, at)
 	}
 	e.key, e.question, e.bucket, e.scope, e.model = parts[0], parts[1], parts[2], parts[3], parts[4]
-	if n := int(le32(blob[hdrLens+20:])); n > 0 {
+	if n := int(le32(blob[hdrLens+4*partVec:])); n > 0 {
 		e.vec = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.StringData(blob[at:]))), n)
 	}
 	return e
@@ -316,20 +314,39 @@ func blobBoundsMatch(b string, a *analysis) bool {
 		int(int32(le32(b[hdrNnum:]))) == len(a.numbers) && bits.OnesCount64(le64(b[hdrSig:])^a.sig) <= 2
 }
 
-// blobKey is the entry's exact key.
-func blobKey(b string) string {
-	return b[hdrBytes : hdrBytes+int(le32(b[hdrLens:]))]
+// The parts after a blob's header, in order; the header's lengths hold
+// each one's length at hdrLens+4*part.
+const (
+	partKey = iota
+	partQuestion
+	partBucket
+	partScope
+	partModel
+	partVec
+)
+
+// blobPart returns the blob's part i, which starts at at, and where the
+// next one starts.
+func blobPart(b string, i, at int) (string, int) {
+	n := int(le32(b[hdrLens+4*i:]))
+	return b[at : at+n], at + n
 }
+
+// blobNth returns the blob's part i.
+func blobNth(b string, i int) string {
+	at := hdrBytes
+	for j := range i {
+		at += int(le32(b[hdrLens+4*j:]))
+	}
+	s, _ := blobPart(b, i, at)
+	return s
+}
+
+// blobKey is the entry's exact key.
+func blobKey(b string) string { return blobNth(b, partKey) }
 
 // blobBucket is the entry's bucket.
-func blobBucket(b string) string {
-	at := hdrBytes + int(le32(b[hdrLens:])) + int(le32(b[hdrLens+4:]))
-	return b[at : at+int(le32(b[hdrLens+8:]))]
-}
-
-// blobHasVec reports whether the entry has a vector (it is in a vector
-// index, not the built-in matcher's).
-func blobHasVec(b string) bool { return le32(b[hdrLens+20:]) > 0 }
+func blobBucket(b string) string { return blobNth(b, partBucket) }
 
 // analysis returns the entry's question analysed: decoded from a stored
 // entry's blob, or what it was made with. nil when it has none.
