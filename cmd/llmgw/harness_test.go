@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,15 +50,38 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freePort returns a free port for a server a test starts. It picks from
+// below the kernel's ephemeral range, where nothing else here picks:
+// engine plugins give their replicas ports the kernel chooses (port 0),
+// and a port chosen that way for a gateway could be handed to another
+// gateway's replica before the gateway binds it. Each port is handed out
+// once per test process.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range portHigh - portLow {
+		p := portLow + int(nextPort.Add(1)%uint32(portHigh-portLow))
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in %d-%d", portLow, portHigh)
+	return 0
 }
+
+// The ports freePort hands out: below Linux's default ephemeral range
+// (32768-60999) and above the ports services listen on by default.
+const portLow, portHigh = 20000, 32000
+
+// nextPort starts at a random place so that test processes running side
+// by side (go test runs packages in parallel) seldom try the same ports.
+var nextPort = func() *atomic.Uint32 {
+	var n atomic.Uint32
+	n.Store(uint32(rand.IntN(portHigh - portLow)))
+	return &n
+}()
 
 // gateway is a running llmgw process.
 type gateway struct {
@@ -204,7 +229,10 @@ func (g *gateway) waitReady() {
 		if err == nil {
 			resp.Body.Close()
 			// 401: llm_quota runs and wants a key, so the server is up.
-			if (resp.StatusCode == 200 || resp.StatusCode == 401) && g.llmAppStarted() {
+			// Server: Caddy, so that it is this gateway answering and not
+			// a server that took its port before it bound it.
+			up := resp.StatusCode == 200 || resp.StatusCode == 401
+			if up && resp.Header.Get("Server") == "Caddy" && g.llmAppStarted() {
 				return
 			}
 		}
@@ -215,12 +243,13 @@ func (g *gateway) waitReady() {
 
 // llmAppStarted says whether the admin API serves the llm app: Caddy
 // starts its apps one by one, so the HTTP server can answer while the llm
-// app is still starting, and /llm/models is then a 404. With the admin
-// API off, the HTTP server is all there is to wait for.
+// app is still starting, and /llm/models is then a 404. Every gateway the
+// harness starts has an admin API, so one that does not answer has not
+// started.
 func (g *gateway) llmAppStarted() bool {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/models", g.admin))
 	if err != nil {
-		return true // no admin API
+		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode != http.StatusNotFound
