@@ -255,3 +255,61 @@ func TestCacheAdminAcrossReload(t *testing.T) {
 		t.Errorf("after a purge: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
 	}
 }
+
+// A full cache keeps a new answer only when its question is asked more
+// often than the entry it would evict (admission frequency, the default):
+// a question asked once is not kept, asked twice it is. With admission
+// all, every answer is kept and the first repeat is a hit.
+func TestCacheAdmission(t *testing.T) {
+	fill := []string{
+		"What is the capital of Peru?", "How many moons does Jupiter have?", "Who wrote Pride and Prejudice?",
+		"How do I reset my router to factory settings?", "What's the difference between a virus and bacteria?",
+		"Can you explain how compound interest works?", "why is the sky blue", "Best way to learn Spanish quickly?",
+		"How tall is Mount Kilimanjaro?", "What does HTTP 404 mean?", "how do vaccines train the immune system",
+		"What year did the Berlin Wall fall?", "Is coffee bad for your heart?", "How do I convert Celsius to Fahrenheit?",
+		"What causes the northern lights?", "Which planet has the longest day?", "how many bones are in the human body",
+		"What is a Roth IRA?", "How do solar panels make electricity?", "Who painted the Mona Lisa?",
+		"What is the speed of sound in water?", "How do I unclog a kitchen sink without chemicals?",
+		"what's a good stretching routine for lower back pain", "Why do cats purr?", "How does a bill become law in the US?",
+	}
+	q := "How long should I boil an egg for a runny yolk?"
+	for _, tc := range []struct {
+		admission   string
+		secondAsk   string // X-Llmgw-Cache of the second ask
+		notAdmitted bool
+	}{
+		{"", "miss", true}, // the default: frequency
+		{"all", "hit-exact", false},
+	} {
+		t.Run("admission "+tc.admission, func(t *testing.T) {
+			block := "\t\tllm_cache {\n\t\t\tmax_memory 12KiB\n\t\t\tsemantic\n"
+			if tc.admission != "" {
+				block += "\t\t\tadmission " + tc.admission + "\n"
+			}
+			g := startGatewayBefore(t, cacheModels, block+"\t\t}")
+			defer g.stop()
+			c := g.client()
+			for _, f := range fill {
+				chatWith(t, c, "sim-chat", f)
+			}
+			var stats []map[string]int64
+			g.adminGet("/llm/cache", &stats)
+			if len(stats) != 1 || stats[0]["bytes"] < 8<<10 || stats[0]["entries"] >= int64(len(fill)) {
+				t.Fatalf("after %d questions: %+v, want a full store of 12KiB", len(fill), stats)
+			}
+			if _, raw := chatWith(t, c, "sim-chat", q); raw.Header.Get("X-Llmgw-Cache") != "miss" {
+				t.Fatalf("first ask: %q, want miss", raw.Header.Get("X-Llmgw-Cache"))
+			}
+			if _, raw := chatWith(t, c, "sim-chat", q); raw.Header.Get("X-Llmgw-Cache") != tc.secondAsk {
+				t.Fatalf("second ask: %q, want %s", raw.Header.Get("X-Llmgw-Cache"), tc.secondAsk)
+			}
+			if _, raw := chatWith(t, c, "sim-chat", q); raw.Header.Get("X-Llmgw-Cache") != "hit-exact" {
+				t.Errorf("third ask: %q, want hit-exact", raw.Header.Get("X-Llmgw-Cache"))
+			}
+			g.adminGet("/llm/cache", &stats)
+			if got := stats[0]["not_admitted"] > 0; got != tc.notAdmitted {
+				t.Errorf("not_admitted %d, want > 0: %v", stats[0]["not_admitted"], tc.notAdmitted)
+			}
+		})
+	}
+}

@@ -124,19 +124,29 @@ func BenchmarkExactKey(b *testing.B) {
 // misses, without HTTP: the request's keys and question analysis, the
 // exact and semantic lookups in a store of 10k and 100k questions, and
 // keeping the answer. The store is full, so that each answer kept evicts
-// another, as in a cache that has run a while.
+// another, as in a cache that has run a while; with admission, as
+// llm_cache does by default, a question asked once is not kept over the
+// entry it would evict (see admits).
 func BenchmarkMissPath(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) { benchMissPath(b, n) })
+		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) { benchMissPath(b, n, admitAll) })
+		b.Run(fmt.Sprintf("%dk/admission", n/1000), func(b *testing.B) { benchMissPath(b, n, admitFrequency) })
 	}
 }
 
-func benchMissPath(b *testing.B, n int) {
+func benchMissPath(b *testing.B, n int, admission string) {
 	s, _ := filled(b, n)
 	defer s.Destruct()
 	s.maxBytes = s.bytes
-	c := &Cache{Semantic: &Semantic{Threshold: defaultThreshold}, store: s, TTL: caddy.Duration(time.Hour)}
+	c := &Cache{Semantic: &Semantic{Threshold: defaultThreshold}, store: s, TTL: caddy.Duration(time.Hour), Admission: admission}
 	ans := &answer{Chat: true, Choices: []answerChoice{{Content: "an answer of some length", FinishReason: "stop"}}}
+	if admission != admitAll { // each stored question was asked once
+		for _, e := range s.ring {
+			if e != "" {
+				s.seen(blobID(e), setID(blobBucket(e), blobSetSum(e)))
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -152,6 +162,9 @@ func benchMissPath(b *testing.B, n int) {
 		}
 		if _, _, _, hit := c.lookup(q); hit {
 			b.Fatal("a new question hit")
+		}
+		if admission != admitAll && !s.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
+			continue
 		}
 		s.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, ans: ans,
 			expires: time.Now().Add(time.Hour), scope: q.scope, model: q.model})

@@ -58,6 +58,13 @@ type Cache struct {
 	// others index it, and a starting instance warms from it. Lookups stay
 	// in this process.
 	Redis string `json:"redis,omitempty"`
+	// Admission is which answers a full cache keeps: "frequency" keeps
+	// one only when its question was asked more often lately than the
+	// entry it would evict (TinyLFU), so that questions asked once do not
+	// push out those asked again; "all" keeps every answer, evicting the
+	// least recently used. A cache with room keeps every answer either
+	// way. Default: frequency.
+	Admission string `json:"admission,omitempty"`
 
 	app        *llm.App
 	store      *entries
@@ -163,6 +170,11 @@ func (c *Cache) Validate() error {
 	default:
 		return fmt.Errorf("llm_cache: scope %q: use key, project, team, org or global", c.Scope)
 	}
+	switch c.Admission {
+	case "", admitFrequency, admitAll:
+	default:
+		return fmt.Errorf("llm_cache: admission %q: use frequency or all", c.Admission)
+	}
 	if c.TTL < 0 || c.MaxMemory < 0 {
 		return fmt.Errorf("llm_cache: ttl and max_memory must not be negative")
 	}
@@ -187,6 +199,12 @@ func (c *Cache) Cleanup() error {
 }
 
 const header = "X-Llmgw-Cache"
+
+// Admission policies (see Cache.Admission).
+const (
+	admitFrequency = "frequency"
+	admitAll       = "all"
+)
 
 // defaultThreshold is semantic's default least similarity, chosen from
 // the project's paraphrase sets (testdata, paraphrase_test.go).
@@ -295,6 +313,9 @@ func (c *Cache) tracedLookup(r *http.Request, q *query) (*entry, float32, bool, 
 // lookup finds an exact entry, or the most similar one in the question's
 // context, with its similarity.
 func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
+	if c.Admission != admitAll {
+		c.store.seen(entryID(q.key), q.setID())
+	}
 	if e, ok := c.store.get(q.key); ok {
 		return e, 1, false, true
 	}
@@ -348,6 +369,10 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 // keep stores a completed, successful answer.
 func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
 	if tw.status != http.StatusOK || tw.overflow {
+		return
+	}
+	if c.Admission != admitAll && !c.store.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
+		c.store.notAdmitted.Add(1)
 		return
 	}
 	var ans *answer

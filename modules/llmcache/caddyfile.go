@@ -33,6 +33,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		scope           key|project|team|org|global
 //		semantic        [<threshold>]
 //		redis           redis://host:port[/db]
+//		admission       frequency|all
 //	}
 func (c *Cache) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return llm.ParseBlock(d, func(dir string) error {
@@ -73,6 +74,12 @@ func (c *Cache) parseField(d *caddyfile.Dispenser, dir string, args []string) er
 		return err
 	}
 	switch dir {
+	case "admission":
+		if v != admitFrequency && v != admitAll {
+			return d.Errf("admission %q: use frequency (keep a new answer in a full cache only when its question is asked more than the one it would evict) or all", v)
+		}
+		c.Admission = v
+		return nil
 	case "ttl":
 		dur, err := caddy.ParseDuration(v)
 		if err != nil || dur <= 0 {

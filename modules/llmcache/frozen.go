@@ -306,6 +306,10 @@ func blobExpires(b string) int64 { return int64(le64(b[hdrExpires:])) }
 
 func blobAnalysed(b string) bool { return le32(b[hdrFlags:])&flagAnalysed != 0 }
 
+// blobSetSum is the sum of the hashes of the entry's set of words, 0 for
+// an entry whose question was not analysed.
+func blobSetSum(b string) uint64 { return le64(b[hdrSum:]) }
+
 // blobBoundsMatch reports whether an entry's analysis has a's set size,
 // negations and numbers, and a word signature at most one word apart
 // each way: the built-in matcher's cheap bounds.

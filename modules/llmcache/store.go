@@ -80,6 +80,8 @@ type entries struct {
 	bytes int64
 
 	exact, semantic, misses, bypass, stored atomic.Int64
+	notAdmitted                             atomic.Int64 // answers not kept: a full store, a question asked less than the one it would evict
+	freq                                    *sketch      // how often questions were asked lately (see admits)
 
 	shared *shared // when entries are shared through Redis
 }
@@ -89,7 +91,7 @@ func (s *entries) CacheStats() any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return map[string]int64{"entries": int64(s.count), "bytes": s.bytes, "hits_exact": s.exact.Load(),
-		"hits_semantic": s.semantic.Load(), "misses": s.misses.Load(), "bypass": s.bypass.Load(), "stored": s.stored.Load()}
+		"hits_semantic": s.semantic.Load(), "misses": s.misses.Load(), "bypass": s.bypass.Load(), "stored": s.stored.Load(), "not_admitted": s.notAdmitted.Load()}
 }
 
 // Purge implements llm.CacheAdmin.
@@ -105,7 +107,9 @@ func newEntries(maxBytes int64) (*entries, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("max_memory must be positive, not %d", maxBytes)
 	}
-	return &entries{maxBytes: maxBytes,
+	// About a kilobyte an entry: the sketch counts about as many
+	// questions as the store holds, two bytes each.
+	return &entries{maxBytes: maxBytes, freq: newSketch(int(min(maxBytes>>10, 1<<22))),
 		ann: map[string]*annIndex{}, sets: newPostings()}, nil
 }
 
