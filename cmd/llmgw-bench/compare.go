@@ -46,7 +46,8 @@ type gateway struct {
 // cache's max_memory holds about that many questions (entryBytes each,
 // as the cache counts them), so that every answer kept evicts another, as
 // in a cache that has run for a while; without, it has room to grow.
-func pipelineGateways(sizes, llmApp string, steady bool) []gateway {
+// admission is llm_cache's (frequency, its default, or all).
+func pipelineGateways(sizes, llmApp string, steady bool, admission string) []gateway {
 	var out []gateway
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -56,6 +57,9 @@ func pipelineGateways(sizes, llmApp string, steady bool) []gateway {
 		mem := "2GiB"
 		if steady {
 			mem = strconv.Itoa(max(1, n*entryBytes>>20)) + "MiB"
+		}
+		if admission != "" && admission != "frequency" {
+			mem += "\n\t\t\tadmission " + admission
 		}
 		site := "route /v1/* {\n\t\tllm_quota\n\t\tllm_guardrails {\n\t\t\tpii {\n\t\t\t\ton input\n\t\t\t}\n" +
 			"\t\t\tregex {\n\t\t\t\tdeny codename \"(?i)project\\s+(zeus|hera)\"\n\t\t\t\ton input\n\t\t\t}\n\t\t}\n" +
@@ -104,7 +108,8 @@ func compare(args []string) error {
 	sizes := fs.String("prompt-bytes", "0", "prompt sizes to measure, such as 1024,10240,102400 (0: a one-line prompt)")
 	unique := fs.Bool("unique", false, "give every request a new question, and also measure the whole pipeline (llm_quota, llm_guardrails, llm_cache exact and semantic, llm_router) missing the cache")
 	entries := fs.String("cache-entries", "10000,100000", "with -unique: questions the pipeline's cache holds before it is measured, one gateway per size")
-	steady := fs.Bool("cache-steady", true, "with -unique: bound each cache to about -cache-entries questions, so that it evicts one for each it keeps (false: room to grow to 2 GiB, which also measures the memory growing)")
+	steady := fs.Bool("cache-steady", true, "with -unique: bound each cache to about -cache-entries questions, so that it is full once filled (false: room to grow to 2 GiB, which also measures the memory growing)")
+	admission := fs.String("cache-admission", "frequency", "with -unique: llm_cache's admission: frequency (its default: a full cache keeps a new answer only for a question asked more often than the entry it would evict, so unique questions are not kept) or all (each answer kept evicts another)")
 	apis := fs.String("apis", "", "also measure llm_router with the same questions in these APIs, translated to chat completions: responses,messages")
 	_ = fs.Parse(args)
 	dir, err := os.MkdirTemp("", "llmgw-bench-")
@@ -149,7 +154,7 @@ func compare(args []string) error {
 			site: "route /v1/* {\n\t\tllm_quota {\n\t\t\tstore " + url + "\n\t\t}\n\t\tllm_router\n\t}", global: llmApp, redis: strings.TrimPrefix(url, "redis://")})
 	}
 	if *unique {
-		gateways = append(gateways[:3], pipelineGateways(*entries, llmApp, *steady)...)
+		gateways = append(gateways[:3], pipelineGateways(*entries, llmApp, *steady, *admission)...)
 	}
 	for _, g := range gateways {
 		port, cmd, err := startGateway(*bin, dir, g.name, g.global, g.site)

@@ -50,7 +50,7 @@ func TestUniqueBodiesDiffer(t *testing.T) {
 		}
 		seen[b] = true
 	}
-	if gs := pipelineGateways("10000,100000", "llm {}", true); len(gs) != 3 || gs[1].fill != 10000 || gs[2].fill != 100000 {
+	if gs := pipelineGateways("10000,100000", "llm {}", true, ""); len(gs) != 3 || gs[1].fill != 10000 || gs[2].fill != 100000 {
 		t.Errorf("pipelineGateways: %+v", gs)
 	}
 }
