@@ -31,7 +31,7 @@ const benchGuard = `			pii {
 
 // entryBytes is about what llm_cache counts for one of the load's
 // questions with its answer (its stats' bytes over entries).
-const entryBytes = 1700
+const entryBytes = 1490
 
 // gateway is an llmgw config measured: its site block, its global llm
 // option, the Redis it counts in, and how many unique questions its cache
