@@ -251,6 +251,11 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if noStore {
 		return next.ServeHTTP(w, r)
 	}
+	if c.Admission != admitAll && !c.store.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
+		// A full cache would not keep this answer: it is not copied.
+		c.store.notAdmitted.Add(1)
+		return next.ServeHTTP(w, r)
+	}
 	req.Watched = true
 	tw := &teeWriter{limit: maxEntryBytes, keep: keepAnswer, cache: c, r: r, q: q}
 	tw.ResponseWriterWrapper = &tw.rww
@@ -369,10 +374,6 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, req *openai.Reques
 // keep stores a completed, successful answer.
 func (c *Cache) keep(r *http.Request, q *query, tw *teeWriter) {
 	if tw.status != http.StatusOK || tw.overflow {
-		return
-	}
-	if c.Admission != admitAll && !c.store.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
-		c.store.notAdmitted.Add(1)
 		return
 	}
 	var ans *answer
