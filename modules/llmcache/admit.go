@@ -116,14 +116,6 @@ func setID(bucket string, sum uint64) uint64 {
 	return maphash.String(sigSeed, bucket) ^ sum
 }
 
-// setID is the query's setID, 0 when it was not analysed.
-func (q *query) setID() uint64 {
-	if q.an == nil {
-		return 0
-	}
-	return setID(q.bucket, q.an.sum)
-}
-
 // seen counts a lookup of the question with exact key id and set of
 // words set (0 when it has none).
 func (s *entries) seen(id setKey, set uint64) {

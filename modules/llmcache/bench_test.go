@@ -163,7 +163,7 @@ func benchMissPath(b *testing.B, n int, admission string) {
 		if _, _, _, hit := c.lookup(q); hit {
 			b.Fatal("a new question hit")
 		}
-		if admission != admitAll && !s.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
+		if admission != admitAll && !s.admits(q.id, q.set, time.Now().UnixNano()) {
 			continue
 		}
 		s.put(&entry{key: q.key, bucket: q.bucket, question: q.question, an: q.an, ans: ans,

@@ -251,7 +251,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if noStore {
 		return next.ServeHTTP(w, r)
 	}
-	if c.Admission != admitAll && !c.store.admits(entryID(q.key), q.setID(), time.Now().UnixNano()) {
+	if c.Admission != admitAll && !c.store.admits(q.id, q.set, time.Now().UnixNano()) {
 		// A full cache would not keep this answer: it is not copied.
 		c.store.notAdmitted.Add(1)
 		return next.ServeHTTP(w, r)
@@ -319,7 +319,7 @@ func (c *Cache) tracedLookup(r *http.Request, q *query) (*entry, float32, bool, 
 // context, with its similarity.
 func (c *Cache) lookup(q *query) (e *entry, sim float32, semantic, hit bool) {
 	if c.Admission != admitAll {
-		c.store.seen(entryID(q.key), q.setID())
+		c.store.seen(q.id, q.set)
 	}
 	if e, ok := c.store.get(q.key); ok {
 		return e, 1, false, true

@@ -14,12 +14,14 @@ type query struct {
 	bucket   string // context: everything but the last question
 	question string
 	an       *analysis // the question, analysed once
+	id       setKey    // entryID(key)
+	set      uint64    // setID of bucket and the analysis's words, 0 without an analysis
 	vec      []int8    // the question's unit vector from an embedding model, quantized
 }
 
 func newQuery(scope, model string, req *openai.Request, semantic bool, embedder func(string) []float32) (*query, error) {
 	ks := keysOf(scope, model, req.Endpoint, req.Raw, semantic)
-	q := &query{key: ks.exact, scope: scope, model: model}
+	q := &query{key: ks.exact, id: entryID(ks.exact), scope: scope, model: model}
 	if !ks.semantic {
 		return q, nil // no trailing user question: exact matching only
 	}
@@ -32,6 +34,9 @@ func newQuery(scope, model string, req *openai.Request, semantic bool, embedder 
 			return q, nil
 		}
 		q.vec = quantize(v)
+	}
+	if q.an != nil {
+		q.set = setID(q.bucket, q.an.sum)
 	}
 	return q, nil
 }
