@@ -16,15 +16,14 @@ import (
 // kept with the entry), never once per candidate.
 type analysis struct {
 	words   []string    // canonical content words in order: numbers, units, names and markers included
-	set     []string    // words, sorted, each once; nil in a kept entry (see entry.freeze)
-	nset    int         // len(set)
+	nset    int         // how many different words: len(wh)
 	numbers []string    // the numbers, in order ("15%" and "fifteen percent" both give 15)
 	names   []string    // entities, in order, each once (aliases merged: JS is JavaScript)
 	neg     int         // negations: not, never, no, without, n't …
 	qtype   string      // the first question word: how, what (also which), who, when, where, why; "" for none
 	orders  [][2]string // (a, b): a stands before b, around an order marker (to, from, than, vs …)
 	sig     uint64      // a bit per word of set (hashed): a cheap bound on how many words two questions share
-	wh      []uint64    // each word of set, hashed
+	wh      []uint64    // each different word, hashed, in the hashes' order
 	sum     uint64      // the sum of wh: the same for the same set of words
 
 	whInline [16]uint64 // wh's memory for most questions: one allocation less
@@ -62,11 +61,12 @@ func analyze(text string) *analysis {
 	lexicon.Do(loadLexicon)
 	var tb [24]token // a question's tokens, most often: no allocation
 	toks := rewritePhrases(scan(text, tb[:0]))
-	// words and set share one allocation: set is built from words once
-	// they are all in.
-	n := len(toks) + 2
-	buf := make([]string, 0, 2*n)
-	a := &analysis{words: buf[:0:n]}
+	a := &analysis{words: make([]string, 0, len(toks)+2)}
+	// hs holds each word's hash beside it (0 until it is hashed): the
+	// words of the lexicon come with theirs, so that their bytes are not
+	// read again.
+	var hsBuf [32]uint64
+	hs := hsBuf[:0]
 	prevNumber := false
 	pendingMarker := "" // a marker waiting for the content word after it
 	markerLeft := ""
@@ -90,6 +90,7 @@ func analyze(text string) *analysis {
 				pendingMarker = ""
 			}
 			a.words = append(a.words, word)
+			hs = append(hs, 0)
 		}
 		// readNumber adds the number at toks[i], if there is one.
 		readNumber := func() bool {
@@ -173,6 +174,7 @@ func analyze(text string) *analysis {
 				continue // a marker only
 			}
 			a.words = append(a.words, w) // a word of its own too: "before" is not "after"
+			hs = append(hs, 0)
 			continue
 		}
 		if (w == "this" || w == "coming" || w == "current") && i+1 < len(toks) && timeWords[lemma(toks[i+1].low)] {
@@ -197,33 +199,36 @@ func analyze(text string) *analysis {
 			continue
 		}
 		add(f.canon)
+		hs[len(hs)-1] = f.hash
 	}
-	if len(a.words) <= n {
-		a.set = append(buf[n:n], a.words...)
+	for i, h := range hs {
+		if h == 0 {
+			hs[i] = maphash.String(sigSeed, a.words[i])
+		}
+	}
+	// The set of words is known by their hashes, sorted: the strings
+	// are sorted only when the verifier compares two questions' words
+	// (see wordSet).
+	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	a.nset = len(hs)
+	if len(hs) <= len(a.whInline) {
+		a.wh = a.whInline[:len(hs)]
 	} else {
-		a.set = slices.Clone(a.words)
+		a.wh = make([]uint64, len(hs))
 	}
-	slices.Sort(a.set)
-	a.set = slices.Compact(a.set)
-	a.nset = len(a.set)
-	if len(a.set) <= len(a.whInline) {
-		a.wh = a.whInline[:len(a.set)]
-	} else {
-		a.wh = make([]uint64, len(a.set))
-	}
-	for i, w := range a.set {
-		h := maphash.String(sigSeed, w)
-		a.wh[i] = h
+	copy(a.wh, hs)
+	for _, h := range a.wh {
 		a.sum += h
 		a.sig |= 1 << (h & 63)
 	}
 	return a
 }
 
-// wordSet is set, made again from words when compact dropped it.
+// wordSet is words, sorted, each once.
 func (a *analysis) wordSet() []string {
-	if a.set != nil || a.nset == 0 {
-		return a.set
+	if a.nset == 0 {
+		return nil
 	}
 	set := slices.Clone(a.words)
 	slices.Sort(set)
@@ -293,6 +298,7 @@ func (a *analysis) leftOf(marker string) string {
 // rare.
 type facts struct {
 	canon string     // canonicalOf(w)
+	hash  uint64     // canon's hash (analysis.wh)
 	rare  *rareFacts // nil for most words
 	flags factFlags
 }
@@ -466,6 +472,7 @@ func factsFor(w string) facts {
 		f.flags |= stopword
 	}
 	f.canon = canonicalOf(w)
+	f.hash = maphash.String(sigSeed, f.canon)
 	if r.phrases != nil || r.base != "" || r.suffix != "" || r.word != "" {
 		f.rare = &r
 	}
@@ -646,7 +653,15 @@ func scan(text string, toks []token) []token {
 	}
 	var rs []rune
 	n := len(text)
-	if !ascii {
+	lower := text // an ASCII text in lower case, made once: its words are slices of it
+	if ascii {
+		for i := 0; i < len(text); i++ {
+			if c := text[i]; 'A' <= c && c <= 'Z' {
+				lower = strings.ToLower(text)
+				break
+			}
+		}
+	} else {
 		rs = []rune(text)
 		n = len(rs)
 	}
@@ -686,10 +701,14 @@ func scan(text string, toks []token) []token {
 			}
 		done:
 			word := sub(i, j)
-			if !ascii {
+			low := ""
+			if ascii {
+				low = lower[i:j]
+			} else {
 				word = strings.ReplaceAll(word, "’", "'")
+				low = strings.ToLower(word)
 			}
-			toks = append(toks, newToken(word, start))
+			toks = append(toks, newToken(word, low, start))
 			start = false
 			i = j
 		case r == '%':
@@ -739,8 +758,9 @@ func scan(text string, toks []token) []token {
 	return toks
 }
 
-func newToken(word string, start bool) token {
-	t := token{low: strings.ToLower(word), start: start}
+// newToken is a token of word, low being word in lower case.
+func newToken(word, low string, start bool) token {
+	t := token{low: low, start: start}
 	first, _ := utf8.DecodeRuneInString(word)
 	t.upper = unicode.IsUpper(first)
 	letters, uppers := 0, 0
