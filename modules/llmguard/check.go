@@ -109,12 +109,15 @@ type Scope struct {
 	// OnError is what a failed check means: allow (record errored, go on)
 	// or deny (block). Default: deny for judge and webhook.
 	OnError string `json:"on_error,omitempty"`
+
+	metrics *checkMetrics
 }
 
 // CheckScope returns the check's scope, for the handler.
 func (s *Scope) CheckScope() *Scope { return s }
 
 func (s *Scope) defaults(name string, stages []Stage, action Action) error {
+	s.metrics = new(checkMetrics)
 	if s.Name == "" {
 		s.Name = name
 	}

@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -66,9 +68,10 @@ type Guardrails struct {
 	// is sent).
 	Lookahead int `json:"lookahead,omitempty"`
 
-	checks []Check
-	app    *llm.App
-	logger *zap.Logger
+	checks      []Check
+	app         *llm.App
+	logger      *zap.Logger
+	lastSummary *atomic.Pointer[resultSummary] // see summaryOf
 }
 
 // CaddyModule returns the Caddy module information.
@@ -79,6 +82,7 @@ func (Guardrails) CaddyModule() caddy.ModuleInfo {
 // Provision loads the checks.
 func (g *Guardrails) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
+	g.lastSummary = new(atomic.Pointer[resultSummary])
 	if a, err := ctx.App("llm"); err == nil {
 		g.app = a.(*llm.App)
 	}
@@ -121,6 +125,7 @@ func (g *Guardrails) Provision(ctx caddy.Context) error {
 // result is one check's outcome on one stage of a request.
 type result struct {
 	check   string
+	sc      *Scope
 	stage   Stage
 	outcome string
 	reason  string
@@ -163,17 +168,17 @@ func newState(g *Guardrails, model string) *state {
 	return st
 }
 
-func (s *state) record(check string, stage Stage, outcome, reason string) {
+func (s *state) record(sc *Scope, stage Stage, outcome, reason string) {
 	for i := range s.results {
 		r := &s.results[i]
-		if r.check == check && r.stage == stage {
+		if r.sc == sc && r.stage == stage {
 			if severity(outcome) > severity(r.outcome) {
 				r.outcome, r.reason = outcome, reason
 			}
 			return
 		}
 	}
-	s.results = append(s.results, result{check, stage, outcome, reason})
+	s.results = append(s.results, result{sc.Name, sc, stage, outcome, reason})
 }
 
 // ServeHTTP checks the prompt, then the answer on its way out.
@@ -215,7 +220,9 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return nil
 	}
 	w.Header().Add("Server-Timing", timing("guard", took))
-	st.seedFromTools(openai.Scope(r))
+	if toolVaults.n.Load() > 0 {
+		st.seedFromTools(openai.Scope(r))
+	}
 	if len(out) == 0 && st.vault.empty() {
 		err := next.ServeHTTP(w, r)
 		st.finish(r)
@@ -242,11 +249,11 @@ func (g *Guardrails) plan(st *state, t *llm.Tenant, req *openai.Request) (in, ou
 			}
 			switch {
 			case !ok:
-				st.record(sc.Name, stage, Skipped, why)
+				st.record(sc, stage, Skipped, why)
 			case stage == Output && req.Endpoint == openai.Embeddings:
-				st.record(sc.Name, stage, Skipped, "embeddings have no text output")
+				st.record(sc, stage, Skipped, "embeddings have no text output")
 			case stage == Output && req.Stream && !incremental(c):
-				st.record(sc.Name, stage, Skipped, "it needs the whole answer and this one is streamed")
+				st.record(sc, stage, Skipped, "it needs the whole answer and this one is streamed")
 			case stage == Input:
 				in = append(in, c)
 			default:
@@ -323,7 +330,7 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 				g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "input"), zap.String("kind", f.Kind))
 			}
 		}
-		st.record(sc.Name, Input, outcome, "")
+		st.record(sc, Input, outcome, "")
 		if outcome == Blocked {
 			return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "guardrail_blocked",
 				Param: name, Message: fmt.Sprintf("the prompt was blocked by guardrail %q: %s; remove it and try again", sc.Name, describe(first))}
@@ -363,7 +370,7 @@ func inspect(ctx context.Context, c Check, in *Inspection) ([]Finding, error) {
 func (st *state) failed(sc *Scope, stage Stage, err error) *openai.Error {
 	st.g.logger.Warn("guardrail check failed", zap.String("check", sc.Name), zap.String("stage", string(stage)),
 		zap.String("on_error", sc.OnError), zap.Error(err))
-	st.record(sc.Name, stage, Errored, err.Error())
+	st.record(sc, stage, Errored, err.Error())
 	if sc.OnError == "allow" {
 		return nil
 	}
@@ -410,12 +417,12 @@ var kindNames = map[string]string{
 // finish records the outcomes in the access log and metrics.
 func (st *state) finish(r *http.Request) {
 	for _, res := range st.results {
-		countCheck(res.check, res.stage, res.outcome)
+		res.sc.metrics.count(res.check, res.stage, res.outcome)
 	}
 	if len(st.results) == 0 {
 		return
 	}
-	sum := summary(st.results)
+	sum := st.g.summaryOf(st.results)
 	caddyhttp.SetVar(r.Context(), "llm.guard", sum)
 	openai.Log(r).Guard = sum
 }
@@ -445,6 +452,25 @@ func summary(rs []result) string {
 		}
 	}
 	return b.String()
+}
+
+// summaryOf is summary(rs), the same string as the last request's when
+// the results are the same, as they mostly are: no string is built.
+func (g *Guardrails) summaryOf(rs []result) string {
+	if g.lastSummary == nil {
+		return summary(rs)
+	}
+	if last := g.lastSummary.Load(); last != nil && slices.Equal(last.results, rs) {
+		return last.s
+	}
+	s := summary(rs)
+	g.lastSummary.Store(&resultSummary{slices.Clone(rs), s})
+	return s
+}
+
+type resultSummary struct {
+	results []result
+	s       string
 }
 
 func timing(name string, d time.Duration) string {

@@ -126,7 +126,7 @@ func (g *Guardrails) serveMCP(w http.ResponseWriter, r *http.Request, next caddy
 	for _, c := range g.checks {
 		sc := c.CheckScope()
 		if ok, why := sc.applies("", tenant); !ok {
-			st.record(sc.Name, Input, Skipped, why)
+			st.record(sc, Input, Skipped, why)
 			continue
 		}
 		checks = append(checks, c)
@@ -238,14 +238,14 @@ func (g *Guardrails) checkArgs(ctx context.Context, st *state, checks []Check, a
 			countFinding(sc.Name, f.Kind, f.Action)
 			switch f.Action {
 			case Block:
-				st.record(sc.Name, Input, Blocked, "")
+				st.record(sc, Input, Blocked, "")
 				return fmt.Sprintf("guardrail %q: %s", sc.Name, describe(f))
 			case Log:
 				outcome = worse(outcome, Flagged)
 				g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "tool arguments"), zap.String("kind", f.Kind))
 			}
 		}
-		st.record(sc.Name, Input, outcome, "")
+		st.record(sc, Input, outcome, "")
 	}
 	return ""
 }
@@ -478,7 +478,7 @@ func (w *mcpWriter) result(tool string, raw json.RawMessage) (json.RawMessage, b
 			countFinding(sc.Name, f.Kind, f.Action)
 			switch f.Action {
 			case Block:
-				w.st.record(sc.Name, Output, Blocked, "")
+				w.st.record(sc, Output, Blocked, "")
 				return toolErrorResult(fmt.Sprintf("the result of tool %q was blocked by guardrail %q: %s", tool, sc.Name, describe(f))), true
 			case Redact:
 				redact = append(redact, *f)
@@ -488,7 +488,7 @@ func (w *mcpWriter) result(tool string, raw json.RawMessage) (json.RawMessage, b
 				w.g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "tool result"), zap.String("kind", f.Kind))
 			}
 		}
-		w.st.record(sc.Name, Output, outcome, "")
+		w.st.record(sc, Output, outcome, "")
 	}
 	if len(redact) == 0 {
 		return raw, false

@@ -133,7 +133,7 @@ func (o *outputWriter) finish() {
 	observeDuration(Output, o.took.Seconds())
 	if o.mode == modePass || o.mode == modeUndecided {
 		for _, c := range o.checks {
-			o.st.record(c.CheckScope().Name, Output, Skipped, "no answer to check (status "+strconv.Itoa(o.status)+")")
+			o.st.record(c.CheckScope(), Output, Skipped, "no answer to check (status "+strconv.Itoa(o.status)+")")
 		}
 		return
 	}
@@ -141,7 +141,7 @@ func (o *outputWriter) finish() {
 		return
 	}
 	for _, c := range o.checks {
-		o.st.record(c.CheckScope().Name, Output, Passed, "")
+		o.st.record(c.CheckScope(), Output, Passed, "")
 	}
 }
 
@@ -338,10 +338,10 @@ func (o *outputWriter) advance(ts *streamText, text string, final bool) (send st
 				rel = max(rel, f.End)
 				countFinding(sc.Name, f.Kind, f.Action)
 				if f.Action == Redact {
-					o.st.record(sc.Name, Output, Redacted, "")
+					o.st.record(sc, Output, Redacted, "")
 					masks = append(masks, f)
 				} else {
-					o.st.record(sc.Name, Output, Flagged, "")
+					o.st.record(sc, Output, Flagged, "")
 					o.st.g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "output"), zap.String("kind", f.Kind))
 				}
 			}
@@ -399,7 +399,7 @@ func (o *outputWriter) releaseMasked(ts *streamText, text string, masks []Findin
 
 // named remembers which check a cutting finding came from.
 func (o *outputWriter) named(sc *Scope, f *Finding) *Finding {
-	o.st.record(sc.Name, Output, Blocked, "")
+	o.st.record(sc, Output, Blocked, "")
 	g := *f
 	g.Detail = strings.TrimSpace(sc.Name + "\x00" + f.Detail)
 	return &g
@@ -582,7 +582,7 @@ func (o *outputWriter) whole() {
 			countFinding(sc.Name, f.Kind, f.Action)
 			switch f.Action {
 			case Block:
-				o.st.record(sc.Name, Output, Blocked, "")
+				o.st.record(sc, Output, Blocked, "")
 				o.blockWhole(sc, &f, d, send)
 				return
 			case Redact:
@@ -593,7 +593,7 @@ func (o *outputWriter) whole() {
 				o.st.g.logger.Info("guardrail finding", zap.String("check", sc.Name), zap.String("stage", "output"), zap.String("kind", f.Kind))
 			}
 		}
-		o.st.record(sc.Name, Output, outcome, "")
+		o.st.record(sc, Output, outcome, "")
 	}
 	redact = resolve(redact)
 	var edits []edit
