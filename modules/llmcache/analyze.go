@@ -203,9 +203,10 @@ func analyze(text string) *analysis {
 	}
 	for i, h := range hs {
 		if h == 0 {
-			hs[i] = maphash.String(sigSeed, a.words[i])
+			hs[i] = wordHash(a.words[i])
 		}
 	}
+
 	// The set of words is known by their hashes, sorted: the strings
 	// are sorted only when the verifier compares two questions' words
 	// (see wordSet).
@@ -220,10 +221,25 @@ func analyze(text string) *analysis {
 	copy(a.wh, hs)
 	for _, h := range a.wh {
 		a.sum += h
-		a.sig |= 1 << (h & 63)
+		a.sig |= 1 << (h >> 1 & 63)
 	}
 	return a
 }
+
+// wordHash is a word's hash in analysis.wh. Its lowest bit says whether
+// the word may be one of a typo's pair (see misspelt): five letters or
+// more, all of them a to z. Only those words are left out of a set's
+// keys (appendSetKeysOf), so a question has a key for each word a typo
+// could have changed, not for each word.
+func wordHash(w string) uint64 {
+	h := maphash.String(sigSeed, w) &^ typoBit
+	if len(w) >= 5 && letters(w) {
+		h |= typoBit
+	}
+	return h
+}
+
+const typoBit = 1
 
 // wordSet is words, sorted, each once.
 func (a *analysis) wordSet() []string {
@@ -236,8 +252,8 @@ func (a *analysis) wordSet() []string {
 }
 
 // appendSetKeys appends the keys the built-in matcher finds a question under: its
-// set of words, and its set less each one word, so that questions one
-// misspelt word apart share a key.
+// set of words, and its set less each one word a typo could have changed
+// (see wordHash), so that questions one misspelt word apart share a key.
 // Keys carry a hash of the bucket, not the bucket: a candidate's bucket
 // is compared before it is used. A key is one word (the bucket's hash,
 // the set's and which kind, mixed), so that the index's million keys take
@@ -253,7 +269,9 @@ func appendSetKeysOf(dst []setKey, bucket string, sum uint64, n int, wh func(int
 	dst = append(dst, setKey(b^sum))
 	if n > 1 {
 		for i := range n {
-			dst = append(dst, setKey((b^(sum-wh(i)))*lessOne))
+			if h := wh(i); h&typoBit != 0 {
+				dst = append(dst, setKey((b^(sum-h))*lessOne))
+			}
 		}
 	}
 	return dst
@@ -472,7 +490,7 @@ func factsFor(w string) facts {
 		f.flags |= stopword
 	}
 	f.canon = canonicalOf(w)
-	f.hash = maphash.String(sigSeed, f.canon)
+	f.hash = wordHash(f.canon)
 	if r.phrases != nil || r.base != "" || r.suffix != "" || r.word != "" {
 		f.rare = &r
 	}
