@@ -3,7 +3,9 @@ package llmcache
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,16 +29,30 @@ func registerMetrics(reg *prometheus.Registry) error {
 }
 
 // outcomeCounters keeps the children counted on every request, as the
-// router's metrics do (WithLabelValues takes the vector's lock).
-var outcomeCounters sync.Map // [2]string{model, outcome} → prometheus.Counter
+// router's metrics do (WithLabelValues takes the vector's lock): a
+// model's, found by its name alone, then by the outcome's index.
+var outcomeCounters sync.Map // model → *[len(outcomes)]atomic.Pointer[prometheus.Counter]
+
+var outcomes = [...]string{"miss", "bypass", "hit-exact", "hit-semantic"}
 
 func countOutcome(model, outcome string) {
-	k := [2]string{model, outcome}
-	c, ok := outcomeCounters.Load(k)
-	if !ok {
-		c, _ = outcomeCounters.LoadOrStore(k, metricOutcomes.WithLabelValues(model, outcome))
+	o := slices.Index(outcomes[:], outcome)
+	if o < 0 {
+		metricOutcomes.WithLabelValues(model, outcome).Inc()
+		return
 	}
-	c.(prometheus.Counter).Inc()
+	m, ok := outcomeCounters.Load(model)
+	if !ok {
+		m, _ = outcomeCounters.LoadOrStore(model, new([len(outcomes)]atomic.Pointer[prometheus.Counter]))
+	}
+	p := &m.(*[len(outcomes)]atomic.Pointer[prometheus.Counter])[o]
+	c := p.Load()
+	if c == nil {
+		v := metricOutcomes.WithLabelValues(model, outcome)
+		c = &v
+		p.Store(c)
+	}
+	(*c).Inc()
 }
 
 // logOutcome adds the cache outcome to the request's access log entry.
