@@ -659,6 +659,121 @@ func plainInteger(s string) bool {
 // "e-mail", "don't", "1,000", "17:00"), a trailing "++" or "#" ("c++",
 // "c#"); "%" and currency symbols are tokens of their own.
 func scan(text string, toks []token) []token {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return namesInContext(scanRunes(text, toks))
+		}
+	}
+	return namesInContext(scanASCII(text, toks))
+}
+
+// Classes of ASCII bytes, for scanASCII.
+const (
+	classLetter = 1 << iota
+	classDigit
+	classUpper
+	classWord = classLetter | classDigit
+)
+
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = classLetter
+		t[c-'a'+'A'] = classLetter | classUpper
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = classDigit
+	}
+	return t
+}()
+
+// scanASCII is scanRunes for a text of ASCII bytes only, most
+// questions: a byte is a character, and a word a slice of the text.
+func scanASCII(text string, toks []token) []token {
+	lower := text // made once: the words are slices of it
+	for i := 0; i < len(text); i++ {
+		if asciiClass[text[i]]&classUpper != 0 {
+			lower = strings.ToLower(text)
+			break
+		}
+	}
+	is := func(i int, class uint8) bool { return asciiClass[text[i]]&class != 0 }
+	start := true
+	n := len(text)
+	for i := 0; i < n; {
+		c := text[i]
+		switch {
+		case is(i, classWord):
+			j := i + 1
+		word:
+			for j < n {
+				next := j+1 < n && is(j+1, classWord)
+				switch c := text[j]; {
+				case is(j, classWord):
+				case c == '\'' && next && is(j-1, classLetter):
+				case (c == '.' || c == '-') && next:
+				case (c == ',' || c == ':') && next && is(j-1, classDigit) && is(j+1, classDigit):
+				case c == '+' && j+1 < n && text[j+1] == '+' && is(j-1, classLetter):
+					j++
+				case c == '#' && is(j-1, classLetter) && !next:
+				default:
+					break word
+				}
+				j++
+			}
+			toks = append(toks, asciiToken(text[i:j], lower[i:j], start))
+			start = false
+			i = j
+		case c == '%':
+			toks = append(toks, token{low: "%"})
+			i++
+		case c == '$':
+			// "$100" is "100 usd": the symbol goes after the number.
+			sym := token{low: "usd"}
+			j := i + 1
+			if j < n && is(j, classDigit) {
+				k := j
+				for k < n && (is(k, classDigit) || (text[k] == '.' || text[k] == ',') && k+1 < n && is(k+1, classDigit)) {
+					k++
+				}
+				toks = append(toks, token{low: text[j:k]}, sym)
+				i = k
+			} else {
+				toks = append(toks, sym)
+				i++
+			}
+			start = false
+		default:
+			switch c {
+			case '.', '?', '!', ';', ':', '\n':
+				start = true
+			}
+			i++
+		}
+	}
+	return toks
+}
+
+// asciiToken is newToken for an ASCII word.
+func asciiToken(word, low string, start bool) token {
+	t := token{low: low, start: start, upper: asciiClass[word[0]]&classUpper != 0}
+	letters, uppers := 0, 0
+	for i := 0; i < len(word); i++ {
+		if c := asciiClass[word[i]]; c&classLetter != 0 {
+			letters++
+			if c&classUpper != 0 {
+				uppers++
+			}
+		}
+	}
+	t.caps = letters >= 2 && uppers == letters
+	if low == "i" || strings.HasPrefix(low, "i'") || low == "ok" {
+		t.upper, t.caps = false, false // "I", "I'm" are no names
+	}
+	return t
+}
+
+// scanRunes is scan for any text.
+func scanRunes(text string, toks []token) []token {
 	start := true
 	// Most questions are ASCII: then a rune's index is its byte's, and a
 	// word is a slice of text, not a copy.
@@ -755,7 +870,12 @@ func scan(text string, toks []token) []token {
 			i++
 		}
 	}
-	// A question in capitals or in title case has no names to tell.
+	return toks
+}
+
+// namesInContext drops what capitals say of names in a question in
+// capitals or in title case: it has no names to tell.
+func namesInContext(toks []token) []token {
 	caps, upper := 0, 0
 	for _, t := range toks {
 		if t.caps {
