@@ -775,41 +775,10 @@ func asciiToken(word, low string, start bool) token {
 // scanRunes is scan for any text.
 func scanRunes(text string, toks []token) []token {
 	start := true
-	// Most questions are ASCII: then a rune's index is its byte's, and a
-	// word is a slice of text, not a copy.
-	ascii := true
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	var rs []rune
-	n := len(text)
-	lower := text // an ASCII text in lower case, made once: its words are slices of it
-	if ascii {
-		for i := 0; i < len(text); i++ {
-			if c := text[i]; 'A' <= c && c <= 'Z' {
-				lower = strings.ToLower(text)
-				break
-			}
-		}
-	} else {
-		rs = []rune(text)
-		n = len(rs)
-	}
-	at := func(i int) rune {
-		if ascii {
-			return rune(text[i])
-		}
-		return rs[i]
-	}
-	sub := func(i, j int) string {
-		if ascii {
-			return text[i:j]
-		}
-		return string(rs[i:j])
-	}
+	rs := []rune(text)
+	n := len(rs)
+	at := func(i int) rune { return rs[i] }
+	sub := func(i, j int) string { return string(rs[i:j]) }
 	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	for i := 0; i < n; {
 		r := at(i)
@@ -833,15 +802,8 @@ func scanRunes(text string, toks []token) []token {
 				j++
 			}
 		done:
-			word := sub(i, j)
-			low := ""
-			if ascii {
-				low = lower[i:j]
-			} else {
-				word = strings.ReplaceAll(word, "’", "'")
-				low = strings.ToLower(word)
-			}
-			toks = append(toks, newToken(word, low, start))
+			word := strings.ReplaceAll(sub(i, j), "’", "'")
+			toks = append(toks, newToken(word, start))
 			start = false
 			i = j
 		case r == '%':
@@ -896,9 +858,8 @@ func namesInContext(toks []token) []token {
 	return toks
 }
 
-// newToken is a token of word, low being word in lower case.
-func newToken(word, low string, start bool) token {
-	t := token{low: low, start: start}
+func newToken(word string, start bool) token {
+	t := token{low: strings.ToLower(word), start: start}
 	first, _ := utf8.DecodeRuneInString(word)
 	t.upper = unicode.IsUpper(first)
 	letters, uppers := 0, 0
