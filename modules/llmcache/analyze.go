@@ -206,7 +206,6 @@ func analyze(text string) *analysis {
 			hs[i] = wordHash(a.words[i])
 		}
 	}
-
 	// The set of words is known by their hashes, sorted: the strings
 	// are sorted only when the verifier compares two questions' words
 	// (see wordSet).
@@ -228,9 +227,9 @@ func analyze(text string) *analysis {
 
 // wordHash is a word's hash in analysis.wh. Its lowest bit says whether
 // the word may be one of a typo's pair (see misspelt): five letters or
-// more, all of them a to z. Only those words are left out of a set's
-// keys (appendSetKeysOf), so a question has a key for each word a typo
-// could have changed, not for each word.
+// more, all of them a to z. A set has a key less one word only for
+// those (appendSetKeysOf): a key for each word a typo could have
+// changed, not for each word.
 func wordHash(w string) uint64 {
 	h := maphash.String(sigSeed, w) &^ typoBit
 	if len(w) >= 5 && letters(w) {
