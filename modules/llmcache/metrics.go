@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,8 +29,8 @@ func registerMetrics(reg *prometheus.Registry) error {
 
 // outcomeCounters keeps the children counted on every request, as the
 // router's metrics do (WithLabelValues takes the vector's lock): a
-// model's, found by its name alone, then by the outcome's index.
-var outcomeCounters sync.Map // model → *[len(outcomes)]atomic.Pointer[prometheus.Counter]
+// model's, made together when it is first seen, found by its name.
+var outcomeCounters sync.Map // model → *[len(outcomes)]prometheus.Counter
 
 var outcomes = [...]string{"miss", "bypass", "hit-exact", "hit-semantic"}
 
@@ -43,16 +42,13 @@ func countOutcome(model, outcome string) {
 	}
 	m, ok := outcomeCounters.Load(model)
 	if !ok {
-		m, _ = outcomeCounters.LoadOrStore(model, new([len(outcomes)]atomic.Pointer[prometheus.Counter]))
+		var cs [len(outcomes)]prometheus.Counter
+		for i, name := range outcomes {
+			cs[i] = metricOutcomes.WithLabelValues(model, name)
+		}
+		m, _ = outcomeCounters.LoadOrStore(model, &cs)
 	}
-	p := &m.(*[len(outcomes)]atomic.Pointer[prometheus.Counter])[o]
-	c := p.Load()
-	if c == nil {
-		v := metricOutcomes.WithLabelValues(model, outcome)
-		c = &v
-		p.Store(c)
-	}
-	(*c).Inc()
+	m.(*[len(outcomes)]prometheus.Counter)[o].Inc()
 }
 
 // logOutcome adds the cache outcome to the request's access log entry.
