@@ -13,18 +13,7 @@ import (
 // as the general one does: the project's questions, and random texts
 // of the characters the rules are about.
 func TestScanASCII(t *testing.T) {
-	var texts []string
-	for _, f := range []string{"testdata/paraphrases.tsv", "testdata/near-misses.tsv"} {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(string(raw)) {
-			for q := range strings.SplitSeq(strings.TrimRight(line, "\r\n"), "\t") {
-				texts = append(texts, q)
-			}
-		}
-	}
+	texts := projectQuestions(t)
 	const alphabet = "aAbBiIzZ0159 .,:-'+#%$?!;\n\"()/"
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
@@ -49,4 +38,22 @@ func TestScanASCII(t *testing.T) {
 	if n < 20000 {
 		t.Fatalf("only %d ASCII texts", n)
 	}
+}
+
+// projectQuestions are the questions of the project's paraphrase and
+// near-miss sets, each pair's both sides.
+func projectQuestions(tb testing.TB) []string {
+	var qs []string
+	for _, f := range []string{"testdata/paraphrases.tsv", "testdata/near-misses.tsv"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for line := range strings.Lines(string(raw)) {
+			for q := range strings.SplitSeq(strings.TrimRight(line, "\r\n"), "\t") {
+				qs = append(qs, q)
+			}
+		}
+	}
+	return qs
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -228,17 +227,9 @@ func BenchmarkParseWhole(b *testing.B) {
 // paraphrase and near-miss sets (real phrasings, of every length).
 func BenchmarkAnalyze(b *testing.B) {
 	var qs []string
-	for _, f := range []string{"testdata/paraphrases.tsv", "testdata/near-misses.tsv"} {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for line := range strings.Lines(string(raw)) {
-			for q := range strings.SplitSeq(strings.TrimRight(line, "\r\n"), "\t") {
-				if len(q) > 12 {
-					qs = append(qs, q)
-				}
-			}
+	for _, q := range projectQuestions(b) {
+		if len(q) > 12 {
+			qs = append(qs, q)
 		}
 	}
 	b.ReportAllocs()
