@@ -124,8 +124,7 @@ func (g *Guardrails) Provision(ctx caddy.Context) error {
 
 // result is one check's outcome on one stage of a request.
 type result struct {
-	check   string
-	sc      *Scope
+	sc      *Scope // the check's
 	stage   Stage
 	outcome string
 	reason  string
@@ -178,7 +177,7 @@ func (s *state) record(sc *Scope, stage Stage, outcome, reason string) {
 			return
 		}
 	}
-	s.results = append(s.results, result{sc.Name, sc, stage, outcome, reason})
+	s.results = append(s.results, result{sc, stage, outcome, reason})
 }
 
 // ServeHTTP checks the prompt, then the answer on its way out.
@@ -220,9 +219,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 		return nil
 	}
 	w.Header().Add("Server-Timing", timing("guard", took))
-	if toolVaults.n.Load() > 0 {
-		st.seedFromTools(openai.Scope(r))
-	}
+	st.seedFromTools(r)
 	if len(out) == 0 && st.vault.empty() {
 		err := next.ServeHTTP(w, r)
 		st.finish(r)
@@ -417,7 +414,7 @@ var kindNames = map[string]string{
 // finish records the outcomes in the access log and metrics.
 func (st *state) finish(r *http.Request) {
 	for _, res := range st.results {
-		res.sc.metrics.count(res.check, res.stage, res.outcome)
+		res.sc.metrics.count(res.sc.Name, res.stage, res.outcome)
 	}
 	if len(st.results) == 0 {
 		return
@@ -432,7 +429,7 @@ func (st *state) finish(r *http.Request) {
 func summary(rs []result) string {
 	n := 0
 	for _, r := range rs {
-		n += len(r.check) + len(r.stage) + len(r.outcome) + len(r.reason) + 5
+		n += len(r.sc.Name) + len(r.stage) + len(r.outcome) + len(r.reason) + 5
 	}
 	var b strings.Builder
 	b.Grow(n) // one allocation
@@ -440,7 +437,7 @@ func summary(rs []result) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(r.check)
+		b.WriteString(r.sc.Name)
 		b.WriteByte('/')
 		b.WriteString(string(r.stage))
 		b.WriteByte(':')

@@ -97,12 +97,13 @@ func vaultFor(scope string, create bool) *toolVault {
 }
 
 // seedFromTools lets a chat answer restore the placeholders the key's
-// tool results were given.
-func (st *state) seedFromTools(scope string) {
+// tool results were given. The request's scope is looked up only when
+// some tool result was given placeholders.
+func (st *state) seedFromTools(r *http.Request) {
 	if toolVaults.n.Load() == 0 {
 		return
 	}
-	tv := vaultFor(scope, false)
+	tv := vaultFor(openai.Scope(r), false)
 	if tv == nil {
 		return
 	}
