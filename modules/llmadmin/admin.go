@@ -347,6 +347,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	r.Header.Del(ActorHeader)
 	r.Header.Set(ActorHeader, id.actor)
+	r = r.WithContext(llm.WithCaller(r.Context(), llm.Caller{Actor: id.actor, Role: id.role.String()}))
 	if _, pattern := h.routes.Handler(r); pattern == "" {
 		return writeErr(w, http.StatusNotFound, "no admin route %s %s; GET /llm/openapi.json lists them", r.Method, r.URL.Path)
 	}
