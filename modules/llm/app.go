@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
@@ -111,6 +112,20 @@ type App struct {
 	// it. A model's own update_check overrides it. Default: 6h; -1 (off
 	// in the Caddyfile): never.
 	UpdateCheck caddy.Duration `json:"update_check,omitempty"`
+	// Secrets are values the config file names, so that what is given at
+	// run time through the admin API can use them without holding them:
+	// a value "secret:<name>" stands for the secret. Values may use
+	// placeholders ({env.NAME}, {file.path}), resolved when the config
+	// loads. Placeholders in values given at run time are refused.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// RuntimeHosts are the hosts (names, addresses or CIDR ranges) that
+	// URLs set at run time through the admin API (a model's base_url or
+	// source, an MCP server's url) may reach besides public addresses:
+	// loopback, link-local, unspecified and multicast addresses and this
+	// machine's own addresses are refused unless listed here. They are
+	// checked after DNS resolution and on every redirect. URLs in the
+	// config file are not limited. Default: none.
+	RuntimeHosts []string `json:"runtime_hosts,omitempty"`
 
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
@@ -131,6 +146,8 @@ type App struct {
 	runtimeKeys []*APIKey
 	tenants     *atomic.Pointer[tenancy] // the tenancy tree in force (tenancy.go)
 	lockKey     string                   // the data directory's lock, once Start took it
+	secrets     map[string]string        // Secrets, resolved
+	egress      *egress.Policy           // what URLs set at run time may reach
 }
 
 // keysMu serializes runtime key changes.
@@ -188,6 +205,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 	}
 	a.declared = a.Models
+	markFileValues(a.Models)
+	if err := a.provisionSecrets(); err != nil {
+		return err
+	}
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
@@ -240,15 +261,8 @@ func (a *App) v() *view { return a.view.Load() }
 func (a *App) buildView(models, runtime []*Model) (*view, error) {
 	repl := caddy.NewReplacer()
 	for _, m := range models {
-		// Written only when a placeholder changes it: models kept from the
-		// running catalog are read by their fleets meanwhile.
-		if s := repl.ReplaceKnown(m.Source, ""); s != m.Source {
-			m.Source = s
-		}
-		for k, v := range m.Options {
-			if s := repl.ReplaceKnown(v, ""); s != v {
-				m.Options[k] = s
-			}
+		if err := a.resolveModel(repl, m); err != nil {
+			return nil, err
 		}
 		if err := m.Price.validate(m.Name); err != nil {
 			return nil, err

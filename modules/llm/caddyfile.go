@@ -115,10 +115,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "audit":
 			a.Audit = new(AuditConfig)
 			return a.Audit.parse(d)
+		case "secret":
+			return a.parseSecret(d) // secrets.go
+		case "runtime_hosts":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			a.RuntimeHosts = append(a.RuntimeHosts, append([]string{d.Val()}, d.RemainingArgs()...)...)
+			return nil
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
-	}, "engine", "model", "org")
+	}, "engine", "model", "org", "secret", "runtime_hosts")
 }
 
 func (a *App) parseEngine(d *caddyfile.Dispenser) error {

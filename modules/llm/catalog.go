@@ -78,6 +78,10 @@ type Model struct {
 	// adapterOf is, for an adapter's catalog entry, the model it applies
 	// to.
 	adapterOf string
+	// file are the config file's values of a config model; engine the
+	// values its engine gets (secrets.go).
+	file   *fileValues
+	engine *engineValues
 }
 
 // Canary is a share of a model's requests served by another model.

@@ -531,7 +531,7 @@ func (f *fleet) startReplica(cpus, gpus []int) (*Replica, error) {
 	defer cancel()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
 		Model: f.m().Name, ReplicaID: id, Source: source, Args: f.m().Args,
-		Options: f.m().Options, ContextLength: f.m().ContextLength,
+		Options: f.m().engineOptions(), ContextLength: f.m().ContextLength,
 		Concurrency: int64(f.m().Scaling.target()),
 		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
 		CPUs: cpus, Adapters: adapters, GPUDevices: gpus,

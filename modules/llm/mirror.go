@@ -236,7 +236,7 @@ func (a *App) provisionMirror() error {
 // goes through the mirror, and returns the local path to give the engine
 // and a release for when the replica stops. Other sources pass unchanged.
 func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
-	src := f.m().Source
+	src := f.m().engineSource()
 	formats := f.plugin.Info().Formats
 	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
 	viaMirror := isMirrorSource(src) || (loadsFiles && (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")))
@@ -264,7 +264,7 @@ func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
 // URL source is added under the catalog model's name the first time and
 // found by its origin after that.
 func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap.Logger) (*mirror.Fetched, string, error) {
-	src := m.Source
+	src := m.engineSource()
 	var model, version, file string
 	if rest, ok := strings.CutPrefix(src, "mirror://"); ok {
 		parts := strings.SplitN(rest, "/", 3)

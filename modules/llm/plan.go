@@ -53,7 +53,8 @@ func (a *App) sourceChecker() *sourceChecker {
 	if mr == nil {
 		mr = activeMirror.Load()
 	}
-	return &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, mirror: mr,
+	// Sources given at run time reach only what the egress policy allows.
+	return &sourceChecker{client: a.Egress().Client(sourceCheckTimeout), mirror: mr,
 		registry: a.Mirror.withDefaults("").Registry, token: os.Getenv("HF_TOKEN")}
 }
 
@@ -67,6 +68,7 @@ func (a *App) warnSources(ctx context.Context, models []*Model, formats map[stri
 		}
 	}()
 	c := a.sourceChecker()
+	c.client = &http.Client{Timeout: sourceCheckTimeout} // the config file's sources
 	for _, m := range models {
 		if ctx.Err() != nil {
 			return

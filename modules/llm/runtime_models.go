@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
 
@@ -34,7 +35,13 @@ func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
 		declared[m.Name] = true
 	}
 	var keep []*Model
+	repl := caddy.NewReplacer()
 	for _, m := range ms {
+		if err := a.resolveModel(repl, m); err != nil {
+			a.logger.Warn("ignoring a runtime model from storage whose values are not allowed at run time; the next change through the admin API removes it from storage",
+				zap.String("model", boundedLog(m.Name)), zap.Error(err))
+			continue
+		}
 		if err := m.validate(); err != nil {
 			// Stored by an older llmgw that did not check it: the rest of
 			// the catalog still starts.
@@ -103,6 +110,9 @@ const maxModelBody = 1 << 20
 func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	m, err := decodeModel(w, r)
 	if err != nil {
+		return err
+	}
+	if err := a.checkRuntimeModel(r.Context(), m, m.Options); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -235,6 +245,9 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
 	}
+	if err := a.checkRuntimeModel(r.Context(), nil, st.Options); err != nil {
+		return err
+	}
 	if st.Adapters != nil {
 		if err := a.checkNewAdapters(r.Context(), name, *st.Adapters); err != nil {
 			return sourceStatus(err)
@@ -244,7 +257,9 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(st)
+	logged := st
+	logged.Options = maskOptions(st.Options) // credentials never reach the audit log
+	b, _ := json.Marshal(logged)
 	if !st.reshapes() {
 		a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))
 		return writeJSON(w, f.status())
@@ -370,11 +385,17 @@ func (a *App) applySettings(ctx context.Context) error {
 		return err
 	}
 	models := make([]*Model, len(a.Models))
+	repl := caddy.NewReplacer()
 	for i, m := range a.Models {
 		models[i] = m
 		if st, ok := all[m.Name]; ok {
 			next := *m
 			st.apply(&next)
+			if err := a.resolveModel(repl, &next); err != nil {
+				a.logger.Warn("ignoring settings from storage whose values are not allowed at run time; change them through the admin API",
+					zap.String("model", m.Name), zap.Error(err))
+				continue
+			}
 			models[i] = &next
 			a.logger.Info("settings changed through the admin API apply over the config", zap.String("model", m.Name))
 		}

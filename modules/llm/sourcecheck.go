@@ -69,7 +69,7 @@ type sourceChecker struct {
 func (c *sourceChecker) check(ctx context.Context, m *Model, formats []string) (SourceCheck, error) {
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
-	src := m.Source
+	src := m.engineSource()
 	res := SourceCheck{Source: mirror.RedactURL(src), Checked: true}
 	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
 	var err error

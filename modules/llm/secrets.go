@@ -1,0 +1,285 @@
+package llm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/llmgw/llmgw/modules/internal/egress"
+)
+
+// Values the admin API takes at run time are taken as they are: what a
+// caller can make llmgw read (its environment, its files) is the config
+// file's decision. A placeholder such as {env.NAME} or {file.path} is
+// resolved only in the config file; at run time a secret is given as
+// the value itself (never shown back), or as secret:NAME, naming a
+// secret the config file declares:
+//
+//	llm {
+//		secret openai_key {env.OPENAI_API_KEY}
+//	}
+//
+// and then "api_key": "secret:openai_key" in a model added at run time.
+
+// secretRef is the prefix of a value that names a declared secret.
+const secretRef = "secret:"
+
+// placeholder finds a Caddy global placeholder ({env.X}, {file./p},
+// {system.hostname}, {time.now}) in a value; an engine template's
+// "{{ .Prompt }}" is not one.
+var placeholder = regexp.MustCompile(`\{[a-z_]+\.[^{}\s]*\}`)
+
+// ErrRuntimePlaceholder is the error of a value given at run time that
+// holds a placeholder.
+var errRuntimePlaceholder = fmt.Errorf("placeholders such as {env.NAME} and {file.path} are resolved only in the config file; at run time give the value itself, or secret:NAME for a secret the config file declares (llm { secret NAME <value> })")
+
+// parseSecret parses "secret <name> <value>" in the llm block.
+func (a *App) parseSecret(d *caddyfile.Dispenser) error {
+	var name, value string
+	if !d.Args(&name, &value) || d.NextArg() {
+		return d.ArgErr()
+	}
+	if err := checkSecretName(name); err != nil {
+		return d.Err(err.Error())
+	}
+	if _, dup := a.Secrets[name]; dup {
+		return d.Errf("secret %q is declared twice", name)
+	}
+	if a.Secrets == nil {
+		a.Secrets = map[string]string{}
+	}
+	a.Secrets[name] = value
+	return nil
+}
+
+func checkSecretName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("secret name %q: use 1 to 64 letters, digits, '-' and '_'", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("secret name %q: use 1 to 64 letters, digits, '-' and '_'", name)
+		}
+	}
+	return nil
+}
+
+// provisionSecrets resolves the declared secrets' placeholders and makes
+// the policy of URLs set at run time.
+func (a *App) provisionSecrets() error {
+	repl := caddy.NewReplacer()
+	a.secrets = make(map[string]string, len(a.Secrets))
+	for name, v := range a.Secrets {
+		if err := checkSecretName(name); err != nil {
+			return err
+		}
+		a.secrets[name] = repl.ReplaceKnown(v, "")
+	}
+	p, err := egress.New(a.RuntimeHosts, "llm { runtime_hosts <host or range> }")
+	if err != nil {
+		return fmt.Errorf("runtime_hosts: %w", err)
+	}
+	a.egress = p
+	return nil
+}
+
+// Secret returns the value of a secret the config file declares.
+func (a *App) Secret(name string) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	v, ok := a.secrets[name]
+	return v, ok
+}
+
+// RuntimeValue is what a value given through the admin API stands for:
+// the value itself, or the declared secret that secret:NAME names. A
+// value with a placeholder is refused: see errRuntimePlaceholder.
+func (a *App) RuntimeValue(v string) (string, error) {
+	if name, ok := strings.CutPrefix(v, secretRef); ok {
+		s, found := a.Secret(name)
+		if !found {
+			return "", fmt.Errorf("%s names no secret the config file declares; declare it with llm { secret %s <value> }", v, name)
+		}
+		return s, nil
+	}
+	if placeholder.MatchString(v) {
+		return "", errRuntimePlaceholder
+	}
+	return v, nil
+}
+
+// FileValue is what a value from the config file stands for: its
+// placeholders resolved, or the declared secret that secret:NAME names.
+func (a *App) FileValue(repl *caddy.Replacer, v string) (string, error) {
+	if strings.HasPrefix(v, secretRef) {
+		return a.RuntimeValue(v)
+	}
+	return repl.ReplaceKnown(v, ""), nil
+}
+
+// Egress is the policy of URLs set at run time (see package egress).
+func (a *App) Egress() *egress.Policy {
+	if a == nil || a.egress == nil {
+		p, _ := egress.New(nil, "llm { runtime_hosts <host or range> }")
+		return p
+	}
+	return a.egress
+}
+
+// Masked is how a secret given at run time is shown back: never its
+// value, only a fingerprint that tells two values apart.
+func Masked(v string) string {
+	if v == "" || strings.HasPrefix(v, secretRef) {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "*** sha256:" + hex.EncodeToString(sum[:4])
+}
+
+// secretOption says whether an engine option holds a credential, to be
+// masked wherever it is shown (the audit log).
+func secretOption(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"key", "token", "secret", "password", "auth", "credential"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskOptions returns opts with credentials masked.
+func maskOptions(opts map[string]string) map[string]string {
+	if opts == nil {
+		return nil
+	}
+	out := maps.Clone(opts)
+	for k, v := range out {
+		if secretOption(k) {
+			out[k] = Masked(v)
+		}
+	}
+	return out
+}
+
+// fileValues are a config model's source and options as the config file
+// gives them, before settings changed at run time lay over them: only
+// these have their placeholders resolved.
+type fileValues struct {
+	source  string
+	options map[string]string
+}
+
+// engineValues are a model's source and options as its engine gets them:
+// placeholders and secret references resolved. given are the values they
+// were resolved from, so a changed copy of the model is resolved again.
+type engineValues struct {
+	givenSource  string
+	givenOptions map[string]string
+	source       string
+	options      map[string]string
+}
+
+// resolveModel resolves m's source and options for its engine: values
+// from the config file with their placeholders, values given at run time
+// as they are (see RuntimeValue). It writes m only when m is not yet
+// published or its values changed.
+func (a *App) resolveModel(repl *caddy.Replacer, m *Model) error {
+	if r := m.engine; r != nil && r.givenSource == m.Source && maps.Equal(r.givenOptions, m.Options) {
+		return nil
+	}
+	ev := &engineValues{givenSource: m.Source, givenOptions: maps.Clone(m.Options), options: make(map[string]string, len(m.Options))}
+	var err error
+	if ev.source, err = a.modelValue(repl, m, "source", m.Source, m.file != nil && m.file.source == m.Source); err != nil {
+		return err
+	}
+	for k, v := range m.Options {
+		fromFile := m.file != nil && m.file.options[k] == v
+		if ev.options[k], err = a.modelValue(repl, m, "option "+k, v, fromFile); err != nil {
+			return err
+		}
+	}
+	m.engine = ev
+	return nil
+}
+
+func (a *App) modelValue(repl *caddy.Replacer, m *Model, what, v string, fromFile bool) (string, error) {
+	if fromFile {
+		s, err := a.FileValue(repl, v)
+		if err != nil {
+			return "", fmt.Errorf("model %q: %s: %w", m.Name, what, err)
+		}
+		return s, nil
+	}
+	s, err := a.RuntimeValue(v)
+	if err != nil {
+		return "", fmt.Errorf("model %q: %s: %w", m.Name, what, err)
+	}
+	return s, nil
+}
+
+// markFileValues records the config models' values as the file gives
+// them, before stored settings lay over them.
+func markFileValues(models []*Model) {
+	for _, m := range models {
+		m.file = &fileValues{source: m.Source, options: maps.Clone(m.Options)}
+	}
+}
+
+// engineSource is the source the engine gets.
+func (m *Model) engineSource() string {
+	if m.engine != nil {
+		return m.engine.source
+	}
+	return m.Source
+}
+
+// engineOptions are the options the engine gets.
+func (m *Model) engineOptions() map[string]string {
+	if m.engine != nil {
+		return m.engine.options
+	}
+	return m.Options
+}
+
+// checkRuntimeModel checks the values a request gives a model (m, when
+// it adds one; opts, its options): no placeholders, secret references to
+// declared secrets, and URLs (a source, a base_url) that the egress
+// policy allows. It answers 400 saying which value and why.
+func (a *App) checkRuntimeModel(ctx context.Context, m *Model, opts map[string]string) error {
+	name := "the model"
+	if m != nil {
+		name = fmt.Sprintf("model %q", m.Name)
+		if err := a.checkRuntimeValue(ctx, "source", m.Source, true); err != nil {
+			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
+		}
+	}
+	for k, v := range opts {
+		if err := a.checkRuntimeValue(ctx, "option "+k, v, k == "base_url"); err != nil {
+			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+func (a *App) checkRuntimeValue(ctx context.Context, what, v string, isURL bool) error {
+	s, err := a.RuntimeValue(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if isURL && (strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")) {
+		if _, err := a.Egress().CheckURL(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
