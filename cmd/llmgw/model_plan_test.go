@@ -56,7 +56,10 @@ func TestModelSourceChecked(t *testing.T) {
 		}
 	}))
 	defer registry.Close()
-	block := ollamaModels(t, `model base {
+	// The stand-ins listen on loopback, which URLs given at run time may
+	// reach only when the config allows it.
+	block := ollamaModels(t, `runtime_hosts 127.0.0.1
+		model base {
 			engine sim
 		}
 		model broken {

@@ -321,7 +321,7 @@ func (a *App) checkNewAdapters(ctx context.Context, name string, adapters []*Ada
 		return nil // changeModel answers 404
 	}
 	var formats []string
-	if p, ok := a.engines[m.Engine]; ok {
+	if p, ok := a.engines.get(m.Engine); ok {
 		formats = p.Info().Formats
 	}
 	return a.checkAdapterSources(ctx, m, adapters, formats)

@@ -125,7 +125,9 @@ func getEngines(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := []EngineStatus{}
-	for typ, p := range a.engines {
+	types, ps := a.engines.all()
+	for i, typ := range types {
+		p := ps[i]
 		i := p.Info()
 		out = append(out, EngineStatus{Type: typ, Version: i.Version, PID: p.PID(),
 			Capabilities: i.Capabilities, Formats: i.Formats, Options: i.Options, ReservedArgs: i.ReservedArgs})

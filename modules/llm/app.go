@@ -130,10 +130,10 @@ type App struct {
 	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
 	fkeys   map[string]string     // model name → its fleet's pool key
-	pkeys   []string
-	engines map[string]*host.Plugin
+	engines *engineSet            // engineset.go
 	logger  *zap.Logger
 	ctx     context.Context // the config's: done when it is unloaded
+	cctx    caddy.Context   // the same, to find the other apps at Start
 
 	storage     stateStore // Caddy storage, or Redis in a cluster
 	local       certmagic.Storage
@@ -178,7 +178,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision builds the catalog and loads (or reuses) plugins and fleets.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	a.ctx = ctx
+	a.ctx, a.cctx = ctx, ctx
 	node.setCapacity(a.Node, a.PinCores)
 	if err := node.setGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
 		return err
@@ -216,7 +216,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
-	a.engines = make(map[string]*host.Plugin)
+	a.engines = newEngineSet()
 	a.tenants = new(atomic.Pointer[tenancy])
 	if err := a.loadTenants(ctx); err != nil { // before the keys: runtime projects hold keys
 		return err
@@ -240,6 +240,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.view.Store(v)
+	a.warnUnmatchedGlobs(v) // globs.go
 	if err := a.loadStopped(ctx); err != nil {
 		return fmt.Errorf("loading stopped models from storage: %w", err)
 	}
@@ -354,18 +355,13 @@ func (a *App) loadEngine(typ string) (*host.Plugin, string, error) {
 		sort.Strings(env)
 	}
 	key := "engine:" + typ + ":" + strings.Join(argv, "\x00") + ":" + sum + ":" + strings.Join(env, "\x00")
-	if p, ok := a.engines[typ]; ok {
-		return p, key, nil
-	}
-	v, _, err := plugins.LoadOrNew(key, func() (caddy.Destructor, error) {
+	p, err := a.engines.loadOnce(typ, key, func() (caddy.Destructor, error) {
 		return host.Launch(host.Config{Type: typ, Argv: argv, SHA256: sum, Env: env}, a.logger.Named("engine"))
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	a.pkeys = append(a.pkeys, key)
-	a.engines[typ] = v.(*host.Plugin)
-	return a.engines[typ], key, nil
+	return p, key, nil
 }
 
 func (a *App) engineCommand(typ string) ([]string, string, error) {
@@ -396,6 +392,9 @@ func (a *App) Validate() error { return nil }
 // Start starts the fleets' supervision; fleets kept from a previous config
 // are already running.
 func (a *App) Start() error {
+	if err := checkRouteOrder(a.cctx); err != nil { // routeorder.go
+		return err
+	}
 	if err := a.lockDataDir(); err != nil { // lock.go
 		return err
 	}
@@ -414,7 +413,7 @@ func (a *App) Start() error {
 		a.cluster.startOnce.Do(a.cluster.start)
 		a.cluster.beatNow()
 	}
-	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines)))
+	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.poolKeys())))
 	return nil
 }
 
@@ -440,8 +439,10 @@ func (a *App) Cleanup() error {
 	for _, k := range a.fkeys {
 		_, _ = fleets.Delete(k)
 	}
-	for _, k := range a.pkeys {
-		_, _ = plugins.Delete(k)
+	if a.engines != nil {
+		for _, k := range a.engines.poolKeys() {
+			_, _ = plugins.Delete(k)
+		}
 	}
 	if a.mirrorKey != "" {
 		_, _ = mirrors.Delete(a.mirrorKey)

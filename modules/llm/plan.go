@@ -34,7 +34,7 @@ func (a *App) checkSource(ctx context.Context, m *Model) (*SourceCheck, error) {
 		return &SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
 	}
 	var formats []string
-	if p, ok := a.engines[m.Engine]; ok {
+	if p, ok := a.engines.get(m.Engine); ok {
 		formats = p.Info().Formats
 	} else if checkEngineType(m.Name, m.Engine) == nil {
 		if p, _, err := a.loadEngine(m.Engine); err == nil {
@@ -53,8 +53,9 @@ func (a *App) sourceChecker() *sourceChecker {
 	if mr == nil {
 		mr = activeMirror.Load()
 	}
-	// Sources given at run time reach only what the egress policy allows.
-	return &sourceChecker{client: a.Egress().Client(sourceCheckTimeout), mirror: mr,
+	// URL sources given at run time reach only what the egress policy
+	// allows; the registry is the config's.
+	return &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, urlClient: a.Egress().Client(sourceCheckTimeout), mirror: mr,
 		registry: a.Mirror.withDefaults("").Registry, token: os.Getenv("HF_TOKEN")}
 }
 
@@ -68,7 +69,7 @@ func (a *App) warnSources(ctx context.Context, models []*Model, formats map[stri
 		}
 	}()
 	c := a.sourceChecker()
-	c.client = &http.Client{Timeout: sourceCheckTimeout} // the config file's sources
+	c.urlClient = nil // the config file's sources are not limited
 	for _, m := range models {
 		if ctx.Err() != nil {
 			return
@@ -201,8 +202,9 @@ func className(c string) string {
 // engineFormats are the weight formats of the engines running now.
 func (a *App) engineFormats() map[string][]string {
 	out := map[string][]string{}
-	for typ, p := range a.engines {
-		out[typ] = p.Info().Formats
+	types, ps := a.engines.all()
+	for i, typ := range types {
+		out[typ] = ps[i].Info().Formats
 	}
 	return out
 }

@@ -56,10 +56,13 @@ func sourceErr(format string, args ...any) error {
 
 // sourceChecker checks sources against what the app can reach.
 type sourceChecker struct {
-	client   *http.Client
-	mirror   *mirror.Mirror // nil when the app has none
-	registry string         // the registry hf:// sources name
-	token    string
+	client *http.Client
+	// urlClient fetches URL sources (default client): the egress
+	// policy's, for sources given at run time.
+	urlClient *http.Client
+	mirror    *mirror.Mirror // nil when the app has none
+	registry  string         // the registry hf:// sources name
+	token     string
 }
 
 // check looks at a model's source without downloading it: the file or
@@ -222,6 +225,10 @@ func (c *sourceChecker) do(ctx context.Context, method, u, rng string) (*http.Re
 	}
 	if c.token != "" && c.registry != "" && strings.HasPrefix(u, strings.TrimSuffix(c.registry, "/")+"/") {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+		return c.client.Do(req)
+	}
+	if c.urlClient != nil {
+		return c.urlClient.Do(req)
 	}
 	return c.client.Do(req)
 }

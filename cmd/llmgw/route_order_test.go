@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// llm_router placed before llm_quota in a route would serve every request
+// without a key: such a config is refused at start, saying what to change.
+func TestRouterBeforeQuotaIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	storage file_system %s
+	llm {
+		model m {
+			engine sim
+			min 0
+		}
+		org acme {
+			team t {
+				project p {
+					key k1 %s
+				}
+			}
+		}
+	}
+}
+
+:%d {
+	route /v1/* {
+		llm_router
+		llm_quota
+	}
+}
+`, freePort(t), filepath.Join(dir, "storage"), llm.HashKey("secret-1"), freePort(t))
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "run", "--config", filepath.Join(dir, "Caddyfile"))
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("llmgw started with llm_router before llm_quota:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "llm_router comes before llm_quota") {
+		t.Fatalf("got %v, want a refusal that names the order:\n%s", err, out)
+	}
+}
+
+// `llmgw validate` warns about a tenancy models limit that matches no
+// model: a misspelt glob would leave the tenant with nothing.
+func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`{
+	admin off
+	storage file_system %s
+	llm {
+		model gpt-mini {
+			engine sim
+			min 0
+		}
+		org acme {
+			models gtp-*
+			team t {
+				project p {
+					models gpt-*
+					key k1 %s
+				}
+			}
+		}
+	}
+}
+`, filepath.Join(dir, "storage"), llm.HashKey("secret-1"))
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "validate", "--config", filepath.Join(dir, "Caddyfile"))
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "matches no model in the catalog") || !strings.Contains(string(out), "gtp-*") {
+		t.Errorf("validate did not warn about gtp-*:\n%s", out)
+	}
+	if strings.Contains(string(out), `"glob":"gpt-*"`) {
+		t.Errorf("validate warned about gpt-*, which matches gpt-mini:\n%s", out)
+	}
+}
