@@ -206,7 +206,7 @@ func (m *Mirror) downloadOnce(ctx context.Context, src, part string, t *Transfer
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 	}
 	m.authorize(req)
-	resp, err := m.cfg.HTTPClient.Do(req)
+	resp, err := m.client(ctx).Do(req)
 	if err != nil {
 		return false, err
 	}
@@ -350,7 +350,7 @@ func (m *Mirror) getJSON(ctx context.Context, u string, v any, hdr *http.Header)
 		return err
 	}
 	m.authorize(req)
-	resp, err := m.cfg.HTTPClient.Do(req)
+	resp, err := m.client(ctx).Do(req)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
@@ -468,4 +468,21 @@ func shortCommit(c string) string {
 		return c[:12]
 	}
 	return c
+}
+
+type clientKey struct{}
+
+// WithHTTPClient returns ctx with a client that fetches URL sources and
+// registry files in its place of the mirror's own: a caller that takes a
+// source from someone it does not trust (the admin API) gives one that
+// checks where each connection and redirect goes.
+func WithHTTPClient(ctx context.Context, c *http.Client) context.Context {
+	return context.WithValue(ctx, clientKey{}, c)
+}
+
+func (m *Mirror) client(ctx context.Context) *http.Client {
+	if c, ok := ctx.Value(clientKey{}).(*http.Client); ok && c != nil {
+		return c
+	}
+	return m.cfg.HTTPClient
 }

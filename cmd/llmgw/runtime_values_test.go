@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 // recordingProvider is an OpenAI-compatible stand-in on 127.0.0.5 (a
@@ -183,5 +185,37 @@ func TestNewEngineTypeUnderTraffic(t *testing.T) {
 	g.adminGet("/llm/engines", &engines)
 	if len(engines) != 3 {
 		t.Errorf("engines after the adds: %+v, want sim, openai and anthropic", engines)
+	}
+}
+
+// A mirror version's source given through the admin API: an operator may
+// not have llmgw read this machine's files into the mirror, nor fetch
+// from internal addresses (the check is made again at every redirect).
+func TestMirrorSourcesFromTheAdminAPI(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(secretFile, []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A public-looking server that redirects to the metadata address.
+	redirect := httptest.NewServer(http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound))
+	defer redirect.Close()
+	g := consoleSite(t, fmt.Sprintf("\t\truntime_hosts 127.0.0.1\n\t\tmirror {\n\t\t\tstore a dir %s\n\t\t}\n", t.TempDir()),
+		"\t\t\ttoken ops "+llm.HashKey("ops-token")+" operator\n")
+	cases := []struct{ name, token, body, want string }{
+		{"an operator reads a host file", "ops-token", fmt.Sprintf(`{"model":"stolen","version":"v1","source":%q}`, secretFile), "needs the admin role"},
+		{"metadata", "ops-token", `{"model":"meta","version":"v1","source":"http://169.254.169.254/latest/meta-data/x.gguf"}`, "link-local"},
+		{"a redirect to metadata", "root-token", fmt.Sprintf(`{"model":"meta2","version":"v1","source":"%s/w.gguf"}`, redirect.URL), "link-local"},
+	}
+	for _, tc := range cases {
+		code, _, body := siteCall(t, g, tc.token, "POST", "/llm/mirror/versions", tc.body)
+		if code < 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: got %d %s, want a refusal saying %q", tc.name, code, body, tc.want)
+		}
+	}
+	_, _, list := siteCall(t, g, "root-token", "GET", "/llm/mirror/versions", "")
+	for _, m := range []string{"stolen", "meta"} {
+		if strings.Contains(list, `"`+m+`"`) {
+			t.Errorf("the mirror holds %s after a refusal: %s", m, list)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+
+	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 )
 
 // MirrorView is GET /llm/mirror: the stores and how far each is behind,
@@ -85,9 +87,13 @@ func handleMirrorVersions(w http.ResponseWriter, r *http.Request) error {
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			return apiErr(http.StatusBadRequest, "decoding the version: %v; send {\"model\":…,\"source\":…}", err)
+			return apiErr(http.StatusBadRequest, "decoding the version: %s; send {\"model\":…,\"source\":…}", jsonerr.Describe(err))
 		}
-		res, err := m.Add(r.Context(), mirror.AddOptions{Model: req.Model, Version: req.Version, Source: req.Source, AllowPickle: req.AllowPickle, Track: req.Track})
+		ctx, err := a.mirrorSourceContext(r, req.Source)
+		if err != nil {
+			return err
+		}
+		res, err := m.Add(ctx, mirror.AddOptions{Model: req.Model, Version: req.Version, Source: req.Source, AllowPickle: req.AllowPickle, Track: req.Track})
 		if err != nil {
 			return mirrorErr(err)
 		}

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+
+	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 )
 
 // decodeModel reads the body of POST /llm/models and POST /llm/plan: a
@@ -22,7 +24,7 @@ func decodeModel(w http.ResponseWriter, r *http.Request) (*Model, error) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %v", err)
+		return nil, apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %s", jsonerr.Describe(err))
 	}
 	return &m, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 )
 
 // modelsStorageKey keeps the models added through the admin API.
@@ -203,7 +205,7 @@ func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) er
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
-		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %v`, err)
+		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %s`, jsonerr.Describe(err))
 	}
 	f, err := a.changeModel(r, name, "its scaling", func(m *Model) { m.Scaling = &sc }, nil)
 	if err != nil {
@@ -243,7 +245,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
-		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %v`, err)
+		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %s`, jsonerr.Describe(err))
 	}
 	if err := a.checkRuntimeModel(r.Context(), nil, st.Options); err != nil {
 		return err

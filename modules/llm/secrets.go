@@ -14,6 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/llmgw/llmgw/modules/internal/egress"
+
+	"github.com/llmgw/llmgw/mirror"
 )
 
 // Values the admin API takes at run time are taken as they are: what a
@@ -282,4 +284,28 @@ func (a *App) checkRuntimeValue(ctx context.Context, what, v string, isURL bool)
 		}
 	}
 	return nil
+}
+
+// mirrorSourceContext checks a source given to POST /llm/mirror/versions
+// and returns the context to fetch it with. A URL source must be one the
+// egress policy allows, and is fetched with a client that checks every
+// connection and redirect; a local path is read from this machine's
+// disks, which only the host's owner may name (the admin role, or Caddy's
+// own admin endpoint); a registry (hf://) source is the config's
+// registry's.
+func (a *App) mirrorSourceContext(r *http.Request, src string) (context.Context, error) {
+	ctx := r.Context()
+	switch {
+	case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
+		if _, err := a.Egress().CheckURL(ctx, src); err != nil {
+			return nil, apiErr(http.StatusBadRequest, "source: %v", err)
+		}
+		return mirror.WithHTTPClient(ctx, a.Egress().Client(0)), nil
+	case strings.Contains(src, "://"):
+		return ctx, nil
+	case !HostOwner(ctx):
+		c, _ := CallerOf(ctx)
+		return nil, apiErr(http.StatusForbidden, "%s has the %s role; a source on this machine's disks (%s) needs the admin role: an operator may add versions from http(s) or hf:// sources", c.Actor, c.Role, boundedLog(src))
+	}
+	return ctx, nil
 }

@@ -183,11 +183,20 @@ func fromStatus(err error) error {
 	if !ok {
 		return err
 	}
-	if s.Code() == codes.NotFound {
+	switch s.Code() {
+	case codes.NotFound:
 		return ErrUnknownReplica
+	case codes.Unavailable:
+		// The transport's message names the plugin's socket: the caller
+		// learns what happened, not where.
+		return ErrUnavailable
 	}
 	return errors.New(s.Message())
 }
+
+// ErrUnavailable is the error of a call to a plugin that does not answer
+// (it exited, or is being restarted).
+var ErrUnavailable = errors.New("the engine plugin does not answer (it exited or is being restarted); try again shortly")
 
 // ints converts a list of CPU numbers between the protocol's int32 and Go's int.
 func ints[U, T int | int32](in []T) []U {
