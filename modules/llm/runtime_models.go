@@ -114,7 +114,7 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.checkRuntimeModel(r.Context(), m, m.Options); err != nil {
+	if err := a.checkRuntimeModel(r.Context(), m, m.Options, m.Adapters); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -247,7 +247,11 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %s`, jsonerr.Describe(err))
 	}
-	if err := a.checkRuntimeModel(r.Context(), nil, st.Options); err != nil {
+	var adapters []*Adapter
+	if st.Adapters != nil {
+		adapters = *st.Adapters
+	}
+	if err := a.checkRuntimeModel(r.Context(), nil, st.Options, adapters); err != nil {
 		return err
 	}
 	if st.Adapters != nil {

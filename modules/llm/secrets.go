@@ -257,11 +257,16 @@ func (m *Model) engineOptions() map[string]string {
 // it adds one; opts, its options): no placeholders, secret references to
 // declared secrets, and URLs (a source, a base_url) that the egress
 // policy allows. It answers 400 saying which value and why.
-func (a *App) checkRuntimeModel(ctx context.Context, m *Model, opts map[string]string) error {
+func (a *App) checkRuntimeModel(ctx context.Context, m *Model, opts map[string]string, adapters []*Adapter) error {
 	name := "the model"
 	if m != nil {
 		name = fmt.Sprintf("model %q", m.Name)
 		if err := a.checkRuntimeValue(ctx, "source", m.Source, true); err != nil {
+			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
+		}
+	}
+	for _, ad := range adapters {
+		if err := a.checkRuntimeValue(ctx, "adapter "+boundedLog(ad.Name)+": source", ad.Source, true); err != nil {
 			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
 		}
 	}
