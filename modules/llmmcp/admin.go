@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 func init() {
@@ -101,7 +104,7 @@ func Status() []ServerStatus {
 			}
 			seen[name] = true
 			_, rt := g.configured[name]
-			st := statusOf(u, !rt)
+			st := statusOf(u, !rt, g.sep)
 			for _, a := range g.alts[name] {
 				up, lastErr, _, _ := a.up.status()
 				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
@@ -111,7 +114,7 @@ func Status() []ServerStatus {
 				}
 			}
 			if e := g.exposed[name]; u.dormant && e != nil {
-				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat)
+				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat, g.sep)
 			}
 			out = append(out, st)
 		}
@@ -121,12 +124,12 @@ func Status() []ServerStatus {
 	return out
 }
 
-func statusOf(u *upstream, runtime bool) ServerStatus {
+func statusOf(u *upstream, runtime bool, sep string) ServerStatus {
 	up, lastErr, restarts, since := u.status()
-	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Target: u.cfg.URL, Up: up, Runtime: runtime,
+	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Target: targetOf(u.cfg), Up: up, Runtime: runtime,
 		Enabled: !u.cfg.Disabled && !isDisabled(u.cfg.Name), Since: since, Restarts: restarts, LastError: lastErr, Tools: []string{}}
 	if u.cfg.Command != "" {
-		s.Transport, s.Target = "stdio", u.cfg.Command
+		s.Transport = "stdio"
 	}
 	if o := u.cfg.OAuth; o != nil {
 		s.OAuth = "per_tenant"
@@ -134,20 +137,20 @@ func statusOf(u *upstream, runtime bool) ServerStatus {
 			s.OAuth = "shared"
 		}
 	}
-	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load())
+	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load(), sep)
 	return s
 }
 
-func catalogNames(server string, cat *catalog) (tools, resources, prompts []string) {
+func catalogNames(server string, cat *catalog, sep string) (tools, resources, prompts []string) {
 	tools = []string{}
 	for _, t := range cat.tools {
-		tools = append(tools, server+"."+t.Name)
+		tools = append(tools, server+sep+t.Name)
 	}
 	for _, r := range cat.resources {
 		resources = append(resources, r.URI)
 	}
 	for _, p := range cat.prompts {
-		prompts = append(prompts, server+"."+p.Name)
+		prompts = append(prompts, server+sep+p.Name)
 	}
 	return tools, resources, prompts
 }
@@ -162,6 +165,11 @@ func servers(w http.ResponseWriter, r *http.Request) error {
 	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
 }
 
+// addServer adds a server at run time. What it may reach and run is the
+// config file's decision: a url is checked against the llm app's egress
+// policy (runtime_hosts), values are taken as they are or as secret:NAME,
+// and a command must be in a handler's allow_commands and be added by
+// the admin role.
 func addServer(w http.ResponseWriter, r *http.Request) error {
 	var c ServerConfig
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -169,17 +177,25 @@ func addServer(w http.ResponseWriter, r *http.Request) error {
 	if err := dec.Decode(&c); err != nil {
 		return apiErr(http.StatusBadRequest, "decoding the server: %v", err)
 	}
-	resolved, err := c.resolve(caddy.NewReplacer())
-	if err != nil {
+	if err := c.validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	gws := gatewaysNow()
 	if len(gws) == 0 {
 		return apiErr(http.StatusNotFound, "no llm_mcp handler is running; add one to a site's route")
 	}
-	for _, g := range gws {
-		if _, ok := g.configured[c.Name]; ok {
-			return apiErr(http.StatusConflict, "mcp server %q is in the config; change it there", c.Name)
+	targets, err := runtimeTargets(r, &c, gws)
+	if err != nil {
+		return err
+	}
+	app := appOf(gws)
+	resolved, err := resolveRuntime(app, &c)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if c.URL != "" {
+		if _, err := app.Egress().CheckURL(r.Context(), resolved.URL); err != nil {
+			return apiErr(http.StatusBadRequest, "mcp server %q: url: %v", c.Name, err)
 		}
 	}
 	rtMu.Lock()
@@ -187,20 +203,73 @@ func addServer(w http.ResponseWriter, r *http.Request) error {
 		rtMu.Unlock()
 		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
 	}
-	rtAdded[c.Name] = &c
+	rtAdded[c.Name] = &c // as given: secret:NAME references, or the values
 	err = save()
 	rtMu.Unlock()
 	if err != nil {
 		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
 	}
-	for _, g := range gws {
+	for _, g := range targets {
 		if err := g.attach(resolved); err != nil {
 			return apiErr(http.StatusInternalServerError, "%v", err)
 		}
 	}
-	audit(r, "mcp server added", zap.String("server", c.Name))
+	audit(r, "mcp server added", zap.String("server", c.Name), zap.String("target", targetOf(resolved)))
 	w.WriteHeader(http.StatusCreated)
 	return writeJSON(w, map[string]string{"added": c.Name})
+}
+
+// runtimeTargets are the gateways a server added at run time goes to, or
+// the error saying why it may not be added: a command server needs the
+// admin role and a handler whose allow_commands lists its command.
+func runtimeTargets(r *http.Request, c *ServerConfig, gws []*gateway) ([]*gateway, error) {
+	if c.Command != "" && !llm.HostOwner(r.Context()) {
+		return nil, apiErr(http.StatusForbidden, "adding a command server needs the admin role: it runs a program on the host; an operator may add url servers, or an admin adds it (or it goes in the config file)")
+	}
+	var out []*gateway
+	var why error
+	for _, g := range gws {
+		if _, ok := g.configured[c.Name]; ok {
+			return nil, apiErr(http.StatusConflict, "mcp server %q is in the config; change it there", c.Name)
+		}
+		if err := g.runtimeAllowed(c); err != nil {
+			why = err
+			continue
+		}
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		if c.Command != "" {
+			return nil, apiErr(http.StatusForbidden, "%v", why)
+		}
+		return nil, apiErr(http.StatusBadRequest, "%v", why)
+	}
+	return out, nil
+}
+
+// appOf is the llm app of the running gateways: the newest config's.
+func appOf(gws []*gateway) *llm.App {
+	for _, g := range gws {
+		if a := g.app.Load(); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// targetOf is where a server is, as the admin API and the audit log show
+// it: a URL without its user info, query or fragment (they may hold a
+// credential), or the command.
+func targetOf(c *ServerConfig) string {
+	if c.Command != "" {
+		return c.Command
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 func server(w http.ResponseWriter, r *http.Request) error {

@@ -54,11 +54,11 @@ func upstreamMCPServer() *mcp.Server {
 // testGateway serves a gateway in front of url. The tenant is the key
 // named in X-Test-Key (default k), allowed every tool.
 func testGateway(t testing.TB, url string) string {
-	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(nil)
+	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(func(v string) (string, error) { return v, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, time.Hour)
+	g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, gatewayOptions{sessionTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func BenchmarkToolCall(b *testing.B) {
 	s.Close()
 	name := ""
 	for _, tl := range tools.Tools {
-		if len(tl.Name) > 5 && tl.Name[len(tl.Name)-5:] == ".echo" {
+		if len(tl.Name) > 5 && tl.Name[len(tl.Name)-5:] == "_echo" {
 			name = tl.Name
 		}
 	}
