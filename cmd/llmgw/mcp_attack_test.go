@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -300,4 +301,38 @@ func TestMCPCommandServersDieWithLlmgw(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Names with control characters, or too long, are refused wherever a
+// request gives one: a server's name (in the body and in the path) and a
+// tenant's.
+func TestMCPRuntimeNames(t *testing.T) {
+	g := mcpAttackSite(t)
+	up := "http://localhost:" + strings.TrimPrefix(startMCPUpstream(t, "up"), "http://127.0.0.1:")
+	for _, name := range []string{"a\\u0000b", "a\\u001b[31mb", "a\\rb", "a.b", strings.Repeat("n", 65)} {
+		code, body := addMCP(t, g, "ops-token", fmt.Sprintf(`{"name":"%s","url":%q}`, name, up))
+		wantRefused(t, "adding a server named "+name, code, body, http.StatusBadRequest, "use 1 to 64 letters, digits")
+	}
+	code, body := addMCP(t, g, "ops-token", fmt.Sprintf(`{"name":"t","url":%q,"tenants":[{"level":"key","name":"k\r\n1","headers":{"A":"b"}}]}`, up))
+	wantRefused(t, "a tenant credential named with CR LF", code, body, http.StatusBadRequest, "control character")
+	for _, path := range []string{"/llm/mcp/servers/a%00b", "/llm/mcp/servers/a%1bb/disable", "/llm/mcp/servers/a%0db/authorization"} {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", g.admin, path), nil)
+		if strings.HasSuffix(path, "disable") {
+			req.Method = "POST"
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		wantRefused(t, req.Method+" "+path, resp.StatusCode, e.Error, http.StatusBadRequest, "use 1 to 64 letters, digits")
+	}
+	oauth := fmt.Sprintf(`{"name":"o","url":%q,"oauth":{"client_id":"c","redirect_url":"%s/mcp/oauth/callback"}}`, up, g.base)
+	if code, body := addMCP(t, g, "ops-token", oauth); code != http.StatusCreated {
+		t.Fatalf("adding an oauth server: %d %s", code, body)
+	}
+	code, _, body = siteCall(t, g, "ops-token", "POST", "/llm/mcp/servers/o/authorize", `{"level":"key","name":"k\u001b1"}`)
+	wantRefused(t, "authorizing a tenant named with ESC", code, body, http.StatusBadRequest, "control character")
 }

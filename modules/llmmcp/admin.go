@@ -274,6 +274,9 @@ func targetOf(c *ServerConfig) string {
 
 func server(w http.ResponseWriter, r *http.Request) error {
 	name, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/mcp/servers/"), "/")
+	if err := checkName("mcp server", name); err != nil {
+		return apiErr(http.StatusBadRequest, "%v; see GET /llm/mcp/servers for the servers", err)
+	}
 	gws := gatewaysNow()
 	known := false
 	for _, g := range gws {

@@ -20,7 +20,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"long name", "llm_mcp {\n server " + strings.Repeat("a", 65) + " {\n url http://x\n }\n}", `use 1 to 64 letters`},
 		{"url with a space", "llm_mcp {\n server a {\n url \"http://a b/mcp\"\n }\n}", `url "http://a b/mcp" is not a URL`},
 		{"url without host", "llm_mcp {\n server a {\n url http:///mcp\n }\n}", `names no host`},
-		{"tenant name with a control character", "llm_mcp {\n server a {\n url http://x\n tenant key \"k\x1b1\" {\n header A b\n }\n }\n}", `tenant "k\x1b1"`},
+		{"tenant name with a control character", "llm_mcp {\n server a {\n url http://x\n tenant key \"k\x1b1\" {\n header A b\n }\n }\n}", `tenant key "k\x1b1" has a space`},
 		{"bad separator", "llm_mcp {\n separator /\n}", `separator "/"`},
 		{"relative allow_commands", "llm_mcp {\n allow_commands bin/mcp-*\n}", `give an absolute, clean path`},
 		{"allow_commands without a path", "llm_mcp {\n allow_commands\n}", "wrong argument count"},

@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxName bounds a server's name and a tenant credential's id.
@@ -27,15 +29,25 @@ func nameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
-// checkTenantName checks a tenant credential's key id or level path
-// ("acme/research/alpha"): its segments follow the name rule.
-func checkTenantName(name string) error {
-	if name == "" || len(name) > 4*maxName {
-		return fmt.Errorf("tenant %q: give the key id or the level's path, such as acme/research", clip(name))
+// checkTenantName checks a tenant's key id (level key) or level path
+// ("acme/research/alpha"): printable, without spaces or ':', each part
+// 1 to 64 bytes; a key id has no '/'.
+func checkTenantName(level, name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("tenant %s %q %s; give the key id, or the level's path such as acme/research (parts of 1 to %d characters, no spaces, ':' or control characters)", level, clip(name), why, maxName)
 	}
-	for _, seg := range strings.Split(name, "/") {
-		if err := checkName("tenant", seg); err != nil {
-			return fmt.Errorf("tenant %q: each part of the path takes 1 to %d letters, digits, '-' and '_'", clip(name), maxName)
+	if name == "" {
+		return bad("is empty")
+	}
+	if level == "key" && strings.Contains(name, "/") {
+		return bad("has a '/' (a key id has none)")
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == ':' || r == utf8.RuneError }); i >= 0 {
+		return bad("has a space, ':' or a control character")
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || len(part) > maxName {
+			return bad("has an empty or too long part")
 		}
 	}
 	return nil

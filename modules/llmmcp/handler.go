@@ -347,8 +347,8 @@ func (s *ServerConfig) validate() error {
 			return fmt.Errorf("mcp server %q: tenant level %q: use key, project, team or org", s.Name, tc.Level)
 		case tc.Name == "":
 			return fmt.Errorf("mcp server %q: a tenant credential needs the key id or the level's path", s.Name)
-		case checkTenantName(tc.Name) != nil:
-			return fmt.Errorf("mcp server %q: %w", s.Name, checkTenantName(tc.Name))
+		case checkTenantName(tc.Level, tc.Name) != nil:
+			return fmt.Errorf("mcp server %q: %w", s.Name, checkTenantName(tc.Level, tc.Name))
 		case s.Command != "" && len(tc.Headers) > 0:
 			return fmt.Errorf("mcp server %q: tenant %s %s: a command server's tenants take env, not header", s.Name, tc.Level, tc.Name)
 		case s.URL != "" && len(tc.Env) > 0:

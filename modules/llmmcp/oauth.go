@@ -124,11 +124,11 @@ func (r tenantRef) validate() error {
 		if r.Name == "" {
 			return fmt.Errorf("tenant %s needs its id or path, such as key k1 or team acme/research", r.Level)
 		}
-		return nil
+		return checkTenantName(r.Level, r.Name)
 	case "shared":
 		return nil
 	}
-	return fmt.Errorf("tenant level %q: use key, project, team or org", r.Level)
+	return fmt.Errorf("tenant level %q: use key, project, team or org", clip(r.Level))
 }
 
 // tokenRecord is one tenant's tokens as kept in storage.
