@@ -42,7 +42,9 @@ func checkTenantName(level, name string) error {
 	if level == "key" && strings.Contains(name, "/") {
 		return bad("has a '/' (a key id has none)")
 	}
-	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == ':' || r == utf8.RuneError }); i >= 0 {
+	if i := strings.IndexFunc(name, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || r == ':' || r == utf8.RuneError
+	}); i >= 0 {
 		return bad("has a space, ':' or a control character")
 	}
 	for _, part := range strings.Split(name, "/") {

@@ -33,10 +33,11 @@ func init() {
 // (GET opens the event stream, POSTs go to the endpoint it announces).
 //
 // Every upstream server's tools, resources and prompts are listed under
-// "<server>.<name>"; resources keep their URIs. When llm_quota runs
-// before it on the route, a key lists and calls only the tools its
-// tenancy's `tools` globs allow (resources and prompts are matched the
-// same way, by "<server>.<name>"); a call to another is refused with a
+// "<server>__<name>" (see Separator); resources keep their URIs. When
+// llm_quota runs before it on the route, a key lists and calls only the
+// tools its tenancy's `tools` globs allow (resources and prompts are
+// matched the same way, by "<server>__<name>" or "<server>.<name>"); a
+// call to another is refused with a
 // JSON-RPC error naming the key and the tool. Upstream failures (a server
 // down or restarting, a timeout) come back as tool errors (isError) that
 // say what happened. The client's own Authorization header is never sent
@@ -76,8 +77,9 @@ type Handler struct {
 // ServerConfig is one upstream MCP server: remote (URL) or a local
 // process llmgw starts and talks to over stdio (Command).
 type ServerConfig struct {
-	// Name is the namespace of the server's tools: "<name>.<tool>".
-	// Letters, digits, '-' and '_'. Required.
+	// Name is the namespace of the server's tools: "<name>__<tool>".
+	// 1 to 64 letters, digits, '-' and '_', without the separator.
+	// Required.
 	Name string `json:"name"`
 	// URL of a remote server's MCP endpoint (http or https).
 	URL string `json:"url,omitempty"`
@@ -85,20 +87,28 @@ type ServerConfig struct {
 	// "sse" (the 2024-11-05 HTTP+SSE transport). Default: streamable.
 	Transport string `json:"transport,omitempty"`
 	// Headers sent to a remote server on every request, such as its
-	// Authorization. Values may use placeholders ({env.TOKEN},
-	// {file./run/secrets/token}), resolved when the config loads; they
-	// are never logged or shown by the admin API.
+	// Authorization. In the config file, values may use placeholders
+	// ({env.TOKEN}, {file./run/secrets/token}), resolved when the config
+	// loads; given through the admin API, a value is taken as it is, or
+	// as secret:NAME for a secret the llm app declares (placeholders are
+	// refused). They are never logged or shown by the admin API.
 	Headers map[string]string `json:"headers,omitempty"`
 	// Command starts a local server that speaks MCP on stdin/stdout.
-	// It is restarted with backoff when it exits, and stopped with llmgw.
+	// It is restarted with backoff when it exits, and stopped with llmgw
+	// (it runs in a process group of its own, stopped as a whole, and is
+	// killed if llmgw dies). Through the admin API only the admin role
+	// may add one, and only a command that AllowCommands lists.
 	Command string `json:"command,omitempty"`
 	// Args of Command.
 	Args []string `json:"args,omitempty"`
 	// Env of the local server, added to a minimal environment (PATH,
 	// HOME, LANG, TMPDIR): llmgw's own environment is not passed on.
 	// Values may use placeholders, resolved when the config loads.
+	// Through the admin API, names that change what runs or loads
+	// (LD_*, DYLD_*, PATH, NODE_OPTIONS, PYTHONPATH, ...) are refused.
 	Env map[string]string `json:"env,omitempty"`
 	// Dir is the local server's working directory. Default: llmgw's.
+	// Through the admin API, an absolute path to a directory.
 	Dir string `json:"dir,omitempty"`
 	// Timeout bounds each call to this server; a call that takes longer
 	// is answered with a tool error. Default: 60s.
