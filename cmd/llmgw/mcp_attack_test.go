@@ -168,6 +168,16 @@ func TestMCPRuntimeValues(t *testing.T) {
 		t.Errorf("the upstream saw Authorization %q (%v); want the declared secret's value", out, err)
 	}
 	_, _, list := siteCall(t, g, "ops-token", "GET", "/llm/mcp/servers", "")
+	var servers []llmmcp.ServerStatus
+	if err := json.Unmarshal([]byte(list), &servers); err != nil || len(servers) != 2 {
+		t.Fatalf("GET /llm/mcp/servers: %v %s", err, list)
+	}
+	if got := servers[0].Headers["Authorization"]; got != "secret:upstream_token" {
+		t.Errorf("server declared lists Authorization %q, want the reference secret:upstream_token", got)
+	}
+	if got := servers[1].Headers["Authorization"]; got != llm.Masked("literal-credential") || !strings.HasPrefix(got, "*** sha256:") {
+		t.Errorf("server literal lists Authorization %q, want it masked", got)
+	}
 	for _, secret := range []string{"declared-secret-value", "literal-credential", "env-secret-value"} {
 		if strings.Contains(list, secret) || strings.Contains(g.logs.String(), secret) {
 			t.Errorf("%q is shown by GET /llm/mcp/servers or in the logs: %s", secret, list)

@@ -55,9 +55,14 @@ func (Admin) Routes() []caddy.AdminRoute {
 // ServerStatus is one upstream as the admin API shows it: never its
 // headers' or environment's values.
 type ServerStatus struct {
-	Name      string    `json:"name"`
-	Transport string    `json:"transport"`
-	Target    string    `json:"target"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Target    string `json:"target"`
+	// Headers and Env are the server's, as given, each value masked:
+	// "secret:NAME" as is, any other value as "*** sha256:<8 hex>" (it
+	// tells two values apart, never shows one).
+	Headers map[string]string `json:"headers,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 	Up        bool      `json:"up"`
 	Enabled   bool      `json:"enabled"`
 	Runtime   bool      `json:"runtime,omitempty"`
@@ -131,6 +136,11 @@ func statusOf(u *upstream, runtime bool, sep string) ServerStatus {
 	if u.cfg.Command != "" {
 		s.Transport = "stdio"
 	}
+	given := u.cfg
+	if u.cfg.given != nil {
+		given = u.cfg.given
+	}
+	s.Headers, s.Env = masked(given.Headers), masked(given.Env)
 	if o := u.cfg.OAuth; o != nil {
 		s.OAuth = "per_tenant"
 		if o.shared() {
@@ -245,6 +255,18 @@ func runtimeTargets(r *http.Request, c *ServerConfig, gws []*gateway) ([]*gatewa
 		return nil, apiErr(http.StatusBadRequest, "%v", why)
 	}
 	return out, nil
+}
+
+// masked is m with every value masked (llm.Masked).
+func masked(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = llm.Masked(v)
+	}
+	return out
 }
 
 // appOf is the llm app of the running gateways: the newest config's.

@@ -204,3 +204,30 @@ func TestSessionStaysWithItsKey(t *testing.T) {
 		})
 	}
 }
+
+func TestSeparatorNames(t *testing.T) {
+	up := upstreamServer(t)
+	for _, tc := range []struct {
+		sep, want string
+	}{{"", "sep__echo"}, {".", "sep.echo"}, {"-", "sep-echo"}} {
+		t.Run("separator "+tc.sep, func(t *testing.T) {
+			c, err := (&ServerConfig{Name: "sep", URL: up}).resolve(func(v string) (string, error) { return v, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, gatewayOptions{sep: tc.sep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Destruct()
+			deadline := time.Now().Add(5 * time.Second)
+			for len(g.routes.Load().tools) == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			r, ok := g.routes.Load().tools[tc.want]
+			if !ok || r.perm != (perm{"sep", "echo"}) {
+				t.Errorf("routes %v: want %s for server sep's tool echo", g.routes.Load().tools, tc.want)
+			}
+		})
+	}
+}

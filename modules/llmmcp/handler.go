@@ -129,6 +129,7 @@ type ServerConfig struct {
 	// added at run time: connects through egress (every address checked)
 	runtime bool
 	egress  *egress.Policy
+	given   *ServerConfig // as given, before its values were resolved
 }
 
 // TenantCredential is one tenancy level's own credential for a server.
@@ -236,6 +237,7 @@ func (s *ServerConfig) resolve(value valueFunc) (*ServerConfig, error) {
 		return nil, err
 	}
 	c := *s
+	c.given = s
 	if c.URL != "" && c.Transport == "" {
 		c.Transport = "streamable"
 	}
