@@ -61,17 +61,17 @@ type ServerStatus struct {
 	// Headers and Env are the server's, as given, each value masked:
 	// "secret:NAME" as is, any other value as "*** sha256:<8 hex>" (it
 	// tells two values apart, never shows one).
-	Headers map[string]string `json:"headers,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Up        bool      `json:"up"`
-	Enabled   bool      `json:"enabled"`
-	Runtime   bool      `json:"runtime,omitempty"`
-	Since     time.Time `json:"since,omitzero"`
-	Restarts  int       `json:"restarts"`
-	LastError string    `json:"last_error,omitempty"`
-	Tools     []string  `json:"tools"`
-	Resources []string  `json:"resources,omitempty"`
-	Prompts   []string  `json:"prompts,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Up        bool              `json:"up"`
+	Enabled   bool              `json:"enabled"`
+	Runtime   bool              `json:"runtime,omitempty"`
+	Since     time.Time         `json:"since,omitzero"`
+	Restarts  int               `json:"restarts"`
+	LastError string            `json:"last_error,omitempty"`
+	Tools     []string          `json:"tools"`
+	Resources []string          `json:"resources,omitempty"`
+	Prompts   []string          `json:"prompts,omitempty"`
 	// Tenants are the sessions of tenants with their own credential.
 	Tenants []TenantSession `json:"tenants,omitempty"`
 	// OAuth is how the server's tokens are kept, for an OAuth server:
