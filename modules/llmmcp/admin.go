@@ -208,16 +208,8 @@ func addServer(w http.ResponseWriter, r *http.Request) error {
 			return apiErr(http.StatusBadRequest, "mcp server %q: url: %v", c.Name, err)
 		}
 	}
-	rtMu.Lock()
-	if _, ok := rtAdded[c.Name]; ok {
-		rtMu.Unlock()
-		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
-	}
-	rtAdded[c.Name] = &c // as given: secret:NAME references, or the values
-	err = save()
-	rtMu.Unlock()
-	if err != nil {
-		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
+	if err := storeAdded(&c); err != nil {
+		return err
 	}
 	for _, g := range targets {
 		if err := g.attach(resolved); err != nil {
@@ -227,6 +219,21 @@ func addServer(w http.ResponseWriter, r *http.Request) error {
 	audit(r, "mcp server added", zap.String("server", c.Name), zap.String("target", targetOf(resolved)))
 	w.WriteHeader(http.StatusCreated)
 	return writeJSON(w, map[string]string{"added": c.Name})
+}
+
+// storeAdded keeps a server added at run time as it was given (its
+// secret:NAME references, or its values), in memory and storage.
+func storeAdded(c *ServerConfig) error {
+	rtMu.Lock()
+	defer rtMu.Unlock()
+	if _, ok := rtAdded[c.Name]; ok {
+		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
+	}
+	rtAdded[c.Name] = c
+	if err := save(); err != nil {
+		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
+	}
+	return nil
 }
 
 // runtimeTargets are the gateways a server added at run time goes to, or

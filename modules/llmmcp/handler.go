@@ -186,24 +186,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	fileValue := func(v string) (string, error) { return app.FileValue(caddy.NewReplacer(), v) }
-	resolved := make([]*ServerConfig, 0, len(h.Servers))
-	for _, s := range h.Servers {
-		r, err := s.resolve(fileValue)
-		if err != nil {
-			return err
-		}
-		resolved = append(resolved, r)
+	resolved, err := h.resolveServers(app)
+	if err != nil {
+		return err
 	}
-	raw, _ := json.Marshal(struct {
-		S    []*ServerConfig
-		P    string
-		T    caddy.Duration
-		Sep  string
-		Cmds []string
-	}{resolved, h.SSEPath, h.SessionTimeout, h.Separator, h.AllowCommands})
-	sum := sha256.Sum256(raw)
-	h.key = hex.EncodeToString(sum[:])
 	opts := gatewayOptions{sessionTimeout: time.Duration(h.SessionTimeout), sep: h.Separator, allow: h.AllowCommands, app: app}
 	v, _, err := gateways.LoadOrNew(h.key, func() (caddy.Destructor, error) {
 		return newGateway(h.logger, resolved, opts)
@@ -224,6 +210,31 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		})
 	}
 	return nil
+}
+
+// resolveServers resolves the config file's servers (placeholders, and
+// secret:NAME of app's secrets) and sets h.key, the hash of everything
+// the gateway is built from.
+func (h *Handler) resolveServers(app *llm.App) ([]*ServerConfig, error) {
+	fileValue := func(v string) (string, error) { return app.FileValue(caddy.NewReplacer(), v) }
+	resolved := make([]*ServerConfig, 0, len(h.Servers))
+	for _, s := range h.Servers {
+		r, err := s.resolve(fileValue)
+		if err != nil {
+			return nil, err
+		}
+		resolved = append(resolved, r)
+	}
+	raw, _ := json.Marshal(struct {
+		S    []*ServerConfig
+		P    string
+		T    caddy.Duration
+		Sep  string
+		Cmds []string
+	}{resolved, h.SSEPath, h.SessionTimeout, h.Separator, h.AllowCommands})
+	sum := sha256.Sum256(raw)
+	h.key = hex.EncodeToString(sum[:])
+	return resolved, nil
 }
 
 // valueFunc gives what a configured value stands for: placeholders
