@@ -128,8 +128,12 @@ func (u *upstream) release() { _, _ = upstreams.Delete(u.key) }
 // whether or not it finished its handshake or minds its stdin closing.
 func (u *upstream) Destruct() error {
 	u.cancel()
-	if s := u.session.Load(); s != nil {
-		go func() { _ = s.Close() }()
+	s := u.session.Load()
+	switch {
+	case s != nil && u.cfg.Command == "":
+		_ = s.Close()
+	case s != nil:
+		go func() { _ = s.Close() }() // closes stdin; stopGroup waits for the exit
 	}
 	stopGroup(int(u.pid.Load()), time.Second)
 	return nil
