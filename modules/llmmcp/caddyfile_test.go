@@ -21,6 +21,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"url with a space", "llm_mcp {\n server a {\n url \"http://a b/mcp\"\n }\n}", `url "http://a b/mcp" is not a URL`},
 		{"url without host", "llm_mcp {\n server a {\n url http:///mcp\n }\n}", `names no host`},
 		{"tenant name with a control character", "llm_mcp {\n server a {\n url http://x\n tenant key \"k\x1b1\" {\n header A b\n }\n }\n}", `tenant key "k\x1b1" has a space`},
+		{"redirect_url with a space", "llm_mcp {\n server a {\n url http://x\n oauth {\n redirect_url \"http://a b/cb\"\n }\n }\n}", `oauth redirect_url "http://a b/cb" is not a URL with a host`},
 		{"bad separator", "llm_mcp {\n separator /\n}", `separator "/"`},
 		{"relative allow_commands", "llm_mcp {\n allow_commands bin/mcp-*\n}", `give an absolute, clean path`},
 		{"allow_commands without a path", "llm_mcp {\n allow_commands\n}", "wrong argument count"},

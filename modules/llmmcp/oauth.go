@@ -89,7 +89,11 @@ func (o *OAuthConfig) validate(server string) error {
 	case o.ClientSecret != "" && o.ClientID == "":
 		return fmt.Errorf("mcp server %q: oauth client_secret without client_id; give both", server)
 	case o.RedirectURL != "" && !strings.HasPrefix(o.RedirectURL, "http://") && !strings.HasPrefix(o.RedirectURL, "https://"):
-		return fmt.Errorf("mcp server %q: oauth redirect_url %q must be an http(s) URL", server, o.RedirectURL)
+		return fmt.Errorf("mcp server %q: oauth redirect_url %q must be an http(s) URL", server, clip(o.RedirectURL))
+	case o.RedirectURL != "" && strings.HasPrefix(o.RedirectURL, "http") && !strings.Contains(o.RedirectURL, "{"):
+		if u, err := url.Parse(o.RedirectURL); err != nil || u.Hostname() == "" {
+			return fmt.Errorf("mcp server %q: oauth redirect_url %q is not a URL with a host; give https://<your host><llm_mcp path>%s", server, clip(o.RedirectURL), callbackSuffix)
+		}
 	}
 	return nil
 }
