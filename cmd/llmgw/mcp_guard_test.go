@@ -81,9 +81,9 @@ func TestMCPToolCallQuotaAndGuardrails(t *testing.T) {
 	waitFor(t, 20*time.Second, "the remote tools", func() bool { return len(toolNames(t, k1)) > 5 })
 
 	t.Run("tool result redacted", func(t *testing.T) {
-		out, isErr, err := callText(k1, "remote.contact", map[string]any{})
+		out, isErr, err := callText(k1, "remote__contact", map[string]any{})
 		if err != nil || isErr {
-			t.Fatalf("remote.contact: %v %v", err, isErr)
+			t.Fatalf("remote__contact: %v %v", err, isErr)
 		}
 		if strings.Contains(out, "ada.lovelace@example.com") || strings.Contains(out, "555 0134") ||
 			!strings.Contains(out, "<EMAIL_T1>") || !strings.Contains(out, "<PHONE_T1>") {
@@ -91,18 +91,18 @@ func TestMCPToolCallQuotaAndGuardrails(t *testing.T) {
 		}
 	})
 	t.Run("arguments restored for the tool", func(t *testing.T) {
-		out, _, err := callText(k1, "remote.mailcheck", map[string]any{"text": "<EMAIL_T1>"})
+		out, _, err := callText(k1, "remote__mailcheck", map[string]any{"text": "<EMAIL_T1>"})
 		if err != nil || out != "deliverable, domain example.com" {
-			t.Fatalf("remote.mailcheck of the placeholder = %q (%v); want the tool to get the real address", out, err)
+			t.Fatalf("remote__mailcheck of the placeholder = %q (%v); want the tool to get the real address", out, err)
 		}
 		// The echo of the value comes back as the same placeholder.
-		out, _, err = callText(k1, "remote.echo", map[string]any{"text": "mail <EMAIL_T1> now"})
+		out, _, err = callText(k1, "remote__echo", map[string]any{"text": "mail <EMAIL_T1> now"})
 		if err != nil || out != "mail <EMAIL_T1> now" {
-			t.Fatalf("remote.echo = %q (%v)", out, err)
+			t.Fatalf("remote__echo = %q (%v)", out, err)
 		}
 		// Another key's placeholder means nothing.
 		c2 := mcpClient(t, g.base+"/mcp", "secret-1", false, nil) // same key, new session: same vault
-		if out, _, _ := callText(c2, "remote.mailcheck", map[string]any{"text": "<EMAIL_T1>"}); out != "deliverable, domain example.com" {
+		if out, _, _ := callText(c2, "remote__mailcheck", map[string]any{"text": "<EMAIL_T1>"}); out != "deliverable, domain example.com" {
 			t.Errorf("a new session of the same key: mailcheck = %q", out)
 		}
 	})
@@ -127,18 +127,18 @@ func TestMCPToolCallQuotaAndGuardrails(t *testing.T) {
 		}
 	})
 	t.Run("blocked argument", func(t *testing.T) {
-		_, _, err := callText(k1, "remote.echo", map[string]any{"text": "please DROP TABLE customers"})
+		_, _, err := callText(k1, "remote__echo", map[string]any{"text": "please DROP TABLE customers"})
 		if err == nil || !strings.Contains(err.Error(), "no-drops") {
 			t.Fatalf("a call with a denied argument: %v; want a refusal naming the guardrail", err)
 		}
 	})
 	t.Run("tool calls per minute", func(t *testing.T) {
 		for i := range 3 {
-			if out, _, err := callText(k2, "remote.add", map[string]any{"a": i, "b": 1}); err != nil || out != fmt.Sprint(i+1) {
+			if out, _, err := callText(k2, "remote__add", map[string]any{"a": i, "b": 1}); err != nil || out != fmt.Sprint(i+1) {
 				t.Fatalf("call %d: %q %v", i+1, out, err)
 			}
 		}
-		_, _, err := callText(k2, "remote.add", map[string]any{"a": 1, "b": 1})
+		_, _, err := callText(k2, "remote__add", map[string]any{"a": 1, "b": 1})
 		if err == nil || !strings.Contains(err.Error(), "3 tool calls per minute") {
 			t.Fatalf("the 4th call in a minute: %v; want a refusal naming the limit", err)
 		}

@@ -162,17 +162,17 @@ func TestMCPOAuth(t *testing.T) {
 		seenTokens = append(seenTokens, tok)
 		return tok
 	}
-	hasSecure := func(c *mcp.ClientSession) bool { return slices.Contains(toolNames(t, c), "secure.echo") }
+	hasSecure := func(c *mcp.ClientSession) bool { return slices.Contains(toolNames(t, c), "secure__echo") }
 
 	t.Run("client_credentials without a browser", func(t *testing.T) {
-		waitFor(t, 20*time.Second, "m2m's tools", func() bool { return slices.Contains(toolNames(t, k2), "m2m.echo") })
-		whoami(k2, "m2m.whoami")
+		waitFor(t, 20*time.Second, "m2m's tools", func() bool { return slices.Contains(toolNames(t, k2), "m2m__echo") })
+		whoami(k2, "m2m__whoami")
 	})
 	t.Run("unauthorised tenants see nothing and are told how", func(t *testing.T) {
 		if hasSecure(k1) || hasSecure(k2) {
 			t.Fatalf("secure's tools are listed before anyone authorised: %v", toolNames(t, k1))
 		}
-		out, isErr, err := callText(k1, "secure.echo", map[string]any{"text": "hi"})
+		out, isErr, err := callText(k1, "secure__echo", map[string]any{"text": "hi"})
 		if err != nil || !isErr || !strings.Contains(out, `mcp server "secure" needs OAuth authorisation for key k1`) ||
 			!strings.Contains(out, "llmgw ctl mcp authorize secure --tenant key:k1") {
 			t.Errorf("k1 calling secure.echo before authorising: %q, isError %v, %v", out, isErr, err)
@@ -200,14 +200,14 @@ func TestMCPOAuth(t *testing.T) {
 			t.Error("k1's open session got no tools/list_changed after authorising")
 		}
 		waitFor(t, 15*time.Second, "secure's tools for k1", func() bool { return hasSecure(k1) })
-		if out, isErr, err := callText(k1, "secure.add", map[string]any{"a": 2, "b": 3}); err != nil || isErr || out != "5" {
+		if out, isErr, err := callText(k1, "secure__add", map[string]any{"a": 2, "b": 3}); err != nil || isErr || out != "5" {
 			t.Errorf("k1 secure.add = %q, %v, %v", out, isErr, err)
 		}
-		whoami(k1, "secure.whoami")
+		whoami(k1, "secure__whoami")
 		var list []llmmcp.ServerStatus
 		g.adminGet("/llm/mcp/servers", &list)
 		for _, st := range list {
-			if st.Name == "secure" && (!st.Up || st.OAuth != "per_tenant" || !slices.Contains(st.Tools, "secure.echo") ||
+			if st.Name == "secure" && (!st.Up || st.OAuth != "per_tenant" || !slices.Contains(st.Tools, "secure__echo") ||
 				len(st.Tenants) != 1 || st.Tenants[0].Name != "k1" || !st.Tenants[0].Up) {
 				t.Errorf("GET /llm/mcp/servers shows secure as %+v", st)
 			}
@@ -217,13 +217,13 @@ func TestMCPOAuth(t *testing.T) {
 		if hasSecure(k2) {
 			t.Errorf("k2 lists secure's tools: %v", toolNames(t, k2))
 		}
-		out, isErr, err := callText(k2, "secure.echo", map[string]any{"text": "hi"})
+		out, isErr, err := callText(k2, "secure__echo", map[string]any{"text": "hi"})
 		if err != nil || !isErr || !strings.Contains(out, "needs OAuth authorisation for key k2") || !strings.Contains(out, "--tenant key:k2") {
 			t.Errorf("k2 calling secure.echo: %q, isError %v, %v", out, isErr, err)
 		}
 	})
 	t.Run("shared tokens: one authorisation for everyone", func(t *testing.T) {
-		out, isErr, err := callText(k2, "team.echo", map[string]any{"text": "hi"})
+		out, isErr, err := callText(k2, "team__echo", map[string]any{"text": "hi"})
 		if err != nil || !isErr || !strings.Contains(out, `mcp server "team" needs OAuth authorisation`) || !strings.Contains(out, "llmgw ctl mcp authorize team'") {
 			t.Errorf("k2 calling team.echo before authorising: %q, isError %v, %v", out, isErr, err)
 		}
@@ -239,22 +239,22 @@ func TestMCPOAuth(t *testing.T) {
 			t.Fatalf("the callback page: %d %s", status, page)
 		}
 		for _, c := range []*mcp.ClientSession{k1, k2} {
-			waitFor(t, 15*time.Second, "team's tools", func() bool { return slices.Contains(toolNames(t, c), "team.echo") })
+			waitFor(t, 15*time.Second, "team's tools", func() bool { return slices.Contains(toolNames(t, c), "team__echo") })
 		}
-		if a, b := whoami(k1, "team.whoami"), whoami(k2, "team.whoami"); a != b {
+		if a, b := whoami(k1, "team__whoami"), whoami(k2, "team__whoami"); a != b {
 			t.Error("k1 and k2 reach a shared server with different tokens")
 		}
 	})
 	t.Run("expired access tokens are refreshed", func(t *testing.T) {
-		first := whoami(k1, "secure.whoami")
+		first := whoami(k1, "secure__whoami")
 		end := time.Now().Add(5 * time.Second) // the tokens last 2s
 		for time.Now().Before(end) {
-			if out, isErr, err := callText(k1, "secure.echo", map[string]any{"text": "again"}); err != nil || isErr || out != "again" {
+			if out, isErr, err := callText(k1, "secure__echo", map[string]any{"text": "again"}); err != nil || isErr || out != "again" {
 				t.Fatalf("a call while tokens expire: %q, %v, %v", out, isErr, err)
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
-		if last := whoami(k1, "secure.whoami"); last == first {
+		if last := whoami(k1, "secure__whoami"); last == first {
 			t.Error("the upstream still sees the first access token after 5s of 2s tokens")
 		}
 		var st llmmcp.AuthStatus
@@ -306,7 +306,7 @@ func TestMCPOAuth(t *testing.T) {
 		}
 		c := mcpClient(t, url, "secret-1", false, nil)
 		waitFor(t, 15*time.Second, "secure's tools for k1 after the reload", func() bool { return hasSecure(c) })
-		whoami(c, "secure.whoami")
+		whoami(c, "secure__whoami")
 		if hasSecure(mcpClient(t, url, "secret-2", false, nil)) {
 			t.Error("after the reload k2 lists secure's tools")
 		}
@@ -317,8 +317,8 @@ func TestMCPOAuth(t *testing.T) {
 		g.start()
 		c := mcpClient(t, url, "secret-1", false, nil)
 		waitFor(t, 15*time.Second, "secure's tools for k1 after a restart", func() bool { return hasSecure(c) })
-		whoami(c, "secure.whoami")
-		whoami(mcpClient(t, url, "secret-2", false, nil), "m2m.whoami")
+		whoami(c, "secure__whoami")
+		whoami(mcpClient(t, url, "secret-2", false, nil), "m2m__whoami")
 		noTokens(t, "llmgw's logs", g.logs.String())
 	})
 	t.Run("deauthorize", func(t *testing.T) {
@@ -328,7 +328,7 @@ func TestMCPOAuth(t *testing.T) {
 		}
 		c := mcpClient(t, url, "secret-1", false, nil)
 		waitFor(t, 10*time.Second, "secure's tools to go from k1", func() bool { return !hasSecure(c) })
-		out, isErr, err := callText(c, "secure.echo", map[string]any{"text": "x"})
+		out, isErr, err := callText(c, "secure__echo", map[string]any{"text": "x"})
 		if err != nil || !isErr || !strings.Contains(out, "needs OAuth authorisation for key k1") {
 			t.Errorf("k1 after deauthorize: %q, %v, %v", out, isErr, err)
 		}

@@ -67,8 +67,10 @@ func startMCPUpstream(t *testing.T, name string) string {
 }
 
 // mcpConfig is a Caddyfile with the sim model, keys k1 (remote.*,
-// local.*, extra.*) and k2 (remote.echo, local.add), and llm_mcp at /mcp
-// in front of a remote server (url) and a local stdio one.
+// local.*, extra.*: globs written with the separator of earlier llmgw)
+// and k2 (remote__echo, remote.whoami, local.add), and llm_mcp at /mcp in
+// front of a remote server (url) and a local stdio one. Servers added at
+// run time may reach 127.0.0.1, where the test's upstreams listen.
 func mcpConfig(g *gateway, remote, extraSite string) string {
 	return fmt.Sprintf(`{
 	admin 127.0.0.1:%d
@@ -77,6 +79,7 @@ func mcpConfig(g *gateway, remote, extraSite string) string {
 		level DEBUG
 	}
 	llm {
+		runtime_hosts 127.0.0.1
 		model sim-chat {
 			engine sim
 			option max_tokens 10
@@ -88,7 +91,7 @@ func mcpConfig(g *gateway, remote, extraSite string) string {
 						tools remote.* local.* extra.*
 					}
 					key k2 %s {
-						tools remote.echo remote.whoami local.add
+						tools remote__echo remote.whoami local.add
 					}
 				}
 			}
@@ -229,36 +232,36 @@ func TestMCPGateway(t *testing.T) {
 	waitFor(t, 20*time.Second, "both upstreams' tools", func() bool { return len(toolNames(t, k1)) == 16 })
 
 	t.Run("tools filtered per key", func(t *testing.T) {
-		if got, want := toolNames(t, k2), []string{"local.add", "remote.echo", "remote.whoami"}; !slices.Equal(got, want) {
+		if got, want := toolNames(t, k2), []string{"local__add", "remote__echo", "remote__whoami"}; !slices.Equal(got, want) {
 			t.Errorf("k2 lists %v, want %v", got, want)
 		}
 		got := toolNames(t, k1)
-		for _, want := range []string{"local.echo", "local.slow", "remote.add", "remote.contact", "remote.fail", "remote.whoami"} {
+		for _, want := range []string{"local__echo", "local__slow", "remote__add", "remote__contact", "remote__fail", "remote__whoami"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("k1 lists %v, missing %s", got, want)
 			}
 		}
 	})
 	t.Run("call tools", func(t *testing.T) {
-		if out, isErr, err := callText(k1, "remote.add", map[string]any{"a": 2, "b": 3}); err != nil || isErr || out != "5" {
-			t.Errorf("remote.add = %q, %v, %v; want 5", out, isErr, err)
+		if out, isErr, err := callText(k1, "remote__add", map[string]any{"a": 2, "b": 3}); err != nil || isErr || out != "5" {
+			t.Errorf("remote__add = %q, %v, %v; want 5", out, isErr, err)
 		}
-		if out, isErr, err := callText(k2, "local.add", map[string]any{"a": 40, "b": 2}); err != nil || isErr || out != "42" {
-			t.Errorf("local.add (stdio) = %q, %v, %v; want 42", out, isErr, err)
+		if out, isErr, err := callText(k2, "local__add", map[string]any{"a": 40, "b": 2}); err != nil || isErr || out != "42" {
+			t.Errorf("local__add (stdio) = %q, %v, %v; want 42", out, isErr, err)
 		}
 	})
 	t.Run("refused tool", func(t *testing.T) {
-		_, _, err := callText(k2, "remote.add", map[string]any{"a": 1, "b": 1})
-		if err == nil || !strings.Contains(err.Error(), `"k2"`) || !strings.Contains(err.Error(), `"remote.add"`) {
+		_, _, err := callText(k2, "remote__add", map[string]any{"a": 1, "b": 1})
+		if err == nil || !strings.Contains(err.Error(), `"k2"`) || !strings.Contains(err.Error(), `"remote__add"`) {
 			t.Errorf("k2 calling remote.add: got %v, want a refusal naming k2 and remote.add", err)
 		}
 	})
 	t.Run("upstream credentials", func(t *testing.T) {
-		out, _, err := callText(k2, "remote.whoami", map[string]any{})
+		out, _, err := callText(k2, "remote__whoami", map[string]any{})
 		if err != nil || out != "Bearer upstream-s3cret-upstream" {
 			t.Errorf("the upstream saw Authorization %q (%v); want its own header, never the client's key", out, err)
 		}
-		out, _, err = callText(k1, "remote.whoami", map[string]any{})
+		out, _, err = callText(k1, "remote__whoami", map[string]any{})
 		if err != nil || out != "Bearer k1-own-s3cret-upstream" {
 			t.Errorf("for k1 the upstream saw Authorization %q (%v); want k1's own credential", out, err)
 		}
@@ -269,10 +272,10 @@ func TestMCPGateway(t *testing.T) {
 	t.Run("progress", func(t *testing.T) {
 		var pl progressLog
 		c := mcpClient(t, url, "secret-1", false, &pl)
-		res, err := c.CallTool(bg, &mcp.CallToolParams{Name: "remote.slow", Arguments: map[string]any{"steps": 3, "ms": 50},
+		res, err := c.CallTool(bg, &mcp.CallToolParams{Name: "remote__slow", Arguments: map[string]any{"steps": 3, "ms": 50},
 			Meta: mcp.Meta{"progressToken": "tok-7"}})
 		if err != nil || res.IsError {
-			t.Fatalf("remote.slow: %v %+v", err, res)
+			t.Fatalf("remote__slow: %v %+v", err, res)
 		}
 		waitFor(t, 5*time.Second, "3 progress notifications", func() bool {
 			pl.mu.Lock()
@@ -286,11 +289,11 @@ func TestMCPGateway(t *testing.T) {
 		}
 	})
 	t.Run("tool error and timeout", func(t *testing.T) {
-		if out, isErr, err := callText(k1, "remote.fail", map[string]any{}); err != nil || !isErr || !strings.Contains(out, "read-only") {
-			t.Errorf("remote.fail = %q, isError %v, %v; want the server's tool error", out, isErr, err)
+		if out, isErr, err := callText(k1, "remote__fail", map[string]any{}); err != nil || !isErr || !strings.Contains(out, "read-only") {
+			t.Errorf("remote__fail = %q, isError %v, %v; want the server's tool error", out, isErr, err)
 		}
 		start := time.Now()
-		out, isErr, err := callText(k1, "remote.slow", map[string]any{"steps": 1, "ms": 10000})
+		out, isErr, err := callText(k1, "remote__slow", map[string]any{"steps": 1, "ms": 10000})
 		if err != nil || !isErr || !strings.Contains(out, "within 2s") {
 			t.Errorf("a call past the server's timeout = %q, isError %v, %v; want a tool error naming the timeout", out, isErr, err)
 		}
@@ -307,7 +310,7 @@ func TestMCPGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if _, _, err := callText(c, "remote.grow", map[string]any{}); err != nil {
+		if _, _, err := callText(c, "remote__grow", map[string]any{}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -315,9 +318,9 @@ func TestMCPGateway(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no tools/list_changed reached the client after the upstream's list changed")
 		}
-		waitFor(t, 5*time.Second, "remote.grown listed", func() bool { return slices.Contains(toolNames(t, c), "remote.grown") })
-		if out, _, err := callText(c, "remote.grown", map[string]any{"text": "new"}); err != nil || out != "new" {
-			t.Errorf("remote.grown = %q, %v", out, err)
+		waitFor(t, 5*time.Second, "remote__grown listed", func() bool { return slices.Contains(toolNames(t, c), "remote__grown") })
+		if out, _, err := callText(c, "remote__grown", map[string]any{"text": "new"}); err != nil || out != "new" {
+			t.Errorf("remote__grown = %q, %v", out, err)
 		}
 	})
 	t.Run("resources and prompts", func(t *testing.T) {
@@ -328,18 +331,18 @@ func TestMCPGateway(t *testing.T) {
 		if _, err := k2.ReadResource(bg, &mcp.ReadResourceParams{URI: "note://local/readme"}); err == nil {
 			t.Error("k2 read a resource its tools globs do not allow")
 		}
-		pr, err := k1.GetPrompt(bg, &mcp.GetPromptParams{Name: "remote.greet", Arguments: map[string]string{"who": "Ada"}})
+		pr, err := k1.GetPrompt(bg, &mcp.GetPromptParams{Name: "remote__greet", Arguments: map[string]string{"who": "Ada"}})
 		if err != nil || len(pr.Messages) != 1 || !strings.Contains(pr.Messages[0].Content.(*mcp.TextContent).Text, "Ada") {
 			t.Errorf("get prompt remote.greet: %+v %v", pr, err)
 		}
 	})
 	t.Run("legacy sse transport", func(t *testing.T) {
 		c := mcpClient(t, url+"/sse", "secret-2", true, nil)
-		if got, want := toolNames(t, c), []string{"local.add", "remote.echo", "remote.whoami"}; !slices.Equal(got, want) {
+		if got, want := toolNames(t, c), []string{"local__add", "remote__echo", "remote__whoami"}; !slices.Equal(got, want) {
 			t.Errorf("k2 over sse lists %v, want %v", got, want)
 		}
-		if out, _, err := callText(c, "remote.echo", map[string]any{"text": "via sse"}); err != nil || out != "via sse" {
-			t.Errorf("remote.echo over sse = %q, %v", out, err)
+		if out, _, err := callText(c, "remote__echo", map[string]any{"text": "via sse"}); err != nil || out != "via sse" {
+			t.Errorf("remote__echo over sse = %q, %v", out, err)
 		}
 	})
 	t.Run("stdio crash and restart", func(t *testing.T) {
@@ -347,9 +350,9 @@ func TestMCPGateway(t *testing.T) {
 		// The process exits during its 4th call: one was made above.
 		var crashed string
 		for i := 0; i < 4 && crashed == ""; i++ {
-			out, isErr, err := callText(k1, "local.echo", map[string]any{"text": "hi"})
+			out, isErr, err := callText(k1, "local__echo", map[string]any{"text": "hi"})
 			if err != nil {
-				t.Fatalf("local.echo: %v", err)
+				t.Fatalf("local__echo: %v", err)
 			}
 			if isErr {
 				crashed = out
@@ -359,7 +362,7 @@ func TestMCPGateway(t *testing.T) {
 			t.Fatalf("the call during the crash answered %q; want a clear tool error naming the server", crashed)
 		}
 		waitFor(t, 10*time.Second, "the stdio server to be restarted", func() bool {
-			out, isErr, err := callText(k1, "local.echo", map[string]any{"text": "back"})
+			out, isErr, err := callText(k1, "local__echo", map[string]any{"text": "back"})
 			return err == nil && !isErr && out == "back"
 		})
 		if after := mcpChildren(g); len(before) != 1 || len(after) != 1 || before[0] == after[0] {
@@ -379,7 +382,7 @@ func TestMCPGateway(t *testing.T) {
 			t.Fatalf("the new config is not serving: %v", err)
 		}
 		resp.Body.Close()
-		if txt, isErr, err := callText(k2, "local.add", map[string]any{"a": 1, "b": 1}); err != nil || isErr || txt != "2" {
+		if txt, isErr, err := callText(k2, "local__add", map[string]any{"a": 1, "b": 1}); err != nil || isErr || txt != "2" {
 			t.Errorf("a session opened before the reload: local.add = %q, %v, %v", txt, isErr, err)
 		}
 		if after := mcpChildren(g); !slices.Equal(before, after) {
@@ -392,18 +395,18 @@ func TestMCPGateway(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("adding a server: %s %s", resp.Status, raw)
 		}
-		waitFor(t, 10*time.Second, "extra.echo listed", func() bool { return slices.Contains(toolNames(t, k1), "extra.echo") })
-		if out, _, err := callText(k1, "extra.echo", map[string]any{"text": "added"}); err != nil || out != "added" {
-			t.Errorf("extra.echo = %q, %v", out, err)
+		waitFor(t, 10*time.Second, "extra__echo listed", func() bool { return slices.Contains(toolNames(t, k1), "extra__echo") })
+		if out, _, err := callText(k1, "extra__echo", map[string]any{"text": "added"}); err != nil || out != "added" {
+			t.Errorf("extra__echo = %q, %v", out, err)
 		}
 		resp, raw = post(t, fmt.Sprintf("http://127.0.0.1:%d/llm/mcp/servers/remote/disable", g.admin), "")
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("disabling: %s %s", resp.Status, raw)
 		}
-		if got := toolNames(t, k2); !slices.Equal(got, []string{"local.add"}) {
+		if got := toolNames(t, k2); !slices.Equal(got, []string{"local__add"}) {
 			t.Errorf("with remote disabled k2 lists %v, want [local.add]", got)
 		}
-		if _, _, err := callText(k2, "remote.echo", map[string]any{"text": "x"}); err == nil {
+		if _, _, err := callText(k2, "remote__echo", map[string]any{"text": "x"}); err == nil {
 			t.Error("a disabled server's tool was called")
 		}
 		var list []llmmcp.ServerStatus
@@ -415,7 +418,7 @@ func TestMCPGateway(t *testing.T) {
 		if err != nil {
 			t.Fatalf("llmgw ctl mcp enable: %v\n%s", err, out)
 		}
-		if got := toolNames(t, k2); !slices.Equal(got, []string{"local.add", "remote.echo", "remote.whoami"}) {
+		if got := toolNames(t, k2); !slices.Equal(got, []string{"local__add", "remote__echo", "remote__whoami"}) {
 			t.Errorf("re-enabled, k2 lists %v", got)
 		}
 		out, err = exec.Command(binary, "ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin), "mcp", "servers").CombinedOutput()
@@ -430,16 +433,17 @@ func TestMCPGateway(t *testing.T) {
 		}
 		var add *mcp.Tool
 		for _, tl := range tools.Tools {
-			if tl.Name == "remote.add" {
+			if tl.Name == "remote__add" {
 				add = tl
 			}
 		}
 		schema, _ := json.Marshal(add.InputSchema)
 		var params map[string]any
 		_ = json.Unmarshal(schema, &params)
-		fn := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "remote_add", Parameters: params})
+		// The MCP tool's own name is a valid function name: passed as it is.
+		fn := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: add.Name, Parameters: params})
 		c := keyClient(g, "secret-1")
-		msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("use remote_add please")}
+		msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("use remote__add please")}
 		first, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat", Messages: msgs, Tools: []openai.ChatCompletionToolUnionParam{fn}})
 		if err != nil || len(first.Choices) != 1 || len(first.Choices[0].Message.ToolCalls) != 1 {
 			t.Fatalf("the model did not ask for a tool: %v %+v", err, first)
@@ -449,7 +453,7 @@ func TestMCPGateway(t *testing.T) {
 		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
 			t.Fatalf("tool arguments %q: %v", call.Function.Arguments, err)
 		}
-		result, isErr, err := callText(k1, strings.Replace(call.Function.Name, "_", ".", 1), args)
+		result, isErr, err := callText(k1, call.Function.Name, args)
 		if err != nil || isErr {
 			t.Fatalf("calling the tool the model asked for: %q %v", result, err)
 		}
@@ -461,7 +465,7 @@ func TestMCPGateway(t *testing.T) {
 	})
 	t.Run("access log and audit", func(t *testing.T) {
 		logs := g.logs.String()
-		if !strings.Contains(logs, `"llm_tool":"remote.add"`) {
+		if !strings.Contains(logs, `"llm_tool":"remote__add"`) {
 			t.Error("the access log has no llm_tool field for a tool call")
 		}
 		if !strings.Contains(logs, `"logger":"http.handlers.llm_mcp.audit"`) || !strings.Contains(logs, `"key":"k2","server":"local","tool":"add","outcome":"ok"`) {
@@ -474,10 +478,10 @@ func TestMCPGateway(t *testing.T) {
 		defer resp.Body.Close()
 		var b strings.Builder
 		_, _ = io.Copy(&b, resp.Body)
-		for _, want := range []string{`llmgw_mcp_tool_calls_total{outcome="ok",server="remote",tool="remote.add"}`,
-			`llmgw_mcp_tool_calls_total{outcome="tool_error",server="remote",tool="remote.fail"}`,
-			`llmgw_mcp_tool_calls_total{outcome="failed",server="local",tool="local.echo"}`,
-			`llmgw_mcp_tool_call_duration_seconds_count{server="remote",tool="remote.add"}`,
+		for _, want := range []string{`llmgw_mcp_tool_calls_total{outcome="ok",server="remote",tool="remote__add"}`,
+			`llmgw_mcp_tool_calls_total{outcome="tool_error",server="remote",tool="remote__fail"}`,
+			`llmgw_mcp_tool_calls_total{outcome="failed",server="local",tool="local__echo"}`,
+			`llmgw_mcp_tool_call_duration_seconds_count{server="remote",tool="remote__add"}`,
 			`llmgw_mcp_upstream_up{server="local"} 1`} {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("/metrics has no %s", want)
@@ -496,7 +500,7 @@ func TestMCPGateway(t *testing.T) {
 			t.Fatalf("reload: %v\n%s", err, out)
 		}
 		c := mcpClient(t, url, "secret-2", false, nil)
-		if txt, isErr, err := callText(c, "local.add", map[string]any{"a": 2, "b": 2}); err != nil || isErr || txt != "4" {
+		if txt, isErr, err := callText(c, "local__add", map[string]any{"a": 2, "b": 2}); err != nil || isErr || txt != "4" {
 			t.Errorf("after a reload changing another server, local.add = %q, %v, %v", txt, isErr, err)
 		}
 		if after := mcpChildren(g); !slices.Equal(before, after) {
@@ -507,6 +511,6 @@ func TestMCPGateway(t *testing.T) {
 		g.stop()
 		g.start()
 		c := mcpClient(t, url, "secret-1", false, nil)
-		waitFor(t, 20*time.Second, "extra.echo listed after the restart", func() bool { return slices.Contains(toolNames(t, c), "extra.echo") })
+		waitFor(t, 20*time.Second, "extra__echo listed after the restart", func() bool { return slices.Contains(toolNames(t, c), "extra__echo") })
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 func init() {
@@ -52,18 +55,23 @@ func (Admin) Routes() []caddy.AdminRoute {
 // ServerStatus is one upstream as the admin API shows it: never its
 // headers' or environment's values.
 type ServerStatus struct {
-	Name      string    `json:"name"`
-	Transport string    `json:"transport"`
-	Target    string    `json:"target"`
-	Up        bool      `json:"up"`
-	Enabled   bool      `json:"enabled"`
-	Runtime   bool      `json:"runtime,omitempty"`
-	Since     time.Time `json:"since,omitzero"`
-	Restarts  int       `json:"restarts"`
-	LastError string    `json:"last_error,omitempty"`
-	Tools     []string  `json:"tools"`
-	Resources []string  `json:"resources,omitempty"`
-	Prompts   []string  `json:"prompts,omitempty"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Target    string `json:"target"`
+	// Headers and Env are the server's, as given, each value masked:
+	// "secret:NAME" as is, any other value as "*** sha256:<8 hex>" (it
+	// tells two values apart, never shows one).
+	Headers   map[string]string `json:"headers,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Up        bool              `json:"up"`
+	Enabled   bool              `json:"enabled"`
+	Runtime   bool              `json:"runtime,omitempty"`
+	Since     time.Time         `json:"since,omitzero"`
+	Restarts  int               `json:"restarts"`
+	LastError string            `json:"last_error,omitempty"`
+	Tools     []string          `json:"tools"`
+	Resources []string          `json:"resources,omitempty"`
+	Prompts   []string          `json:"prompts,omitempty"`
 	// Tenants are the sessions of tenants with their own credential.
 	Tenants []TenantSession `json:"tenants,omitempty"`
 	// OAuth is how the server's tokens are kept, for an OAuth server:
@@ -101,7 +109,7 @@ func Status() []ServerStatus {
 			}
 			seen[name] = true
 			_, rt := g.configured[name]
-			st := statusOf(u, !rt)
+			st := statusOf(u, !rt, g.sep)
 			for _, a := range g.alts[name] {
 				up, lastErr, _, _ := a.up.status()
 				st.Tenants = append(st.Tenants, TenantSession{Level: a.kind, Name: a.name, Up: up, LastError: lastErr})
@@ -111,7 +119,7 @@ func Status() []ServerStatus {
 				}
 			}
 			if e := g.exposed[name]; u.dormant && e != nil {
-				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat)
+				st.Tools, st.Resources, st.Prompts = catalogNames(name, e.cat, g.sep)
 			}
 			out = append(out, st)
 		}
@@ -121,33 +129,38 @@ func Status() []ServerStatus {
 	return out
 }
 
-func statusOf(u *upstream, runtime bool) ServerStatus {
+func statusOf(u *upstream, runtime bool, sep string) ServerStatus {
 	up, lastErr, restarts, since := u.status()
-	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Target: u.cfg.URL, Up: up, Runtime: runtime,
+	s := ServerStatus{Name: u.cfg.Name, Transport: u.cfg.Transport, Target: targetOf(u.cfg), Up: up, Runtime: runtime,
 		Enabled: !u.cfg.Disabled && !isDisabled(u.cfg.Name), Since: since, Restarts: restarts, LastError: lastErr, Tools: []string{}}
 	if u.cfg.Command != "" {
-		s.Transport, s.Target = "stdio", u.cfg.Command
+		s.Transport = "stdio"
 	}
+	given := u.cfg
+	if u.cfg.given != nil {
+		given = u.cfg.given
+	}
+	s.Headers, s.Env = masked(given.Headers), masked(given.Env)
 	if o := u.cfg.OAuth; o != nil {
 		s.OAuth = "per_tenant"
 		if o.shared() {
 			s.OAuth = "shared"
 		}
 	}
-	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load())
+	s.Tools, s.Resources, s.Prompts = catalogNames(u.cfg.Name, u.catalog.Load(), sep)
 	return s
 }
 
-func catalogNames(server string, cat *catalog) (tools, resources, prompts []string) {
+func catalogNames(server string, cat *catalog, sep string) (tools, resources, prompts []string) {
 	tools = []string{}
 	for _, t := range cat.tools {
-		tools = append(tools, server+"."+t.Name)
+		tools = append(tools, server+sep+t.Name)
 	}
 	for _, r := range cat.resources {
 		resources = append(resources, r.URI)
 	}
 	for _, p := range cat.prompts {
-		prompts = append(prompts, server+"."+p.Name)
+		prompts = append(prompts, server+sep+p.Name)
 	}
 	return tools, resources, prompts
 }
@@ -162,6 +175,11 @@ func servers(w http.ResponseWriter, r *http.Request) error {
 	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
 }
 
+// addServer adds a server at run time. What it may reach and run is the
+// config file's decision: a url is checked against the llm app's egress
+// policy (runtime_hosts), values are taken as they are or as secret:NAME,
+// and a command must be in a handler's allow_commands and be added by
+// the admin role.
 func addServer(w http.ResponseWriter, r *http.Request) error {
 	var c ServerConfig
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -169,42 +187,125 @@ func addServer(w http.ResponseWriter, r *http.Request) error {
 	if err := dec.Decode(&c); err != nil {
 		return apiErr(http.StatusBadRequest, "decoding the server: %v", err)
 	}
-	resolved, err := c.resolve(caddy.NewReplacer())
-	if err != nil {
+	if err := c.validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	gws := gatewaysNow()
 	if len(gws) == 0 {
 		return apiErr(http.StatusNotFound, "no llm_mcp handler is running; add one to a site's route")
 	}
-	for _, g := range gws {
-		if _, ok := g.configured[c.Name]; ok {
-			return apiErr(http.StatusConflict, "mcp server %q is in the config; change it there", c.Name)
+	targets, err := runtimeTargets(r, &c, gws)
+	if err != nil {
+		return err
+	}
+	app := appOf(gws)
+	resolved, err := resolveRuntime(app, &c)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if c.URL != "" {
+		if _, err := app.Egress().CheckURL(r.Context(), resolved.URL); err != nil {
+			return apiErr(http.StatusBadRequest, "mcp server %q: url: %v", c.Name, err)
 		}
 	}
-	rtMu.Lock()
-	if _, ok := rtAdded[c.Name]; ok {
-		rtMu.Unlock()
-		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
+	if err := storeAdded(&c); err != nil {
+		return err
 	}
-	rtAdded[c.Name] = &c
-	err = save()
-	rtMu.Unlock()
-	if err != nil {
-		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
-	}
-	for _, g := range gws {
+	for _, g := range targets {
 		if err := g.attach(resolved); err != nil {
 			return apiErr(http.StatusInternalServerError, "%v", err)
 		}
 	}
-	audit(r, "mcp server added", zap.String("server", c.Name))
+	audit(r, "mcp server added", zap.String("server", c.Name), zap.String("target", targetOf(resolved)))
 	w.WriteHeader(http.StatusCreated)
 	return writeJSON(w, map[string]string{"added": c.Name})
 }
 
+// storeAdded keeps a server added at run time as it was given (its
+// secret:NAME references, or its values), in memory and storage.
+func storeAdded(c *ServerConfig) error {
+	rtMu.Lock()
+	defer rtMu.Unlock()
+	if _, ok := rtAdded[c.Name]; ok {
+		return apiErr(http.StatusConflict, "mcp server %q exists; remove it first", c.Name)
+	}
+	rtAdded[c.Name] = c
+	if err := save(); err != nil {
+		return apiErr(http.StatusInternalServerError, "storing the server: %v", err)
+	}
+	return nil
+}
+
+// runtimeTargets are the gateways a server added at run time goes to, or
+// the error saying why it may not be added: a command server needs the
+// admin role and a handler whose allow_commands lists its command.
+func runtimeTargets(r *http.Request, c *ServerConfig, gws []*gateway) ([]*gateway, error) {
+	if c.Command != "" && !llm.HostOwner(r.Context()) {
+		return nil, apiErr(http.StatusForbidden, "adding a command server needs the admin role: it runs a program on the host; an operator may add url servers, or an admin adds it (or it goes in the config file)")
+	}
+	var out []*gateway
+	var why error
+	for _, g := range gws {
+		if _, ok := g.configured[c.Name]; ok {
+			return nil, apiErr(http.StatusConflict, "mcp server %q is in the config; change it there", c.Name)
+		}
+		if err := g.runtimeAllowed(c); err != nil {
+			why = err
+			continue
+		}
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		if c.Command != "" {
+			return nil, apiErr(http.StatusForbidden, "%v", why)
+		}
+		return nil, apiErr(http.StatusBadRequest, "%v", why)
+	}
+	return out, nil
+}
+
+// masked is m with every value masked (llm.Masked).
+func masked(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = llm.Masked(v)
+	}
+	return out
+}
+
+// appOf is the llm app of the running gateways: the newest config's.
+func appOf(gws []*gateway) *llm.App {
+	for _, g := range gws {
+		if a := g.app.Load(); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// targetOf is where a server is, as the admin API and the audit log show
+// it: a URL without its user info, query or fragment (they may hold a
+// credential), or the command.
+func targetOf(c *ServerConfig) string {
+	if c.Command != "" {
+		return c.Command
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
 func server(w http.ResponseWriter, r *http.Request) error {
 	name, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/mcp/servers/"), "/")
+	if err := checkName("mcp server", name); err != nil {
+		return apiErr(http.StatusBadRequest, "%v; see GET /llm/mcp/servers for the servers", err)
+	}
 	gws := gatewaysNow()
 	known := false
 	for _, g := range gws {

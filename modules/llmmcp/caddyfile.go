@@ -24,6 +24,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	llm_mcp [<matcher>] {
 //		sse_path        <path>
 //		session_timeout <duration>
+//		separator       <sep>
+//		allow_commands  <absolute path or glob...>
 //		server <name> {
 //			url       <http(s) url>
 //			transport streamable|sse
@@ -55,7 +57,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // header, env and tenant repeat; their values may use placeholders such as
-// {env.TOKEN} and {file./run/secrets/token}, resolved when the config loads.
+// {env.TOKEN} and {file./run/secrets/token}, resolved when the config loads,
+// or name a secret the llm block declares (secret:NAME). allow_commands
+// repeats too: it lists the commands an admin may run as a local server
+// added at run time.
 func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -64,7 +69,7 @@ func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		dir := d.Val()
-		if dir != "server" {
+		if dir != "server" && dir != "allow_commands" {
 			if seen[dir] {
 				return d.Errf("duplicate subdirective %q", dir)
 			}
@@ -78,6 +83,22 @@ func (m *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = oneArg(d, &m.SSEPath)
 		case "session_timeout":
 			err = parseDuration(d, &m.SessionTimeout)
+		case "separator":
+			err = oneArg(d, &m.Separator)
+			if err == nil {
+				if cerr := checkSeparator(m.Separator); cerr != nil || m.Separator == "" {
+					err = d.Errf("separator %q: use 1 to 4 letters, digits, '-', '_' or '.', such as __", m.Separator)
+				}
+			}
+		case "allow_commands":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			m.AllowCommands = append(m.AllowCommands, args...)
+			if cerr := checkAllowCommands(args); cerr != nil {
+				err = d.Err(cerr.Error())
+			}
 		default:
 			err = d.Errf("unrecognized llm_mcp subdirective %q", dir)
 		}

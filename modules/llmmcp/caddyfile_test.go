@@ -16,7 +16,15 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"duplicate", "llm_mcp {\n sse_path /a\n sse_path /b\n}", `duplicate subdirective "sse_path"`},
 		{"server without name", "llm_mcp {\n server\n}", "wrong argument count"},
 		{"server twice", "llm_mcp {\n server a {\n url http://x\n }\n server a {\n url http://y\n }\n}", `mcp server "a" declared twice`},
-		{"bad name", "llm_mcp {\n server a.b {\n url http://x\n }\n}", `use letters, digits`},
+		{"bad name", "llm_mcp {\n server a.b {\n url http://x\n }\n}", `use 1 to 64 letters, digits`},
+		{"long name", "llm_mcp {\n server " + strings.Repeat("a", 65) + " {\n url http://x\n }\n}", `use 1 to 64 letters`},
+		{"url with a space", "llm_mcp {\n server a {\n url \"http://a b/mcp\"\n }\n}", `url "http://a b/mcp" is not a URL`},
+		{"url without host", "llm_mcp {\n server a {\n url http:///mcp\n }\n}", `names no host`},
+		{"tenant name with a control character", "llm_mcp {\n server a {\n url http://x\n tenant key \"k\x1b1\" {\n header A b\n }\n }\n}", `tenant key "k\x1b1" has a space`},
+		{"redirect_url with a space", "llm_mcp {\n server a {\n url http://x\n oauth {\n redirect_url \"http://a b/cb\"\n }\n }\n}", `oauth redirect_url "http://a b/cb" is not a URL with a host`},
+		{"bad separator", "llm_mcp {\n separator /\n}", `separator "/"`},
+		{"relative allow_commands", "llm_mcp {\n allow_commands bin/mcp-*\n}", `give an absolute, clean path`},
+		{"allow_commands without a path", "llm_mcp {\n allow_commands\n}", "wrong argument count"},
 		{"neither url nor command", "llm_mcp {\n server a {\n timeout 1s\n }\n}", "set either url"},
 		{"both url and command", "llm_mcp {\n server a {\n url http://x\n command /bin/x\n }\n}", "set either url"},
 		{"bad scheme", "llm_mcp {\n server a {\n url ftp://x\n }\n}", "must start with http:// or https://"},
@@ -43,5 +51,16 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestValidateSeparatorInName(t *testing.T) {
+	h := &Handler{SSEPath: "/sse", Servers: []*ServerConfig{{Name: "git__hub", URL: "http://x"}}}
+	if err := h.Validate(); err == nil || !strings.Contains(err.Error(), `holds the tool name separator "__"`) {
+		t.Errorf("got %v, want an error saying the name holds the separator", err)
+	}
+	h.Separator = "."
+	if err := h.Validate(); err != nil {
+		t.Errorf("with separator \".\": %v", err)
 	}
 }

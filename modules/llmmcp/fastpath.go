@@ -97,15 +97,12 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 	key := ""
 	if t != nil {
 		key = t.KeyID
-		if !t.ToolAllowed(c.Params.Name) {
-			return false
-		}
 	}
 	if s.key != key {
 		return false
 	}
 	rt, ok := g.routes.Load().tools[c.Params.Name]
-	if !ok {
+	if !ok || !allowed(t, rt.perm, g.sep) {
 		return false
 	}
 	s.last.Store(now().UnixNano())

@@ -43,9 +43,13 @@ type gateway struct {
 	sse        sync.Map // sse session id → *sseSession
 	sseTenants sync.Map // *mcp.ServerSession → *llm.Tenant
 
-	// routes maps exposed names (server.tool, server.prompt, resource
+	// routes maps exposed names (server__tool, server__prompt, resource
 	// URIs) to where they go; replaced whole on changes, read lock-free.
 	routes atomic.Pointer[routeTable]
+
+	sep   string                  // joins server and tool names
+	allow []string                // allow_commands
+	app   atomic.Pointer[llm.App] // the newest config's llm app (may hold nil)
 
 	mu         sync.Mutex // control path only
 	configured map[string]*ServerConfig
@@ -60,7 +64,7 @@ type route struct {
 	alts      []alt  // tenants' own sessions, most specific match first
 	perTenant bool   // an OAuth server whose tenants each authorise: no session of its own
 	name      string // the upstream's own name or URI
-	perm      string // server.name, checked with Tenant.ToolAllowed
+	perm      perm   // what tenancy tools globs are matched against
 	metrics   *toolMetrics
 }
 
@@ -126,9 +130,24 @@ type exposure struct {
 	resources []string
 }
 
-func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time.Duration) (*gateway, error) {
+// gatewayOptions are a gateway's settings besides its servers.
+type gatewayOptions struct {
+	sessionTimeout time.Duration
+	sep            string   // default: defaultSeparator
+	allow          []string // allow_commands
+	app            *llm.App
+}
+
+func newGateway(logger *zap.Logger, servers []*ServerConfig, o gatewayOptions) (*gateway, error) {
+	if o.sep == "" {
+		o.sep = defaultSeparator
+	}
+	if o.sessionTimeout <= 0 {
+		o.sessionTimeout = time.Hour
+	}
 	g := &gateway{logger: logger, audit: logger.Named("audit"), configured: map[string]*ServerConfig{},
-		upstreams: map[string]*upstream{}, alts: map[string][]alt{}, exposed: map[string]*exposure{}}
+		upstreams: map[string]*upstream{}, alts: map[string][]alt{}, exposed: map[string]*exposure{}, sep: o.sep, allow: o.allow}
+	g.app.Store(o.app)
 	g.routes.Store(&routeTable{tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]route{}})
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "llmgw", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -147,8 +166,8 @@ func newGateway(logger *zap.Logger, servers []*ServerConfig, sessionTimeout time
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
-	go g.reap(ctx, sessionTimeout)
-	all := mergeRuntime(servers)
+	go g.reap(ctx, o.sessionTimeout)
+	all := g.mergeRuntime(servers)
 	for _, c := range all {
 		if err := g.attach(c); err != nil {
 			g.Destruct()
@@ -392,19 +411,19 @@ func (g *gateway) expose(name string, u *upstream, cat *catalog) *exposure {
 			continue
 		}
 		nt := *t
-		nt.Name = name + "." + t.Name
+		nt.Name = g.full(name, t.Name)
 		g.server.AddTool(&nt, g.toolHandler(name, t.Name))
 		e.tools = append(e.tools, nt.Name)
 	}
 	for _, p := range cat.prompts {
 		np := *p
-		np.Name = name + "." + p.Name
+		np.Name = g.full(name, p.Name)
 		g.server.AddPrompt(&np, g.promptHandler(name, p.Name))
 		e.prompts = append(e.prompts, np.Name)
 	}
 	for _, r := range cat.resources {
 		nr := *r
-		nr.Name = name + "." + r.Name
+		nr.Name = g.full(name, r.Name)
 		g.server.AddResource(&nr, g.resourceHandler(name))
 		e.resources = append(e.resources, r.URI)
 	}
@@ -434,14 +453,14 @@ func (g *gateway) rebuildRoutes() {
 			continue
 		}
 		for _, t := range e.cat.tools {
-			rt.tools[name+"."+t.Name] = route{up: u, alts: alts, perTenant: u.dormant, name: t.Name, perm: name + "." + t.Name,
-				metrics: toolMetricsFor(name, name+"."+t.Name)}
+			rt.tools[g.full(name, t.Name)] = route{up: u, alts: alts, perTenant: u.dormant, name: t.Name, perm: perm{name, t.Name},
+				metrics: toolMetricsFor(name, g.full(name, t.Name))}
 		}
 		for _, p := range e.cat.prompts {
-			rt.prompts[name+"."+p.Name] = route{up: u, alts: alts, perTenant: u.dormant, name: p.Name, perm: name + "." + p.Name}
+			rt.prompts[g.full(name, p.Name)] = route{up: u, alts: alts, perTenant: u.dormant, name: p.Name, perm: perm{name, p.Name}}
 		}
 		for _, r := range e.cat.resources {
-			rt.resources[r.URI] = route{up: u, alts: alts, perTenant: u.dormant, name: r.URI, perm: name + "." + r.Name}
+			rt.resources[r.URI] = route{up: u, alts: alts, perTenant: u.dormant, name: r.URI, perm: perm{name, r.Name}}
 		}
 	}
 	g.routes.Store(rt)
@@ -449,7 +468,7 @@ func (g *gateway) rebuildRoutes() {
 
 // toolHandler proxies one namespaced tool to its upstream.
 func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
-	full := server + "." + tool
+	full := g.full(server, tool)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		r, ok := g.routes.Load().tools[full]
 		if !ok {
@@ -505,7 +524,7 @@ func (g *gateway) record(t *llm.Tenant, r route, outcome string, d time.Duration
 }
 
 func (g *gateway) promptHandler(server, prompt string) mcp.PromptHandler {
-	full := server + "." + prompt
+	full := g.full(server, prompt)
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		r, ok := g.routes.Load().prompts[full]
 		if !ok {

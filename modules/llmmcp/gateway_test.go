@@ -54,11 +54,11 @@ func upstreamMCPServer() *mcp.Server {
 // testGateway serves a gateway in front of url. The tenant is the key
 // named in X-Test-Key (default k), allowed every tool.
 func testGateway(t testing.TB, url string) string {
-	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(nil)
+	c, err := (&ServerConfig{Name: fmt.Sprintf("up%d", time.Now().UnixNano()%1e6), URL: url}).resolve(func(v string) (string, error) { return v, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, time.Hour)
+	g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, gatewayOptions{sessionTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func BenchmarkToolCall(b *testing.B) {
 	s.Close()
 	name := ""
 	for _, tl := range tools.Tools {
-		if len(tl.Name) > 5 && tl.Name[len(tl.Name)-5:] == ".echo" {
+		if len(tl.Name) > 5 && tl.Name[len(tl.Name)-5:] == "_echo" {
 			name = tl.Name
 		}
 	}
@@ -200,6 +200,33 @@ func TestSessionStaysWithItsKey(t *testing.T) {
 			}
 			if tc.status == 200 && resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("Content-Type %q: the call did not take the fast path (a JSON answer)", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+}
+
+func TestSeparatorNames(t *testing.T) {
+	up := upstreamServer(t)
+	for _, tc := range []struct {
+		sep, want string
+	}{{"", "sep__echo"}, {".", "sep.echo"}, {"-", "sep-echo"}} {
+		t.Run("separator "+tc.sep, func(t *testing.T) {
+			c, err := (&ServerConfig{Name: "sep", URL: up}).resolve(func(v string) (string, error) { return v, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := newGateway(zap.NewNop(), []*ServerConfig{c}, gatewayOptions{sep: tc.sep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Destruct()
+			deadline := time.Now().Add(5 * time.Second)
+			for len(g.routes.Load().tools) == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			r, ok := g.routes.Load().tools[tc.want]
+			if !ok || r.perm != (perm{"sep", "echo"}) {
+				t.Errorf("routes %v: want %s for server sep's tool echo", g.routes.Load().tools, tc.want)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -32,10 +33,11 @@ func init() {
 // (GET opens the event stream, POSTs go to the endpoint it announces).
 //
 // Every upstream server's tools, resources and prompts are listed under
-// "<server>.<name>"; resources keep their URIs. When llm_quota runs
-// before it on the route, a key lists and calls only the tools its
-// tenancy's `tools` globs allow (resources and prompts are matched the
-// same way, by "<server>.<name>"); a call to another is refused with a
+// "<server>__<name>" (see Separator); resources keep their URIs. When
+// llm_quota runs before it on the route, a key lists and calls only the
+// tools its tenancy's `tools` globs allow (resources and prompts are
+// matched the same way, by "<server>__<name>" or "<server>.<name>"); a
+// call to another is refused with a
 // JSON-RPC error naming the key and the tool. Upstream failures (a server
 // down or restarting, a timeout) come back as tool errors (isError) that
 // say what happened. The client's own Authorization header is never sent
@@ -51,6 +53,21 @@ type Handler struct {
 	// SessionTimeout closes a client session idle this long.
 	// Default: 1h.
 	SessionTimeout caddy.Duration `json:"session_timeout,omitempty"`
+	// Separator joins a server's name and its tool's (or prompt's) name
+	// in what clients see: "<server><separator><tool>". Letters, digits,
+	// '-', '_' or '.'; "." gives the names earlier llmgw used
+	// ("github.search"), which OpenAI and Anthropic refuse as function
+	// names. Default: "__" ("github__search"). Tenancy tools globs
+	// match either way: "github.*" and "github__*" both allow every tool
+	// of server github.
+	Separator string `json:"separator,omitempty"`
+	// AllowCommands are the commands (globs on the absolute, cleaned
+	// path, such as /usr/local/bin/mcp-*) that an admin may run as a
+	// local server added at run time (POST /llm/mcp/servers with a
+	// command). Empty: local servers come from the config file only.
+	// Only the admin role (or Caddy's own admin endpoint) may add one;
+	// the operator role may add url servers only.
+	AllowCommands []string `json:"allow_commands,omitempty"`
 
 	gw     *gateway
 	key    string
@@ -60,8 +77,9 @@ type Handler struct {
 // ServerConfig is one upstream MCP server: remote (URL) or a local
 // process llmgw starts and talks to over stdio (Command).
 type ServerConfig struct {
-	// Name is the namespace of the server's tools: "<name>.<tool>".
-	// Letters, digits, '-' and '_'. Required.
+	// Name is the namespace of the server's tools: "<name>__<tool>".
+	// 1 to 64 letters, digits, '-' and '_', without the separator.
+	// Required.
 	Name string `json:"name"`
 	// URL of a remote server's MCP endpoint (http or https).
 	URL string `json:"url,omitempty"`
@@ -69,20 +87,28 @@ type ServerConfig struct {
 	// "sse" (the 2024-11-05 HTTP+SSE transport). Default: streamable.
 	Transport string `json:"transport,omitempty"`
 	// Headers sent to a remote server on every request, such as its
-	// Authorization. Values may use placeholders ({env.TOKEN},
-	// {file./run/secrets/token}), resolved when the config loads; they
-	// are never logged or shown by the admin API.
+	// Authorization. In the config file, values may use placeholders
+	// ({env.TOKEN}, {file./run/secrets/token}), resolved when the config
+	// loads; given through the admin API, a value is taken as it is, or
+	// as secret:NAME for a secret the llm app declares (placeholders are
+	// refused). They are never logged or shown by the admin API.
 	Headers map[string]string `json:"headers,omitempty"`
 	// Command starts a local server that speaks MCP on stdin/stdout.
-	// It is restarted with backoff when it exits, and stopped with llmgw.
+	// It is restarted with backoff when it exits, and stopped with llmgw
+	// (it runs in a process group of its own, stopped as a whole, and is
+	// killed if llmgw dies). Through the admin API only the admin role
+	// may add one, and only a command that AllowCommands lists.
 	Command string `json:"command,omitempty"`
 	// Args of Command.
 	Args []string `json:"args,omitempty"`
 	// Env of the local server, added to a minimal environment (PATH,
 	// HOME, LANG, TMPDIR): llmgw's own environment is not passed on.
 	// Values may use placeholders, resolved when the config loads.
+	// Through the admin API, names that change what runs or loads
+	// (LD_*, DYLD_*, PATH, NODE_OPTIONS, PYTHONPATH, ...) are refused.
 	Env map[string]string `json:"env,omitempty"`
 	// Dir is the local server's working directory. Default: llmgw's.
+	// Through the admin API, an absolute path to a directory.
 	Dir string `json:"dir,omitempty"`
 	// Timeout bounds each call to this server; a call that takes longer
 	// is answered with a tool error. Default: 60s.
@@ -99,6 +125,11 @@ type ServerConfig struct {
 	// OAuth makes llmgw get its credential for this (url) server by OAuth,
 	// per tenant or shared, instead of static headers. See OAuthConfig.
 	OAuth *OAuthConfig `json:"oauth,omitempty"`
+
+	// added at run time: connects through egress (every address checked)
+	runtime bool
+	egress  *egress.Policy
+	given   *ServerConfig // as given, before its values were resolved
 }
 
 // TenantCredential is one tenancy level's own credential for a server.
@@ -141,33 +172,33 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.SessionTimeout == 0 {
 		h.SessionTimeout = caddy.Duration(time.Hour)
 	}
+	if h.Separator == "" {
+		h.Separator = defaultSeparator
+	}
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return err
 	}
 	setStorage(ctx)
-	repl := caddy.NewReplacer()
-	resolved := make([]*ServerConfig, 0, len(h.Servers))
-	for _, s := range h.Servers {
-		r, err := s.resolve(repl)
-		if err != nil {
-			return err
-		}
-		resolved = append(resolved, r)
+	var app *llm.App
+	if a, err := ctx.AppIfConfigured("llm"); err == nil {
+		app, _ = a.(*llm.App)
 	}
-	raw, _ := json.Marshal(struct {
-		S []*ServerConfig
-		P string
-		T caddy.Duration
-	}{resolved, h.SSEPath, h.SessionTimeout})
-	sum := sha256.Sum256(raw)
-	h.key = hex.EncodeToString(sum[:])
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	resolved, err := h.resolveServers(app)
+	if err != nil {
+		return err
+	}
+	opts := gatewayOptions{sessionTimeout: time.Duration(h.SessionTimeout), sep: h.Separator, allow: h.AllowCommands, app: app}
 	v, _, err := gateways.LoadOrNew(h.key, func() (caddy.Destructor, error) {
-		return newGateway(h.logger, resolved, time.Duration(h.SessionTimeout))
+		return newGateway(h.logger, resolved, opts)
 	})
 	if err != nil {
 		return fmt.Errorf("starting the mcp gateway: %w", err)
 	}
 	h.gw = v.(*gateway)
+	h.gw.app.Store(app) // the newest config's: its secrets and runtime_hosts
 	// Open event streams would hold a stopping server forever: when the
 	// process exits (not on a reload, which keeps the sessions), they end.
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok {
@@ -181,29 +212,79 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// resolve returns a copy with defaults applied and placeholders replaced.
-func (s *ServerConfig) resolve(repl *caddy.Replacer) (*ServerConfig, error) {
+// resolveServers resolves the config file's servers (placeholders, and
+// secret:NAME of app's secrets) and sets h.key, the hash of everything
+// the gateway is built from.
+func (h *Handler) resolveServers(app *llm.App) ([]*ServerConfig, error) {
+	fileValue := func(v string) (string, error) { return app.FileValue(caddy.NewReplacer(), v) }
+	resolved := make([]*ServerConfig, 0, len(h.Servers))
+	for _, s := range h.Servers {
+		r, err := s.resolve(fileValue)
+		if err != nil {
+			return nil, err
+		}
+		resolved = append(resolved, r)
+	}
+	raw, _ := json.Marshal(struct {
+		S    []*ServerConfig
+		P    string
+		T    caddy.Duration
+		Sep  string
+		Cmds []string
+	}{resolved, h.SSEPath, h.SessionTimeout, h.Separator, h.AllowCommands})
+	sum := sha256.Sum256(raw)
+	h.key = hex.EncodeToString(sum[:])
+	return resolved, nil
+}
+
+// valueFunc gives what a configured value stands for: placeholders
+// resolved for the config file's servers; for those added at run time,
+// the value itself or a declared secret (llm.App.RuntimeValue).
+type valueFunc func(string) (string, error)
+
+// resolve returns a copy with defaults applied and values resolved.
+func (s *ServerConfig) resolve(value valueFunc) (*ServerConfig, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	c := *s
+	c.given = s
 	if c.URL != "" && c.Transport == "" {
 		c.Transport = "streamable"
 	}
 	if c.Timeout == 0 {
 		c.Timeout = caddy.Duration(60 * time.Second)
 	}
-	c.Headers = replaceAll(repl, s.Headers)
-	c.Env = replaceAll(repl, s.Env)
+	var err error
+	if c.Headers, err = resolveAll(value, s.Name, "header", s.Headers); err != nil {
+		return nil, err
+	}
+	if c.Env, err = resolveAll(value, s.Name, "env", s.Env); err != nil {
+		return nil, err
+	}
 	if s.OAuth != nil {
 		o := *s.OAuth
-		o.ClientID, o.ClientSecret, o.RedirectURL = repl.ReplaceAll(o.ClientID, ""), repl.ReplaceAll(o.ClientSecret, ""), repl.ReplaceAll(o.RedirectURL, "")
+		for _, f := range []struct {
+			name string
+			v    *string
+		}{{"client_id", &o.ClientID}, {"client_secret", &o.ClientSecret}, {"redirect_url", &o.RedirectURL}} {
+			if *f.v, err = value(*f.v); err != nil {
+				return nil, fmt.Errorf("mcp server %q: oauth %s: %w", s.Name, f.name, err)
+			}
+		}
 		c.OAuth = &o
 	}
 	c.Tenants = nil
 	for _, tc := range s.Tenants {
-		c.Tenants = append(c.Tenants, &TenantCredential{Level: tc.Level, Name: tc.Name,
-			Headers: replaceAll(repl, tc.Headers), Env: replaceAll(repl, tc.Env)})
+		r := &TenantCredential{Level: tc.Level, Name: tc.Name}
+		what := "tenant " + tc.Level + " " + tc.Name
+		if r.Headers, err = resolveAll(value, s.Name, what+" header", tc.Headers); err != nil {
+			return nil, err
+		}
+		if r.Env, err = resolveAll(value, s.Name, what+" env", tc.Env); err != nil {
+			return nil, err
+		}
+		c.Tenants = append(c.Tenants, r)
 	}
 	return &c, nil
 }
@@ -235,31 +316,34 @@ func merge(a, b map[string]string) map[string]string {
 	return out
 }
 
-func replaceAll(repl *caddy.Replacer, m map[string]string) map[string]string {
+func resolveAll(value valueFunc, server, what string, m map[string]string) (map[string]string, error) {
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = repl.ReplaceAll(v, "")
+		r, err := value(v)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: %s %s: %w", server, what, k, err)
+		}
+		out[k] = r
 	}
-	return out
+	return out, nil
 }
 
 func (s *ServerConfig) validate() error {
-	if s.Name == "" {
-		return fmt.Errorf("mcp server without a name; give each server a name")
-	}
-	for _, r := range s.Name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("mcp server name %q: use letters, digits, '-' and '_' only", s.Name)
-		}
+	if err := checkName("mcp server", s.Name); err != nil {
+		return err
 	}
 	switch {
 	case (s.URL == "") == (s.Command == ""):
 		return fmt.Errorf("mcp server %q: set either url (a remote server) or command (a local stdio server)", s.Name)
-	case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
-		return fmt.Errorf("mcp server %q: url %q must start with http:// or https://", s.Name, s.URL)
+	case s.URL != "":
+		if err := checkURL(s.Name, s.URL); err != nil {
+			return err
+		}
+	}
+	switch {
 	case s.Transport != "" && s.Transport != "streamable" && s.Transport != "sse":
 		return fmt.Errorf("mcp server %q: transport %q: use streamable or sse", s.Name, s.Transport)
 	case s.Command != "" && (s.Transport != "" || len(s.Headers) > 0):
@@ -286,6 +370,8 @@ func (s *ServerConfig) validate() error {
 			return fmt.Errorf("mcp server %q: tenant level %q: use key, project, team or org", s.Name, tc.Level)
 		case tc.Name == "":
 			return fmt.Errorf("mcp server %q: a tenant credential needs the key id or the level's path", s.Name)
+		case checkTenantName(tc.Level, tc.Name) != nil:
+			return fmt.Errorf("mcp server %q: %w", s.Name, checkTenantName(tc.Level, tc.Name))
 		case s.Command != "" && len(tc.Headers) > 0:
 			return fmt.Errorf("mcp server %q: tenant %s %s: a command server's tenants take env, not header", s.Name, tc.Level, tc.Name)
 		case s.URL != "" && len(tc.Env) > 0:
@@ -295,19 +381,39 @@ func (s *ServerConfig) validate() error {
 	return nil
 }
 
-// Validate checks the names are unique.
+// Validate checks the servers, that their names are unique, and the
+// separator and allow_commands.
 func (h *Handler) Validate() error {
+	if err := checkSeparator(h.Separator); err != nil {
+		return err
+	}
+	if err := checkAllowCommands(h.AllowCommands); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, s := range h.Servers {
+		if err := s.validate(); err != nil {
+			return err
+		}
 		if seen[s.Name] {
 			return fmt.Errorf("mcp server %q declared twice", s.Name)
 		}
 		seen[s.Name] = true
+		if strings.Contains(s.Name, h.sep()) {
+			return fmt.Errorf("mcp server %q: its name holds the tool name separator %q; rename it, or set another separator", s.Name, h.sep())
+		}
 	}
 	if !strings.HasPrefix(h.SSEPath, "/") {
 		return fmt.Errorf("sse_path %q must start with /", h.SSEPath)
 	}
 	return nil
+}
+
+func (h *Handler) sep() string {
+	if h.Separator == "" {
+		return defaultSeparator
+	}
+	return h.Separator
 }
 
 // Cleanup releases this config's hold on the gateway.

@@ -49,7 +49,7 @@ type toolMetrics struct {
 	latency             prometheus.Observer
 }
 
-var byTool sync.Map // server.tool → *toolMetrics
+var byTool sync.Map // server__tool → *toolMetrics
 
 func toolMetricsFor(server, full string) *toolMetrics {
 	if v, ok := byTool.Load(full); ok {

@@ -89,7 +89,11 @@ func (o *OAuthConfig) validate(server string) error {
 	case o.ClientSecret != "" && o.ClientID == "":
 		return fmt.Errorf("mcp server %q: oauth client_secret without client_id; give both", server)
 	case o.RedirectURL != "" && !strings.HasPrefix(o.RedirectURL, "http://") && !strings.HasPrefix(o.RedirectURL, "https://"):
-		return fmt.Errorf("mcp server %q: oauth redirect_url %q must be an http(s) URL", server, o.RedirectURL)
+		return fmt.Errorf("mcp server %q: oauth redirect_url %q must be an http(s) URL", server, clip(o.RedirectURL))
+	case o.RedirectURL != "" && strings.HasPrefix(o.RedirectURL, "http") && !strings.Contains(o.RedirectURL, "{"):
+		if u, err := url.Parse(o.RedirectURL); err != nil || u.Hostname() == "" {
+			return fmt.Errorf("mcp server %q: oauth redirect_url %q is not a URL with a host; give https://<your host><llm_mcp path>%s", server, clip(o.RedirectURL), callbackSuffix)
+		}
 	}
 	return nil
 }
@@ -124,11 +128,11 @@ func (r tenantRef) validate() error {
 		if r.Name == "" {
 			return fmt.Errorf("tenant %s needs its id or path, such as key k1 or team acme/research", r.Level)
 		}
-		return nil
+		return checkTenantName(r.Level, r.Name)
 	case "shared":
 		return nil
 	}
-	return fmt.Errorf("tenant level %q: use key, project, team or org", r.Level)
+	return fmt.Errorf("tenant level %q: use key, project, team or org", clip(r.Level))
 }
 
 // tokenRecord is one tenant's tokens as kept in storage.
@@ -176,6 +180,7 @@ type clientRecord struct {
 // authorisations outlive reloads.
 type oauthClient struct {
 	server string
+	hc     *http.Client // oauthHTTP, or for a server added at run time its egress policy's
 
 	mu      sync.Mutex
 	url     string
@@ -201,7 +206,12 @@ func oauthFor(c *ServerConfig) *oauthClient {
 		oauthClients[c.Name] = oc
 	}
 	oauthMu.Unlock()
+	hc := oauthHTTP
+	if c.egress != nil {
+		hc = c.egress.Client(30 * time.Second)
+	}
 	oc.mu.Lock()
+	oc.hc = hc
 	if oc.url != c.URL || !slices.Equal(oc.cfg.Scopes, c.OAuth.Scopes) || oc.cfg.ClientID != c.OAuth.ClientID ||
 		oc.cfg.ClientSecret != c.OAuth.ClientSecret || oc.cfg.Grant != c.OAuth.Grant {
 		oc.client = nil // discover again
@@ -215,6 +225,17 @@ func lookupOAuth(server string) *oauthClient {
 	oauthMu.Lock()
 	defer oauthMu.Unlock()
 	return oauthClients[server]
+}
+
+// http is the client of the server's discovery, registration and token
+// requests.
+func (oc *oauthClient) http() *http.Client {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if oc.hc == nil {
+		return oauthHTTP
+	}
+	return oc.hc
 }
 
 func (oc *oauthClient) config() (string, OAuthConfig) {
@@ -342,7 +363,7 @@ func (oc *oauthClient) discover(ctx context.Context, redirect string) (*clientRe
 		oc.mu.Unlock()
 		return cr, nil
 	}
-	cr, err := discoverClient(ctx, oc.server, serverURL, cfg, redirect)
+	cr, err := discoverClient(ctx, oc.http(), oc.server, serverURL, cfg, redirect)
 	if err != nil {
 		return nil, err
 	}
@@ -361,17 +382,20 @@ func (oc *oauthClient) discover(ctx context.Context, redirect string) (*clientRe
 }
 
 // discoverClient runs discovery and, without a configured client, DCR.
-func discoverClient(ctx context.Context, server, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
+func discoverClient(ctx context.Context, hc *http.Client, server, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("oauth discovery for mcp server %q: "+format, append([]any{server}, args...)...)
 	}
 	// The server's challenge names its resource metadata and scopes.
 	var challenges []oauthex.Challenge
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, serverURL,
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL,
 		strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"ping"}`))
+	if err != nil {
+		return nil, fail("url %q: %v; fix the server's url", clip(serverURL), unwrapURLErr(err))
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := oauthHTTP.Do(req); err != nil {
+	if resp, err := hc.Do(req); err != nil {
 		return nil, fail("the server did not answer: %v", scrub(err))
 	} else {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -407,7 +431,7 @@ func discoverClient(ctx context.Context, server, serverURL string, cfg OAuthConf
 	root.Path, root.RawQuery = "", ""
 	cands = append(cands, [2]string{atPath.String(), serverURL}, [2]string{atRoot.String(), root.String()})
 	for _, c := range cands {
-		p, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], oauthHTTP)
+		p, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], hc)
 		if err == nil && p != nil {
 			if len(p.AuthorizationServers) == 0 {
 				return nil, fail("its protected resource metadata at %s names no authorization server", c[0])
@@ -425,7 +449,7 @@ func discoverClient(ctx context.Context, server, serverURL string, cfg OAuthConf
 		prm = &oauthex.ProtectedResourceMetadata{Resource: serverURL, AuthorizationServers: []string{root.String()}}
 	}
 	issuer := prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, oauthHTTP)
+	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
 	if err != nil {
 		return nil, fail("authorization server metadata of %s: %v", issuer, err)
 	}
@@ -483,7 +507,7 @@ func discoverClient(ctx context.Context, server, serverURL string, cfg OAuthConf
 		meta.GrantTypes = []string{"authorization_code", "refresh_token"}
 		meta.ResponseTypes = []string{"code"}
 	}
-	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, meta, oauthHTTP)
+	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, meta, hc)
 	if err != nil {
 		return nil, fail("registering llmgw as a client at %s: %v; or register it yourself and set client_id in the server's oauth block", asm.RegistrationEndpoint, scrub(err))
 	}
@@ -531,7 +555,7 @@ func (e *oauthError) Error() string {
 
 // tokenRequest posts a grant to the token endpoint, with the client's
 // authentication and the resource (RFC 8707).
-func tokenRequest(ctx context.Context, cr *clientRecord, form url.Values) (*tokenResponse, error) {
+func tokenRequest(ctx context.Context, hc *http.Client, cr *clientRecord, form url.Values) (*tokenResponse, error) {
 	form.Set("resource", cr.Resource)
 	if cr.AuthMethod != "client_secret_basic" {
 		form.Set("client_id", cr.ClientID)
@@ -548,7 +572,7 @@ func tokenRequest(ctx context.Context, cr *clientRecord, form url.Values) (*toke
 	if cr.AuthMethod == "client_secret_basic" {
 		req.SetBasicAuth(url.QueryEscape(cr.ClientID), url.QueryEscape(cr.ClientSecret))
 	}
-	resp, err := oauthHTTP.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reaching the token endpoint %s: %w", cr.TokenURL, scrub(err))
 	}
@@ -729,7 +753,7 @@ func (e *tokenEntry) renewLocked(ctx context.Context, cc bool) (string, error) {
 		form.Set("grant_type", "refresh_token")
 		form.Set("refresh_token", next.RefreshToken)
 	}
-	tr, err := tokenRequest(ctx, cr, form)
+	tr, err := tokenRequest(ctx, e.oc.http(), cr, form)
 	var oe *oauthError
 	switch {
 	case errors.As(err, &oe):
@@ -799,13 +823,13 @@ func (e *tokenEntry) forget(ctx context.Context) error {
 			if tok == "" {
 				tok, hint = e.rec.AccessToken, "access_token"
 			}
-			revoke(ctx, cr, tok, hint)
+			revoke(ctx, e.oc.http(), cr, tok, hint)
 		}
 	}
 	return e.setLocked(nil)
 }
 
-func revoke(ctx context.Context, cr *clientRecord, tok, hint string) {
+func revoke(ctx context.Context, hc *http.Client, cr *clientRecord, tok, hint string) {
 	form := url.Values{"token": {tok}, "token_type_hint": {hint}}
 	if cr.AuthMethod != "client_secret_basic" {
 		form.Set("client_id", cr.ClientID)
@@ -821,7 +845,7 @@ func revoke(ctx context.Context, cr *clientRecord, tok, hint string) {
 	if cr.AuthMethod == "client_secret_basic" {
 		req.SetBasicAuth(url.QueryEscape(cr.ClientID), url.QueryEscape(cr.ClientSecret))
 	}
-	if resp, err := oauthHTTP.Do(req); err == nil {
+	if resp, err := hc.Do(req); err == nil {
 		resp.Body.Close()
 	}
 }
@@ -920,7 +944,7 @@ func (p *pendingAuth) complete(ctx context.Context, code, iss string) (*tokenEnt
 	if code == "" {
 		return nil, errors.New("the authorization server sent no code")
 	}
-	tr, err := tokenRequest(ctx, cr, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+	tr, err := tokenRequest(ctx, p.oc.http(), cr, url.Values{"grant_type": {"authorization_code"}, "code": {code},
 		"redirect_uri": {cr.RedirectURL}, "code_verifier": {p.verifier}})
 	if err != nil {
 		return nil, fmt.Errorf("exchanging the code for a token: %w", err)

@@ -63,7 +63,7 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 			g.track(ss, t)
 		}
 		rt := g.routes.Load()
-		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && (t == nil || t.ToolAllowed(p.Name)) {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && allowed(t, g.permOf(p.Name, rt.tools), g.sep) {
 			if _, known := rt.tools[p.Name]; !known {
 				if err := g.unauthorised(p.Name, t); err != nil {
 					// nobody has authorised it yet, so its tools are unknown
@@ -80,16 +80,16 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch p := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
-			if !t.ToolAllowed(p.Name) {
+			if !allowed(t, g.permOf(p.Name, rt.tools), g.sep) {
 				return nil, refused(t, "tool", p.Name)
 			}
 		case *mcp.GetPromptParams:
-			if !t.ToolAllowed(p.Name) {
+			if !allowed(t, g.permOf(p.Name, rt.prompts), g.sep) {
 				return nil, refused(t, "prompt", p.Name)
 			}
 		case *mcp.ReadResourceParams:
-			if r, ok := rt.resources[p.URI]; ok && !t.ToolAllowed(r.perm) {
-				return nil, refused(t, "resource", r.perm)
+			if r, ok := rt.resources[p.URI]; ok && !allowed(t, r.perm, g.sep) {
+				return nil, refused(t, "resource", g.full(r.perm.server, r.perm.name))
 			}
 		}
 		res, err := next(ctx, method, req)
@@ -99,13 +99,13 @@ func (g *gateway) permit(next mcp.MethodHandler) mcp.MethodHandler {
 		hideUnauthorised(rt, t, res)
 		switch l := res.(type) {
 		case *mcp.ListToolsResult:
-			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return t.ToolAllowed(x.Name) })
+			l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { return allowed(t, g.permOf(x.Name, rt.tools), g.sep) })
 		case *mcp.ListPromptsResult:
-			l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { return t.ToolAllowed(x.Name) })
+			l.Prompts = filter(l.Prompts, func(x *mcp.Prompt) bool { return allowed(t, g.permOf(x.Name, rt.prompts), g.sep) })
 		case *mcp.ListResourcesResult:
 			l.Resources = filter(l.Resources, func(x *mcp.Resource) bool {
 				r, ok := rt.resources[x.URI]
-				return ok && t.ToolAllowed(r.perm)
+				return ok && allowed(t, r.perm, g.sep)
 			})
 		}
 		return res, nil
@@ -143,8 +143,8 @@ func hideUnauthorised(rt *routeTable, t *llm.Tenant, res mcp.Result) {
 // unauthorised says how to authorise the OAuth server whose namespace a
 // name is in, when it waits for an authorisation; nil otherwise.
 func (g *gateway) unauthorised(name string, t *llm.Tenant) error {
-	server, _, ok := strings.Cut(name, ".")
-	if !ok {
+	server := g.permOf(name, nil).server
+	if server == "" {
 		return nil
 	}
 	g.mu.Lock()

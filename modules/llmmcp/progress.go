@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os/exec"
 	"sync/atomic"
 	"time"
 
@@ -70,11 +71,16 @@ const progressMethod = "notifications/progress"
 // whole from the SDK's line reader).
 type tappedTransport struct {
 	mcp.Transport
-	u *upstream
+	u   *upstream
+	cmd *exec.Cmd // the local server's, whose process the upstream stops
 }
 
 func (t tappedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
+	if t.cmd != nil && t.cmd.Process != nil {
+		// started: from now on stopping the upstream stops it, handshake or not
+		t.u.pid.Store(int64(t.cmd.Process.Pid))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func TestTappedConnCountsBeforeTheResult(t *testing.T) {
 	defer ss.Close()
 	u := &upstream{}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{ProgressNotificationHandler: u.onProgress}).
-		Connect(context.Background(), tappedTransport{ct, u}, nil)
+		Connect(context.Background(), tappedTransport{ct, u, nil}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func progressClient(t *testing.T, url string, h func(context.Context, *mcp.Progr
 		t.Fatal(err)
 	}
 	for _, tl := range tools.Tools {
-		if strings.HasSuffix(tl.Name, ".slow") {
+		if strings.HasSuffix(tl.Name, "__slow") {
 			return s, tl.Name
 		}
 	}

@@ -16,11 +16,14 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/internal/egress"
 )
 
 // upstreams holds one connection per upstream config, shared by the
@@ -53,6 +56,7 @@ type upstream struct {
 	catalog  atomic.Pointer[catalog]
 	progress sync.Map // upstream progress token (string) → *progressCall
 	tokens   atomic.Uint64
+	pid      atomic.Int64 // a local server's process (and group) while it runs
 
 	mu       sync.Mutex
 	subs     map[*gateway]struct{}
@@ -79,6 +83,9 @@ func acquire(logger *zap.Logger, c *ServerConfig) (*upstream, error) {
 // entry when each tenant has its own session).
 func acquireAs(logger *zap.Logger, c *ServerConfig, tok *tokenEntry, dormant bool) (*upstream, error) {
 	key := upstreamKey(c)
+	if c.runtime {
+		key += "#runtime"
+	}
 	switch {
 	case tok != nil:
 		key += "#" + tok.ref.String()
@@ -93,11 +100,18 @@ func acquireAs(logger *zap.Logger, c *ServerConfig, tok *tokenEntry, dormant boo
 		}
 		u := &upstream{cfg: c, key: key, logger: lg, ctx: ctx, cancel: cancel, subs: map[*gateway]struct{}{}, tok: tok, dormant: dormant}
 		u.catalog.Store(&catalog{})
+		base := http.RoundTripper(upstreamTransport)
+		if c.egress != nil {
+			base = pooled(c.egress.Transport())
+		}
 		switch {
 		case tok != nil:
-			u.hc = &http.Client{Transport: bearerTransport{e: tok, headers: c.Headers, base: sseTapTransport{upstreamTransport, u}}}
+			u.hc = &http.Client{Transport: bearerTransport{e: tok, headers: c.Headers, base: sseTapTransport{base, u}}}
 		case c.URL != "":
-			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: sseTapTransport{upstreamTransport, u}}}
+			u.hc = &http.Client{Transport: headerTransport{headers: c.Headers, base: sseTapTransport{base, u}}}
+		}
+		if u.hc != nil && c.egress != nil {
+			u.hc.CheckRedirect = egress.CheckRedirect
 		}
 		go u.supervise()
 		return u, nil
@@ -110,12 +124,18 @@ func acquireAs(logger *zap.Logger, c *ServerConfig, tok *tokenEntry, dormant boo
 
 func (u *upstream) release() { _, _ = upstreams.Delete(u.key) }
 
-// Destruct stops the server's process or closes its session.
+// Destruct closes the server's session and stops its process group,
+// whether or not it finished its handshake or minds its stdin closing.
 func (u *upstream) Destruct() error {
 	u.cancel()
-	if s := u.session.Load(); s != nil {
+	s := u.session.Load()
+	switch {
+	case s != nil && u.cfg.Command == "":
 		_ = s.Close()
+	case s != nil:
+		go func() { _ = s.Close() }() // closes stdin; stopGroup waits for the exit
 	}
+	stopGroup(int(u.pid.Load()), time.Second)
 	return nil
 }
 
@@ -134,6 +154,9 @@ func (u *upstream) supervise() {
 		}
 		start := now()
 		err := u.runOnce()
+		if pid := u.pid.Swap(0); pid > 0 {
+			_ = syscall.Kill(-int(pid), syscall.SIGKILL) // what the exited server left behind
+		}
 		if u.ctx.Err() != nil {
 			return
 		}
@@ -236,12 +259,13 @@ func (u *upstream) transport() (mcp.Transport, error) {
 		cmd := exec.Command(c.Command, c.Args...)
 		cmd.Dir = c.Dir
 		cmd.Env = childEnv(c.Env)
+		groupAttr(cmd)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			return nil, err
 		}
 		go u.logStderr(bufio.NewScanner(stderr))
-		return tappedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u}, nil
+		return tappedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u, cmd}, nil
 	}
 	if c.Transport == "sse" {
 		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: u.hc}, nil
@@ -279,11 +303,12 @@ func childEnv(extra map[string]string) []string {
 // upstreamTransport keeps enough idle connections for many concurrent
 // calls to one server (the default keeps 2 per host, and every call over
 // that would open a new one).
-var upstreamTransport = func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+var upstreamTransport = pooled(http.DefaultTransport.(*http.Transport).Clone())
+
+func pooled(t *http.Transport) *http.Transport {
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
 	return t
-}()
+}
 
 // headerTransport adds a remote server's own headers.
 type headerTransport struct {

@@ -1,0 +1,77 @@
+package llmmcp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llmgw/llmgw/modules/llm"
+)
+
+// defaultSeparator joins a server's and a tool's name: "github__search"
+// is a valid function name for OpenAI (^[a-zA-Z0-9_-]{1,64}$) and
+// Anthropic alike, where "github.search" is not.
+const defaultSeparator = "__"
+
+// legacySeparator is the separator of earlier llmgw, which tenancy tools
+// globs were written with ("github.*"): they keep matching.
+const legacySeparator = "."
+
+func checkSeparator(sep string) error {
+	if len(sep) > 4 || strings.IndexFunc(sep, func(r rune) bool { return !nameRune(r) && r != '.' }) >= 0 {
+		return fmt.Errorf("separator %q: use 1 to 4 letters, digits, '-', '_' or '.', such as __", clip(sep))
+	}
+	return nil
+}
+
+// perm is what a tenancy's tools globs are matched against: a server's
+// tool (or prompt, or resource by its name), as the pair of names.
+type perm struct {
+	server, name string
+}
+
+// names are the ways a glob may name it: with the gateway's separator
+// and with the legacy one.
+func (p perm) names(sep string) []string {
+	switch {
+	case p.server == "":
+		return []string{p.name}
+	case sep == legacySeparator:
+		return []string{p.server + sep + p.name}
+	}
+	return []string{p.server + sep + p.name, p.server + legacySeparator + p.name}
+}
+
+// allowed says whether a tenant may list and use what p names: at every
+// level of its tenancy that limits tools, a glob matches one of its
+// names (see llm.Tenant.ToolAllowed).
+func allowed(t *llm.Tenant, p perm, sep string) bool {
+	if t == nil {
+		return true
+	}
+	names := p.names(sep)
+	for _, l := range t.Levels {
+		if len(l.Limits.Tools) > 0 && !llm.MatchAny(l.Limits.Tools, names) {
+			return false
+		}
+	}
+	return true
+}
+
+// permOf is the pair a client-facing name stands for: known from the
+// routes, else split at the separator (a name the gateway does not offer,
+// such as a tool of a server waiting for authorisation).
+func (g *gateway) permOf(name string, routes map[string]route) perm {
+	if r, ok := routes[name]; ok {
+		return r.perm
+	}
+	if server, rest, ok := strings.Cut(name, g.sep); ok {
+		return perm{server, rest}
+	}
+	if server, rest, ok := strings.Cut(name, legacySeparator); ok {
+		return perm{server, rest}
+	}
+	return perm{name: name}
+}
+
+// full is the client-facing name of a server's tool or prompt.
+func (g *gateway) full(server, name string) string { return server + g.sep + name }
