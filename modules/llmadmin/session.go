@@ -503,15 +503,25 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 	if route == "lang" && sess == nil && r.Header.Get("Authorization") != "" {
 		tid, status, msg := h.authenticate(r)
 		if tid == nil {
+			if msg == errBadToken {
+				h.failed(ip, "")
+			}
 			return writeErr(w, status, "%s", msg)
+		}
+		if h.refuseBlocked(w, ip) {
+			return nil
 		}
 		return h.serveLang(w, r, tid)
 	}
 	if sess == nil {
 		if sessionCookie(r) != "" {
+			h.failed(ip, "")
 			clearSessionCookie(w)
 		}
 		return writeErr(w, http.StatusUnauthorized, "%s", errNoSession)
+	}
+	if h.refuseBlocked(w, ip) {
+		return nil
 	}
 	if route == "session" {
 		return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
@@ -640,6 +650,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 	default:
 		return writeErr(w, http.StatusBadRequest, "method %q: use one of %s", req.Method, strings.Join(h.methods(), ", "))
 	}
+	if h.refuseBlocked(w, ip) {
+		return nil
+	}
 	sess, err := h.startSession(w, r, id, ip)
 	if err != nil {
 		return writeErr(w, http.StatusInternalServerError, "starting a session: %v", err)
@@ -672,11 +685,12 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id *ident
 // has this shape.
 func userKey(name string) string { return "user:" + strings.ToLower(name) }
 
-// failed counts a failed sign-in against the client IP and the username.
+// failed counts a wrong credential (token, session, sign-in) against
+// the client IP, and a failed sign-in against the username too.
 func (h *Handler) failed(ip, user string) {
 	for _, k := range []string{ip, user} {
 		if k != "" && h.limiter.fail(k) {
-			h.logger.Info("sign-in blocked after failures", zap.String("client", k), zap.Int("failures", h.MaxFailures))
+			h.logger.Info("client blocked after wrong credentials", zap.String("client", k), zap.Int("failures", h.MaxFailures))
 		}
 	}
 }
