@@ -25,6 +25,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(Handler{})
+	llm.DescribeAdminOperations(authRoutes...)
 }
 
 // ActorHeader carries who makes a change to the admin routes, for the
