@@ -355,7 +355,6 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request, ip string
 		return oidcError(w, r, http.StatusBadGateway, "sign-in failed at the OpenID provider (%s); try again, or ask whoever runs the provider", msg)
 	}
 	if flow == nil {
-		h.failed(ip, "")
 		h.logger.Info("oidc sign-in refused: unknown or used state", zap.String("remote_ip", ip))
 		return oidcError(w, r, http.StatusBadRequest, "%s", errOIDCState)
 	}
