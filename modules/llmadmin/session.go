@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
@@ -656,6 +658,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 		if h.ldap == nil {
 			return writeErr(w, http.StatusBadRequest, "sign-in with ldap is not offered: llm_admin has no ldap block; methods: %s", strings.Join(h.methods(), ", "))
 		}
+		if err := checkUsername(req.Username); err != nil {
+			return writeErr(w, http.StatusBadRequest, "%v", err)
+		}
 		user := userKey(req.Username)
 		if wait := h.limiter.blocked(user); wait > 0 {
 			return tooMany(w, wait, "too many failed sign-ins as %q; try again in %s", req.Username, wait.Round(time.Second))
@@ -705,6 +710,16 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id *ident
 	h.setSessionCookie(w, sid)
 	h.logger.Info("signed in", zap.String("actor", id.actor), zap.String("role", id.role.String()), zap.String("remote_ip", ip))
 	return sess, nil
+}
+
+// checkUsername refuses a username no directory holds: empty, too long
+// or with control characters. It is checked before the failure limiter
+// keeps the name.
+func checkUsername(name string) error {
+	if name == "" || len(name) > maxUsername || strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name) {
+		return fmt.Errorf("username %s: a username is 1 to %d bytes of UTF-8 without control characters", llm.Bounded(name), maxUsername)
+	}
+	return nil
 }
 
 // userKey is a username's entry in the failure limiter; no IP address
