@@ -1,12 +1,15 @@
 package llmadmin
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
@@ -175,5 +178,18 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 		if !documented(op.Method, op.Path) {
 			t.Errorf("%s %s: llm_admin serves it but the OpenAPI document does not list it", op.Method, op.Path)
 		}
+	}
+	// The whole document, other modules' routes included, is valid
+	// OpenAPI 3.
+	b, err := json.Marshal(llm.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatalf("loading the document: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Errorf("the document is not valid OpenAPI 3: %v", err)
 	}
 }
