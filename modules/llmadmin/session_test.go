@@ -349,3 +349,39 @@ func TestSignInUsernameBounded(t *testing.T) {
 		t.Errorf("a plain username: got %d (directory asked %d times), want 401 from the directory", w.Code, dir.calls)
 	}
 }
+
+// slowDirectory signs alice in once released, as a directory that takes
+// its time.
+type slowDirectory struct{ entered, release chan struct{} }
+
+func (d *slowDirectory) authenticate(context.Context, string, string) (*identity, error) {
+	close(d.entered)
+	<-d.release
+	return &identity{actor: "ldap:alice", name: "alice", role: roleViewer}, nil
+}
+
+// TestRightSignInWhileBlocked: guesses sent at once with a right one.
+// The right one passed the first check, then the others blocked the
+// client while its credential was checked: it answers 429 as they do,
+// not with a session.
+func TestRightSignInWhileBlocked(t *testing.T) {
+	h := testHandler(t) // max 3 failures a minute
+	dir := &slowDirectory{entered: make(chan struct{}), release: make(chan struct{})}
+	h.ldap = dir
+	done := make(chan *httptest.ResponseRecorder)
+	go func() {
+		r := httptest.NewRequest("POST", "/llm/auth/login", strings.NewReader(`{"method":"ldap","username":"alice","password":"right"}`))
+		w := httptest.NewRecorder()
+		_ = h.ServeHTTP(w, r, nil)
+		done <- w
+	}()
+	<-dir.entered
+	for range 3 {
+		call(t, h, "GET", "/llm/models", "", "Authorization", "Bearer guess")
+	}
+	close(dir.release)
+	w := <-done
+	if w.Code != 429 || w.Header().Get("Retry-After") == "" || strings.Contains(w.Header().Get("Set-Cookie"), SessionCookie+"=") {
+		t.Errorf("the right sign-in among guesses: got %d %v %s, want 429 with Retry-After and no session", w.Code, w.Header(), w.Body)
+	}
+}
