@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -304,6 +305,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
 	if p := r.URL.Path; r.URL.RawPath != "" || (path.Clean(p) != p && path.Clean(p)+"/" != p) {
 		return writeErr(w, http.StatusBadRequest, "the path %q must be plain: no encoded slashes, no . or .. segments", r.URL.EscapedPath())
+	}
+	if strings.ContainsFunc(r.URL.Path, unicode.IsControl) {
+		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", llm.Bounded(r.URL.Path), llm.IDRule)
 	}
 	ip := clientIP(r)
 	if h.refuseBlocked(w, ip) {
