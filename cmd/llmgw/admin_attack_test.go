@@ -83,7 +83,8 @@ func TestAdminIdentifierRule(t *testing.T) {
 		{"NUL in a key id", "root-token", "POST", "/llm/keys", `{"project":"acme/research/beta","id":"a\u0000b"}`, "character U+0000; " + rule},
 		{"ESC in a key id", "root-token", "POST", "/llm/keys", `{"project":"acme/research/beta","id":"a\u001b[2Jb"}`, "U+001B; " + rule},
 		{"CR in a key id", "root-token", "POST", "/llm/keys", `{"project":"acme/research/beta","id":"a\rb"}`, "U+000D; " + rule},
-		{"ESC in a key path", "root-token", "DELETE", "/llm/keys/a%1Bb", "", "U+001B; " + rule},
+		{"ESC in a key path", "root-token", "DELETE", "/llm/keys/a%1Bb", "", "has a control character; no id or name has one (" + rule},
+		{"ESC in an MCP server name", "root-token", "DELETE", "/llm/mcp/servers/a%1Bb", "", "has a control character; no id or name has one (" + rule},
 		{"long key path", "root-token", "POST", "/llm/keys/" + strings.Repeat("k", 300) + "/rotate", "", "is 300 bytes long; " + rule},
 		{"long key path from a tenant admin", "lead-token", "GET", "/llm/keys/" + strings.Repeat("k", 300), "", "is 300 bytes long; " + rule},
 		{"ESC in an org name", "root-token", "POST", "/llm/tenants/orgs", `{"name":"ev\u001bil"}`, "U+001B; " + rule},
@@ -93,6 +94,13 @@ func TestAdminIdentifierRule(t *testing.T) {
 		code, _, body := siteCall(t, g, c.token, c.method, c.path, c.body)
 		if code != 400 || !strings.Contains(body, c.want) || len(body) > 1000 {
 			t.Errorf("%s: got %d %.300s, want 400 with %q", c.name, code, body, c.want)
+		}
+	}
+	// On the admin endpoint too, the key routes check the rule themselves.
+	for _, p := range []string{"/llm/keys/a%1Bb", "/llm/keys/" + strings.Repeat("k", 300) + "/rotate"} {
+		code, body := adminDo(t, g, "POST", p, "")
+		if code != 400 || !strings.Contains(string(body), rule) {
+			t.Errorf("admin endpoint, POST %.60s: got %d %.300s, want 400 stating the rule", p, code, body)
 		}
 	}
 	_, _, body := siteCall(t, g, "root-token", "GET", "/llm/keys", "")
