@@ -338,8 +338,8 @@ func purgeCache(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req struct{ Model, Scope string }
 	if r.ContentLength != 0 {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return apiErr(http.StatusBadRequest, "the body must be JSON like {\"model\":\"chat\",\"scope\":\"p:acme/research/alpha\"}: %v", err)
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody)).Decode(&req); err != nil {
+			return apiErr(http.StatusBadRequest, "the body must be JSON like {\"model\":\"chat\",\"scope\":\"p:acme/research/alpha\"}, at most %d bytes: %v", maxKeyBody, err)
 		}
 	}
 	a, err := running()
