@@ -87,6 +87,7 @@ func TestAdminIdentifierRule(t *testing.T) {
 		{"ESC in an MCP server name", "root-token", "DELETE", "/llm/mcp/servers/a%1Bb", "", "has a control character; no id or name has one (" + rule},
 		{"long key path", "root-token", "POST", "/llm/keys/" + strings.Repeat("k", 300) + "/rotate", "", "is 300 bytes long; " + rule},
 		{"long key path from a tenant admin", "lead-token", "GET", "/llm/keys/" + strings.Repeat("k", 300), "", "is 300 bytes long; " + rule},
+		{"8 MiB cache purge", "root-token", "POST", "/llm/cache/purge", `{"model":"` + strings.Repeat("m", 8<<20) + `"}`, "at most 65536 bytes"},
 		{"ESC in an org name", "root-token", "POST", "/llm/tenants/orgs", `{"name":"ev\u001bil"}`, "U+001B; " + rule},
 		{"long project name", "root-token", "POST", "/llm/tenants/orgs/acme/teams/research/projects", `{"name":"` + strings.Repeat("p", 129) + `"}`, "is 129 bytes long; " + rule},
 	}
