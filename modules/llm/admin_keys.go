@@ -93,17 +93,24 @@ func pageKeys(keys []KeyInfo, q url.Values) (KeyPage, error) {
 	return page, nil
 }
 
+// maxKeyBody bounds the bodies of the key routes: an id, a project and
+// limits with lists of models and tools.
+const maxKeyBody = 64 << 10
+
 func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		ID      string  `json:"id"`
 		Project string  `json:"project"`
 		Limits  *Limits `json:"limits"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return apiErr(http.StatusBadRequest, "the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody)).Decode(&req); err != nil {
+		return apiErr(http.StatusBadRequest, "the body must be JSON like {\"project\":\"org/team/project\"}, at most %d bytes: %v", maxKeyBody, err)
 	}
 	if req.ID == "" {
 		req.ID = "key-" + randID()
+	}
+	if err := CheckID("key id", req.ID); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	secret, err := NewSecret()
 	if err != nil {
@@ -134,6 +141,9 @@ func handleKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/llm/keys/")
 	id, action, _ := strings.Cut(rest, "/")
+	if err := CheckID("key id", id); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
 	switch {
 	case r.Method == http.MethodGet && action == "":
 		for _, k := range a.keyInfos() {
@@ -214,10 +224,10 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 // setKeyLimits replaces a runtime key's limits.
 func (a *App) setKeyLimits(w http.ResponseWriter, r *http.Request, id string) error {
 	var l Limits
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return apiErr(http.StatusBadRequest, "the body must be the key's limits as JSON, such as {\"requests_per_minute\":60,\"tokens_per_minute\":100000} ({} removes them): %v", err)
+		return apiErr(http.StatusBadRequest, "the body must be the key's limits as JSON, such as {\"requests_per_minute\":60,\"tokens_per_minute\":100000} ({} removes them), at most %d bytes: %v", maxKeyBody, err)
 	}
 	if err := l.validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "key %q: %v", id, err)
@@ -328,8 +338,8 @@ func purgeCache(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req struct{ Model, Scope string }
 	if r.ContentLength != 0 {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return apiErr(http.StatusBadRequest, "the body must be JSON like {\"model\":\"chat\",\"scope\":\"p:acme/research/alpha\"}: %v", err)
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody)).Decode(&req); err != nil {
+			return apiErr(http.StatusBadRequest, "the body must be JSON like {\"model\":\"chat\",\"scope\":\"p:acme/research/alpha\"}, at most %d bytes: %v", maxKeyBody, err)
 		}
 	}
 	a, err := running()

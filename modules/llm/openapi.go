@@ -34,7 +34,7 @@ var operations = []operation{
 	{"POST", "/llm/nodes/{name}/undrain", "Let a drained node take replicas again", "/llm/nodes/", nodeAction, ""},
 	{"GET", "/llm/node", "The node's capacity (memory, cores, GPUs), what its replicas use, and what is free", "/llm/node", getNode, ""},
 	{"GET", "/llm/keys", "List API keys (never their secrets), sorted by id. With ?limit=N (default 50, at most 1000), ?after=<id>, ?q=<text in the id or project> or ?under=<org, team or project path> the answer is one page: {\"keys\":[…],\"next\":\"<id to ask after, empty on the last page>\",\"total\":<matching keys>}", "/llm/keys", handleKeys, ""},
-	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
+	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once. id is optional (default key-<random>); an id is " + IDRule + ". A tenant admin on llm_admin leaves id out: ids are shared by every tenant. The body is at most 64 KiB", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
 	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},
 	{"DELETE", "/llm/keys/{id}", "Revoke a key created through the API", "/llm/keys/", handleKey, ""},
 	{"POST", "/llm/keys/{id}/rotate", "Issue a new secret for a key; the old one stops working", "/llm/keys/", handleKey, ""},
@@ -99,48 +99,54 @@ func (Admin) Routes() []caddy.AdminRoute {
 	return routes
 }
 
-// OpenAPI returns the OpenAPI 3 document of the admin API.
+// OpenAPI returns the OpenAPI 3 document of the admin API: the llm app's
+// routes and those other modules describe (DescribeAdminOperations).
 func OpenAPI() map[string]any {
 	paths := map[string]any{}
-	for _, op := range operations {
-		p, _ := paths[op.path].(map[string]any)
+	for _, op := range AdminOperations() {
+		p, _ := paths[op.Path].(map[string]any)
 		if p == nil {
 			p = map[string]any{}
-			paths[op.path] = p
+			paths[op.Path] = p
 		}
-		o := map[string]any{"summary": op.summary, "responses": map[string]any{
-			"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{}}},
-			"4XX": map[string]any{"description": "An error, as {\"error\": \"what is wrong and how to fix it\"}"},
-		}}
-		var params []any
-		for _, seg := range strings.Split(op.path, "/") {
-			if strings.HasPrefix(seg, "{") {
-				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
-					"schema": map[string]any{"type": "string"}})
-			}
-		}
-		params = append(params, map[string]any{"name": "X-Llmgw-Actor", "in": "header", "required": false,
-			"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
-		o["parameters"] = params
-		sch := schemas[op.method+" "+op.path]
-		if sch.response != nil {
-			o["responses"].(map[string]any)["200"] = map[string]any{"description": "OK",
-				"content": map[string]any{"application/json": map[string]any{"schema": sch.response}}}
-		}
-		if op.body != "" {
-			var example any = op.body
-			if json.Valid([]byte(op.body)) {
-				example = json.RawMessage(op.body)
-			}
-			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
-				"schema": map[string]any{"type": "object"}, "example": example}}}
-			if sch.request != nil {
-				o["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"] = sch.request
-			}
-		}
-		p[strings.ToLower(op.method)] = o
+		p[strings.ToLower(op.Method)] = describe(op, schemas[op.Method+" "+op.Path])
 	}
 	return map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "llmgw admin API", "version": "1"}, "paths": paths}
+}
+
+// describe makes the document's entry of one operation.
+func describe(op AdminOperation, sch opSchemas) map[string]any {
+	ok := map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{}}}
+	if sch.response != nil {
+		ok = map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": sch.response}}}
+	}
+	o := map[string]any{"summary": op.Summary, "responses": map[string]any{
+		"200": ok,
+		"4XX": map[string]any{"description": "An error, as {\"error\": \"what is wrong and how to fix it\"}"},
+	}}
+	var params []any
+	for _, seg := range strings.Split(op.Path, "/") {
+		if strings.HasPrefix(seg, "{") {
+			params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
+				"schema": map[string]any{"type": "string"}})
+		}
+	}
+	params = append(params, map[string]any{"name": "X-Llmgw-Actor", "in": "header", "required": false,
+		"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
+	o["parameters"] = params
+	if op.Body != "" {
+		var example any = op.Body
+		if json.Valid([]byte(op.Body)) {
+			example = json.RawMessage(op.Body)
+		}
+		schema := sch.request
+		if schema == nil {
+			schema = map[string]any{"type": "object"}
+		}
+		o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": schema, "example": example}}}
+	}
+	return o
 }
 
 func getOpenAPI(w http.ResponseWriter, r *http.Request) error {

@@ -96,6 +96,10 @@ func mergeTenancy(config []*Org, entries []*tenantEntry) (*tenancy, map[string]s
 			dropped[e.Path] = "the config file declares it now; the file's limits apply"
 			continue
 		}
+		if err := checkEntryPath(e.Path); err != nil {
+			dropped[e.Path] = err.Error() // made before the rule
+			continue
+		}
 		if why := t.apply(e); why != "" {
 			dropped[e.Path] = why
 			continue
@@ -103,6 +107,17 @@ func mergeTenancy(config []*Org, entries []*tenantEntry) (*tenancy, map[string]s
 		t.entries = append(t.entries, e)
 	}
 	return t, dropped
+}
+
+// checkEntryPath checks each name of a runtime level's path against the
+// id rule.
+func checkEntryPath(path string) error {
+	for i, name := range strings.Split(path, "/") {
+		if err := CheckID(tenantKinds[min(i+1, 3)]+" name", name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // apply lays one entry on the tree, or says why it cannot.

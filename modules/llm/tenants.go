@@ -203,6 +203,9 @@ func newKeyring(orgs []*Org) (*keyring, error) {
 				levels := []Level{level("project", pp, p.Limits), level("team", tp, t.Limits), level("organisation", o.Name, o.Limits)}
 				kr.projects[pp] = levels
 				for _, k := range p.Keys {
+					if err := CheckID("key id", k.ID); err != nil {
+						return nil, fmt.Errorf("project %s: %w", pp, err)
+					}
 					if err := kr.add(k, pp); err != nil {
 						return nil, err
 					}
@@ -214,8 +217,8 @@ func newKeyring(orgs []*Org) (*keyring, error) {
 }
 
 func checkName(kind, name string, seen map[string]bool, full string) error {
-	if name == "" || strings.ContainsAny(name, "/ \t\n:") {
-		return fmt.Errorf("%s name %q must be non-empty, without '/', ':' or spaces", kind, name)
+	if err := CheckID(kind+" name", name); err != nil {
+		return err
 	}
 	if seen[full] {
 		return fmt.Errorf("%s %q is declared twice", kind, full)
@@ -258,15 +261,21 @@ func (kr *keyring) add(k *APIKey, project string) error {
 			return fmt.Errorf("key %q: %w", k.ID, err)
 		}
 	}
-	kr.byID[k.ID] = k
 	if k.Revoked != nil {
+		kr.byID[k.ID] = k
 		return nil
 	}
+	hash := strings.ToLower(k.SHA256)
+	if other, dup := kr.byHash[hash]; dup {
+		return fmt.Errorf("keys %q (project %s) and %q (project %s) have the same sha256, so one secret would be both; give each key its own secret (`llmgw hash-key --new` makes one)",
+			other.KeyID, other.Project, k.ID, project)
+	}
+	kr.byID[k.ID] = k
 	parts := strings.SplitN(project, "/", 3)
 	t := &Tenant{KeyID: k.ID, Org: parts[0], Team: parts[0] + "/" + parts[1], Project: project,
 		Levels: append([]Level{level("key", k.ID, k.Limits)}, levels...)}
 	t.Effective = effective(t.Levels)
-	kr.byHash[strings.ToLower(k.SHA256)] = t
+	kr.byHash[hash] = t
 	return nil
 }
 

@@ -52,7 +52,12 @@ func TestKeyringErrors(t *testing.T) {
 	}{
 		{"bad hash", key("k", "abc"), "64 hex digits"},
 		{"empty id", key("", HashKey("x")), "key id"},
-		{"slash in org", []*Org{{Name: "a/b"}}, "without '/'"},
+		{"slash in org", []*Org{{Name: "a/b"}}, "has '/'"},
+		{"long team", []*Org{{Name: "a", Teams: []*Team{{Name: strings.Repeat("t", 129)}}}}, "is 129 bytes long"},
+		{"escape in key id", key("k\x1b[2J", HashKey("x")), `key id "k\x1b[2J" has the control or unprintable character U+001B`},
+		{"same hash", append(key("k", HashKey("x")), &Org{Name: "o2", Teams: []*Team{{Name: "t", Projects: []*Project{{Name: "p",
+			Keys: []*APIKey{{ID: "k2", SHA256: strings.ToUpper(HashKey("x"))}}}}}}}),
+			`keys "k" (project o/t/p) and "k2" (project o2/t/p) have the same sha256`},
 		{"duplicate org", []*Org{{Name: "a"}, {Name: "a"}}, "declared twice"},
 		{"duplicate key", append(key("k", HashKey("x")), &Org{Name: "o2", Teams: []*Team{{Name: "t", Projects: []*Project{{Name: "p",
 			Keys: []*APIKey{{ID: "k", SHA256: HashKey("y")}}}}}}}), `"k" is used twice`},

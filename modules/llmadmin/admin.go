@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -25,6 +26,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(Handler{})
+	llm.DescribeAdminOperations(authRoutes...)
 }
 
 // ActorHeader carries who makes a change to the admin routes, for the
@@ -218,8 +220,8 @@ func (h *Handler) Validate() error {
 }
 
 func (h *Handler) identity(t Token, repl *caddy.Replacer) (*identity, error) {
-	if t.ID == "" || strings.ContainsAny(t.ID, " \t\n") {
-		return nil, fmt.Errorf("llm_admin: a token id %q must be non-empty, without spaces", t.ID)
+	if err := llm.CheckID("token id", t.ID); err != nil {
+		return nil, fmt.Errorf("llm_admin: %w", err)
 	}
 	sum, err := hex.DecodeString(strings.TrimSpace(repl.ReplaceAll(t.SHA256, "")))
 	if err != nil || len(sum) != sha256.Size {
@@ -304,9 +306,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	if p := r.URL.Path; r.URL.RawPath != "" || (path.Clean(p) != p && path.Clean(p)+"/" != p) {
 		return writeErr(w, http.StatusBadRequest, "the path %q must be plain: no encoded slashes, no . or .. segments", r.URL.EscapedPath())
 	}
+	if strings.ContainsFunc(r.URL.Path, unicode.IsControl) {
+		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", llm.Bounded(r.URL.Path), llm.IDRule)
+	}
 	ip := clientIP(r)
-	if wait := h.limiter.blocked(ip); wait > 0 {
-		return tooMany(w, wait, "too many requests with a wrong token or sign-in from %s; try again in %s", ip, wait.Round(time.Second))
+	if h.refuseBlocked(w, ip) {
+		return nil
 	}
 	if strings.HasPrefix(r.URL.Path, "/llm/auth/") {
 		return h.serveAuth(w, r, ip)
@@ -327,13 +332,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeErr(w, http.StatusForbidden, "%s", errCSRF)
 	}
 	if id == nil {
-		if status == http.StatusUnauthorized && msg == errBadToken {
-			if h.limiter.fail(ip) {
-				h.logger.Info("client blocked after wrong admin tokens", zap.String("remote_ip", ip), zap.Int("failures", h.MaxFailures))
-			}
+		if msg == errBadToken || msg == errNoSession {
+			h.failed(ip, "")
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="llmgw admin"`)
 		return writeErr(w, status, "%s", msg)
+	}
+	if h.refuseBlocked(w, ip) { // other guesses, in flight with this one, reached the limit
+		return nil
 	}
 	if r.TLS == nil && !net.ParseIP(ip).IsLoopback() {
 		if h.warned.CompareAndSwap(false, true) {
@@ -379,6 +385,19 @@ func (h *Handler) authenticate(r *http.Request) (*identity, int, string) {
 		return found, 0, ""
 	}
 	return nil, http.StatusUnauthorized, errBadToken
+}
+
+// refuseBlocked answers 429 with Retry-After when the client has sent
+// too many wrong credentials, and reports whether it did. It is asked
+// before a credential is checked and again after a right one, so that
+// a right guess among many sent at once answers as a wrong one does.
+func (h *Handler) refuseBlocked(w http.ResponseWriter, ip string) bool {
+	wait := h.limiter.blocked(ip)
+	if wait <= 0 {
+		return false
+	}
+	_ = tooMany(w, wait, "too many requests with a wrong token, session or sign-in from %s; try again in %s", ip, wait.Round(time.Second))
+	return true
 }
 
 // tokenIdentity finds the identity of a token, comparing its hash with

@@ -53,6 +53,8 @@ func TestServeHTTP(t *testing.T) {
 		{"admin, unknown route", "root-token", "GET", "/llm/secrets", 404, "no admin route"},
 		{"encoded slash", "root-token", "DELETE", "/llm/keys/a%2Fb", 400, "must be plain"},
 		{"dot segments", "root-token", "GET", "/llm/models/../keys", 400, "must be plain"},
+		{"escape in a name", "root-token", "DELETE", "/llm/mcp/servers/a%1B%5B2Jb", 400, "has a control character; no id or name has one"},
+		{"NUL in an id", "root-token", "GET", "/llm/replicas/r%00/restart", 400, "has a control character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(tc.method, tc.target, nil)

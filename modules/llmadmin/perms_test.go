@@ -1,12 +1,15 @@
 package llmadmin
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
@@ -20,6 +23,12 @@ func TestEveryRouteHasARule(t *testing.T) {
 	for p, ops := range paths {
 		for method := range ops.(map[string]any) {
 			m := strings.ToUpper(method)
+			if strings.HasPrefix(p, "/llm/auth/") {
+				if authMethod(p) != m {
+					t.Errorf("%s %s is documented but llm_admin does not serve it; add it to authRoutes", m, p)
+				}
+				continue // served before the permission table: no role needed
+			}
 			r := httptest.NewRequest(m, fill(p), nil)
 			rl := ruleFor(r)
 			if _, inTable := ruleByPattern[rl.pattern]; !inTable || !samePattern(rl.pattern, m+" "+p) {
@@ -131,4 +140,56 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestEveryRouteIsDocumented fails when GET /llm/openapi.json misses an
+// admin route: a route pattern of any admin.api.llm* module, a line of
+// the permission table, or one of llm_admin's own /llm/auth routes.
+func TestEveryRouteIsDocumented(t *testing.T) {
+	paths := llm.OpenAPI()["paths"].(map[string]any)
+	documented := func(method, path string) bool {
+		for p, ops := range paths {
+			if _, ok := ops.(map[string]any)[strings.ToLower(method)]; ok && samePattern(p, path) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, mod := range adminModules() {
+		for _, rt := range mod.New().(caddy.AdminRouter).Routes() {
+			covered := false
+			for p := range paths {
+				if p == rt.Pattern || (strings.HasSuffix(rt.Pattern, "/") && strings.HasPrefix(p, rt.Pattern)) {
+					covered = true
+				}
+			}
+			if !covered {
+				t.Errorf("%s: route %s is not in the OpenAPI document; describe it (llm.DescribeAdminOperations)", mod.ID, rt.Pattern)
+			}
+		}
+	}
+	for _, rl := range rules {
+		m, p, _ := strings.Cut(rl.pattern, " ")
+		if !documented(m, p) {
+			t.Errorf("rule %q: the route is not in the OpenAPI document", rl.pattern)
+		}
+	}
+	for _, op := range authRoutes {
+		if !documented(op.Method, op.Path) {
+			t.Errorf("%s %s: llm_admin serves it but the OpenAPI document does not list it", op.Method, op.Path)
+		}
+	}
+	// The whole document, other modules' routes included, is valid
+	// OpenAPI 3.
+	b, err := json.Marshal(llm.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatalf("loading the document: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Errorf("the document is not valid OpenAPI 3: %v", err)
+	}
 }

@@ -20,10 +20,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 // Sessions configures the sessions of people signed in through
@@ -460,16 +464,40 @@ func (h *Handler) fromSession(r *http.Request) (*identity, *session, error) {
 	return id, sess, nil
 }
 
+// authRoutes are llm_admin's own routes, served before the permission
+// table: they need no role. GET /llm/openapi.json lists them.
+var authRoutes = []llm.AdminOperation{
+	{Method: "GET", Path: "/llm/auth/methods", Summary: "llm_admin only, no credential needed: the sign-in methods on offer ({\"methods\":[\"token\",\"ldap\",\"oidc\"],\"oidc\":{\"name\":…,\"start\":…}})"},
+	{Method: "POST", Path: "/llm/auth/login", Summary: "llm_admin only, no credential needed: sign in with a token or an LDAP username and password; answers the identity, role, csrf_token and expires_at, with the cookie llmgw_session (HttpOnly, Secure, SameSite=Strict). 401 on a wrong credential; 429 with Retry-After once a client or username has had max_failures of them in failure_window", Body: `{"method":"token","token":"…"}`},
+	{Method: "GET", Path: "/llm/auth/session", Summary: "llm_admin only: the session of the cookie llmgw_session, as sign-in answers it; 401 when it has ended"},
+	{Method: "POST", Path: "/llm/auth/logout", Summary: "llm_admin only: end the cookie's session (?everywhere=1: every session of the identity); needs X-CSRF-Token; 204"},
+	{Method: "POST", Path: "/llm/auth/lang", Summary: "llm_admin only: keep a language choice for the identity (a session cookie with X-CSRF-Token, or a bearer token); \"\" follows the browser; 204", Body: `{"lang":"de"}`},
+	{Method: "GET", Path: "/llm/auth/oidc/start", Summary: "llm_admin only, no credential needed: start an OpenID Connect sign-in (?return=<path of this site>); a redirect to the provider"},
+	{Method: "GET", Path: "/llm/auth/oidc/callback", Summary: "llm_admin only: where the OpenID provider sends the browser back (?code=&state=); starts a session and redirects to the return path"},
+}
+
+// authMethod is the method of one of authRoutes, "" for another path.
+func authMethod(path string) string {
+	for _, op := range authRoutes {
+		if op.Path == path {
+			return op.Method
+		}
+	}
+	return ""
+}
+
 // serveAuth serves /llm/auth/*: the sign-in methods, sign-in, the
 // session, sign-out and the language choice.
 func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) error {
 	w.Header().Set("Cache-Control", "no-store")
 	route := strings.TrimPrefix(r.URL.Path, "/llm/auth/")
-	method := map[string]string{"methods": http.MethodGet, "session": http.MethodGet,
-		"login": http.MethodPost, "logout": http.MethodPost, "lang": http.MethodPost,
-		"oidc/start": http.MethodGet, "oidc/callback": http.MethodGet}[route]
+	method := authMethod(r.URL.Path)
 	if method == "" {
-		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are GET /llm/auth/methods, POST /llm/auth/login, GET /llm/auth/session, POST /llm/auth/logout, POST /llm/auth/lang, GET /llm/auth/oidc/start and GET /llm/auth/oidc/callback", r.URL.Path)
+		var all []string
+		for _, op := range authRoutes {
+			all = append(all, op.Method+" "+op.Path)
+		}
+		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are %s", llm.Bounded(r.URL.Path), strings.Join(all, ", "))
 	}
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", method)
@@ -503,15 +531,25 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 	if route == "lang" && sess == nil && r.Header.Get("Authorization") != "" {
 		tid, status, msg := h.authenticate(r)
 		if tid == nil {
+			if msg == errBadToken {
+				h.failed(ip, "")
+			}
 			return writeErr(w, status, "%s", msg)
+		}
+		if h.refuseBlocked(w, ip) {
+			return nil
 		}
 		return h.serveLang(w, r, tid)
 	}
 	if sess == nil {
 		if sessionCookie(r) != "" {
+			h.failed(ip, "")
 			clearSessionCookie(w)
 		}
 		return writeErr(w, http.StatusUnauthorized, "%s", errNoSession)
+	}
+	if h.refuseBlocked(w, ip) {
+		return nil
 	}
 	if route == "session" {
 		return writeJSON(w, http.StatusOK, h.body(r.Context(), id, sess))
@@ -620,6 +658,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 		if h.ldap == nil {
 			return writeErr(w, http.StatusBadRequest, "sign-in with ldap is not offered: llm_admin has no ldap block; methods: %s", strings.Join(h.methods(), ", "))
 		}
+		if err := checkUsername(req.Username); err != nil {
+			return writeErr(w, http.StatusBadRequest, "%v", err)
+		}
 		user := userKey(req.Username)
 		if wait := h.limiter.blocked(user); wait > 0 {
 			return tooMany(w, wait, "too many failed sign-ins as %q; try again in %s", req.Username, wait.Round(time.Second))
@@ -639,6 +680,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, ip string) error
 		}
 	default:
 		return writeErr(w, http.StatusBadRequest, "method %q: use one of %s", req.Method, strings.Join(h.methods(), ", "))
+	}
+	if h.refuseBlocked(w, ip) {
+		return nil
 	}
 	sess, err := h.startSession(w, r, id, ip)
 	if err != nil {
@@ -668,15 +712,26 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id *ident
 	return sess, nil
 }
 
+// checkUsername refuses a username no directory holds: empty, too long
+// or with control characters. It is checked before the failure limiter
+// keeps the name.
+func checkUsername(name string) error {
+	if name == "" || len(name) > maxUsername || strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name) {
+		return fmt.Errorf("username %s: a username is 1 to %d bytes of UTF-8 without control characters", llm.Bounded(name), maxUsername)
+	}
+	return nil
+}
+
 // userKey is a username's entry in the failure limiter; no IP address
 // has this shape.
 func userKey(name string) string { return "user:" + strings.ToLower(name) }
 
-// failed counts a failed sign-in against the client IP and the username.
+// failed counts a wrong credential (token, session, sign-in) against
+// the client IP, and a failed sign-in against the username too.
 func (h *Handler) failed(ip, user string) {
 	for _, k := range []string{ip, user} {
 		if k != "" && h.limiter.fail(k) {
-			h.logger.Info("sign-in blocked after failures", zap.String("client", k), zap.Int("failures", h.MaxFailures))
+			h.logger.Info("client blocked after wrong credentials", zap.String("client", k), zap.Int("failures", h.MaxFailures))
 		}
 	}
 }

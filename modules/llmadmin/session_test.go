@@ -1,6 +1,7 @@
 package llmadmin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	"github.com/llmgw/llmgw/modules/llm"
 )
 
 // call serves one request with llm_admin and returns the recorder.
@@ -314,5 +317,71 @@ func TestLogoutEverywhere(t *testing.T) {
 	}
 	if w := call(t, h, "GET", "/llm/models", "", "Cookie", SessionCookie+"="+c); w.Code != 200 {
 		t.Errorf("watcher's session after root signed out everywhere: got %d, want 200", w.Code)
+	}
+}
+
+// stubDirectory refuses every sign-in, counting the calls.
+type stubDirectory struct{ calls int }
+
+func (d *stubDirectory) authenticate(context.Context, string, string) (*identity, error) {
+	d.calls++
+	return nil, errBadCredentials
+}
+
+// TestSignInUsernameBounded: a username of 64 KiB, or with control
+// characters, is refused before the directory is asked and before the
+// failure limiter keeps it.
+func TestSignInUsernameBounded(t *testing.T) {
+	h := testHandler(t)
+	dir := &stubDirectory{}
+	h.ldap = dir
+	for _, name := range []string{strings.Repeat("u", 60<<10), "al\x00ice", "al\x1bice", ""} {
+		body, _ := json.Marshal(loginRequest{Method: "ldap", Username: name, Password: "pw"})
+		w := call(t, h, "POST", "/llm/auth/login", string(body))
+		if w.Code != 400 || !strings.Contains(w.Body.String(), "a username is 1 to 256 bytes of UTF-8 without control characters") || w.Body.Len() > 500 {
+			t.Errorf("username %s: got %d %.300s, want 400 stating the rule", llm.Bounded(name), w.Code, w.Body)
+		}
+	}
+	if dir.calls != 0 || len(h.limiter.clients) != 0 {
+		t.Errorf("the directory was asked %d times and the limiter keeps %d clients, want none", dir.calls, len(h.limiter.clients))
+	}
+	if w := call(t, h, "POST", "/llm/auth/login", `{"method":"ldap","username":"alice","password":"wrong"}`); w.Code != 401 || dir.calls != 1 {
+		t.Errorf("a plain username: got %d (directory asked %d times), want 401 from the directory", w.Code, dir.calls)
+	}
+}
+
+// slowDirectory signs alice in once released, as a directory that takes
+// its time.
+type slowDirectory struct{ entered, release chan struct{} }
+
+func (d *slowDirectory) authenticate(context.Context, string, string) (*identity, error) {
+	close(d.entered)
+	<-d.release
+	return &identity{actor: "ldap:alice", name: "alice", role: roleViewer}, nil
+}
+
+// TestRightSignInWhileBlocked: guesses sent at once with a right one.
+// The right one passed the first check, then the others blocked the
+// client while its credential was checked: it answers 429 as they do,
+// not with a session.
+func TestRightSignInWhileBlocked(t *testing.T) {
+	h := testHandler(t) // max 3 failures a minute
+	dir := &slowDirectory{entered: make(chan struct{}), release: make(chan struct{})}
+	h.ldap = dir
+	done := make(chan *httptest.ResponseRecorder)
+	go func() {
+		r := httptest.NewRequest("POST", "/llm/auth/login", strings.NewReader(`{"method":"ldap","username":"alice","password":"right"}`))
+		w := httptest.NewRecorder()
+		_ = h.ServeHTTP(w, r, nil)
+		done <- w
+	}()
+	<-dir.entered
+	for range 3 {
+		call(t, h, "GET", "/llm/models", "", "Authorization", "Bearer guess")
+	}
+	close(dir.release)
+	w := <-done
+	if w.Code != 429 || w.Header().Get("Retry-After") == "" || strings.Contains(w.Header().Get("Set-Cookie"), SessionCookie+"=") {
+		t.Errorf("the right sign-in among guesses: got %d %v %s, want 429 with Retry-After and no session", w.Code, w.Header(), w.Body)
 	}
 }

@@ -134,20 +134,7 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 			return forbidden("model %q is not allowed to %s; %s sees only its models", name, s, id.actor)
 		}
 	case tenantKeyCreate:
-		raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("reading the body: %v", err)}
-		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
-		var req struct {
-			Project string `json:"project"`
-		}
-		if err := json.Unmarshal(raw, &req); err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)}
-		}
-		if !s.holds("project", req.Project) {
-			return forbidden("project %q is outside %s; %s creates keys only there", req.Project, s, id.actor)
-		}
+		return checkKeyCreate(id, r)
 	case tenantKey:
 		keyID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/keys/"), "/")
 		return h.checkKey(r, id, keyID)
@@ -175,18 +162,56 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 	return nil
 }
 
+// errTenantKeyID refuses a tenant admin's choice of a key id. Key ids
+// are one namespace over every tenant (so that /llm/keys/{id} names one
+// key), and a choice that failed only when another tenant holds the id
+// would tell whether it does: llmgw names a tenant admin's keys.
+const errTenantKeyID = "a tenant admin does not choose a key's id: ids are shared by every tenant, so llmgw names the key (key-…); leave \"id\" out"
+
+// checkKeyCreate refuses a tenant admin's new key outside its scope, or
+// with an id of its choosing.
+func checkKeyCreate(id *identity, r *http.Request) error {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return badRequest("reading the body: %v", err)
+	}
+	if len(raw) > maxBody {
+		return badRequest("the body is over %d bytes; a key's body is its project, limits and no id", maxBody)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	var req struct {
+		Project string  `json:"project"`
+		ID      *string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return badRequest("the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)
+	}
+	if !id.scope.holds("project", req.Project) {
+		return forbidden("project %s is outside %s; %s creates keys only there", llm.Bounded(req.Project), id.scope, id.actor)
+	}
+	if req.ID != nil && *req.ID != "" {
+		return badRequest("%s", errTenantKeyID)
+	}
+	return nil
+}
+
+func badRequest(format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(format, args...)}
+}
+
 // checkKey refuses a key that is not the tenant's.
 func (h *Handler) checkKey(r *http.Request, id *identity, keyID string) error {
+	if err := llm.CheckID("key id", keyID); err != nil {
+		return badRequest("%v", err)
+	}
 	keys, err := h.keyProjects(r)
 	if err != nil {
 		return err
 	}
-	project, ok := keys[keyID]
-	if !ok {
-		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no key %q", keyID)}
-	}
-	if !id.scope.holds("project", project) {
-		return forbidden("key %q is outside %s; %s manages only its keys", keyID, id.scope, id.actor)
+	// A key of another tenant and a key that does not exist answer the
+	// same, so that a tenant admin cannot learn which ids others hold.
+	if project, ok := keys[keyID]; !ok || !id.scope.holds("project", project) {
+		return forbidden("key %s is not a key of %s; %s manages only its own keys (GET /llm/keys lists them)", llm.Bounded(keyID), id.scope, id.actor)
 	}
 	return nil
 }

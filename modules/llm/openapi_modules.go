@@ -1,0 +1,32 @@
+package llm
+
+// AdminOperation is one admin route that another module serves (the MCP
+// gateway's admin.api.llm_mcp, llm_admin's sign-in routes), described for
+// the OpenAPI document that GET /llm/openapi.json answers, so that the
+// document lists every admin route of the binary.
+type AdminOperation struct {
+	Method  string // GET, POST, …
+	Path    string // with {parameters}: /llm/mcp/servers/{name}
+	Summary string // what it does, its answer and its errors
+	Body    string // an example request body as JSON; "" for none
+}
+
+// moduleOperations are the operations other modules describe. Written in
+// init() only, by DescribeAdminOperations; read afterwards.
+var moduleOperations []AdminOperation
+
+// DescribeAdminOperations adds another module's admin routes to the
+// OpenAPI document. Call it from the module's init().
+func DescribeAdminOperations(ops ...AdminOperation) {
+	moduleOperations = append(moduleOperations, ops...)
+}
+
+// AdminOperations lists every operation of the OpenAPI document: the llm
+// app's, then the other modules'.
+func AdminOperations() []AdminOperation {
+	out := make([]AdminOperation, 0, len(operations)+len(moduleOperations))
+	for _, op := range operations {
+		out = append(out, AdminOperation{Method: op.method, Path: op.path, Summary: op.summary, Body: op.body})
+	}
+	return append(out, moduleOperations...)
+}
