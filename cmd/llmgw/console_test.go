@@ -482,6 +482,9 @@ func TestConsole(t *testing.T) {
 	if project := eval[string](b, `document.getElementById('key-project').value`); project != "acme/research/alpha" {
 		t.Errorf("the project to create a key in: got %q", project)
 	}
+	if n := eval[int](b, `document.querySelectorAll('#key-id').length`); n != 0 {
+		t.Errorf("a tenant admin is offered %d key id fields; llmgw names its keys", n)
+	}
 	b.shot("keys-tenant")
 	t.Logf("screenshots in %s", b.artefacts)
 }

@@ -202,7 +202,7 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 // {"min":…,"max":…,"idle_timeout":…,"target_concurrency":…}.
 func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) error {
 	var sc Scaling
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %s`, jsonerr.Describe(err))
@@ -242,7 +242,7 @@ type ModelSettings struct {
 // resources to the next placement. Replicas keep running.
 func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) error {
 	var st ModelSettings
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %s`, jsonerr.Describe(err))

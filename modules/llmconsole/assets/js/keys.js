@@ -43,9 +43,12 @@ export async function keys(root, app) {
     const project = h('input', { id: 'key-project', required: true, list: 'project-list', placeholder: 'org/team/project' });
     if (app.session.level === 'project' && app.session.tenant) project.value = app.session.tenant;
     const id = h('input', { id: 'key-id', placeholder: t('keys.optional') });
+    // A tenant admin's keys are named by llmgw (key ids are one namespace
+    // across tenants, and choosing one would tell whether it is taken).
+    const idField = app.role() === 'tenant_admin' ? '' : h('label', { class: 'field' }, t('keys.id'), id);
     const f = h('form', { class: 'inline', id: 'key-create-form' },
       h('label', { class: 'field' }, t('keys.project'), project),
-      h('label', { class: 'field' }, t('keys.id'), id),
+      idField,
       h('button', { type: 'submit', class: 'primary' }, t('keys.create')));
     f.addEventListener('submit', async (e) => {
       e.preventDefault();
