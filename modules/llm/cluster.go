@@ -178,6 +178,7 @@ type member struct {
 	rdb    redis.UniversalClient
 	prefix string
 	logger *zap.Logger
+	proof  []byte // signs heartbeats and state (cluster_proof.go)
 
 	peer      *peerServer
 	transport *http.Transport
@@ -206,6 +207,8 @@ type member struct {
 	gone      map[string]time.Time // node names without a heartbeat, since when (the loop's)
 	cachedAt  time.Time
 	upSince   time.Time // since when the store has answered without a break
+	untrusted map[string]string // state field → a value without this secret's proof, logged
+	refused   map[string]string // node name → its heartbeat without this secret's proof, logged
 }
 
 // clusterPlan is where each model's replicas run, as the leader decided.
@@ -272,8 +275,9 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger,
-		transport: newPeerTransport(cliTLS), kick: make(chan struct{}, 1),
+	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger, proof: proofKey(c.Secret),
+		untrusted: map[string]string{}, refused: map[string]string{},
+		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}, gone: map[string]time.Time{}}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
@@ -343,14 +347,16 @@ func (s redisState) Load(ctx context.Context, key string) ([]byte, error) {
 	down := s.m.down != nil
 	s.m.mu.Unlock()
 	if !down {
-		b, err := s.m.rdb.HGet(ctx, s.m.key(kState), key).Bytes()
-		if errors.Is(err, redis.Nil) {
+		b, trusted, err := s.m.hgetTrusted(ctx, key)
+		switch {
+		case errors.Is(err, redis.Nil):
 			return nil, fs.ErrNotExist
-		}
-		if err == nil {
+		case err == nil && trusted:
 			return b, nil
+		case err != nil:
+			s.m.storeLost(err)
 		}
-		s.m.storeLost(err)
+		// A value without this cluster's proof: what this node applied.
 	}
 	// The store does not answer: what this node last saw of it, kept
 	// in memory and in Caddy storage (for a restart during an outage).
@@ -373,7 +379,7 @@ func (m *member) localKey(key string) string { return "llmgw/cluster/" + m.cfg.N
 func (s redisState) Store(ctx context.Context, key string, value []byte) error {
 	var ver *redis.IntCmd
 	_, err := s.m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.m.key(kState), key, value)
+		s.m.signedHSet(ctx, p, key, value)
 		ver = p.Incr(ctx, s.m.key(kVersion))
 		return nil
 	})
@@ -481,8 +487,8 @@ func (m *member) pull(ctx context.Context, a *App) error {
 		}
 	}
 	v, _ := ver.Int64()
-	fields := all.Val()
 	m.mu.Lock()
+	fields := m.trustedState(all.Val(), m.applied)
 	changed := map[string]bool{}
 	for _, k := range []string{keysStorageKey, tenantsStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
 		if fields[k] != m.applied[k] {
@@ -621,6 +627,7 @@ func (m *member) round(a *App, started time.Time) {
 	defer cancel()
 	beat := a.beat(m, started)
 	b, _ := json.Marshal(beat)
+	b = signBeat(m.proof, b)
 	ttl := time.Duration(m.cfg.NodeTTL)
 	var members *redis.StringSliceCmd
 	var ver, plan, leader *redis.StringCmd
@@ -653,25 +660,7 @@ func (m *member) round(a *App, started time.Time) {
 		}
 	}
 	m.storeBack(a)
-	nodes := map[string]*nodeBeat{}
-	for i, v := range beats {
-		s, ok := v.(string)
-		if !ok {
-			m.forget(ctx, names[i]) // expired: the node is gone
-			continue
-		}
-		delete(m.gone, names[i])
-		var nb nodeBeat
-		if json.Unmarshal([]byte(s), &nb) == nil && nb.Name != "" {
-			nodes[nb.Name] = &nb
-			if nb.Name == m.cfg.Node && (nb.Addr != beat.Addr || !nb.Started.Equal(beat.Started)) {
-				// Written between this round's SET and MGET by another
-				// process with this node's name.
-				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
-					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", beat.Addr))
-			}
-		}
-	}
+	nodes := m.readBeats(ctx, names, beats, beat)
 	nodes[m.cfg.Node] = beat
 	var p clusterPlan
 	m.planLost = plan.Val() == ""
@@ -704,6 +693,55 @@ func (m *member) round(a *App, started time.Time) {
 	}
 }
 
+// readBeats decodes the heartbeats read for names. A heartbeat without
+// this cluster's proof is not a member: it is left out (and logged once),
+// so it is not listed, gets no replicas and its replicas get no requests.
+func (m *member) readBeats(ctx context.Context, names []string, beats []any, own *nodeBeat) map[string]*nodeBeat {
+	nodes := map[string]*nodeBeat{}
+	for i, v := range beats {
+		s, ok := v.(string)
+		if !ok {
+			m.forget(ctx, names[i]) // expired: the node is gone
+			continue
+		}
+		delete(m.gone, names[i])
+		b, ok := openBeat(m.proof, s)
+		if !ok {
+			m.refuse(names[i], s)
+			continue
+		}
+		delete(m.refused, names[i])
+		var nb nodeBeat
+		if json.Unmarshal(b, &nb) == nil && nb.Name != "" {
+			nodes[nb.Name] = &nb
+			if nb.Name == m.cfg.Node && (nb.Addr != own.Addr || !nb.Started.Equal(own.Started)) {
+				// Written between this round's SET and MGET by another
+				// process with this node's name.
+				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
+					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", own.Addr))
+			}
+		}
+	}
+	return nodes
+}
+
+// refuse logs, once per node start, a heartbeat that does not prove the
+// cluster secret.
+func (m *member) refuse(name, beat string) {
+	var nb struct {
+		Addr    string    `json:"addr"`
+		Started time.Time `json:"started"`
+	}
+	_ = json.Unmarshal([]byte(beat), &nb)
+	seen := nb.Addr + " " + nb.Started.String()
+	if m.refused[name] == seen {
+		return
+	}
+	m.refused[name] = seen
+	m.logger.Error("a node's heartbeat does not prove the cluster secret: it is not a member (not listed, given no replicas); its cluster secret differs from this node's",
+		zap.String("node", name), zap.String("address", nb.Addr))
+}
+
 // reseedScript writes a node's last known state into a store that has
 // none (a Redis restarted without its data), once: the first node wins.
 const reseedScript = `if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
@@ -725,14 +763,14 @@ func (m *member) reseed(ctx context.Context) bool {
 	args := []any{m.version}
 	for k, v := range m.applied {
 		if v != "" {
-			args = append(args, k, v)
+			args = append(args, k, v, proofField(k), fieldProof(m.proof, k, v))
 		}
 	}
 	m.mu.Unlock()
 	n, err := m.rdb.Eval(ctx, reseedScript, []string{m.key(kVersion), m.key(kState), m.key(kChanges)}, args...).Int()
 	if err == nil && n == 1 {
 		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
-			zap.Int("fields", len(args)/2))
+			zap.Int("fields", len(args)/4))
 	}
 	return err == nil
 }
@@ -925,6 +963,10 @@ func (a *App) joinCluster(ctx caddy.Context) error {
 	a.cluster.mu.Lock()
 	a.cluster.local = a.local
 	a.cluster.mu.Unlock()
+	if err := a.cluster.secretRefused(ctx); err != nil {
+		a.logger.Error("not joining the cluster", zap.Error(err))
+		return err
+	}
 	if err := a.cluster.pull(ctx, nil); err != nil {
 		var down *storeDownError
 		if !errors.As(err, &down) {

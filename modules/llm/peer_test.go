@@ -105,7 +105,7 @@ func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *tes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.peer.Destruct() })
-	n.transport, n.clientTLS = newPeerTransport(client), client
+	n.transport, n.clientTLS = newPeerTransport(client, zap.NewNop()), client
 	t.Cleanup(n.transport.CloseIdleConnections)
 	return n
 }
@@ -370,7 +370,7 @@ func TestPeerRefusesStrangers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newPeerTransport(tt.conf)
+			tr := newPeerTransport(tt.conf, zap.NewNop())
 			defer tr.CloseIdleConnections()
 			req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
 			resp, err := tr.RoundTrip(req)
@@ -381,7 +381,7 @@ func TestPeerRefusesStrangers(t *testing.T) {
 		})
 	}
 	t.Run("good certificate", func(t *testing.T) {
-		tr := newPeerTransport(goodClient)
+		tr := newPeerTransport(goodClient, zap.NewNop())
 		defer tr.CloseIdleConnections()
 		req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
 		resp, err := tr.RoundTrip(req)
@@ -511,7 +511,7 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 	if first != second {
 		t.Fatal("a reload with the same settings started a second peer server")
 	}
-	tr := newPeerTransport(client)
+	tr := newPeerTransport(client, zap.NewNop())
 	defer tr.CloseIdleConnections()
 	_, _ = peers.Delete(key) // the old config goes
 	status := func() (int, error) {
