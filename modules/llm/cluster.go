@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -184,6 +185,7 @@ type member struct {
 	transport *http.Transport
 
 	kick    chan struct{} // beat now
+	tell    atomic.Bool   // the next round tells every node to read the heartbeats (cluster_push.go)
 	stop    chan struct{}
 	stopped chan struct{}
 
@@ -206,7 +208,7 @@ type member struct {
 	cached    []string             // weights in the node cache, as sources
 	gone      map[string]time.Time // node names without a heartbeat, since when (the loop's)
 	cachedAt  time.Time
-	upSince   time.Time // since when the store has answered without a break
+	upSince   time.Time         // since when the store has answered without a break
 	untrusted map[string]string // state field → a value without this secret's proof, logged
 	refused   map[string]string // node name → its heartbeat without this secret's proof, logged
 }
@@ -438,11 +440,21 @@ func (m *member) change(ctx context.Context, a *App, fn func() error) error {
 	if err := m.sync(ctx, a); err != nil {
 		return apiErr(http.StatusServiceUnavailable, "%v", err)
 	}
-	return fn()
+	err := fn()
+	if m.isLeader() {
+		// The other nodes' leader is told by the change message; this
+		// one places its own change now, not at its next heartbeat.
+		m.beatNow()
+	}
+	return err
 }
 
-// sync applies the shared state if another node changed it.
+// sync applies the shared state if another node changed it. A pull
+// under way (started by a change message) is waited for first: it marks
+// its version applied before it has applied it.
 func (m *member) sync(ctx context.Context, a *App) error {
+	m.pullMu.Lock()
+	m.pullMu.Unlock() //nolint:staticcheck // only waits for the pull under way
 	ver, err := m.rdb.Get(ctx, m.key(kVersion)).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return m.storeErr(err)
@@ -520,21 +532,42 @@ func (m *member) pull(ctx context.Context, a *App) error {
 }
 
 // refreshKeys is called for a key this node does not know: it may have
-// been minted on another node a moment ago. It checks the store's version
-// and applies a change; callers that arrive while a check is under way
-// wait for the next one, which one of them makes for all. It reports
-// whether the caller should look the key up again.
-func (m *member) refreshKeys(a *App) bool {
+// been minted on another node a moment ago. It reports whether the
+// caller should look the key up again (refresh).
+func (m *member) refreshKeys(a *App) bool { return m.refresh(a) }
+
+// refresh is called for a key or a model name this node does not know:
+// it may have been made on another node a moment ago, before its change
+// reached this one. It waits for a change being applied, checks the
+// store's version and applies a newer state; callers that arrive while a
+// check is under way wait for the next one, which one of them makes for
+// all. While the store is known to be down (the heartbeat found it so,
+// or the last check did) it returns at once: the unknown key or model
+// is answered without waiting for dials that fail; the heartbeat round
+// probes the store meanwhile. It reports whether the caller should look
+// the name up again.
+func (m *member) refresh(a *App) bool {
+	if m.storeDown() != nil {
+		return false
+	}
 	arrived := time.Now()
 	m.checkMu.Lock()
 	defer m.checkMu.Unlock()
 	if m.lastCheck.After(arrived) {
 		return true // a check that began after this call did the work: look again
 	}
+	if m.storeDown() != nil {
+		return false // the check this call waited for found the store down
+	}
 	m.lastCheck = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return m.sync(ctx, a) == nil
+	err := m.sync(ctx, a)
+	var down *storeDownError
+	if errors.As(err, &down) {
+		m.storeLost(down.err)
+	}
+	return err == nil
 }
 
 // subscribe follows the changes channel: a change of state is applied at
@@ -628,12 +661,16 @@ func (m *member) round(a *App, started time.Time) {
 	beat := a.beat(m, started)
 	b, _ := json.Marshal(beat)
 	b = signBeat(m.proof, b)
+	tell := m.tell.Swap(false)
 	ttl := time.Duration(m.cfg.NodeTTL)
 	var members *redis.StringSliceCmd
 	var ver, plan, leader *redis.StringCmd
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, m.key(kNodes), m.cfg.Node)
 		p.Set(ctx, m.key(kNode+m.cfg.Node), b, ttl)
+		if tell {
+			p.Publish(ctx, m.key(kChanges), "nodes")
+		}
 		p.SetNX(ctx, m.key(kLeader), m.cfg.Node, ttl)
 		p.Eval(ctx, renewScript, []string{m.key(kLeader)}, m.cfg.Node, ttl.Milliseconds())
 		members = p.SMembers(ctx, m.key(kNodes))

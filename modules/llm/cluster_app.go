@@ -147,8 +147,28 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		}
 		rs := remote[name]
 		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
-		f.setCluster(m.cfg.Node, n, rs, p.Why[name])
+		f.setCluster(m.cfg.Node, makeBeforeBreak(f, n, len(p.Models[name]), len(rs)), rs, p.Why[name], m.announceReady)
 	}
+}
+
+// makeBeforeBreak is how many replicas of the fleet this node keeps when
+// the plan puts n here: when the plan moves one of them elsewhere (the
+// spread step, after a node joined or came back from a drain), this node
+// keeps its ready replica until the model has as many ready replicas on
+// the other nodes as the plan gives them, so the model never runs short
+// while the new one starts. planned is the model's entries in the plan,
+// ready the model's ready replicas on other nodes. A model scaled down or
+// stopped is trimmed at once (planned falls).
+func makeBeforeBreak(f *fleet, n, planned, ready int) int {
+	f.mu.Lock()
+	have := 0
+	for _, r := range f.replicas {
+		if r.State() == ReplicaReady {
+			have++
+		}
+	}
+	f.mu.Unlock()
+	return max(n, min(have, planned-ready))
 }
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
@@ -344,4 +364,23 @@ func (a *App) drainedNodes() map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// LookupLatest is Lookup for the first handler a request meets (llm_quota,
+// or the router without it): in a cluster, a name not in the catalog may
+// be a model added on another node a moment ago, before its change
+// reached this node. The shared catalog is then read once (bounded, one
+// read for all callers at a time, none while the store is known down) and
+// the name looked up again, so a model answers on every node as soon as
+// its add has answered 201.
+func (a *App) LookupLatest(name string) (*Model, error) {
+	m, err := a.Lookup(name)
+	var unknown *UnknownModelError
+	if err == nil || a.cluster == nil || !errors.As(err, &unknown) {
+		return m, err
+	}
+	if !a.cluster.refresh(a) {
+		return m, err
+	}
+	return a.Lookup(name)
 }

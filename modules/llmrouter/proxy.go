@@ -42,7 +42,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		rt.writeError(w, r, err, start)
 		return
 	}
-	m, err := rt.app.Lookup(req.Model)
+	m, err := rt.app.LookupLatest(req.Model)
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
