@@ -39,6 +39,10 @@ func TestClusterWrongSecret(t *testing.T) {
 	if !strings.Contains(logs, "cluster secret differs from the other nodes'") || !strings.Contains(logs, `"level":"error"`) {
 		t.Fatalf("the refused node's logs do not say why at error level:\n%s", tail(logs, 4000))
 	}
+	// Without llm_router's expose_replica an answer names no replica.
+	if rep, node, err := servedBy(n1); err != nil || rep != "" || node != "" {
+		t.Errorf("an answer without expose_replica: replica %q node %q (%v); want neither header", rep, node, err)
+	}
 	// It was never a member.
 	for range 8 {
 		for _, nd := range n1.nodes().Nodes {

@@ -40,6 +40,7 @@ type cluster struct {
 	router string            // llm_router's block
 	blocks map[string]string // node → its llm block, for reloads
 	secret map[string]string // node → its cluster secret; default: clusterSecret
+	timing string            // the cluster block's heartbeat and node_ttl; default: 250ms and 2s
 }
 
 func startCluster(t *testing.T, n int, models string) *cluster {
@@ -82,17 +83,20 @@ func (c *cluster) node(name string) *gateway {
 	if s, ok := c.secret[name]; ok {
 		secret = s
 	}
+	timing := c.timing
+	if timing == "" {
+		timing = "heartbeat 250ms\n\t\t\tnode_ttl 2s"
+	}
 	block := fmt.Sprintf(`
 		cluster {
 			%s
 			node %s
 			advertise %s
 			secret %s
-			heartbeat 250ms
-			node_ttl 2s
+			%s
 		}
 		%s
-		%s`, store, name, c.peer[name], secret, c.models, c.extra[name])
+		%s`, store, name, c.peer[name], secret, timing, c.models, c.extra[name])
 	if c.blocks == nil {
 		c.blocks = map[string]string{}
 	}

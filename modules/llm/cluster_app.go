@@ -384,3 +384,12 @@ func (a *App) LookupLatest(name string) (*Model, error) {
 	}
 	return a.Lookup(name)
 }
+
+// ReplicaNode names the node a replica runs on: its cluster node, or this
+// node (its cluster name, else the host's) for a local replica.
+func (a *App) ReplicaNode(r *Replica) string {
+	if r.Node != "" {
+		return r.Node
+	}
+	return a.nodeName()
+}
