@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -112,6 +113,7 @@ func nodeCount(n *clusterNode) int   { return len(nodesOf(n).Nodes) }
 // until the last's.
 func addRounds(w io.Writer, nodes []*clusterNode, n int) error {
 	all := map[bool][]time.Duration{}
+	notFound := 0 // answers 404: a node did not know the model after its 201
 	spread := map[bool][]time.Duration{}
 	for i := range n {
 		onLeader := i%2 == 0
@@ -128,10 +130,11 @@ func addRounds(w io.Writer, nodes []*clusterNode, n int) error {
 		if err != nil || code != 201 {
 			return fmt.Errorf("adding %s on %s: %d %s %v", name, via.name, code, body, err)
 		}
-		took, err := servedEverywhere(nodes, name)
+		took, missing, err := servedEverywhere(nodes, name)
 		if err != nil {
 			return err
 		}
+		notFound += missing
 		first, last := took[0], took[0]
 		for _, d := range took {
 			first, last = min(first, d), max(last, d)
@@ -151,6 +154,7 @@ func addRounds(w io.Writer, nodes []*clusterNode, n int) error {
 		fmt.Fprintf(w, "%s (%d): served through every node after the 201 p50 %s p99 %s max %s; first node's answer to last's p50 %s p99 %s max %s\n",
 			where, len(a), ms(pct(a, .5)), ms(pct(a, .99)), ms(slicesMax(a)), ms(pct(s, .5)), ms(pct(s, .99)), ms(slicesMax(s)))
 	}
+	fmt.Fprintf(w, "requests answered 404 (a node did not know the model after its 201): %d\n", notFound)
 	return nil
 }
 
@@ -163,8 +167,10 @@ func slicesMax(d []time.Duration) time.Duration {
 }
 
 // servedEverywhere sends one request for model through every node at
-// once and returns how long each took to answer 200.
-func servedEverywhere(nodes []*clusterNode, model string) ([]time.Duration, error) {
+// once and returns how long each took to answer 200, and how many answers
+// were 404.
+func servedEverywhere(nodes []*clusterNode, model string) ([]time.Duration, int, error) {
+	var notFound atomic.Int64
 	took := make([]time.Duration, len(nodes))
 	errs := make([]error, len(nodes))
 	start := time.Now()
@@ -179,6 +185,9 @@ func servedEverywhere(nodes []*clusterNode, model string) ([]time.Duration, erro
 					took[i] = time.Since(start)
 					return
 				}
+				if code == http.StatusNotFound {
+					notFound.Add(1)
+				}
 				errs[i] = fmt.Errorf("node %s: %d %s %v", nd.name, code, body, err)
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -187,10 +196,10 @@ func servedEverywhere(nodes []*clusterNode, model string) ([]time.Duration, erro
 	wg.Wait()
 	for i := range nodes {
 		if took[i] == 0 {
-			return nil, fmt.Errorf("%s was not served within 30s: %v", model, errs[i])
+			return nil, 0, fmt.Errorf("%s was not served within 30s: %v", model, errs[i])
 		}
 	}
-	return took, nil
+	return took, int(notFound.Load()), nil
 }
 
 func askModel(n *clusterNode, model string) (int, []byte, error) {

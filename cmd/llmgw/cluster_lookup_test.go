@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -13,10 +16,24 @@ import (
 // TestClusterModelAddedElsewhere adds a model on n1 and sends a request
 // for it through n2 right after the 201, twenty times: n2 must never
 // answer 404 (it did 3 times in 20: it knew the model only once n1's
-// change reached it).
+// change message reached it and was applied). To make that window
+// certain rather than a matter of timing, the nodes' Redis user may not
+// subscribe: the change messages never arrive, and a node learns of a
+// change from the store itself (at its heartbeat, 1 s, or when asked for
+// a name it does not know).
 func TestClusterModelAddedElsewhere(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
-	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	r := startRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
+	defer rdb.Close()
+	err := rdb.Do(context.Background(), "ACL", "SETUSER", "nodes", "on", ">nodes-password", "~*", "allchannels", "+@all",
+		"-subscribe", "-psubscribe", "-ssubscribe").Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, redis: r, store: fmt.Sprintf("redis redis://nodes:nodes-password@127.0.0.1:%d", r.port),
+		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), nodes: map[string]*gateway{}, peer: map[string]string{},
+		timing: "heartbeat 1s\n\t\t\tnode_ttl 5s"}
+	n1, n2 := c.add("n1"), c.add("n2")
 	waitFor(t, 30*time.Second, "two nodes", func() bool { return len(n2.nodes().Nodes) == 2 })
 	var notFound []string
 	for i := range 20 {
