@@ -730,9 +730,10 @@ func (m *member) round(a *App, started time.Time) {
 	}
 }
 
-// readBeats decodes the heartbeats read for names. A heartbeat without
-// this cluster's proof is not a member: it is left out (and logged once),
-// so it is not listed, gets no replicas and its replicas get no requests.
+// readBeats decodes the heartbeats read for names. A heartbeat whose
+// proof is not this cluster's is not a member: it is left out (and logged
+// once), so it is not listed, gets no replicas and its replicas get no
+// requests.
 func (m *member) readBeats(ctx context.Context, names []string, beats []any, own *nodeBeat) map[string]*nodeBeat {
 	nodes := map[string]*nodeBeat{}
 	for i, v := range beats {
@@ -743,9 +744,12 @@ func (m *member) readBeats(ctx context.Context, names []string, beats []any, own
 		}
 		delete(m.gone, names[i])
 		b, ok := openBeat(m.proof, s)
-		if !ok {
+		switch {
+		case !ok && hasBeatProof(s):
 			m.refuse(names[i], s)
 			continue
+		case !ok:
+			b = []byte(s) // a node of an earlier version signs nothing: kept, so a rolling upgrade works
 		}
 		delete(m.refused, names[i])
 		var nb nodeBeat

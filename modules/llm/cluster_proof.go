@@ -8,6 +8,9 @@ package llm
 // member (not listed, given no replicas, its replicas not routed to); a
 // state field whose proof fails is not applied. A node that finds live
 // nodes none of which proves its secret refuses to start, saying why.
+// Heartbeats and fields without any proof come from nodes of an earlier
+// version, which signed nothing: they are taken, so that a rolling
+// upgrade works.
 
 import (
 	"context"
@@ -70,12 +73,19 @@ func signBeat(key, beat []byte) []byte {
 func openBeat(key []byte, signed string) (beat []byte, ok bool) {
 	const macLen = 2 * sha256.Size
 	n := len(signed) - len(beatProofSuffix) - macLen - 2
-	if n < 1 || signed[n:n+len(beatProofSuffix)] != beatProofSuffix || !strings.HasSuffix(signed, `"}`) {
+	if !hasBeatProof(signed) {
 		return nil, false
 	}
 	beat = append([]byte(signed[:n]), '}')
 	got := signed[n+len(beatProofSuffix) : n+len(beatProofSuffix)+macLen]
 	return beat, hmac.Equal([]byte(got), []byte(proof(key, []byte("beat"), beat)))
+}
+
+// hasBeatProof says whether a heartbeat carries a proof at all: nodes of
+// an earlier version sign nothing.
+func hasBeatProof(signed string) bool {
+	n := len(signed) - len(beatProofSuffix) - 2*sha256.Size - 2
+	return n >= 1 && signed[n:n+len(beatProofSuffix)] == beatProofSuffix && strings.HasSuffix(signed, `"}`)
 }
 
 // proofField is the state hash's field holding the proof of field k.
@@ -130,8 +140,8 @@ func (m *member) secretRefused(ctx context.Context) error {
 		if !ok {
 			continue // gone
 		}
-		if _, ok := openBeat(m.proof, s); ok {
-			return nil
+		if _, ok := openBeat(m.proof, s); ok || !hasBeatProof(s) {
+			return nil // proves this secret, or is of an earlier version that signs nothing
 		}
 		others = append(others, names[i])
 	}

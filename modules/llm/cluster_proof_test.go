@@ -55,16 +55,19 @@ func TestClusterSecretProof(t *testing.T) {
 		t.Fatalf("start with the cluster's secret: %v", err)
 	}
 
-	// Its heartbeat is not a member: not listed.
+	// Its heartbeat is not a member: not listed. A node of an earlier
+	// version, which signs nothing, is (a rolling upgrade).
 	writeBeat(t, wrong, "w")
-	names := []string{"n1", "w"}
-	beats, err := rdb.MGet(ctx, good.key(kNode+"n1"), good.key(kNode+"w")).Result()
+	old, _ := json.Marshal(&nodeBeat{Name: "old", Addr: "127.0.0.8:1"})
+	rdb.Set(ctx, good.key(kNode+"old"), old, time.Minute)
+	names := []string{"n1", "w", "old"}
+	beats, err := rdb.MGet(ctx, good.key(kNode+"n1"), good.key(kNode+"w"), good.key(kNode+"old")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodes := good2.readBeats(ctx, names, beats, &nodeBeat{Name: "n2"})
-	if _, ok := nodes["w"]; ok || nodes["n1"] == nil {
-		t.Fatalf("members read: %v, want n1 and not w", keysOf(nodes))
+	if _, ok := nodes["w"]; ok || nodes["n1"] == nil || nodes["old"] == nil {
+		t.Fatalf("members read: %v, want n1 and old, not w", keysOf(nodes))
 	}
 
 	// Its writes are not applied; the cluster's are.
