@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,9 @@ func TestReadmeThreeNodes(t *testing.T) {
 		return string(out)
 	}
 	admin := strings.TrimPrefix(envOf(env["n2"], "ADMIN_PORT"), "ADMIN_PORT=")
-	for _, out := range []string{ctl("n2", "--admin", "127.0.0.1:"+admin, "nodes"), ctl("n2", "--config", file, "nodes")} {
+	env["n2 by LLMGW_ADMIN"] = append(slices.Clone(env["n2"]), "LLMGW_ADMIN=127.0.0.1:"+admin)
+	for _, out := range []string{ctl("n2", "--admin", "127.0.0.1:"+admin, "nodes"), ctl("n2", "--config", file, "nodes"),
+		ctl("n2 by LLMGW_ADMIN", "nodes")} {
 		if !strings.Contains(out, "n1") || !strings.Contains(out, "n3") {
 			t.Errorf("llmgw ctl nodes on n2 does not list the three nodes:\n%s", out)
 		}

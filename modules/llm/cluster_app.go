@@ -138,17 +138,42 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		}
 	}
 	m.mu.Unlock()
-	for name, f := range v.fleets {
-		n := 0
+	here := map[string]int{}
+	for name := range v.fleets {
 		for _, on := range p.Models[name] {
 			if on == m.cfg.Node {
-				n++
+				here[name]++
 			}
 		}
+	}
+	room := roomWanted(v, here)
+	for name, f := range v.fleets {
 		rs := remote[name]
 		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
-		f.setCluster(m.cfg.Node, makeBeforeBreak(f, n, len(p.Models[name]), len(rs)), rs, p.Why[name], m.announceReady)
+		n := here[name]
+		if classRank(f.m().Class) >= room {
+			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
+		}
+		f.setCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
 	}
+}
+
+// roomWanted is the highest class rank of the models the plan gives this
+// node more replicas of than it runs (0 when none): a replica of a lower
+// class the plan takes away is stopped at once, since the room it holds
+// may be what that model waits for (a class eviction); others wait for
+// their replacement (makeBeforeBreak).
+func roomWanted(v *view, here map[string]int) int {
+	rank := 0
+	for name, f := range v.fleets {
+		f.mu.Lock()
+		more := here[name] > len(f.replicas)+f.starting
+		f.mu.Unlock()
+		if more {
+			rank = max(rank, classRank(f.m().Class))
+		}
+	}
+	return rank
 }
 
 // makeBeforeBreak is how many replicas of the fleet this node keeps when
