@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -29,8 +30,10 @@ func init() {
 		Short: "Operates a running llmgw through its admin endpoint",
 		Long: `
 Reads and changes a running llmgw through the llm routes of its admin
-endpoint (--admin, default localhost:2019). Tables by default, --json for
-scripts. Changes are logged with the OS user as the actor.
+endpoint: --admin, else $LLMGW_ADMIN, else the admin address of the config
+file --config names (as llmgw reload reads it), else localhost:2019.
+Tables by default, --json for scripts. Changes are logged with the OS user
+as the actor.
 
 With --url (or LLMGW_ADMIN_URL) it talks to a site's llm_admin handler
 instead, such as https://gw.example.com/llm, sending --token (or
@@ -38,7 +41,8 @@ LLMGW_ADMIN_TOKEN) as a bearer token; changes are then logged with the
 token's id as the actor.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			var c ctl
-			cmd.PersistentFlags().StringVar(&c.admin, "admin", "localhost:2019", "the admin endpoint's address")
+			cmd.PersistentFlags().StringVar(&c.admin, "admin", os.Getenv("LLMGW_ADMIN"), "the admin endpoint's address (default $LLMGW_ADMIN, else the --config file's, else localhost:2019)")
+			cmd.PersistentFlags().StringVar(&c.config, "config", "", "a config file whose admin address to use, as llmgw reload --config does")
 			cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
 			cmd.PersistentFlags().StringVar(&c.url, "url", os.Getenv("LLMGW_ADMIN_URL"), "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
 			cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
@@ -49,10 +53,11 @@ token's id as the actor.`,
 }
 
 type ctl struct {
-	admin string
-	json  bool
-	url   string // a site's llm_admin, where the /llm routes are
-	token string
+	admin  string
+	config string // a config file whose admin address is used when admin is empty
+	json   bool
+	url    string // a site's llm_admin, where the /llm routes are
+	token  string
 	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
 	// to be replaced set a longer one.
 	timeout time.Duration
@@ -63,6 +68,14 @@ type ctl struct {
 // --admin.
 func (c *ctl) endpoint(path string) (target, where, hint string) {
 	if c.url == "" {
+		if c.admin == "" {
+			c.admin = caddy.DefaultAdminListen
+			if c.config != "" {
+				if addr, err := caddycmd.DetermineAdminAPIAddress("", nil, c.config, ""); err == nil {
+					c.admin = addr
+				}
+			}
+		}
 		base := c.admin
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
@@ -121,7 +134,7 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	if resp.StatusCode >= 300 {
 		var e struct{ Error string }
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s", e.Error)
+			return fmt.Errorf("%s%s", e.Error, hostHint(e.Error, c.admin))
 		}
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
 	}
@@ -133,6 +146,17 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		return json.Unmarshal(raw, out)
 	}
 	return nil
+}
+
+// hostHint says what to change when Caddy's admin endpoint refused the
+// Host it was reached by: on a loopback address it accepts only
+// localhost, 127.0.0.1 and ::1 unless its origins list the address.
+func hostHint(msg, admin string) string {
+	if !strings.HasPrefix(msg, "host not allowed") {
+		return ""
+	}
+	return fmt.Sprintf("; Caddy's admin endpoint accepts only the hosts its origins list (by default, on a loopback address: localhost, 127.0.0.1 and ::1): "+
+		"list this one in the config's admin option (admin %s { origins %s }), or listen on 127.0.0.1", admin, admin)
 }
 
 func table(header string, rows [][]string) {

@@ -45,6 +45,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster-add" {
+		if err := clusterAddBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench cluster-add:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "scale" {
 		if err := scale(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench scale:", err)

@@ -39,6 +39,8 @@ type cluster struct {
 	before string            // handlers before the router on every node (after llm_quota)
 	router string            // llm_router's block
 	blocks map[string]string // node → its llm block, for reloads
+	secret map[string]string // node → its cluster secret; default: clusterSecret
+	timing string            // the cluster block's heartbeat and node_ttl; default: 250ms and 2s
 }
 
 func startCluster(t *testing.T, n int, models string) *cluster {
@@ -59,17 +61,31 @@ func startClusterOn(t *testing.T, n int, models string, r *redisServer, store st
 
 // add starts a node named name on 127.0.0.<its number + 1>.
 func (c *cluster) add(name string) *gateway {
+	c.t.Helper()
+	g := c.node(name)
+	g.start()
+	c.nodes[name] = g
+	return g
+}
+
+// node writes the config of node name and returns it, not started.
+func (c *cluster) node(name string) *gateway {
 	t := c.t
 	t.Helper()
-	ip := fmt.Sprintf("127.0.0.%d", 1+len(c.peer)+1)
-	if addr, ok := c.peer[name]; ok {
-		ip = strings.Split(addr, ":")[0]
-	} else {
-		c.peer[name] = fmt.Sprintf("%s:%d", ip, freePort(t))
+	if _, ok := c.peer[name]; !ok {
+		c.peer[name] = fmt.Sprintf("127.0.0.%d:%d", 1+len(c.peer)+1, freePort(t))
 	}
 	store := c.store
 	if store == "" {
 		store = "redis " + c.redis.url()
+	}
+	secret := clusterSecret
+	if s, ok := c.secret[name]; ok {
+		secret = s
+	}
+	timing := c.timing
+	if timing == "" {
+		timing = "heartbeat 250ms\n\t\t\tnode_ttl 2s"
 	}
 	block := fmt.Sprintf(`
 		cluster {
@@ -77,11 +93,10 @@ func (c *cluster) add(name string) *gateway {
 			node %s
 			advertise %s
 			secret %s
-			heartbeat 250ms
-			node_ttl 2s
+			%s
 		}
 		%s
-		%s`, store, name, c.peer[name], clusterSecret, c.models, c.extra[name])
+		%s`, store, name, c.peer[name], secret, timing, c.models, c.extra[name])
 	if c.blocks == nil {
 		c.blocks = map[string]string{}
 	}
@@ -91,8 +106,6 @@ func (c *cluster) add(name string) *gateway {
 	g.routes = c.routes
 	g.before = c.before
 	g.writeConfig(block, c.router)
-	g.start()
-	c.nodes[name] = g
 	return g
 }
 

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -178,11 +179,13 @@ type member struct {
 	rdb    redis.UniversalClient
 	prefix string
 	logger *zap.Logger
+	proof  []byte // signs heartbeats and state (cluster_proof.go)
 
 	peer      *peerServer
 	transport *http.Transport
 
 	kick    chan struct{} // beat now
+	tell    atomic.Bool   // the next round tells every node to read the heartbeats (cluster_push.go)
 	stop    chan struct{}
 	stopped chan struct{}
 
@@ -205,7 +208,9 @@ type member struct {
 	cached    []string             // weights in the node cache, as sources
 	gone      map[string]time.Time // node names without a heartbeat, since when (the loop's)
 	cachedAt  time.Time
-	upSince   time.Time // since when the store has answered without a break
+	upSince   time.Time         // since when the store has answered without a break
+	untrusted map[string]string // state field → a value without this secret's proof, logged
+	refused   map[string]string // node name → its heartbeat without this secret's proof, logged
 }
 
 // clusterPlan is where each model's replicas run, as the leader decided.
@@ -272,8 +277,9 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger,
-		transport: newPeerTransport(cliTLS), kick: make(chan struct{}, 1),
+	m := &member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger, proof: proofKey(c.Secret),
+		untrusted: map[string]string{}, refused: map[string]string{},
+		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}, gone: map[string]time.Time{}}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
@@ -343,14 +349,16 @@ func (s redisState) Load(ctx context.Context, key string) ([]byte, error) {
 	down := s.m.down != nil
 	s.m.mu.Unlock()
 	if !down {
-		b, err := s.m.rdb.HGet(ctx, s.m.key(kState), key).Bytes()
-		if errors.Is(err, redis.Nil) {
+		b, trusted, err := s.m.hgetTrusted(ctx, key)
+		switch {
+		case errors.Is(err, redis.Nil):
 			return nil, fs.ErrNotExist
-		}
-		if err == nil {
+		case err == nil && trusted:
 			return b, nil
+		case err != nil:
+			s.m.storeLost(err)
 		}
-		s.m.storeLost(err)
+		// A value without this cluster's proof: what this node applied.
 	}
 	// The store does not answer: what this node last saw of it, kept
 	// in memory and in Caddy storage (for a restart during an outage).
@@ -373,7 +381,7 @@ func (m *member) localKey(key string) string { return "llmgw/cluster/" + m.cfg.N
 func (s redisState) Store(ctx context.Context, key string, value []byte) error {
 	var ver *redis.IntCmd
 	_, err := s.m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.m.key(kState), key, value)
+		s.m.signedHSet(ctx, p, key, value)
 		ver = p.Incr(ctx, s.m.key(kVersion))
 		return nil
 	})
@@ -432,11 +440,21 @@ func (m *member) change(ctx context.Context, a *App, fn func() error) error {
 	if err := m.sync(ctx, a); err != nil {
 		return apiErr(http.StatusServiceUnavailable, "%v", err)
 	}
-	return fn()
+	err := fn()
+	if m.isLeader() {
+		// The other nodes' leader is told by the change message; this
+		// one places its own change now, not at its next heartbeat.
+		m.beatNow()
+	}
+	return err
 }
 
-// sync applies the shared state if another node changed it.
+// sync applies the shared state if another node changed it. A pull
+// under way (started by a change message) is waited for first: it marks
+// its version applied before it has applied it.
 func (m *member) sync(ctx context.Context, a *App) error {
+	m.pullMu.Lock()
+	m.pullMu.Unlock() //nolint:staticcheck // only waits for the pull under way
 	ver, err := m.rdb.Get(ctx, m.key(kVersion)).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return m.storeErr(err)
@@ -481,8 +499,8 @@ func (m *member) pull(ctx context.Context, a *App) error {
 		}
 	}
 	v, _ := ver.Int64()
-	fields := all.Val()
 	m.mu.Lock()
+	fields := m.trustedState(all.Val(), m.applied)
 	changed := map[string]bool{}
 	for _, k := range []string{keysStorageKey, tenantsStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
 		if fields[k] != m.applied[k] {
@@ -514,21 +532,42 @@ func (m *member) pull(ctx context.Context, a *App) error {
 }
 
 // refreshKeys is called for a key this node does not know: it may have
-// been minted on another node a moment ago. It checks the store's version
-// and applies a change; callers that arrive while a check is under way
-// wait for the next one, which one of them makes for all. It reports
-// whether the caller should look the key up again.
-func (m *member) refreshKeys(a *App) bool {
+// been minted on another node a moment ago. It reports whether the
+// caller should look the key up again (refresh).
+func (m *member) refreshKeys(a *App) bool { return m.refresh(a) }
+
+// refresh is called for a key or a model name this node does not know:
+// it may have been made on another node a moment ago, before its change
+// reached this one. It waits for a change being applied, checks the
+// store's version and applies a newer state; callers that arrive while a
+// check is under way wait for the next one, which one of them makes for
+// all. While the store is known to be down (the heartbeat found it so,
+// or the last check did) it returns at once: the unknown key or model
+// is answered without waiting for dials that fail; the heartbeat round
+// probes the store meanwhile. It reports whether the caller should look
+// the name up again.
+func (m *member) refresh(a *App) bool {
+	if m.storeDown() != nil {
+		return false
+	}
 	arrived := time.Now()
 	m.checkMu.Lock()
 	defer m.checkMu.Unlock()
 	if m.lastCheck.After(arrived) {
 		return true // a check that began after this call did the work: look again
 	}
+	if m.storeDown() != nil {
+		return false // the check this call waited for found the store down
+	}
 	m.lastCheck = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return m.sync(ctx, a) == nil
+	err := m.sync(ctx, a)
+	var down *storeDownError
+	if errors.As(err, &down) {
+		m.storeLost(down.err)
+	}
+	return err == nil
 }
 
 // subscribe follows the changes channel: a change of state is applied at
@@ -621,12 +660,17 @@ func (m *member) round(a *App, started time.Time) {
 	defer cancel()
 	beat := a.beat(m, started)
 	b, _ := json.Marshal(beat)
+	b = signBeat(m.proof, b)
+	tell := m.tell.Swap(false)
 	ttl := time.Duration(m.cfg.NodeTTL)
 	var members *redis.StringSliceCmd
 	var ver, plan, leader *redis.StringCmd
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, m.key(kNodes), m.cfg.Node)
 		p.Set(ctx, m.key(kNode+m.cfg.Node), b, ttl)
+		if tell {
+			p.Publish(ctx, m.key(kChanges), "nodes")
+		}
 		p.SetNX(ctx, m.key(kLeader), m.cfg.Node, ttl)
 		p.Eval(ctx, renewScript, []string{m.key(kLeader)}, m.cfg.Node, ttl.Milliseconds())
 		members = p.SMembers(ctx, m.key(kNodes))
@@ -653,25 +697,7 @@ func (m *member) round(a *App, started time.Time) {
 		}
 	}
 	m.storeBack(a)
-	nodes := map[string]*nodeBeat{}
-	for i, v := range beats {
-		s, ok := v.(string)
-		if !ok {
-			m.forget(ctx, names[i]) // expired: the node is gone
-			continue
-		}
-		delete(m.gone, names[i])
-		var nb nodeBeat
-		if json.Unmarshal([]byte(s), &nb) == nil && nb.Name != "" {
-			nodes[nb.Name] = &nb
-			if nb.Name == m.cfg.Node && (nb.Addr != beat.Addr || !nb.Started.Equal(beat.Started)) {
-				// Written between this round's SET and MGET by another
-				// process with this node's name.
-				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
-					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", beat.Addr))
-			}
-		}
-	}
+	nodes := m.readBeats(ctx, names, beats, beat)
 	nodes[m.cfg.Node] = beat
 	var p clusterPlan
 	m.planLost = plan.Val() == ""
@@ -704,6 +730,59 @@ func (m *member) round(a *App, started time.Time) {
 	}
 }
 
+// readBeats decodes the heartbeats read for names. A heartbeat whose
+// proof is not this cluster's is not a member: it is left out (and logged
+// once), so it is not listed, gets no replicas and its replicas get no
+// requests.
+func (m *member) readBeats(ctx context.Context, names []string, beats []any, own *nodeBeat) map[string]*nodeBeat {
+	nodes := map[string]*nodeBeat{}
+	for i, v := range beats {
+		s, ok := v.(string)
+		if !ok {
+			m.forget(ctx, names[i]) // expired: the node is gone
+			continue
+		}
+		delete(m.gone, names[i])
+		b, ok := openBeat(m.proof, s)
+		switch {
+		case !ok && hasBeatProof(s):
+			m.refuse(names[i], s)
+			continue
+		case !ok:
+			b = []byte(s) // a node of an earlier version signs nothing: kept, so a rolling upgrade works
+		}
+		delete(m.refused, names[i])
+		var nb nodeBeat
+		if json.Unmarshal(b, &nb) == nil && nb.Name != "" {
+			nodes[nb.Name] = &nb
+			if nb.Name == m.cfg.Node && (nb.Addr != own.Addr || !nb.Started.Equal(own.Started)) {
+				// Written between this round's SET and MGET by another
+				// process with this node's name.
+				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
+					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", own.Addr))
+			}
+		}
+	}
+	return nodes
+}
+
+// refuse logs, once per node start, a heartbeat that does not prove the
+// cluster secret.
+func (m *member) refuse(name, beat string) {
+	var nb struct {
+		Addr    string    `json:"addr"`
+		Started time.Time `json:"started"`
+	}
+	_ = json.Unmarshal([]byte(beat), &nb)
+	seen := nb.Addr + " " + nb.Started.String()
+	if m.refused[name] == seen {
+		return
+	}
+	m.refused[name] = seen
+	m.logger.Error("a node's heartbeat does not prove the cluster secret: it is not a member (not listed, given no replicas); its cluster secret differs from this node's",
+		zap.String("node", name), zap.String("address", nb.Addr))
+}
+
 // reseedScript writes a node's last known state into a store that has
 // none (a Redis restarted without its data), once: the first node wins.
 const reseedScript = `if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
@@ -725,14 +804,14 @@ func (m *member) reseed(ctx context.Context) bool {
 	args := []any{m.version}
 	for k, v := range m.applied {
 		if v != "" {
-			args = append(args, k, v)
+			args = append(args, k, v, proofField(k), fieldProof(m.proof, k, v))
 		}
 	}
 	m.mu.Unlock()
 	n, err := m.rdb.Eval(ctx, reseedScript, []string{m.key(kVersion), m.key(kState), m.key(kChanges)}, args...).Int()
 	if err == nil && n == 1 {
 		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
-			zap.Int("fields", len(args)/2))
+			zap.Int("fields", len(args)/4))
 	}
 	return err == nil
 }
@@ -925,6 +1004,10 @@ func (a *App) joinCluster(ctx caddy.Context) error {
 	a.cluster.mu.Lock()
 	a.cluster.local = a.local
 	a.cluster.mu.Unlock()
+	if err := a.cluster.secretRefused(ctx); err != nil {
+		a.logger.Error("not joining the cluster", zap.Error(err))
+		return err
+	}
 	if err := a.cluster.pull(ctx, nil); err != nil {
 		var down *storeDownError
 		if !errors.As(err, &down) {

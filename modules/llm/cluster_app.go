@@ -138,17 +138,62 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		}
 	}
 	m.mu.Unlock()
-	for name, f := range v.fleets {
-		n := 0
+	here := map[string]int{}
+	for name := range v.fleets {
 		for _, on := range p.Models[name] {
 			if on == m.cfg.Node {
-				n++
+				here[name]++
 			}
 		}
+	}
+	room := roomWanted(v, here)
+	for name, f := range v.fleets {
 		rs := remote[name]
 		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
-		f.setCluster(m.cfg.Node, n, rs, p.Why[name])
+		n := here[name]
+		if classRank(f.m().Class) >= room {
+			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
+		}
+		f.setCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
 	}
+}
+
+// roomWanted is the highest class rank of the models the plan gives this
+// node more replicas of than it runs (0 when none): a replica of a lower
+// class the plan takes away is stopped at once, since the room it holds
+// may be what that model waits for (a class eviction); others wait for
+// their replacement (makeBeforeBreak).
+func roomWanted(v *view, here map[string]int) int {
+	rank := 0
+	for name, f := range v.fleets {
+		f.mu.Lock()
+		more := here[name] > len(f.replicas)+f.starting
+		f.mu.Unlock()
+		if more {
+			rank = max(rank, classRank(f.m().Class))
+		}
+	}
+	return rank
+}
+
+// makeBeforeBreak is how many replicas of the fleet this node keeps when
+// the plan puts n here: when the plan moves one of them elsewhere (the
+// spread step, after a node joined or came back from a drain), this node
+// keeps its ready replica until the model has as many ready replicas on
+// the other nodes as the plan gives them, so the model never runs short
+// while the new one starts. planned is the model's entries in the plan,
+// ready the model's ready replicas on other nodes. A model scaled down or
+// stopped is trimmed at once (planned falls).
+func makeBeforeBreak(f *fleet, n, planned, ready int) int {
+	f.mu.Lock()
+	have := 0
+	for _, r := range f.replicas {
+		if r.State() == ReplicaReady {
+			have++
+		}
+	}
+	f.mu.Unlock()
+	return max(n, min(have, planned-ready))
 }
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
@@ -344,4 +389,32 @@ func (a *App) drainedNodes() map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// LookupLatest is Lookup for the first handler a request meets (llm_quota,
+// or the router without it): in a cluster, a name not in the catalog may
+// be a model added on another node a moment ago, before its change
+// reached this node. The shared catalog is then read once (bounded, one
+// read for all callers at a time, none while the store is known down) and
+// the name looked up again, so a model answers on every node as soon as
+// its add has answered 201.
+func (a *App) LookupLatest(name string) (*Model, error) {
+	m, err := a.Lookup(name)
+	var unknown *UnknownModelError
+	if err == nil || a.cluster == nil || !errors.As(err, &unknown) {
+		return m, err
+	}
+	if !a.cluster.refresh(a) {
+		return m, err
+	}
+	return a.Lookup(name)
+}
+
+// ReplicaNode names the node a replica runs on: its cluster node, or this
+// node (its cluster name, else the host's) for a local replica.
+func (a *App) ReplicaNode(r *Replica) string {
+	if r.Node != "" {
+		return r.Node
+	}
+	return a.nodeName()
 }

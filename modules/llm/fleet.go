@@ -174,6 +174,7 @@ type fleet struct {
 	assigned  int        // replicas the plan puts on this node
 	remote    []*Replica // ready replicas on other nodes
 	planWhy   string     // why the plan could not place them all
+	announce  func()     // tells the cluster at once that a replica is ready (cluster_push.go)
 	wantMore  bool       // a request found every replica busy, or none
 
 	ctx    context.Context
@@ -496,6 +497,9 @@ func (f *fleet) startLocked() bool {
 		f.lastErr, f.backoff = nil, 0
 		f.replicas = append(f.replicas, r)
 		f.notify()
+		if f.announce != nil {
+			f.announce()
+		}
 		f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID))
 	}()
 	return true
@@ -704,10 +708,10 @@ func (f *fleet) removeLocked(r *Replica) {
 
 // setCluster gives the fleet its share of the cluster's plan: n replicas
 // on this node, and the ready replicas of other nodes.
-func (f *fleet) setCluster(nodeName string, n int, remote []*Replica, why string) {
+func (f *fleet) setCluster(nodeName string, n int, remote []*Replica, why string, announce func()) {
 	f.mu.Lock()
 	changed := !f.clustered || f.assigned != n || f.planWhy != why || !slices.Equal(f.remote, remote)
-	f.clustered, f.node, f.assigned, f.remote, f.planWhy = true, nodeName, n, remote, why
+	f.clustered, f.node, f.assigned, f.remote, f.planWhy, f.announce = true, nodeName, n, remote, why, announce
 	if changed {
 		f.notify()
 	}

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -177,15 +178,19 @@ var peerKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, In
 
 // newPeerTransport reaches other nodes' peer endpoints: kept-alive
 // HTTP/1.1 connections, as many as requests in flight, no proxy from the
-// environment, TCP keep-alive probes to notice a peer that vanished.
+// environment, TCP keep-alive probes to notice a peer that vanished. A
+// failed TLS handshake is logged at warn: it means the nodes' cluster
+// secrets differ (or something else answers at the peer's address).
 // client is not changed.
-func newPeerTransport(client *tls.Config) *http.Transport {
+func newPeerTransport(client *tls.Config, logger *zap.Logger) *http.Transport {
 	var h1 http.Protocols
 	h1.SetHTTP1(true)
 	tc := client.Clone()
 	tc.NextProtos = []string{"http/1.1"}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: peerKeepAlive}
 	return &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: peerKeepAlive}).DialContext,
+		DialContext:         dialer.DialContext,
+		DialTLSContext:      peerDialTLS(dialer, tc, logger),
 		TLSClientConfig:     tc,
 		TLSHandshakeTimeout: 5 * time.Second,
 		Protocols:           &h1,
@@ -195,6 +200,50 @@ func newPeerTransport(client *tls.Config) *http.Transport {
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
+}
+
+// peerDialTLS connects to another node's peer endpoint and shakes hands,
+// logging a failed handshake at warn with what to check.
+func peerDialTLS(dialer *net.Dialer, conf *tls.Config, logger *zap.Logger) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := conf.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			c.ServerName = host
+		}
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		conn := tls.Client(raw, c)
+		if err := conn.HandshakeContext(hctx); err != nil {
+			_ = raw.Close()
+			if ctx.Err() == nil {
+				logger.Warn("TLS handshake with another node failed: its cluster secret may differ from this node's; give every node the same cluster secret",
+					zap.String("peer", addr), zap.Error(err))
+			}
+			return nil, fmt.Errorf("TLS handshake with node at %s: %w", addr, err)
+		}
+		return conn, nil
+	}
+}
+
+// peerErrorLog is the peer endpoint's http.Server error log: a TLS
+// handshake that failed on a certificate (a node with another cluster
+// secret, or no certificate at all) is logged at warn, other errors
+// (a port probe that closed at once) at debug.
+type peerErrorLog struct{ logger *zap.Logger }
+
+func (l peerErrorLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") && (strings.Contains(msg, "certificate") || strings.Contains(msg, "tls: ")) {
+		l.logger.Warn("TLS handshake from another node failed: its cluster secret may differ from this node's; give every node the same cluster secret",
+			zap.String("error", msg))
+	} else if c := l.logger.Check(zapcore.DebugLevel, "peer endpoint"); c != nil {
+		c.Write(zap.String("error", msg))
+	}
+	return len(p), nil
 }
 
 // peerURL is the base URL through which other nodes reach replica id on
@@ -267,7 +316,7 @@ func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup peerL
 	p := &peerServer{node: nodeName, ln: ln, logger: logger, done: make(chan struct{})}
 	p.lookup.Store(&lookup)
 	p.engine = EngineTransport(5*time.Second, 512)
-	errLog, _ := zap.NewStdLogAt(logger, zapcore.DebugLevel) // failed handshakes
+	errLog := log.New(peerErrorLog{logger}, "", 0) // failed handshakes
 	p.srv = &http.Server{
 		Handler:           p,
 		TLSConfig:         tlsConf,

@@ -22,7 +22,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 const testSecret = "test cluster secret, at least 32 bytes long"
@@ -105,7 +107,7 @@ func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *tes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.peer.Destruct() })
-	n.transport, n.clientTLS = newPeerTransport(client), client
+	n.transport, n.clientTLS = newPeerTransport(client, zap.NewNop()), client
 	t.Cleanup(n.transport.CloseIdleConnections)
 	return n
 }
@@ -370,7 +372,7 @@ func TestPeerRefusesStrangers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newPeerTransport(tt.conf)
+			tr := newPeerTransport(tt.conf, zap.NewNop())
 			defer tr.CloseIdleConnections()
 			req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
 			resp, err := tr.RoundTrip(req)
@@ -381,7 +383,7 @@ func TestPeerRefusesStrangers(t *testing.T) {
 		})
 	}
 	t.Run("good certificate", func(t *testing.T) {
-		tr := newPeerTransport(goodClient)
+		tr := newPeerTransport(goodClient, zap.NewNop())
 		defer tr.CloseIdleConnections()
 		req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
 		resp, err := tr.RoundTrip(req)
@@ -511,7 +513,7 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 	if first != second {
 		t.Fatal("a reload with the same settings started a second peer server")
 	}
-	tr := newPeerTransport(client)
+	tr := newPeerTransport(client, zap.NewNop())
 	defer tr.CloseIdleConnections()
 	_, _ = peers.Delete(key) // the old config goes
 	status := func() (int, error) {
@@ -716,5 +718,35 @@ func TestPeerFullDuplex(t *testing.T) {
 	rest, err := io.ReadAll(br)
 	if want := "\ndata: got part 2\n\ndata: [DONE]\n\n"; err != nil || string(rest) != want {
 		t.Errorf("got %q (%v), want %q", rest, err, want)
+	}
+}
+
+// TestPeerHandshakeFailuresWarn checks that a node with another secret
+// is logged at warn on both ends, saying the secrets may differ (it was
+// at debug only, so a misconfigured node failed silently).
+func TestPeerHandshakeFailuresWarn(t *testing.T) {
+	serverCore, serverLogs := observer.New(zapcore.WarnLevel)
+	b := newTestNode(t, testSecret, "node-b", "127.0.0.3", zap.New(serverCore))
+	_, otherClient, err := newPeerTLS(strings.Repeat("x", 40), "node-x", "127.0.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCore, clientLogs := observer.New(zapcore.WarnLevel)
+	tr := newPeerTransport(otherClient, zap.New(clientCore))
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, "https://"+b.peer.Addr().String()+"/health", nil)
+	if resp, err := tr.RoundTrip(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("got %s, want a failed handshake", resp.Status)
+	}
+	if n := clientLogs.FilterMessageSnippet("cluster secret may differ").Len(); n != 1 {
+		t.Errorf("the sending node logged %d warnings about the handshake, want 1: %v", n, clientLogs.All())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for serverLogs.FilterMessageSnippet("cluster secret may differ").Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if serverLogs.FilterMessageSnippet("cluster secret may differ").Len() == 0 {
+		t.Errorf("the receiving node logged no warning about the handshake: %v", serverLogs.All())
 	}
 }

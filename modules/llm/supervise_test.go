@@ -19,7 +19,7 @@ func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
 	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true})
 	defer f.cancel()
 
-	f.setCluster("n1", 1, nil, "")
+	f.setCluster("n1", 1, nil, "", nil)
 	f.tick()
 	f.mu.Lock()
 	why := f.waitFor
@@ -28,7 +28,7 @@ func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
 		t.Fatal("a replica that does not fit the node: want a reason in waitFor, got none")
 	}
 
-	f.setCluster("n1", 0, nil, "") // the plan moved it to another node
+	f.setCluster("n1", 0, nil, "", nil) // the plan moved it to another node
 	f.tick()
 	f.mu.Lock()
 	defer f.mu.Unlock()

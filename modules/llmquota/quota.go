@@ -187,7 +187,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		return next.ServeHTTP(w, r) // the router answers with the error
 	}
-	m, err := q.app.Lookup(req.Model)
+	m, err := q.app.LookupLatest(req.Model) // a model added on another node a moment ago too
 	if err != nil {
 		return next.ServeHTTP(w, r) // the router answers 404 with close names
 	}

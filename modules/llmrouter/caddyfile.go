@@ -38,6 +38,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_idle_conns_per_host <n>
 //		max_n                   <n>
 //		max_messages            <n>
+//		expose_replica
 //	}
 func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return llm.ParseBlock(d, func(dir string) error {
@@ -54,6 +55,12 @@ func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return parseInt(d, &rt.MaxN)
 		case "max_messages":
 			return parseInt(d, &rt.MaxMessages)
+		case "expose_replica":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			rt.ExposeReplica = true
+			return nil
 		}
 		return d.Errf("unrecognized llm_router subdirective %q", dir)
 	})

@@ -49,3 +49,17 @@ func TestUnmarshalCaddyfileLimits(t *testing.T) {
 		t.Errorf("max_n 129: got %v", err)
 	}
 }
+
+func TestUnmarshalCaddyfileExposeReplica(t *testing.T) {
+	rt := new(Router)
+	if err := rt.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_router {\n expose_replica\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if !rt.ExposeReplica {
+		t.Error("expose_replica: got false, want true")
+	}
+	err := new(Router).UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_router {\n expose_replica yes\n}"))
+	if err == nil {
+		t.Error("expose_replica with an argument: no error")
+	}
+}

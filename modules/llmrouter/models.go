@@ -69,7 +69,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *Router) serveModel(w http.ResponseWriter, id string) {
-	m, err := rt.app.Lookup(id)
+	m, err := rt.app.LookupLatest(id)
 	if err != nil {
 		toAPIError(err).Write(w)
 		return

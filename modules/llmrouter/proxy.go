@@ -42,7 +42,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		rt.writeError(w, r, err, start)
 		return
 	}
-	m, err := rt.app.Lookup(req.Model)
+	m, err := rt.app.LookupLatest(req.Model)
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
@@ -270,6 +270,10 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	h := w.Header()
 	copyHeader(h, resp.Header)
 	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
+	if rt.ExposeReplica {
+		h.Set("X-Llmgw-Replica", rep.ID)
+		h.Set("X-Llmgw-Node", rt.app.ReplicaNode(rep))
+	}
 	setVars(r, rep, eng)
 	countRequest(rep.Model, eng, req.APIName(), resp.StatusCode)
 	stream := req.Stream && resp.StatusCode == http.StatusOK && openai.IsSSE(resp.Header)

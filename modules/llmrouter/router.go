@@ -45,6 +45,7 @@ func init() {
 // {http.llm.usage.prompt_tokens}, {http.llm.usage.completion_tokens},
 // {http.llm.usage.total_tokens}. The same values are added to the access
 // log as llm_model, llm_replica, llm_prompt_tokens, llm_completion_tokens.
+// With expose_replica, answers carry X-Llmgw-Replica and X-Llmgw-Node.
 type Router struct {
 	// PolicyRaw chooses among a model's ready replicas.
 	// Default: least_outstanding.
@@ -64,6 +65,12 @@ type Router struct {
 	// MaxMessages is the most messages a chat request may carry; more is
 	// a 400. Default: 2048.
 	MaxMessages int `json:"max_messages,omitempty"`
+	// ExposeReplica adds to every answer a replica served the headers
+	// X-Llmgw-Replica (the replica's id) and X-Llmgw-Node (the node it
+	// runs on: in a cluster its node's name, else this host's), for
+	// tracing which replica and node answered. Off by default: they tell
+	// clients about the deployment. Default: false.
+	ExposeReplica bool `json:"expose_replica,omitempty"`
 
 	policy    llm.Selector
 	app       *llm.App
