@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+)
+
+// fidelityModels: a sim chat model that answers at length.
+const fidelityModels = `
+		model sim-chat {
+			engine sim
+			option max_tokens 64
+			context_length 4096
+		}`
+
+// weatherSchema is the schema a structured answer must fit.
+var weatherSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"city":    map[string]any{"type": "string"},
+		"degrees": map[string]any{"type": "integer"},
+		"sky":     map[string]any{"type": "string", "enum": []any{"sunny", "cloudy", "rain"}},
+	},
+	"required":             []any{"city", "degrees", "sky"},
+	"additionalProperties": false,
+}
+
+// fitsWeather checks that text is JSON of weatherSchema.
+func fitsWeather(t *testing.T, text string) {
+	t.Helper()
+	var v struct {
+		City    *string
+		Degrees *int
+		Sky     *string
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("the answer %q is not JSON of the schema: %v", text, err)
+	}
+	if v.City == nil || v.Degrees == nil || v.Sky == nil {
+		t.Fatalf("the answer %q lacks a required member", text)
+	}
+	if s := *v.Sky; s != "sunny" && s != "cloudy" && s != "rain" {
+		t.Errorf("the answer's sky %q is not one of the enum", s)
+	}
+}
+
+// Anthropic's structured outputs through the gateway: output_config.format
+// (and the older beta output_format) make the answer's text JSON that fits
+// the schema, whole and streamed, as messages.parse and generateObject
+// expect.
+func TestMessagesStructuredOutput(t *testing.T) {
+	g := startGateway(t, fidelityModels, "")
+	c := anthropic.NewClient(aoption.WithBaseURL(g.base), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+	params := anthropic.MessageNewParams{
+		Model: "sim-chat", MaxTokens: 256,
+		Messages:     []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("the weather in Paris"))},
+		OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: weatherSchema}},
+	}
+
+	t.Run("output_config", func(t *testing.T) {
+		msg, err := c.Messages.New(bg, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msg.Content) != 1 || msg.Content[0].Type != "text" || msg.StopReason != anthropic.StopReasonEndTurn {
+			t.Fatalf("got %s", msg.RawJSON())
+		}
+		fitsWeather(t, msg.Content[0].Text)
+	})
+
+	t.Run("streamed", func(t *testing.T) {
+		stream := c.Messages.NewStreaming(bg, params)
+		var msg anthropic.Message
+		for stream.Next() {
+			if err := msg.Accumulate(stream.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(msg.Content) != 1 {
+			t.Fatalf("got %s", msg.RawJSON())
+		}
+		fitsWeather(t, msg.Content[0].Text)
+	})
+
+	t.Run("beta output_format", func(t *testing.T) {
+		msg, err := c.Beta.Messages.New(bg, anthropic.BetaMessageNewParams{
+			Model: "sim-chat", MaxTokens: 256,
+			Messages:     []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("the weather in Oslo"))},
+			OutputFormat: anthropic.BetaJSONOutputFormatParam{Schema: weatherSchema},
+			Betas:        []anthropic.AnthropicBeta{"structured-outputs-2025-11-13"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msg.Content) != 1 {
+			t.Fatalf("got %s", msg.RawJSON())
+		}
+		fitsWeather(t, msg.Content[0].Text)
+	})
+
+	t.Run("bad format", func(t *testing.T) {
+		resp, body := post(t, g.base+"/v1/messages", `{"model":"sim-chat","max_tokens":50,"messages":[{"role":"user","content":"x"}],"output_config":{"format":{"type":"json_schema"}}}`)
+		if resp.StatusCode != 400 || !bytes.Contains(body, []byte(`"type":"invalid_request_error"`)) || !bytes.Contains(body, []byte("output_config.format.schema")) {
+			t.Errorf("status %d: %s", resp.StatusCode, body)
+		}
+	})
+}
