@@ -115,3 +115,49 @@ func TestMessagesStructuredOutput(t *testing.T) {
 		}
 	})
 }
+
+// A stop sequence the engine names (vLLM's stop_reason, as the sim gives
+// it) reaches a Messages client as stop_reason stop_sequence with the
+// sequence, whole and streamed; the earliest of several ends the answer.
+func TestMessagesStopSequence(t *testing.T) {
+	g := startGateway(t, fidelityModels, "")
+	c := anthropic.NewClient(aoption.WithBaseURL(g.base), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+	params := anthropic.MessageNewParams{
+		Model: "sim-chat", MaxTokens: 20,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("tell me about rivers"))},
+	}
+	plain, err := c.Messages.New(bg, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := plain.Content[0].Text
+	words := strings.Fields(text)
+	early, late := " "+words[3], " "+words[8]
+	if i := strings.Index(text, late); i < strings.Index(text, early) {
+		early, late = late, early
+	}
+	want := text[:strings.Index(text, early)]
+	params.StopSequences = []string{late, early} // the later one listed first
+
+	msg, err := c.Messages.New(bg, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Content[0].Text != want || msg.StopReason != anthropic.StopReasonStopSequence || msg.StopSequence != early {
+		t.Errorf("got %q, stop_reason %q, stop_sequence %q; want %q, stop_sequence, %q", msg.Content[0].Text, msg.StopReason, msg.StopSequence, want, early)
+	}
+
+	stream := c.Messages.NewStreaming(bg, params)
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Content[0].Text != want || acc.StopReason != anthropic.StopReasonStopSequence || acc.StopSequence != early {
+		t.Errorf("streamed: got %q, stop_reason %q, stop_sequence %q", acc.Content[0].Text, acc.StopReason, acc.StopSequence)
+	}
+}
