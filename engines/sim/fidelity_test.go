@@ -165,7 +165,7 @@ func TestStreamLogprobsAndStop(t *testing.T) {
 			Choices []struct {
 				Delta      struct{ Content string }
 				Logprobs   *struct{ Content []struct{ Token string } }
-				StopReason any `json:"stop_reason"`
+				StopReason any     `json:"stop_reason"`
 				Finish     *string `json:"finish_reason"`
 			}
 		}

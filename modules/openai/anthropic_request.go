@@ -129,7 +129,7 @@ type msgsToolOut struct {
 func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 	var c chatReqIn
 	if err := json.Unmarshal(chat, &c); err != nil {
-		return nil, BadRequest("invalid_json", "the request could not be read for a Messages engine: %v", err)
+		return nil, BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", decodeProblem(err))
 	}
 	out := msgsReqOut{Model: c.Model, Stream: c.Stream, TopP: c.TopP, TopK: c.TopK, MaxTokens: DefaultMessagesMaxTokens}
 	if model != "" {

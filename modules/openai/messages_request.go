@@ -56,8 +56,8 @@ type messagesReq struct {
 }
 
 func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
-	if !json.Valid(body) {
-		return nil, syntaxError(body)
+	if err := checkJSON(body); err != nil {
+		return nil, err
 	}
 	if b := body[skipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
