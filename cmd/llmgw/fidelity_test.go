@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -160,4 +162,65 @@ func TestMessagesStopSequence(t *testing.T) {
 	if acc.Content[0].Text != want || acc.StopReason != anthropic.StopReasonStopSequence || acc.StopSequence != early {
 		t.Errorf("streamed: got %q, stop_reason %q, stop_sequence %q", acc.Content[0].Text, acc.StopReason, acc.StopSequence)
 	}
+}
+
+// postAs posts body to url with a Content-Type.
+func postAs(t *testing.T, url, contentType, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// Requests an attacker or a confused client sends are refused by the
+// gateway, before any engine, with a status and a message that say why
+// and what to send instead, in the API's own error shape.
+func TestRequestChecks(t *testing.T) {
+	g := startGateway(t, fidelityModels, "")
+	openaiShape, anthropicShape := `{"error":{"message":`, `{"type":"error","error":{"type":"invalid_request_error"`
+	for _, tc := range []struct {
+		name, path, ct, body string
+		status               int
+		shape, says          string
+	}{
+		{"form to chat", "/v1/chat/completions", "application/x-www-form-urlencoded", `model=sim-chat&messages=hi`, 415, openaiShape, "application/json"},
+		{"text to completions", "/v1/completions", "text/plain", `{"model":"sim-chat","prompt":"hi"}`, 415, openaiShape, "application/json"},
+		{"multipart to embeddings", "/v1/embeddings", "multipart/form-data; boundary=b", "--b\r\n", 415, openaiShape, "application/json"},
+		{"xml to responses", "/v1/responses", "application/xml", `<input/>`, 415, openaiShape, "application/json"},
+		{"text to messages", "/v1/messages", "text/plain", `{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, 415, anthropicShape, "application/json"},
+		{"latin-1 to chat", "/v1/chat/completions", "application/json", `{"model":"sim-chat","messages":[{"role":"user","content":"caf` + "\xe9" + `"}]}`, 400, openaiShape, "not valid UTF-8"},
+		{"latin-1 to messages", "/v1/messages", "application/json", `{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":"caf` + "\xe9" + `"}]}`, 400, anthropicShape, "not valid UTF-8"},
+		{"file image to chat", "/v1/chat/completions", "application/json",
+			`{"model":"sim-chat","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"file:///etc/passwd"}}]}]}`, 400, openaiShape, "messages[0].content[0].image_url.url must be an http(s) URL or a data: URL, not a file: URL"},
+		{"file image to responses", "/v1/responses", "application/json",
+			`{"model":"sim-chat","input":[{"role":"user","content":[{"type":"input_image","image_url":"file:///etc/passwd"}]}]}`, 400, openaiShape, "input[0].content[0].image_url must be an http(s) URL or a data: URL"},
+		{"file image to messages", "/v1/messages", "application/json",
+			`{"model":"sim-chat","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"file:///etc/passwd"}}]}]}`, 400, anthropicShape, "messages[0].content[0].source.url must be an http(s) URL or a data: URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := postAs(t, g.base+tc.path, tc.ct, tc.body)
+			if resp.StatusCode != tc.status || !bytes.HasPrefix(body, []byte(tc.shape)) || !bytes.Contains(body, []byte(tc.says)) {
+				t.Errorf("got %d %s; want %d saying %q", resp.StatusCode, body, tc.status, tc.says)
+			}
+			if r := resp.Header.Get("X-Llm-Replica"); strings.HasPrefix(r, "sim-chat") {
+				t.Errorf("the request reached replica %s", r)
+			}
+		})
+	}
+
+	t.Run("decode errors speak the API", func(t *testing.T) {
+		resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"sim-chat","seed":"x","messages":[{"role":"user","content":"hi"}]}`)
+		if resp.StatusCode != 400 || bytes.Contains(body, []byte("Go struct")) || !bytes.Contains(body, []byte("seed")) {
+			t.Errorf("got %d %s", resp.StatusCode, body)
+		}
+	})
 }
