@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -221,6 +225,174 @@ func TestRequestChecks(t *testing.T) {
 		resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"sim-chat","seed":"x","messages":[{"role":"user","content":"hi"}]}`)
 		if resp.StatusCode != 400 || bytes.Contains(body, []byte("Go struct")) || !bytes.Contains(body, []byte("seed")) {
 			t.Errorf("got %d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+// cachedPair posts body twice and returns both answers, checking that the
+// first missed the cache and the second hit it.
+func cachedPair(t *testing.T, g *gateway, path, body string) ([]byte, []byte) {
+	t.Helper()
+	var out [2][]byte
+	for i, want := range []string{"miss", "hit-exact"} {
+		resp, b := post(t, g.base+path, body)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Llmgw-Cache") != want {
+			t.Fatalf("%s #%d: status %d, x-llmgw-cache %q, want %s: %s", path, i+1, resp.StatusCode, resp.Header.Get("X-Llmgw-Cache"), want, b)
+		}
+		out[i] = b
+	}
+	return out[0], out[1]
+}
+
+// pick reads the members at paths of a JSON answer.
+func pick(t *testing.T, body []byte, paths ...string) map[string]any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	out := map[string]any{}
+	for _, p := range paths {
+		cur := v
+		for _, k := range strings.Split(p, ".") {
+			switch c := cur.(type) {
+			case map[string]any:
+				cur = c[k]
+			case []any:
+				i, _ := strconv.Atoi(k)
+				cur = nil
+				if i < len(c) {
+					cur = c[i]
+				}
+			}
+		}
+		out[p] = cur
+	}
+	return out
+}
+
+// streamed joins a chat stream's reasoning, content, logprobs tokens, and
+// reads its finish chunk's stop_reason and its usage.
+func streamed(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var reasoning, content, tokens strings.Builder
+	out := map[string]any{}
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content   string
+					Reasoning string `json:"reasoning_content"`
+				}
+				Logprobs *struct {
+					Content []struct {
+						Token   string
+						Logprob float64
+					}
+				}
+				Finish     *string `json:"finish_reason"`
+				StopReason any     `json:"stop_reason"`
+			}
+			Usage map[string]any
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if ch.Usage != nil {
+			out["usage"] = ch.Usage
+		}
+		for _, c := range ch.Choices {
+			reasoning.WriteString(c.Delta.Reasoning)
+			content.WriteString(c.Delta.Content)
+			if c.Logprobs != nil {
+				for _, e := range c.Logprobs.Content {
+					fmt.Fprintf(&tokens, "%s(%.4f)", e.Token, e.Logprob)
+				}
+			}
+			if c.Finish != nil {
+				out["finish"], out["stop_reason"] = *c.Finish, c.StopReason
+			}
+		}
+	}
+	out["reasoning"], out["content"], out["logprobs"] = reasoning.String(), content.String(), tokens.String()
+	return out
+}
+
+// A cache hit gives what the miss gave: reasoning, its token count,
+// logprobs and the stop sequence that ended the answer, in chat
+// completions (whole and streamed), Messages (thinking blocks,
+// stop_sequence) and Responses (reasoning items, reasoning_tokens).
+func TestCacheHitKeepsDetails(t *testing.T) {
+	g := startGatewayBefore(t, `
+		model sim-think {
+			engine sim
+			option reasoning true
+			option max_tokens 16
+		}`, "\t\tllm_cache {\n\t\t\tttl 1m\n\t\t}")
+	_, probe := post(t, g.base+"/v1/chat/completions", `{"model":"sim-think","max_tokens":16,"messages":[{"role":"user","content":"rivers"}]}`)
+	words := strings.Fields(pick(t, probe, "choices.0.message.content")["choices.0.message.content"].(string))
+	stop, _ := json.Marshal(" " + words[4])
+	chat := func(q string, stream bool) string {
+		return fmt.Sprintf(`{"model":"sim-think","max_tokens":16,"logprobs":true,"top_logprobs":2,"stop":[%s],"stream":%v,"stream_options":%s,"messages":[{"role":"user","content":%q}]}`,
+			stop, stream, map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream], q)
+	}
+
+	t.Run("chat", func(t *testing.T) {
+		paths := []string{"choices.0.message.reasoning_content", "choices.0.message.content", "choices.0.logprobs", "choices.0.stop_reason",
+			"choices.0.finish_reason", "usage.completion_tokens", "usage.completion_tokens_details.reasoning_tokens"}
+		miss, hit := cachedPair(t, g, "/v1/chat/completions", chat("rivers", false))
+		m, h := pick(t, miss, paths...), pick(t, hit, paths...)
+		if m["choices.0.logprobs"] == nil || m["choices.0.stop_reason"] == nil || m["choices.0.message.reasoning_content"] == nil {
+			t.Fatalf("the miss lacks what the test needs: %s", miss)
+		}
+		if diff := cmp.Diff(m, h); diff != "" {
+			t.Errorf("the hit differs from the miss (-miss +hit)\n%s", diff)
+		}
+	})
+	t.Run("chat streamed", func(t *testing.T) {
+		miss, hit := cachedPair(t, g, "/v1/chat/completions", chat("lakes", true))
+		m, h := streamed(t, miss), streamed(t, hit)
+		delete(m["usage"].(map[string]any), "prompt_tokens_details") // the hit marks the prompt cached
+		delete(h["usage"].(map[string]any), "prompt_tokens_details")
+		if m["logprobs"] == "" || m["stop_reason"] == nil || m["reasoning"] == "" {
+			t.Fatalf("the miss lacks what the test needs: %v", m)
+		}
+		if diff := cmp.Diff(m, h); diff != "" {
+			t.Errorf("the hit differs from the miss (-miss +hit)\n%s", diff)
+		}
+	})
+	t.Run("messages", func(t *testing.T) {
+		body := fmt.Sprintf(`{"model":"sim-think","max_tokens":16,"stop_sequences":[%s],"messages":[{"role":"user","content":"seas"}]}`, stop)
+		paths := []string{"content", "stop_reason", "stop_sequence", "usage.output_tokens"}
+		miss, hit := cachedPair(t, g, "/v1/messages", body)
+		m, h := pick(t, miss, paths...), pick(t, hit, paths...)
+		if !strings.Contains(string(miss), `"type":"thinking"`) || m["stop_reason"] != "stop_sequence" {
+			t.Fatalf("the miss lacks what the test needs: %s", miss)
+		}
+		for _, v := range []map[string]any{m, h} { // signatures are made per answer
+			for _, b := range v["content"].([]any) {
+				delete(b.(map[string]any), "signature")
+			}
+		}
+		if diff := cmp.Diff(m, h); diff != "" {
+			t.Errorf("the hit differs from the miss (-miss +hit)\n%s", diff)
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		body := `{"model":"sim-think","max_output_tokens":16,"store":false,"input":"oceans"}`
+		paths := []string{"output.0.type", "output.0.content", "output.0.summary", "output.1.content.0.text", "status",
+			"usage.output_tokens", "usage.output_tokens_details.reasoning_tokens"}
+		miss, hit := cachedPair(t, g, "/v1/responses", body)
+		m, h := pick(t, miss, paths...), pick(t, hit, paths...)
+		if m["output.0.type"] != "reasoning" {
+			t.Fatalf("the miss lacks what the test needs: %s", miss)
+		}
+		if diff := cmp.Diff(m, h); diff != "" {
+			t.Errorf("the hit differs from the miss (-miss +hit)\n%s", diff)
 		}
 	})
 }
