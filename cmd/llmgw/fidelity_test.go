@@ -333,12 +333,17 @@ func TestCacheHitKeepsDetails(t *testing.T) {
 			option reasoning true
 			option max_tokens 16
 		}`, "\t\tllm_cache {\n\t\t\tttl 1m\n\t\t}")
-	_, probe := post(t, g.base+"/v1/chat/completions", `{"model":"sim-think","max_tokens":16,"messages":[{"role":"user","content":"rivers"}]}`)
-	words := strings.Fields(pick(t, probe, "choices.0.message.content")["choices.0.message.content"].(string))
-	stop, _ := json.Marshal(" " + words[4])
+	// stopFor is a stop sequence the answer to q has (the sim answers a
+	// question the same way each time).
+	stopFor := func(q string) []byte {
+		_, probe := post(t, g.base+"/v1/chat/completions", `{"model":"sim-think","max_tokens":16,"messages":[{"role":"user","content":"`+q+`"}]}`)
+		words := strings.Fields(pick(t, probe, "choices.0.message.content")["choices.0.message.content"].(string))
+		stop, _ := json.Marshal(" " + words[4])
+		return stop
+	}
 	chat := func(q string, stream bool) string {
 		return fmt.Sprintf(`{"model":"sim-think","max_tokens":16,"logprobs":true,"top_logprobs":2,"stop":[%s],"stream":%v,"stream_options":%s,"messages":[{"role":"user","content":%q}]}`,
-			stop, stream, map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream], q)
+			stopFor(q), stream, map[bool]string{true: `{"include_usage":true}`, false: "null"}[stream], q)
 	}
 
 	t.Run("chat", func(t *testing.T) {
@@ -366,7 +371,7 @@ func TestCacheHitKeepsDetails(t *testing.T) {
 		}
 	})
 	t.Run("messages", func(t *testing.T) {
-		body := fmt.Sprintf(`{"model":"sim-think","max_tokens":16,"stop_sequences":[%s],"messages":[{"role":"user","content":"seas"}]}`, stop)
+		body := fmt.Sprintf(`{"model":"sim-think","max_tokens":16,"stop_sequences":[%s],"messages":[{"role":"user","content":"seas"}]}`, stopFor("seas"))
 		paths := []string{"content", "stop_reason", "stop_sequence", "usage.output_tokens"}
 		miss, hit := cachedPair(t, g, "/v1/messages", body)
 		m, h := pick(t, miss, paths...), pick(t, hit, paths...)

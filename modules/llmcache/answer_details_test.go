@@ -23,6 +23,12 @@ func TestAnswerDetailsRoundTrip(t *testing.T) {
 		{Model: "m", Usage: openai.Usage{PromptTokens: 5, CompletionTokens: 2},
 			Choices: []answerChoice{{Content: "Hi there", FinishReason: "stop", Logprobs: json.RawMessage(textLP), StopReason: json.RawMessage(`128001`)}}},
 	} {
+		// Kept in the store's compact form, and read back from it.
+		var w blobWriter
+		appendAnswer(&w, a)
+		if got := readAnswer(&blobReader{s: string(w.b)}); !cmp.Equal(a, got, ignoreInline, jsonValues) {
+			t.Errorf("the store's form loses some: %s", cmp.Diff(a, got, ignoreInline, jsonValues))
+		}
 		rec := httptest.NewRecorder()
 		a.writeStream(rec, "m", true)
 		got, err := assemble(rec.Body.Bytes(), a.Usage)
