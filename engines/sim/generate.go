@@ -289,10 +289,7 @@ type logprobsWanted struct {
 func (s *Server) plan(req *request, chat bool, lp logprobsWanted) (prompt int, choices []choice) {
 	text := req.promptText()
 	prompt = countTokens(text) + 3*len(req.Messages)
-	limit, asked := s.cfg.MaxTokens, 0
-	if req.MaxTokens > 0 {
-		asked = req.MaxTokens
-	}
+	asked := req.MaxTokens
 	if req.MaxCompletionTokens > 0 {
 		asked = req.MaxCompletionTokens
 	}
@@ -304,15 +301,10 @@ func (s *Server) plan(req *request, chat bool, lp logprobsWanted) (prompt int, c
 		seed ^= uint64(*req.Seed)
 	}
 	var called []*tool
-	think := 0
 	if chat {
 		called = req.calledTools()
-		think = req.reasoningTokens(s.cfg.Reasoning)
 	}
-	if asked > 0 {
-		think = min(think, asked)
-		limit = asked - think
-	}
+	think, limit := s.budget(req, chat, asked)
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		c := choice{finish: "length"}
@@ -335,6 +327,20 @@ func (s *Server) plan(req *request, chat bool, lp logprobsWanted) (prompt int, c
 		choices = append(choices, c)
 	}
 	return prompt, choices
+}
+
+// budget is how many tokens of reasoning and of answer a choice has:
+// within the limit the request asked for (asked > 0), else the model's
+// answer length after the reasoning.
+func (s *Server) budget(req *request, chat bool, asked int) (think, limit int) {
+	if chat {
+		think = req.reasoningTokens(s.cfg.Reasoning)
+	}
+	if asked <= 0 {
+		return think, s.cfg.MaxTokens
+	}
+	think = min(think, asked)
+	return think, asked - think
 }
 
 // choose makes one answer: the tool calls, the echo, a reply to a tool's

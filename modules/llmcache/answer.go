@@ -441,40 +441,8 @@ func (a *answer) writeStream(w http.ResponseWriter, model string, includeUsage b
 		b, _ := json.Marshal(c)
 		_, _ = w.Write(append(append([]byte("data: "), b...), '\n', '\n'))
 	}
-	for _, c := range a.Choices {
-		piece := func(d map[string]any, finish any) map[string]any {
-			if a.Chat {
-				return map[string]any{"index": c.Index, "delta": d, "finish_reason": finish, "logprobs": nil}
-			}
-			text, _ := d["content"].(string)
-			return map[string]any{"index": c.Index, "text": text, "finish_reason": finish, "logprobs": nil}
-		}
-		if a.Chat {
-			send([]map[string]any{piece(map[string]any{"role": "assistant", "content": ""}, nil)}, nil)
-			for _, word := range splitWords(c.Reasoning) {
-				send([]map[string]any{piece(map[string]any{"reasoning_content": word}, nil)}, nil)
-			}
-		}
-		for _, p := range c.contentPieces(a.Chat) {
-			ch := piece(map[string]any{"content": p.text}, nil)
-			if p.logprobs != nil {
-				ch["logprobs"] = p.logprobs
-			}
-			send([]map[string]any{ch}, nil)
-		}
-		for j, t := range c.ToolCalls {
-			send([]map[string]any{piece(map[string]any{"tool_calls": []map[string]any{{"index": j, "id": t.ID, "type": "function",
-				"function": map[string]any{"name": t.Name, "arguments": ""}}}}, nil)}, nil)
-			for _, frag := range fragments(t.Arguments, 16) {
-				send([]map[string]any{piece(map[string]any{"tool_calls": []map[string]any{{"index": j,
-					"function": map[string]any{"arguments": frag}}}}, nil)}, nil)
-			}
-		}
-		last := piece(map[string]any{}, c.FinishReason)
-		if c.StopReason != nil {
-			last["stop_reason"] = c.StopReason
-		}
-		send([]map[string]any{last}, nil)
+	for i := range a.Choices {
+		a.Choices[i].replay(a.Chat, func(ch map[string]any) { send([]map[string]any{ch}, nil) })
 	}
 	if includeUsage {
 		send([]map[string]any{}, a.usageJSON())

@@ -169,3 +169,43 @@ func (c *answerChoice) details(choice map[string]any) map[string]any {
 	}
 	return choice
 }
+
+// replay sends a choice's chunks for a replayed stream: the role,
+// reasoning and content in word-sized pieces (one per token, with its
+// logprobs, when the answer has them), tool calls with their arguments in
+// fragments, and the finish.
+func (c *answerChoice) replay(chat bool, send func(choice map[string]any)) {
+	piece := func(d map[string]any, finish any) map[string]any {
+		if chat {
+			return map[string]any{"index": c.Index, "delta": d, "finish_reason": finish, "logprobs": nil}
+		}
+		text, _ := d["content"].(string)
+		return map[string]any{"index": c.Index, "text": text, "finish_reason": finish, "logprobs": nil}
+	}
+	if chat {
+		send(piece(map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, word := range splitWords(c.Reasoning) {
+			send(piece(map[string]any{"reasoning_content": word}, nil))
+		}
+	}
+	for _, p := range c.contentPieces(chat) {
+		ch := piece(map[string]any{"content": p.text}, nil)
+		if p.logprobs != nil {
+			ch["logprobs"] = p.logprobs
+		}
+		send(ch)
+	}
+	for j, t := range c.ToolCalls {
+		send(piece(map[string]any{"tool_calls": []map[string]any{{"index": j, "id": t.ID, "type": "function",
+			"function": map[string]any{"name": t.Name, "arguments": ""}}}}, nil))
+		for _, frag := range fragments(t.Arguments, 16) {
+			send(piece(map[string]any{"tool_calls": []map[string]any{{"index": j,
+				"function": map[string]any{"arguments": frag}}}}, nil))
+		}
+	}
+	last := piece(map[string]any{}, c.FinishReason)
+	if c.StopReason != nil {
+		last["stop_reason"] = c.StopReason
+	}
+	send(last)
+}

@@ -57,23 +57,11 @@ func scanJSON(b []byte) (int, string) {
 				}
 			}
 			continue
-		case c == '"':
-			var problem string
-			if i, problem = scanString(b, i); problem != "" {
-				return i, problem
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			var problem string
-			if i, problem = scanNumber(b, i); problem != "" {
-				return i, problem
-			}
-		case c == 't' || c == 'f' || c == 'n':
-			var problem string
-			if i, problem = scanLiteral(b, i); problem != "" {
-				return i, problem
-			}
 		default:
-			return i, fmt.Sprintf("invalid character %s looking for the beginning of a value", quoteByte(c))
+			var problem string
+			if i, problem = scanScalar(b, i); problem != "" {
+				return i, problem
+			}
 		}
 		// A value ended at i: close containers, or go on to the next.
 		var problem string
@@ -81,6 +69,20 @@ func scanJSON(b []byte) (int, string) {
 		if i, stack, more, problem = afterValue(b, i, stack); problem != "" || !more {
 			return i, problem
 		}
+	}
+}
+
+// scanScalar reads the string, number or literal at b[i].
+func scanScalar(b []byte, i int) (int, string) {
+	switch c := b[i]; {
+	case c == '"':
+		return scanString(b, i)
+	case c == '-' || c >= '0' && c <= '9':
+		return scanNumber(b, i)
+	case c == 't' || c == 'f' || c == 'n':
+		return scanLiteral(b, i)
+	default:
+		return i, fmt.Sprintf("invalid character %s looking for the beginning of a value", quoteByte(c))
 	}
 }
 
