@@ -222,9 +222,15 @@ func TestRequestChecks(t *testing.T) {
 	}
 
 	t.Run("decode errors speak the API", func(t *testing.T) {
-		resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"sim-chat","seed":"x","messages":[{"role":"user","content":"hi"}]}`)
-		if resp.StatusCode != 400 || bytes.Contains(body, []byte("Go struct")) || !bytes.Contains(body, []byte("seed")) {
-			t.Errorf("got %d %s", resp.StatusCode, body)
+		for _, body := range []string{
+			`{"model":"sim-chat","seed":"x","messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"sim-chat","response_format":{"type":5},"messages":[{"role":"user","content":"hi"}]}`, // checked by the engine
+		} {
+			resp, got := post(t, g.base+"/v1/chat/completions", body)
+			if resp.StatusCode != 400 || bytes.Contains(got, []byte("Go struct")) || bytes.Contains(got, []byte("json: ")) ||
+				!bytes.Contains(got, []byte("must be")) {
+				t.Errorf("%s: got %d %s", body, resp.StatusCode, got)
+			}
 		}
 	})
 }
