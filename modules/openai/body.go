@@ -58,8 +58,11 @@ func checkContentType(ct string) error {
 		len(sub) > 5 && strings.EqualFold(sub[len(sub)-5:], "+json")) {
 		return nil
 	}
-	return &Error{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
-		Message: fmt.Sprintf("the request's Content-Type is %q; send the body as JSON with Content-Type: application/json", ct)}
+	msg := fmt.Sprintf("the request's Content-Type is %q; send the body as JSON with Content-Type: application/json", ct)
+	if strings.EqualFold(mt, "application/x-www-form-urlencoded") {
+		msg += " (curl -d sends a form unless told otherwise: add -H 'Content-Type: application/json')"
+	}
+	return &Error{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type", Message: msg}
 }
 
 // readBody reads a body of length n (-1: unknown) up to MaxBodyBytes. A

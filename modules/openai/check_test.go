@@ -55,6 +55,10 @@ func TestContentType(t *testing.T) {
 			t.Errorf("%s with %q: got %d %s", tc.path, tc.ct, code, body)
 		}
 	}
+	// curl -d's default type gets told how to fix it.
+	if _, body := enter(t, "/v1/chat/completions", "application/x-www-form-urlencoded", chatBody); !strings.Contains(body, "-H 'Content-Type: application/json'") {
+		t.Errorf("a form: got %s", body)
+	}
 }
 
 // An image URL with another scheme than http, https and data is refused
