@@ -241,7 +241,7 @@ func TestMessagesOfficialClientStructured(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, <-seen, `{"model":"claude-x","messages":[{"role":"user","content":"where?"}],"max_tokens":100,
-	  "response_format":{"type":"json_schema","json_schema":{"name":"output","strict":true,
+	  "response_format":{"type":"json_schema","json_schema":{"name":"output",
 	    "schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}}}`)
 	if len(msg.Content) != 1 || msg.Content[0].Text != `{"city":"Paris"}` {
 		t.Errorf("got %s", msg.RawJSON())

@@ -33,7 +33,10 @@ import (
 //     disable_parallel_tool_use sets parallel_tool_calls false.
 //   - output_config.format (and the older output_format), a JSON schema
 //     the answer must fit, becomes response_format json_schema (named
-//     "output", strict): the answer's text is then JSON of that schema.
+//     "output"): the answer's text is then JSON of that schema. It is not
+//     marked strict: engines that constrain decoding (vLLM, llama.cpp)
+//     do so either way, and OpenAI's strict mode refuses schemas that
+//     Anthropic accepts (optional properties).
 //   - stop_sequences become stop (at most MaxStop), metadata.user_id
 //     becomes user, top_k passes as top_k, and thinking with a budget
 //     becomes reasoning_effort (below 4096 tokens low, below 16384
@@ -191,7 +194,7 @@ func responseFormat(at string, v []byte) ([]byte, error) {
 		return nil, typeError(at+".schema", "a JSON schema object")
 	}
 	out := make([]byte, 0, len(schema)+80)
-	out = append(out, `{"type":"json_schema","json_schema":{"name":"output","strict":true,"schema":`...)
+	out = append(out, `{"type":"json_schema","json_schema":{"name":"output","schema":`...)
 	out = append(out, schema...)
 	return append(out, "}}"...), nil
 }
