@@ -43,8 +43,10 @@ type request struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"json_schema"`
 	} `json:"response_format"`
-	Dimensions     int    `json:"dimensions"`
-	EncodingFormat string `json:"encoding_format"`
+	Logprobs       json.RawMessage `json:"logprobs"`
+	TopLogprobs    *int            `json:"top_logprobs"`
+	Dimensions     int             `json:"dimensions"`
+	EncodingFormat string          `json:"encoding_format"`
 }
 
 type message struct {
@@ -249,6 +251,11 @@ type choice struct {
 	words     []string
 	finish    string
 	calls     []toolCall
+	// stop is the stop sequence that ended the answer, named in the
+	// choice's stop_reason as vLLM does; "" when none did.
+	stop string
+	// logprobs has one entry per word when the request asks for them.
+	logprobs []tokenLogprob
 }
 
 // toolCall is one call of a choice: its arguments whole and in the
@@ -269,15 +276,22 @@ func (c choice) tokens() int {
 	return n
 }
 
-func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
+// logprobsWanted is what a request asks of logprobs (see logprobsAsked).
+type logprobsWanted struct {
+	on  bool
+	top int
+}
+
+// plan makes the answer's choices. A limit the request sets (max_tokens,
+// max_completion_tokens) bounds each choice's reasoning and answer
+// together, as engines count reasoning among the completion's tokens;
+// without one, the answer has the model's length after its reasoning.
+func (s *Server) plan(req *request, chat bool, lp logprobsWanted) (prompt int, choices []choice) {
 	text := req.promptText()
 	prompt = countTokens(text) + 3*len(req.Messages)
-	limit := s.cfg.MaxTokens
-	if req.MaxTokens > 0 {
-		limit = req.MaxTokens
-	}
+	asked := req.MaxTokens
 	if req.MaxCompletionTokens > 0 {
-		limit = req.MaxCompletionTokens
+		asked = req.MaxCompletionTokens
 	}
 	n := max(req.N, 1)
 	h := fnv.New64a()
@@ -287,14 +301,19 @@ func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
 		seed ^= uint64(*req.Seed)
 	}
 	var called []*tool
-	think := 0
 	if chat {
 		called = req.calledTools()
-		think = req.reasoningTokens(s.cfg.Reasoning)
 	}
+	think, limit := s.budget(req, chat, asked)
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		c := s.choose(req, chat, called, limit, rng)
+		c := choice{finish: "length"}
+		if limit > 0 {
+			c = s.choose(req, chat, called, limit, rng)
+		}
+		if asked > 0 && len(c.words) > limit { // an echo or an object cut short
+			c.words, c.finish, c.stop = c.words[:limit], "length", ""
+		}
 		if think > 0 {
 			thought := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(i)))
 			for range think {
@@ -302,9 +321,26 @@ func (s *Server) plan(req *request, chat bool) (prompt int, choices []choice) {
 			}
 			c.reasoning[0] = strings.TrimPrefix(c.reasoning[0], " ")
 		}
+		if lp.on {
+			c.logprobs = logprobsOf(c.words, lp.top, rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, uint64(i))))
+		}
 		choices = append(choices, c)
 	}
 	return prompt, choices
+}
+
+// budget is how many tokens of reasoning and of answer a choice has:
+// within the limit the request asked for (asked > 0), else the model's
+// answer length after the reasoning.
+func (s *Server) budget(req *request, chat bool, asked int) (think, limit int) {
+	if chat {
+		think = req.reasoningTokens(s.cfg.Reasoning)
+	}
+	if asked <= 0 {
+		return think, s.cfg.MaxTokens
+	}
+	think = min(think, asked)
+	return think, asked - think
 }
 
 // choose makes one answer: the tool calls, the echo, a reply to a tool's
@@ -343,29 +379,48 @@ func (s *Server) choose(req *request, chat bool, called []*tool, limit int, rng 
 	return c
 }
 
+// applyStop ends the answer before the earliest place any stop sequence
+// appears, whichever of them it is, and names that sequence.
 func (c *choice) applyStop(stops []string) {
 	if len(stops) == 0 {
 		return
 	}
-	var acc strings.Builder
-	for i, w := range c.words {
-		acc.WriteString(w)
-		for _, st := range stops {
-			if st == "" {
-				continue
-			}
-			if idx := strings.Index(acc.String(), st); idx >= 0 {
-				keep := acc.String()[:idx]
-				prev := len(acc.String()) - len(w)
-				c.words = append(c.words[:i], keep[min(prev, len(keep)):])
-				if c.words[i] == "" {
-					c.words = c.words[:i]
-				}
-				c.finish = "stop"
-				return
-			}
+	text := strings.Join(c.words, "")
+	at, which := -1, ""
+	for _, st := range stops {
+		if st == "" {
+			continue
+		}
+		// At one place the shorter sequence wins: streamed token by
+		// token, it is complete first.
+		if i := strings.Index(text, st); i >= 0 && (at < 0 || i < at || i == at && len(st) < len(which)) {
+			at, which = i, st
 		}
 	}
+	if at < 0 {
+		return
+	}
+	n := 0
+	for i, w := range c.words {
+		if n+len(w) > at {
+			c.words = append(c.words[:i], w[:at-n])
+			if c.words[i] == "" {
+				c.words = c.words[:i]
+			}
+			break
+		}
+		n += len(w)
+	}
+	c.finish, c.stop = "stop", which
+}
+
+// stopReason is the choice's stop_reason as vLLM gives it: the stop
+// sequence that ended it, else null.
+func (c *choice) stopReason() any {
+	if c.stop == "" {
+		return nil
+	}
+	return c.stop
 }
 
 // answer writes a chat or text completion, streamed or whole.
@@ -374,7 +429,12 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req *request
 		writeError(w, http.StatusBadRequest, "messages must be a non-empty array")
 		return errors.New("bad request")
 	}
-	prompt, choices := s.plan(req, chat)
+	lp, err := req.logprobsAsked(chat)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return err
+	}
+	prompt, choices := s.plan(req, chat, lp)
 	completion, reasoning := 0, 0
 	for _, c := range choices {
 		completion += c.tokens()
@@ -434,7 +494,10 @@ func wholeAnswer(id, model, served string, chat bool, choices []choice, usage ma
 	for i, c := range choices {
 		text := strings.Join(c.words, "")
 		if !chat {
-			out[i] = map[string]any{"index": i, "text": text, "finish_reason": c.finish, "logprobs": nil}
+			out[i] = map[string]any{"index": i, "text": text, "finish_reason": c.finish, "stop_reason": c.stopReason(), "logprobs": nil}
+			if c.logprobs != nil {
+				out[i]["logprobs"] = textLogprobs(c.logprobs, 0)
+			}
 			continue
 		}
 		msg := map[string]any{"role": "assistant", "content": text, "refusal": nil}
@@ -450,7 +513,10 @@ func wholeAnswer(id, model, served string, chat bool, choices []choice, usage ma
 			}
 			msg["tool_calls"] = calls
 		}
-		out[i] = map[string]any{"index": i, "message": msg, "finish_reason": c.finish, "logprobs": nil}
+		out[i] = map[string]any{"index": i, "message": msg, "finish_reason": c.finish, "stop_reason": c.stopReason(), "logprobs": nil}
+		if c.logprobs != nil {
+			out[i]["logprobs"] = chatLogprobs(c.logprobs)
+		}
 	}
 	obj := "chat.completion"
 	if !chat {

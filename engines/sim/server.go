@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -208,7 +209,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.last.Store(&body)
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		writeError(w, http.StatusBadRequest, decodeError(err))
 		return
 	}
 	if s.cfg.FailStatus != 0 {
@@ -303,6 +304,42 @@ func base64Floats(v []float32) string {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
 	}
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// decodeError says what is wrong with a body that did not decode, in the
+// API's terms: the field and the type it must have, never Go's.
+func decodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("%s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
+	case errors.As(err, &te):
+		return "the request body must be a JSON object"
+	case errors.As(err, &se):
+		return fmt.Sprintf("the request body is not valid JSON (at byte %d)", se.Offset)
+	}
+	return "the request body is not valid JSON"
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -50,6 +50,20 @@ func (st *streamer) delta(i int, d map[string]any, finish any) map[string]any {
 	return map[string]any{"index": i, "text": text, "finish_reason": finish, "logprobs": nil}
 }
 
+// tokenDelta is one token's delta, with its logprobs when asked; offset
+// is where the token starts in the choice's text.
+func (st *streamer) tokenDelta(i int, p piece, offset int) map[string]any {
+	d := st.delta(i, p.delta, nil)
+	switch {
+	case p.lp == nil:
+	case st.chat:
+		d["logprobs"] = chatLogprobs([]tokenLogprob{*p.lp})
+	default:
+		d["logprobs"] = textLogprobs([]tokenLogprob{*p.lp}, offset)
+	}
+	return d
+}
+
 // stream writes choices as SSE chunks: a role chunk, one chunk per token
 // (tool-call arguments in fragments), a finish chunk, a usage chunk when
 // asked, then [DONE].
@@ -66,17 +80,23 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request
 				return err
 			}
 		}
-		for j, piece := range c.pieces() {
+		offset := 0
+		for j, p := range c.pieces() {
 			if j > 0 || i > 0 {
 				if err := s.pace(ctx, delay); err != nil {
 					return err
 				}
 			}
-			if err := st.send(st.chunk([]map[string]any{st.delta(i, piece, nil)})); err != nil {
+			if err := st.send(st.chunk([]map[string]any{st.tokenDelta(i, p, offset)})); err != nil {
 				return err
 			}
+			if text, ok := p.delta["content"].(string); ok {
+				offset += len(text)
+			}
 		}
-		if err := st.send(st.chunk([]map[string]any{st.delta(i, map[string]any{}, c.finish)})); err != nil {
+		last := st.delta(i, map[string]any{}, c.finish)
+		last["stop_reason"] = c.stopReason()
+		if err := st.send(st.chunk([]map[string]any{last})); err != nil {
 			return err
 		}
 	}
@@ -94,22 +114,32 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, req *request
 	return ctx.Err()
 }
 
+// piece is one streamed token: its delta, and its logprobs when asked.
+type piece struct {
+	delta map[string]any
+	lp    *tokenLogprob
+}
+
 // pieces are the deltas of one choice: reasoning, then words or tool
 // calls whose arguments arrive in fragments, as OpenAI streams them.
-func (c choice) pieces() []map[string]any {
-	out := make([]map[string]any, 0, c.tokens())
+func (c choice) pieces() []piece {
+	out := make([]piece, 0, c.tokens())
 	for _, r := range c.reasoning {
-		out = append(out, map[string]any{"reasoning_content": r})
+		out = append(out, piece{delta: map[string]any{"reasoning_content": r}})
 	}
-	for _, w := range c.words {
-		out = append(out, map[string]any{"content": w})
+	for j, w := range c.words {
+		p := piece{delta: map[string]any{"content": w}}
+		if j < len(c.logprobs) {
+			p.lp = &c.logprobs[j]
+		}
+		out = append(out, p)
 	}
 	for k, tc := range c.calls {
-		out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": k, "id": tc.id, "type": "function",
-			"function": map[string]any{"name": tc.tool.Function.Name, "arguments": ""}}}})
+		out = append(out, piece{delta: map[string]any{"tool_calls": []map[string]any{{"index": k, "id": tc.id, "type": "function",
+			"function": map[string]any{"name": tc.tool.Function.Name, "arguments": ""}}}}})
 		for _, f := range tc.frags {
-			out = append(out, map[string]any{"tool_calls": []map[string]any{{"index": k,
-				"function": map[string]any{"arguments": f}}}})
+			out = append(out, piece{delta: map[string]any{"tool_calls": []map[string]any{{"index": k,
+				"function": map[string]any{"arguments": f}}}}})
 		}
 	}
 	return out

@@ -22,6 +22,8 @@ type answer struct {
 	Model   string         `json:"model"`
 	Choices []answerChoice `json:"choices"`
 	Usage   openai.Usage   `json:"usage"`
+	// ReasoningTokens is usage's completion_tokens_details.reasoning_tokens.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 
 	one [1]answerChoice // Choices' memory for an answer of one choice, most
 }
@@ -39,6 +41,14 @@ type answerChoice struct {
 	Content      string     `json:"content"`
 	ToolCalls    []toolCall `json:"tool_calls,omitempty"`
 	FinishReason string     `json:"finish_reason"`
+	// Reasoning is the message's reasoning_content (or reasoning).
+	Reasoning string `json:"reasoning,omitempty"`
+	// Logprobs is the choice's logprobs in a whole answer's form (a
+	// stream's, joined), as the engine gave them; nil when not asked.
+	Logprobs json.RawMessage `json:"logprobs,omitempty"`
+	// StopReason is the choice's stop_reason (vLLM's: the stop sequence
+	// or token that ended it), as the engine gave it; nil when none.
+	StopReason json.RawMessage `json:"stop_reason,omitempty"`
 }
 
 type toolCall struct {
@@ -201,12 +211,14 @@ func parseWhole(body []byte, usage *openai.Usage) (*answer, error) {
 	} else {
 		a.Usage, _ = openai.FindUsage(body)
 	}
+	a.ReasoningTokens = reasoningTokens(member(sc.top, "usage"))
 	sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
 	a.Choices = a.choicesFor(len(sc.choices))
 	for _, ch := range sc.choices {
 		sc.choice = openai.AppendMembers(sc.choice[:0], ch)
 		ac := answerChoice{Index: jsonIndex(member(sc.choice, "index")), Content: jsonText(member(sc.choice, "text")),
-			FinishReason: finishReason(member(sc.choice, "finish_reason"))}
+			FinishReason: finishReason(member(sc.choice, "finish_reason")),
+			Logprobs:     keepRaw(member(sc.choice, "logprobs")), StopReason: keepRaw(member(sc.choice, "stop_reason"))}
 		if m := member(sc.choice, "message"); len(m) > 0 && m[0] == '{' {
 			sc.inner = openai.AppendMembers(sc.inner[:0], m)
 			if jsonText(member(sc.inner, "refusal")) != "" {
@@ -215,6 +227,7 @@ func parseWhole(body []byte, usage *openai.Usage) (*answer, error) {
 			if c := member(sc.inner, "content"); len(c) > 0 && c[0] == '"' {
 				ac.Content = jsonText(c)
 			}
+			ac.Reasoning = jsonText(reasoningOf(sc.inner))
 			sc.calls = openai.AppendElements(sc.calls[:0], member(sc.inner, "tool_calls"))
 			for _, tc := range sc.calls {
 				sc.call = openai.AppendMembers(sc.call[:0], tc)
@@ -233,10 +246,12 @@ func parseWhole(body []byte, usage *openai.Usage) (*answer, error) {
 
 // building is a choice of a stream being assembled.
 type building struct {
-	content []byte
-	calls   []buildingCall
-	finish  string
-	seen    bool
+	content, reasoning []byte
+	calls              []buildingCall
+	finish             string
+	stop               []byte // stop_reason, as sent
+	logprobs           logprobsJoin
+	seen               bool
 }
 
 type buildingCall struct {
@@ -281,6 +296,9 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 		if m := member(sc.top, "model"); len(m) > 2 && !bytes.Equal(m, model) {
 			a.Model, model = modelName(m), m
 		}
+		if u := member(sc.top, "usage"); len(u) > 0 && u[0] == '{' {
+			a.ReasoningTokens = reasoningTokens(u)
+		}
 		sc.choices = openai.AppendElements(sc.choices[:0], member(sc.top, "choices"))
 		for _, ch := range sc.choices {
 			sc.choice = openai.AppendMembers(sc.choice[:0], ch)
@@ -294,12 +312,14 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 			b := &choices[i]
 			b.seen = true
 			b.content = appendText(b.content, member(sc.choice, "text"))
+			b.logprobs.add(member(sc.choice, "logprobs"))
 			if d := member(sc.choice, "delta"); len(d) > 0 && d[0] == '{' {
 				sc.inner = openai.AppendMembers(sc.inner[:0], d)
 				if jsonText(member(sc.inner, "refusal")) != "" {
 					return nil, errNotCacheable
 				}
 				b.content = appendText(b.content, member(sc.inner, "content"))
+				b.reasoning = appendText(b.reasoning, reasoningOf(sc.inner))
 				sc.calls = openai.AppendElements(sc.calls[:0], member(sc.inner, "tool_calls"))
 				for _, tc := range sc.calls {
 					sc.call = openai.AppendMembers(sc.call[:0], tc)
@@ -321,6 +341,7 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 			}
 			if f := member(sc.choice, "finish_reason"); len(f) > 0 && f[0] == '"' {
 				b.finish = finishReason(f)
+				b.stop = keepRaw(member(sc.choice, "stop_reason"))
 			}
 		}
 	}
@@ -332,7 +353,8 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 		if !b.seen {
 			return nil, errNotCacheable
 		}
-		ac := answerChoice{Index: i, Content: string(b.content), FinishReason: b.finish}
+		ac := answerChoice{Index: i, Content: string(b.content), FinishReason: b.finish, Reasoning: string(b.reasoning),
+			StopReason: b.stop, Logprobs: b.logprobs.whole(a.Chat)}
 		for _, t := range b.calls {
 			ac.ToolCalls = append(ac.ToolCalls, toolCall{ID: t.id, Name: string(t.name), Arguments: string(t.args)})
 		}
@@ -345,9 +367,13 @@ func assemble(events []byte, usage openai.Usage) (*answer, error) {
 // cached_tokens detail holds the whole prompt.
 func (a *answer) usageJSON() map[string]any {
 	u := a.Usage
-	return map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+	out := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
 		"total_tokens":          u.PromptTokens + u.CompletionTokens,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.PromptTokens}}
+	if a.ReasoningTokens > 0 {
+		out["completion_tokens_details"] = map[string]any{"reasoning_tokens": a.ReasoningTokens}
+	}
+	return out
 }
 
 func newID(chat bool) string {
@@ -363,10 +389,13 @@ func (a *answer) writeWhole(w http.ResponseWriter, model string) {
 	choices := make([]map[string]any, len(a.Choices))
 	for i, c := range a.Choices {
 		if !a.Chat {
-			choices[i] = map[string]any{"index": c.Index, "text": c.Content, "finish_reason": c.FinishReason, "logprobs": nil}
+			choices[i] = c.details(map[string]any{"index": c.Index, "text": c.Content, "finish_reason": c.FinishReason})
 			continue
 		}
 		msg := map[string]any{"role": "assistant", "content": c.Content, "refusal": nil}
+		if c.Reasoning != "" {
+			msg["reasoning_content"] = c.Reasoning
+		}
 		if len(c.ToolCalls) > 0 {
 			calls := make([]map[string]any, len(c.ToolCalls))
 			for j, t := range c.ToolCalls {
@@ -377,7 +406,7 @@ func (a *answer) writeWhole(w http.ResponseWriter, model string) {
 				msg["content"] = nil
 			}
 		}
-		choices[i] = map[string]any{"index": c.Index, "message": msg, "finish_reason": c.FinishReason, "logprobs": nil}
+		choices[i] = c.details(map[string]any{"index": c.Index, "message": msg, "finish_reason": c.FinishReason})
 	}
 	obj := "text_completion"
 	if a.Chat {
@@ -412,29 +441,8 @@ func (a *answer) writeStream(w http.ResponseWriter, model string, includeUsage b
 		b, _ := json.Marshal(c)
 		_, _ = w.Write(append(append([]byte("data: "), b...), '\n', '\n'))
 	}
-	for _, c := range a.Choices {
-		piece := func(d map[string]any, finish any) map[string]any {
-			if a.Chat {
-				return map[string]any{"index": c.Index, "delta": d, "finish_reason": finish, "logprobs": nil}
-			}
-			text, _ := d["content"].(string)
-			return map[string]any{"index": c.Index, "text": text, "finish_reason": finish, "logprobs": nil}
-		}
-		if a.Chat {
-			send([]map[string]any{piece(map[string]any{"role": "assistant", "content": ""}, nil)}, nil)
-		}
-		for _, word := range splitWords(c.Content) {
-			send([]map[string]any{piece(map[string]any{"content": word}, nil)}, nil)
-		}
-		for j, t := range c.ToolCalls {
-			send([]map[string]any{piece(map[string]any{"tool_calls": []map[string]any{{"index": j, "id": t.ID, "type": "function",
-				"function": map[string]any{"name": t.Name, "arguments": ""}}}}, nil)}, nil)
-			for _, frag := range fragments(t.Arguments, 16) {
-				send([]map[string]any{piece(map[string]any{"tool_calls": []map[string]any{{"index": j,
-					"function": map[string]any{"arguments": frag}}}}, nil)}, nil)
-			}
-		}
-		send([]map[string]any{piece(map[string]any{}, c.FinishReason)}, nil)
+	for i := range a.Choices {
+		a.Choices[i].replay(a.Chat, func(ch map[string]any) { send([]map[string]any{ch}, nil) })
 	}
 	if includeUsage {
 		send([]map[string]any{}, a.usageJSON())

@@ -2,6 +2,7 @@ package llmcache
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"strings"
 	"sync"
@@ -163,6 +164,7 @@ func appendAnswer(w *blobWriter, a *answer) {
 	w.uint(uint64(a.Usage.PromptTokens))
 	w.uint(uint64(a.Usage.CompletionTokens))
 	w.uint(uint64(a.Usage.TotalTokens))
+	w.uint(uint64(a.ReasoningTokens))
 	w.uint(uint64(len(a.Choices)))
 	for _, c := range a.Choices {
 		w.uint(uint64(c.Index))
@@ -174,12 +176,16 @@ func appendAnswer(w *blobWriter, a *answer) {
 			w.str(t.Name)
 			w.str(t.Arguments)
 		}
+		w.str(c.Reasoning)
+		w.str(string(c.Logprobs))
+		w.str(string(c.StopReason))
 	}
 }
 
 func readAnswer(r *blobReader) *answer {
 	a := &answer{Chat: r.uint() == 1, Model: r.str()}
 	a.Usage = openai.Usage{PromptTokens: int64(r.uint()), CompletionTokens: int64(r.uint()), TotalTokens: int64(r.uint())}
+	a.ReasoningTokens = int64(r.uint())
 	n := int(r.uint())
 	if n > len(r.s)-r.at {
 		return a
@@ -194,8 +200,18 @@ func readAnswer(r *blobReader) *answer {
 				c.ToolCalls[j] = toolCall{ID: r.str(), Name: r.str(), Arguments: r.str()}
 			}
 		}
+		c.Reasoning, c.Logprobs, c.StopReason = r.str(), rawOf(r.str()), rawOf(r.str())
 	}
 	return a
+}
+
+// rawOf is a kept JSON value read back: nil for none. It shares the
+// blob's memory, which never changes; what reads it only reads it.
+func rawOf(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // The blob's header: where each number is.

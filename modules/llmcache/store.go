@@ -41,7 +41,7 @@ func (e *entry) cost() int64 {
 		n += annLinkBytes
 	}
 	for _, c := range e.answer().Choices {
-		n += 64 + len(c.Content)
+		n += 64 + len(c.Content) + len(c.Reasoning) + len(c.Logprobs) + len(c.StopReason)
 		for _, t := range c.ToolCalls {
 			n += 64 + len(t.ID) + len(t.Name) + len(t.Arguments)
 		}

@@ -174,3 +174,26 @@ func TestChatClientOnMessagesEngineError(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// openai-go's structured outputs on a Messages engine: the schema reaches
+// it as output_config.format, as the official client's types read it.
+func TestChatClientOnMessagesEngineStructured(t *testing.T) {
+	seen := make(chan anthropic.MessageNewParams, 1)
+	front := chatFront(t, standInAnthropic(t, seen).URL)
+	client := oai.NewClient(oaiopt.WithBaseURL(front.URL+"/v1/"), oaiopt.WithAPIKey("k"), oaiopt.WithMaxRetries(0))
+	schema := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}
+	_, err := client.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{
+		Model: "gw", Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("where?")},
+		ResponseFormat: oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "place", Schema: schema, Strict: oai.Bool(true)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := <-seen
+	got, _ := json.Marshal(p.OutputConfig.Format.Schema)
+	want, _ := json.Marshal(schema)
+	if string(got) != string(want) || p.OutputConfig.Format.Type != "json_schema" {
+		t.Errorf("the engine got output_config %+v, want the schema %s", p.OutputConfig, want)
+	}
+}

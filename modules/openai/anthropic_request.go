@@ -48,7 +48,10 @@ type chatReqIn struct {
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	ReasoningEffort   string          `json:"reasoning_effort"`
 	ResponseFormat    *struct {
-		Type string `json:"type"`
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
 	} `json:"response_format"`
 }
 
@@ -87,6 +90,7 @@ type msgsReqOut struct {
 	Tools         []msgsToolOut  `json:"tools,omitempty"`
 	ToolChoice    map[string]any `json:"tool_choice,omitempty"`
 	Thinking      map[string]any `json:"thinking,omitempty"`
+	OutputConfig  map[string]any `json:"output_config,omitempty"`
 }
 
 type msgsMsgOut struct {
@@ -115,14 +119,17 @@ type msgsToolOut struct {
 // temperature and top_k are dropped, as Messages requires).
 // max_tokens is max_completion_tokens, else max_tokens, else 4096
 // (DefaultMessagesMaxTokens); a temperature above 1 is sent as 1.
-// Refused with a 400: n above 1, response_format json_object or
-// json_schema, audio and file parts, function messages. Other members
+// response_format json_schema becomes output_config.format, Messages'
+// structured outputs.
+// Refused with a 400: n above 1, response_format json_object (Messages
+// has no JSON mode without a schema), audio and file parts, function
+// messages. Other members
 // (seed, penalties, logprobs, logit_bias) have no Messages equivalent and
 // are dropped.
 func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 	var c chatReqIn
 	if err := json.Unmarshal(chat, &c); err != nil {
-		return nil, BadRequest("invalid_json", "the request could not be read for a Messages engine: %v", err)
+		return nil, BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", decodeProblem(err))
 	}
 	out := msgsReqOut{Model: c.Model, Stream: c.Stream, TopP: c.TopP, TopK: c.TopK, MaxTokens: DefaultMessagesMaxTokens}
 	if model != "" {
@@ -137,8 +144,8 @@ func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 	if c.N != nil && *c.N > 1 {
 		return nil, rangeError("n", "1: this model's engine (Messages) answers one choice")
 	}
-	if f := c.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
-		return nil, unsupported("response_format", "JSON modes are not supported by this model's engine (Messages); describe the format in the prompt, or use a tool")
+	if err := outputConfig(&c, &out); err != nil {
+		return nil, err
 	}
 	if t := c.Temperature; t != nil {
 		v := min(*t, 1)
@@ -168,6 +175,22 @@ func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 		}
 	}
 	return marshalNoEscape(out)
+}
+
+// outputConfig translates response_format: json_schema becomes
+// output_config.format, Messages' structured outputs.
+func outputConfig(c *chatReqIn, out *msgsReqOut) error {
+	f := c.ResponseFormat
+	switch {
+	case f == nil || f.Type == "" || f.Type == "text":
+		return nil
+	case f.Type != "json_schema":
+		return unsupported("response_format", "a JSON mode without a schema is not supported by this model's engine (Messages); use json_schema with a schema")
+	case f.JSONSchema == nil || kindOf(f.JSONSchema.Schema) != kObject:
+		return typeError("response_format.json_schema.schema", "a JSON schema object (this model's engine, Messages, needs one)")
+	}
+	out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.JSONSchema.Schema}}
+	return nil
 }
 
 func marshalNoEscape(v any) ([]byte, error) {

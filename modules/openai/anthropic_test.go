@@ -282,9 +282,16 @@ func TestChatToMessagesBody(t *testing.T) {
 	}
 	jsonEqual(t, got, `{"model":"m","max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":2999},"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
 
+	got, err = ChatToMessagesBody([]byte(`{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"w","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}}}}},"messages":[{"role":"user","content":"hi"}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, got, `{"model":"m","max_tokens":4096,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}},"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
+
 	for _, tc := range []struct{ name, body, param string }{
 		{"n", `{"model":"m","n":2,"messages":[{"role":"user","content":"x"}]}`, "n"},
-		{"json schema", `{"model":"m","response_format":{"type":"json_schema"},"messages":[{"role":"user","content":"x"}]}`, "response_format"},
+		{"json schema without schema", `{"model":"m","response_format":{"type":"json_schema"},"messages":[{"role":"user","content":"x"}]}`, "response_format.json_schema.schema"},
+		{"json object", `{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]}`, "response_format"},
 		{"arguments", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"[1]"}}]}]}`, "messages[0].tool_calls[0].function.arguments"},
 		{"audio", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`, "messages[0].content[0].type"},
 		{"function role", `{"model":"m","messages":[{"role":"function","content":"x"}]}`, "messages[0].role"},

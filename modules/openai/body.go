@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,6 +16,9 @@ import (
 // load reads r's body once, into a buffer of its announced size, and
 // parses it.
 func load(r *http.Request, endpoint string) (*Request, error) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, BadRequest("missing_body", "the request has no body; send a JSON object")
 	}
@@ -37,6 +41,28 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 		return parseMessages(r, body, true)
 	}
 	return Parse(endpoint, body)
+}
+
+// checkContentType accepts a body sent as JSON (application/json or
+// application/<something>+json, with any parameters) or without a
+// Content-Type; another one is answered 415, so that a form or a file
+// sent by mistake is named as such rather than as a JSON syntax error.
+func checkContentType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	typ, sub, ok := strings.Cut(mt, "/")
+	if ok && strings.EqualFold(typ, "application") && (strings.EqualFold(sub, "json") ||
+		len(sub) > 5 && strings.EqualFold(sub[len(sub)-5:], "+json")) {
+		return nil
+	}
+	msg := fmt.Sprintf("the request's Content-Type is %q; send the body as JSON with Content-Type: application/json", ct)
+	if strings.EqualFold(mt, "application/x-www-form-urlencoded") {
+		msg += " (curl -d sends a form unless told otherwise: add -H 'Content-Type: application/json')"
+	}
+	return &Error{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type", Message: msg}
 }
 
 // readBody reads a body of length n (-1: unknown) up to MaxBodyBytes. A

@@ -2,8 +2,10 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -70,4 +72,41 @@ func (e *Error) WriteEvent(w http.ResponseWriter) {
 	buf = append(buf, "\n\n"...)
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
+}
+
+// decodeProblem says why JSON did not decode into the package's shapes in
+// the API's terms: which member has which wrong type, or where the syntax
+// breaks; never the Go types it was decoded into.
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("%s must be %s, not %s", te.Field, jsonKindOf(te.Type), te.Value)
+	case errors.As(err, &te):
+		return fmt.Sprintf("it must be an object, not %s", te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("it is not valid JSON (at byte %d)", se.Offset)
+	}
+	return "it is not valid JSON"
+}
+
+// jsonKindOf names the JSON type a Go type is decoded from.
+func jsonKindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKindOf(t.Elem())
+	}
+	return "an object"
 }

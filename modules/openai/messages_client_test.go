@@ -222,3 +222,28 @@ func TestMessagesOfficialClientErrors(t *testing.T) {
 		t.Errorf("mid-stream: got %v after %q", err, text)
 	}
 }
+
+// The official client's structured outputs: output_config.format reaches
+// the engine as response_format json_schema, and the engine's JSON comes
+// back as the answer's text.
+func TestMessagesOfficialClientStructured(t *testing.T) {
+	seen := make(chan []byte, 1)
+	client := messagesServer(t, func(w http.ResponseWriter, req *Request) {
+		writeWhole(w, 200, []byte(`{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"{\"city\":\"Paris\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`))
+	}, seen)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}, "additionalProperties": false}
+	msg, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "claude-x", MaxTokens: 100,
+		Messages:     []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("where?"))},
+		OutputConfig: anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: schema}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, <-seen, `{"model":"claude-x","messages":[{"role":"user","content":"where?"}],"max_tokens":100,
+	  "response_format":{"type":"json_schema","json_schema":{"name":"output",
+	    "schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}}}`)
+	if len(msg.Content) != 1 || msg.Content[0].Text != `{"city":"Paris"}` {
+		t.Errorf("got %s", msg.RawJSON())
+	}
+}

@@ -159,6 +159,9 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		if err != nil {
 			return parts, err
 		}
+		if err := checkMediaURL(sat+".url", u); err != nil {
+			return parts, err
+		}
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
 		parts = append(parts, u...)
 		return append(parts, "}}"...), nil

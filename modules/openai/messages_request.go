@@ -31,6 +31,12 @@ import (
 //   - tools become function tools, tool_choice auto, any, tool and none
 //     become auto, required, the named function and none, and
 //     disable_parallel_tool_use sets parallel_tool_calls false.
+//   - output_config.format (and the older output_format), a JSON schema
+//     the answer must fit, becomes response_format json_schema (named
+//     "output"): the answer's text is then JSON of that schema. It is not
+//     marked strict: engines that constrain decoding (vLLM, llama.cpp)
+//     do so either way, and OpenAI's strict mode refuses schemas that
+//     Anthropic accepts (optional properties).
 //   - stop_sequences become stop (at most MaxStop), metadata.user_id
 //     becomes user, top_k passes as top_k, and thinking with a budget
 //     becomes reasoning_effort (below 4096 tokens low, below 16384
@@ -47,13 +53,14 @@ var messagesImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image
 type messagesReq struct {
 	model, messages, system, stop, temperature, topP, topK []byte
 	user, tools, toolChoice, thinking                      []byte
+	format                                                 []byte // response_format, from output_config.format or output_format
 	maxTokens                                              int64
 	stream                                                 bool
 }
 
 func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
-	if !json.Valid(body) {
-		return nil, syntaxError(body)
+	if err := checkJSON(body); err != nil {
+		return nil, err
 	}
 	if b := body[skipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
@@ -141,8 +148,55 @@ func (m *messagesReq) read(key, v []byte) error {
 			return typeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
 		}
 		m.thinking = v
+	case "output_config":
+		return m.outputConfig(name, v)
+	case "output_format":
+		if len(m.format) > 0 { // output_config.format came first, and wins
+			return nil
+		}
+		f, err := responseFormat(name, v)
+		m.format = f
+		return err
 	}
 	return nil
+}
+
+// outputConfig reads output_config: its format becomes the chat form's
+// response_format, and wins over output_format. Its effort has no chat
+// form and is ignored.
+func (m *messagesReq) outputConfig(name string, v []byte) error {
+	if kindOf(v) != kObject {
+		return typeError(name, `an object such as {"format":{"type":"json_schema","schema":{…}}}`)
+	}
+	f := memberOf(v, "format")
+	if kindOf(f) == kNull {
+		return nil
+	}
+	rf, err := responseFormat(name+".format", f)
+	m.format = rf
+	return err
+}
+
+// responseFormat translates a Messages output format,
+// {"type":"json_schema","schema":{…}}, to chat's response_format.
+func responseFormat(at string, v []byte) ([]byte, error) {
+	const want = `an object such as {"type":"json_schema","schema":{…}}`
+	if kindOf(v) != kObject {
+		return nil, typeError(at, want)
+	}
+	typ, schema := memberOf(v, "type"), memberOf(v, "schema")
+	switch {
+	case kindOf(typ) != kString || string(typ) != `"json_schema"`:
+		return nil, rangeError(at+".type", `"json_schema" (the only output format Messages has)`)
+	case kindOf(schema) == kNull:
+		return nil, missing(at+".schema", at+".schema is missing; give the JSON schema the answer must fit")
+	case kindOf(schema) != kObject:
+		return nil, typeError(at+".schema", "a JSON schema object")
+	}
+	out := make([]byte, 0, len(schema)+80)
+	out = append(out, `{"type":"json_schema","json_schema":{"name":"output","schema":`...)
+	out = append(out, schema...)
+	return append(out, "}}"...), nil
 }
 
 func (m *messagesReq) metadata(name string, v []byte) error {
@@ -241,6 +295,7 @@ func (m *messagesReq) chatBody(countOnly bool) ([]byte, error) {
 	out = member(out, "top_k", m.topK)
 	out = member(out, "stop", m.stop)
 	out = member(out, "user", m.user)
+	out = member(out, "response_format", m.format)
 	if out, err = m.writeTools(out); err != nil {
 		return nil, err
 	}

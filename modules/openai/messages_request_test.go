@@ -65,6 +65,15 @@ func TestParseMessages(t *testing.T) {
 		{"assistant only tool calls",
 			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]}`,
 			`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":""}],"max_tokens":5}`, false},
+		{"output_config format",
+			`{"model":"m","max_tokens":5,"output_config":{"effort":"low","format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}},"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}}`, false},
+		{"beta output_format",
+			`{"model":"m","max_tokens":5,"output_format":{"type":"json_schema","schema":{"type":"object"}},"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"}}}}`, false},
+		{"output_config wins over output_format",
+			`{"model":"m","max_tokens":5,"output_format":{"type":"json_schema","schema":{"title":"old"}},"output_config":{"format":{"type":"json_schema","schema":{"title":"new"}}},"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"title":"new"}}}}`, false},
 		{"count_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`,
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":1,"stream":false}`, true},
 	} {
@@ -129,6 +138,9 @@ func TestParseMessagesErrors(t *testing.T) {
 		{"tool without schema", `{"model":"m","max_tokens":5,"tools":[{"name":"f"}],"messages":[{"role":"user","content":"x"}]}`, "tools[0].input_schema", false},
 		{"bad tool_choice", `{"model":"m","max_tokens":5,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"some"},"messages":[{"role":"user","content":"x"}]}`, "tool_choice.type", false},
 		{"budget over max_tokens", `{"model":"m","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":4000},"messages":[{"role":"user","content":"x"}]}`, "thinking.budget_tokens", false},
+		{"output format not a schema", `{"model":"m","max_tokens":5,"output_config":{"format":{"type":"json_object"}},"messages":[{"role":"user","content":"x"}]}`, "output_config.format.type", false},
+		{"output format without schema", `{"model":"m","max_tokens":5,"output_format":{"type":"json_schema"},"messages":[{"role":"user","content":"x"}]}`, "output_format.schema", false},
+		{"output_config not an object", `{"model":"m","max_tokens":5,"output_config":"json","messages":[{"role":"user","content":"x"}]}`, "output_config", false},
 		{"count_tokens without model", `{"messages":[{"role":"user","content":"x"}]}`, "model", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,7 +179,9 @@ func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	}
 	if kindOf(finish) == kString {
 		s.finish = string(unquote(finish))
-		s.stopSeq = matchedStop(s.turn, stop)
+		// A copy: stop is a slice of this event, and the buffer it is
+		// in is reused before message_delta is written.
+		s.stopSeq = bytes.Clone(matchedStop(s.turn, stop))
 	}
 	return out, true
 }

@@ -535,3 +535,28 @@ func TestMessagesStreamSkips(t *testing.T) {
 		t.Errorf("got %s", rec.Body)
 	}
 }
+
+// The stop sequence the engine names in its finish chunk is the one the
+// stream's message_delta gives, though the events after it reach the
+// writer in the same reused buffer, as the router forwards them.
+func TestMessagesStreamStopSequence(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := (&messagesTurn{model: "m", stream: true, stops: []string{"END", "STOP"}}).Writer(rec)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	buf := make([]byte, 0, 512)
+	for _, e := range []string{
+		`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"a"}}]}`,
+		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"STOP"}]}`,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`,
+		`[DONE]`,
+	} {
+		buf = append(append(append(buf[:0], "data: "...), e...), "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if body := rec.Body.String(); !strings.Contains(body, `"stop_reason":"stop_sequence","stop_sequence":"STOP"}`) {
+		t.Errorf("got %s", body)
+	}
+}

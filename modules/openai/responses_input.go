@@ -293,6 +293,9 @@ func respImagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte,
 	default:
 		return nil, nil, typeError(at+".image_url", "a string (an https URL or a data: URL)")
 	}
+	if err := checkMediaURL(at+".image_url", url); err != nil {
+		return nil, nil, err
+	}
 	out := append(make([]byte, 0, len(url)+64), `{"type":"image_url","image_url":{"url":`...)
 	out = append(out, url...)
 	if kindOf(detail) != kNull {

@@ -64,8 +64,8 @@ type respParams struct {
 // completions request, which the handlers see as usual; the client's body
 // stays in Original and the turn in Translation.
 func parseResponses(r *http.Request, body []byte) (*Request, error) {
-	if !json.Valid(body) {
-		return nil, syntaxError(body)
+	if err := checkJSON(body); err != nil {
+		return nil, err
 	}
 	if b := body[skipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")

@@ -136,11 +136,14 @@ func checkPart(at string, part []byte) error {
 	}
 	hasType := false
 	err := eachMember(part, func(key, v []byte) error {
-		if string(key) == "type" {
+		switch k := string(key); k {
+		case "type":
 			if kindOf(v) != kString {
 				return typeError(at+".type", "a string such as \"text\"")
 			}
 			hasType = true
+		case "image_url", "video_url", "audio_url", "input_image":
+			return checkPartURL(at+"."+k, v)
 		}
 		return nil
 	})
@@ -149,6 +152,20 @@ func checkPart(at string, part []byte) error {
 			Message: at + ".type is missing; every content part needs a type such as \"text\""}
 	}
 	return err
+}
+
+// checkPartURL checks a media part's URL: {"url":"…"}, or the URL itself
+// as some engines take it.
+func checkPartURL(at string, v []byte) error {
+	switch kindOf(v) {
+	case kString:
+		return checkMediaURL(at, v)
+	case kObject:
+		if u := memberOf(v, "url"); kindOf(u) == kString {
+			return checkMediaURL(at+".url", u)
+		}
+	}
+	return nil
 }
 
 // stop is a string or an array of at most MaxStop strings.
