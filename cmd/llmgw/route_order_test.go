@@ -63,7 +63,8 @@ func TestRouterBeforeQuotaIsRefused(t *testing.T) {
 }
 
 // `llmgw validate` warns about a tenancy models limit that matches no
-// model: a misspelt glob would leave the tenant with nothing.
+// model, and a tools limit that names no MCP server: a misspelt glob would
+// leave the tenant with nothing.
 func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`{
@@ -76,6 +77,7 @@ func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
 		}
 		org acme {
 			models gtp-*
+			tools gihtub.* github__*
 			team t {
 				project p {
 					models gpt-*
@@ -85,7 +87,18 @@ func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
 		}
 	}
 }
-`, filepath.Join(dir, "storage"), llm.HashKey("secret-1"))
+
+:%d {
+	route /mcp* {
+		llm_quota
+		llm_mcp {
+			server github {
+				url http://127.0.0.1:1/mcp
+			}
+		}
+	}
+}
+`, filepath.Join(dir, "storage"), llm.HashKey("secret-1"), freePort(t))
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +113,11 @@ func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
 	}
 	if strings.Contains(string(out), `"glob":"gpt-*"`) {
 		t.Errorf("validate warned about gpt-*, which matches gpt-mini:\n%s", out)
+	}
+	if !strings.Contains(string(out), "names no MCP server") || !strings.Contains(string(out), "gihtub.*") {
+		t.Errorf("validate did not warn about the tools glob gihtub.*:\n%s", out)
+	}
+	if strings.Contains(string(out), `"glob":"github__*"`) {
+		t.Errorf("validate warned about github__*, which names the server github:\n%s", out)
 	}
 }

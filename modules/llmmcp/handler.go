@@ -190,6 +190,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	warnToolGlobs(h.logger, app, h.Servers, h.Separator) // names.go
 	opts := gatewayOptions{sessionTimeout: time.Duration(h.SessionTimeout), sep: h.Separator, allow: h.AllowCommands, app: app}
 	v, _, err := gateways.LoadOrNew(h.key, func() (caddy.Destructor, error) {
 		return newGateway(h.logger, resolved, opts)

@@ -2,7 +2,11 @@ package llmmcp
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
 )
@@ -75,3 +79,41 @@ func (g *gateway) permOf(name string, routes map[string]route) perm {
 
 // full is the client-facing name of a server's tool or prompt.
 func (g *gateway) full(server, name string) string { return server + g.sep + name }
+
+// warnToolGlobs warns, at load (and so in `llmgw validate`), about each
+// tools limit of the tenancy whose server part matches none of the
+// configured servers: a misspelt server leaves a tenant without its tools.
+// A glob without a separator (such as "*search*") is not checked.
+func warnToolGlobs(logger *zap.Logger, app *llm.App, servers []*ServerConfig, sep string) {
+	if app == nil {
+		return
+	}
+	check := func(where string, l *llm.Limits) {
+		if l == nil {
+			return
+		}
+		for _, g := range l.Tools {
+			server, _, ok := strings.Cut(g, sep)
+			if !ok {
+				if server, _, ok = strings.Cut(g, legacySeparator); !ok {
+					continue
+				}
+			}
+			if !slices.ContainsFunc(servers, func(s *ServerConfig) bool { m, _ := path.Match(server, s.Name); return m }) {
+				logger.Warn("a tools limit names no MCP server of this llm_mcp handler; check its spelling", zap.String("tenant", where), zap.String("glob", g))
+			}
+		}
+	}
+	for _, o := range app.Tenancy() {
+		check(o.Name, o.Limits)
+		for _, t := range o.Teams {
+			check(o.Name+"/"+t.Name, t.Limits)
+			for _, p := range t.Projects {
+				check(o.Name+"/"+t.Name+"/"+p.Name, p.Limits)
+				for _, k := range p.Keys {
+					check(o.Name+"/"+t.Name+"/"+p.Name+" key "+k.ID, k.Limits)
+				}
+			}
+		}
+	}
+}
