@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 )
 
 // Error is an API error in OpenAI's shape:
@@ -82,31 +83,11 @@ func decodeProblem(err error) string {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te) && te.Field != "":
-		return fmt.Sprintf("%s must be %s, not %s", te.Field, jsonKindOf(te.Type), te.Value)
+		return fmt.Sprintf("%s must be %s, not %s", te.Field, jsonerr.Kind(te.Type), te.Value)
 	case errors.As(err, &te):
 		return fmt.Sprintf("it must be an object, not %s", te.Value)
 	case errors.As(err, &se):
 		return fmt.Sprintf("it is not valid JSON (at byte %d)", se.Offset)
 	}
 	return "it is not valid JSON"
-}
-
-// jsonKindOf names the JSON type a Go type is decoded from.
-func jsonKindOf(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Pointer:
-		return jsonKindOf(t.Elem())
-	}
-	return "an object"
 }

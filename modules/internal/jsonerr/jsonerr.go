@@ -21,9 +21,9 @@ func Describe(err error) string {
 		return ""
 	case errors.As(err, &te):
 		if te.Field == "" {
-			return fmt.Sprintf("the body is a JSON %s; send %s", te.Value, kind(te.Type))
+			return fmt.Sprintf("the body is a JSON %s; send %s", te.Value, Kind(te.Type))
 		}
-		return fmt.Sprintf("field %q is a JSON %s; it must be %s", te.Field, te.Value, kind(te.Type))
+		return fmt.Sprintf("field %q is a JSON %s; it must be %s", te.Field, te.Value, Kind(te.Type))
 	case errors.As(err, &se):
 		return fmt.Sprintf("the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
 	case errors.Is(err, io.EOF):
@@ -38,27 +38,25 @@ func Describe(err error) string {
 	return msg
 }
 
-// kind names what a Go type holds in JSON's words.
-func kind(t reflect.Type) string {
+// Kind names the JSON type a Go type is decoded from, in JSON's words.
+func Kind(t reflect.Type) string {
 	if t == nil {
 		return "another type"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return kind(t.Elem())
+		return Kind(t.Elem())
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
-		return "true or false"
+		return "a boolean"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
+		return "an integer"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
+		return "an array"
 	}
-	return "another type"
+	return "an object"
 }

@@ -19,8 +19,8 @@ type model struct {
 
 func TestDescribe(t *testing.T) {
 	tests := []struct{ name, body, want string }{
-		{"string for a list", `{"name":"x","args":"--foo"}`, `field "args" is a JSON string; it must be a list`},
-		{"nested", `{"name":"x","scaling":{"min":"one"}}`, `field "scaling.min" is a JSON string; it must be a whole number`},
+		{"string for a list", `{"name":"x","args":"--foo"}`, `field "args" is a JSON string; it must be an array`},
+		{"nested", `{"name":"x","scaling":{"min":"one"}}`, `field "scaling.min" is a JSON string; it must be an integer`},
 		{"number for a string", `{"name":5}`, `field "name" is a JSON number; it must be a string`},
 		{"a list for the body", `[1]`, `the body is a JSON array; send an object`},
 		{"syntax", `{"name":}`, `not valid JSON`},
