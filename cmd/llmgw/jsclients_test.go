@@ -29,19 +29,24 @@ func jsClients(t *testing.T) string {
 	return dir
 }
 
-// TestJSClients runs the Vercel AI SDK, through its OpenAI (chat and
+// TestJSClients runs JavaScript client libraries against llmgw serving
+// the sim engine: the Vercel AI SDK through its OpenAI (chat and
 // Responses) and Anthropic (Messages, the SDK's choice for claude-*
-// names) providers, against llmgw serving the sim engine: structured
-// output (generateObject, streamObject) and text, whole and streamed.
+// names) providers (structured output and text, whole and streamed;
+// checks.mjs), and LangChain's ChatOpenAI and the OpenAI Agents SDK over
+// chat completions and Responses (text, structured output, tool calls,
+// an agent loop; agents.mjs).
 func TestJSClients(t *testing.T) {
 	lib := jsClients(t)
 	work := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "jsclients", "checks.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "checks.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"checks.mjs", "agents.mjs"} {
+		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)
@@ -53,7 +58,15 @@ func TestJSClients(t *testing.T) {
 		model claude-sonnet-4-5 {
 			engine sim
 		}`, "")
-	cmd := exec.Command("node", "checks.mjs")
+	for _, script := range []string{"checks.mjs", "agents.mjs"} {
+		t.Run(script, func(t *testing.T) { runJSChecks(t, g, work, script) })
+	}
+}
+
+// runJSChecks runs one script of checks and fails each check that failed.
+func runJSChecks(t *testing.T, g *gateway, work, script string) {
+	var err error
+	cmd := exec.Command("node", script)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "LLMGW_BASE="+g.base+"/v1", "LLMGW_KEY=none")
 	done := make(chan struct{})
@@ -67,7 +80,7 @@ func TestJSClients(t *testing.T) {
 		t.Fatalf("the checks did not finish in 3 minutes: %s", out)
 	}
 	if err != nil {
-		t.Fatalf("node checks.mjs: %v\n%s", err, out)
+		t.Fatalf("node %s: %v\n%s", script, err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var results []struct {
