@@ -86,12 +86,25 @@ func TestResponsesAPI(t *testing.T) {
 		if got := len(strings.Fields(resp.OutputText())); got != 12 {
 			t.Errorf("answer has %d words, want 12: %q", got, resp.OutputText())
 		}
-		// The sim stops at its own length (finish_reason length):
-		// incomplete, as OpenAI answers when max_output_tokens is hit.
-		if resp.Status != "incomplete" || resp.IncompleteDetails.Reason != "max_output_tokens" ||
+		// Without a limit the sim's answer has its own length and ends
+		// as a model's does (finish_reason stop): completed.
+		if resp.Status != "completed" ||
 			resp.Usage.OutputTokens != 12 || resp.Usage.InputTokens == 0 ||
 			resp.Usage.TotalTokens != resp.Usage.InputTokens+resp.Usage.OutputTokens {
 			t.Errorf("status %q usage %+v", resp.Status, resp.Usage)
+		}
+		// A limit that cuts the answer (finish_reason length) is
+		// incomplete, as OpenAI answers when max_output_tokens is hit.
+		cut, err := c.Responses.New(bg, responses.ResponseNewParams{
+			Model:           "sim-chat",
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("tell me about rivers")},
+			MaxOutputTokens: openai.Int(5),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut.Status != "incomplete" || cut.IncompleteDetails.Reason != "max_output_tokens" || cut.Usage.OutputTokens != 5 {
+			t.Errorf("cut by max_output_tokens: status %q details %+v usage %+v", cut.Status, cut.IncompleteDetails, cut.Usage)
 		}
 		if !strings.HasPrefix(resp.ID, "resp_") || resp.Model != "sim-chat" {
 			t.Errorf("id %q model %q", resp.ID, resp.Model)
@@ -141,7 +154,7 @@ func TestResponsesAPI(t *testing.T) {
 		if err := stream.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.incomplete" {
+		if len(types) < 4 || types[0] != "response.created" || types[len(types)-1] != "response.completed" {
 			t.Fatalf("events: %v", types)
 		}
 		if got := completed.OutputText(); got != text.String() || len(strings.Fields(got)) != 12 {

@@ -71,7 +71,7 @@ func TestCacheExactAndStreams(t *testing.T) {
 	if raw.Header.Get("X-Llmgw-Cache") != "hit-exact" || acc.Choices[0].Message.Content != first.Choices[0].Message.Content {
 		t.Errorf("streamed hit: %q %q", raw.Header.Get("X-Llmgw-Cache"), acc.Choices[0].Message.Content)
 	}
-	if chunks < 10 || acc.Usage.CompletionTokens != first.Usage.CompletionTokens || acc.Choices[0].FinishReason != "length" {
+	if chunks < 10 || acc.Usage.CompletionTokens != first.Usage.CompletionTokens || acc.Choices[0].FinishReason != "stop" {
 		t.Errorf("streamed hit: %d chunks, usage %+v, finish %q", chunks, acc.Usage, acc.Choices[0].FinishReason)
 	}
 

@@ -314,6 +314,12 @@ func (s *Server) plan(req *request, chat bool, lp logprobsWanted) (prompt int, c
 		if asked > 0 && len(c.words) > limit { // an echo or an object cut short
 			c.words, c.finish, c.stop = c.words[:limit], "length", ""
 		}
+		if asked <= 0 && c.finish == "length" {
+			// Without a limit the answer has the model's own length and
+			// ends as a real model's does, with stop: only a limit the
+			// request set cuts an answer short.
+			c.finish = "stop"
+		}
 		if think > 0 {
 			thought := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(i)))
 			for range think {

@@ -108,7 +108,7 @@ func TestToolCallDecision(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("got calls %v, want %v", got, tc.want)
 			}
-			if want := map[bool]string{true: "tool_calls", false: "length"}[len(tc.want) > 0]; finish != want {
+			if want := map[bool]string{true: "tool_calls", false: "stop"}[len(tc.want) > 0]; finish != want {
 				t.Errorf("finish_reason: got %q, want %q", finish, want)
 			}
 		})
