@@ -12,6 +12,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -417,17 +418,8 @@ func TestMessagesAPI(t *testing.T) {
 	})
 
 	t.Run("redacted and restored", func(t *testing.T) {
-		stream := c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "echo", MaxTokens: 256,
-			Messages: user("write to jane.doe@example.com about the invoice")})
-		var msg anthropic.Message
-		for stream.Next() {
-			if err := msg.Accumulate(stream.Current()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
+		msg := accumulateMessage(t, c.Messages.NewStreaming(bg, anthropic.MessageNewParams{Model: "echo", MaxTokens: 256,
+			Messages: user("write to jane.doe@example.com about the invoice")}))
 		if len(msg.Content) == 0 || !strings.Contains(msg.Content[0].Text, "jane.doe@example.com") {
 			t.Errorf("the echoed address was not restored: %+v", msg.Content)
 		}
@@ -527,4 +519,20 @@ func postKey(t *testing.T, url, key, body string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// accumulateMessage reads a streamed Messages answer to its end, as the
+// official client accumulates it.
+func accumulateMessage(t *testing.T, stream *ssestream.Stream[anthropic.MessageStreamEventUnion]) anthropic.Message {
+	t.Helper()
+	var msg anthropic.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return msg
 }

@@ -82,16 +82,7 @@ func TestMessagesStructuredOutput(t *testing.T) {
 	})
 
 	t.Run("streamed", func(t *testing.T) {
-		stream := c.Messages.NewStreaming(bg, params)
-		var msg anthropic.Message
-		for stream.Next() {
-			if err := msg.Accumulate(stream.Current()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
+		msg := accumulateMessage(t, c.Messages.NewStreaming(bg, params))
 		if len(msg.Content) != 1 {
 			t.Fatalf("got %s", msg.RawJSON())
 		}
@@ -153,16 +144,7 @@ func TestMessagesStopSequence(t *testing.T) {
 		t.Errorf("got %q, stop_reason %q, stop_sequence %q; want %q, stop_sequence, %q", msg.Content[0].Text, msg.StopReason, msg.StopSequence, want, early)
 	}
 
-	stream := c.Messages.NewStreaming(bg, params)
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	acc := accumulateMessage(t, c.Messages.NewStreaming(bg, params))
 	if acc.Content[0].Text != want || acc.StopReason != anthropic.StopReasonStopSequence || acc.StopSequence != early {
 		t.Errorf("streamed: got %q, stop_reason %q, stop_sequence %q", acc.Content[0].Text, acc.StopReason, acc.StopSequence)
 	}

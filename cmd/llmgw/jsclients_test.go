@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -39,7 +40,7 @@ func jsClients(t *testing.T) string {
 func TestJSClients(t *testing.T) {
 	lib := jsClients(t)
 	work := t.TempDir()
-	for _, f := range []string{"checks.mjs", "agents.mjs"} {
+	for _, f := range []string{"lib.mjs", "checks.mjs", "agents.mjs"} {
 		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
 		if err != nil {
 			t.Fatal(err)
@@ -65,18 +66,13 @@ func TestJSClients(t *testing.T) {
 
 // runJSChecks runs one script of checks and fails each check that failed.
 func runJSChecks(t *testing.T, g *gateway, work, script string) {
-	var err error
-	cmd := exec.Command("node", script)
+	ctx, cancel := context.WithTimeout(bg, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "LLMGW_BASE="+g.base+"/v1", "LLMGW_KEY=none")
-	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.Output(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
 		t.Fatalf("the checks did not finish in 3 minutes: %s", out)
 	}
 	if err != nil {

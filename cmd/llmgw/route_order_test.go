@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,17 +45,12 @@ func TestRouterBeforeQuotaIsRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "run", "--config", filepath.Join(dir, "Caddyfile"))
+	ctx, cancel := context.WithTimeout(bg, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "run", "--config", filepath.Join(dir, "Caddyfile"))
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
 		t.Fatalf("llmgw started with llm_router before llm_quota:\n%s", out)
 	}
 	if err == nil || !strings.Contains(string(out), "llm_router comes before llm_quota") {

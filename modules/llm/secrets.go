@@ -39,7 +39,7 @@ const secretRef = "secret:"
 // "{{ .Prompt }}" is not one.
 var placeholder = regexp.MustCompile(`\{[a-z_]+\.[^{}\s]*\}`)
 
-// ErrRuntimePlaceholder is the error of a value given at run time that
+// errRuntimePlaceholder is the error of a value given at run time that
 // holds a placeholder.
 var errRuntimePlaceholder = fmt.Errorf("placeholders such as {env.NAME} and {file.path} are resolved only in the config file; at run time give the value itself, or secret:NAME for a secret the config file declares (llm { secret NAME <value> })")
 

@@ -7,19 +7,8 @@ import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled, tool as agentTool } from '@openai/agents';
 import OpenAI from 'openai';
+import { apiKey, base, check, report } from './lib.mjs';
 
-const base = process.env.LLMGW_BASE;
-const apiKey = process.env.LLMGW_KEY || 'none';
-const results = [];
-process.on('unhandledRejection', () => {});
-async function check(name, fn) {
-  try {
-    await fn();
-    results.push({ name, ok: true });
-  } catch (e) {
-    results.push({ name, ok: false, error: String((e && (e.stack || e.message)) || e).slice(0, 2000) });
-  }
-}
 const weather = z.object({ city: z.string(), temperature: z.number(), sunny: z.boolean() });
 
 for (const useResponsesApi of [false, true]) {
@@ -71,4 +60,4 @@ for (const which of ['chat_completions', 'responses']) {
     if (!t) throw new Error('nothing streamed');
   });
 }
-console.log(JSON.stringify(results));
+report();

@@ -6,25 +6,11 @@ import { generateObject, generateText, streamText, streamObject, Output } from '
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { z } from 'zod';
+import { apiKey, base, check, report } from './lib.mjs';
 
-const base = process.env.LLMGW_BASE;
-const apiKey = process.env.LLMGW_KEY || 'none';
 const anthropic = createAnthropic({ baseURL: base, apiKey });
 const openai = createOpenAI({ baseURL: base, apiKey });
 const weather = z.object({ city: z.string(), temperature: z.number(), sunny: z.boolean(), tags: z.array(z.string()) });
-
-const results = [];
-// A streamed call's other promises (usage, response) reject too when it
-// fails: the check that made it reports the failure.
-process.on('unhandledRejection', () => {});
-async function check(name, fn) {
-  try {
-    await fn();
-    results.push({ name, ok: true });
-  } catch (e) {
-    results.push({ name, ok: false, error: String((e && (e.stack || e.message)) || e).slice(0, 2000) });
-  }
-}
 
 function fits(object) {
   const r = weather.safeParse(object);
@@ -66,4 +52,4 @@ for (const [api, model] of models) {
     if (!text) throw new Error('no streamed text');
   });
 }
-console.log(JSON.stringify(results));
+report();
