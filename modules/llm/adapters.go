@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -240,13 +241,13 @@ func parseAdapter(d *caddyfile.Dispenser, m *Model) error {
 			return d.Errf("model %q: adapter %q is declared twice", m.Name, a.Name)
 		}
 	}
-	err := eachSubdirective(d, func(dir string) error {
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "source":
-			return oneArg(d, &a.Source)
+			return caddyfileutil.OneArg(d, &a.Source)
 		case "scale":
 			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := caddyfileutil.OneArg(d, &s); err != nil {
 				return err
 			}
 			f, err := strconv.ParseFloat(s, 64)

@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/certmagic"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -60,12 +61,12 @@ func (c *AuditConfig) parse(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return eachSubdirective(d, func(dir string) error {
+	return caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "keep":
-			return durationArg(d, &c.Keep)
+			return caddyfileutil.DurationArg(d, &c.Keep)
 		case "max_entries":
-			return intArg(d, &c.MaxEntries, 1)
+			return caddyfileutil.IntArg(d, &c.MaxEntries, 1)
 		}
 		return d.Errf("unrecognized audit subdirective %q; use keep or max_entries", dir)
 	})

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 func init() {
@@ -83,18 +82,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return eachSubdirective(d, func(dir string) error {
+	return caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "plugin_dir":
-			return oneArg(d, &a.PluginDir)
+			return caddyfileutil.OneArg(d, &a.PluginDir)
 		case "hold_timeout":
-			return durationArg(d, &a.HoldTimeout)
+			return caddyfileutil.DurationArg(d, &a.HoldTimeout)
 		case "start_timeout":
-			return durationArg(d, &a.StartTimeout)
+			return caddyfileutil.DurationArg(d, &a.StartTimeout)
 		case "drain_timeout":
-			return durationArg(d, &a.DrainTimeout)
+			return caddyfileutil.DurationArg(d, &a.DrainTimeout)
 		case "max_waiting":
-			return intArg(d, &a.MaxWaiting, 1)
+			return caddyfileutil.IntArg(d, &a.MaxWaiting, 1)
 		case "update_check":
 			return parseUpdateCheck(d, &a.UpdateCheck) // updates.go
 		case "node":
@@ -141,12 +140,12 @@ func (a *App) parseEngine(d *caddyfile.Dispenser) error {
 		return d.Errf("engine %q is configured twice", typ)
 	}
 	ec := new(EngineConfig)
-	err := eachSubdirective(d, func(dir string) error {
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "path":
-			return oneArg(d, &ec.Path)
+			return caddyfileutil.OneArg(d, &ec.Path)
 		case "sha256":
-			return oneArg(d, &ec.SHA256)
+			return caddyfileutil.OneArg(d, &ec.SHA256)
 		case "option":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
@@ -182,7 +181,7 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := eachSubdirective(d, func(dir string) error { return parseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter")
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return parseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter")
 	if err != nil {
 		return err
 	}
@@ -202,7 +201,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	}
 	switch dir {
 	case "alias":
-		if err := manyArgs(d, &m.Aliases); err != nil {
+		if err := caddyfileutil.ManyArgs(d, &m.Aliases); err != nil {
 			return err
 		}
 		for _, al := range m.Aliases {
@@ -212,14 +211,14 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		}
 		return nil
 	case "engine":
-		return oneArg(d, &m.Engine)
+		return caddyfileutil.OneArg(d, &m.Engine)
 	case "source":
-		return oneArg(d, &m.Source)
+		return caddyfileutil.OneArg(d, &m.Source)
 	case "update_check":
 		return parseUpdateCheck(d, &m.UpdateCheck) // updates.go
 	case "check_source":
 		var v string
-		if err := oneArg(d, &v); err != nil {
+		if err := caddyfileutil.OneArg(d, &v); err != nil {
 			return err
 		}
 		switch v {
@@ -232,7 +231,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		}
 		return nil
 	case "args":
-		return manyArgs(d, &m.Args)
+		return caddyfileutil.ManyArgs(d, &m.Args)
 	case "option":
 		var k, v string
 		if !d.Args(&k, &v) || d.NextArg() {
@@ -248,38 +247,38 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return nil
 	case "context_length":
 		var n int
-		err := intArg(d, &n, 1)
+		err := caddyfileutil.IntArg(d, &n, 1)
 		m.ContextLength = int64(n)
 		return err
 	case "min":
 		var n int
-		if err := intArg(d, &n, 0); err != nil {
+		if err := caddyfileutil.IntArg(d, &n, 0); err != nil {
 			return err
 		}
 		sc().Min = &n
 		return nil
 	case "max":
 		var n int
-		if err := intArg(d, &n, 0); err != nil {
+		if err := caddyfileutil.IntArg(d, &n, 0); err != nil {
 			return err
 		}
 		sc().Max = &n
 		return nil
 	case "idle_timeout":
-		return durationArg(d, &sc().IdleTimeout)
+		return caddyfileutil.DurationArg(d, &sc().IdleTimeout)
 	case "target_concurrency":
-		return intArg(d, &sc().TargetConcurrency, 1)
+		return caddyfileutil.IntArg(d, &sc().TargetConcurrency, 1)
 	case "fallback":
-		return manyArgs(d, &m.Fallbacks)
+		return caddyfileutil.ManyArgs(d, &m.Fallbacks)
 	case "price":
 		return parsePrice(d, m)
 	case "resources":
 		m.Resources = new(Resources)
 		return parseResources(d, m.Resources, nil)
 	case "class":
-		return oneArg(d, &m.Class)
+		return caddyfileutil.OneArg(d, &m.Class)
 	case "owner":
-		return oneArg(d, &m.Owner)
+		return caddyfileutil.OneArg(d, &m.Owner)
 	case "adapter":
 		return parseAdapter(d, m)
 	case "canary":
@@ -307,7 +306,7 @@ func parseResources(d *caddyfile.Dispenser, r *Resources, a *App) error {
 		switch d.Val() {
 		case "memory":
 			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := caddyfileutil.OneArg(d, &s); err != nil {
 				return err
 			}
 			n, err := humanize.ParseBytes(s)
@@ -316,11 +315,11 @@ func parseResources(d *caddyfile.Dispenser, r *Resources, a *App) error {
 			}
 			r.Memory = int64(n)
 		case "cores":
-			if err := intArg(d, &r.Cores, 0); err != nil {
+			if err := caddyfileutil.IntArg(d, &r.Cores, 0); err != nil {
 				return err
 			}
 		case "gpus":
-			if err := intArg(d, &r.GPUs, 0); err != nil {
+			if err := caddyfileutil.IntArg(d, &r.GPUs, 0); err != nil {
 				return err
 			}
 		case "pin_cores":
@@ -345,52 +344,6 @@ func parseResources(d *caddyfile.Dispenser, r *Resources, a *App) error {
 			return d.Errf("unrecognized resources subdirective %q; use memory, cores or gpus", d.Val())
 		}
 	}
-	return nil
-}
-
-func oneArg(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
-}
-
-func manyArgs(d *caddyfile.Dispenser, dst *[]string) error {
-	args := d.RemainingArgs()
-	if len(args) == 0 {
-		return d.ArgErr()
-	}
-	*dst = append(*dst, args...)
-	return nil
-}
-
-func intArg(d *caddyfile.Dispenser, dst *int, least int) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < least {
-		return d.Errf("%s: %q is not a whole number of at least %d", d.Val(), s, least)
-	}
-	*dst = n
-	return nil
-}
-
-func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur < 0 {
-		return d.Errf("%q is not a duration such as 30s or 5m", s)
-	}
-	*dst = caddy.Duration(time.Duration(dur))
 	return nil
 }
 

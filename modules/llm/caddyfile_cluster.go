@@ -1,6 +1,9 @@
 package llm
 
-import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+import (
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+)
 
 // parse reads a cluster block:
 //
@@ -22,39 +25,39 @@ func (c *ClusterConfig) parse(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return eachSubdirective(d, func(dir string) error {
+	return caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "redis":
-			return oneArg(d, &c.Redis)
+			return caddyfileutil.OneArg(d, &c.Redis)
 		case "sentinel":
 			if !d.NextArg() {
 				return d.Errf("sentinel needs the primary's name and the Sentinels' addresses: sentinel mymaster host:port…")
 			}
 			c.SentinelMaster = d.Val()
-			if err := manyArgs(d, &c.Sentinels); err != nil {
+			if err := caddyfileutil.ManyArgs(d, &c.Sentinels); err != nil {
 				return d.Errf("sentinel %s: give the Sentinels' addresses (host:port) after the primary's name", c.SentinelMaster)
 			}
 			return nil
 		case "username":
-			return oneArg(d, &c.Username)
+			return caddyfileutil.OneArg(d, &c.Username)
 		case "password":
-			return oneArg(d, &c.Password)
+			return caddyfileutil.OneArg(d, &c.Password)
 		case "sentinel_password":
-			return oneArg(d, &c.SentinelPassword)
+			return caddyfileutil.OneArg(d, &c.SentinelPassword)
 		case "name":
-			return oneArg(d, &c.Name)
+			return caddyfileutil.OneArg(d, &c.Name)
 		case "node":
-			return oneArg(d, &c.Node)
+			return caddyfileutil.OneArg(d, &c.Node)
 		case "advertise":
-			return oneArg(d, &c.Advertise)
+			return caddyfileutil.OneArg(d, &c.Advertise)
 		case "listen":
-			return oneArg(d, &c.Listen)
+			return caddyfileutil.OneArg(d, &c.Listen)
 		case "secret":
-			return oneArg(d, &c.Secret)
+			return caddyfileutil.OneArg(d, &c.Secret)
 		case "heartbeat":
-			return durationArg(d, &c.Heartbeat)
+			return caddyfileutil.DurationArg(d, &c.Heartbeat)
 		case "node_ttl":
-			return durationArg(d, &c.NodeTTL)
+			return caddyfileutil.DurationArg(d, &c.NodeTTL)
 		default:
 			return d.Errf("unrecognized cluster subdirective %q; see the README's Cluster section", dir)
 		}

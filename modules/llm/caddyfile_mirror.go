@@ -3,6 +3,7 @@ package llm
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 // parse reads the mirror block of the llm global option:
@@ -28,7 +29,7 @@ func (c *MirrorConfig) parse(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := eachSubdirective(d, func(dir string) error {
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error {
 		switch dir {
 		case "store":
 			return c.parseStore(d)
@@ -48,11 +49,11 @@ func (c *MirrorConfig) parse(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 		case "registry":
-			return oneArg(d, &c.Registry)
+			return caddyfileutil.OneArg(d, &c.Registry)
 		case "sync_interval":
-			return durationArg(d, &c.SyncInterval)
+			return caddyfileutil.DurationArg(d, &c.SyncInterval)
 		case "verify_every":
-			return intArg(d, &c.VerifyEvery, -1)
+			return caddyfileutil.IntArg(d, &c.VerifyEvery, -1)
 		default:
 			return d.Errf("unrecognized mirror subdirective %q; use store, cache, registry, sync_interval or verify_every", dir)
 		}
@@ -95,28 +96,28 @@ func (c *MirrorConfig) parseStore(d *caddyfile.Dispenser) error {
 		if d.NextArg() {
 			return d.ArgErr()
 		}
-		err := eachSubdirective(d, func(dir string) error {
+		err := caddyfileutil.EachSubdirective(d, func(dir string) error {
 			switch dir {
 			case "endpoint":
-				return oneArg(d, &sc.Endpoint)
+				return caddyfileutil.OneArg(d, &sc.Endpoint)
 			case "bucket":
-				return oneArg(d, &sc.Bucket)
+				return caddyfileutil.OneArg(d, &sc.Bucket)
 			case "prefix":
-				return oneArg(d, &sc.Prefix)
+				return caddyfileutil.OneArg(d, &sc.Prefix)
 			case "region":
-				return oneArg(d, &sc.Region)
+				return caddyfileutil.OneArg(d, &sc.Region)
 			case "tls":
 				if d.NextArg() {
 					return d.ArgErr()
 				}
 				sc.TLS = true
 			case "access_key_env":
-				return oneArg(d, &sc.AccessKeyEnv)
+				return caddyfileutil.OneArg(d, &sc.AccessKeyEnv)
 			case "secret_key_env":
-				return oneArg(d, &sc.SecretKeyEnv)
+				return caddyfileutil.OneArg(d, &sc.SecretKeyEnv)
 			case "part_size":
 				var s string
-				if err := oneArg(d, &s); err != nil {
+				if err := caddyfileutil.OneArg(d, &s); err != nil {
 					return err
 				}
 				n, err := humanize.ParseBytes(s)

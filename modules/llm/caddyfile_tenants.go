@@ -5,6 +5,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 // parseOrg parses an organisation of the tenancy tree:
@@ -43,7 +44,7 @@ import (
 //	tool_calls_per_day    <n>
 func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 	o := new(Org)
-	if err := nameArg(d, &o.Name); err != nil {
+	if err := caddyfileutil.NameArg(d, &o.Name); err != nil {
 		return err
 	}
 	return parseNode(d, &o.Limits, func(dir string) (bool, error) {
@@ -60,7 +61,7 @@ func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 }
 
 func parseTeam(d *caddyfile.Dispenser, t *Team) error {
-	if err := nameArg(d, &t.Name); err != nil {
+	if err := caddyfileutil.NameArg(d, &t.Name); err != nil {
 		return err
 	}
 	return parseNode(d, &t.Limits, func(dir string) (bool, error) {
@@ -77,7 +78,7 @@ func parseTeam(d *caddyfile.Dispenser, t *Team) error {
 }
 
 func parseProject(d *caddyfile.Dispenser, p *Project) error {
-	if err := nameArg(d, &p.Name); err != nil {
+	if err := caddyfileutil.NameArg(d, &p.Name); err != nil {
 		return err
 	}
 	return parseNode(d, &p.Limits, func(dir string) (bool, error) {
@@ -111,7 +112,7 @@ func parseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 		switch d.Val() {
 		case "memory":
 			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := caddyfileutil.OneArg(d, &s); err != nil {
 				return err
 			}
 			n, err := humanize.ParseBytes(s)
@@ -120,31 +121,20 @@ func parseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 			}
 			c.Memory = int64(n)
 		case "cores":
-			if err := intArg(d, &c.Cores, 1); err != nil {
+			if err := caddyfileutil.IntArg(d, &c.Cores, 1); err != nil {
 				return err
 			}
 		case "gpus":
-			if err := intArg(d, &c.GPUs, 1); err != nil {
+			if err := caddyfileutil.IntArg(d, &c.GPUs, 1); err != nil {
 				return err
 			}
 		case "replicas":
-			if err := intArg(d, &c.Replicas, 1); err != nil {
+			if err := caddyfileutil.IntArg(d, &c.Replicas, 1); err != nil {
 				return err
 			}
 		default:
 			return d.Errf("unrecognized capacity subdirective %q; use memory, cores, gpus or replicas", d.Val())
 		}
-	}
-	return nil
-}
-
-func nameArg(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
 	}
 	return nil
 }
@@ -180,7 +170,7 @@ func parseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool
 func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 	i64 := func(dst *int64) error {
 		var n int
-		err := intArg(d, &n, 1)
+		err := caddyfileutil.IntArg(d, &n, 1)
 		*dst = int64(n)
 		return err
 	}
@@ -194,9 +184,9 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 	case "max_concurrent":
 		return i64(&l.MaxConcurrent)
 	case "models":
-		return manyArgs(d, &l.Models)
+		return caddyfileutil.ManyArgs(d, &l.Models)
 	case "tools":
-		return manyArgs(d, &l.Tools)
+		return caddyfileutil.ManyArgs(d, &l.Tools)
 	case "tool_calls_per_minute":
 		return i64(&l.ToolCallsPerMinute)
 	case "tool_calls_per_day":

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 // Registry updates: a model served from a tracked registry repository
@@ -390,7 +391,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *Model, 
 // parseUpdateCheck parses update_check <duration>|off.
 func parseUpdateCheck(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	var s string
-	if err := oneArg(d, &s); err != nil {
+	if err := caddyfileutil.OneArg(d, &s); err != nil {
 		return err
 	}
 	if s == "off" {

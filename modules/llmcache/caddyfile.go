@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 func init() {
@@ -36,7 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		admission       frequency|all
 //	}
 func (c *Cache) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return llm.ParseBlock(d, func(dir string) error {
+	return caddyfileutil.ParseBlock(d, func(dir string) error {
 		return c.parseField(d, dir, d.RemainingArgs())
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 func init() {
@@ -32,7 +32,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		rate_limit_headers refused|always
 //	}
 func (q *Quota) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return llm.ParseBlock(d, func(dir string) error {
+	return caddyfileutil.ParseBlock(d, func(dir string) error {
 		if !d.NextArg() {
 			return d.ArgErr()
 		}

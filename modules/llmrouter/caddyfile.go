@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
 func init() {
@@ -41,7 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		expose_replica
 //	}
 func (rt *Router) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return llm.ParseBlock(d, func(dir string) error {
+	return caddyfileutil.ParseBlock(d, func(dir string) error {
 		switch dir {
 		case "policy":
 			return rt.parsePolicy(d)
