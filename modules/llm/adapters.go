@@ -15,105 +15,19 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
-
-// Adapter is a LoRA adapter of a model, served under its own name: a
-// request whose model is the adapter's name goes to the model's replicas
-// (which load every adapter of the model) and is answered with the adapter
-// applied. Quotas, tenancy model globs, the cache and guardrails treat the
-// name as a model of its own. Adding, changing or removing an adapter
-// changes what the model's replicas load, so they are replaced (on a
-// reload, or through the admin API's model changes).
-type Adapter struct {
-	// Name clients put in the request's model field. Required; unique
-	// across the catalog's model names, aliases and adapters.
-	Name string `json:"name"`
-	// Source of the adapter's file: a local path, or a mirror source
-	// (mirror://<model>[/<version>[/<file>]], hf://…, http(s)://…), which is
-	// fetched to the node and checked against its sha256 like weights.
-	// Required.
-	Source string `json:"source"`
-	// Scale is how strongly the adapter applies, where the engine can
-	// say (llama.cpp; vLLM and Ollama apply adapters at 1). Default: 1.
-	Scale float64 `json:"scale,omitempty"`
-}
-
-// AdapterOf names the model an adapter's catalog entry applies to; empty
-// for a model.
-func (m *Model) AdapterOf() string { return m.adapterOf }
-
-// validateAdapters checks a model's adapters on their own; clashes with
-// other names are the catalog's to find.
-func (m *Model) validateAdapters() error {
-	seen := map[string]bool{}
-	for _, a := range m.Adapters {
-		if a == nil {
-			return fmt.Errorf("model %q: an adapter is empty; give it a name and a source", m.Name)
-		}
-		if err := CheckName(fmt.Sprintf("model %q: adapter name", m.Name), a.Name); err != nil {
-			return err
-		}
-		if seen[a.Name] {
-			return fmt.Errorf("model %q: adapter %q is declared twice", m.Name, a.Name)
-		}
-		seen[a.Name] = true
-		if a.Source == "" {
-			return fmt.Errorf("model %q: adapter %q: source is required (a path, or mirror://<model>/<version>)", m.Name, a.Name)
-		}
-		if len(a.Source) > maxSourceLen {
-			return fmt.Errorf("model %q: adapter %q: source is %d bytes long; at most %d", m.Name, a.Name, len(a.Source), maxSourceLen)
-		}
-		if a.Scale < 0 {
-			return fmt.Errorf("model %q: adapter %q: scale %g must not be negative", m.Name, a.Name, a.Scale)
-		}
-	}
-	return nil
-}
-
-// addAdapters gives each model's adapters a catalog entry of their own: the
-// model's settings under the adapter's name, without aliases, fallbacks
-// or canary. An adapter's name must be no model's name or alias.
-func (c *catalog) addAdapters(models []*Model) error {
-	for _, m := range models {
-		for _, a := range m.Adapters {
-			if prev, dup := c.byName[a.Name]; dup {
-				return fmt.Errorf("model %q: adapter name %q is already the name of model %q; give the adapter a name of its own", m.Name, a.Name, prev.Name)
-			}
-			if prev, dup := c.adapters[a.Name]; dup {
-				return fmt.Errorf("model %q: adapter name %q is already an adapter of model %q; give the adapter a name of its own", m.Name, a.Name, prev.adapterOf)
-			}
-			e := *m
-			e.Name, e.adapterOf = a.Name, m.Name
-			e.Aliases, e.Fallbacks, e.Canary, e.Adapters = nil, nil, nil, nil
-			if c.adapters == nil {
-				c.adapters = map[string]*Model{}
-			}
-			c.adapters[a.Name] = &e
-			c.names = append(c.names, a.Name)
-		}
-	}
-	return nil
-}
-
-// checkAdapterEngine refuses adapters on a model whose engine cannot load
-// them.
-func checkAdapterEngine(m *Model, info engine.Info) error {
-	if len(m.Adapters) > 0 && !slices.Contains(info.Capabilities, engine.CapAdapters) {
-		return fmt.Errorf("model %q: engine %s cannot load adapters; serve the model with an engine that can (llamacpp, vllm, ollama)", m.Name, m.Engine)
-	}
-	return nil
-}
 
 // adapterFleet is the fleet serving an adapter's name, and a selector
 // that picks only its replicas that loaded the adapter.
 func (a *App) adapterFleet(name string, sel Selector) (*fleet, Selector, bool) {
 	v := a.v()
-	e, ok := v.cat.adapters[name]
+	e, ok := v.cat.Adapters[name]
 	if !ok {
 		return nil, nil, false
 	}
-	f, ok := v.fleets[e.adapterOf]
+	f, ok := v.fleets[e.AdapterOf()]
 	return f, adapterSelector{sel: sel, name: name}, ok
 }
 
@@ -168,7 +82,7 @@ func SetMembers(body, members []byte) ([]byte, error) {
 
 // adaptersNeedMirror says whether an adapter of the models comes through
 // the mirror.
-func adaptersNeedMirror(models []*Model) bool {
+func adaptersNeedMirror(models []*catalog.Model) bool {
 	for _, m := range models {
 		for _, a := range m.Adapters {
 			if viaMirror(a.Source) {
@@ -207,7 +121,7 @@ func (f *fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), er
 				release()
 				return nil, nil, fmt.Errorf("model %q: adapter %q: source %s needs the mirror; configure it with a mirror block in the llm app", m.Name, a.Name, mirror.RedactURL(a.Source))
 			}
-			fe, p, err := resolveSource(ctx, mr, &Model{Name: a.Name, Source: a.Source}, f.logger)
+			fe, p, err := resolveSource(ctx, mr, &catalog.Model{Name: a.Name, Source: a.Source}, f.logger)
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("model %q: adapter %q: %w", m.Name, a.Name, err)
@@ -228,12 +142,12 @@ func (f *fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), er
 //		source <path|mirror://<model>/<version>[/<file>]>
 //		scale  <number>
 //	}
-func parseAdapter(d *caddyfile.Dispenser, m *Model) error {
-	a := &Adapter{}
+func parseAdapter(d *caddyfile.Dispenser, m *catalog.Model) error {
+	a := &catalog.Adapter{}
 	if !d.Args(&a.Name) || d.NextArg() {
 		return d.ArgErr()
 	}
-	if err := CheckName(fmt.Sprintf("model %q: adapter name", m.Name), a.Name); err != nil {
+	if err := catalog.CheckName(fmt.Sprintf("model %q: adapter name", m.Name), a.Name); err != nil {
 		return d.Err(err.Error())
 	}
 	for _, o := range m.Adapters {
@@ -281,14 +195,14 @@ var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapte
 // withAdapterSources is models and, for each adapter, an entry with the
 // adapter's name and source: what uses a file of the node's weights
 // directory.
-func withAdapterSources(models []*Model) []*Model {
+func withAdapterSources(models []*catalog.Model) []*catalog.Model {
 	out := models
 	for _, m := range models {
 		for _, a := range m.Adapters {
 			if len(out) == len(models) {
 				out = slices.Clone(models)
 			}
-			out = append(out, &Model{Name: a.Name, Source: a.Source})
+			out = append(out, &catalog.Model{Name: a.Name, Source: a.Source})
 		}
 	}
 	return out
@@ -297,12 +211,12 @@ func withAdapterSources(models []*Model) []*Model {
 // checkAdapterSources checks the sources of adapters of m as a model's
 // source is checked before it is added (unless m opts out): the file or
 // mirror version exists and is in a format m's engine (formats) loads.
-func (a *App) checkAdapterSources(ctx context.Context, m *Model, adapters []*Adapter, formats []string) error {
+func (a *App) checkAdapterSources(ctx context.Context, m *catalog.Model, adapters []*catalog.Adapter, formats []string) error {
 	if m.CheckSource != nil && !*m.CheckSource {
 		return nil
 	}
 	for _, ad := range adapters {
-		_, err := a.sourceChecker().check(ctx, &Model{Name: ad.Name, Engine: m.Engine, Source: ad.Source}, formats)
+		_, err := a.sourceChecker().check(ctx, &catalog.Model{Name: ad.Name, Engine: m.Engine, Source: ad.Source}, formats)
 		var se *SourceError
 		if errors.As(err, &se) {
 			return sourceErr("model %q: adapter %q: %s", m.Name, ad.Name, se.msg)
@@ -316,8 +230,8 @@ func (a *App) checkAdapterSources(ctx context.Context, m *Model, adapters []*Ada
 
 // checkNewAdapters checks the sources of adapters a live change gives
 // the model name, before anything changes.
-func (a *App) checkNewAdapters(ctx context.Context, name string, adapters []*Adapter) error {
-	m, ok := a.v().cat.byName[name]
+func (a *App) checkNewAdapters(ctx context.Context, name string, adapters []*catalog.Adapter) error {
+	m, ok := a.v().cat.ByName[name]
 	if !ok {
 		return nil // changeModel answers 404
 	}

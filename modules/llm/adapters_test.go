@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 func TestAdapterCaddyfileErrors(t *testing.T) {
@@ -37,25 +38,25 @@ func TestAdapterCaddyfileErrors(t *testing.T) {
 }
 
 func TestAdapterNames(t *testing.T) {
-	ad := func(name string) []*Adapter { return []*Adapter{{Name: name, Source: "/a.gguf"}} }
+	ad := func(name string) []*catalog.Adapter { return []*catalog.Adapter{{Name: name, Source: "/a.gguf"}} }
 	for _, tc := range []struct {
 		name   string
-		models []*Model
+		models []*catalog.Model
 		want   string
 	}{
-		{"model name", []*Model{{Name: "a", Engine: "ollama", Adapters: ad("b")}, {Name: "b", Engine: "sim"}},
+		{"model name", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: ad("b")}, {Name: "b", Engine: "sim"}},
 			`model "a": adapter name "b" is already the name of model "b"; give the adapter a name of its own`},
-		{"own name", []*Model{{Name: "a", Engine: "ollama", Adapters: ad("a")}}, `adapter name "a" is already the name of model "a"`},
-		{"alias", []*Model{{Name: "a", Engine: "ollama", Adapters: ad("b")}, {Name: "c", Engine: "sim", Aliases: []string{"b"}}},
+		{"own name", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: ad("a")}}, `adapter name "a" is already the name of model "a"`},
+		{"alias", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: ad("b")}, {Name: "c", Engine: "sim", Aliases: []string{"b"}}},
 			`adapter name "b" is already the name of model "c"`},
-		{"another adapter", []*Model{{Name: "a", Engine: "ollama", Adapters: ad("x")}, {Name: "c", Engine: "ollama", Adapters: ad("x")}},
+		{"another adapter", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: ad("x")}, {Name: "c", Engine: "ollama", Adapters: ad("x")}},
 			`model "c": adapter name "x" is already an adapter of model "a"`},
-		{"no source", []*Model{{Name: "a", Engine: "ollama", Adapters: []*Adapter{{Name: "x"}}}}, `adapter "x": source is required`},
-		{"negative scale", []*Model{{Name: "a", Engine: "ollama", Adapters: []*Adapter{{Name: "x", Source: "/x", Scale: -1}}}}, "must not be negative"},
-		{"ok", []*Model{{Name: "a", Engine: "ollama", Adapters: ad("a-sql")}, {Name: "c", Engine: "ollama", Adapters: ad("c-sql")}}, ""},
+		{"no source", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: []*catalog.Adapter{{Name: "x"}}}}, `adapter "x": source is required`},
+		{"negative scale", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: []*catalog.Adapter{{Name: "x", Source: "/x", Scale: -1}}}}, "must not be negative"},
+		{"ok", []*catalog.Model{{Name: "a", Engine: "ollama", Adapters: ad("a-sql")}, {Name: "c", Engine: "ollama", Adapters: ad("c-sql")}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := newCatalog(tc.models)
+			_, err := catalog.NewCatalog(tc.models)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("got %v, want no error", err)
@@ -70,26 +71,26 @@ func TestAdapterNames(t *testing.T) {
 }
 
 func TestAdapterEntries(t *testing.T) {
-	base := &Model{Name: "tiny", Engine: "ollama", Aliases: []string{"small"}, Fallbacks: []string{"other"}, Owner: "acme",
-		Adapters: []*Adapter{{Name: "tiny-sql", Source: "/a.gguf"}}}
-	c, err := newCatalog([]*Model{base, {Name: "other", Engine: "sim"}})
+	base := &catalog.Model{Name: "tiny", Engine: "ollama", Aliases: []string{"small"}, Fallbacks: []string{"other"}, Owner: "acme",
+		Adapters: []*catalog.Adapter{{Name: "tiny-sql", Source: "/a.gguf"}}}
+	c, err := catalog.NewCatalog([]*catalog.Model{base, {Name: "other", Engine: "sim"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := c.adapters["tiny-sql"]
+	e := c.Adapters["tiny-sql"]
 	if e == nil || e.Name != "tiny-sql" || e.AdapterOf() != "tiny" || e.Owner != "acme" || e.Aliases != nil || e.Fallbacks != nil || e.Adapters != nil {
 		t.Fatalf("adapter entry %+v", e)
 	}
 	if base.AdapterOf() != "" {
 		t.Error("the model says it is an adapter")
 	}
-	if got := c.closest("tiny-sq", 3); len(got) == 0 || got[0] != "tiny-sql" {
+	if got := c.Closest("tiny-sq", 3); len(got) == 0 || got[0] != "tiny-sql" {
 		t.Errorf("closest to tiny-sq: %q", got)
 	}
 	// The adapter changes the shape of the model's replicas.
 	plain := *base
 	plain.Adapters = nil
-	if base.key("e") == plain.key("e") {
+	if base.Key("e") == plain.Key("e") {
 		t.Error("adding an adapter keeps the model's replicas")
 	}
 }
@@ -118,7 +119,7 @@ func TestAdapterSelector(t *testing.T) {
 }
 
 func TestAdapterSourcesCountAsUsed(t *testing.T) {
-	models := []*Model{{Name: "tiny", Source: "/m.gguf", Adapters: []*Adapter{{Name: "tiny-sql", Source: "mirror://sql/v1"}}}, {Name: "b"}}
+	models := []*catalog.Model{{Name: "tiny", Source: "/m.gguf", Adapters: []*catalog.Adapter{{Name: "tiny-sql", Source: "mirror://sql/v1"}}}, {Name: "b"}}
 	got := withAdapterSources(models)
 	if len(got) != 3 || got[2].Name != "tiny-sql" || got[2].Source != "mirror://sql/v1" || len(models) != 2 {
 		t.Fatalf("got %d entries (%+v); the catalog has %d", len(got), got, len(models))
@@ -134,21 +135,21 @@ func TestAdapterSourcesChecked(t *testing.T) {
 	if err := os.WriteFile(gguf, []byte("GGUF\x03\x00\x00\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := &Model{Name: "tiny", Engine: "ollama"}
+	m := &catalog.Model{Name: "tiny", Engine: "ollama"}
 	a := new(App)
-	ok := []*Adapter{{Name: "tiny-a", Source: gguf}}
-	if err := a.checkAdapterSources(context.Background(), m, ok, []string{FormatGGUF}); err != nil {
+	ok := []*catalog.Adapter{{Name: "tiny-a", Source: gguf}}
+	if err := a.checkAdapterSources(context.Background(), m, ok, []string{catalog.FormatGGUF}); err != nil {
 		t.Errorf("a GGUF adapter: %v", err)
 	}
-	missing := []*Adapter{{Name: "tiny-b", Source: filepath.Join(dir, "missing.gguf")}}
-	err := a.checkAdapterSources(context.Background(), m, missing, []string{FormatGGUF})
+	missing := []*catalog.Adapter{{Name: "tiny-b", Source: filepath.Join(dir, "missing.gguf")}}
+	err := a.checkAdapterSources(context.Background(), m, missing, []string{catalog.FormatGGUF})
 	var se *SourceError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), `model "tiny": adapter "tiny-b": `) {
 		t.Errorf("a missing adapter file: %v", err)
 	}
 	off := false
 	m.CheckSource = &off
-	if err := a.checkAdapterSources(context.Background(), m, missing, []string{FormatGGUF}); err != nil {
+	if err := a.checkAdapterSources(context.Background(), m, missing, []string{catalog.FormatGGUF}); err != nil {
 		t.Errorf("with check_source off: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // MirrorView is GET /llm/mirror: the stores and how far each is behind,
@@ -161,7 +162,7 @@ func postMirrorSync(w http.ResponseWriter, r *http.Request) error {
 // mirrorRef is the mirror model (and version, if pinned) a catalog
 // model's weights come from, or ok false when they do not come through the
 // mirror.
-func mirrorRef(m *Model) (model, version string, ok bool) {
+func mirrorRef(m *catalog.Model) (model, version string, ok bool) {
 	if rest, found := strings.CutPrefix(m.Source, "mirror://"); found {
 		parts := strings.SplitN(rest, "/", 3)
 		if len(parts) > 1 {
@@ -193,7 +194,7 @@ func (a *App) mirrorUsers(model, version, except string) []string {
 
 // purgeWeights removes from the mirror and the node cache the versions a
 // removed model's weights came from, keeping what another model uses.
-func (a *App) purgeWeights(r *http.Request, m *Model) ([]string, error) {
+func (a *App) purgeWeights(r *http.Request, m *catalog.Model) ([]string, error) {
 	if a.mirror == nil {
 		return nil, nil
 	}

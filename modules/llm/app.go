@@ -21,14 +21,13 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
 func init() {
 	caddy.RegisterModule(App{})
 }
-
-const defaultIdle = 10 * time.Minute
 
 // firstParty are the engines linked into the llmgw binary, run as
 // "llmgw engine <type>".
@@ -56,7 +55,7 @@ type App struct {
 	// Node is what this machine offers replicas (memory, cores, GPUs).
 	// Default: detected (total memory, CPUs, NVIDIA GPUs); declared values
 	// replace detected ones.
-	Node *Resources `json:"node,omitempty"`
+	Node *catalog.Resources `json:"node,omitempty"`
 	// PinCores gives each replica of a model that says how many cores it
 	// needs cores of its own: its engine's processes run only on them
 	// (the highest-numbered free ones; core 0, where the kernel handles
@@ -76,7 +75,7 @@ type App struct {
 	// Engines pins or overrides engine plugins by type.
 	Engines map[string]*EngineConfig `json:"engines,omitempty"`
 	// Models is the catalog.
-	Models []*Model `json:"models,omitempty"`
+	Models []*catalog.Model `json:"models,omitempty"`
 	// HoldTimeout is how long a request waits for a replica to become
 	// ready (an on-demand start, a restart) before it gets 503.
 	// Default: 60s.
@@ -139,7 +138,7 @@ type App struct {
 	local       certmagic.Storage
 	cluster     *member
 	clusterKey  string
-	declared    []*Model // the config's models, before settings changed at runtime
+	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
 	mirrorKey   string
 	keys        *atomic.Pointer[keyring]
@@ -235,7 +234,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.applySettings(ctx); err != nil {
 		return err
 	}
-	v, err := a.buildView(append(append([]*Model{}, a.Models...), added...), added)
+	v, err := a.buildView(append(append([]*catalog.Model{}, a.Models...), added...), added)
 	if err != nil {
 		return err
 	}
@@ -249,8 +248,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 // view is the catalog and its fleets as request handlers see them.
 type view struct {
-	cat     *catalog
-	models  []*Model // config models first, then runtime ones
+	cat     *catalog.Catalog
+	models  []*catalog.Model // config models first, then runtime ones
 	fleets  map[string]*fleet
 	runtime map[string]bool // models added through the admin API
 }
@@ -259,17 +258,17 @@ func (a *App) v() *view { return a.view.Load() }
 
 // buildView validates models as one catalog and loads (or reuses) their
 // fleets; runtime are those added through the admin API.
-func (a *App) buildView(models, runtime []*Model) (*view, error) {
+func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
 	repl := caddy.NewReplacer()
 	for _, m := range models {
 		if err := a.resolveModel(repl, m); err != nil {
 			return nil, err
 		}
-		if err := m.Price.validate(m.Name); err != nil {
+		if err := m.Price.Validate(m.Name); err != nil {
 			return nil, err
 		}
 	}
-	cat, err := newCatalog(models)
+	cat, err := catalog.NewCatalog(models)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +299,7 @@ func (a *App) currentFleet(name string) (*fleet, bool) {
 	return f, ok
 }
 
-func (a *App) provisionModel(m *Model) (*fleet, error) {
+func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 	p, pkey, err := a.loadEngine(m.Engine)
 	var unavailable error
 	switch {
@@ -315,14 +314,14 @@ func (a *App) provisionModel(m *Model) (*fleet, error) {
 	case err != nil:
 		return nil, fmt.Errorf("model %q: %w", m.Name, err)
 	default:
-		if err := checkFormat(m, p.Info().Formats); err != nil {
+		if err := catalog.CheckFormat(m, p.Info().Formats); err != nil {
 			return nil, err
 		}
-		if err := checkEngineSettings(m, p.Info()); err != nil {
+		if err := catalog.CheckEngineSettings(m, p.Info()); err != nil {
 			return nil, err
 		}
 	}
-	key := m.key(pkey)
+	key := m.Key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
 			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),

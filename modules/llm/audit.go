@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/certmagic"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -98,13 +99,13 @@ type AuditPage struct {
 // in the audit log. Its string values come from requests (the actor
 // header, ids, names), so each is cut to a bounded length.
 func (a *App) audit(r *http.Request, msg string, fields ...zap.Field) {
-	actor := boundedLog(r.Header.Get("X-Llmgw-Actor"))
+	actor := catalog.BoundedLog(r.Header.Get("X-Llmgw-Actor"))
 	if actor == "" {
 		actor = "unknown"
 	}
 	for i, f := range fields {
-		if f.Type == zapcore.StringType && len(f.String) > maxLogValue {
-			fields[i].String = boundedLog(f.String)
+		if f.Type == zapcore.StringType && len(f.String) > catalog.MaxLogValue {
+			fields[i].String = catalog.BoundedLog(f.String)
 		}
 	}
 	at := now().UTC()
@@ -373,7 +374,7 @@ func (m *member) auditRead(ctx context.Context, q auditQuery, max int) (AuditPag
 	}
 	if q.cursor != "" {
 		if !streamID.MatchString(q.cursor) {
-			return AuditPage{}, apiErr(http.StatusBadRequest, "cursor %s is not one of the cluster's audit stream; start again without cursor", Bounded(q.cursor))
+			return AuditPage{}, apiErr(http.StatusBadRequest, "cursor %s is not one of the cluster's audit stream; start again without cursor", catalog.Bounded(q.cursor))
 		}
 		end = "(" + q.cursor
 	}
@@ -463,14 +464,14 @@ func parseAuditQuery(r *http.Request) (auditQuery, error) {
 		}
 		d, err := caddy.ParseDuration(s)
 		if err != nil || d < 0 {
-			return q, apiErr(http.StatusBadRequest, "%s=%s is neither an RFC 3339 time such as 2026-01-02T15:04:05Z nor a duration ago such as 1h", name, Bounded(s))
+			return q, apiErr(http.StatusBadRequest, "%s=%s is neither an RFC 3339 time such as 2026-01-02T15:04:05Z nor a duration ago such as 1h", name, catalog.Bounded(s))
 		}
 		*dst = now().Add(-d)
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
-			return q, apiErr(http.StatusBadRequest, "limit=%s: use a number from 1 to 1000", Bounded(s))
+			return q, apiErr(http.StatusBadRequest, "limit=%s: use a number from 1 to 1000", catalog.Bounded(s))
 		}
 		q.limit = n
 	}

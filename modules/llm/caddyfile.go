@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 func init() {
@@ -97,7 +98,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "update_check":
 			return parseUpdateCheck(d, &a.UpdateCheck) // updates.go
 		case "node":
-			a.Node = new(Resources)
+			a.Node = new(catalog.Resources)
 			return parseResources(d, a.Node, a)
 		case "engine":
 			return a.parseEngine(d)
@@ -174,8 +175,8 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
-	m := &Model{Name: d.Val()}
-	if err := CheckName("model name", m.Name); err != nil {
+	m := &catalog.Model{Name: d.Val()}
+	if err := catalog.CheckName("model name", m.Name); err != nil {
 		return d.Err(err.Error())
 	}
 	if d.NextArg() {
@@ -192,10 +193,10 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
-	sc := func() *Scaling {
+func parseModelField(d *caddyfile.Dispenser, m *catalog.Model, dir string) error {
+	sc := func() *catalog.Scaling {
 		if m.Scaling == nil {
-			m.Scaling = new(Scaling)
+			m.Scaling = new(catalog.Scaling)
 		}
 		return m.Scaling
 	}
@@ -205,7 +206,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 			return err
 		}
 		for _, al := range m.Aliases {
-			if err := CheckName(fmt.Sprintf("model %q: alias", m.Name), al); err != nil {
+			if err := catalog.CheckName(fmt.Sprintf("model %q: alias", m.Name), al); err != nil {
 				return d.Err(err.Error())
 			}
 		}
@@ -273,7 +274,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	case "price":
 		return parsePrice(d, m)
 	case "resources":
-		m.Resources = new(Resources)
+		m.Resources = new(catalog.Resources)
 		return parseResources(d, m.Resources, nil)
 	case "class":
 		return caddyfileutil.OneArg(d, &m.Class)
@@ -290,7 +291,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		if err != nil || !strings.HasSuffix(share, "%") || pct < 0 || pct > 100 {
 			return d.Errf("canary share %q is not a percentage such as 10%%", share)
 		}
-		m.Canary = &Canary{Model: model, Share: pct / 100}
+		m.Canary = &catalog.Canary{Model: model, Share: pct / 100}
 		return nil
 	}
 	return d.Errf("unrecognized model subdirective %q", dir)
@@ -298,7 +299,7 @@ func parseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 
 // parseResources reads a block of memory <size>, cores <n>, gpus <n>, and
 // for the node (a non-nil) pin_cores and gpu_devices <i,j,…>.
-func parseResources(d *caddyfile.Dispenser, r *Resources, a *App) error {
+func parseResources(d *caddyfile.Dispenser, r *catalog.Resources, a *App) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // parseOrg parses an organisation of the tenancy tree:
@@ -213,7 +214,7 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 }
 
 // parsePrice parses a model's "price <input> <output>" (per million tokens).
-func parsePrice(d *caddyfile.Dispenser, m *Model) error {
+func parsePrice(d *caddyfile.Dispenser, m *catalog.Model) error {
 	var in, out string
 	if !d.Args(&in, &out) || d.NextArg() {
 		return d.ArgErr()
@@ -223,6 +224,6 @@ func parsePrice(d *caddyfile.Dispenser, m *Model) error {
 	if err1 != nil || err2 != nil || pi < 0 || po < 0 {
 		return d.Errf("price %s %s: give the input and output price per million tokens, such as 0.15 0.60", in, out)
 	}
-	m.Price = &Price{InputPerMillion: pi, OutputPerMillion: po}
+	m.Price = &catalog.Price{InputPerMillion: pi, OutputPerMillion: po}
 	return nil
 }

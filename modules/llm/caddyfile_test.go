@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 func TestUnmarshalCaddyfileErrors(t *testing.T) {
@@ -94,28 +95,28 @@ func TestCatalogValidation(t *testing.T) {
 	zero := 0
 	for _, tc := range []struct {
 		name   string
-		models []*Model
+		models []*catalog.Model
 		want   string
 	}{
-		{"no name", []*Model{{Engine: "sim"}}, "model name is empty"},
-		{"no engine", []*Model{{Name: "a"}}, "engine is required"},
-		{"duplicate name", []*Model{{Name: "a", Engine: "sim"}, {Name: "a", Engine: "sim"}}, `"a" is used twice`},
-		{"alias clash", []*Model{{Name: "a", Engine: "sim"}, {Name: "b", Engine: "sim", Aliases: []string{"a"}}}, `"a" is used twice`},
-		{"unknown fallback", []*Model{{Name: "a", Engine: "sim", Fallbacks: []string{"z"}}}, `fallback "z" is not in the catalog`},
-		{"self fallback", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"b"}, Fallbacks: []string{"b"}}}, "its own fallback"},
-		{"max below min", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: intp(3), Max: intp(2)}}}, "max (2) is below min (3)"},
-		{"whitespace", []*Model{{Name: "a b", Engine: "sim"}}, `model name "a b" has ' '; a name is 1 to 128 characters`},
-		{"dot-dot", []*Model{{Name: "../../x", Engine: "sim"}}, `model name "../../x" has a ".." part`},
-		{"long", []*Model{{Name: strings.Repeat("a", 1<<20), Engine: "sim"}}, `(1048512 bytes more) is 1048576 bytes long`},
-		{"bad alias", []*Model{{Name: "a", Engine: "sim", Aliases: []string{"/x"}}}, `model "a": alias "/x" has an empty part`},
-		{"engine path", []*Model{{Name: "a", Engine: "../../bin/sh"}}, `engine "../../bin/sh": an engine type is`},
-		{"long arg", []*Model{{Name: "a", Engine: "sim", Args: []string{strings.Repeat("a", 5000)}}}, `arg "aaaa`},
-		{"long option", []*Model{{Name: "a", Engine: "sim", Options: map[string]string{"ttft": strings.Repeat("1", 70000)}}}, `option "ttft": names are at most 128 bytes and values 65536`},
-		{"ok names", []*Model{{Name: "Qwen/Qwen2.5-7B", Engine: "sim", Aliases: []string{"gpt-4o-mini", "llama3.2:1b", "a_b"}}}, ""},
-		{"ok on demand", []*Model{{Name: "a", Engine: "sim", Scaling: &Scaling{Min: &zero}}}, ""},
+		{"no name", []*catalog.Model{{Engine: "sim"}}, "model name is empty"},
+		{"no engine", []*catalog.Model{{Name: "a"}}, "engine is required"},
+		{"duplicate name", []*catalog.Model{{Name: "a", Engine: "sim"}, {Name: "a", Engine: "sim"}}, `"a" is used twice`},
+		{"alias clash", []*catalog.Model{{Name: "a", Engine: "sim"}, {Name: "b", Engine: "sim", Aliases: []string{"a"}}}, `"a" is used twice`},
+		{"unknown fallback", []*catalog.Model{{Name: "a", Engine: "sim", Fallbacks: []string{"z"}}}, `fallback "z" is not in the catalog`},
+		{"self fallback", []*catalog.Model{{Name: "a", Engine: "sim", Aliases: []string{"b"}, Fallbacks: []string{"b"}}}, "its own fallback"},
+		{"max below min", []*catalog.Model{{Name: "a", Engine: "sim", Scaling: &catalog.Scaling{Min: intp(3), Max: intp(2)}}}, "max (2) is below min (3)"},
+		{"whitespace", []*catalog.Model{{Name: "a b", Engine: "sim"}}, `model name "a b" has ' '; a name is 1 to 128 characters`},
+		{"dot-dot", []*catalog.Model{{Name: "../../x", Engine: "sim"}}, `model name "../../x" has a ".." part`},
+		{"long", []*catalog.Model{{Name: strings.Repeat("a", 1<<20), Engine: "sim"}}, `(1048512 bytes more) is 1048576 bytes long`},
+		{"bad alias", []*catalog.Model{{Name: "a", Engine: "sim", Aliases: []string{"/x"}}}, `model "a": alias "/x" has an empty part`},
+		{"engine path", []*catalog.Model{{Name: "a", Engine: "../../bin/sh"}}, `engine "../../bin/sh": an engine type is`},
+		{"long arg", []*catalog.Model{{Name: "a", Engine: "sim", Args: []string{strings.Repeat("a", 5000)}}}, `arg "aaaa`},
+		{"long option", []*catalog.Model{{Name: "a", Engine: "sim", Options: map[string]string{"ttft": strings.Repeat("1", 70000)}}}, `option "ttft": names are at most 128 bytes and values 65536`},
+		{"ok names", []*catalog.Model{{Name: "Qwen/Qwen2.5-7B", Engine: "sim", Aliases: []string{"gpt-4o-mini", "llama3.2:1b", "a_b"}}}, ""},
+		{"ok on demand", []*catalog.Model{{Name: "a", Engine: "sim", Scaling: &catalog.Scaling{Min: &zero}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := newCatalog(tc.models)
+			_, err := catalog.NewCatalog(tc.models)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("got %v, want no error", err)
@@ -132,7 +133,7 @@ func TestCatalogValidation(t *testing.T) {
 func intp(n int) *int { return &n }
 
 func TestClosestNames(t *testing.T) {
-	c, err := newCatalog([]*Model{
+	c, err := catalog.NewCatalog([]*catalog.Model{
 		{Name: "llama-3-8b", Engine: "sim", Aliases: []string{"llama"}},
 		{Name: "qwen-2.5-7b", Engine: "sim"},
 		{Name: "gpt-4o-mini", Engine: "sim"},
@@ -146,7 +147,7 @@ func TestClosestNames(t *testing.T) {
 		{"qwen", "qwen-2.5-7b"},
 		{"something-else-entirely", ""},
 	} {
-		got := strings.Join(c.closest(tc.in, 1), ",")
+		got := strings.Join(c.Closest(tc.in, 1), ",")
 		if got != tc.want {
 			t.Errorf("closest(%q): got %q, want %q", tc.in, got, tc.want)
 		}
@@ -204,13 +205,13 @@ func TestUpdateCheck(t *testing.T) {
 			t.Errorf("model %s: checked every %v, want %v (0: off)", a.Models[i].Name, got, want)
 		}
 	}
-	if got := new(App).updateEvery(&Model{}); got != defaultUpdateCheck {
+	if got := new(App).updateEvery(&catalog.Model{}); got != defaultUpdateCheck {
 		t.Errorf("default: got %v, want %v", got, defaultUpdateCheck)
 	}
-	m := &Model{Name: "x", Engine: "sim"}
-	k := m.key("e")
+	m := &catalog.Model{Name: "x", Engine: "sim"}
+	k := m.Key("e")
 	m.UpdateCheck = -1
-	if m.key("e") != k {
+	if m.Key("e") != k {
 		t.Error("update_check changed the model's key: its replicas would be replaced")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -93,7 +94,7 @@ func (c *ClusterConfig) provision() error {
 		}
 		c.Node = h
 	}
-	if err := CheckName("node", c.Node); err != nil {
+	if err := catalog.CheckName("node", c.Node); err != nil {
 		return fmt.Errorf("cluster: %v", err)
 	}
 	if c.Advertise == "" {
@@ -928,7 +929,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[stri
 	var cn []clusterNode
 	drained := a.drainedNodes()
 	for _, nb := range nodes {
-		c := clusterNode{Name: nb.Name, Capacity: Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
+		c := clusterNode{Name: nb.Name, Capacity: catalog.Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
 			Draining: drained[nb.Name], Failing: nb.Failing}
 		if len(nb.Cached) > 0 {
 			has := map[string]bool{}

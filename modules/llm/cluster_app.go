@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"go.uber.org/zap"
 )
 
@@ -151,7 +152,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		rs := remote[name]
 		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
 		n := here[name]
-		if classRank(f.m().Class) >= room {
+		if catalog.ClassRank(f.m().Class) >= room {
 			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
 		}
 		f.setCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
@@ -170,7 +171,7 @@ func roomWanted(v *view, here map[string]int) int {
 		more := here[name] > len(f.replicas)+f.starting
 		f.mu.Unlock()
 		if more {
-			rank = max(rank, classRank(f.m().Class))
+			rank = max(rank, catalog.ClassRank(f.m().Class))
 		}
 	}
 	return rank
@@ -306,7 +307,7 @@ func (a *App) reloadShared(ctx context.Context) error {
 	// replace its replicas (POST /models/roll on the node-to-node
 	// endpoint).
 	for _, m := range added {
-		if f, ok := cur.fleets[m.Name]; ok && m.key("") != f.m().key("") && (m.Engine != f.m().Engine || m.Source != f.m().Source) {
+		if f, ok := cur.fleets[m.Name]; ok && m.Key("") != f.m().Key("") && (m.Engine != f.m().Engine || m.Source != f.m().Source) {
 			delete(a.fkeys, m.Name)
 		}
 	}
@@ -398,9 +399,9 @@ func (a *App) drainedNodes() map[string]bool {
 // read for all callers at a time, none while the store is known down) and
 // the name looked up again, so a model answers on every node as soon as
 // its add has answered 201.
-func (a *App) LookupLatest(name string) (*Model, error) {
+func (a *App) LookupLatest(name string) (*catalog.Model, error) {
 	m, err := a.Lookup(name)
-	var unknown *UnknownModelError
+	var unknown *catalog.UnknownModelError
 	if err == nil || a.cluster == nil || !errors.As(err, &unknown) {
 		return m, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/plugins/engine"
 	"github.com/llmgw/llmgw/plugins/host"
 )
@@ -143,7 +144,7 @@ func (r *Replica) State() string { s, _ := r.state.Load().(string); return s }
 type fleet struct {
 	// model is the catalog entry; runtime changes (scale, settings) store
 	// a changed copy, so readers need no lock.
-	model  atomic.Pointer[Model]
+	model  atomic.Pointer[catalog.Model]
 	plugin *host.Plugin
 	logger *zap.Logger
 	opts   fleetOptions
@@ -197,7 +198,7 @@ type fleetOptions struct {
 	unavailable error
 }
 
-func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
+func newFleet(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
 	f := &fleet{plugin: p, opts: o, changed: make(chan struct{}),
 		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(), created: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
@@ -208,7 +209,7 @@ func newFleet(m *Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fle
 }
 
 // m is the fleet's model as it is now.
-func (f *fleet) m() *Model { return f.model.Load() }
+func (f *fleet) m() *catalog.Model { return f.model.Load() }
 
 // run starts supervision once; later calls (from reloads) do nothing.
 func (f *fleet) run() {
@@ -291,7 +292,7 @@ func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 	}
 	ready := make([]*Replica, 0, len(f.replicas)+len(f.remote))
 	busy := true
-	target := int64(f.m().Scaling.target())
+	target := int64(f.m().Scaling.Target())
 	t := now().UnixNano()
 	var suspects []*Replica
 	for _, rs := range [2][]*Replica{f.replicas, f.remote} {
@@ -319,7 +320,7 @@ func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 				a.cluster.beatNow()
 			}
 		}
-	case busy && len(f.replicas)+f.starting < f.m().Scaling.max() && f.canStartLocked():
+	case busy && len(f.replicas)+f.starting < f.m().Scaling.MaxReplicas() && f.canStartLocked():
 		f.startLocked()
 	}
 	if len(ready) == 0 {
@@ -344,7 +345,7 @@ func (f *fleet) unavailableLocked() error {
 		return &NoCapacityError{Model: f.m().Name, RetryAfter: time.Minute,
 			Reason: "an administrator stopped it (POST /llm/models/" + f.m().Name + "/start, or llmgw ctl, starts it again)"}
 	}
-	if f.m().Scaling.kept() {
+	if f.m().Scaling.Kept() {
 		return &NoCapacityError{Model: f.m().Name, RetryAfter: time.Minute, Reason: keptReason(f.m().Name)}
 	}
 	if f.ctx.Err() != nil {
@@ -535,9 +536,9 @@ func (f *fleet) startReplica(cpus, gpus []int) (*Replica, error) {
 	defer cancel()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
 		Model: f.m().Name, ReplicaID: id, Source: source, Args: f.m().Args,
-		Options: f.m().engineOptions(), ContextLength: f.m().ContextLength,
-		Concurrency: int64(f.m().Scaling.target()),
-		Memory:      f.m().needs().Memory, Cores: f.m().needs().Cores, GPUs: f.m().needs().GPUs,
+		Options: f.m().EngineOptions(), ContextLength: f.m().ContextLength,
+		Concurrency: int64(f.m().Scaling.Target()),
+		Memory:      f.m().Needs().Memory, Cores: f.m().Needs().Cores, GPUs: f.m().Needs().GPUs,
 		CPUs: cpus, Adapters: adapters, GPUDevices: gpus,
 	})
 	if err != nil {

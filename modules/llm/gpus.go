@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // setGPUDevices sets the node's GPU devices: declared ones (which then
 // also say how many GPUs the node has), else the indexes this process
 // sees in CUDA_VISIBLE_DEVICES, else 0 to the node's GPUs minus one.
-func (l *ledger) setGPUDevices(node *Resources, declared []int) error {
+func (l *ledger) setGPUDevices(node *catalog.Resources, declared []int) error {
 	c := l.cap()
 	devs, err := gpuDevices(declared, os.Getenv("CUDA_VISIBLE_DEVICES"), c.GPUs)
 	if err != nil {
@@ -170,7 +171,7 @@ func heldGPUs(places []*placement) map[int]*placement {
 
 // gpusHeldLocked says, for a replica that cannot be placed, which
 // replicas hold the devices it waits for; "" when GPUs are not short.
-func (l *ledger) gpusHeldLocked(need Resources) string {
+func (l *ledger) gpusHeldLocked(need catalog.Resources) string {
 	if need.GPUs == 0 {
 		return ""
 	}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // gpusLedger is a ledger of a node with the given GPU devices.
 func gpusLedger(t *testing.T, devs []int) *ledger {
 	t.Helper()
 	l := &ledger{}
-	l.capacity.Store(&Resources{Memory: 64 << 30, Cores: 16})
+	l.capacity.Store(&catalog.Resources{Memory: 64 << 30, Cores: 16})
 	if err := l.setGPUDevices(nil, devs); err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +24,7 @@ func gpusLedger(t *testing.T, devs []int) *ledger {
 
 func gpusFleet(name string, gpus int, class string) *fleet {
 	f := &fleet{}
-	f.model.Store(&Model{Name: name, Engine: "sim", Class: class, Resources: &Resources{GPUs: gpus}})
+	f.model.Store(&catalog.Model{Name: name, Engine: "sim", Class: class, Resources: &catalog.Resources{GPUs: gpus}})
 	return f
 }
 
@@ -33,7 +34,7 @@ func gpusFleet(name string, gpus int, class string) *fleet {
 // the next replica.
 func TestGPUDevicesDisjoint(t *testing.T) {
 	l := gpusLedger(t, nil)
-	l.capacity.Store(&Resources{Memory: 64 << 30, Cores: 16, GPUs: 4})
+	l.capacity.Store(&catalog.Resources{Memory: 64 << 30, Cores: 16, GPUs: 4})
 	if err := l.setGPUDevices(nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestGPUDevicesEviction(t *testing.T) {
 	if c := l.cap(); c.GPUs != 2 {
 		t.Fatalf("gpu_devices 1,3: capacity %d GPUs, want 2", c.GPUs)
 	}
-	batch := gpusFleet("batch", 1, ClassOpportunistic)
+	batch := gpusFleet("batch", 1, catalog.ClassOpportunistic)
 	p1, _, _ := l.reserve(batch)
 	l.bind(p1, &Replica{ID: "batch-1", Started: time.Now()})
 	p2, _, _ := l.reserve(batch)
@@ -98,7 +99,7 @@ func TestGPUDevicesEviction(t *testing.T) {
 	if !slices.Equal(p1.gpus, []int{1}) || !slices.Equal(p2.gpus, []int{3}) {
 		t.Fatalf("batch: got %v and %v, want [1] and [3]", p1.gpus, p2.gpus)
 	}
-	crit := gpusFleet("crit", 1, ClassCritical)
+	crit := gpusFleet("crit", 1, catalog.ClassCritical)
 	p, victims, why := l.reserve(crit)
 	if p == nil || len(victims) != 1 {
 		t.Fatalf("critical: got %v, %v, %q; want one victim", p, victims, why)
@@ -148,8 +149,8 @@ func TestGPUDevicesList(t *testing.T) {
 		})
 	}
 	l := &ledger{}
-	l.capacity.Store(&Resources{GPUs: 4})
-	if err := l.setGPUDevices(&Resources{GPUs: 4}, []int{0, 1}); err == nil {
+	l.capacity.Store(&catalog.Resources{GPUs: 4})
+	if err := l.setGPUDevices(&catalog.Resources{GPUs: 4}, []int{0, 1}); err == nil {
 		t.Fatal("gpus 4 with gpu_devices 0,1: no error")
 	}
 }
@@ -167,7 +168,7 @@ func TestGPUDevicesCaddyfile(t *testing.T) {
 		a := &App{}
 		d := caddyfile.NewTestDispenser(tc.in)
 		d.Next()
-		a.Node = new(Resources)
+		a.Node = new(catalog.Resources)
 		err := parseResources(d, a.Node, a)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Fatalf("%q: got %v, want %q", tc.in, err, tc.want)
@@ -175,7 +176,7 @@ func TestGPUDevicesCaddyfile(t *testing.T) {
 	}
 	d := caddyfile.NewTestDispenser("resources {\n gpu_devices 0\n }")
 	d.Next()
-	if err := parseResources(d, &Resources{}, nil); err == nil || !strings.Contains(err.Error(), "node block") {
+	if err := parseResources(d, &catalog.Resources{}, nil); err == nil || !strings.Contains(err.Error(), "node block") {
 		t.Fatalf("gpu_devices in a model: got %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"go.uber.org/zap"
 )
 
@@ -92,13 +93,13 @@ func (a *App) rebuildKeys(runtime []*APIKey) error {
 	}
 	for _, k := range runtime {
 		if err := kr.add(k, k.Project); err != nil {
-			a.logger.Warn("ignoring runtime key", zap.String("key", boundedLog(k.ID)), zap.Error(err))
+			a.logger.Warn("ignoring runtime key", zap.String("key", catalog.BoundedLog(k.ID)), zap.Error(err))
 			continue
 		}
 		if err := CheckID("key id", k.ID); err != nil {
 			// Made before the rule: it works, but no route can name it.
 			a.logger.Warn("runtime key id breaks the id rule; the admin API cannot name it: remove it from "+keysStorageKey+" in storage to revoke it",
-				zap.String("key", boundedLog(k.ID)), zap.Error(err))
+				zap.String("key", catalog.BoundedLog(k.ID)), zap.Error(err))
 		}
 	}
 	a.runtimeKeys = runtime

@@ -3,12 +3,12 @@ package llm
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"go.uber.org/zap"
 )
 
@@ -47,7 +47,7 @@ func (s ModelSettings) reshapes() bool {
 // checkReshape checks, before anything changes, that next (the model m
 // with its new shape) is one its engine takes and that its replicas fit
 // on the node once m's replicas are gone. a.mu is held.
-func (a *App) checkReshape(m, next *Model, f *fleet) error {
+func (a *App) checkReshape(m, next *catalog.Model, f *fleet) error {
 	p, _, err := a.loadEngine(next.Engine)
 	if a.cluster != nil {
 		// Each node replaces its own replicas in place (rollInPlace), so
@@ -55,7 +55,7 @@ func (a *App) checkReshape(m, next *Model, f *fleet) error {
 		// a node that cannot start it says why in the answer. This node
 		// need not have the engine.
 		if err == nil {
-			if err := checkEngineSettings(next, p.Info()); err != nil {
+			if err := catalog.CheckEngineSettings(next, p.Info()); err != nil {
 				return apiErr(http.StatusBadRequest, "%v", err)
 			}
 		}
@@ -64,22 +64,22 @@ func (a *App) checkReshape(m, next *Model, f *fleet) error {
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
 	}
-	if err := checkEngineSettings(next, p.Info()); err != nil {
+	if err := catalog.CheckEngineSettings(next, p.Info()); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	n := next.Scaling.min()
+	n := next.Scaling.MinReplicas()
 	if f != nil {
 		f.mu.Lock()
 		n = max(n, len(f.replicas))
 		f.mu.Unlock()
 	}
-	if n == 0 || next.Scaling.kept() {
+	if n == 0 || next.Scaling.Kept() {
 		n = 1
 	}
 	pl := node.planWithout(next, n, a.nodeName(), f)
 	if !pl.Fits {
 		return apiErr(http.StatusConflict, "model %q cannot be changed: %d replica(s) of its new shape (%s each) do not fit on the node even in place of its current ones: %s; nothing was changed",
-			m.Name, n, next.needs(), pl.Reason)
+			m.Name, n, next.Needs(), pl.Reason)
 	}
 	return nil
 }
@@ -213,7 +213,7 @@ func (a *App) rollModel(w http.ResponseWriter, r *http.Request, f *fleet, reason
 // replaced as a live change replaces them, with no change.
 func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) error {
 	a.mu.Lock()
-	m, ok := a.v().cat.byName[name]
+	m, ok := a.v().cat.ByName[name]
 	var f *fleet
 	if ok {
 		f = a.v().fleets[m.Name]
@@ -234,7 +234,7 @@ func (a *App) restartModel(w http.ResponseWriter, r *http.Request, name string) 
 // turn, each old one draining before its replacement starts (the node
 // keeps the count the cluster's plan gives it) while the other nodes'
 // serve, and answers with the rollout.
-func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, reason, note string) error {
+func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, reason, note string) error {
 	n := 1
 	if f != nil {
 		f.mu.Lock()
@@ -264,13 +264,13 @@ func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *Model
 // gives in the fleet pool, so a later reload of a config with the change
 // (laid over the file, or from storage) keeps the fleet and its replicas
 // instead of replacing them again. a.mu is held.
-func (a *App) rekey(f *fleet, m *Model) {
+func (a *App) rekey(f *fleet, m *catalog.Model) {
 	_, pkey, err := a.loadEngine(m.Engine)
 	old := a.fkeys[m.Name]
 	if err != nil || old == "" {
 		return
 	}
-	key := m.key(pkey)
+	key := m.Key(pkey)
 	if key == old {
 		return
 	}
@@ -286,12 +286,4 @@ func (a *App) rekey(f *fleet, m *Model) {
 	f.rekeyed.Add(1)
 	a.fkeys[m.Name] = key
 	_, _ = fleets.Delete(old)
-}
-
-// cloneOptions copies a model's options before they are changed.
-func cloneOptions(o map[string]string) map[string]string {
-	if o == nil {
-		return map[string]string{}
-	}
-	return maps.Clone(o)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // MirrorConfig configures the weights mirror: where model versions are
@@ -236,9 +237,9 @@ func (a *App) provisionMirror() error {
 // goes through the mirror, and returns the local path to give the engine
 // and a release for when the replica stops. Other sources pass unchanged.
 func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
-	src := f.m().engineSource()
+	src := f.m().EngineSource()
 	formats := f.plugin.Info().Formats
-	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
+	loadsFiles := slices.Contains(formats, catalog.FormatGGUF) || slices.Contains(formats, catalog.FormatSafetensors)
 	viaMirror := isMirrorSource(src) || (loadsFiles && (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")))
 	if !viaMirror {
 		return src, func() {}, nil
@@ -263,8 +264,8 @@ func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
 // fetches it. mirror://m[/v[/file]] names a stored version; an hf:// or
 // URL source is added under the catalog model's name the first time and
 // found by its origin after that.
-func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap.Logger) (*mirror.Fetched, string, error) {
-	src := m.engineSource()
+func resolveSource(ctx context.Context, mr *mirror.Mirror, m *catalog.Model, logger *zap.Logger) (*mirror.Fetched, string, error) {
+	src := m.EngineSource()
 	var model, version, file string
 	if rest, ok := strings.CutPrefix(src, "mirror://"); ok {
 		parts := strings.SplitN(rest, "/", 3)
@@ -312,7 +313,7 @@ func resolveSource(ctx context.Context, mr *mirror.Mirror, m *Model, logger *zap
 
 // pickFile is the path to hand the engine: the named file, the one GGUF
 // file of the version, or its directory.
-func pickFile(m *Model, fe *mirror.Fetched, file string) (*mirror.Fetched, string, error) {
+func pickFile(m *catalog.Model, fe *mirror.Fetched, file string) (*mirror.Fetched, string, error) {
 	if file != "" {
 		for _, f := range fe.Manifest.Files {
 			if f.Path == file {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -13,7 +14,7 @@ import (
 
 func TestCheckName(t *testing.T) {
 	for _, ok := range []string{"m", "gpt-4o-mini", "llama3.2:1b", "Qwen/Qwen2.5-7B", "org/team/name", "a_b.c", strings.Repeat("x", 128)} {
-		if err := CheckName("model name", ok); err != nil {
+		if err := catalog.CheckName("model name", ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
@@ -30,8 +31,8 @@ func TestCheckName(t *testing.T) {
 		"é":                      "has 'é'",
 		strings.Repeat("x", 129): "is 129 bytes long",
 	} {
-		err := CheckName("model name", name)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), NameRule) {
+		err := catalog.CheckName("model name", name)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), catalog.NameRule) {
 			t.Errorf("%q: got %v, want an error with %q and the rule", name, err, want)
 		}
 		if err != nil && len(err.Error()) > 400 {
@@ -41,10 +42,10 @@ func TestCheckName(t *testing.T) {
 }
 
 func TestBounded(t *testing.T) {
-	if got := Bounded("short"); got != `"short"` {
+	if got := catalog.Bounded("short"); got != `"short"` {
 		t.Errorf("got %s", got)
 	}
-	got := Bounded(strings.Repeat("é", 1000))
+	got := catalog.Bounded(strings.Repeat("é", 1000))
 	if len(got) > 100 || !strings.HasSuffix(got, "… (1936 bytes more)") {
 		t.Errorf("got %s", got)
 	}
@@ -53,7 +54,7 @@ func TestBounded(t *testing.T) {
 // A request's model that is no name at all gets no suggestions (no
 // distance is computed against a huge string) and a bounded message.
 func TestUnknownModelBounded(t *testing.T) {
-	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}})
+	c, err := catalog.NewCatalog([]*catalog.Model{{Name: "gpt-4o-mini", Engine: "sim"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestUnknownModelBounded(t *testing.T) {
 // BenchmarkLookupHugeName is the cost of the 404 for a request whose model
 // is 1 MiB long: it must not compare the string with every catalog name.
 func BenchmarkLookupHugeName(b *testing.B) {
-	c, err := newCatalog([]*Model{{Name: "gpt-4o-mini", Engine: "sim"}, {Name: "llama3.2:1b", Engine: "sim"}, {Name: "Qwen/Qwen2.5-7B", Engine: "sim"}})
+	c, err := catalog.NewCatalog([]*catalog.Model{{Name: "gpt-4o-mini", Engine: "sim"}, {Name: "llama3.2:1b", Engine: "sim"}, {Name: "Qwen/Qwen2.5-7B", Engine: "sim"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestAuditBounded(t *testing.T) {
 	r.Header.Set("X-Llmgw-Actor", strings.Repeat("a", 1<<20))
 	a.audit(r, "cache purged", zap.String("scope", strings.Repeat("s", 1<<20)))
 	for _, f := range logs.All()[0].Context {
-		if len(f.String) > maxLogValue+40 {
+		if len(f.String) > catalog.MaxLogValue+40 {
 			t.Errorf("%s is %d bytes long in the log", f.Key, len(f.String))
 		}
 	}

@@ -1,5 +1,7 @@
 package llm
 
+import "github.com/llmgw/llmgw/modules/llm/catalog"
+
 // opSchemas are the request and response schemas of the operations that
 // have them in the OpenAPI document, keyed by "METHOD path".
 type opSchemas struct{ request, response map[string]any }
@@ -37,7 +39,7 @@ var (
 			"scaling": obj(map[string]any{"min": typ("integer", ""), "max": typ("integer", ""),
 				"idle_timeout": typ("string", "a duration such as 10m"), "target_concurrency": typ("integer", "")}),
 			"resources":    amountsSchema,
-			"class":        map[string]any{"type": "string", "enum": []string{ClassCritical, ClassStandard, ClassOpportunistic}},
+			"class":        map[string]any{"type": "string", "enum": []string{catalog.ClassCritical, catalog.ClassStandard, catalog.ClassOpportunistic}},
 			"owner":        typ("string", "org/team/project"),
 			"fallbacks":    arr(typ("string", "")),
 			"canary":       obj(map[string]any{"model": typ("string", ""), "share": typ("number", "")}),
@@ -142,7 +144,7 @@ var rolloutSchema = obj(map[string]any{
 
 var settingsSchema = func() map[string]any {
 	o := obj(map[string]any{
-		"class":          map[string]any{"type": "string", "enum": []string{ClassCritical, ClassStandard, ClassOpportunistic}},
+		"class":          map[string]any{"type": "string", "enum": []string{catalog.ClassCritical, catalog.ClassStandard, catalog.ClassOpportunistic}},
 		"owner":          typ("string", "org/team/project"),
 		"fallbacks":      arr(typ("string", "")),
 		"canary":         obj(map[string]any{"model": typ("string", "empty removes the canary"), "share": typ("number", "")}),

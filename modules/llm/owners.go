@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dustin/go-humanize"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // Capacity is what the models an organisation, team or project owns may
@@ -41,7 +42,7 @@ type OwnerUse struct {
 	Replicas int   `json:"replicas"`
 }
 
-func (u *OwnerUse) add(r Resources) {
+func (u *OwnerUse) add(r catalog.Resources) {
 	u.Memory += r.Memory
 	u.Cores += r.Cores
 	u.GPUs += r.GPUs
@@ -126,7 +127,7 @@ func ownerUse(path string, places []*placement) OwnerUse {
 // owner owns, would take its owner or a level above it over its
 // capacity, or "" when it fits. Levels are checked from the organisation
 // down; the first that is full is named.
-func ownerCheck(owner string, places []*placement, need Resources) string {
+func ownerCheck(owner string, places []*placement, need catalog.Resources) string {
 	t := owners.Load()
 	if t == nil || len(t.levels) == 0 {
 		return ""
@@ -171,7 +172,7 @@ func ownerReason(kind, path, over string) string {
 // overCapacity names the first kind that one more replica needing need
 // takes over c, given what is used: "4.0 GiB of memory over its
 // capacity of 64 GiB".
-func overCapacity(c Capacity, used OwnerUse, need Resources) string {
+func overCapacity(c Capacity, used OwnerUse, need catalog.Resources) string {
 	if c.Replicas > 0 && used.Replicas+1 > c.Replicas {
 		return fmt.Sprintf("%s over its capacity of %s", plural(used.Replicas+1-c.Replicas, "replica"), plural(c.Replicas, "replica"))
 	}
@@ -196,7 +197,7 @@ func plural(n int, what string) string {
 }
 
 // ownerCheck is the ledger's hook: one more replica of f's model.
-func (l *ledger) ownerCheckLocked(f *fleet, need Resources) string {
+func (l *ledger) ownerCheckLocked(f *fleet, need catalog.Resources) string {
 	return ownerCheck(f.m().Owner, l.places, need)
 }
 

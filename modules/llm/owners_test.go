@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // withOwners puts a tenancy tree's capacities in force for one test.
@@ -22,12 +23,12 @@ func TestOwnerCapacity(t *testing.T) {
 		Teams: []*Team{{Name: "research", Capacity: &Capacity{Replicas: 2},
 			Projects: []*Project{{Name: "alpha"}}}, {Name: "ops"}}}})
 	l := &ledger{}
-	l.capacity.Store(&Resources{Memory: 64 * gib, Cores: 16})
+	l.capacity.Store(&catalog.Resources{Memory: 64 * gib, Cores: 16})
 	running := func(name, owner string, mem int64) *fleet {
-		m := &Model{Name: name, Engine: "sim", Owner: owner, Resources: &Resources{Memory: mem}}
+		m := &catalog.Model{Name: name, Engine: "sim", Owner: owner, Resources: &catalog.Resources{Memory: mem}}
 		f := &fleet{}
 		f.model.Store(m)
-		l.places = append(l.places, &placement{fleet: f, need: m.needs(), rank: classRank(""),
+		l.places = append(l.places, &placement{fleet: f, need: m.Needs(), rank: catalog.ClassRank(""),
 			rep: &Replica{ID: name + "-1", Started: time.Now()}})
 		return f
 	}
@@ -49,7 +50,7 @@ func TestOwnerCapacity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Model{Name: "new", Engine: "sim", Owner: tc.owner, Resources: &Resources{Memory: tc.mem}}
+			m := &catalog.Model{Name: "new", Engine: "sim", Owner: tc.owner, Resources: &catalog.Resources{Memory: tc.mem}}
 			f := &fleet{}
 			f.model.Store(m)
 			pl := l.planOn(m, 1, "n1")
@@ -73,13 +74,13 @@ func TestOwnerCapacity(t *testing.T) {
 	}
 
 	// Two replicas planned at once count against each other.
-	pl := l.planOn(&Model{Name: "two", Engine: "sim", Owner: "acme", Resources: &Resources{Memory: 1 * gib}}, 2, "n1")
+	pl := l.planOn(&catalog.Model{Name: "two", Engine: "sim", Owner: "acme", Resources: &catalog.Resources{Memory: 1 * gib}}, 2, "n1")
 	if pl.Fits || len(pl.Replicas) != 1 || !strings.Contains(pl.Reason, "org acme: 1.0 GiB of memory over") {
 		t.Fatalf("two replicas, room for one: got %+v", pl)
 	}
 	// The owner's other model goes: the one that waited fits.
 	l.places = l.places[1:] // a, of acme/research/alpha
-	if why := ownerCheck("acme/research/alpha", l.places, Resources{}); why != "" {
+	if why := ownerCheck("acme/research/alpha", l.places, catalog.Resources{}); why != "" {
 		t.Fatalf("after removing a: got %q, want room", why)
 	}
 }
@@ -192,7 +193,7 @@ func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
 	extra := pmodel("extra", 1, 1, 4, 1)
 	extra.Owner = "acme/web"
 	free := pmodel("free", 2, 2, 1, 1)
-	next, why := plan(nodes, []*Model{big, small, extra, free}, nil, nil, nil, t0)
+	next, why := plan(nodes, []*catalog.Model{big, small, extra, free}, nil, nil, nil, t0)
 	// By name: big takes 2 (8 GiB, the team's all), extra finds the team
 	// full, free has no owner, small gets 1 of its 2 (the org's third).
 	if got := len(next["big"]) + len(next["small"]) + len(next["extra"]); got != 3 || len(next["free"]) != 2 {
@@ -204,13 +205,13 @@ func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
 	if w := why["small"]; w != ownerReason("org", "acme", "1 replica over its capacity of 3 replicas") {
 		t.Errorf("small: got %q", w)
 	}
-	checkFixpoint(t, nodes, []*Model{big, small, extra, free}, next, nil, nil, t0)
+	checkFixpoint(t, nodes, []*catalog.Model{big, small, extra, free}, next, nil, nil, t0)
 
 	// Node a drains: big's replica there is replaced on b, though the
 	// team is full while both run.
 	cur := map[string][]string{"big": {"a", "b"}}
 	nodes[0] = drainingNode(nodes[0])
-	next, why = plan(nodes, []*Model{big}, cur, nil, nil, t0)
+	next, why = plan(nodes, []*catalog.Model{big}, cur, nil, nil, t0)
 	if got := perNode(next["big"]); got["b"] != 2 || why["big"] != "" {
 		t.Errorf("drain: got %v (%q), want both replicas on b", next["big"], why["big"])
 	}
@@ -237,12 +238,12 @@ func BenchmarkOwnerCheck(b *testing.B) {
 	defer owners.Store(prev)
 	var places []*placement
 	for i := range 500 {
-		m := &Model{Name: fmt.Sprintf("m%d", i%100), Owner: fmt.Sprintf("o%d/t%d/p%d", i%5, i%4, i%5), Resources: &Resources{Memory: 1 << 30, Cores: 1}}
+		m := &catalog.Model{Name: fmt.Sprintf("m%d", i%100), Owner: fmt.Sprintf("o%d/t%d/p%d", i%5, i%4, i%5), Resources: &catalog.Resources{Memory: 1 << 30, Cores: 1}}
 		f := &fleet{}
 		f.model.Store(m)
-		places = append(places, &placement{fleet: f, need: m.needs()})
+		places = append(places, &placement{fleet: f, need: m.Needs()})
 	}
-	need := Resources{Memory: 1 << 30, Cores: 1}
+	need := catalog.Resources{Memory: 1 << 30, Cores: 1}
 	b.ResetTimer()
 	for range b.N {
 		if why := ownerCheck("o1/t1/p1", places, need); why != "" {

@@ -15,12 +15,13 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // decodeModel reads the body of POST /llm/models and POST /llm/plan: a
 // model in its JSON shape.
-func decodeModel(w http.ResponseWriter, r *http.Request) (*Model, error) {
-	var m Model
+func decodeModel(w http.ResponseWriter, r *http.Request) (*catalog.Model, error) {
+	var m catalog.Model
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -31,14 +32,14 @@ func decodeModel(w http.ResponseWriter, r *http.Request) (*Model, error) {
 
 // checkSource checks the model's source unless it opts out. The caller
 // holds a.mu (it may start the model's engine to learn its formats).
-func (a *App) checkSource(ctx context.Context, m *Model) (*SourceCheck, error) {
+func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*SourceCheck, error) {
 	if m.CheckSource != nil && !*m.CheckSource {
 		return &SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
 	}
 	var formats []string
 	if p, ok := a.engines.get(m.Engine); ok {
 		formats = p.Info().Formats
-	} else if checkEngineType(m.Name, m.Engine) == nil {
+	} else if catalog.CheckEngineType(m.Name, m.Engine) == nil {
 		if p, _, err := a.loadEngine(m.Engine); err == nil {
 			formats = p.Info().Formats
 		}
@@ -64,7 +65,7 @@ func (a *App) sourceChecker() *sourceChecker {
 // warnSources checks the sources of the config's models in the
 // background and warns about those that fail: they are served anyway, as
 // before, but the operator learns why the first start will fail.
-func (a *App) warnSources(ctx context.Context, models []*Model, formats map[string][]string) {
+func (a *App) warnSources(ctx context.Context, models []*catalog.Model, formats map[string][]string) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.logger.Error("checking the config's model sources panicked", zap.Any("panic", r), zap.Stack("stack"))
@@ -137,13 +138,13 @@ type PlannedEviction struct {
 
 // planOn places n replicas of m on a copy of the ledger with fit, the
 // function reserve uses, and changes nothing.
-func (l *ledger) planOn(m *Model, n int, nodeName string) Plan {
+func (l *ledger) planOn(m *catalog.Model, n int, nodeName string) Plan {
 	return l.planWithout(m, n, nodeName, nil)
 }
 
 // planWithout plans as planOn does, as if the replicas of without (when
 // set) were gone: the room a replacement of all of them has.
-func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) Plan {
+func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *fleet) Plan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.cap()
@@ -155,7 +156,7 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 		cp := *q
 		places = append(places, &cp)
 	}
-	need, rank := m.needs(), classRank(m.Class)
+	need, rank := m.Needs(), catalog.ClassRank(m.Class)
 	pl := Plan{Model: m.Name, Fits: true, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
 	for range n {
 		if why := ownerCheck(m.Owner, places, need); why != "" { // the owner's capacity (owners.go)
@@ -171,7 +172,7 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 		for _, q := range victims {
 			q.evicted = true
 			pl.Evict = append(pl.Evict, PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
-				Class: className(q.fleet.m().Class), Resources: amounts(q.need)})
+				Class: catalog.ClassName(q.fleet.m().Class), Resources: amounts(q.need)})
 		}
 		np := &placement{need: need, rank: rank, owner: m.Owner, gpus: l.freeGPUsIn(places, need.GPUs)}
 		places = append(places, np)
@@ -182,23 +183,16 @@ func (l *ledger) planWithout(m *Model, n int, nodeName string, without *fleet) P
 
 // missing is what need lacks on the node once every replica of a lower
 // class is counted as stopped.
-func missing(c Resources, places []*placement, need Resources, rank int) *Amounts {
+func missing(c catalog.Resources, places []*placement, need catalog.Resources, rank int) *Amounts {
 	room := c
 	for _, q := range places {
 		if !q.evicted && !(q.rep != nil && q.rank < rank) {
-			room = room.add(q.need, -1)
+			room = room.Add(q.need, -1)
 		}
 	}
-	short := need.add(room, -1)
+	short := need.Add(room, -1)
 	out := Amounts{Memory: max(short.Memory, 0), Cores: max(short.Cores, 0), GPUs: max(short.GPUs, 0)}
 	return &out
-}
-
-func className(c string) string {
-	if c == "" {
-		return ClassStandard
-	}
-	return c
 }
 
 // engineFormats are the weight formats of the engines running now.
@@ -238,7 +232,7 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
-	if _, err := newCatalog(append(slices.Clone(cur.models), m)); err != nil {
+	if _, err := catalog.NewCatalog(append(slices.Clone(cur.models), m)); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	// The engine's own rules, as provisionModel applies them to an add.
@@ -248,14 +242,14 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
 	case err == nil:
 		// In a cluster this node need not have the engine, as for an add.
-		if err := checkEngineSettings(m, p.Info()); err != nil {
+		if err := catalog.CheckEngineSettings(m, p.Info()); err != nil {
 			return apiErr(http.StatusBadRequest, "%v", err)
 		}
 	}
 	sc, serr := a.checkSource(r.Context(), m)
-	n, note := m.Scaling.min(), ""
+	n, note := m.Scaling.MinReplicas(), ""
 	switch {
-	case m.Scaling.kept():
+	case m.Scaling.Kept():
 		n, note = 1, "max is 0: the model is kept in the catalog and never started; this is where its first replica would go once it is scaled up"
 	case n == 0:
 		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"
@@ -279,7 +273,7 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 // heartbeats and the current plan. The replicas of other models that m's
 // arrival would stop are those the plan keeps without m and drops with
 // it. a.mu is held.
-func (a *App) planCluster(m *Model, n int) Plan {
+func (a *App) planCluster(m *catalog.Model, n int) Plan {
 	c := a.cluster
 	c.mu.Lock()
 	nodes := maps.Clone(c.nodes)
@@ -287,13 +281,13 @@ func (a *App) planCluster(m *Model, n int) Plan {
 	c.mu.Unlock()
 	cn, load, stopped := a.clusterInputs(nodes)
 	planned := *m // started with n replicas, as if its min were n
-	lo, hi := n, max(n, m.Scaling.max())
+	lo, hi := n, max(n, m.Scaling.MaxReplicas())
 	planned.Scaling.Min, planned.Scaling.Max = &lo, &hi
 	others := a.v().models
 	t := now()
 	before, _ := plan(cn, others, cur.Models, load, stopped, t)
 	after, why := plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t)
-	need := m.needs()
+	need := m.Needs()
 	pl := Plan{Model: m.Name, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
 	for _, node := range after[m.Name] {
 		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: node, Resources: amounts(need)})
@@ -305,7 +299,7 @@ func (a *App) planCluster(m *Model, n int) Plan {
 			pl.Reason = fmt.Sprintf("the cluster has room for %d of its %d replicas", len(pl.Replicas), n)
 		}
 	}
-	byName := map[string]*Model{}
+	byName := map[string]*catalog.Model{}
 	for _, o := range others {
 		byName[o.Name] = o
 	}
@@ -319,7 +313,7 @@ func (a *App) planCluster(m *Model, n int) Plan {
 			o := byName[name]
 			ev := PlannedEviction{Model: name, Replica: "on " + node}
 			if o != nil {
-				ev.Class, ev.Resources = className(o.Class), amounts(o.needs())
+				ev.Class, ev.Resources = catalog.ClassName(o.Class), amounts(o.Needs())
 			}
 			if nb := nodes[node]; nb != nil {
 				for _, r := range nb.Replicas {

@@ -3,6 +3,8 @@ package llm
 import (
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // TestPlanMatchesReserve plans a model on a full node and then reserves
@@ -11,18 +13,18 @@ import (
 func TestPlanMatchesReserve(t *testing.T) {
 	const gib = 1 << 30
 	l := &ledger{}
-	l.capacity.Store(&Resources{Memory: 8 * gib, Cores: 8})
+	l.capacity.Store(&catalog.Resources{Memory: 8 * gib, Cores: 8})
 	running := func(name, class string, mem int64, id string) {
-		m := &Model{Name: name, Engine: "sim", Class: class, Resources: &Resources{Memory: mem}}
+		m := &catalog.Model{Name: name, Engine: "sim", Class: class, Resources: &catalog.Resources{Memory: mem}}
 		f := &fleet{}
 		f.model.Store(m)
-		l.places = append(l.places, &placement{fleet: f, need: m.needs(), rank: classRank(class),
+		l.places = append(l.places, &placement{fleet: f, need: m.Needs(), rank: catalog.ClassRank(class),
 			rep: &Replica{ID: id, Started: time.Now()}})
 	}
-	running("batch", ClassOpportunistic, 4*gib, "batch-1")
-	running("chat", ClassStandard, 3*gib, "chat-1")
+	running("batch", catalog.ClassOpportunistic, 4*gib, "batch-1")
+	running("chat", catalog.ClassStandard, 3*gib, "chat-1")
 
-	m := &Model{Name: "new", Engine: "sim", Resources: &Resources{Memory: 4 * gib}}
+	m := &catalog.Model{Name: "new", Engine: "sim", Resources: &catalog.Resources{Memory: 4 * gib}}
 	pl := l.planOn(m, 1, "n1")
 	if !pl.Fits || len(pl.Replicas) != 1 || pl.Replicas[0].Node != "n1" || len(pl.Evict) != 1 || pl.Evict[0].Replica != "batch-1" {
 		t.Fatalf("plan: got %+v, want one replica on n1 stopping batch-1", pl)
@@ -41,14 +43,14 @@ func TestPlanMatchesReserve(t *testing.T) {
 
 	// A critical model bigger than what can be freed: the plan says what
 	// is missing.
-	big := &Model{Name: "big", Engine: "sim", Class: ClassCritical, Resources: &Resources{Memory: 16 * gib}}
+	big := &catalog.Model{Name: "big", Engine: "sim", Class: catalog.ClassCritical, Resources: &catalog.Resources{Memory: 16 * gib}}
 	pl = l.planOn(big, 1, "n1")
 	if pl.Fits || pl.Missing == nil || pl.Missing.Memory != 12*gib || pl.Reason == "" {
 		t.Fatalf("too big: got %+v, want 12 GiB missing (the new replica is still starting, so it is not stopped)", pl)
 	}
 	// Two replicas where 1 GiB is free: the first takes it, the second
 	// is counted against what the first took.
-	if pl2 := l.planOn(&Model{Name: "two", Engine: "sim", Resources: &Resources{Memory: 1 * gib}}, 2, "n1"); pl2.Fits || len(pl2.Replicas) != 1 || pl2.Missing.Memory != 1*gib {
+	if pl2 := l.planOn(&catalog.Model{Name: "two", Engine: "sim", Resources: &catalog.Resources{Memory: 1 * gib}}, 2, "n1"); pl2.Fits || len(pl2.Replicas) != 1 || pl2.Missing.Memory != 1*gib {
 		t.Fatalf("two replicas, room for one: got %+v", pl2)
 	}
 }

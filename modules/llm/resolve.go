@@ -2,11 +2,11 @@ package llm
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -31,41 +31,19 @@ func (LeastOutstanding) Select(ready []*Replica) *Replica {
 	return best
 }
 
-// UnknownModelError is returned for a model name not in the catalog.
-type UnknownModelError struct {
-	Name    string
-	Similar []string
-}
-
-func (e *UnknownModelError) Error() string {
-	msg := fmt.Sprintf("the model %s does not exist", Bounded(e.Name))
-	if len(e.Similar) > 0 {
-		msg += "; did you mean " + quoteJoin(e.Similar) + "?"
-	}
-	return msg + " (GET /v1/models lists the models you can use)"
-}
-
-func quoteJoin(s []string) string {
-	q := make([]string, len(s))
-	for i, x := range s {
-		q[i] = fmt.Sprintf("%q", x)
-	}
-	return strings.Join(q, ", ")
-}
-
 // Lookup resolves a name or alias to its catalog model.
-func (a *App) Lookup(name string) (*Model, error) {
+func (a *App) Lookup(name string) (*catalog.Model, error) {
 	cat := a.v().cat
-	if m, ok := cat.byName[name]; ok {
+	if m, ok := cat.ByName[name]; ok {
 		return m, nil
 	}
-	if m, ok := cat.adapters[name]; ok {
+	if m, ok := cat.Adapters[name]; ok {
 		return m, nil
 	}
-	if CheckName("", name) != nil {
-		return nil, &UnknownModelError{Name: name} // no catalog name is like it
+	if catalog.CheckName("", name) != nil {
+		return nil, &catalog.UnknownModelError{Name: name} // no catalog name is like it
 	}
-	return nil, &UnknownModelError{Name: name, Similar: cat.closest(name, 3)}
+	return nil, &catalog.UnknownModelError{Name: name, Similar: cat.Closest(name, 3)}
 }
 
 // Acquire returns a ready replica of the model (by catalog name), held
@@ -85,7 +63,7 @@ func (a *App) Reacquire(ctx context.Context, model string, sel Selector, failed 
 		f, sel, ok = a.adapterFleet(model, sel) // an adapter: its model's replicas that loaded it
 	}
 	if !ok {
-		return nil, nil, &UnknownModelError{Name: model}
+		return nil, nil, &catalog.UnknownModelError{Name: model}
 	}
 	r, err := f.acquire(ctx, sel, failed)
 	if err != nil {
@@ -103,22 +81,22 @@ func (a *App) ReportFailure(r *Replica) {
 
 // ModelStatus is what the catalog and fleet say about one model.
 type ModelStatus struct {
-	Name      string          `json:"name"`
-	Aliases   []string        `json:"aliases,omitempty"`
-	Engine    string          `json:"engine"`
-	Source    string          `json:"source,omitempty"`
-	State     string          `json:"state"`
-	Reason    string          `json:"reason,omitempty"`
-	Min       int             `json:"min"`
-	Max       int             `json:"max"`
-	Runtime   bool            `json:"runtime,omitempty"` // added through the admin API
-	Class     string          `json:"class"`
-	Owner     string          `json:"owner,omitempty"`
-	Resources *Resources      `json:"resources,omitempty"`
-	Fallbacks []string        `json:"fallbacks,omitempty"`
-	Canary    *Canary         `json:"canary,omitempty"`
-	Adapters  []*Adapter      `json:"adapters,omitempty"`
-	Replicas  []ReplicaStatus `json:"replicas"`
+	Name      string             `json:"name"`
+	Aliases   []string           `json:"aliases,omitempty"`
+	Engine    string             `json:"engine"`
+	Source    string             `json:"source,omitempty"`
+	State     string             `json:"state"`
+	Reason    string             `json:"reason,omitempty"`
+	Min       int                `json:"min"`
+	Max       int                `json:"max"`
+	Runtime   bool               `json:"runtime,omitempty"` // added through the admin API
+	Class     string             `json:"class"`
+	Owner     string             `json:"owner,omitempty"`
+	Resources *catalog.Resources `json:"resources,omitempty"`
+	Fallbacks []string           `json:"fallbacks,omitempty"`
+	Canary    *catalog.Canary    `json:"canary,omitempty"`
+	Adapters  []*catalog.Adapter `json:"adapters,omitempty"`
+	Replicas  []ReplicaStatus    `json:"replicas"`
 }
 
 // ReplicaStatus describes one replica.
@@ -151,11 +129,11 @@ func (f *fleet) status() ModelStatus {
 	defer f.mu.Unlock()
 	m := f.m()
 	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
-		Min: m.Scaling.min(), Max: m.Scaling.max(), Replicas: []ReplicaStatus{},
+		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []ReplicaStatus{},
 		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
 		Adapters: m.Adapters}
 	if s.Class == "" {
-		s.Class = ClassStandard
+		s.Class = catalog.ClassStandard
 	}
 	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
 		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
@@ -168,7 +146,7 @@ func (f *fleet) status() ModelStatus {
 	switch {
 	case f.stopped:
 		s.State, s.Reason = "stopped", "an administrator stopped it"
-	case m.Scaling.kept():
+	case m.Scaling.Kept():
 		s.State, s.Reason = "stopped", keptReason(m.Name)
 	case len(f.replicas) > 0 || len(f.remote) > 0:
 		s.State = "ready"
@@ -186,7 +164,7 @@ func (f *fleet) status() ModelStatus {
 		s.State, s.Reason = "starting", "a replica is starting"
 	case f.lastErr != nil:
 		s.State, s.Reason = "failed", "last start failed: "+f.lastErr.Error()
-	case m.Scaling.min() == 0:
+	case m.Scaling.MinReplicas() == 0:
 		s.State, s.Reason = "idle", "starts on its first request"
 	default:
 		s.State, s.Reason = "stopped", "no replica is running"
@@ -200,7 +178,7 @@ func (f *fleet) status() ModelStatus {
 // provider that serves the Responses API: option speaks responses). An
 // engine that declares none of them speaks chat completions (plugins
 // written before they were declared).
-func (a *App) Speaks(m *Model, api string) bool {
+func (a *App) Speaks(m *catalog.Model, api string) bool {
 	if sp := m.Options["speaks"]; sp != "" && slices.Contains(strings.FieldsFunc(sp, func(r rune) bool { return r == ',' || r == ' ' }), api) {
 		return true
 	}

@@ -12,12 +12,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // modelsStorageKey keeps the models added through the admin API.
 const modelsStorageKey = "llmgw/models.json"
 
-func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
+func (a *App) loadRuntimeModels(ctx context.Context) ([]*catalog.Model, error) {
 	if a.storage == nil {
 		return nil, nil
 	}
@@ -28,7 +29,7 @@ func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading runtime models from storage: %w", err)
 	}
-	var ms []*Model
+	var ms []*catalog.Model
 	if err := json.Unmarshal(b, &ms); err != nil {
 		return nil, fmt.Errorf("runtime models in storage (%s) are corrupt: %w", modelsStorageKey, err)
 	}
@@ -36,19 +37,19 @@ func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
 	for _, m := range a.Models {
 		declared[m.Name] = true
 	}
-	var keep []*Model
+	var keep []*catalog.Model
 	repl := caddy.NewReplacer()
 	for _, m := range ms {
 		if err := a.resolveModel(repl, m); err != nil {
 			a.logger.Warn("ignoring a runtime model from storage whose values are not allowed at run time; the next change through the admin API removes it from storage",
-				zap.String("model", boundedLog(m.Name)), zap.Error(err))
+				zap.String("model", catalog.BoundedLog(m.Name)), zap.Error(err))
 			continue
 		}
-		if err := m.validate(); err != nil {
+		if err := m.Validate(); err != nil {
 			// Stored by an older llmgw that did not check it: the rest of
 			// the catalog still starts.
 			a.logger.Warn("ignoring a runtime model from storage that breaks the catalog's rules; the next change through the admin API removes it from storage",
-				zap.String("model", boundedLog(m.Name)), zap.Error(err))
+				zap.String("model", catalog.BoundedLog(m.Name)), zap.Error(err))
 			continue
 		}
 		if declared[m.Name] {
@@ -61,7 +62,7 @@ func (a *App) loadRuntimeModels(ctx context.Context) ([]*Model, error) {
 }
 
 func (a *App) saveRuntimeModels(ctx context.Context, v *view) error {
-	var ms []*Model
+	var ms []*catalog.Model
 	for _, m := range v.models {
 		if v.runtime[m.Name] {
 			ms = append(ms, m)
@@ -75,8 +76,8 @@ func (a *App) saveRuntimeModels(ctx context.Context, v *view) error {
 }
 
 // runtimeOf returns the models added at runtime in v, after change.
-func runtimeOf(v *view, change func([]*Model) []*Model) []*Model {
-	var rt []*Model
+func runtimeOf(v *view, change func([]*catalog.Model) []*catalog.Model) []*catalog.Model {
+	var rt []*catalog.Model
 	for _, m := range v.models {
 		if v.runtime[m.Name] {
 			rt = append(rt, m)
@@ -87,8 +88,8 @@ func runtimeOf(v *view, change func([]*Model) []*Model) []*Model {
 
 // swap makes the config's models plus runtime the catalog, saves the
 // runtime ones and starts any new fleet.
-func (a *App) swap(ctx context.Context, runtime []*Model) (*view, error) {
-	v, err := a.buildView(append(append([]*Model{}, a.Models...), runtime...), runtime)
+func (a *App) swap(ctx context.Context, runtime []*catalog.Model) (*view, error) {
+	v, err := a.buildView(append(append([]*catalog.Model{}, a.Models...), runtime...), runtime)
 	if err != nil {
 		return nil, apiErr(http.StatusBadRequest, "%v", err)
 	}
@@ -121,13 +122,13 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	defer a.mu.Unlock()
 	cur := a.v()
 	var sc *SourceCheck
-	if _, dup := cur.cat.byName[m.Name]; !dup && m.validate() == nil {
+	if _, dup := cur.cat.ByName[m.Name]; !dup && m.Validate() == nil {
 		// A model the catalog refuses anyway is refused for that, with 400.
 		if sc, err = a.checkSource(r.Context(), m); err != nil {
 			return sourceStatus(err)
 		}
 	}
-	rt := runtimeOf(cur, func(ms []*Model) []*Model { return append(ms, m) })
+	rt := runtimeOf(cur, func(ms []*catalog.Model) []*catalog.Model { return append(ms, m) })
 	v, err := a.swap(r.Context(), rt)
 	if err != nil {
 		return err
@@ -149,7 +150,7 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
-	m, ok := cur.cat.byName[name]
+	m, ok := cur.cat.ByName[name]
 	if !ok {
 		return apiErr(http.StatusNotFound, "no model %q", name)
 	}
@@ -158,13 +159,13 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 	}
 	for _, o := range cur.models {
 		for _, fb := range o.Fallbacks {
-			if o != m && cur.cat.byName[fb] == m {
+			if o != m && cur.cat.ByName[fb] == m {
 				return apiErr(http.StatusConflict, "model %q is a fallback of %q; change that first", m.Name, o.Name)
 			}
 		}
 	}
-	rt := runtimeOf(cur, func(ms []*Model) []*Model {
-		var out []*Model
+	rt := runtimeOf(cur, func(ms []*catalog.Model) []*catalog.Model {
+		var out []*catalog.Model
 		for _, x := range ms {
 			if x != m {
 				out = append(out, x)
@@ -201,29 +202,29 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 // scaleModel answers POST /llm/models/<name>/scale with
 // {"min":…,"max":…,"idle_timeout":…,"target_concurrency":…}.
 func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) error {
-	var sc Scaling
+	var sc catalog.Scaling
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"min":1,"max":4,"idle_timeout":"10m"}: %s`, jsonerr.Describe(err))
 	}
-	f, err := a.changeModel(r, name, "its scaling", func(m *Model) { m.Scaling = &sc }, nil)
+	f, err := a.changeModel(r, name, "its scaling", func(m *catalog.Model) { m.Scaling = &sc }, nil)
 	if err != nil {
 		return err
 	}
-	a.audit(r, "model scaled", zap.String("model", name), zap.Int("min", sc.min()), zap.Int("max", sc.max()))
+	a.audit(r, "model scaled", zap.String("model", name), zap.Int("min", sc.MinReplicas()), zap.Int("max", sc.MaxReplicas()))
 	return writeJSON(w, f.status())
 }
 
 // ModelSettings is the body of POST /llm/models/<name>/settings: the
 // fields given replace the model's; those left out stay.
 type ModelSettings struct {
-	Class     *string    `json:"class,omitempty"`
-	Owner     *string    `json:"owner,omitempty"`
-	Fallbacks *[]string  `json:"fallbacks,omitempty"`
-	Resources *Resources `json:"resources,omitempty"`
+	Class     *string            `json:"class,omitempty"`
+	Owner     *string            `json:"owner,omitempty"`
+	Fallbacks *[]string          `json:"fallbacks,omitempty"`
+	Resources *catalog.Resources `json:"resources,omitempty"`
 	// Canary sets the canary; {"model":"","share":0} removes it.
-	Canary *Canary `json:"canary,omitempty"`
+	Canary *catalog.Canary `json:"canary,omitempty"`
 	// ContextLength, Options and Args (with Resources) change what the
 	// model's replicas run with: they are replaced without downtime (see
 	// live.go). Options are merged over the model's; an empty value
@@ -234,7 +235,7 @@ type ModelSettings struct {
 	// Adapters replace the model's LoRA adapters ([] removes them all):
 	// its replicas are replaced without downtime, each new one loading
 	// them.
-	Adapters *[]*Adapter `json:"adapters,omitempty"`
+	Adapters *[]*catalog.Adapter `json:"adapters,omitempty"`
 }
 
 // setModel answers POST /llm/models/<name>/settings, for runtime and config
@@ -247,7 +248,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %s`, jsonerr.Describe(err))
 	}
-	var adapters []*Adapter
+	var adapters []*catalog.Adapter
 	if st.Adapters != nil {
 		adapters = *st.Adapters
 	}
@@ -287,11 +288,11 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 // its replicas). A config model takes only settings (st): they are kept in
 // Caddy storage and laid over the config's model at every start and reload;
 // other changes to it are made in the file.
-func (a *App) changeModel(r *http.Request, name, what string, change func(*Model), st *ModelSettings) (*fleet, error) {
+func (a *App) changeModel(r *http.Request, name, what string, change func(*catalog.Model), st *ModelSettings) (*fleet, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
-	m, ok := cur.cat.byName[name]
+	m, ok := cur.cat.ByName[name]
 	if !ok {
 		return nil, apiErr(http.StatusNotFound, "no model %q", name)
 	}
@@ -301,19 +302,19 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*Model
 	}
 	next := *m
 	change(&next)
-	if err := next.validate(); err != nil {
+	if err := next.Validate(); err != nil {
 		return nil, apiErr(http.StatusBadRequest, "%v", err)
 	}
 	if st != nil && st.reshapes() {
-		if _, err := newCatalog(swapModel(cur.models, m, &next)); err != nil {
+		if _, err := catalog.NewCatalog(swapModel(cur.models, m, &next)); err != nil {
 			return nil, apiErr(http.StatusBadRequest, "%v", err)
 		}
 		if err := a.checkReshape(m, &next, cur.fleets[m.Name]); err != nil {
 			return nil, err
 		}
 	}
-	swapIn := func(ms []*Model) []*Model {
-		out := make([]*Model, len(ms))
+	swapIn := func(ms []*catalog.Model) []*catalog.Model {
+		out := make([]*catalog.Model, len(ms))
 		for i, x := range ms {
 			out[i] = x
 			if x == m {
@@ -390,7 +391,7 @@ func (a *App) applySettings(ctx context.Context) error {
 	if err != nil || len(all) == 0 {
 		return err
 	}
-	models := make([]*Model, len(a.Models))
+	models := make([]*catalog.Model, len(a.Models))
 	repl := caddy.NewReplacer()
 	for i, m := range a.Models {
 		models[i] = m
@@ -437,7 +438,7 @@ func (s ModelSettings) merge(o ModelSettings) ModelSettings {
 		s.Adapters = o.Adapters
 	}
 	if o.Options != nil {
-		opts := cloneOptions(s.Options)
+		opts := catalog.CloneOptions(s.Options)
 		for k, v := range o.Options {
 			opts[k] = v // an empty value is kept: it removes the file's option
 		}
@@ -447,7 +448,7 @@ func (s ModelSettings) merge(o ModelSettings) ModelSettings {
 }
 
 // apply sets the given fields on m; a canary with no model removes it.
-func (s ModelSettings) apply(m *Model) {
+func (s ModelSettings) apply(m *catalog.Model) {
 	if s.Class != nil {
 		m.Class = *s.Class
 	}
@@ -476,7 +477,7 @@ func (s ModelSettings) apply(m *Model) {
 		m.Adapters = *s.Adapters
 	}
 	if s.Options != nil {
-		opts := cloneOptions(m.Options)
+		opts := catalog.CloneOptions(m.Options)
 		for k, v := range s.Options {
 			if v == "" {
 				delete(opts, k)
@@ -489,8 +490,8 @@ func (s ModelSettings) apply(m *Model) {
 }
 
 // swapModel returns models with m replaced by next.
-func swapModel(models []*Model, m, next *Model) []*Model {
-	out := make([]*Model, len(models))
+func swapModel(models []*catalog.Model, m, next *catalog.Model) []*catalog.Model {
+	out := make([]*catalog.Model, len(models))
 	for i, x := range models {
 		out[i] = x
 		if x == m {

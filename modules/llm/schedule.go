@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // clusterNode is a node as the planner sees it (from its heartbeat).
@@ -13,7 +15,7 @@ type clusterNode struct {
 	// Capacity is what the node offers replicas. As in the node's own
 	// ledger, a kind it reports as zero is a kind it has none of: only
 	// models that need none of it fit there.
-	Capacity Resources
+	Capacity catalog.Resources
 	// Draining nodes take no new replicas; theirs move elsewhere first.
 	Draining bool
 	// Cached lists the model sources whose weights are in the node cache.
@@ -41,8 +43,8 @@ type modelLoad struct {
 // planModel is one model's share of a round: its entries are node
 // indices, in the order of the current plan, then new ones.
 type planModel struct {
-	m       *Model
-	need    Resources
+	m       *catalog.Model
+	need    catalog.Resources
 	rank    int
 	want    int
 	entries []int
@@ -53,7 +55,7 @@ type planModel struct {
 type planner struct {
 	nodes  []clusterNode
 	index  map[string]int
-	free   []Resources
+	free   []catalog.Resources
 	mine   []int // scratch: one model's entries per node, zero between uses
 	models []planModel
 }
@@ -83,7 +85,7 @@ type planner struct {
 // busy rule scales it up again). When the cluster lacks room, a second
 // round may still drop entries on draining nodes; after that the plan
 // is a fixed point.
-func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load map[string]modelLoad,
+func plan(nodes []clusterNode, models []*catalog.Model, cur map[string][]string, load map[string]modelLoad,
 	stopped map[string]bool, now time.Time) (next map[string][]string, why map[string]string) {
 	p := newPlanner(nodes, models)
 	for i := range p.models {
@@ -126,7 +128,7 @@ func plan(nodes []clusterNode, models []*Model, cur map[string][]string, load ma
 // newPlanner indexes the nodes (of two with one name, the first counts)
 // and orders the models: critical first, then standard, then
 // opportunistic, then by name.
-func newPlanner(nodes []clusterNode, models []*Model) *planner {
+func newPlanner(nodes []clusterNode, models []*catalog.Model) *planner {
 	p := &planner{index: make(map[string]int, len(nodes)), models: make([]planModel, len(models))}
 	for i, n := range nodes {
 		if _, dup := p.index[n.Name]; dup {
@@ -135,13 +137,13 @@ func newPlanner(nodes []clusterNode, models []*Model) *planner {
 		}
 		p.index[n.Name] = i
 	}
-	p.nodes, p.free, p.mine = nodes, make([]Resources, len(nodes)), make([]int, len(nodes))
+	p.nodes, p.free, p.mine = nodes, make([]catalog.Resources, len(nodes)), make([]int, len(nodes))
 	for i, n := range nodes {
 		p.index[n.Name] = i
 		p.free[i] = n.Capacity
 	}
 	for i, m := range models {
-		p.models[i] = planModel{m: m, need: m.needs(), rank: classRank(m.Class)}
+		p.models[i] = planModel{m: m, need: m.Needs(), rank: catalog.ClassRank(m.Class)}
 	}
 	slices.SortFunc(p.models, func(a, b planModel) int {
 		if a.rank != b.rank {
@@ -153,7 +155,7 @@ func newPlanner(nodes []clusterNode, models []*Model) *planner {
 }
 
 // desired is how many replicas the model should have after this round.
-func (p *planner) desired(m *Model, cur []string, ld modelLoad, now time.Time) int {
+func (p *planner) desired(m *catalog.Model, cur []string, ld modelLoad, now time.Time) int {
 	count, drained, ready := 0, 0, 0
 	for _, name := range cur {
 		idx, live := p.index[name]
@@ -173,12 +175,12 @@ func (p *planner) desired(m *Model, cur []string, ld modelLoad, now time.Time) i
 		}
 	}
 	s := m.Scaling
-	lo, hi := s.min(), s.max()
+	lo, hi := s.MinReplicas(), s.MaxReplicas()
 	n := max(count, drained, lo)
 	switch {
 	case ld.Busy && ready >= n && n < hi:
 		n++
-	case !ld.Busy && !ld.LastUsed.IsZero() && now.Sub(ld.LastUsed) >= time.Duration(s.idle()) && n > lo:
+	case !ld.Busy && !ld.LastUsed.IsZero() && now.Sub(ld.LastUsed) >= time.Duration(s.Idle()) && n > lo:
 		n--
 	}
 	return min(max(n, lo), hi)
@@ -198,10 +200,10 @@ func (p *planner) keep(pm *planModel, cur []string, ld modelLoad) {
 		if _, failing := nd.Failing[pm.m.Name]; failing && !nd.Draining && p.mine[idx] >= ld.Ready[name] {
 			continue
 		}
-		if !pm.need.fits(p.free[idx]) {
+		if !pm.need.Fits(p.free[idx]) {
 			continue
 		}
-		p.free[idx] = p.free[idx].add(pm.need, -1)
+		p.free[idx] = p.free[idx].Add(pm.need, -1)
 		if !nd.Draining {
 			p.mine[idx]++
 		}
@@ -234,7 +236,7 @@ func (p *planner) shrink(pm *planModel) {
 		at := lastIndex(pm.entries, victim)
 		pm.entries = slices.Delete(pm.entries, at, at+1)
 		p.mine[victim]--
-		p.free[victim] = p.free[victim].add(pm.need, 1)
+		p.free[victim] = p.free[victim].Add(pm.need, 1)
 	}
 	p.clearMine(pm)
 }
@@ -290,17 +292,17 @@ func (p *planner) spread(pm *planModel, ld modelLoad) {
 	if ready < live || p.mine[victim] < 2 {
 		return
 	}
-	p.free[victim] = p.free[victim].add(pm.need, 1)
+	p.free[victim] = p.free[victim].Add(pm.need, 1)
 	p.mine[victim]--
 	to := p.best(pm)
 	if to < 0 || p.mine[to]+1 > p.mine[victim] {
-		p.free[victim] = p.free[victim].add(pm.need, -1)
+		p.free[victim] = p.free[victim].Add(pm.need, -1)
 		p.mine[victim]++
 		return
 	}
 	at := lastIndex(pm.entries, victim)
 	pm.entries[at] = to
-	p.free[to] = p.free[to].add(pm.need, -1)
+	p.free[to] = p.free[to].Add(pm.need, -1)
 	p.mine[to]++
 }
 
@@ -342,13 +344,13 @@ func (p *planner) place(pm *planModel) string {
 			return why
 		}
 		idx := p.best(pm)
-		if idx < 0 && pm.rank > classRank(ClassOpportunistic) {
+		if idx < 0 && pm.rank > catalog.ClassRank(catalog.ClassOpportunistic) {
 			idx = p.evict(pm)
 		}
 		if idx < 0 {
 			return p.explain(pm, live)
 		}
-		p.free[idx] = p.free[idx].add(pm.need, -1)
+		p.free[idx] = p.free[idx].Add(pm.need, -1)
 		p.mine[idx]++
 		pm.entries = append(pm.entries, idx)
 	}
@@ -390,7 +392,7 @@ func (p *planner) better(pm *planModel, a, b int) bool {
 func (p *planner) best(pm *planModel) int {
 	pick := -1
 	for i := range p.nodes {
-		if !p.eligible(pm, i) || !pm.need.fits(p.free[i]) {
+		if !p.eligible(pm, i) || !pm.need.Fits(p.free[i]) {
 			continue
 		}
 		if pick < 0 || p.better(pm, i, pick) {
@@ -406,7 +408,7 @@ func (p *planner) best(pm *planModel) int {
 func (p *planner) evict(pm *planModel) int {
 	pick, pickN := -1, 0
 	for i := range p.nodes {
-		if !p.eligible(pm, i) || !pm.need.fits(p.nodes[i].Capacity) {
+		if !p.eligible(pm, i) || !pm.need.Fits(p.nodes[i].Capacity) {
 			continue
 		}
 		n := p.victims(pm, i, false)
@@ -426,7 +428,7 @@ func (p *planner) evict(pm *planModel) int {
 // the later model name first.
 func (p *planner) victims(pm *planModel, i int, drop bool) int {
 	free, n := p.free[i], 0
-	for j := len(p.models) - 1; j >= 0 && !pm.need.fits(free); j-- {
+	for j := len(p.models) - 1; j >= 0 && !pm.need.Fits(free); j-- {
 		v := &p.models[j]
 		if v.rank >= pm.rank {
 			break
@@ -434,18 +436,18 @@ func (p *planner) victims(pm *planModel, i int, drop bool) int {
 		if !frees(v.need, pm.need, free) {
 			continue
 		}
-		for at := len(v.entries) - 1; at >= 0 && !pm.need.fits(free); at-- {
+		for at := len(v.entries) - 1; at >= 0 && !pm.need.Fits(free); at-- {
 			if v.entries[at] != i {
 				continue
 			}
-			free = free.add(v.need, 1)
+			free = free.Add(v.need, 1)
 			n++
 			if drop {
 				v.entries = slices.Delete(v.entries, at, at+1)
 			}
 		}
 	}
-	if !pm.need.fits(free) {
+	if !pm.need.Fits(free) {
 		return 0
 	}
 	if drop {
@@ -456,7 +458,7 @@ func (p *planner) victims(pm *planModel, i int, drop bool) int {
 
 // frees tells whether dropping a replica that holds v gives back some of
 // a kind that need lacks in free.
-func frees(v, need, free Resources) bool {
+func frees(v, need, free catalog.Resources) bool {
 	return v.Memory > 0 && need.Memory > free.Memory || v.Cores > 0 && need.Cores > free.Cores ||
 		v.GPUs > 0 && need.GPUs > free.GPUs
 }
@@ -498,7 +500,7 @@ func (p *planner) explain(pm *planModel, live int) string {
 			fmt.Fprintf(&out, "no node has room for %q", name)
 		}
 		fmt.Fprintf(&out, " (a replica needs %s); the most free is node %q with %s free",
-			pm.need.describe(pm.need), p.nodes[most].Name, p.free[most].describe(pm.need))
+			pm.need.Describe(pm.need), p.nodes[most].Name, p.free[most].Describe(pm.need))
 	}
 	out.WriteString(notes.String())
 	if left > shown {
@@ -509,7 +511,7 @@ func (p *planner) explain(pm *planModel, live int) string {
 
 // roomier tells whether a has more free room than b of the kinds need
 // asks for: GPUs first, then memory, then cores.
-func roomier(a, b, need Resources) bool {
+func roomier(a, b, need catalog.Resources) bool {
 	switch {
 	case need.GPUs > 0 && a.GPUs != b.GPUs:
 		return a.GPUs > b.GPUs

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 const gib = int64(1) << 30
@@ -19,16 +20,16 @@ const gib = int64(1) << 30
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func cnode(name string, memGiB int64, cores, gpus int) clusterNode {
-	return clusterNode{Name: name, Capacity: Resources{Memory: memGiB * gib, Cores: cores, GPUs: gpus}}
+	return clusterNode{Name: name, Capacity: catalog.Resources{Memory: memGiB * gib, Cores: cores, GPUs: gpus}}
 }
 
 func drainingNode(n clusterNode) clusterNode { n.Draining = true; return n }
 
 // pmodel is a catalog model with scaling min..max and what one replica needs.
-func pmodel(name string, lo, hi int, memGiB int64, cores int) *Model {
-	return &Model{Name: name, Engine: "sim", Source: "hf://acme/" + name,
-		Scaling:   &Scaling{Min: intp(lo), Max: intp(hi), IdleTimeout: caddy.Duration(10 * time.Minute)},
-		Resources: &Resources{Memory: memGiB * gib, Cores: cores}}
+func pmodel(name string, lo, hi int, memGiB int64, cores int) *catalog.Model {
+	return &catalog.Model{Name: name, Engine: "sim", Source: "hf://acme/" + name,
+		Scaling:   &catalog.Scaling{Min: intp(lo), Max: intp(hi), IdleTimeout: caddy.Duration(10 * time.Minute)},
+		Resources: &catalog.Resources{Memory: memGiB * gib, Cores: cores}}
 }
 
 // perNode counts entries by node.
@@ -48,23 +49,23 @@ func sorted(entries []string) []string {
 }
 
 // checkRoom fails when the plan puts more on a live node than it has.
-func checkRoom(t *testing.T, nodes []clusterNode, models []*Model, next map[string][]string) {
+func checkRoom(t *testing.T, nodes []clusterNode, models []*catalog.Model, next map[string][]string) {
 	t.Helper()
-	used := map[string]Resources{}
+	used := map[string]catalog.Resources{}
 	for _, m := range models {
 		for _, n := range next[m.Name] {
-			used[n] = used[n].add(m.needs(), 1)
+			used[n] = used[n].Add(m.Needs(), 1)
 		}
 	}
 	for _, n := range nodes {
-		if !used[n.Name].fits(n.Capacity) {
+		if !used[n.Name].Fits(n.Capacity) {
 			t.Errorf("node %q holds %v, more than its %v", n.Name, used[n.Name], n.Capacity)
 		}
 	}
 }
 
 // checkFixpoint fails when planning again from the plan changes it.
-func checkFixpoint(t *testing.T, nodes []clusterNode, models []*Model, next map[string][]string,
+func checkFixpoint(t *testing.T, nodes []clusterNode, models []*catalog.Model, next map[string][]string,
 	load map[string]modelLoad, stopped map[string]bool, now time.Time) {
 	t.Helper()
 	again, _ := plan(nodes, models, next, load, stopped, now)
@@ -78,51 +79,51 @@ func TestPlanPlaces(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		nodes  []clusterNode
-		models []*Model
+		models []*catalog.Model
 		want   map[string]map[string]int // model → node → entries
 		why    map[string]string
 	}{{
 		name:   "min 3 lands on three nodes",
 		nodes:  three,
-		models: []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 1, "b": 1, "c": 1}},
 	}, {
 		name:   "five replicas spread 2/2/1",
 		nodes:  three,
-		models: []*Model{pmodel("llama-3.1-8b", 5, 5, 8, 2)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 5, 5, 8, 2)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2, "b": 2, "c": 1}},
 	}, {
 		name:   "a node too small is skipped",
 		nodes:  []clusterNode{cnode("a", 64, 16, 0), cnode("small", 8, 16, 0), cnode("c", 64, 16, 0)},
-		models: []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2, "c": 1}},
 	}, {
 		name:   "a second replica shares a node only when no other has room",
 		nodes:  []clusterNode{cnode("a", 64, 16, 0), cnode("b", 16, 2, 0), cnode("c", 16, 16, 0)},
-		models: []*Model{pmodel("qwen2.5-32b", 2, 2, 32, 8)},
+		models: []*catalog.Model{pmodel("qwen2.5-32b", 2, 2, 32, 8)},
 		want:   map[string]map[string]int{"qwen2.5-32b": {"a": 2}},
 	}, {
 		name:   "nothing fits",
 		nodes:  []clusterNode{cnode("a", 16, 8, 0), cnode("b", 32, 4, 0)},
-		models: []*Model{pmodel("big", 1, 1, 40, 8)},
+		models: []*catalog.Model{pmodel("big", 1, 1, 40, 8)},
 		want:   map[string]map[string]int{"big": {}},
 		why:    map[string]string{"big": `no node has room for "big" (a replica needs 40 GiB memory, 8 cores); the most free is node "b" with 32 GiB memory, 4 cores free`},
 	}, {
 		name:   "part fits",
 		nodes:  []clusterNode{cnode("a", 48, 8, 0), cnode("b", 32, 4, 0)},
-		models: []*Model{pmodel("big", 2, 2, 40, 8)},
+		models: []*catalog.Model{pmodel("big", 2, 2, 40, 8)},
 		want:   map[string]map[string]int{"big": {"a": 1}},
 		why:    map[string]string{"big": `"big" has 1 of 2 replicas placed: no node has room for another (a replica needs 40 GiB memory, 8 cores); the most free is node "b" with 32 GiB memory, 4 cores free`},
 	}, {
 		name:   "models fill nodes together",
 		nodes:  []clusterNode{cnode("a", 32, 8, 0), cnode("b", 32, 8, 0)},
-		models: []*Model{pmodel("m1", 2, 2, 16, 4), pmodel("m2", 2, 2, 16, 4), pmodel("m3", 1, 1, 16, 4)},
+		models: []*catalog.Model{pmodel("m1", 2, 2, 16, 4), pmodel("m2", 2, 2, 16, 4), pmodel("m3", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"m1": {"a": 1, "b": 1}, "m2": {"a": 1, "b": 1}, "m3": {}},
 		why:    map[string]string{"m3": `no node has room for "m3" (a replica needs 16 GiB memory, 4 cores); the most free is node "a" with 0 B memory, 0 cores free`},
 	}, {
 		name:  "GPU models go where the GPUs are",
 		nodes: []clusterNode{cnode("cpu-1", 256, 64, 0), cnode("gpu-1", 256, 64, 2), cnode("gpu-2", 256, 64, 2)},
-		models: []*Model{func() *Model {
+		models: []*catalog.Model{func() *catalog.Model {
 			m := pmodel("llama-3.1-70b", 3, 3, 80, 8)
 			m.Resources.GPUs = 1
 			return m
@@ -131,25 +132,25 @@ func TestPlanPlaces(t *testing.T) {
 	}, {
 		name:   "models that need no GPU leave GPU nodes free",
 		nodes:  []clusterNode{cnode("gpu-1", 512, 64, 8), cnode("cpu-1", 64, 16, 0), cnode("cpu-2", 64, 16, 0)},
-		models: []*Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 4, 4, 4, 1)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 4, 4, 4, 1)},
 		want: map[string]map[string]int{"llama-3.1-8b": {"cpu-1": 1, "cpu-2": 1},
 			"phi-3-mini": {"cpu-1": 2, "cpu-2": 1, "gpu-1": 1}},
 	}, {
 		name:   "a node listed twice counts once",
 		nodes:  []clusterNode{cnode("a", 32, 8, 0), cnode("a", 32, 8, 0), cnode("b", 8, 8, 0)},
-		models: []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2}},
 		why:    map[string]string{"llama-3.1-8b": `"llama-3.1-8b" has 2 of 3 replicas placed: no node has room for another (a replica needs 16 GiB memory, 4 cores); the most free is node "b" with 8.0 GiB memory, 8 cores free`},
 	}, {
 		name: "every node draining",
 		nodes: []clusterNode{drainingNode(cnode("a", 64, 16, 0)), drainingNode(cnode("b", 64, 16, 0)),
 			drainingNode(cnode("c", 64, 16, 0)), drainingNode(cnode("d", 64, 16, 0)), drainingNode(cnode("e", 64, 16, 0))},
-		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
 		why:    map[string]string{"llama-3.1-8b": `no node can run "llama-3.1-8b"; node "a" is draining; node "b" is draining; node "c" is draining; and 2 more nodes draining or failing`},
 	}, {
 		name:   "no node up",
-		models: []*Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
+		models: []*catalog.Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
 		why:    map[string]string{"llama-3.1-8b": `no node is up to run "llama-3.1-8b"`},
 	}} {
@@ -173,7 +174,7 @@ func TestPlanPlaces(t *testing.T) {
 
 func TestPlanKeepsCurrentEntries(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
-	models := []*Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 1, 1, 4, 1)}
+	models := []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 1, 1, 4, 1)}
 	// Placed elsewhere than a fresh plan would, and out of name order:
 	// both stay exactly as they are.
 	cur := map[string][]string{"llama-3.1-8b": {"d", "c"}, "phi-3-mini": {"c"}}
@@ -194,7 +195,7 @@ func TestPlanKeepsCurrentEntries(t *testing.T) {
 
 func TestPlanDeadNode(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("d", 64, 16, 0)}
-	models := []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4), pmodel("mistral-7b", 1, 4, 8, 2)}
+	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4), pmodel("mistral-7b", 1, 4, 8, 2)}
 	// Node c died: its entries go elsewhere, and a model scaled above its
 	// min keeps its count.
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b", "c"}, "mistral-7b": {"c", "c", "a"}}
@@ -208,7 +209,7 @@ func TestPlanDeadNode(t *testing.T) {
 
 func TestPlanDrain(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), drainingNode(cnode("c", 64, 16, 0)), cnode("d", 64, 16, 0)}
-	models := []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
+	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b", "c"}}
 	ready := func(r map[string]int) map[string]modelLoad {
 		return map[string]modelLoad{"llama-3.1-8b": {Ready: r, LastUsed: t0}}
@@ -232,7 +233,7 @@ func TestPlanDrain(t *testing.T) {
 
 	// A model started on demand (min 0) whose one replica is on the
 	// draining node keeps a replica: it moves.
-	od := []*Model{pmodel("phi-3-mini", 0, 2, 4, 1)}
+	od := []*catalog.Model{pmodel("phi-3-mini", 0, 2, 4, 1)}
 	cur = map[string][]string{"phi-3-mini": {"c"}}
 	for _, round := range []struct {
 		ready map[string]int
@@ -264,7 +265,7 @@ func TestPlanFailingNode(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
 	nodes[0].Failing = map[string]string{"qwen2-vl": "engine vllm is not installed"}
 	nodes[1].Failing = map[string]string{"qwen2-vl": "its last start failed: out of memory"}
-	models := []*Model{pmodel("qwen2-vl", 2, 2, 16, 4)}
+	models := []*catalog.Model{pmodel("qwen2-vl", 2, 2, 16, 4)}
 	// The entry on a, never ready there, moves; c takes both.
 	next, why := plan(nodes, models, map[string][]string{"qwen2-vl": {"a", "c"}}, nil, nil, t0)
 	if got := next["qwen2-vl"]; !slices.Equal(got, []string{"c", "c"}) || len(why) > 0 {
@@ -286,7 +287,7 @@ func TestPlanFailingNode(t *testing.T) {
 
 func TestPlanStopped(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), drainingNode(cnode("b", 64, 16, 0))}
-	models := []*Model{pmodel("llama-3.1-8b", 2, 2, 16, 4)}
+	models := []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4)}
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b"}}
 	load := map[string]modelLoad{"llama-3.1-8b": {Busy: true}}
 	next, why := plan(nodes, models, cur, load, map[string]bool{"llama-3.1-8b": true}, t0)
@@ -323,7 +324,7 @@ func TestPlanScaling(t *testing.T) {
 		{"above max: lowered", 1, 2, []string{"a", "b", "c"}, modelLoad{LastUsed: t0}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			models := []*Model{pmodel("m", tc.min, tc.max, 16, 4)}
+			models := []*catalog.Model{pmodel("m", tc.min, tc.max, 16, 4)}
 			next, _ := plan(nodes, models, map[string][]string{"m": tc.cur}, map[string]modelLoad{"m": tc.load}, nil, t0)
 			if got := len(next["m"]); got != tc.count {
 				t.Fatalf("got %d replicas (%v), want %d", got, next["m"], tc.count)
@@ -333,7 +334,7 @@ func TestPlanScaling(t *testing.T) {
 
 	// Idle replicas go one a round, from the node with most of them,
 	// down to min.
-	models := []*Model{pmodel("m", 1, 5, 16, 4)}
+	models := []*catalog.Model{pmodel("m", 1, 5, 16, 4)}
 	cur := map[string][]string{"m": {"a", "b", "c", "a"}}
 	idle := map[string]modelLoad{"m": {LastUsed: long, Ready: all("a", "a", "b", "c")}}
 	var rounds [][]string
@@ -352,7 +353,7 @@ func TestPlanPrefersCachedWeights(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 128, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
 	nodes[2].Cached = map[string]bool{"hf://acme/llama-3.1-8b": true}
 	nodes[3].Cached = map[string]bool{"hf://acme/llama-3.1-8b": true}
-	models := []*Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
+	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
 	next, _ := plan(nodes, models, nil, nil, nil, t0)
 	// The two caching nodes first; then the most free memory.
 	if got := next["llama-3.1-8b"]; !slices.Equal(got, []string{"c", "d", "a"}) {
@@ -363,11 +364,11 @@ func TestPlanPrefersCachedWeights(t *testing.T) {
 func TestPlanClasses(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0)}
 	crit := pmodel("support-bot", 2, 2, 48, 8)
-	crit.Class = ClassCritical
+	crit.Class = catalog.ClassCritical
 	std := pmodel("llama-3.1-8b", 1, 1, 16, 4)
 	opp := pmodel("batch-summariser", 2, 2, 32, 4)
-	opp.Class = ClassOpportunistic
-	models := []*Model{opp, std, crit}
+	opp.Class = catalog.ClassOpportunistic
+	models := []*catalog.Model{opp, std, crit}
 	// The opportunistic model holds both nodes; the critical one takes
 	// its place, and the standard one still fits beside it.
 	cur := map[string][]string{"batch-summariser": {"a", "b"}}
@@ -387,8 +388,8 @@ func TestPlanClasses(t *testing.T) {
 	// only what it needs: one of two opportunistic entries on a node.
 	nodes = []clusterNode{cnode("a", 64, 16, 0)}
 	small := pmodel("embed", 2, 2, 24, 2)
-	small.Class = ClassOpportunistic
-	models = []*Model{small, pmodel("llama-3.1-8b", 1, 1, 32, 4)}
+	small.Class = catalog.ClassOpportunistic
+	models = []*catalog.Model{small, pmodel("llama-3.1-8b", 1, 1, 32, 4)}
 	next, _ = plan(nodes, models, map[string][]string{"embed": {"a", "a"}}, nil, nil, t0)
 	if got := next["embed"]; !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("embed: got %v, want [a]", got)
@@ -402,11 +403,11 @@ func TestPlanClasses(t *testing.T) {
 	nodes = []clusterNode{cnode("gpu-1", 64, 16, 1), cnode("cpu-1", 64, 16, 0)}
 	gpu := pmodel("llama-3.1-70b", 1, 1, 16, 4)
 	gpu.Resources.GPUs = 1
-	gpu.Class = ClassCritical
+	gpu.Class = catalog.ClassCritical
 	cpu, holder := pmodel("zephyr-7b", 2, 2, 4, 1), pmodel("whisper", 1, 1, 8, 2)
-	cpu.Class, holder.Class = ClassOpportunistic, ClassOpportunistic
+	cpu.Class, holder.Class = catalog.ClassOpportunistic, catalog.ClassOpportunistic
 	holder.Resources.GPUs = 1
-	models = []*Model{gpu, cpu, holder}
+	models = []*catalog.Model{gpu, cpu, holder}
 	next, _ = plan(nodes, models, map[string][]string{"zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": {"gpu-1"}}, nil, nil, t0)
 	want = map[string][]string{"llama-3.1-70b": {"gpu-1"}, "zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": nil}
 	if d := cmp.Diff(want, next, cmpopts.EquateEmpty()); d != "" {
@@ -416,7 +417,7 @@ func TestPlanClasses(t *testing.T) {
 
 // bigCluster is 40 CPU nodes and 10 GPU nodes, and 100 models with min 5
 // each: 70 small, 20 medium, 10 critical GPU models.
-func bigCluster() ([]clusterNode, []*Model) {
+func bigCluster() ([]clusterNode, []*catalog.Model) {
 	var nodes []clusterNode
 	for i := range 50 {
 		if i%5 == 4 {
@@ -425,9 +426,9 @@ func bigCluster() ([]clusterNode, []*Model) {
 			nodes = append(nodes, cnode(fmt.Sprintf("cpu-%02d", i), 128, 32, 0))
 		}
 	}
-	var models []*Model
+	var models []*catalog.Model
 	for i := range 100 {
-		var m *Model
+		var m *catalog.Model
 		switch {
 		case i < 70:
 			m = pmodel(fmt.Sprintf("small-%02d", i), 5, 8, 4, 2)
@@ -436,7 +437,7 @@ func bigCluster() ([]clusterNode, []*Model) {
 		default:
 			m = pmodel(fmt.Sprintf("gpu-%02d", i), 5, 8, 64, 8)
 			m.Resources.GPUs = 1
-			m.Class = ClassCritical
+			m.Class = catalog.ClassCritical
 		}
 		if i%3 == 0 {
 			nodes[i%50].Cached = map[string]bool{m.Source: true}
@@ -493,21 +494,21 @@ func TestPlan50Nodes500Replicas(t *testing.T) {
 // crowdedCluster is 50 nodes full of 100 opportunistic models × 5, the
 // plan that holds them, and 50 critical models × 5 that need half
 // their room.
-func crowdedCluster() ([]clusterNode, []*Model, map[string][]string) {
+func crowdedCluster() ([]clusterNode, []*catalog.Model, map[string][]string) {
 	var nodes []clusterNode
-	var models []*Model
+	var models []*catalog.Model
 	for i := range 50 {
 		nodes = append(nodes, cnode(fmt.Sprintf("n-%02d", i), 128, 64, 0))
 	}
 	for i := range 100 {
 		m := pmodel(fmt.Sprintf("batch-%02d", i), 5, 5, 12, 1)
-		m.Class = ClassOpportunistic
+		m.Class = catalog.ClassOpportunistic
 		models = append(models, m)
 	}
 	full, _ := plan(nodes, models, nil, nil, nil, t0)
 	for i := range 50 {
 		m := pmodel(fmt.Sprintf("support-%02d", i), 5, 5, 12, 1)
-		m.Class = ClassCritical
+		m.Class = catalog.ClassCritical
 		models = append(models, m)
 	}
 	return nodes, models, full
@@ -519,7 +520,7 @@ func TestPlanCrowdedCluster(t *testing.T) {
 	kept := 0
 	for _, m := range models {
 		entries := next[m.Name]
-		if m.Class == ClassCritical {
+		if m.Class == catalog.ClassCritical {
 			if d := len(perNode(entries)); len(entries) != 5 || d != 5 {
 				t.Errorf("%s: %d replicas on %d nodes, want 5 on 5: %v", m.Name, len(entries), d, entries)
 			}
@@ -587,13 +588,13 @@ func TestPlanFixpoint(t *testing.T) {
 			names = append(names, n.Name)
 		}
 		names = append(names, "dead")
-		var models []*Model
+		var models []*catalog.Model
 		cur := map[string][]string{}
 		load := map[string]modelLoad{}
 		for i := range 1 + rng.IntN(6) {
 			lo := rng.IntN(4)
 			m := pmodel(fmt.Sprintf("m%d", i), lo, lo+rng.IntN(3), int64(4+rng.IntN(4)*8), 1+rng.IntN(4))
-			m.Class = []string{ClassCritical, ClassStandard, ClassOpportunistic}[rng.IntN(3)]
+			m.Class = []string{catalog.ClassCritical, catalog.ClassStandard, catalog.ClassOpportunistic}[rng.IntN(3)]
 			if rng.IntN(4) == 0 {
 				m.Resources.GPUs = 1
 			}
@@ -632,7 +633,7 @@ func TestPlanFixpoint(t *testing.T) {
 // nodes that join, one replica a round, each move once all are ready.
 func TestPlanSpreadsToNodesThatJoin(t *testing.T) {
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
-	models := []*Model{pmodel("chat", 3, 3, 8, 2)}
+	models := []*catalog.Model{pmodel("chat", 3, 3, 8, 2)}
 	cur := map[string][]string{"chat": {"a", "a", "a"}}
 	ready := func(p map[string][]string) map[string]modelLoad {
 		ld := modelLoad{Ready: map[string]int{}}

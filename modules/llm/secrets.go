@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/llmgw/llmgw/modules/internal/egress"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 
 	"github.com/llmgw/llmgw/mirror"
 )
@@ -173,48 +174,30 @@ func maskOptions(opts map[string]string) map[string]string {
 	return out
 }
 
-// fileValues are a config model's source and options as the config file
-// gives them, before settings changed at run time lay over them: only
-// these have their placeholders resolved.
-type fileValues struct {
-	source  string
-	options map[string]string
-}
-
-// engineValues are a model's source and options as its engine gets them:
-// placeholders and secret references resolved. given are the values they
-// were resolved from, so a changed copy of the model is resolved again.
-type engineValues struct {
-	givenSource  string
-	givenOptions map[string]string
-	source       string
-	options      map[string]string
-}
-
 // resolveModel resolves m's source and options for its engine: values
 // from the config file with their placeholders, values given at run time
 // as they are (see RuntimeValue). It writes m only when m is not yet
 // published or its values changed.
-func (a *App) resolveModel(repl *caddy.Replacer, m *Model) error {
-	if r := m.engine; r != nil && r.givenSource == m.Source && maps.Equal(r.givenOptions, m.Options) {
+func (a *App) resolveModel(repl *caddy.Replacer, m *catalog.Model) error {
+	if r := m.EngineVals; r != nil && r.GivenSource == m.Source && maps.Equal(r.GivenOptions, m.Options) {
 		return nil
 	}
-	ev := &engineValues{givenSource: m.Source, givenOptions: maps.Clone(m.Options), options: make(map[string]string, len(m.Options))}
+	ev := &catalog.EngineValues{GivenSource: m.Source, GivenOptions: maps.Clone(m.Options), Options: make(map[string]string, len(m.Options))}
 	var err error
-	if ev.source, err = a.modelValue(repl, m, "source", m.Source, m.file != nil && m.file.source == m.Source); err != nil {
+	if ev.Source, err = a.modelValue(repl, m, "source", m.Source, m.FileVals != nil && m.FileVals.Source == m.Source); err != nil {
 		return err
 	}
 	for k, v := range m.Options {
-		fromFile := m.file != nil && m.file.options[k] == v
-		if ev.options[k], err = a.modelValue(repl, m, "option "+k, v, fromFile); err != nil {
+		fromFile := m.FileVals != nil && m.FileVals.Options[k] == v
+		if ev.Options[k], err = a.modelValue(repl, m, "option "+k, v, fromFile); err != nil {
 			return err
 		}
 	}
-	m.engine = ev
+	m.EngineVals = ev
 	return nil
 }
 
-func (a *App) modelValue(repl *caddy.Replacer, m *Model, what, v string, fromFile bool) (string, error) {
+func (a *App) modelValue(repl *caddy.Replacer, m *catalog.Model, what, v string, fromFile bool) (string, error) {
 	if fromFile {
 		s, err := a.FileValue(repl, v)
 		if err != nil {
@@ -231,33 +214,17 @@ func (a *App) modelValue(repl *caddy.Replacer, m *Model, what, v string, fromFil
 
 // markFileValues records the config models' values as the file gives
 // them, before stored settings lay over them.
-func markFileValues(models []*Model) {
+func markFileValues(models []*catalog.Model) {
 	for _, m := range models {
-		m.file = &fileValues{source: m.Source, options: maps.Clone(m.Options)}
+		m.FileVals = &catalog.FileValues{Source: m.Source, Options: maps.Clone(m.Options)}
 	}
-}
-
-// engineSource is the source the engine gets.
-func (m *Model) engineSource() string {
-	if m.engine != nil {
-		return m.engine.source
-	}
-	return m.Source
-}
-
-// engineOptions are the options the engine gets.
-func (m *Model) engineOptions() map[string]string {
-	if m.engine != nil {
-		return m.engine.options
-	}
-	return m.Options
 }
 
 // checkRuntimeModel checks the values a request gives a model (m, when
 // it adds one; opts, its options): no placeholders, secret references to
 // declared secrets, and URLs (a source, a base_url) that the egress
 // policy allows. It answers 400 saying which value and why.
-func (a *App) checkRuntimeModel(ctx context.Context, m *Model, opts map[string]string, adapters []*Adapter) error {
+func (a *App) checkRuntimeModel(ctx context.Context, m *catalog.Model, opts map[string]string, adapters []*catalog.Adapter) error {
 	name := "the model"
 	if m != nil {
 		name = fmt.Sprintf("model %q", m.Name)
@@ -266,7 +233,7 @@ func (a *App) checkRuntimeModel(ctx context.Context, m *Model, opts map[string]s
 		}
 	}
 	for _, ad := range adapters {
-		if err := a.checkRuntimeValue(ctx, "adapter "+boundedLog(ad.Name)+": source", ad.Source, true); err != nil {
+		if err := a.checkRuntimeValue(ctx, "adapter "+catalog.BoundedLog(ad.Name)+": source", ad.Source, true); err != nil {
 			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
 		}
 	}
@@ -310,7 +277,7 @@ func (a *App) mirrorSourceContext(r *http.Request, src string) (context.Context,
 		return ctx, nil
 	case !HostOwner(ctx):
 		c, _ := CallerOf(ctx)
-		return nil, apiErr(http.StatusForbidden, "%s has the %s role; a source on this machine's disks (%s) needs the admin role: an operator may add versions from http(s) or hf:// sources", c.Actor, c.Role, boundedLog(src))
+		return nil, apiErr(http.StatusForbidden, "%s has the %s role; a source on this machine's disks (%s) needs the admin role: an operator may add versions from http(s) or hf:// sources", c.Actor, c.Role, catalog.BoundedLog(src))
 	}
 	return ctx, nil
 }

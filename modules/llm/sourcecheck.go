@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // sourceCheckTimeout bounds the whole check of one source: a few requests,
@@ -69,12 +70,12 @@ type sourceChecker struct {
 // URL exists and answers, the registry repository and file exist, the
 // mirror version exists, and the weights are in a format one of formats
 // (the engine's) names.
-func (c *sourceChecker) check(ctx context.Context, m *Model, formats []string) (SourceCheck, error) {
+func (c *sourceChecker) check(ctx context.Context, m *catalog.Model, formats []string) (SourceCheck, error) {
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
-	src := m.engineSource()
+	src := m.EngineSource()
 	res := SourceCheck{Source: mirror.RedactURL(src), Checked: true}
-	loadsFiles := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
+	loadsFiles := slices.Contains(formats, catalog.FormatGGUF) || slices.Contains(formats, catalog.FormatSafetensors)
 	var err error
 	switch {
 	case src == "":
@@ -119,7 +120,7 @@ func checkLocal(res *SourceCheck, src string) error {
 	if err != nil {
 		return sourceErr("source %s: %v; give a path this node can read", src, errors.Unwrap(err))
 	}
-	res.Format, _ = sourceFormat(src)
+	res.Format, _ = catalog.SourceFormat(src)
 	if !st.IsDir() {
 		res.Size, res.Files = st.Size(), 1
 		return nil
@@ -236,11 +237,11 @@ func (c *sourceChecker) do(ctx context.Context, method, u, rng string) (*http.Re
 // magicFormat tells GGUF or safetensors from a file's first bytes.
 func magicFormat(b []byte) string {
 	if len(b) >= 4 && string(b[:4]) == "GGUF" {
-		return FormatGGUF
+		return catalog.FormatGGUF
 	}
 	// safetensors: a little-endian header length, then a JSON object.
 	if len(b) >= 9 && b[8] == '{' && binary.LittleEndian.Uint64(b[:8]) < 100<<20 {
-		return FormatSafetensors
+		return catalog.FormatSafetensors
 	}
 	return ""
 }
@@ -248,7 +249,7 @@ func magicFormat(b []byte) string {
 // nameFormat tells a weights format from file names, as the mirror does,
 // the engine's formats first.
 func nameFormat(names, formats []string) string {
-	for _, want := range append(slices.Clone(formats), FormatGGUF, FormatSafetensors) {
+	for _, want := range append(slices.Clone(formats), catalog.FormatGGUF, catalog.FormatSafetensors) {
 		for _, n := range names {
 			if strings.HasSuffix(strings.ToLower(n), "."+want) {
 				return want
@@ -260,7 +261,7 @@ func nameFormat(names, formats []string) string {
 
 // checkMirror finds the version a mirror://model[/version[/file]] source
 // names in the mirror's stores.
-func (c *sourceChecker) checkMirror(ctx context.Context, m *Model, res *SourceCheck, formats []string) error {
+func (c *sourceChecker) checkMirror(ctx context.Context, m *catalog.Model, res *SourceCheck, formats []string) error {
 	if c.mirror == nil {
 		return sourceErr("source %s needs the mirror; configure it with a mirror block in the llm app", res.Source)
 	}

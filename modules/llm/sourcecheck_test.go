@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // ggufBytes is a file that starts as GGUF files do.
@@ -44,7 +45,7 @@ func TestCheckSourceURL(t *testing.T) {
 	for _, refuseHead := range []bool{false, true} {
 		s := weightsServer(t, files, refuseHead)
 		c := &sourceChecker{client: s.Client(), mirror: testMirror(t)}
-		gguf := []string{FormatGGUF}
+		gguf := []string{catalog.FormatGGUF}
 		tests := []struct {
 			name, source string
 			wantErr      string
@@ -56,7 +57,7 @@ func TestCheckSourceURL(t *testing.T) {
 			{"no file", s.URL + "/", "names no file", 0},
 		}
 		for _, tt := range tests {
-			got, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
+			got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
 			if tt.wantErr != "" {
 				var se *SourceError
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &se) {
@@ -64,7 +65,7 @@ func TestCheckSourceURL(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || got.Size != tt.wantSize || got.Format != FormatGGUF || got.Kind != "url" {
+			if err != nil || got.Size != tt.wantSize || got.Format != catalog.FormatGGUF || got.Kind != "url" {
 				t.Errorf("%s (HEAD refused %v): got %+v, %v; want size %d, gguf", tt.name, refuseHead, got, err, tt.wantSize)
 			}
 			if strings.Contains(got.Source, "secret") {
@@ -79,7 +80,7 @@ func TestCheckSourceURLUnreachable(t *testing.T) {
 	u := s.URL
 	s.Close()
 	c := &sourceChecker{client: http.DefaultClient, mirror: testMirror(t)}
-	_, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: u + "/m.gguf"}, []string{FormatGGUF})
+	_, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: u + "/m.gguf"}, []string{catalog.FormatGGUF})
 	if err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Errorf("got %v, want does not answer", err)
 	}
@@ -91,18 +92,18 @@ func TestCheckSourceLocal(t *testing.T) {
 	os.WriteFile(good, ggufBytes, 0o644)
 	os.WriteFile(bad, []byte("hello"), 0o644)
 	c := &sourceChecker{client: http.DefaultClient}
-	gguf := []string{FormatGGUF}
-	if got, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: good}, gguf); err != nil || got.Size != int64(len(ggufBytes)) {
+	gguf := []string{catalog.FormatGGUF}
+	if got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: good}, gguf); err != nil || got.Size != int64(len(ggufBytes)) {
 		t.Errorf("good file: got %+v, %v", got, err)
 	}
-	if _, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: bad}, gguf); err == nil {
+	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: bad}, gguf); err == nil {
 		t.Error("a text file for llama.cpp: want an error")
 	}
-	if _, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: filepath.Join(dir, "none.gguf")}, gguf); err == nil {
+	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: filepath.Join(dir, "none.gguf")}, gguf); err == nil {
 		t.Error("a missing file: want an error")
 	}
 	// An engine that loads no files takes its source as it is.
-	if got, err := c.check(context.Background(), &Model{Name: "m", Engine: "sim", Source: "anything"}, []string{"sim"}); err != nil || got.Checked {
+	if got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "sim", Source: "anything"}, []string{"sim"}); err != nil || got.Checked {
 		t.Errorf("sim: got %+v, %v; want unchecked", got, err)
 	}
 }
@@ -131,7 +132,7 @@ func registryServer(t *testing.T) *httptest.Server {
 func TestCheckSourceRegistry(t *testing.T) {
 	s := registryServer(t)
 	c := &sourceChecker{client: s.Client(), registry: s.URL, mirror: testMirror(t)}
-	gguf := []string{FormatGGUF}
+	gguf := []string{catalog.FormatGGUF}
 	tests := []struct {
 		name, source, wantErr string
 		wantSize              int64
@@ -144,7 +145,7 @@ func TestCheckSourceRegistry(t *testing.T) {
 		{"not gguf", "hf://org/tiny/README.md", "neither GGUF nor safetensors", 0},
 	}
 	for _, tt := range tests {
-		got, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
+		got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s: got %v, want %q", tt.name, err, tt.wantErr)
@@ -156,7 +157,7 @@ func TestCheckSourceRegistry(t *testing.T) {
 		}
 	}
 	c.registry = ""
-	if _, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: "hf://org/tiny"}, gguf); err == nil || !strings.Contains(err.Error(), "HF_ENDPOINT") {
+	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: "hf://org/tiny"}, gguf); err == nil || !strings.Contains(err.Error(), "HF_ENDPOINT") {
 		t.Errorf("no registry: got %v", err)
 	}
 }
@@ -180,7 +181,7 @@ func testMirror(t *testing.T) *mirror.Mirror {
 func TestCheckSourceNeedsMirror(t *testing.T) {
 	s := weightsServer(t, map[string][]byte{"/m.gguf": ggufBytes}, false)
 	c := &sourceChecker{client: s.Client()}
-	_, err := c.check(context.Background(), &Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}, []string{FormatGGUF})
+	_, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}, []string{catalog.FormatGGUF})
 	if err == nil || !strings.Contains(err.Error(), "add a mirror block") {
 		t.Errorf("got %v, want a refusal naming the mirror block", err)
 	}
@@ -199,28 +200,28 @@ func TestCheckSourceMirror(t *testing.T) {
 		name, source, wantErr string
 		formats               []string
 	}{
-		{"version", "mirror://tiny/v1", "", []string{FormatGGUF}},
-		{"current", "mirror://tiny", "", []string{FormatGGUF}},
-		{"file", "mirror://tiny/v1/tiny.gguf", "", []string{FormatGGUF}},
-		{"no such version", "mirror://tiny/v2", "version tiny/v2 does not exist in the mirror (it has v1)", []string{FormatGGUF}},
-		{"no such model", "mirror://other", "has no version in the mirror", []string{FormatGGUF}},
-		{"no such file", "mirror://tiny/v1/x.gguf", `has no file "x.gguf"`, []string{FormatGGUF}},
-		{"wrong engine", "mirror://tiny/v1", "loads safetensors weights", []string{FormatSafetensors}},
+		{"version", "mirror://tiny/v1", "", []string{catalog.FormatGGUF}},
+		{"current", "mirror://tiny", "", []string{catalog.FormatGGUF}},
+		{"file", "mirror://tiny/v1/tiny.gguf", "", []string{catalog.FormatGGUF}},
+		{"no such version", "mirror://tiny/v2", "version tiny/v2 does not exist in the mirror (it has v1)", []string{catalog.FormatGGUF}},
+		{"no such model", "mirror://other", "has no version in the mirror", []string{catalog.FormatGGUF}},
+		{"no such file", "mirror://tiny/v1/x.gguf", `has no file "x.gguf"`, []string{catalog.FormatGGUF}},
+		{"wrong engine", "mirror://tiny/v1", "loads safetensors weights", []string{catalog.FormatSafetensors}},
 	}
 	for _, tt := range tests {
-		got, err := c.check(context.Background(), &Model{Name: "m", Engine: "e", Source: tt.source}, tt.formats)
+		got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: tt.source}, tt.formats)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s: got %v, want %q", tt.name, err, tt.wantErr)
 			}
 			continue
 		}
-		if err != nil || got.Size != int64(len(ggufBytes)) || got.Format != FormatGGUF {
+		if err != nil || got.Size != int64(len(ggufBytes)) || got.Format != catalog.FormatGGUF {
 			t.Errorf("%s: got %+v, %v", tt.name, got, err)
 		}
 	}
 	c.mirror = nil
-	if _, err := c.check(context.Background(), &Model{Name: "m", Engine: "e", Source: "mirror://tiny/v1"}, nil); err == nil || !strings.Contains(err.Error(), "mirror block") {
+	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: "mirror://tiny/v1"}, nil); err == nil || !strings.Contains(err.Error(), "mirror block") {
 		t.Errorf("no mirror: got %v", err)
 	}
 }
@@ -235,9 +236,9 @@ func BenchmarkCheckSourceURL(b *testing.B) {
 	st, _ := mirror.NewDirStore("local", filepath.Join(b.TempDir(), "store"))
 	mr, _ := mirror.New(mirror.Config{Stores: []mirror.Store{st}, CacheDir: filepath.Join(b.TempDir(), "cache"), Logger: zap.NewNop()})
 	c := &sourceChecker{client: s.Client(), mirror: mr}
-	m := &Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}
+	m := &catalog.Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}
 	for b.Loop() {
-		if _, err := c.check(context.Background(), m, []string{FormatGGUF}); err != nil {
+		if _, err := c.check(context.Background(), m, []string{catalog.FormatGGUF}); err != nil {
 			b.Fatal(err)
 		}
 	}

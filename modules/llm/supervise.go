@@ -53,9 +53,9 @@ func (f *fleet) tick() {
 	if clustered {
 		f.trimToAssigned()
 	} else {
-		f.trimTo(f.m().Scaling.max(), "its model was scaled down to max "+strconv.Itoa(f.m().Scaling.max()))
+		f.trimTo(f.m().Scaling.MaxReplicas(), "its model was scaled down to max "+strconv.Itoa(f.m().Scaling.MaxReplicas()))
 		f.scaleDown()
-		want = f.m().Scaling.min()
+		want = f.m().Scaling.MinReplicas()
 	}
 	f.mu.Lock()
 	if clustered && f.waitFor != "" && len(f.replicas)+f.starting >= want {
@@ -165,14 +165,14 @@ func (f *fleet) drop(r *Replica, reason string) {
 }
 
 func (f *fleet) scaleDown() {
-	idle := time.Duration(f.m().Scaling.idle())
+	idle := time.Duration(f.m().Scaling.Idle())
 	f.mu.Lock()
 	var stop []*Replica
 	keep := f.replicas[:0:0]
 	n := len(f.replicas)
 	for _, r := range f.replicas {
 		last := time.Unix(0, r.lastUsed.Load())
-		if n > f.m().Scaling.min() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
+		if n > f.m().Scaling.MinReplicas() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
 			stop = append(stop, r)
 			n--
 			continue

@@ -3,6 +3,7 @@ package llm
 import (
 	"testing"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"go.uber.org/zap"
 )
 
@@ -14,8 +15,8 @@ import (
 func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
 	saved := node.capacity.Load()
 	t.Cleanup(func() { node.capacity.Store(saved) })
-	node.setCapacity(&Resources{Memory: 4 << 30, Cores: 4}, false)
-	m := &Model{Name: "big", Engine: "openai", Resources: &Resources{Memory: 5 << 30, Cores: 1}}
+	node.setCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
+	m := &catalog.Model{Name: "big", Engine: "openai", Resources: &catalog.Resources{Memory: 5 << 30, Cores: 1}}
 	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true})
 	defer f.cancel()
 

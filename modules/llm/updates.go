@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // Registry updates: a model served from a tracked registry repository
@@ -83,7 +84,7 @@ var (
 // trackedMirrorModel is the mirror model a catalog model's replicas
 // follow when its source is a registry repository or a mirror model
 // without a version; ok is false for other sources.
-func trackedMirrorModel(m *Model) (string, bool) {
+func trackedMirrorModel(m *catalog.Model) (string, bool) {
 	if strings.HasPrefix(m.Source, "hf://") {
 		return mirror.NameFor(m.Name), true
 	}
@@ -94,7 +95,7 @@ func trackedMirrorModel(m *Model) (string, bool) {
 }
 
 // updateEvery is the model's check interval; 0 means off.
-func (a *App) updateEvery(m *Model) time.Duration {
+func (a *App) updateEvery(m *catalog.Model) time.Duration {
 	d := time.Duration(a.UpdateCheck)
 	if m.UpdateCheck != 0 {
 		d = time.Duration(m.UpdateCheck)
@@ -156,7 +157,7 @@ func (a *App) forgetChecks() {
 	updateChecksMu.Lock()
 	defer updateChecksMu.Unlock()
 	for name := range updateChecks {
-		if _, ok := cat.byName[name]; !ok {
+		if _, ok := cat.ByName[name]; !ok {
 			delete(updateChecks, name)
 		}
 	}
@@ -166,7 +167,7 @@ func (a *App) forgetChecks() {
 // mirror and, with registry, asks the registry for its revision's commit;
 // the result is kept for GET …/updates. Without registry the last known
 // commit is kept.
-func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *Model, mm string, registry bool) ModelUpdates {
+func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *catalog.Model, mm string, registry bool) ModelUpdates {
 	updateChecksMu.Lock()
 	last := updateChecks[m.Name]
 	updateChecksMu.Unlock()
@@ -245,7 +246,7 @@ func updatesRoute(w http.ResponseWriter, r *http.Request, name, action string) (
 }
 
 // trackedModel finds a catalog model served from a tracked source.
-func (a *App) trackedModel(name string) (*Model, *fleet, *mirror.Mirror, string, error) {
+func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror, string, error) {
 	m, err := a.Lookup(name)
 	if err != nil {
 		return nil, nil, nil, "", apiErr(http.StatusNotFound, "%v", err)
@@ -266,7 +267,7 @@ func (a *App) trackedModel(name string) (*Model, *fleet, *mirror.Mirror, string,
 }
 
 // updateModel answers POST /llm/models/<name>/update.
-func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
+func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -297,7 +298,7 @@ func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *Model, f *f
 }
 
 // rollbackModel answers POST /llm/models/<name>/rollback.
-func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *Model, f *fleet, mr *mirror.Mirror, mm string) error {
+func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -341,7 +342,7 @@ func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version 
 // rollVersion replaces the model's replicas, which start on the mirror
 // model's new current version, and answers with the rollout. When the new
 // replicas do not start, the track goes back to before.
-func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out VersionRollout) error {
+func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out VersionRollout) error {
 	out.Replaced, out.Started = []string{}, []string{}
 	if f != nil || a.cluster != nil {
 		n := 1

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // In a cluster an update or rollback changes the mirror model's current
@@ -26,7 +28,7 @@ type peerRoll struct {
 
 // rollCluster replaces the model's replicas on every live node, one node
 // after the other, this one first.
-func (a *App) rollCluster(ctx context.Context, m *Model, f *fleet, reason string) (Rollout, error) {
+func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reason string) (Rollout, error) {
 	out := Rollout{Replaced: []string{}, Started: []string{}}
 	self := a.nodeName()
 	type target struct{ name, addr string }
@@ -103,7 +105,7 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), a.rollTimeout(n))
 		defer cancel()
 		var err error
-		if out, err = f.rollInPlace(ctx, Bounded(req.Reason)); err != nil {
+		if out, err = f.rollInPlace(ctx, catalog.Bounded(req.Reason)); err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}

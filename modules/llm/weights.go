@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // WeightsEntry is a version (or a stray file) in a node's weights
@@ -263,7 +264,7 @@ func (a *App) eachNode(r *http.Request, local func(context.Context) (any, error)
 	if want != "" {
 		targets = slices.DeleteFunc(targets, func(t target) bool { return t.name != want })
 		if len(targets) == 0 {
-			return nil, apiErr(http.StatusNotFound, "no live node %s; GET /llm/nodes lists them", Bounded(want))
+			return nil, apiErr(http.StatusNotFound, "no live node %s; GET /llm/nodes lists them", catalog.Bounded(want))
 		}
 	}
 	slices.SortFunc(targets, func(x, y target) int { return strings.Compare(x.name, y.name) })

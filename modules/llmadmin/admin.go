@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 func init() {
@@ -307,7 +308,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeErr(w, http.StatusBadRequest, "the path %q must be plain: no encoded slashes, no . or .. segments", r.URL.EscapedPath())
 	}
 	if strings.ContainsFunc(r.URL.Path, unicode.IsControl) {
-		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", llm.Bounded(r.URL.Path), llm.IDRule)
+		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", catalog.Bounded(r.URL.Path), llm.IDRule)
 	}
 	ip := clientIP(r)
 	if h.refuseBlocked(w, ip) {

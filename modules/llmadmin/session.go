@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // Sessions configures the sessions of people signed in through
@@ -497,7 +498,7 @@ func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request, ip string) e
 		for _, op := range authRoutes {
 			all = append(all, op.Method+" "+op.Path)
 		}
-		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are %s", llm.Bounded(r.URL.Path), strings.Join(all, ", "))
+		return writeErr(w, http.StatusNotFound, "no route %s; the sign-in routes are %s", catalog.Bounded(r.URL.Path), strings.Join(all, ", "))
 	}
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", method)
@@ -717,7 +718,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, id *ident
 // keeps the name.
 func checkUsername(name string) error {
 	if name == "" || len(name) > maxUsername || strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name) {
-		return fmt.Errorf("username %s: a username is 1 to %d bytes of UTF-8 without control characters", llm.Bounded(name), maxUsername)
+		return fmt.Errorf("username %s: a username is 1 to %d bytes of UTF-8 without control characters", catalog.Bounded(name), maxUsername)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // call serves one request with llm_admin and returns the recorder.
@@ -339,7 +339,7 @@ func TestSignInUsernameBounded(t *testing.T) {
 		body, _ := json.Marshal(loginRequest{Method: "ldap", Username: name, Password: "pw"})
 		w := call(t, h, "POST", "/llm/auth/login", string(body))
 		if w.Code != 400 || !strings.Contains(w.Body.String(), "a username is 1 to 256 bytes of UTF-8 without control characters") || w.Body.Len() > 500 {
-			t.Errorf("username %s: got %d %.300s, want 400 stating the rule", llm.Bounded(name), w.Code, w.Body)
+			t.Errorf("username %s: got %d %.300s, want 400 stating the rule", catalog.Bounded(name), w.Code, w.Body)
 		}
 	}
 	if dir.calls != 0 || len(h.limiter.clients) != 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // scope is the part of the tenancy tree a tenant admin manages: an
@@ -187,7 +188,7 @@ func checkKeyCreate(id *identity, r *http.Request) error {
 		return badRequest("the body must be JSON like {\"project\":\"org/team/project\"}: %v", err)
 	}
 	if !id.scope.holds("project", req.Project) {
-		return forbidden("project %s is outside %s; %s creates keys only there", llm.Bounded(req.Project), id.scope, id.actor)
+		return forbidden("project %s is outside %s; %s creates keys only there", catalog.Bounded(req.Project), id.scope, id.actor)
 	}
 	if req.ID != nil && *req.ID != "" {
 		return badRequest("%s", errTenantKeyID)
@@ -211,7 +212,7 @@ func (h *Handler) checkKey(r *http.Request, id *identity, keyID string) error {
 	// A key of another tenant and a key that does not exist answer the
 	// same, so that a tenant admin cannot learn which ids others hold.
 	if project, ok := keys[keyID]; !ok || !id.scope.holds("project", project) {
-		return forbidden("key %s is not a key of %s; %s manages only its own keys (GET /llm/keys lists them)", llm.Bounded(keyID), id.scope, id.actor)
+		return forbidden("key %s is not a key of %s; %s manages only its own keys (GET /llm/keys lists them)", catalog.Bounded(keyID), id.scope, id.actor)
 	}
 	return nil
 }

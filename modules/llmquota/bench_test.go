@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := &llm.Model{Name: "m"}
+	m := &catalog.Model{Name: "m"}
 	h := http.Header{}
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -41,7 +42,7 @@ func TestPlanEstimateCountsChoices(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := q.plan(tenant, req, &llm.Model{Name: "m", ContextLength: tc.context})
+			a := q.plan(tenant, req, &catalog.Model{Name: "m", ContextLength: tc.context})
 			if want := tc.want(prompt(tc.body)); a.est != want {
 				t.Errorf("reserved %d tokens, want %d", a.est, want)
 			}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -240,7 +241,7 @@ type settleWriter struct {
 	r       *http.Request
 	st      store
 	adm     *admission
-	m       *llm.Model
+	m       *catalog.Model
 	tenant  *llm.Tenant
 	settled bool
 }
@@ -275,7 +276,7 @@ func bearer(r *http.Request) string {
 }
 
 // plan builds the admission: the estimate and each level's counters.
-func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *llm.Model) *admission {
+func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *catalog.Model) *admission {
 	at := now()
 	est := req.PromptTokensEstimate()
 	if req.Endpoint != openai.Embeddings {

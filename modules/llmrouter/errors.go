@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -19,7 +20,7 @@ import (
 func toAPIError(err error) *openai.Error {
 	var (
 		oe  *openai.Error
-		um  *llm.UnknownModelError
+		um  *catalog.UnknownModelError
 		nc  *llm.NoCapacityError
 		ue  *upstreamError
 		msg = "the gateway could not serve the request"

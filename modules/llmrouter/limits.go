@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -38,7 +38,7 @@ func (rt *Router) validateLimits() error {
 // model's context length, before anything is sent to an engine. The
 // bounds that hold everywhere (types, temperature, stop …) were checked
 // when the request was parsed.
-func (rt *Router) checkLimits(req *openai.Request, m *llm.Model) error {
+func (rt *Router) checkLimits(req *openai.Request, m *catalog.Model) error {
 	if req.N > int64(rt.MaxN) {
 		return limitError("n", fmt.Sprintf("n is %d, above this gateway's limit of %d choices per request; ask for fewer", req.N, rt.MaxN))
 	}

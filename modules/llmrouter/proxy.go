@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -106,7 +107,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 // with the model itself next. Under a policy that keeps conversations
 // together (prefix_affinity) the share is of conversations: every turn of
 // one goes the same way, where its prompt is cached.
-func (rt *Router) candidates(r *http.Request, req *openai.Request, m *llm.Model) []string {
+func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Model) []string {
 	tenant, limited := llm.TenantOf(r)
 	allowed := func(name string) bool {
 		if !limited {

@@ -1,0 +1,742 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/dustin/go-humanize"
+	"github.com/llmgw/llmgw/plugins/engine"
+)
+
+// Adapter is a LoRA adapter of a model, served under its own name: a
+// request whose model is the adapter's name goes to the model's replicas
+// (which load every adapter of the model) and is answered with the adapter
+// applied. Quotas, tenancy model globs, the cache and guardrails treat the
+// name as a model of its own. Adding, changing or removing an adapter
+// changes what the model's replicas load, so they are replaced (on a
+// reload, or through the admin API's model changes).
+type Adapter struct {
+	// Name clients put in the request's model field. Required; unique
+	// across the catalog's model names, aliases and adapters.
+	Name string `json:"name"`
+	// Source of the adapter's file: a local path, or a mirror source
+	// (mirror://<model>[/<version>[/<file>]], hf://…, http(s)://…), which is
+	// fetched to the node and checked against its sha256 like weights.
+	// Required.
+	Source string `json:"source"`
+	// Scale is how strongly the adapter applies, where the engine can
+	// say (llama.cpp; vLLM and Ollama apply adapters at 1). Default: 1.
+	Scale float64 `json:"scale,omitempty"`
+}
+
+// AdapterOf names the model an adapter's catalog entry applies to; empty
+// for a model.
+func (m *Model) AdapterOf() string { return m.adapterOf }
+
+// validateAdapters checks a model's adapters on their own; clashes with
+// other names are the catalog's to find.
+func (m *Model) ValidateAdapters() error {
+	seen := map[string]bool{}
+	for _, a := range m.Adapters {
+		if a == nil {
+			return fmt.Errorf("model %q: an adapter is empty; give it a name and a source", m.Name)
+		}
+		if err := CheckName(fmt.Sprintf("model %q: adapter name", m.Name), a.Name); err != nil {
+			return err
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("model %q: adapter %q is declared twice", m.Name, a.Name)
+		}
+		seen[a.Name] = true
+		if a.Source == "" {
+			return fmt.Errorf("model %q: adapter %q: source is required (a path, or mirror://<model>/<version>)", m.Name, a.Name)
+		}
+		if len(a.Source) > maxSourceLen {
+			return fmt.Errorf("model %q: adapter %q: source is %d bytes long; at most %d", m.Name, a.Name, len(a.Source), maxSourceLen)
+		}
+		if a.Scale < 0 {
+			return fmt.Errorf("model %q: adapter %q: scale %g must not be negative", m.Name, a.Name, a.Scale)
+		}
+	}
+	return nil
+}
+
+// addAdapters gives each model's adapters a catalog entry of their own: the
+// model's settings under the adapter's name, without aliases, fallbacks
+// or canary. An adapter's name must be no model's name or alias.
+func (c *Catalog) AddAdapters(models []*Model) error {
+	for _, m := range models {
+		for _, a := range m.Adapters {
+			if prev, dup := c.ByName[a.Name]; dup {
+				return fmt.Errorf("model %q: adapter name %q is already the name of model %q; give the adapter a name of its own", m.Name, a.Name, prev.Name)
+			}
+			if prev, dup := c.Adapters[a.Name]; dup {
+				return fmt.Errorf("model %q: adapter name %q is already an adapter of model %q; give the adapter a name of its own", m.Name, a.Name, prev.adapterOf)
+			}
+			e := *m
+			e.Name, e.adapterOf = a.Name, m.Name
+			e.Aliases, e.Fallbacks, e.Canary, e.Adapters = nil, nil, nil, nil
+			if c.Adapters == nil {
+				c.Adapters = map[string]*Model{}
+			}
+			c.Adapters[a.Name] = &e
+			c.Names = append(c.Names, a.Name)
+		}
+	}
+	return nil
+}
+
+// checkAdapterEngine refuses adapters on a model whose engine cannot load
+// them.
+func CheckAdapterEngine(m *Model, info engine.Info) error {
+	if len(m.Adapters) > 0 && !slices.Contains(info.Capabilities, engine.CapAdapters) {
+		return fmt.Errorf("model %q: engine %s cannot load adapters; serve the model with an engine that can (llamacpp, vllm, ollama)", m.Name, m.Engine)
+	}
+	return nil
+}
+
+const DefaultIdle = 10 * time.Minute
+
+// Model is one catalog entry: a name clients ask for and how to serve it.
+type Model struct {
+	// Name clients put in the request's model field. Required; unique
+	// across names and aliases.
+	Name string `json:"name"`
+	// Aliases are other names for the same model.
+	Aliases []string `json:"aliases,omitempty"`
+	// Engine is the engine type that serves the model: a first-party one
+	// (sim, openai) or a plugin llmgw-engine-<type> in the plugin
+	// directory. Required.
+	Engine string `json:"engine"`
+	// Source of the weights: a path or URL, as the engine expects it.
+	Source string `json:"source,omitempty"`
+	// Args are extra command-line arguments for the engine server.
+	Args []string `json:"args,omitempty"`
+	// Options are engine-specific settings (the sim engine's ttft, the
+	// openai engine's base_url and api_key …). Values may use
+	// placeholders such as {env.OPENAI_API_KEY}.
+	Options map[string]string `json:"options,omitempty"`
+	// ContextLength is the model's context window in tokens. Default: the
+	// engine's.
+	ContextLength int64 `json:"context_length,omitempty"`
+	// Scaling sets how many replicas run.
+	Scaling *Scaling `json:"scaling,omitempty"`
+	// Price of the model's tokens, for budgets and usage costs.
+	Price *Price `json:"price,omitempty"`
+	// Fallbacks are other catalog models tried, in order, when this one
+	// fails before the first byte of the answer: connect error, 5xx, 429
+	// or no capacity.
+	Fallbacks []string `json:"fallbacks,omitempty"`
+	// Resources one replica needs from the node (memory, cores, GPUs).
+	// A replica starts only where it fits. Default: nothing.
+	Resources *Resources `json:"resources,omitempty"`
+	// Class decides who gives way when the node is full: critical,
+	// standard (the default) or opportunistic. Replicas of lower classes
+	// are stopped to make room for higher ones.
+	Class string `json:"class,omitempty"`
+	// Owner is the organisation, team or project the model belongs to,
+	// for operators (org/team/project).
+	Owner string `json:"owner,omitempty"`
+	// CheckSource false adds the model without checking its source first
+	// (that the URL answers, the registry repository and file or the
+	// mirror version exist, the format is one the engine loads), for
+	// sources only the nodes can reach. A model from the config file whose
+	// source fails the check is served anyway, with a warning in the log.
+	// Default: true.
+	CheckSource *bool `json:"check_source,omitempty"`
+	// UpdateCheck is how often the registry is asked whether this model's
+	// tracked repository has a new commit (see App.UpdateCheck). Default:
+	// the app's; -1 (off in the Caddyfile): never.
+	UpdateCheck caddy.Duration `json:"update_check,omitempty"`
+	// Canary sends a share of this model's requests to another catalog
+	// model (a new version being tried). When the canary fails before the
+	// first byte of its answer, the request goes on to this model.
+	Canary *Canary `json:"canary,omitempty"`
+
+	// Adapters are LoRA adapters the model's replicas load, each served
+	// under its own name (see Adapter). The model's engine must load
+	// adapters (llamacpp, vllm, ollama).
+	Adapters []*Adapter `json:"adapters,omitempty"`
+
+	// adapterOf is, for an adapter's catalog entry, the model it applies
+	// to.
+	adapterOf string
+	// FileVals are the config file's values of a config model; EngineVals
+	// the values its engine gets (the app resolves them).
+	FileVals   *FileValues   `json:"-"`
+	EngineVals *EngineValues `json:"-"`
+}
+
+// Canary is a share of a model's requests served by another model.
+type Canary struct {
+	// Model is the catalog model that takes the share.
+	Model string `json:"model"`
+	// Share of requests, from 0 to 1 (0.1 is 10%).
+	Share float64 `json:"share"`
+}
+
+// Price is what a model's tokens cost, per million, in the currency
+// budgets are set in.
+type Price struct {
+	InputPerMillion  float64 `json:"input_per_million,omitempty"`
+	OutputPerMillion float64 `json:"output_per_million,omitempty"`
+}
+
+// CostMicros is the cost of usage in millionths of the currency unit.
+func (p *Price) CostMicros(prompt, completion int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(math.Round(float64(prompt)*p.InputPerMillion + float64(completion)*p.OutputPerMillion))
+}
+
+func (p *Price) Validate(model string) error {
+	if p != nil && (p.InputPerMillion < 0 || p.OutputPerMillion < 0) {
+		return fmt.Errorf("model %q: prices must not be negative", model)
+	}
+	return nil
+}
+
+// Scaling says how many replicas of a model run.
+type Scaling struct {
+	// Min replicas kept running. 0 starts the model on its first request
+	// (which waits for it) and stops it after IdleTimeout. Default: 1, or
+	// 0 when Max is 0.
+	Min *int `json:"min,omitempty"`
+	// Max replicas. Load above TargetConcurrency per replica starts
+	// another, up to Max. 0 keeps the model in the catalog without
+	// running it: it is never started, its replicas drain, and requests
+	// for it get 503 saying so until it is scaled up. Default: Min, or 1
+	// when Min is 0.
+	Max *int `json:"max,omitempty"`
+	// IdleTimeout stops replicas above Min that served nothing for this
+	// long. Default: 10m.
+	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+	// TargetConcurrency is the number of requests one replica should serve
+	// at once before another is started. Default: 16.
+	TargetConcurrency int `json:"target_concurrency,omitempty"`
+}
+
+func (s *Scaling) MinReplicas() int {
+	switch {
+	case s == nil:
+		return 1
+	case s.Min != nil:
+		return *s.Min
+	case s.Max != nil && *s.Max == 0:
+		return 0
+	}
+	return 1
+}
+
+func (s *Scaling) MaxReplicas() int {
+	if s == nil || s.Max == nil {
+		return max(s.MinReplicas(), 1)
+	}
+	return *s.Max
+}
+
+// kept reports whether the model is kept in the catalog without running:
+// max 0.
+func (s *Scaling) Kept() bool { return s.MaxReplicas() == 0 }
+
+func (s *Scaling) Idle() caddy.Duration {
+	if s == nil || s.IdleTimeout == 0 {
+		return caddy.Duration(DefaultIdle)
+	}
+	return s.IdleTimeout
+}
+
+func (s *Scaling) Target() int {
+	if s == nil || s.TargetConcurrency == 0 {
+		return 16
+	}
+	return s.TargetConcurrency
+}
+
+// key is a hash of everything that shapes a model's replicas, so a reload
+// that leaves them unchanged keeps its replicas.
+// Fields that only steer routing or placement (aliases, fallbacks,
+// canary, owner, class) or adding it (check_source) are left out: changing them keeps the model's
+// replicas.
+func (m *Model) Key(engineKey string) string {
+	k := *m
+	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class, k.CheckSource = nil, nil, nil, "", "", nil
+	k.UpdateCheck = 0 // when the registry is asked shapes no replica
+	b, _ := json.Marshal(struct {
+		M *Model
+		E string
+	}{&k, engineKey})
+	sum := sha256.Sum256(b)
+	return "model:" + m.Name + ":" + hex.EncodeToString(sum[:12])
+}
+
+func (m *Model) Validate() error {
+	if err := CheckName("model name", m.Name); err != nil {
+		return err
+	}
+	for _, al := range m.Aliases {
+		if err := CheckName(fmt.Sprintf("model %q: alias", m.Name), al); err != nil {
+			return err
+		}
+	}
+	if m.Engine == "" {
+		return fmt.Errorf("model %q: engine is required (sim, openai, or a plugin's type)", m.Name)
+	}
+	if err := CheckEngineType(m.Name, m.Engine); err != nil {
+		return err
+	}
+	if err := m.CheckSizes(); err != nil {
+		return err
+	}
+	s := m.Scaling
+	if s.MinReplicas() < 0 || s.MaxReplicas() < 0 {
+		return fmt.Errorf("model %q: scaling min and max must be 0 or more", m.Name)
+	}
+	if s.MaxReplicas() < s.MinReplicas() {
+		return fmt.Errorf("model %q: scaling max (%d) is below min (%d)", m.Name, s.MaxReplicas(), s.MinReplicas())
+	}
+	if s != nil && (s.TargetConcurrency < 0 || s.IdleTimeout < 0) {
+		return fmt.Errorf("model %q: scaling values must not be negative", m.Name)
+	}
+	switch m.Class {
+	case "", ClassCritical, ClassStandard, ClassOpportunistic:
+	default:
+		return fmt.Errorf("model %q: class %q: use critical, standard or opportunistic", m.Name, m.Class)
+	}
+	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
+		return fmt.Errorf("model %q: resources must not be negative", m.Name)
+	}
+	return m.ValidateAdapters()
+}
+
+// Bounds on what a model hands its engine (much of it becomes a command
+// line, which the kernel limits).
+const (
+	maxArgs        = 256
+	maxArgLen      = 4096
+	maxOptionName  = 128
+	maxOptionValue = 64 << 10
+	maxSourceLen   = 4096
+	maxOwnerLen    = 256
+)
+
+// checkSizes bounds the model's args, options, source and owner.
+func (m *Model) CheckSizes() error {
+	if len(m.Args) > maxArgs {
+		return fmt.Errorf("model %q: %d args; at most %d", m.Name, len(m.Args), maxArgs)
+	}
+	for _, a := range m.Args {
+		if len(a) > maxArgLen {
+			return fmt.Errorf("model %q: arg %s is %d bytes long; at most %d", m.Name, Bounded(a), len(a), maxArgLen)
+		}
+	}
+	for k, v := range m.Options {
+		if len(k) > maxOptionName || len(v) > maxOptionValue {
+			return fmt.Errorf("model %q: option %s: names are at most %d bytes and values %d", m.Name, Bounded(k), maxOptionName, maxOptionValue)
+		}
+	}
+	if len(m.Source) > maxSourceLen {
+		return fmt.Errorf("model %q: source %s is %d bytes long; at most %d", m.Name, Bounded(m.Source), len(m.Source), maxSourceLen)
+	}
+	if len(m.Owner) > maxOwnerLen {
+		return fmt.Errorf("model %q: owner %s is %d bytes long; at most %d", m.Name, Bounded(m.Owner), len(m.Owner), maxOwnerLen)
+	}
+	return nil
+}
+
+// checkEngineSettings refuses options the model's engine does not declare
+// and args that would move its replicas off loopback.
+func CheckEngineSettings(m *Model, info engine.Info) error {
+	if err := info.CheckOptions(m.Options); err != nil {
+		return fmt.Errorf("model %q: %w", m.Name, err)
+	}
+	if err := info.CheckArgs(m.Args); err != nil {
+		return fmt.Errorf("model %q: %w", m.Name, err)
+	}
+	return CheckAdapterEngine(m, info)
+}
+
+// catalog indexes models by name and alias.
+type Catalog struct {
+	ByName map[string]*Model
+	Names  []string // every name, alias and adapter, sorted
+	// adapters are the adapters' entries, by name (see addAdapters).
+	Adapters map[string]*Model
+}
+
+func NewCatalog(models []*Model) (*Catalog, error) {
+	c := &Catalog{ByName: make(map[string]*Model)}
+	for _, m := range models {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			if prev, dup := c.ByName[n]; dup {
+				return nil, fmt.Errorf("model name %q is used twice (by %q and %q)", n, prev.Name, m.Name)
+			}
+			c.ByName[n] = m
+			c.Names = append(c.Names, n)
+		}
+	}
+	if err := c.AddAdapters(models); err != nil {
+		return nil, err
+	}
+	for _, m := range models {
+		for _, fb := range m.Fallbacks {
+			if _, ok := c.ByName[fb]; !ok {
+				return nil, fmt.Errorf("model %q: fallback %s is not in the catalog", m.Name, Bounded(fb))
+			}
+			if c.ByName[fb] == m {
+				return nil, fmt.Errorf("model %q: a model cannot be its own fallback", m.Name)
+			}
+		}
+		if cn := m.Canary; cn != nil {
+			switch target, ok := c.ByName[cn.Model]; {
+			case !ok:
+				return nil, fmt.Errorf("model %q: canary %s is not in the catalog", m.Name, Bounded(cn.Model))
+			case target == m:
+				return nil, fmt.Errorf("model %q: a model cannot be its own canary", m.Name)
+			case cn.Share < 0 || cn.Share > 1:
+				return nil, fmt.Errorf("model %q: canary share %g must be between 0 and 1 (0.1 is 10%%)", m.Name, cn.Share)
+			}
+		}
+	}
+	sort.Strings(c.Names)
+	return c, nil
+}
+
+// closest returns up to n catalog names nearest to name.
+func (c *Catalog) Closest(name string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	lname := strings.ToLower(name)
+	for _, x := range c.Names {
+		d := levenshtein(lname, strings.ToLower(x))
+		if strings.Contains(strings.ToLower(x), lname) {
+			d = min(d, 1)
+		}
+		if d <= max(3, len(name)/2) {
+			cs = append(cs, cand{x, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	out := make([]string, 0, n)
+	for i := 0; i < len(cs) && i < n; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// cloneOptions copies a model's options before they are changed.
+func CloneOptions(o map[string]string) map[string]string {
+	if o == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(o)
+}
+
+// NameRule is the rule every model name and alias follows, in the config
+// (Caddyfile and JSON), in storage and on the admin API.
+const NameRule = "1 to 128 characters: letters, digits, '.', '_', ':', '-', and '/' between parts (as in org/name); no part may be '.' or '..'"
+
+// maxNameLen bounds model names and aliases.
+const maxNameLen = 128
+
+// CheckName reports whether name is a valid model name or alias; kind
+// ("model name", "alias of model \"chat\"") starts the error, which shows
+// at most a bounded piece of name.
+func CheckName(kind, name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%s %s %s; a name is %s", kind, Bounded(name), why, NameRule)
+	}
+	switch {
+	case name == "":
+		return fmt.Errorf("%s is empty; a name is %s", kind, NameRule)
+	case len(name) > maxNameLen:
+		return bad(fmt.Sprintf("is %d bytes long", len(name)))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '.', c == '_', c == ':', c == '-', c == '/':
+		default:
+			r, _ := utf8.DecodeRuneInString(name[i:])
+			return bad(fmt.Sprintf("has %q", r))
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		switch part {
+		case "":
+			return bad("has an empty part (a leading, trailing or double '/')")
+		case ".", "..":
+			return bad(fmt.Sprintf("has a %q part", part))
+		}
+	}
+	return nil
+}
+
+// checkEngineType bounds an engine type, which names a plugin file
+// (llmgw-engine-<type>).
+func CheckEngineType(model, typ string) error {
+	for i := 0; i < len(typ); i++ {
+		c := typ[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') || len(typ) > 64 {
+			return fmt.Errorf("model %q: engine %s: an engine type is up to 64 lowercase letters, digits, '_' and '-' (sim, llamacpp, or a plugin's type)", model, Bounded(typ))
+		}
+	}
+	return nil
+}
+
+// Bounded quotes a user-supplied value for an error or a log line: at most
+// 64 bytes of it, with the length of the rest.
+func Bounded(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes more)", s[:cut], len(s)-cut)
+}
+
+// MaxLogValue bounds a user-supplied value in a log line.
+const MaxLogValue = 256
+
+// boundedLog cuts s to MaxLogValue bytes for a log line, saying how much
+// was left out.
+func BoundedLog(s string) string {
+	if len(s) <= MaxLogValue {
+		return s
+	}
+	cut := MaxLogValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:cut], len(s)-cut)
+}
+
+// Resources are what a node has or what one replica of a model needs.
+type Resources struct {
+	// Memory in bytes (the Caddyfile takes sizes such as 8GiB).
+	Memory int64 `json:"memory,omitempty"`
+	Cores  int   `json:"cores,omitempty"`
+	GPUs   int   `json:"gpus,omitempty"`
+}
+
+func (r Resources) Add(o Resources, sign int64) Resources {
+	return Resources{Memory: r.Memory + sign*o.Memory, Cores: r.Cores + int(sign)*o.Cores, GPUs: r.GPUs + int(sign)*o.GPUs}
+}
+
+func (r Resources) Fits(in Resources) bool {
+	return r.Memory <= in.Memory && r.Cores <= in.Cores && r.GPUs <= in.GPUs
+}
+
+func (r Resources) String() string { return r.Describe(r) }
+
+// describe names r's amounts of the kinds that like has.
+func (r Resources) Describe(like Resources) string {
+	var parts []string
+	if like.Memory != 0 {
+		parts = append(parts, humanize.IBytes(uint64(max(r.Memory, 0)))+" memory")
+	}
+	if like.Cores != 0 {
+		parts = append(parts, strconv.Itoa(r.Cores)+" cores")
+	}
+	if like.GPUs != 0 {
+		parts = append(parts, strconv.Itoa(r.GPUs)+" GPUs")
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Model classes, in the order they give way: when a replica does not fit,
+// replicas of lower classes are stopped to make room.
+const (
+	ClassCritical      = "critical"
+	ClassStandard      = "standard"
+	ClassOpportunistic = "opportunistic"
+)
+
+func ClassRank(c string) int {
+	switch c {
+	case ClassCritical:
+		return 3
+	case ClassOpportunistic:
+		return 1
+	}
+	return 2
+}
+
+// needs is what one replica of the model needs from the node.
+func (m *Model) Needs() Resources {
+	if m.Resources == nil {
+		return Resources{}
+	}
+	return *m.Resources
+}
+
+// Weight formats the gateway recognises in a model's source.
+const (
+	FormatGGUF        = "gguf"
+	FormatSafetensors = "safetensors"
+)
+
+// sourceFormat tells a local source's weight format: a GGUF file, or a
+// directory of safetensors. It returns "" for what it does not recognise
+// (and for URLs and engine-specific sources).
+func SourceFormat(source string) (string, error) {
+	if source == "" || strings.Contains(source, "://") {
+		return "", nil
+	}
+	st, err := os.Stat(source)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		entries, _ := os.ReadDir(source)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".safetensors") {
+				return FormatSafetensors, nil
+			}
+		}
+		return "", nil
+	}
+	f, err := os.Open(source)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if n, _ := f.Read(magic[:]); n == 4 && string(magic[:]) == "GGUF" {
+		return FormatGGUF, nil
+	}
+	return "", nil
+}
+
+// checkFormat refuses a model whose weights its engine cannot load, when
+// the engine loads weight files (GGUF, safetensors) at all.
+func CheckFormat(m *Model, formats []string) error {
+	files := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
+	if !files {
+		return nil
+	}
+	if m.Source == "" {
+		return fmt.Errorf("model %q: engine %s loads %s weights; set source to them", m.Name, m.Engine, strings.Join(formats, " or "))
+	}
+	got, err := SourceFormat(m.Source)
+	if err != nil {
+		return fmt.Errorf("model %q: source: %w", m.Name, err)
+	}
+	if got == "" && !strings.Contains(m.Source, "://") {
+		return fmt.Errorf("model %q: engine %s loads %s weights and %s is neither a GGUF file nor a directory of safetensors",
+			m.Name, m.Engine, strings.Join(formats, " or "), m.Source)
+	}
+	if got != "" && !slices.Contains(formats, got) {
+		return fmt.Errorf("model %q: engine %s cannot load %s weights (%s); it loads %s", m.Name, m.Engine, got, m.Source, strings.Join(formats, " or "))
+	}
+	return nil
+}
+
+func ClassName(c string) string {
+	if c == "" {
+		return ClassStandard
+	}
+	return c
+}
+
+// UnknownModelError is returned for a model name not in the catalog.
+type UnknownModelError struct {
+	Name    string
+	Similar []string
+}
+
+func (e *UnknownModelError) Error() string {
+	msg := fmt.Sprintf("the model %s does not exist", Bounded(e.Name))
+	if len(e.Similar) > 0 {
+		msg += "; did you mean " + QuoteJoin(e.Similar) + "?"
+	}
+	return msg + " (GET /v1/models lists the models you can use)"
+}
+
+func QuoteJoin(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+// fileValues are a config model's source and options as the config file
+// gives them, before settings changed at run time lay over them: only
+// these have their placeholders resolved.
+type FileValues struct {
+	Source  string
+	Options map[string]string
+}
+
+// engineValues are a model's source and options as its engine gets them:
+// placeholders and secret references resolved. given are the values they
+// were resolved from, so a changed copy of the model is resolved again.
+type EngineValues struct {
+	GivenSource  string
+	GivenOptions map[string]string
+	Source       string
+	Options      map[string]string
+}
+
+// engineSource is the source the engine gets.
+func (m *Model) EngineSource() string {
+	if m.EngineVals != nil {
+		return m.EngineVals.Source
+	}
+	return m.Source
+}
+
+// engineOptions are the options the engine gets.
+func (m *Model) EngineOptions() map[string]string {
+	if m.EngineVals != nil {
+		return m.EngineVals.Options
+	}
+	return m.Options
+}
