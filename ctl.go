@@ -22,6 +22,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 func init() {
@@ -427,7 +429,7 @@ func (c *ctl) keys() *cobra.Command {
 			fmt.Printf("key %s rotated\nsecret: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
 			return nil
 		}}
-	var lim llm.Limits
+	var lim tenancy.Limits
 	var clear bool
 	limits := &cobra.Command{Use: "limits <id>", Short: "Replaces the limits of a key created at runtime (--clear removes them)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -435,7 +437,7 @@ func (c *ctl) keys() *cobra.Command {
 				return fmt.Errorf("give the limits (such as --requests-per-minute 60) or --clear to remove them")
 			}
 			if clear {
-				lim = llm.Limits{}
+				lim = tenancy.Limits{}
 			}
 			var k llm.KeyInfo
 			if err := c.call("PUT", "/llm/keys/"+url.PathEscape(args[0])+"/limits", lim, &k); err != nil || c.json {
@@ -565,14 +567,14 @@ func readModelFile(path string) (map[string]any, error) {
 }
 
 // parseCanary reads model:percent (such as chat-v2:10%) or "off".
-func parseCanary(s string) (llm.Canary, error) {
+func parseCanary(s string) (catalog.Canary, error) {
 	if s == "off" || s == "" {
-		return llm.Canary{}, nil
+		return catalog.Canary{}, nil
 	}
 	model, pct, ok := strings.Cut(s, ":")
 	share, err := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
 	if !ok || model == "" || err != nil || share < 0 || share > 100 {
-		return llm.Canary{}, fmt.Errorf("--canary %q: want model:percent such as chat-v2:10%%, or off", s)
+		return catalog.Canary{}, fmt.Errorf("--canary %q: want model:percent such as chat-v2:10%%, or off", s)
 	}
-	return llm.Canary{Model: model, Share: share / 100}, nil
+	return catalog.Canary{Model: model, Share: share / 100}, nil
 }

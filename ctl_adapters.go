@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // modelAdapter is "llmgw ctl model adapter": a model's LoRA adapters,
@@ -18,7 +19,7 @@ import (
 // replicas without downtime (POST /llm/models/<name>/settings).
 func (c *ctl) modelAdapter() *cobra.Command {
 	cmd := &cobra.Command{Use: "adapter", Short: "Lists, adds and removes a model's LoRA adapters, each served under its own name"}
-	get := func(model string) ([]*llm.Adapter, error) {
+	get := func(model string) ([]*catalog.Adapter, error) {
 		var st llm.ModelStatus
 		asJSON := c.json
 		c.json = false // read it, whatever is printed
@@ -26,9 +27,9 @@ func (c *ctl) modelAdapter() *cobra.Command {
 		err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st)
 		return st.Adapters, err
 	}
-	set := func(model string, as []*llm.Adapter) error {
+	set := func(model string, as []*catalog.Adapter) error {
 		if as == nil {
-			as = []*llm.Adapter{}
+			as = []*catalog.Adapter{}
 		}
 		var out llm.Rollout
 		if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
@@ -45,7 +46,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 			}
 			if c.json {
 				if as == nil {
-					as = []*llm.Adapter{}
+					as = []*catalog.Adapter{}
 				}
 				return json.NewEncoder(os.Stdout).Encode(as)
 			}
@@ -67,10 +68,10 @@ func (c *ctl) modelAdapter() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(as, func(a *llm.Adapter) bool { return a.Name == args[1] }) {
+			if slices.ContainsFunc(as, func(a *catalog.Adapter) bool { return a.Name == args[1] }) {
 				return fmt.Errorf("model %s already has adapter %s; remove it first to change it", args[0], args[1])
 			}
-			return set(args[0], append(as, &llm.Adapter{Name: args[1], Source: args[2], Scale: scale}))
+			return set(args[0], append(as, &catalog.Adapter{Name: args[1], Source: args[2], Scale: scale}))
 		}}
 	add.Flags().Float64Var(&scale, "scale", 0, "how strongly it applies (llamacpp; default 1)")
 	remove := &cobra.Command{Use: "remove <model> <name>", Short: "Removes an adapter; replaces the model's replicas without downtime", Args: cobra.ExactArgs(2),
@@ -80,7 +81,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 				return err
 			}
 			n := len(as)
-			as = slices.DeleteFunc(as, func(a *llm.Adapter) bool { return a.Name == args[1] })
+			as = slices.DeleteFunc(as, func(a *catalog.Adapter) bool { return a.Name == args[1] })
 			if len(as) == n {
 				return fmt.Errorf("model %s has no adapter %s (llmgw ctl model adapter list %s shows them)", args[0], args[1], args[0])
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // liveFlags are the flags of ctl model set that change what a model's
@@ -61,7 +62,7 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 		if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
 			return err
 		}
-		res := llm.Resources{}
+		res := catalog.Resources{}
 		if st.Resources != nil {
 			res = *st.Resources
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // tenants is llmgw ctl tenants: the tenancy tree (organisations, teams,
@@ -186,7 +187,7 @@ func printTenants(ls []llm.TenantLevel) {
 	table("LEVEL\tPATH\tSOURCE\tLIMITS\tCAPACITY\tUSED\tMODELS\tKEYS", rows)
 }
 
-func limitsText(l *llm.Limits) string {
+func limitsText(l *tenancy.Limits) string {
 	if l == nil {
 		return "-"
 	}
@@ -212,7 +213,7 @@ func limitsText(l *llm.Limits) string {
 	return strings.Join(parts, ", ")
 }
 
-func capacityText(c *llm.Capacity) string {
+func capacityText(c *tenancy.Capacity) string {
 	if c == nil {
 		return "-"
 	}

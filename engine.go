@@ -20,7 +20,7 @@ import (
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
 	"github.com/llmgw/llmgw/engines/vllm"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	_ "github.com/llmgw/llmgw/modules/llmadmin"
 	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmconsole"
@@ -118,7 +118,7 @@ func hashKey(fresh bool, args []string) error {
 	var secret string
 	switch {
 	case fresh:
-		s, err := llm.NewSecret()
+		s, err := tenancy.NewSecret()
 		if err != nil {
 			return err
 		}
@@ -141,6 +141,6 @@ func hashKey(fresh bool, args []string) error {
 	if fresh {
 		fmt.Print("sha256: ")
 	}
-	fmt.Println(llm.HashKey(secret))
+	fmt.Println(tenancy.HashKey(secret))
 	return nil
 }

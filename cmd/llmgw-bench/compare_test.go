@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 func TestBenchTenancyHoldsBenchKey(t *testing.T) {
-	if !strings.Contains(benchTenancy, llm.HashKey(benchKey)) {
+	if !strings.Contains(benchTenancy, tenancy.HashKey(benchKey)) {
 		t.Error("benchTenancy does not declare the hash of benchKey")
 	}
 }

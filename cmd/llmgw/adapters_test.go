@@ -15,7 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/llmgw/llmgw/mirror/s3test"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/plugins/enginetest/tinygguf"
 )
 
@@ -73,7 +73,7 @@ func TestAdaptersServeOllama(t *testing.T) {
 			source `+src+`
 			context_length 512
 			min 1
-		}`) + mirrorBlock(t, a, b, cache) + tenancy("", "", "", "models tiny")
+		}`) + mirrorBlock(t, a, b, cache) + tenancyBlock("", "", "", "models tiny")
 	quota := ""
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}), quota: &quota}
 	g.writeConfig(block, "")
@@ -231,7 +231,7 @@ func TestAdaptersFromConfigFile(t *testing.T) {
 func TestAdaptersClusterOllama(t *testing.T) {
 	src, lora := tinyModel(t), adaptersRivers(t)
 	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{},
-		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")) + `
+		models: fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")) + `
 		model tiny {
 			engine ollama
 			source ` + src + `

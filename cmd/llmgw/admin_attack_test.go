@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestAdminLockoutEveryRoute guesses credentials on every route of
@@ -173,7 +173,7 @@ func TestDuplicateKeyHashRefused(t *testing.T) {
 		llm_router
 	}
 }
-`, filepath.Join(dir, "storage"), llm.HashKey("same-secret"), strings.ToUpper(llm.HashKey("same-secret")))
+`, filepath.Join(dir, "storage"), tenancy.HashKey("same-secret"), strings.ToUpper(tenancy.HashKey("same-secret")))
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}

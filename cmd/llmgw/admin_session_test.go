@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // sessionSite runs llmgw with llm_admin on its site, with two tokens (ops,
@@ -61,7 +61,7 @@ func (g *gateway) writeSessionConfig(storage, adminExtra string) {
 		}
 	}
 }
-`, g.admin, storage, llm.HashKey("secret-1"), g.http, llm.HashKey("ops-token"), llm.HashKey("watcher-token"), adminExtra)
+`, g.admin, storage, tenancy.HashKey("secret-1"), g.http, tenancy.HashKey("ops-token"), tenancy.HashKey("watcher-token"), adminExtra)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		g.t.Fatal(err)
 	}

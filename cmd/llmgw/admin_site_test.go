@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // adminSite runs llmgw with the llm admin routes on its site, behind
@@ -22,7 +23,7 @@ import (
 func adminSite(t *testing.T) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}}
-	t.Setenv("LLMGW_TEST_WATCHER_SHA256", llm.HashKey("watcher-token"))
+	t.Setenv("LLMGW_TEST_WATCHER_SHA256", tenancy.HashKey("watcher-token"))
 	cfg := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	storage file_system %s
@@ -63,8 +64,8 @@ func adminSite(t *testing.T) *gateway {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http,
-		llm.HashKey("root-token"), llm.HashKey("ops-token"), llm.HashKey("lead-token"))
+`, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), tenancy.HashKey("secret-2"), g.http,
+		tenancy.HashKey("root-token"), tenancy.HashKey("ops-token"), tenancy.HashKey("lead-token"))
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func startAgentGateway(t *testing.T) *gateway {
 	q := ""
 	g.quota = &q
 	g.before = agentChain
-	g.writeConfig(agentModels+tenancy("", "", "models *", ""), "")
+	g.writeConfig(agentModels+tenancyBlock("", "", "models *", ""), "")
 	g.start()
 	return g
 }

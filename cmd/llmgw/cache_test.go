@@ -9,7 +9,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 const cacheModels = `
@@ -133,7 +133,7 @@ func TestCacheExactAndStreams(t *testing.T) {
 }
 
 func TestCacheScopedPerTenantAndSemantic(t *testing.T) {
-	org := strings.Replace(tenancy("", "", "", ""), "\t\t\t\tproject alpha {", "\t\t\t\tproject beta {\n\t\t\t\t\tkey b1 "+
+	org := strings.Replace(tenancyBlock("", "", "", ""), "\t\t\t\tproject alpha {", "\t\t\t\tproject beta {\n\t\t\t\t\tkey b1 "+
 		hashOf("secret-b")+"\n\t\t\t\t}\n\t\t\t\tproject alpha {", 1)
 	g := startQuotaGateway(t, cacheModels+org, "")
 	g.stop()
@@ -157,7 +157,7 @@ func TestCacheScopedPerTenantAndSemantic(t *testing.T) {
 	}
 }
 
-func hashOf(secret string) string { return llm.HashKey(secret) }
+func hashOf(secret string) string { return tenancy.HashKey(secret) }
 
 func TestCacheSharedThroughRedis(t *testing.T) {
 	redis := startRedis(t)

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterExposeReplica turns on llm_router's expose_replica: every
 // answer says which replica and which node served it, local or remote.
 func TestClusterExposeReplica(t *testing.T) {
-	c := &cluster{t: t, redis: startRedis(t), models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")),
+	c := &cluster{t: t, redis: startRedis(t), models: fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")),
 		nodes: map[string]*gateway{}, peer: map[string]string{}, router: "expose_replica"}
 	n1 := c.add("n1")
 	c.add("n2")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // redisCounters reads INFO's total_reads_processed (round trips from
@@ -52,7 +52,7 @@ func (r *redisServer) counters() (reads, mgets int64) {
 // Redis two round trips per node heartbeat: the pipeline and the MGET of
 // the nodes' heartbeats, nothing more.
 func TestClusterIdleRoundTripsPerHeartbeat(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1 := c.nodes["n1"]
 	waitFor(t, 30*time.Second, "three replicas of chat", func() bool { return len(n1.readyOn("chat")) == 3 })
 	time.Sleep(time.Second) // the plan settles

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // clusterContext is the context length the replica that answered a
@@ -35,7 +36,7 @@ func clusterContext(t *testing.T, g *gateway, model string) string {
 // ones running the new value, while requests through both nodes go on
 // without an error and 32 streams open through both run to their end.
 func TestClusterLiveChange(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	waitFor(t, 30*time.Second, "both nodes in the cluster", func() bool { return len(n1.nodes().Nodes) == 2 && len(n2.nodes().Nodes) == 2 })
 	if code, raw := n1.adminPost("/llm/models", `{"name":"d","engine":"sim","options":{"ttft":"5ms","tokens_per_second":"20"},"context_length":2048,"scaling":{"min":2,"max":2}}`); code != 201 {

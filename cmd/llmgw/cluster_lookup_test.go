@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterModelAddedElsewhere adds a model on n1 and sends a request
@@ -31,7 +31,7 @@ func TestClusterModelAddedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, redis: r, store: fmt.Sprintf("redis redis://nodes:nodes-password@127.0.0.1:%d", r.port),
-		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), nodes: map[string]*gateway{}, peer: map[string]string{},
+		models: fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")), nodes: map[string]*gateway{}, peer: map[string]string{},
 		timing: "heartbeat 1s\n\t\t\tnode_ttl 5s"}
 	n1, n2 := c.add("n1"), c.add("n2")
 	waitFor(t, 30*time.Second, "two nodes", func() bool { return len(n2.nodes().Nodes) == 2 })
@@ -58,7 +58,7 @@ func TestClusterModelAddedElsewhere(t *testing.T) {
 // each waited 0.84–1 s for the store before its 401. Once the node knows
 // the store is down they answer 401 at once; a known key is still served.
 func TestClusterUnknownKeyStoreDown(t *testing.T) {
-	c := startCluster(t, 1, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 1, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1 := c.nodes["n1"]
 	waitFor(t, 30*time.Second, "chat ready", func() bool { return len(n1.readyOn("chat")) > 0 })
 	c.redis.stop()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterUndrainMakeBeforeBreak drains a node of a three-node cluster
@@ -17,7 +17,7 @@ import (
 // replicas meanwhile (the replica moved back was stopped before its
 // replacement was ready, leaving two for a whole engine start).
 func TestClusterUndrainMakeBeforeBreak(t *testing.T) {
-	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 3, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2, n3 := c.nodes["n1"], c.nodes["n2"], c.nodes["n3"]
 	all := []*gateway{n1, n2, n3}
 	spread := func() bool {

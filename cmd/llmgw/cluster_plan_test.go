@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterPlan: POST /llm/plan in a cluster says which nodes a model's
 // replicas would go to, the same nodes a real add then gives them, and
 // why a model that fits nowhere would wait; nothing changes.
 func TestClusterPlan(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	waitFor(t, 30*time.Second, "both nodes in the cluster", func() bool { return len(n1.nodes().Nodes) == 2 && len(n2.nodes().Nodes) == 2 })
 

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterModelRestart: POST /llm/models/<name>/restart in a cluster
 // replaces the model's replicas on every node that runs some, node by
 // node, while requests through both nodes go on without an error.
 func TestClusterModelRestart(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	ids := func() []string {
 		var st llm.ModelStatus

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterWrongSecret starts a node whose cluster secret is not the
 // cluster's: it must not join (it was listed, given replicas no node could
 // reach and could mint keys), and it must say why at start.
 func TestClusterWrongSecret(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1 := c.nodes["n1"]
 	waitFor(t, 30*time.Second, "two nodes", func() bool { return len(n1.nodes().Nodes) == 2 })
 

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // TestClusterAdminSessions signs in on one node of a cluster and uses the
 // session on another: sessions live in the cluster's Redis, not in each
 // node's own storage, so sign-out on one node ends the session on all.
 func TestClusterAdminSessions(t *testing.T) {
-	c := startClusterOn(t, 0, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), startRedis(t), "")
+	c := startClusterOn(t, 0, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")), startRedis(t), "")
 	c.routes = fmt.Sprintf(`
 	route /llm/* {
 		llm_admin {
 			token ops %s operator
 			token watcher %s viewer
 		}
-	}`, llm.HashKey("ops-token"), llm.HashKey("watcher-token"))
+	}`, tenancy.HashKey("ops-token"), tenancy.HashKey("watcher-token"))
 	n1, n2 := c.add("n1"), c.add("n2")
 
 	code, s, body, _ := login(t, n1, `{"method":"token","token":"ops-token"}`)

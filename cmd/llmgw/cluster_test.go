@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // clusterSecret is the test clusters' credential.
@@ -171,7 +172,7 @@ const clusterModels = `
 		}`
 
 func TestClusterOfThreeNodes(t *testing.T) {
-	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1"))+`
+	c := startCluster(t, 3, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1"))+`
 		model slow {
 			engine sim
 			option tokens_per_second 50
@@ -433,7 +434,7 @@ func (l *load) end() (int, map[string]int) {
 }
 
 func TestClusterStoreOutage(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	code, body := adminDo(t, n1, "POST", "/llm/models", `{"name":"before","engine":"sim","scaling":{"min":1}}`)
 	if code != 201 {
@@ -545,7 +546,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 			option ttft 5ms
 			min 3
 			max 3
-		}` + tenancy("", "", "requests_per_minute 1000000", ""),
+		}` + tenancyBlock("", "", "requests_per_minute 1000000", ""),
 		quota: fmt.Sprintf("store redis://127.0.0.1:%d?master_name=mymaster\n\t\t\ton_store_error allow", s.port),
 		nodes: map[string]*gateway{}, peer: map[string]string{}}
 	n1, n2 := c.add("n1"), c.add("n2")
@@ -597,7 +598,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 }
 
 func TestClusterRollingRestart(t *testing.T) {
-	c := startCluster(t, 3, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 3, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	for _, g := range c.nodes {
 		waitFor(t, 30*time.Second, "three replicas of chat on three nodes", func() bool {
 			return slices.Equal(g.readyOn("chat"), []string{"n1", "n2", "n3"})
@@ -651,7 +652,7 @@ func TestClusterRollingRestart(t *testing.T) {
 func TestClusterOllamaOnOneNode(t *testing.T) {
 	src := tinyModel(t)
 	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{},
-		models: fmt.Sprintf(clusterModels, llm.HashKey("secret-1")) + `
+		models: fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")) + `
 		model tiny {
 			engine ollama
 			source ` + src + `

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // consoleSite runs llmgw with the console, llm_admin (root: admin,
@@ -79,8 +80,8 @@ func consoleSite(t *testing.T, more, adminExtra string) *gateway {
 		llm_console
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), more, g.http,
-		llm.HashKey("root-token"), llm.HashKey("watcher-token"), llm.HashKey("lead-token"), adminExtra)
+`, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), tenancy.HashKey("secret-2"), more, g.http,
+		tenancy.HashKey("root-token"), tenancy.HashKey("watcher-token"), tenancy.HashKey("lead-token"), adminExtra)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +500,7 @@ func TestConsoleSpeed(t *testing.T) {
 	}
 	more.WriteString("\t\torg big {\n\t\t\tteam t {\n\t\t\t\tproject p {\n")
 	for i := range 10000 {
-		fmt.Fprintf(&more, "\t\t\t\t\tkey k%05d %s\n", i, llm.HashKey(fmt.Sprintf("s%05d", i)))
+		fmt.Fprintf(&more, "\t\t\t\t\tkey k%05d %s\n", i, tenancy.HashKey(fmt.Sprintf("s%05d", i)))
 	}
 	more.WriteString("\t\t\t\t}\n\t\t\t}\n\t\t}\n")
 	g := consoleSite(t, more.String(), "")

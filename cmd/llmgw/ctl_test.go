@@ -20,10 +20,10 @@ func ctlRun(t *testing.T, g *gateway, args ...string) (string, error) {
 }
 
 func TestCtl(t *testing.T) {
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
 	g.stop()
 	g.before = "\t\tllm_cache"
-	g.writeConfig(quotaModels+tenancy("", "", "", ""), "")
+	g.writeConfig(quotaModels+tenancyBlock("", "", "", ""), "")
 	g.start()
 	g.readyReplicas("sim-chat", 1)
 

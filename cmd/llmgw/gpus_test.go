@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // gpusNode is a node declared with four GPUs and room for the rest.
@@ -241,7 +242,7 @@ func TestGPUsInACluster(t *testing.T) {
 		org acme {
 			team research {
 				project alpha {
-					key k1 `+llm.HashKey("gpus-secret")+`
+					key k1 `+tenancy.HashKey("gpus-secret")+`
 				}
 			}
 		}

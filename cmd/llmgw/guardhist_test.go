@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // guardHistory reads GET /llm/guardrails/history from g's admin endpoint.
@@ -65,7 +66,7 @@ func guardAsk(t *testing.T, g *gateway, prompt string) int {
 // gateway (not only while a console page polls), summed over a cluster's
 // nodes through Redis.
 func TestGuardrailHistory(t *testing.T) {
-	c := startClusterOn(t, 0, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")), startRedis(t), "")
+	c := startClusterOn(t, 0, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")), startRedis(t), "")
 	c.before = guardBlock
 	n1, n2 := c.add("n1"), c.add("n2")
 	for _, g := range []*gateway{n1, n2} {

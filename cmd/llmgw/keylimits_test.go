@@ -29,7 +29,7 @@ func (g *gateway) adminPut(path, body string) (int, string) {
 // TestKeyLimitsChanged: a runtime key's limits are replaced through the
 // admin API and ctl, take effect at the next request, and go away again.
 func TestKeyLimitsChanged(t *testing.T) {
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
 	code, body := g.adminPost("/llm/keys", `{"project":"acme/research/alpha","id":"runner"}`)
 	var k llm.KeyInfo
 	if code != 201 || json.Unmarshal(body, &k) != nil || k.Secret == "" {

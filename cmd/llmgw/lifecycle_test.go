@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // A model with max 0 is kept in the catalog and never started: listed as
@@ -89,7 +90,7 @@ func TestModelKeptWithMaxZero(t *testing.T) {
 // serves it. The audit log of every node's changes reads the same from
 // each node.
 func TestClusterModelKeptAndAudit(t *testing.T) {
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1")))
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	if code, body := adminDo(t, n1, "POST", "/llm/models", `{"name":"kept","engine":"sim","scaling":{"max":0}}`); code != 201 {
 		t.Fatalf("add: %d %s", code, body)
@@ -180,7 +181,7 @@ func TestAuditLogReadBack(t *testing.T) {
 		audit {
 			keep 7d
 			max_entries 1000
-		}`+tenancy("", "", "", ""), "")
+		}`+tenancyBlock("", "", "", ""), "")
 	steps := []struct{ actor, method, path, body string }{
 		{"alice", "POST", "/llm/models", `{"name":"extra","engine":"sim","scaling":{"min":0}}`},
 		{"bob", "POST", "/llm/keys", `{"project":"acme/research/alpha","id":"k-audit"}`},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llmmcp"
 )
 
@@ -53,7 +54,7 @@ func mcpAttackSite(t *testing.T) *gateway {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), g.http, mcpServeBinary(t), llm.HashKey("root-token"), llm.HashKey("ops-token"))
+`, g.admin, filepath.Join(g.dir, "storage"), g.http, mcpServeBinary(t), tenancy.HashKey("root-token"), tenancy.HashKey("ops-token"))
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // Tool calls through llm_mcp with llm_quota and llm_guardrails in front:
@@ -71,7 +71,7 @@ func TestMCPToolCallQuotaAndGuardrails(t *testing.T) {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http, remote)
+`, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), tenancy.HashKey("secret-2"), g.http, remote)
 	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

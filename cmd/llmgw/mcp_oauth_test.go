@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llmmcp"
 )
 
@@ -100,7 +100,7 @@ func mcpOAuthConfig(g *gateway, secure, m2m, secureExtra string) string {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http, secure, secureExtra, secure, m2m)
+`, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), tenancy.HashKey("secret-2"), g.http, secure, secureExtra, secure, m2m)
 }
 
 // browse plays a person's browser: it opens the authorization URL,

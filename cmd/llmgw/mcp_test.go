@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llmmcp"
 )
 
@@ -123,7 +123,7 @@ func mcpConfig(g *gateway, remote, extraSite string) string {
 		}
 	}
 }
-`, g.admin, filepath.Join(g.dir, "storage"), llm.HashKey("secret-1"), llm.HashKey("secret-2"), g.http, extraSite, remote, mcpServeBinary(g.t))
+`, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), tenancy.HashKey("secret-2"), g.http, extraSite, remote, mcpServeBinary(g.t))
 }
 
 // keyHeader sends an llmgw key with every request of an MCP client.

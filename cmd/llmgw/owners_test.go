@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // ownersModel is a runtime model's body: one replica of 1 GiB, owned by owner.
@@ -53,7 +54,7 @@ func TestOwnersCapacityWaitsThenAdmits(t *testing.T) {
 					replicas 2
 				}
 				project alpha {
-					key k1 `+llm.HashKey("secret-1")+`
+					key k1 `+tenancy.HashKey("secret-1")+`
 				}
 			}
 			team ops
@@ -148,7 +149,7 @@ func ownersFile(t *testing.T, body string) string {
 // or one that still has keys, levels or models, is refused with the
 // reason; every change is in the audit log.
 func TestOwnersTenancyAtRuntime(t *testing.T) {
-	block := quotaModels + tenancy("", "", "", "")
+	block := quotaModels + tenancyBlock("", "", "", "")
 	g := startQuotaGateway(t, block, "")
 	for _, c := range []struct{ path, body string }{
 		{"/llm/tenants/orgs", `{"name":"beta","capacity":{"replicas":5}}`},
@@ -325,7 +326,7 @@ func TestOwnersCluster(t *testing.T) {
 			}
 			team research {
 				project alpha {
-					key k1 `+llm.HashKey("secret-1")+`
+					key k1 `+tenancy.HashKey("secret-1")+`
 				}
 			}
 		}`)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // prefixConv is a conversation of the prefix-affinity tests.
@@ -287,7 +287,7 @@ func TestPrefixAffinityAcrossNodes(t *testing.T) {
 					key k1 %s
 				}
 			}
-		}`, llm.HashKey("secret-1"))}
+		}`, tenancy.HashKey("secret-1"))}
 	n1 := c.add("n1")
 	c.add("n2")
 	waitFor(t, 30*time.Second, "a replica of chat on each node", func() bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // redisServer is a real redis-server on a free loopback port.
@@ -65,9 +66,9 @@ func (r *redisServer) stop() {
 	}
 }
 
-// tenancy declares one organisation, team and project with keys k1 and
+// tenancyBlock declares one organisation, team and project with keys k1 and
 // k2 (secrets "secret-1" and "secret-2"), the given limits at each level.
-func tenancy(org, team, project, key string) string {
+func tenancyBlock(org, team, project, key string) string {
 	return fmt.Sprintf(`
 		org acme {
 			%s
@@ -81,7 +82,7 @@ func tenancy(org, team, project, key string) string {
 					key k2 %s
 				}
 			}
-		}`, org, team, project, llm.HashKey("secret-1"), key, llm.HashKey("secret-2"))
+		}`, org, team, project, tenancy.HashKey("secret-1"), key, tenancy.HashKey("secret-2"))
 }
 
 const quotaModels = `
@@ -123,7 +124,7 @@ func freshMinute(t *testing.T, need time.Duration) {
 }
 
 func TestQuotaAuthAndModels(t *testing.T) {
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "models sim-*", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "models sim-*", ""), "")
 	for _, tc := range []struct{ name, key, code string }{
 		{"missing key", "", "invalid_api_key"},
 		{"unknown key", "secret-3", "invalid_api_key"},
@@ -160,7 +161,7 @@ func TestQuotaAuthAndModels(t *testing.T) {
 
 func TestQuotaCountersSurviveReload(t *testing.T) {
 	freshMinute(t, 20*time.Second)
-	cfg := quotaModels + tenancy("", "", "requests_per_minute 2", "")
+	cfg := quotaModels + tenancyBlock("", "", "requests_per_minute 2", "")
 	g := startQuotaGateway(t, cfg, "")
 	c := keyClient(g, "secret-1")
 	for range 2 {
@@ -183,7 +184,7 @@ func TestQuotaInheritanceAndHeaders(t *testing.T) {
 	freshMinute(t, 20*time.Second)
 	// The team allows 3 requests a minute; the project asks for 10 and
 	// gets 3; the key's own token limit shows in the headers.
-	g := startQuotaGateway(t, quotaModels+tenancy("", "requests_per_minute 3", "requests_per_minute 10", "tokens_per_minute 100000"), "rate_limit_headers always")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "requests_per_minute 3", "requests_per_minute 10", "tokens_per_minute 100000"), "rate_limit_headers always")
 	c := keyClient(g, "secret-1")
 	var last *http.Response
 	for i := range 3 {
@@ -214,7 +215,7 @@ func TestQuotaInheritanceAndHeaders(t *testing.T) {
 // By default only a 429 shows the limits.
 func TestQuotaRateLimitHeadersOnlyWhenRefused(t *testing.T) {
 	freshMinute(t, 20*time.Second)
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "requests_per_minute 1", ""), "")
 	c := keyClient(g, "secret-1")
 	var first *http.Response
 	if _, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",
@@ -240,7 +241,7 @@ func TestQuotaBudgetTripsOnSettledCost(t *testing.T) {
 	// budget of 25 the third request is admitted (20 spent < 25) and the
 	// fourth is refused: the reservation never trips the budget early.
 	models := strings.Replace(quotaModels, "option max_tokens 10", "option max_tokens 10\n\t\t\tprice 0 1000000", 1)
-	g := startQuotaGateway(t, models+tenancy("budget 25 month", "", "", ""), "")
+	g := startQuotaGateway(t, models+tenancyBlock("budget 25 month", "", "", ""), "")
 	c := keyClient(g, "secret-1")
 	for i := range 3 {
 		if _, e := chatErr(c, "sim-chat"); e != nil {
@@ -288,14 +289,14 @@ func adminDo(t *testing.T, g *gateway, method, path, body string) (int, []byte) 
 }
 
 func TestQuotaRuntimeKeys(t *testing.T) {
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
 	code, body := adminDo(t, g, "POST", "/llm/keys", `{"project":"acme/research/alpha","id":"ci"}`)
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	var created llm.KeyInfo
 	_ = json.Unmarshal(body, &created)
-	if !strings.HasPrefix(created.Secret, llm.SecretPrefix) {
+	if !strings.HasPrefix(created.Secret, tenancy.SecretPrefix) {
 		t.Fatalf("no secret in %s", body)
 	}
 	if _, e := chatErr(keyClient(g, created.Secret), "sim-chat"); e != nil {
@@ -352,8 +353,8 @@ func TestQuotaExactAcrossInstances(t *testing.T) {
 	redis := startRedis(t)
 	freshMinute(t, 30*time.Second)
 	quota := "\t\t\tstore " + redis.url()
-	g1 := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 7", ""), quota)
-	g2 := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 7", ""), quota)
+	g1 := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "requests_per_minute 7", ""), quota)
+	g2 := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "requests_per_minute 7", ""), quota)
 	var (
 		mu       sync.Mutex
 		ok, deny int
@@ -390,8 +391,8 @@ func TestQuotaTokensSettleStreamedUsage(t *testing.T) {
 	redis := startRedis(t)
 	freshMinute(t, 30*time.Second)
 	quota := "\t\t\tstore " + redis.url()
-	g1 := startQuotaGateway(t, quotaModels+tenancy("", "", "tokens_per_minute 100", ""), quota)
-	g2 := startQuotaGateway(t, quotaModels+tenancy("", "", "tokens_per_minute 100", ""), quota)
+	g1 := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "tokens_per_minute 100", ""), quota)
+	g2 := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "tokens_per_minute 100", ""), quota)
 	// Each streamed answer reserves its prompt estimate plus max_tokens 10
 	// and settles at what the stream's usage says.
 	body := `{"model":"sim-chat","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
@@ -440,8 +441,8 @@ func TestQuotaTokensSettleStreamedUsage(t *testing.T) {
 
 func TestQuotaRedisOutage(t *testing.T) {
 	redis := startRedis(t)
-	deny := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1000", ""), "\t\t\tstore "+redis.url())
-	allow := startQuotaGateway(t, quotaModels+tenancy("", "", "requests_per_minute 1000", ""), "\t\t\tstore "+redis.url()+"\n\t\t\ton_store_error allow")
+	deny := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "requests_per_minute 1000", ""), "\t\t\tstore "+redis.url())
+	allow := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "requests_per_minute 1000", ""), "\t\t\tstore "+redis.url()+"\n\t\t\ton_store_error allow")
 	for _, g := range []*gateway{deny, allow} {
 		if _, e := chatErr(keyClient(g, "secret-1"), "sim-chat"); e != nil {
 			t.Fatalf("before the outage: %v", e)
@@ -484,7 +485,7 @@ func TestQuotaSettlesCutStreams(t *testing.T) {
 		model slow {
 			engine sim
 			option tokens_per_second 20
-		}`+tenancy("", "", "tokens_per_minute 100000", ""), "")
+		}`+tenancyBlock("", "", "tokens_per_minute 100000", ""), "")
 	req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", strings.NewReader(
 		`{"model":"slow","stream":true,"max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Authorization", "Bearer secret-1")
@@ -519,7 +520,7 @@ func TestQuotaSettlesCutStreams(t *testing.T) {
 }
 
 func TestQuotaPassesBadRequestsThrough(t *testing.T) {
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", ""), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
 	for _, tc := range []struct {
 		body   string
 		status int
@@ -553,7 +554,7 @@ func TestQuotaFallbacksStayWithinAllowedModels(t *testing.T) {
 		model backup {
 			engine sim
 		}`
-	g := startQuotaGateway(t, models+tenancy("", "", "models primary", "")+
+	g := startQuotaGateway(t, models+tenancyBlock("", "", "models primary", "")+
 		fmt.Sprintf(`
 		org open {
 			team t {
@@ -561,7 +562,7 @@ func TestQuotaFallbacksStayWithinAllowedModels(t *testing.T) {
 					key k3 %s
 				}
 			}
-		}`, llm.HashKey("secret-3")), "")
+		}`, tenancy.HashKey("secret-3")), "")
 	// A key that may use only primary gets primary's error, not backup's answer.
 	if _, e := chatErr(keyClient(g, "secret-1"), "primary"); e == nil || e.StatusCode != 500 {
 		t.Errorf("restricted key: got %+v, want primary's 500", e)
@@ -578,7 +579,7 @@ func TestQuotaFallbacksStayWithinAllowedModels(t *testing.T) {
 // reservation, and n=1 fits.
 func TestQuotaEstimateCountsChoices(t *testing.T) {
 	freshMinute(t, 20*time.Second)
-	g := startQuotaGateway(t, quotaModels+tenancy("", "", "", "tokens_per_minute 300"), "")
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", "tokens_per_minute 300"), "")
 	c := keyClient(g, "secret-1")
 	ask := func(n int64) error {
 		_, err := c.Chat.Completions.New(bg, openai.ChatCompletionNewParams{Model: "sim-chat",

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // llm_router placed before llm_quota in a route would serve every request
@@ -41,7 +41,7 @@ func TestRouterBeforeQuotaIsRefused(t *testing.T) {
 		llm_quota
 	}
 }
-`, freePort(t), filepath.Join(dir, "storage"), llm.HashKey("secret-1"), freePort(t))
+`, freePort(t), filepath.Join(dir, "storage"), tenancy.HashKey("secret-1"), freePort(t))
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestValidateWarnsAboutGlobsThatMatchNothing(t *testing.T) {
 		}
 	}
 }
-`, filepath.Join(dir, "storage"), llm.HashKey("secret-1"), freePort(t))
+`, filepath.Join(dir, "storage"), tenancy.HashKey("secret-1"), freePort(t))
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // recordingProvider is an OpenAI-compatible stand-in on 127.0.0.5 (a
@@ -200,7 +200,7 @@ func TestMirrorSourcesFromTheAdminAPI(t *testing.T) {
 	redirect := httptest.NewServer(http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound))
 	defer redirect.Close()
 	g := consoleSite(t, fmt.Sprintf("\t\truntime_hosts 127.0.0.1\n\t\tmirror {\n\t\t\tstore a dir %s\n\t\t}\n", t.TempDir()),
-		"\t\t\ttoken ops "+llm.HashKey("ops-token")+" operator\n")
+		"\t\t\ttoken ops "+tenancy.HashKey("ops-token")+" operator\n")
 	cases := []struct{ name, token, body, want string }{
 		{"an operator reads a host file", "ops-token", fmt.Sprintf(`{"model":"stolen","version":"v1","source":%q}`, secretFile), "needs the admin role"},
 		{"metadata", "ops-token", `{"model":"meta","version":"v1","source":"http://169.254.169.254/latest/meta-data/x.gguf"}`, "link-local"},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror/s3test"
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // updatesRegistry is a stand-in for the model registry's API (the real
@@ -378,7 +379,7 @@ func TestRegistryUpdateInCluster(t *testing.T) {
 					key k1 %s
 				}
 			}
-		}`, llm.HashKey("secret-1"))
+		}`, tenancy.HashKey("secret-1"))
 	c := &cluster{t: t, redis: startRedis(t), models: models, nodes: map[string]*gateway{}, peer: map[string]string{},
 		extra: map[string]string{"n1": mirrorFor(), "n2": mirrorFor()}}
 	c.add("n1")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 type weightsView struct {
@@ -156,7 +157,7 @@ func TestWeightsLeftOver(t *testing.T) {
 // directory, and a prune through one node with --node reaches another.
 func TestClusterWeights(t *testing.T) {
 	store := t.TempDir()
-	c := startCluster(t, 2, fmt.Sprintf(clusterModels, llm.HashKey("secret-1"))+fmt.Sprintf(`
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1"))+fmt.Sprintf(`
 		mirror {
 			store shared dir %s
 		}`, store))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
 
@@ -99,9 +101,9 @@ const maxKeyBody = 64 << 10
 
 func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		ID      string  `json:"id"`
-		Project string  `json:"project"`
-		Limits  *Limits `json:"limits"`
+		ID      string          `json:"id"`
+		Project string          `json:"project"`
+		Limits  *tenancy.Limits `json:"limits"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody)).Decode(&req); err != nil {
 		return apiErr(http.StatusBadRequest, "the body must be JSON like {\"project\":\"org/team/project\"}, at most %d bytes: %v", maxKeyBody, err)
@@ -109,19 +111,19 @@ func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
 	if req.ID == "" {
 		req.ID = "key-" + randID()
 	}
-	if err := CheckID("key id", req.ID); err != nil {
+	if err := catalog.CheckID("key id", req.ID); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	secret, err := NewSecret()
+	secret, err := tenancy.NewSecret()
 	if err != nil {
 		return err
 	}
-	key := &APIKey{ID: req.ID, SHA256: HashKey(secret), Limits: req.Limits, Project: req.Project, Created: now().UTC()}
-	err = a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
-		if _, ok := a.keys.Load().projects[req.Project]; !ok {
+	key := &tenancy.APIKey{ID: req.ID, SHA256: tenancy.HashKey(secret), Limits: req.Limits, Project: req.Project, Created: now().UTC()}
+	err = a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
+		if !a.keys.Load().HasProject(req.Project) {
 			return nil, apiErr(http.StatusBadRequest, "project %q is not declared; use organisation/team/project as in the config", req.Project)
 		}
-		if _, dup := a.keys.Load().byID[req.ID]; dup {
+		if _, dup := a.keys.Load().Key(req.ID); dup {
 			return nil, apiErr(http.StatusConflict, "a key with id %q exists", req.ID)
 		}
 		return append(keys, key), nil
@@ -141,7 +143,7 @@ func handleKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, "/llm/keys/")
 	id, action, _ := strings.Cut(rest, "/")
-	if err := CheckID("key id", id); err != nil {
+	if err := catalog.CheckID("key id", id); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	switch {
@@ -164,20 +166,20 @@ func handleKey(w http.ResponseWriter, r *http.Request) error {
 
 // runtimeKey finds a key created through the API in keys, or explains why
 // it cannot be changed here.
-func (a *App) runtimeKey(keys []*APIKey, id string) (*APIKey, error) {
+func (a *App) runtimeKey(keys []*tenancy.APIKey, id string) (*tenancy.APIKey, error) {
 	for _, k := range keys {
 		if k.ID == id {
 			return k, nil
 		}
 	}
-	if _, ok := a.keys.Load().byID[id]; ok {
+	if _, ok := a.keys.Load().Key(id); ok {
 		return nil, apiErr(http.StatusConflict, "key %q is declared in the config file; change it there", id)
 	}
 	return nil, apiErr(http.StatusNotFound, "no key %q", id)
 }
 
 func (a *App) revokeKey(w http.ResponseWriter, r *http.Request, id string) error {
-	err := a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+	err := a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
 		k, err := a.runtimeKey(keys, id)
 		if err != nil {
 			return nil, err
@@ -197,12 +199,12 @@ func (a *App) revokeKey(w http.ResponseWriter, r *http.Request, id string) error
 }
 
 func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error {
-	secret, err := NewSecret()
+	secret, err := tenancy.NewSecret()
 	if err != nil {
 		return err
 	}
 	var info KeyInfo
-	err = a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+	err = a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
 		k, err := a.runtimeKey(keys, id)
 		if err != nil {
 			return nil, err
@@ -210,7 +212,7 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 		if k.Revoked != nil {
 			return nil, apiErr(http.StatusConflict, "key %q is revoked; create a new one", id)
 		}
-		k.SHA256, k.Created = HashKey(secret), now().UTC()
+		k.SHA256, k.Created = tenancy.HashKey(secret), now().UTC()
 		info = KeyInfo{ID: k.ID, Project: k.Project, Source: "runtime", Created: k.Created, Limits: k.Limits, Secret: secret}
 		return keys, nil
 	})
@@ -223,17 +225,17 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 
 // setKeyLimits replaces a runtime key's limits.
 func (a *App) setKeyLimits(w http.ResponseWriter, r *http.Request, id string) error {
-	var l Limits
+	var l tenancy.Limits
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxKeyBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
 		return apiErr(http.StatusBadRequest, "the body must be the key's limits as JSON, such as {\"requests_per_minute\":60,\"tokens_per_minute\":100000} ({} removes them), at most %d bytes: %v", maxKeyBody, err)
 	}
-	if err := l.validate(); err != nil {
+	if err := l.Validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "key %q: %v", id, err)
 	}
 	var info KeyInfo
-	err := a.changeKeys(r.Context(), func(keys []*APIKey) ([]*APIKey, error) {
+	err := a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
 		k, err := a.runtimeKey(keys, id)
 		if err != nil {
 			return nil, err

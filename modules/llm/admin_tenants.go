@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
 
@@ -20,9 +21,9 @@ type TenantLevel struct {
 	// through the admin API) or config+runtime (declared in the file, its
 	// limits and capacity changed through the API: the change is laid
 	// over the file at every start and reload).
-	Source   string    `json:"source"`
-	Limits   *Limits   `json:"limits,omitempty"`
-	Capacity *Capacity `json:"capacity,omitempty"`
+	Source   string            `json:"source"`
+	Limits   *tenancy.Limits   `json:"limits,omitempty"`
+	Capacity *tenancy.Capacity `json:"capacity,omitempty"`
 	// Used is what the replicas of the models it owns (itself and the
 	// levels under it) hold on this node.
 	Used OwnerUse `json:"used"`
@@ -36,9 +37,9 @@ type TenantLevel struct {
 
 // tenantBody is the body of POST, PUT and PATCH on the tenancy routes.
 type tenantBody struct {
-	Name     string    `json:"name,omitempty"` // POST only
-	Limits   *Limits   `json:"limits,omitempty"`
-	Capacity *Capacity `json:"capacity,omitempty"`
+	Name     string            `json:"name,omitempty"` // POST only
+	Limits   *tenancy.Limits   `json:"limits,omitempty"`
+	Capacity *tenancy.Capacity `json:"capacity,omitempty"`
 }
 
 const maxTenantBody = 1 << 20
@@ -72,7 +73,7 @@ func parseTenantRoute(p string) (tenantRoute, bool) {
 		}
 		names = append(names, s)
 	}
-	rt := tenantRoute{kind: tenantKinds[(len(segs)+1)/2]}
+	rt := tenantRoute{kind: tenancy.KindAt((len(segs) + 1) / 2)}
 	if len(segs)%2 == 1 {
 		rt.parent = strings.Join(names, "/")
 		return rt, true
@@ -94,7 +95,7 @@ func handleTenants(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case rt.kind == "" && r.Method == http.MethodGet:
-		return writeJSON(w, a.tenantLevels(a.tenants.Load().paths()))
+		return writeJSON(w, a.tenantLevels(a.tenants.Load().Paths()))
 	case rt.kind == "":
 		return apiErr(http.StatusMethodNotAllowed, "GET /llm/tenants lists every level; change one under /llm/tenants/orgs")
 	case rt.path == "" && r.Method == http.MethodGet:
@@ -104,7 +105,7 @@ func handleTenants(w http.ResponseWriter, r *http.Request) error {
 	case rt.path == "":
 		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
 	case r.Method == http.MethodGet:
-		if _, _, ok := a.tenants.Load().find(rt.path); !ok {
+		if _, _, ok := a.tenants.Load().Find(rt.path); !ok {
 			return apiErr(http.StatusNotFound, "no %s %s", rt.kind, rt.path)
 		}
 		return writeJSON(w, a.tenantLevels([]string{rt.path})[0])
@@ -120,14 +121,14 @@ func (a *App) listTenants(w http.ResponseWriter, rt tenantRoute) error {
 	t := a.tenants.Load()
 	var paths []string
 	if rt.parent == "" {
-		for _, o := range t.orgs {
+		for _, o := range t.Orgs() {
 			paths = append(paths, o.Name)
 		}
 	} else {
-		if _, _, ok := t.find(rt.parent); !ok {
-			return apiErr(http.StatusNotFound, "no %s %s", pathKind(rt.parent), rt.parent)
+		if _, _, ok := t.Find(rt.parent); !ok {
+			return apiErr(http.StatusNotFound, "no %s %s", tenancy.PathKind(rt.parent), rt.parent)
 		}
-		paths = t.children(rt.parent)
+		paths = t.Children(rt.parent)
 	}
 	return writeJSON(w, a.tenantLevels(paths))
 }
@@ -136,16 +137,16 @@ func (a *App) listTenants(w http.ResponseWriter, rt tenantRoute) error {
 func (a *App) tenantLevels(paths []string) []TenantLevel {
 	t, kr, v := a.tenants.Load(), a.keys.Load(), a.v()
 	runtime := map[string]bool{}
-	for _, e := range t.entries {
+	for _, e := range t.Entries() {
 		runtime[e.Path] = true
 	}
 	out := make([]TenantLevel, 0, len(paths))
 	for _, p := range paths {
-		l, c, _ := t.find(p)
-		lv := TenantLevel{Kind: pathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
-			Limits: l, Capacity: c, Used: node.useOf(p), Children: t.children(p)}
+		l, c, _ := t.Find(p)
+		lv := TenantLevel{Kind: tenancy.PathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
+			Limits: l, Capacity: c, Used: node.useOf(p), Children: t.Children(p)}
 		switch {
-		case runtime[p] && t.config[p]:
+		case runtime[p] && t.InConfig(p):
 			lv.Source = "config+runtime"
 		case runtime[p]:
 			lv.Source = "runtime"
@@ -155,7 +156,7 @@ func (a *App) tenantLevels(paths []string) []TenantLevel {
 				lv.Models = append(lv.Models, m.Name)
 			}
 		}
-		for _, k := range kr.byID {
+		for _, k := range kr.Keys() {
 			if k.Revoked == nil && under(keyProject(kr, k), p) {
 				lv.Keys++
 			}
@@ -166,11 +167,11 @@ func (a *App) tenantLevels(paths []string) []TenantLevel {
 }
 
 // keyProject is the project a key belongs to, config or runtime.
-func keyProject(kr *keyring, k *APIKey) string {
+func keyProject(kr *tenancy.Keyring, k *tenancy.APIKey) string {
 	if k.Project != "" {
 		return k.Project
 	}
-	if t, ok := kr.byHash[strings.ToLower(k.SHA256)]; ok {
+	if t, ok := kr.ByHash(strings.ToLower(k.SHA256)); ok {
 		return t.Project
 	}
 	return ""
@@ -187,13 +188,13 @@ func decodeTenantBody(w http.ResponseWriter, r *http.Request, dst *tenantBody) e
 }
 
 func checkTenantBody(b *tenantBody) error {
-	if err := b.Limits.validate(); err != nil {
+	if err := b.Limits.Validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "limits: %v", err)
 	}
-	if err := b.Capacity.validate(); err != nil {
+	if err := b.Capacity.Validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "capacity: %v", err)
 	}
-	if b.Capacity.isZero() {
+	if b.Capacity.IsZero() {
 		b.Capacity = nil
 	}
 	return nil
@@ -204,24 +205,24 @@ func (a *App) createTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 	if err := decodeTenantBody(w, r, &b); err != nil {
 		return err
 	}
-	if err := checkName(rt.kind, b.Name, map[string]bool{}, b.Name); err != nil {
+	if err := tenancy.CheckLevelName(rt.kind, b.Name, map[string]bool{}, b.Name); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	path := b.Name
 	if rt.parent != "" {
 		path = rt.parent + "/" + b.Name
 	}
-	err := a.changeTenants(r.Context(), func(t *tenancy, entries []*tenantEntry, keys []*APIKey) ([]*tenantEntry, []*APIKey, error) {
+	err := a.changeTenants(r.Context(), func(t *tenancy.Tree, entries []*tenancy.Entry, keys []*tenancy.APIKey) ([]*tenancy.Entry, []*tenancy.APIKey, error) {
 		if rt.parent != "" {
-			if _, _, ok := t.find(rt.parent); !ok {
-				return nil, nil, apiErr(http.StatusNotFound, "no %s %s to create the %s %s under", pathKind(rt.parent), rt.parent, rt.kind, b.Name)
+			if _, _, ok := t.Find(rt.parent); !ok {
+				return nil, nil, apiErr(http.StatusNotFound, "no %s %s to create the %s %s under", tenancy.PathKind(rt.parent), rt.parent, rt.kind, b.Name)
 			}
 		}
-		if _, _, ok := t.find(path); ok {
+		if _, _, ok := t.Find(path); ok {
 			return nil, nil, apiErr(http.StatusConflict, "%s %s exists; change it with PUT or PATCH", rt.kind, path)
 		}
 		at := now().UTC()
-		return append(entries, &tenantEntry{Path: path, Limits: b.Limits, Capacity: b.Capacity, Created: at, Changed: at}), keys, nil
+		return append(entries, &tenancy.Entry{Path: path, Limits: b.Limits, Capacity: b.Capacity, Created: at, Changed: at}), keys, nil
 	})
 	if err != nil {
 		return asAPIError(err)
@@ -240,8 +241,8 @@ func (a *App) changeTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 		return apiErr(http.StatusBadRequest, "reading the body: %v", err)
 	}
 	var b tenantBody
-	err = a.changeTenants(r.Context(), func(t *tenancy, entries []*tenantEntry, keys []*APIKey) ([]*tenantEntry, []*APIKey, error) {
-		l, c, ok := t.find(rt.path)
+	err = a.changeTenants(r.Context(), func(t *tenancy.Tree, entries []*tenancy.Entry, keys []*tenancy.APIKey) ([]*tenancy.Entry, []*tenancy.APIKey, error) {
+		l, c, ok := t.Find(rt.path)
 		if !ok {
 			return nil, nil, apiErr(http.StatusNotFound, "no %s %s; create it with POST /llm/tenants/%s", rt.kind, rt.path, collectionPath(rt))
 		}
@@ -260,9 +261,9 @@ func (a *App) changeTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 			return nil, nil, err
 		}
 		at := now().UTC()
-		i := slices.IndexFunc(entries, func(e *tenantEntry) bool { return e.Path == rt.path })
+		i := slices.IndexFunc(entries, func(e *tenancy.Entry) bool { return e.Path == rt.path })
 		if i < 0 {
-			entries = append(entries, &tenantEntry{Path: rt.path, Overlay: t.config[rt.path], Created: at})
+			entries = append(entries, &tenancy.Entry{Path: rt.path, Overlay: t.InConfig(rt.path), Created: at})
 			i = len(entries) - 1
 		}
 		entries[i].Limits, entries[i].Capacity, entries[i].Changed = b.Limits, b.Capacity, at
@@ -329,22 +330,22 @@ func mergeValue(doc any, patch any) any {
 
 func (a *App) deleteTenant(w http.ResponseWriter, r *http.Request, rt tenantRoute) error {
 	undo := r.URL.Query().Get("overlay") == "true" // a config level back to the file's limits
-	err := a.changeTenants(r.Context(), func(t *tenancy, entries []*tenantEntry, keys []*APIKey) ([]*tenantEntry, []*APIKey, error) {
-		if _, _, ok := t.find(rt.path); !ok {
+	err := a.changeTenants(r.Context(), func(t *tenancy.Tree, entries []*tenancy.Entry, keys []*tenancy.APIKey) ([]*tenancy.Entry, []*tenancy.APIKey, error) {
+		if _, _, ok := t.Find(rt.path); !ok {
 			return nil, nil, apiErr(http.StatusNotFound, "no %s %s", rt.kind, rt.path)
 		}
-		if t.config[rt.path] && undo {
-			i := slices.IndexFunc(entries, func(e *tenantEntry) bool { return e.Path == rt.path })
+		if t.InConfig(rt.path) && undo {
+			i := slices.IndexFunc(entries, func(e *tenancy.Entry) bool { return e.Path == rt.path })
 			if i < 0 {
 				return nil, nil, apiErr(http.StatusNotFound, "%s %s has no runtime changes to undo", rt.kind, rt.path)
 			}
 			return slices.Delete(entries, i, i+1), keys, nil
 		}
-		if t.config[rt.path] {
+		if t.InConfig(rt.path) {
 			return nil, nil, apiErr(http.StatusConflict, "%s %s is declared in the config file; remove it there (?overlay=true undoes only its runtime changes)", rt.kind, rt.path)
 		}
-		if ch := t.children(rt.path); len(ch) > 0 {
-			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %ss (%s); delete them first", rt.kind, rt.path, pathKind(ch[0]), strings.Join(ch, ", "))
+		if ch := t.Children(rt.path); len(ch) > 0 {
+			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %ss (%s); delete them first", rt.kind, rt.path, tenancy.PathKind(ch[0]), strings.Join(ch, ", "))
 		}
 		lv := a.tenantLevels([]string{rt.path})[0]
 		if len(lv.Models) > 0 {
@@ -354,8 +355,8 @@ func (a *App) deleteTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %s; revoke them first (GET /llm/keys?under=%s lists them)", rt.kind, rt.path, plural(lv.Keys, "key"), rt.path)
 		}
 		// Revoked keys of its projects go with it.
-		keys = slices.DeleteFunc(keys, func(k *APIKey) bool { return k.Revoked != nil && under(k.Project, rt.path) })
-		return slices.DeleteFunc(entries, func(e *tenantEntry) bool { return e.Path == rt.path }), keys, nil
+		keys = slices.DeleteFunc(keys, func(k *tenancy.APIKey) bool { return k.Revoked != nil && under(k.Project, rt.path) })
+		return slices.DeleteFunc(entries, func(e *tenancy.Entry) bool { return e.Path == rt.path }), keys, nil
 	})
 	if err != nil {
 		return asAPIError(err)

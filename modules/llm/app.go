@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
@@ -92,7 +93,7 @@ type App struct {
 	DrainTimeout caddy.Duration `json:"drain_timeout,omitempty"`
 	// Orgs is the tenancy tree: organisations, their teams,
 	// projects and API keys, each with limits. llm_quota enforces them.
-	Orgs []*Org `json:"orgs,omitempty"`
+	Orgs []*tenancy.Org `json:"orgs,omitempty"`
 	// Mirror keeps model weights in one or two stores and fetches them to
 	// this node; see MirrorConfig. Default: used only when a model's source
 	// is mirror:// or hf://, with one directory store in Caddy's data
@@ -141,12 +142,12 @@ type App struct {
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
 	mirrorKey   string
-	keys        *atomic.Pointer[keyring]
-	runtimeKeys []*APIKey
-	tenants     *atomic.Pointer[tenancy] // the tenancy tree in force (tenancy.go)
-	lockKey     string                   // the data directory's lock, once Start took it
-	secrets     map[string]string        // Secrets, resolved
-	egress      *egress.Policy           // what URLs set at run time may reach
+	keys        *atomic.Pointer[tenancy.Keyring]
+	runtimeKeys []*tenancy.APIKey
+	tenants     *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
+	lockKey     string                        // the data directory's lock, once Start took it
+	secrets     map[string]string             // Secrets, resolved
+	egress      *egress.Policy                // what URLs set at run time may reach
 }
 
 // keysMu serializes runtime key changes.
@@ -211,12 +212,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
-	a.keys = new(atomic.Pointer[keyring])
+	a.keys = new(atomic.Pointer[tenancy.Keyring])
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
 	a.engines = newEngineSet()
-	a.tenants = new(atomic.Pointer[tenancy])
+	a.tenants = new(atomic.Pointer[tenancy.Tree])
 	if err := a.loadTenants(ctx); err != nil { // before the keys: runtime projects hold keys
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // parseOrg parses an organisation of the tenancy tree:
@@ -44,7 +45,7 @@ import (
 //	tool_calls_per_minute <n>
 //	tool_calls_per_day    <n>
 func (a *App) parseOrg(d *caddyfile.Dispenser) error {
-	o := new(Org)
+	o := new(tenancy.Org)
 	if err := caddyfileutil.NameArg(d, &o.Name); err != nil {
 		return err
 	}
@@ -55,13 +56,13 @@ func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 		if dir != "team" {
 			return false, nil
 		}
-		t := new(Team)
+		t := new(tenancy.Team)
 		o.Teams = append(o.Teams, t)
 		return true, parseTeam(d, t)
 	}, func() { a.Orgs = append(a.Orgs, o) })
 }
 
-func parseTeam(d *caddyfile.Dispenser, t *Team) error {
+func parseTeam(d *caddyfile.Dispenser, t *tenancy.Team) error {
 	if err := caddyfileutil.NameArg(d, &t.Name); err != nil {
 		return err
 	}
@@ -72,13 +73,13 @@ func parseTeam(d *caddyfile.Dispenser, t *Team) error {
 		if dir != "project" {
 			return false, nil
 		}
-		p := new(Project)
+		p := new(tenancy.Project)
 		t.Projects = append(t.Projects, p)
 		return true, parseProject(d, p)
 	}, func() {})
 }
 
-func parseProject(d *caddyfile.Dispenser, p *Project) error {
+func parseProject(d *caddyfile.Dispenser, p *tenancy.Project) error {
 	if err := caddyfileutil.NameArg(d, &p.Name); err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func parseProject(d *caddyfile.Dispenser, p *Project) error {
 		if dir != "key" {
 			return false, nil
 		}
-		k := new(APIKey)
+		k := new(tenancy.APIKey)
 		if !d.Args(&k.ID, &k.SHA256) || d.NextArg() {
 			return true, d.ArgErr()
 		}
@@ -100,14 +101,14 @@ func parseProject(d *caddyfile.Dispenser, p *Project) error {
 
 // parseCapacity parses a level's capacity block (memory, cores, gpus,
 // replicas); a second block on one level is refused.
-func parseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
+func parseCapacity(d *caddyfile.Dispenser, dst **tenancy.Capacity) error {
 	if *dst != nil {
 		return d.Err("duplicate subdirective \"capacity\"")
 	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	c := new(Capacity)
+	c := new(tenancy.Capacity)
 	*dst = c
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
@@ -142,7 +143,7 @@ func parseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 
 // parseNode parses a block of limits and children; child handles the
 // subdirectives limits do not know.
-func parseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool, error), done func()) error {
+func parseNode(d *caddyfile.Dispenser, lp **tenancy.Limits, child func(dir string) (bool, error), done func()) error {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		dir := d.Val()
@@ -158,7 +159,7 @@ func parseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool
 		}
 		seen[dir] = true
 		if *lp == nil {
-			*lp = new(Limits)
+			*lp = new(tenancy.Limits)
 		}
 		if err := parseLimit(d, *lp, dir); err != nil {
 			return err
@@ -168,7 +169,7 @@ func parseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool
 	return nil
 }
 
-func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
+func parseLimit(d *caddyfile.Dispenser, l *tenancy.Limits, dir string) error {
 	i64 := func(dst *int64) error {
 		var n int
 		err := caddyfileutil.IntArg(d, &n, 1)

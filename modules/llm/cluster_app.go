@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
 
@@ -256,7 +257,7 @@ func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
 		keysMu.Lock()
 		err := a.loadTenants(ctx) // the tenancy tree changed at runtime (tenancy.go)
 		a.putOwners()
-		var rt []*APIKey
+		var rt []*tenancy.APIKey
 		if err == nil {
 			rt, err = a.loadRuntimeKeys(ctx)
 		}

@@ -3,6 +3,7 @@ package llm
 import (
 	"path"
 
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
 
@@ -15,7 +16,7 @@ func (a *App) warnUnmatchedGlobs(v *view) {
 		names = append(names, m.Name)
 		names = append(names, m.Aliases...)
 	}
-	check := func(where string, l *Limits) {
+	check := func(where string, l *tenancy.Limits) {
 		if l == nil {
 			return
 		}
@@ -24,7 +25,7 @@ func (a *App) warnUnmatchedGlobs(v *view) {
 				a.logger.Warn("a models limit is not a valid glob; it matches nothing", zap.String("tenant", where), zap.String("glob", g), zap.Error(err))
 				continue
 			}
-			if !MatchAny([]string{g}, names) {
+			if !tenancy.MatchAny([]string{g}, names) {
 				a.logger.Warn("a models limit matches no model in the catalog; check its spelling", zap.String("tenant", where), zap.String("glob", g))
 			}
 		}

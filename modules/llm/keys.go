@@ -2,17 +2,15 @@ package llm
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"sort"
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
 
@@ -20,54 +18,30 @@ import (
 // Caddy's storage, so they survive restarts.
 const keysStorageKey = "llmgw/keys.json"
 
-// SecretPrefix starts every secret llmgw makes.
-const SecretPrefix = "sk-llmgw-"
-
-// Key lookup errors; both answer 401.
-var (
-	ErrNoKey      = errors.New("no API key; send one as \"Authorization: Bearer <key>\"")
-	ErrUnknownKey = errors.New("the API key is not valid (unknown or revoked); check the key or ask an administrator for a new one")
-)
-
 // Authenticate resolves a secret to its tenant.
-func (a *App) Authenticate(secret string) (*Tenant, error) {
+func (a *App) Authenticate(secret string) (*tenancy.Tenant, error) {
 	if secret == "" {
-		return nil, ErrNoKey
+		return nil, tenancy.ErrNoKey
 	}
 	kr := a.keys.Load()
-	var sum [2 * sha256.Size]byte
-	if t, ok := kr.byHash[string(hashKeyInto(&sum, secret))]; ok { // no copy: the lookup converts in place
+	if t, ok := kr.Lookup(secret); ok {
 		return t, nil
 	}
 	// In a cluster the key may have been minted on another node a moment
 	// ago, before its change reached this one.
 	if a.cluster != nil && a.cluster.refreshKeys(a) {
-		if t, ok := a.keys.Load().byHash[string(hashKeyInto(&sum, secret))]; ok {
+		if t, ok := a.keys.Load().Lookup(secret); ok {
 			return t, nil
 		}
 	}
-	return nil, ErrUnknownKey
+	return nil, tenancy.ErrUnknownKey
 }
 
 // HasTenants reports whether any organisation is configured.
 func (a *App) HasTenants() bool { return len(a.Tenancy()) > 0 }
 
-// NewSecret makes a random key secret.
-func NewSecret() (string, error) {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 32)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", err
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return SecretPrefix + string(b), nil
-}
-
 // loadRuntimeKeys reads the keys created through the admin API.
-func (a *App) loadRuntimeKeys(ctx context.Context) ([]*APIKey, error) {
+func (a *App) loadRuntimeKeys(ctx context.Context) ([]*tenancy.APIKey, error) {
 	if a.storage == nil {
 		return nil, nil
 	}
@@ -78,7 +52,7 @@ func (a *App) loadRuntimeKeys(ctx context.Context) ([]*APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading runtime keys from storage: %w", err)
 	}
-	var keys []*APIKey
+	var keys []*tenancy.APIKey
 	if err := json.Unmarshal(b, &keys); err != nil {
 		return nil, fmt.Errorf("runtime keys in storage (%s) are corrupt: %w", keysStorageKey, err)
 	}
@@ -86,17 +60,17 @@ func (a *App) loadRuntimeKeys(ctx context.Context) ([]*APIKey, error) {
 }
 
 // rebuildKeys makes the keyring from the config and the runtime keys.
-func (a *App) rebuildKeys(runtime []*APIKey) error {
-	kr, err := newKeyring(a.Tenancy())
+func (a *App) rebuildKeys(runtime []*tenancy.APIKey) error {
+	kr, err := tenancy.NewKeyring(a.Tenancy())
 	if err != nil {
 		return err
 	}
 	for _, k := range runtime {
-		if err := kr.add(k, k.Project); err != nil {
+		if err := kr.Add(k, k.Project); err != nil {
 			a.logger.Warn("ignoring runtime key", zap.String("key", catalog.BoundedLog(k.ID)), zap.Error(err))
 			continue
 		}
-		if err := CheckID("key id", k.ID); err != nil {
+		if err := catalog.CheckID("key id", k.ID); err != nil {
 			// Made before the rule: it works, but no route can name it.
 			a.logger.Warn("runtime key id breaks the id rule; the admin API cannot name it: remove it from "+keysStorageKey+" in storage to revoke it",
 				zap.String("key", catalog.BoundedLog(k.ID)), zap.Error(err))
@@ -109,15 +83,15 @@ func (a *App) rebuildKeys(runtime []*APIKey) error {
 
 // KeyInfo is what the admin API shows of a key: never its secret.
 type KeyInfo struct {
-	ID        string     `json:"id"`
-	Project   string     `json:"project"`
-	Source    string     `json:"source"` // "config" or "runtime"
-	Created   time.Time  `json:"created,omitzero"`
-	Revoked   *time.Time `json:"revoked,omitempty"`
-	Limits    *Limits    `json:"limits,omitempty"`
-	Levels    []Level    `json:"levels,omitempty"`
-	Effective *Limits    `json:"effective,omitempty"`
-	Secret    string     `json:"secret,omitempty"` // only when created or rotated
+	ID        string          `json:"id"`
+	Project   string          `json:"project"`
+	Source    string          `json:"source"` // "config" or "runtime"
+	Created   time.Time       `json:"created,omitzero"`
+	Revoked   *time.Time      `json:"revoked,omitempty"`
+	Limits    *tenancy.Limits `json:"limits,omitempty"`
+	Levels    []tenancy.Level `json:"levels,omitempty"`
+	Effective *tenancy.Limits `json:"effective,omitempty"`
+	Secret    string          `json:"secret,omitempty"` // only when created or rotated
 }
 
 func (a *App) keyInfos() []KeyInfo {
@@ -127,12 +101,12 @@ func (a *App) keyInfos() []KeyInfo {
 		runtime[k.ID] = true
 	}
 	var out []KeyInfo
-	for id, k := range kr.byID {
+	for id, k := range kr.Keys() {
 		info := KeyInfo{ID: id, Project: k.Project, Source: "config", Created: k.Created, Revoked: k.Revoked, Limits: k.Limits}
 		if runtime[id] {
 			info.Source = "runtime"
 		}
-		if t, ok := kr.byHash[k.SHA256]; ok {
+		if t, ok := kr.ByHash(k.SHA256); ok {
 			info.Project, info.Levels = t.Project, t.Levels
 			eff := t.Effective
 			info.Effective = &eff
@@ -145,10 +119,10 @@ func (a *App) keyInfos() []KeyInfo {
 
 // changeKeys applies fn to a copy of the runtime keys, persists the result
 // and swaps the keyring. Changes are serialized.
-func (a *App) changeKeys(ctx context.Context, fn func(keys []*APIKey) ([]*APIKey, error)) error {
+func (a *App) changeKeys(ctx context.Context, fn func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error)) error {
 	keysMu.Lock()
 	defer keysMu.Unlock()
-	cur := make([]*APIKey, len(a.runtimeKeys))
+	cur := make([]*tenancy.APIKey, len(a.runtimeKeys))
 	for i, k := range a.runtimeKeys {
 		c := *k
 		cur[i] = &c
@@ -157,12 +131,12 @@ func (a *App) changeKeys(ctx context.Context, fn func(keys []*APIKey) ([]*APIKey
 	if err != nil {
 		return err
 	}
-	kr, err := newKeyring(a.Tenancy())
+	kr, err := tenancy.NewKeyring(a.Tenancy())
 	if err != nil {
 		return err
 	}
 	for _, k := range next {
-		if err := kr.add(k, k.Project); err != nil {
+		if err := kr.Add(k, k.Project); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // operation is one admin API operation. The admin routes and the OpenAPI
@@ -34,7 +35,7 @@ var operations = []operation{
 	{"POST", "/llm/nodes/{name}/undrain", "Let a drained node take replicas again", "/llm/nodes/", nodeAction, ""},
 	{"GET", "/llm/node", "The node's capacity (memory, cores, GPUs), what its replicas use, and what is free", "/llm/node", getNode, ""},
 	{"GET", "/llm/keys", "List API keys (never their secrets), sorted by id. With ?limit=N (default 50, at most 1000), ?after=<id>, ?q=<text in the id or project> or ?under=<org, team or project path> the answer is one page: {\"keys\":[…],\"next\":\"<id to ask after, empty on the last page>\",\"total\":<matching keys>}", "/llm/keys", handleKeys, ""},
-	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once. id is optional (default key-<random>); an id is " + IDRule + ". A tenant admin on llm_admin leaves id out: ids are shared by every tenant. The body is at most 64 KiB", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
+	{"POST", "/llm/keys", "Create a key; the answer holds its secret, shown only once. id is optional (default key-<random>); an id is " + catalog.IDRule + ". A tenant admin on llm_admin leaves id out: ids are shared by every tenant. The body is at most 64 KiB", "/llm/keys", handleKeys, `{"project":"org/team/project","id":"optional","limits":{}}`},
 	{"GET", "/llm/keys/{id}", "Get a key with its levels and effective limits", "/llm/keys/", handleKey, ""},
 	{"DELETE", "/llm/keys/{id}", "Revoke a key created through the API", "/llm/keys/", handleKey, ""},
 	{"POST", "/llm/keys/{id}/rotate", "Issue a new secret for a key; the old one stops working", "/llm/keys/", handleKey, ""},

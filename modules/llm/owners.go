@@ -8,30 +8,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
-
-// Capacity is what the models an organisation, team or project owns may
-// hold at once: the sum over their replicas (a model names its owner with
-// owner org[/team[/project]]). A zero field sets no limit. A level's
-// models count against every level above it too, so a team's capacity
-// can only narrow its organisation's.
-type Capacity struct {
-	// Memory in bytes (the Caddyfile takes sizes such as 64GiB).
-	Memory int64 `json:"memory,omitempty"`
-	Cores  int   `json:"cores,omitempty"`
-	GPUs   int   `json:"gpus,omitempty"`
-	// Replicas caps the number of replicas.
-	Replicas int `json:"replicas,omitempty"`
-}
-
-func (c *Capacity) validate() error {
-	if c != nil && (c.Memory < 0 || c.Cores < 0 || c.GPUs < 0 || c.Replicas < 0) {
-		return fmt.Errorf("capacity must not be negative")
-	}
-	return nil
-}
-
-func (c *Capacity) isZero() bool { return c == nil || *c == Capacity{} }
 
 // OwnerUse is what the replicas of the models an owner holds (itself and
 // the levels under it) use on this node.
@@ -52,7 +30,7 @@ func (u *OwnerUse) add(r catalog.Resources) {
 // ownerLevel is one level of the tenancy tree that has a capacity.
 type ownerLevel struct {
 	kind string // org, team or project
-	cap  Capacity
+	cap  tenancy.Capacity
 }
 
 // ownerTable holds the capacities of the active tenancy tree, by path
@@ -65,10 +43,10 @@ type ownerTable struct {
 var owners atomic.Pointer[ownerTable]
 
 // newOwnerTable notes the capacity of every level of orgs that has one.
-func newOwnerTable(orgs []*Org) *ownerTable {
+func newOwnerTable(orgs []*tenancy.Org) *ownerTable {
 	t := &ownerTable{levels: map[string]ownerLevel{}}
-	note := func(kind, path string, c *Capacity) {
-		if !c.isZero() {
+	note := func(kind, path string, c *tenancy.Capacity) {
+		if !c.IsZero() {
 			t.levels[path] = ownerLevel{kind: kind, cap: *c}
 		}
 	}
@@ -172,7 +150,7 @@ func ownerReason(kind, path, over string) string {
 // overCapacity names the first kind that one more replica needing need
 // takes over c, given what is used: "4.0 GiB of memory over its
 // capacity of 64 GiB".
-func overCapacity(c Capacity, used OwnerUse, need catalog.Resources) string {
+func overCapacity(c tenancy.Capacity, used OwnerUse, need catalog.Resources) string {
 	if c.Replicas > 0 && used.Replicas+1 > c.Replicas {
 		return fmt.Sprintf("%s over its capacity of %s", plural(used.Replicas+1-c.Replicas, "replica"), plural(c.Replicas, "replica"))
 	}

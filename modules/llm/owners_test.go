@@ -8,10 +8,11 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // withOwners puts a tenancy tree's capacities in force for one test.
-func withOwners(t *testing.T, orgs []*Org) {
+func withOwners(t *testing.T, orgs []*tenancy.Org) {
 	prev := owners.Load()
 	owners.Store(newOwnerTable(orgs))
 	t.Cleanup(func() { owners.Store(prev) })
@@ -19,9 +20,9 @@ func withOwners(t *testing.T, orgs []*Org) {
 
 func TestOwnerCapacity(t *testing.T) {
 	const gib = 1 << 30
-	withOwners(t, []*Org{{Name: "acme", Capacity: &Capacity{Memory: 8 * gib},
-		Teams: []*Team{{Name: "research", Capacity: &Capacity{Replicas: 2},
-			Projects: []*Project{{Name: "alpha"}}}, {Name: "ops"}}}})
+	withOwners(t, []*tenancy.Org{{Name: "acme", Capacity: &tenancy.Capacity{Memory: 8 * gib},
+		Teams: []*tenancy.Team{{Name: "research", Capacity: &tenancy.Capacity{Replicas: 2},
+			Projects: []*tenancy.Project{{Name: "alpha"}}}, {Name: "ops"}}}})
 	l := &ledger{}
 	l.capacity.Store(&catalog.Resources{Memory: 64 * gib, Cores: 16})
 	running := func(name, owner string, mem int64) *fleet {
@@ -86,37 +87,37 @@ func TestOwnerCapacity(t *testing.T) {
 }
 
 func TestMergeTenancy(t *testing.T) {
-	config := []*Org{{Name: "acme", Limits: &Limits{RequestsPerMinute: 10},
-		Teams: []*Team{{Name: "research", Projects: []*Project{{Name: "alpha"}}}}}}
-	entries := []*tenantEntry{
-		{Path: "acme/research/beta", Limits: &Limits{RequestsPerMinute: 5}}, // before its parent is known: sorted
-		{Path: "acme", Limits: &Limits{RequestsPerMinute: 20}, Overlay: true},
+	config := []*tenancy.Org{{Name: "acme", Limits: &tenancy.Limits{RequestsPerMinute: 10},
+		Teams: []*tenancy.Team{{Name: "research", Projects: []*tenancy.Project{{Name: "alpha"}}}}}}
+	entries := []*tenancy.Entry{
+		{Path: "acme/research/beta", Limits: &tenancy.Limits{RequestsPerMinute: 5}}, // before its parent is known: sorted
+		{Path: "acme", Limits: &tenancy.Limits{RequestsPerMinute: 20}, Overlay: true},
 		{Path: "new"},
-		{Path: "new/t", Capacity: &Capacity{Replicas: 1}},
+		{Path: "new/t", Capacity: &tenancy.Capacity{Replicas: 1}},
 		{Path: "gone/t"},
 		{Path: "old", Overlay: true},
-		{Path: "acme/research", Limits: &Limits{RequestsPerMinute: 1}}, // created at runtime, then declared in the file
+		{Path: "acme/research", Limits: &tenancy.Limits{RequestsPerMinute: 1}}, // created at runtime, then declared in the file
 	}
-	tn, dropped := mergeTenancy(config, entries)
-	if got := strings.Join(tn.paths(), " "); got != "acme acme/research acme/research/alpha acme/research/beta new new/t" {
+	tn, dropped := tenancy.Merge(config, entries)
+	if got := strings.Join(tn.Paths(), " "); got != "acme acme/research acme/research/alpha acme/research/beta new new/t" {
 		t.Fatalf("paths: got %s", got)
 	}
-	if l, _, _ := tn.find("acme"); l.RequestsPerMinute != 20 {
+	if l, _, _ := tn.Find("acme"); l.RequestsPerMinute != 20 {
 		t.Fatalf("overlay: got %+v, want 20 a minute", l)
 	}
 	if config[0].Limits.RequestsPerMinute != 10 {
 		t.Fatal("the merge wrote the config's tree")
 	}
-	if _, c, _ := tn.find("new/t"); c.Replicas != 1 {
+	if _, c, _ := tn.Find("new/t"); c.Replicas != 1 {
 		t.Fatalf("capacity: got %+v", c)
 	}
 	if len(dropped) != 3 || dropped["gone/t"] == "" || dropped["old"] == "" || dropped["acme/research"] == "" {
 		t.Fatalf("dropped: got %v, want gone/t, old and acme/research", dropped)
 	}
-	if l, _, _ := tn.find("acme/research"); l != nil {
+	if l, _, _ := tn.Find("acme/research"); l != nil {
 		t.Fatalf("a level the file declares now keeps the file's limits: got %+v", l)
 	}
-	if _, err := newKeyring(tn.orgs); err != nil {
+	if _, err := tenancy.NewKeyring(tn.Orgs()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -163,7 +164,7 @@ func TestParseCapacity(t *testing.T) {
 	if err := a.parseOrg(d); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := *a.Orgs[0].Capacity, (Capacity{Memory: 64 << 30, Cores: 32, GPUs: 4, Replicas: 10}); got != want {
+	if got, want := *a.Orgs[0].Capacity, (tenancy.Capacity{Memory: 64 << 30, Cores: 32, GPUs: 4, Replicas: 10}); got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if a.Orgs[0].Teams[0].Capacity.Replicas != 2 {
@@ -183,8 +184,8 @@ func TestParseCapacity(t *testing.T) {
 // organisation's capacity holds across nodes, its team's too, and a
 // replica on a draining node (being replaced) does not count.
 func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
-	withOwners(t, []*Org{{Name: "acme", Capacity: &Capacity{Replicas: 3},
-		Teams: []*Team{{Name: "web", Capacity: &Capacity{Memory: 8 * gib}}}}})
+	withOwners(t, []*tenancy.Org{{Name: "acme", Capacity: &tenancy.Capacity{Replicas: 3},
+		Teams: []*tenancy.Team{{Name: "web", Capacity: &tenancy.Capacity{Memory: 8 * gib}}}}})
 	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0)}
 	big := pmodel("big", 2, 2, 4, 1)
 	big.Owner = "acme/web"
@@ -221,13 +222,13 @@ func TestPlanOwnerCapacityAcrossNodes(t *testing.T) {
 // replicas of 100 models on the node, owners three levels deep, each
 // level with a capacity.
 func BenchmarkOwnerCheck(b *testing.B) {
-	var orgs []*Org
+	var orgs []*tenancy.Org
 	for o := range 5 {
-		org := &Org{Name: fmt.Sprintf("o%d", o), Capacity: &Capacity{Memory: 1 << 50, Replicas: 1000}}
+		org := &tenancy.Org{Name: fmt.Sprintf("o%d", o), Capacity: &tenancy.Capacity{Memory: 1 << 50, Replicas: 1000}}
 		for t := range 4 {
-			team := &Team{Name: fmt.Sprintf("t%d", t), Capacity: &Capacity{Cores: 1 << 20}}
+			team := &tenancy.Team{Name: fmt.Sprintf("t%d", t), Capacity: &tenancy.Capacity{Cores: 1 << 20}}
 			for p := range 5 {
-				team.Projects = append(team.Projects, &Project{Name: fmt.Sprintf("p%d", p), Capacity: &Capacity{Replicas: 100}})
+				team.Projects = append(team.Projects, &tenancy.Project{Name: fmt.Sprintf("p%d", p), Capacity: &tenancy.Capacity{Replicas: 100}})
 			}
 			org.Teams = append(org.Teams, team)
 		}

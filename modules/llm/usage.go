@@ -38,15 +38,6 @@ func RegisterUsageReader(id string, r UsageReader) func() {
 	return func() { usageReaders.CompareAndDelete(id, r) }
 }
 
-// Node is the level's node name for counters and usage: its kind's
-// initial, a colon and its name.
-func (l *Level) Node() string {
-	if l.node != "" {
-		return l.node
-	}
-	return l.Kind[:1] + ":" + l.Name
-}
-
 // CacheAdmin is what the admin API asks of a cache; llm_cache registers
 // its entry store.
 type CacheAdmin interface {

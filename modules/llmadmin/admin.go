@@ -221,7 +221,7 @@ func (h *Handler) Validate() error {
 }
 
 func (h *Handler) identity(t Token, repl *caddy.Replacer) (*identity, error) {
-	if err := llm.CheckID("token id", t.ID); err != nil {
+	if err := catalog.CheckID("token id", t.ID); err != nil {
 		return nil, fmt.Errorf("llm_admin: %w", err)
 	}
 	sum, err := hex.DecodeString(strings.TrimSpace(repl.ReplaceAll(t.SHA256, "")))
@@ -308,7 +308,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeErr(w, http.StatusBadRequest, "the path %q must be plain: no encoded slashes, no . or .. segments", r.URL.EscapedPath())
 	}
 	if strings.ContainsFunc(r.URL.Path, unicode.IsControl) {
-		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", catalog.Bounded(r.URL.Path), llm.IDRule)
+		return writeErr(w, http.StatusBadRequest, "the path %s has a control character; no id or name has one (an id is %s)", catalog.Bounded(r.URL.Path), catalog.IDRule)
 	}
 	ip := clientIP(r)
 	if h.refuseBlocked(w, ip) {

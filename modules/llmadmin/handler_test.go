@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // testHandler is a provisioned llm_admin without a running llm app: the
@@ -27,8 +27,8 @@ func testHandler(t testing.TB) *Handler {
 	}
 	h.routes = mux
 	h.sessions = &sessionStore{storage: &certmagic.FileStorage{Path: t.TempDir()}, ttl: 8 * time.Hour, idle: time.Hour, logger: zap.NewNop()}
-	for _, tok := range []Token{{ID: "root", SHA256: llm.HashKey("root-token"), Role: "admin"},
-		{ID: "watcher", SHA256: llm.HashKey("watcher-token"), Role: "viewer"}} {
+	for _, tok := range []Token{{ID: "root", SHA256: tenancy.HashKey("root-token"), Role: "admin"},
+		{ID: "watcher", SHA256: tenancy.HashKey("watcher-token"), Role: "viewer"}} {
 		id, err := h.identity(tok, caddy.NewReplacer())
 		if err != nil {
 			t.Fatal(err)

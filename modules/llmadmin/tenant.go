@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // scope is the part of the tenancy tree a tenant admin manages: an
@@ -53,8 +54,8 @@ func newScope(level, tenant string, app *llm.App) (*scope, error) {
 }
 
 // find walks the tree down to the scope, noting each level's models.
-func (s *scope) find(orgs []*llm.Org) bool {
-	note := func(l *llm.Limits) {
+func (s *scope) find(orgs []*tenancy.Org) bool {
+	note := func(l *tenancy.Limits) {
 		if l != nil {
 			s.models = append(s.models, l.Models)
 		}
@@ -104,7 +105,7 @@ func (s *scope) holds(kind, nodePath string) bool {
 // allows says whether the tenant may use a model by any of its names.
 func (s *scope) allows(names ...string) bool {
 	for _, globs := range s.models {
-		if len(globs) > 0 && !llm.MatchAny(globs, names) {
+		if len(globs) > 0 && !tenancy.MatchAny(globs, names) {
 			return false
 		}
 	}
@@ -202,7 +203,7 @@ func badRequest(format string, args ...any) error {
 
 // checkKey refuses a key that is not the tenant's.
 func (h *Handler) checkKey(r *http.Request, id *identity, keyID string) error {
-	if err := llm.CheckID("key id", keyID); err != nil {
+	if err := catalog.CheckID("key id", keyID); err != nil {
 		return badRequest("%v", err)
 	}
 	keys, err := h.keyProjects(r)

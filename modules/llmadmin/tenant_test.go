@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
-func testOrgs() []*llm.Org {
-	return []*llm.Org{{Name: "acme", Limits: &llm.Limits{Models: []string{"sim-*", "other"}}, Teams: []*llm.Team{
-		{Name: "research", Projects: []*llm.Project{{Name: "alpha", Limits: &llm.Limits{Models: []string{"sim-*"}}}, {Name: "beta"}}},
-		{Name: "sales", Projects: []*llm.Project{{Name: "gamma"}}},
+func testOrgs() []*tenancy.Org {
+	return []*tenancy.Org{{Name: "acme", Limits: &tenancy.Limits{Models: []string{"sim-*", "other"}}, Teams: []*tenancy.Team{
+		{Name: "research", Projects: []*tenancy.Project{{Name: "alpha", Limits: &tenancy.Limits{Models: []string{"sim-*"}}}, {Name: "beta"}}},
+		{Name: "sales", Projects: []*tenancy.Project{{Name: "gamma"}}},
 	}}, {Name: "globex"}}
 }
 

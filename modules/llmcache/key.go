@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -221,7 +221,7 @@ func sumHex(b []byte) [2 * sha256.Size]byte {
 // scopeOf names who may share an entry: the tenant at the configured
 // level when llm_quota ran, else everyone.
 func scopeOf(r *http.Request, level string) string {
-	t, ok := llm.TenantOf(r)
+	t, ok := tenancy.TenantOf(r)
 	if !ok || level == "global" {
 		return "global"
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // Stage is where a check looks: the request's text or the answer's.
@@ -156,7 +156,7 @@ func (s *Scope) defaults(name string, stages []Stage, action Action) error {
 func (s *Scope) runsOn(st Stage) bool { return slices.Contains(s.On, st) }
 
 // applies says whether the check runs for a model and tenant, and why not.
-func (s *Scope) applies(model string, t *llm.Tenant) (bool, string) {
+func (s *Scope) applies(model string, t *tenancy.Tenant) (bool, string) {
 	if len(s.Models) > 0 {
 		ok := false
 		for _, g := range s.Models {
@@ -183,7 +183,7 @@ func (s *Scope) applies(model string, t *llm.Tenant) (bool, string) {
 	return true, ""
 }
 
-func tenantMatches(want string, t *llm.Tenant) bool {
+func tenantMatches(want string, t *tenancy.Tenant) bool {
 	if id, ok := strings.CutPrefix(want, "key:"); ok {
 		return id == t.KeyID
 	}

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/mcpwire"
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -200,7 +201,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 			st.model = m.Name
 		}
 	}
-	tenant, _ := llm.TenantOf(r)
+	tenant, _ := tenancy.TenantOf(r)
 	in, out := g.plan(st, tenant, req)
 	var blocked *openai.Error
 	if len(in) > 0 {
@@ -235,7 +236,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 }
 
 // plan picks the checks that run on each stage, recording those skipped.
-func (g *Guardrails) plan(st *state, t *llm.Tenant, req *openai.Request) (in, out []Check) {
+func (g *Guardrails) plan(st *state, t *tenancy.Tenant, req *openai.Request) (in, out []Check) {
 	in, out = st.inBuf[:0], st.outBuf[:0]
 	for _, c := range g.checks {
 		sc := c.CheckScope()

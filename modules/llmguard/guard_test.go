@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -103,7 +104,7 @@ func newGuard(t *testing.T, g *Guardrails, checks ...Check) *Guardrails {
 // call sends one chat request through the guard to next; it returns the
 // status, the answer's text (content, tool arguments, or error message)
 // and the guard's outcome summary.
-func call(t *testing.T, g *Guardrails, next caddyhttp.Handler, text string, stream bool, tenant *llm.Tenant) (int, string, string) {
+func call(t *testing.T, g *Guardrails, next caddyhttp.Handler, text string, stream bool, tenant *tenancy.Tenant) (int, string, string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": "m", "stream": stream,
 		"messages": []any{map[string]any{"role": "user", "content": text}}})
@@ -113,7 +114,7 @@ func call(t *testing.T, g *Guardrails, next caddyhttp.Handler, text string, stre
 	ctx = context.WithValue(ctx, caddyhttp.ExtraLogFieldsCtxKey, extra)
 	r = r.WithContext(ctx)
 	if tenant != nil {
-		llm.SetTenant(r, tenant)
+		tenancy.SetTenant(r, tenant)
 	}
 	w := httptest.NewRecorder()
 	if err := g.ServeHTTP(w, r, next); err != nil {
@@ -239,8 +240,8 @@ func TestScopesAndSkips(t *testing.T) {
 	r := &Regex{Scope: Scope{Name: "acme-only", Tenants: []string{"acme/research"}}, Deny: []Pattern{{Name: "x", Regex: "secret plan"}}}
 	j := &Judge{Scope: Scope{On: []Stage{Output}}, Model: "guard", Endpoint: "http://127.0.0.1:1"}
 	g := newGuard(t, &Guardrails{}, r, j)
-	acme := &llm.Tenant{KeyID: "k1", Org: "acme", Team: "research", Project: "p"}
-	other := &llm.Tenant{KeyID: "k2", Org: "acme", Team: "sales", Project: "p"}
+	acme := &tenancy.Tenant{KeyID: "k1", Org: "acme", Team: "research", Project: "p"}
+	other := &tenancy.Tenant{KeyID: "k2", Org: "acme", Team: "sales", Project: "p"}
 	if code, _, _ := call(t, g, next, "the secret plan", false, acme); code != 400 {
 		t.Errorf("acme/research: %d, want 400", code)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/mcpwire"
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -120,7 +120,7 @@ func (st *state) seedFromTools(r *http.Request) {
 
 // serveMCP guards the tool calls of an MCP POST.
 func (g *Guardrails) serveMCP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, body *mcpwire.Body) error {
-	tenant, _ := llm.TenantOf(r)
+	tenant, _ := tenancy.TenantOf(r)
 	scope := openai.Scope(r)
 	st := newState(g, "")
 	var checks []Check

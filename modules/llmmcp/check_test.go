@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 func TestCommandAllowed(t *testing.T) {
@@ -46,8 +46,8 @@ func TestCheckRuntimeEnv(t *testing.T) {
 }
 
 func TestAllowedLegacyGlobs(t *testing.T) {
-	tenant := func(globs ...string) *llm.Tenant {
-		return &llm.Tenant{KeyID: "k", Levels: []llm.Level{{Kind: "key", Name: "k", Limits: llm.Limits{Tools: globs}}}}
+	tenant := func(globs ...string) *tenancy.Tenant {
+		return &tenancy.Tenant{KeyID: "k", Levels: []tenancy.Level{{Kind: "key", Name: "k", Limits: tenancy.Limits{Tools: globs}}}}
 	}
 	for _, tc := range []struct {
 		name  string

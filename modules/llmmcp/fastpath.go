@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // A tools/call is the one message on the hot path. When it comes alone in
@@ -41,7 +41,7 @@ type session struct {
 }
 
 // track remembers a session the SDK serves, until it ends.
-func (g *gateway) track(ss *mcp.ServerSession, t *llm.Tenant) {
+func (g *gateway) track(ss *mcp.ServerSession, t *tenancy.Tenant) {
 	id := ss.ID()
 	if id == "" {
 		return
@@ -85,7 +85,7 @@ func (g *gateway) reap(ctx context.Context, timeout time.Duration) {
 }
 
 // fastCall answers c if it can; false leaves it to the SDK.
-func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant, c *rpcCall) bool {
+func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *tenancy.Tenant, c *rpcCall) bool {
 	if len(c.ID) == 0 || c.Params.Meta["progressToken"] != nil || !strings.Contains(r.Header.Get("Accept"), "application/json") {
 		return false
 	}
@@ -120,7 +120,7 @@ func (g *gateway) fastCall(w http.ResponseWriter, r *http.Request, t *llm.Tenant
 
 // callRaw is call for the fast path: the result as JSON, the upstream's
 // own bytes when it could be reached with one POST.
-func (g *gateway) callRaw(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage) []byte {
+func (g *gateway) callRaw(ctx context.Context, t *tenancy.Tenant, r route, args json.RawMessage) []byte {
 	start := now()
 	var raw []byte
 	var s *mcp.ClientSession

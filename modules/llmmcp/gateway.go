@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // gateways holds the client-facing side per llm_mcp config: the MCP
@@ -70,7 +71,7 @@ type route struct {
 
 // pick is the session a tenant's call goes through: its own, at the most
 // specific level that has one, else the server's.
-func (r *route) pick(t *llm.Tenant) *upstream {
+func (r *route) pick(t *tenancy.Tenant) *upstream {
 	if t == nil || len(r.alts) == 0 {
 		return r.up
 	}
@@ -87,7 +88,7 @@ func (r *route) pick(t *llm.Tenant) *upstream {
 // pickFor is pick for an OAuth server with tokens per tenant, where a
 // tenant without its own session cannot call: it gets an error saying how
 // to authorise it.
-func (r *route) pickFor(t *llm.Tenant) (*upstream, error) {
+func (r *route) pickFor(t *tenancy.Tenant) (*upstream, error) {
 	up := r.pick(t)
 	if r.perTenant && up == r.up {
 		return nil, needsTenantAuth(up.cfg.Name, t)
@@ -97,7 +98,7 @@ func (r *route) pickFor(t *llm.Tenant) (*upstream, error) {
 
 // visible reports whether a tenant may see the route's tool at all: with
 // tokens per tenant, only once it is authorised.
-func (r *route) visible(t *llm.Tenant) bool {
+func (r *route) visible(t *tenancy.Tenant) bool {
 	if !r.perTenant {
 		return true
 	}
@@ -105,7 +106,7 @@ func (r *route) visible(t *llm.Tenant) bool {
 	return up != r.up && up.tok != nil && up.tok.usable()
 }
 
-func needsTenantAuth(server string, t *llm.Tenant) error {
+func needsTenantAuth(server string, t *tenancy.Tenant) error {
 	ref := tenantRef{Level: "key", Name: "<key id>"}
 	if t != nil {
 		ref.Name = t.KeyID
@@ -489,7 +490,7 @@ func (g *gateway) toolHandler(server, tool string) mcp.ToolHandler {
 
 // call makes one tool call upstream, counts it and audits it. Failures
 // become tool errors that say what happened.
-func (g *gateway) call(ctx context.Context, t *llm.Tenant, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
+func (g *gateway) call(ctx context.Context, t *tenancy.Tenant, r route, args json.RawMessage, progress func(*mcp.ProgressNotificationParams)) *mcp.CallToolResult {
 	start := now()
 	up, err := r.pickFor(t)
 	var res *mcp.CallToolResult
@@ -513,7 +514,7 @@ func failure(err error) *mcp.CallToolResult {
 }
 
 // record counts a call and writes its audit line.
-func (g *gateway) record(t *llm.Tenant, r route, outcome string, d time.Duration) {
+func (g *gateway) record(t *tenancy.Tenant, r route, outcome string, d time.Duration) {
 	r.metrics.observe(outcome, d)
 	key := ""
 	if t != nil {

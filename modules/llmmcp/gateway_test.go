@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 type slowArgs struct {
@@ -65,11 +65,11 @@ func testGateway(t testing.TB, url string) string {
 	t.Cleanup(func() { _ = g.Destruct() })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
-		tn := &llm.Tenant{KeyID: "k"}
+		tn := &tenancy.Tenant{KeyID: "k"}
 		if k := r.Header.Get("X-Test-Key"); k != "" {
-			tn = &llm.Tenant{KeyID: k}
+			tn = &tenancy.Tenant{KeyID: k}
 		}
-		llm.SetTenant(r, tn)
+		tenancy.SetTenant(r, tn)
 		if r.Method == http.MethodPost {
 			if call, _ := noteTool(r); call != nil && g.fastCall(w, r, tn, call) {
 				return

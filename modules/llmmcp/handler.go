@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -435,7 +436,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 	learnRedirect(r, h.SSEPath)
-	t, _ := llm.TenantOf(r)
+	t, _ := tenancy.TenantOf(r)
 	var call *rpcCall
 	if r.Method == http.MethodPost {
 		var err error

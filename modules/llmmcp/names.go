@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // defaultSeparator joins a server's and a tool's name: "github__search"
@@ -48,13 +49,13 @@ func (p perm) names(sep string) []string {
 // allowed says whether a tenant may list and use what p names: at every
 // level of its tenancy that limits tools, a glob matches one of its
 // names (see llm.Tenant.ToolAllowed).
-func allowed(t *llm.Tenant, p perm, sep string) bool {
+func allowed(t *tenancy.Tenant, p perm, sep string) bool {
 	if t == nil {
 		return true
 	}
 	names := p.names(sep)
 	for _, l := range t.Levels {
-		if len(l.Limits.Tools) > 0 && !llm.MatchAny(l.Limits.Tools, names) {
+		if len(l.Limits.Tools) > 0 && !tenancy.MatchAny(l.Limits.Tools, names) {
 			return false
 		}
 	}
@@ -88,7 +89,7 @@ func warnToolGlobs(logger *zap.Logger, app *llm.App, servers []*ServerConfig, se
 	if app == nil {
 		return
 	}
-	check := func(where string, l *llm.Limits) {
+	check := func(where string, l *tenancy.Limits) {
 		if l == nil {
 			return
 		}

@@ -10,14 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // verifyTenant gives the SDK the tenant llm_quota found as the session's
 // user, so a session stays with the key that opened it and each request
 // carries its tenant. Without a tenant the request goes on anonymous.
 func verifyTenant(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-	t, _ := llm.TenantOf(r)
+	t, _ := tenancy.TenantOf(r)
 	return t.Memo(tokenMemo{}, func() any {
 		return &auth.TokenInfo{UserID: t.KeyID, Extra: map[string]any{"tenant": t}}
 	}).(*auth.TokenInfo), nil
@@ -25,7 +25,7 @@ func verifyTenant(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo
 
 type tokenMemo struct{}
 
-func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
+func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *tenancy.Tenant) {
 	if t == nil {
 		g.sdk.ServeHTTP(w, r)
 		return
@@ -39,13 +39,13 @@ func (g *gateway) serveStreamable(w http.ResponseWriter, r *http.Request, t *llm
 
 // tenantOf is the tenant of a JSON-RPC request: from the HTTP request
 // (Streamable HTTP) or the SSE session it came on.
-func (g *gateway) tenantOf(req mcp.Request) *llm.Tenant {
+func (g *gateway) tenantOf(req mcp.Request) *tenancy.Tenant {
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		t, _ := ex.TokenInfo.Extra["tenant"].(*llm.Tenant)
+		t, _ := ex.TokenInfo.Extra["tenant"].(*tenancy.Tenant)
 		return t
 	}
 	if v, ok := g.sseTenants.Load(req.GetSession()); ok {
-		return v.(*llm.Tenant)
+		return v.(*tenancy.Tenant)
 	}
 	return nil
 }
@@ -122,14 +122,14 @@ func filter[T any](xs []*T, keep func(*T) bool) []*T {
 	return out
 }
 
-func refused(t *llm.Tenant, kind, name string) error {
+func refused(t *tenancy.Tenant, kind, name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 		Message: fmt.Sprintf("key %q may not use the %s %q; its tenancy's tools globs do not allow it: ask an admin to add it", t.KeyID, kind, name)}
 }
 
 // hideUnauthorised drops from a list what an OAuth server with tokens per
 // tenant offers, unless the tenant has authorised it.
-func hideUnauthorised(rt *routeTable, t *llm.Tenant, res mcp.Result) {
+func hideUnauthorised(rt *routeTable, t *tenancy.Tenant, res mcp.Result) {
 	switch l := res.(type) {
 	case *mcp.ListToolsResult:
 		l.Tools = filter(l.Tools, func(x *mcp.Tool) bool { r, ok := rt.tools[x.Name]; return !ok || r.visible(t) })
@@ -142,7 +142,7 @@ func hideUnauthorised(rt *routeTable, t *llm.Tenant, res mcp.Result) {
 
 // unauthorised says how to authorise the OAuth server whose namespace a
 // name is in, when it waits for an authorisation; nil otherwise.
-func (g *gateway) unauthorised(name string, t *llm.Tenant) error {
+func (g *gateway) unauthorised(name string, t *tenancy.Tenant) error {
 	server := g.permOf(name, nil).server
 	if server == "" {
 		return nil

@@ -7,7 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // sseSession is one legacy SSE client, bound to the key that opened it.
@@ -18,7 +18,7 @@ type sseSession struct {
 
 // serveSSE is the 2024-11-05 HTTP+SSE transport: GET opens a session's
 // event stream, POST ?sessionid= delivers a message to it.
-func (g *gateway) serveSSE(w http.ResponseWriter, r *http.Request, t *llm.Tenant) {
+func (g *gateway) serveSSE(w http.ResponseWriter, r *http.Request, t *tenancy.Tenant) {
 	key := ""
 	if t != nil {
 		key = t.KeyID

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -40,7 +40,7 @@ func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 
 // settle replaces the reservation with the usage the router recorded, even
 // if the client has left.
-func (q *Quota) settle(r *http.Request, st store, a *admission, m *catalog.Model, t *llm.Tenant) {
+func (q *Quota) settle(r *http.Request, st store, a *admission, m *catalog.Model, t *tenancy.Tenant) {
 	u, _ := openai.GetUsage(r)
 	if u.Cached {
 		u = openai.Usage{} // answered from the cache: no tokens, no cost

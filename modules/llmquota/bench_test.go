@@ -13,8 +13,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -24,11 +24,11 @@ import (
 // and the request parse the router needs anyway are not included.
 func BenchmarkInProcess(b *testing.B) {
 	q := &Quota{DefaultMaxTokens: 1024, Lease: caddy.Duration(15 * time.Minute), store: newMemoryStore()}
-	t := &llm.Tenant{KeyID: "k", Org: "o", Team: "t", Project: "p", Levels: []llm.Level{
-		llm.NewLevel("key", "o/t/p/k", llm.Limits{}),
-		llm.NewLevel("project", "o/t/p", llm.Limits{}),
-		llm.NewLevel("team", "o/t", llm.Limits{TokensPerMinute: 1 << 50}),
-		llm.NewLevel("organisation", "o", llm.Limits{RequestsPerMinute: 1 << 50, Budget: 1e9, BudgetPeriod: "month"}),
+	t := &tenancy.Tenant{KeyID: "k", Org: "o", Team: "t", Project: "p", Levels: []tenancy.Level{
+		tenancy.NewLevel("key", "o/t/p/k", tenancy.Limits{}),
+		tenancy.NewLevel("project", "o/t/p", tenancy.Limits{}),
+		tenancy.NewLevel("team", "o/t", tenancy.Limits{TokensPerMinute: 1 << 50}),
+		tenancy.NewLevel("organisation", "o", tenancy.Limits{RequestsPerMinute: 1 << 50, Budget: 1e9, BudgetPeriod: "month"}),
 	}}
 	req, err := openai.Parse(openai.ChatCompletions, []byte(`{"model":"m","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
@@ -83,7 +83,7 @@ func BenchmarkRedisDown(b *testing.B) {
 					q.fallback = newMemoryStore()
 					defer q.fallback.Destruct()
 				}
-				lvl := llm.Level{Kind: "key", Name: "k-down-" + where + policy, Limits: llm.Limits{RequestsPerMinute: 1 << 40}}
+				lvl := tenancy.Level{Kind: "key", Name: "k-down-" + where + policy, Limits: tenancy.Limits{RequestsPerMinute: 1 << 40}}
 				r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 				if where == "stopped" {
 					if _, err := s.admit(r.Context(), testAdmission(1, lvl)); err != nil {

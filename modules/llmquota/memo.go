@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // Counter keys change once a minute; building them per request would
@@ -37,7 +37,7 @@ func newWindowSet(prefix, node string, at time.Time, budgetPeriod string) *windo
 
 var windows sync.Map // node → *atomic.Pointer[windowSet]
 
-func nodeKeys(l *llm.Level, at time.Time) *windowSet {
+func nodeKeys(l *tenancy.Level, at time.Time) *windowSet {
 	node := l.Node()
 	v, ok := windows.Load(node)
 	if !ok {
@@ -79,7 +79,7 @@ type meters struct {
 	byModel atomic.Pointer[map[string]*tenantCounters]
 }
 
-func countersFor(t *llm.Tenant, model string) *tenantCounters {
+func countersFor(t *tenancy.Tenant, model string) *tenantCounters {
 	ms := t.Memo(metersKey{}, func() any { return new(meters) }).(*meters)
 	if m := ms.byModel.Load(); m != nil {
 		if c := (*m)[model]; c != nil {

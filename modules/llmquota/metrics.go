@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // The collectors live for the process, so their counts survive reloads;
@@ -48,7 +48,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 	return nil
 }
 
-func recordUsage(t *llm.Tenant, model string, s *settlement) {
+func recordUsage(t *tenancy.Tenant, model string, s *settlement) {
 	c := countersFor(t, model)
 	c.requests.Inc()
 	if s.costMicros > 0 {

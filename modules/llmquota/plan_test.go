@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestPlanEstimateCountsChoices(t *testing.T) {
 	q := &Quota{DefaultMaxTokens: 1000, store: newMemoryStore()}
 	defer q.store.(*memoryStore).Destruct()
-	tenant := &llm.Tenant{KeyID: "k", Levels: []llm.Level{llm.NewLevel("key", "o/t/p/k-plan", llm.Limits{})}}
+	tenant := &tenancy.Tenant{KeyID: "k", Levels: []tenancy.Level{tenancy.NewLevel("key", "o/t/p/k-plan", tenancy.Limits{})}}
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	prompt := func(body string) int64 {
 		req, err := openai.Parse(openai.ChatCompletions, []byte(body))

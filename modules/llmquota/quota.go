@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -176,7 +177,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).WriteFor(w, r)
 		return nil
 	}
-	llm.SetTenant(r, tenant)
+	tenancy.SetTenant(r, tenant)
 	openai.Log(r).Key = tenant.KeyID
 	w, req, err := openai.Enter(w, r)
 	if errors.Is(err, openai.ErrNotGenerating) {
@@ -242,7 +243,7 @@ type settleWriter struct {
 	st      store
 	adm     *admission
 	m       *catalog.Model
-	tenant  *llm.Tenant
+	tenant  *tenancy.Tenant
 	settled bool
 }
 
@@ -276,7 +277,7 @@ func bearer(r *http.Request) string {
 }
 
 // plan builds the admission: the estimate and each level's counters.
-func (q *Quota) plan(t *llm.Tenant, req *openai.Request, m *catalog.Model) *admission {
+func (q *Quota) plan(t *tenancy.Tenant, req *openai.Request, m *catalog.Model) *admission {
 	at := now()
 	est := req.PromptTokensEstimate()
 	if req.Endpoint != openai.Embeddings {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // redisStore keeps counters in Redis. Admission and settlement are one
@@ -404,7 +405,7 @@ type redisArgs struct{ admit, budgetTTL []any }
 
 type redisArgsKey struct{}
 
-func redisArgsOf(t *llm.Tenant) *redisArgs {
+func redisArgsOf(t *tenancy.Tenant) *redisArgs {
 	return t.Memo(redisArgsKey{}, func() any {
 		ra := &redisArgs{}
 		for i := range t.Levels {

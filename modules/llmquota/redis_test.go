@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // redisAt runs a real redis-server on a free loopback port until stopped.
@@ -81,7 +81,7 @@ func (r *redisAt) stop() {
 func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 	r, s := startRedisStore(t)
 	ctx := context.Background()
-	lvl := llm.Level{Kind: "key", Name: "k-redis", Limits: llm.Limits{TokensPerMinute: 1000}}
+	lvl := tenancy.Level{Kind: "key", Name: "k-redis", Limits: tenancy.Limits{TokensPerMinute: 1000}}
 	a := testAdmission(400, lvl)
 	if d, err := s.admit(ctx, a); err != nil || !d.ok {
 		t.Fatalf("first admission: %v %+v", err, d)
@@ -97,7 +97,7 @@ func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 
 	// Redis goes away: the settlement waits in the queue.
 	r.stop()
-	b := testAdmission(5, llm.Level{Kind: "key", Name: "k-outage", Limits: llm.Limits{RequestsPerMinute: 100}})
+	b := testAdmission(5, tenancy.Level{Kind: "key", Name: "k-outage", Limits: tenancy.Limits{RequestsPerMinute: 100}})
 	b.model = "m"
 	if err := s.settle(ctx, &settlement{adm: b, prompt: 2, completion: 3}); err != nil {
 		t.Fatal(err)
@@ -134,8 +134,8 @@ func TestRedisSettlementsQueueAndApplyOnce(t *testing.T) {
 func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
 	_, s := startRedisStore(t)
 	ctx := context.Background()
-	lvl := llm.Level{Kind: "key", Name: "k-batch", Limits: llm.Limits{RequestsPerMinute: 50}}
-	if _, err := s.admit(ctx, testAdmission(1, llm.Level{Kind: "key", Name: "k-warm"})); err != nil {
+	lvl := tenancy.Level{Kind: "key", Name: "k-batch", Limits: tenancy.Limits{RequestsPerMinute: 50}}
+	if _, err := s.admit(ctx, testAdmission(1, tenancy.Level{Kind: "key", Name: "k-warm"})); err != nil {
 		t.Fatal(err) // connects and loads the scripts
 	}
 	reads := func() int64 {
@@ -182,7 +182,7 @@ func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
 	if err := s.client.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.admit(ctx, testAdmission(1, llm.Level{Kind: "key", Name: "k-after-flush"}))
+	d, err := s.admit(ctx, testAdmission(1, tenancy.Level{Kind: "key", Name: "k-after-flush"}))
 	if err != nil || !d.ok {
 		t.Fatalf("admission after SCRIPT FLUSH: %v %+v", err, d)
 	}
@@ -193,7 +193,7 @@ func TestRedisAdmissionsShareRoundTrips(t *testing.T) {
 func TestRedisGoneAdmissionNotSent(t *testing.T) {
 	_, s := startRedisStore(t)
 	ctx := context.Background()
-	lvl := llm.Level{Kind: "key", Name: "k-gone", Limits: llm.Limits{RequestsPerMinute: 1}}
+	lvl := tenancy.Level{Kind: "key", Name: "k-gone", Limits: tenancy.Limits{RequestsPerMinute: 1}}
 	gone := &waiter{a: testAdmission(1, lvl), done: make(chan struct{})}
 	gone.gone.Store(true)
 	if err := s.run(ctx, nil, []*waiter{gone}); err != nil {
@@ -214,7 +214,7 @@ func TestRedisStoreBreaker(t *testing.T) {
 	r, s := startRedisStore(t)
 	s.probeEvery = 100 * time.Millisecond
 	ctx := context.Background()
-	lvl := llm.Level{Kind: "key", Name: "k-breaker", Limits: llm.Limits{RequestsPerMinute: 100}}
+	lvl := tenancy.Level{Kind: "key", Name: "k-breaker", Limits: tenancy.Limits{RequestsPerMinute: 100}}
 	if _, err := s.admit(ctx, testAdmission(1, lvl)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // Limit kinds, in the order they are checked at each level.
@@ -25,7 +26,7 @@ var kindNames = map[int]string{
 
 // levelPlan is one level's counters and limits for one request.
 type levelPlan struct {
-	level  *llm.Level
+	level  *tenancy.Level
 	limits [5]int64 // requests and tokens this minute, tokens today, budget (micros), in flight; 0 = no limit
 	// Redis only: the node's counter keys for the admission's minute.
 	win *windowSet
@@ -34,7 +35,7 @@ type levelPlan struct {
 }
 
 // levelLimits are a level's limits in the order of levelPlan.limits.
-func levelLimits(l *llm.Level) [5]int64 {
+func levelLimits(l *tenancy.Level) [5]int64 {
 	return [5]int64{l.Limits.RequestsPerMinute, l.Limits.TokensPerMinute, l.Limits.TokensPerDay,
 		int64(l.Limits.Budget * 1e6), l.Limits.MaxConcurrent}
 }

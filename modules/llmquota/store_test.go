@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
-func testAdmission(est int64, levels ...llm.Level) *admission {
+func testAdmission(est int64, levels ...tenancy.Level) *admission {
 	at := time.Date(2026, 5, 1, 12, 30, 10, 0, time.UTC)
 	a := &admission{reqID: newReqID(), now: at, est: est, lease: time.Minute, model: "m"}
 	for i := range levels {
@@ -19,15 +19,15 @@ func testAdmission(est int64, levels ...llm.Level) *admission {
 		}
 		a.levels = append(a.levels, levelPlan{level: l, win: newWindowSet("t:", l.Node(), at, l.Limits.BudgetPeriod), limits: levelLimits(l)})
 	}
-	a.redisArgs = redisArgsOf(&llm.Tenant{Levels: levels})
+	a.redisArgs = redisArgsOf(&tenancy.Tenant{Levels: levels})
 	return a
 }
 
 func TestMemoryStoreAdmitAndSettle(t *testing.T) {
 	m := newMemoryStore()
 	defer m.Destruct()
-	key := llm.Level{Kind: "key", Name: "k"}
-	team := llm.Level{Kind: "team", Name: "o/t", Limits: llm.Limits{TokensPerMinute: 50, MaxConcurrent: 2}}
+	key := tenancy.Level{Kind: "key", Name: "k"}
+	team := tenancy.Level{Kind: "team", Name: "o/t", Limits: tenancy.Limits{TokensPerMinute: 50, MaxConcurrent: 2}}
 	// Two in flight fill the concurrency limit.
 	a1, a2 := testAdmission(20, key, team), testAdmission(20, key, team)
 	for _, a := range []*admission{a1, a2} {
@@ -61,7 +61,7 @@ func TestMemoryStoreAdmitAndSettle(t *testing.T) {
 func TestBudgetCountsSettledCostOnly(t *testing.T) {
 	m := newMemoryStore()
 	defer m.Destruct()
-	org := llm.Level{Kind: "organisation", Name: "o", Limits: llm.Limits{Budget: 1}} // 1e6 micros
+	org := tenancy.Level{Kind: "organisation", Name: "o", Limits: tenancy.Limits{Budget: 1}} // 1e6 micros
 	for i := range 3 {
 		a := testAdmission(1000, org)
 		if d, _ := m.admit(t.Context(), a); !d.ok {
@@ -139,7 +139,7 @@ func TestRateHeaders(t *testing.T) {
 func TestUsageLedgerByModelAndHour(t *testing.T) {
 	m := newMemoryStore()
 	defer m.Destruct()
-	key := llm.Level{Kind: "key", Name: "k"}
+	key := tenancy.Level{Kind: "key", Name: "k"}
 	settle := func(model string, at time.Time, prompt int64) {
 		a := testAdmission(1, key)
 		a.model, a.now = model, at
@@ -168,8 +168,8 @@ func TestUsageLedgerByModelAndHour(t *testing.T) {
 // Each model a tenant uses gets its own metric children, found again
 // without building labels; another tenant gets its own.
 func TestCountersForModels(t *testing.T) {
-	t1 := &llm.Tenant{KeyID: "k1", Org: "o", Team: "o/t", Project: "o/t/p"}
-	t2 := &llm.Tenant{KeyID: "k2", Org: "o", Team: "o/t", Project: "o/t/p"}
+	t1 := &tenancy.Tenant{KeyID: "k1", Org: "o", Team: "o/t", Project: "o/t/p"}
+	t2 := &tenancy.Tenant{KeyID: "k2", Org: "o", Team: "o/t", Project: "o/t/p"}
 	a, b := countersFor(t1, "model-a"), countersFor(t1, "model-b")
 	if a == b || countersFor(t1, "model-a") != a || countersFor(t1, "model-b") != b {
 		t.Fatal("a tenant's counters per model are not kept apart, or not found again")
@@ -187,8 +187,8 @@ func TestCountersForModels(t *testing.T) {
 // budget period (a reload can make a monthly budget daily).
 func TestNodeKeysFollowBudgetPeriod(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 30, 10, 0, time.UTC)
-	month := llm.NewLevel("organisation", "o-period", llm.Limits{Budget: 1, BudgetPeriod: "month"})
-	day := llm.NewLevel("organisation", "o-period", llm.Limits{Budget: 1, BudgetPeriod: "day"})
+	month := tenancy.NewLevel("organisation", "o-period", tenancy.Limits{Budget: 1, BudgetPeriod: "month"})
+	day := tenancy.NewLevel("organisation", "o-period", tenancy.Limits{Budget: 1, BudgetPeriod: "day"})
 	if w := nodeKeys(&month, at); nodeKeys(&month, at.Add(time.Second)) != w {
 		t.Error("keys made again within the minute")
 	}

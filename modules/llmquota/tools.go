@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/mcpwire"
 )
 
@@ -34,7 +34,7 @@ func init() {
 
 // toolLevel is one level's tool-call limits.
 type toolLevel struct {
-	level             *llm.Level
+	level             *tenancy.Level
 	perMinute, perDay int64
 }
 
@@ -51,7 +51,7 @@ type toolCounter interface {
 }
 
 // toolLevels returns the levels of t that limit tool calls (nil: none).
-func toolLevels(t *llm.Tenant) []toolLevel {
+func toolLevels(t *tenancy.Tenant) []toolLevel {
 	var out []toolLevel
 	for i := range t.Levels {
 		l := &t.Levels[i]
@@ -65,7 +65,7 @@ func toolLevels(t *llm.Tenant) []toolLevel {
 // serveMCP counts the tool calls of an MCP POST. A call over a limit is
 // answered with a JSON-RPC error naming the limit, and no call of the
 // body reaches the tool.
-func (q *Quota) serveMCP(w http.ResponseWriter, r *http.Request, tenant *llm.Tenant) (served bool) {
+func (q *Quota) serveMCP(w http.ResponseWriter, r *http.Request, tenant *tenancy.Tenant) (served bool) {
 	body, err := mcpwire.Read(r)
 	if err != nil {
 		return false

@@ -13,15 +13,15 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/mcpwire"
 	"go.uber.org/zap"
 )
 
-func toolTenant(perMinute, perDay, projectPerMinute int64) *llm.Tenant {
-	return &llm.Tenant{KeyID: "k", Levels: []llm.Level{
-		llm.NewLevel("key", "o/t/p/k-tools", llm.Limits{ToolCallsPerMinute: perMinute, ToolCallsPerDay: perDay}),
-		llm.NewLevel("project", "o/t/p", llm.Limits{ToolCallsPerMinute: projectPerMinute}),
+func toolTenant(perMinute, perDay, projectPerMinute int64) *tenancy.Tenant {
+	return &tenancy.Tenant{KeyID: "k", Levels: []tenancy.Level{
+		tenancy.NewLevel("key", "o/t/p/k-tools", tenancy.Limits{ToolCallsPerMinute: perMinute, ToolCallsPerDay: perDay}),
+		tenancy.NewLevel("project", "o/t/p", tenancy.Limits{ToolCallsPerMinute: projectPerMinute}),
 	}}
 }
 
@@ -51,8 +51,8 @@ func TestToolCallCounters(t *testing.T) {
 				t.Fatalf("2 more (7 in the day) refused: %+v; the refused batch must not have counted", d)
 			}
 			// The project's limit is shared by its keys.
-			proj := toolLevels(&llm.Tenant{KeyID: "k2", Levels: []llm.Level{
-				llm.NewLevel("key", "o/t/p/k2-tools", llm.Limits{}), llm.NewLevel("project", "o/t/p", llm.Limits{ToolCallsPerMinute: 8})}})
+			proj := toolLevels(&tenancy.Tenant{KeyID: "k2", Levels: []tenancy.Level{
+				tenancy.NewLevel("key", "o/t/p/k2-tools", tenancy.Limits{}), tenancy.NewLevel("project", "o/t/p", tenancy.Limits{ToolCallsPerMinute: 8})}})
 			if d, _ := c.admitTools(ctx, proj, 6, next); !d.ok {
 				t.Fatalf("6 calls of another key under the project's 8: %+v", d)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // modelObject is one entry of GET /v1/models. The llmgw field is an
@@ -52,7 +53,7 @@ func objectsFor(s llm.ModelStatus) []modelObject {
 // serveModels lists the models the caller may use: all of them, or those
 // its key allows when llm_quota ran first.
 func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
-	tenant, _ := llm.TenantOf(r)
+	tenant, _ := tenancy.TenantOf(r)
 	data := []modelObject{}
 	for _, s := range rt.app.Status() {
 		for _, o := range objectsFor(s) {

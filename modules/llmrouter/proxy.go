@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -108,7 +109,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 // together (prefix_affinity) the share is of conversations: every turn of
 // one goes the same way, where its prompt is cached.
 func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Model) []string {
-	tenant, limited := llm.TenantOf(r)
+	tenant, limited := tenancy.TenantOf(r)
 	allowed := func(name string) bool {
 		if !limited {
 			return true

@@ -1,4 +1,4 @@
-package llm
+package catalog
 
 import (
 	"strings"
@@ -41,23 +41,5 @@ func TestCheckID(t *testing.T) {
 				t.Errorf("the error is %d bytes long; it must quote a bounded piece of the id", len(err.Error()))
 			}
 		})
-	}
-}
-
-// TestMergeTenancyDropsBadNames: a runtime level stored before the id
-// rule, with a name that breaks it, is left out with the reason, so that
-// it cannot stop the app from starting.
-func TestMergeTenancyDropsBadNames(t *testing.T) {
-	config := []*Org{{Name: "acme", Teams: []*Team{{Name: "research"}}}}
-	entries := []*tenantEntry{{Path: "ev\x1bil"}, {Path: "acme/research/" + strings.Repeat("p", 200)}, {Path: "acme/ok"}}
-	tn, dropped := mergeTenancy(config, entries)
-	if got := strings.Join(tn.paths(), " "); got != "acme acme/research acme/ok" {
-		t.Errorf("paths: got %q, want the config's and acme/ok", got)
-	}
-	if len(dropped) != 2 || !strings.Contains(dropped["ev\x1bil"], "U+001B") || !strings.Contains(dropped[entries[1].Path], "200 bytes") {
-		t.Errorf("dropped: got %q, want both bad names with the rule they break", dropped)
-	}
-	if _, err := newKeyring(tn.orgs); err != nil {
-		t.Errorf("the keyring of the merged tree: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package llm
+package tenancy
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestKeyringInheritance(t *testing.T) {
-	kr, err := newKeyring([]*Org{{Name: "acme", Limits: &Limits{RequestsPerMinute: 100, Budget: 50, Models: []string{"gpt-*", "sim-*"}},
+	kr, err := NewKeyring([]*Org{{Name: "acme", Limits: &Limits{RequestsPerMinute: 100, Budget: 50, Models: []string{"gpt-*", "sim-*"}},
 		Teams: []*Team{{Name: "research", Limits: &Limits{RequestsPerMinute: 10, TokensPerMinute: 5000},
 			Projects: []*Project{{Name: "alpha", Limits: &Limits{RequestsPerMinute: 20, Models: []string{"sim-*"}},
 				Keys: []*APIKey{{ID: "k1", SHA256: HashKey("s1"), Limits: &Limits{MaxConcurrent: 2}}}}}}}}})
@@ -65,7 +65,7 @@ func TestKeyringErrors(t *testing.T) {
 			Keys: []*APIKey{{ID: "k", SHA256: HashKey("y")}}}}}}}}, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := newKeyring(tc.orgs)
+			_, err := NewKeyring(tc.orgs)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}

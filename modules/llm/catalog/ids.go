@@ -1,11 +1,9 @@
-package llm
+package catalog
 
 import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 // IDRule is the rule every identifier the admin API takes follows, other
@@ -22,7 +20,7 @@ const maxIDLen = 128
 // name") starts the error, which shows at most a bounded piece of id.
 func CheckID(kind, id string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("%s %s %s; an id is %s", kind, catalog.Bounded(id), why, IDRule)
+		return fmt.Errorf("%s %s %s; an id is %s", kind, Bounded(id), why, IDRule)
 	}
 	switch {
 	case id == "":
