@@ -21,8 +21,8 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -173,7 +173,7 @@ func table(header string, rows [][]string) {
 func (c *ctl) models() *cobra.Command {
 	return &cobra.Command{Use: "models", Short: "Lists the models, their state and replicas", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var ms []llm.ModelStatus
+			var ms []llmapi.ModelStatus
 			if err := c.call("GET", "/llm/models", nil, &ms); err != nil || c.json {
 				return err
 			}
@@ -197,7 +197,7 @@ func (c *ctl) model() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var st llm.AddedModel
+			var st llmapi.AddedModel
 			if err := c.call("POST", "/llm/models", m, &st); err != nil || c.json {
 				return err
 			}
@@ -224,7 +224,7 @@ func (c *ctl) model() *cobra.Command {
 			if target > 0 {
 				body["target_concurrency"] = target
 			}
-			var st llm.ModelStatus
+			var st llmapi.ModelStatus
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/scale", body, &st); err != nil || c.json {
 				return err
 			}
@@ -292,7 +292,7 @@ func (c *ctl) model() *cobra.Command {
 			if len(body) == 0 {
 				return fmt.Errorf("nothing to change; give --class, --owner, --fallbacks, --canary, --context-length, --option, --arg, --memory, --cores or --gpus")
 			}
-			var out llm.Rollout
+			var out llmapi.Rollout
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/settings", body, &out); err != nil || c.json {
 				return err
 			}
@@ -318,7 +318,7 @@ func (c *ctl) model() *cobra.Command {
 	for _, action := range []string{"stop", "start"} {
 		cmd.AddCommand(&cobra.Command{Use: action + " <model>", Short: strings.ToUpper(action[:1]) + action[1:] + " a model", Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
-				var m llm.ModelStatus
+				var m llmapi.ModelStatus
 				if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/"+action, nil, &m); err != nil || c.json {
 					return err
 				}
@@ -346,7 +346,7 @@ func (c *ctl) replicas() *cobra.Command {
 func (c *ctl) replicaList() *cobra.Command {
 	return &cobra.Command{Use: "replicas", Short: "Lists the replicas of every model", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var ms []llm.ModelStatus
+			var ms []llmapi.ModelStatus
 			if err := c.call("GET", "/llm/models", nil, &ms); err != nil || c.json {
 				return err
 			}
@@ -365,7 +365,7 @@ func (c *ctl) replicaList() *cobra.Command {
 func (c *ctl) engines() *cobra.Command {
 	return &cobra.Command{Use: "engines", Short: "Lists the engine plugins", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var es []llm.EngineStatus
+			var es []llmapi.EngineStatus
 			if err := c.call("GET", "/llm/engines", nil, &es); err != nil || c.json {
 				return err
 			}
@@ -382,7 +382,7 @@ func (c *ctl) engines() *cobra.Command {
 func (c *ctl) keys() *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "Lists API keys (never their secrets)", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var ks []llm.KeyInfo
+			var ks []llmapi.KeyInfo
 			if err := c.call("GET", "/llm/keys", nil, &ks); err != nil || c.json {
 				return err
 			}
@@ -403,7 +403,7 @@ func (c *ctl) keys() *cobra.Command {
 			if project == "" {
 				return fmt.Errorf("--project is required: org/team/project as declared in the config")
 			}
-			var k llm.KeyInfo
+			var k llmapi.KeyInfo
 			if err := c.call("POST", "/llm/keys", map[string]string{"project": project, "id": id}, &k); err != nil || c.json {
 				return err
 			}
@@ -422,7 +422,7 @@ func (c *ctl) keys() *cobra.Command {
 		}}
 	rotate := &cobra.Command{Use: "rotate <id>", Short: "Issues a new secret for a key; the old one stops working", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var k llm.KeyInfo
+			var k llmapi.KeyInfo
 			if err := c.call("POST", "/llm/keys/"+url.PathEscape(args[0])+"/rotate", nil, &k); err != nil || c.json {
 				return err
 			}
@@ -439,7 +439,7 @@ func (c *ctl) keys() *cobra.Command {
 			if clear {
 				lim = tenancy.Limits{}
 			}
-			var k llm.KeyInfo
+			var k llmapi.KeyInfo
 			if err := c.call("PUT", "/llm/keys/"+url.PathEscape(args[0])+"/limits", lim, &k); err != nil || c.json {
 				return err
 			}
@@ -482,8 +482,8 @@ func (c *ctl) usage() *cobra.Command {
 			}
 			q.Set("from", time.Now().Add(-d).UTC().Format(time.RFC3339))
 			var u struct {
-				Models map[string]llm.Usage `json:"models"`
-				Total  llm.Usage            `json:"total"`
+				Models map[string]llmapi.Usage `json:"models"`
+				Total  llmapi.Usage            `json:"total"`
 			}
 			if err := c.call("GET", "/llm/usage?"+q.Encode(), nil, &u); err != nil || c.json {
 				return err
@@ -504,7 +504,7 @@ func (c *ctl) usage() *cobra.Command {
 	return cmd
 }
 
-func usageRow(name string, u llm.Usage) []string {
+func usageRow(name string, u llmapi.Usage) []string {
 	return []string{name, fmt.Sprint(u.Requests), fmt.Sprint(u.InputTokens), fmt.Sprint(u.OutputTokens),
 		fmt.Sprintf("%.4f", float64(u.CostMicros)/1e6)}
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // modelAdapter is "llmgw ctl model adapter": a model's LoRA adapters,
@@ -20,7 +20,7 @@ import (
 func (c *ctl) modelAdapter() *cobra.Command {
 	cmd := &cobra.Command{Use: "adapter", Short: "Lists, adds and removes a model's LoRA adapters, each served under its own name"}
 	get := func(model string) ([]*catalog.Adapter, error) {
-		var st llm.ModelStatus
+		var st llmapi.ModelStatus
 		asJSON := c.json
 		c.json = false // read it, whatever is printed
 		defer func() { c.json = asJSON }()
@@ -31,7 +31,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 		if as == nil {
 			as = []*catalog.Adapter{}
 		}
-		var out llm.Rollout
+		var out llmapi.Rollout
 		if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // audit is "llmgw ctl audit": the changes made through the admin API,
@@ -28,7 +28,7 @@ func (c *ctl) audit() *cobra.Command {
 				}
 			}
 			q.Set("limit", strconv.Itoa(limit))
-			var p llm.AuditPage
+			var p llmapi.AuditPage
 			if err := c.call("GET", "/llm/audit?"+q.Encode(), nil, &p); err != nil || c.json {
 				return err
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // liveFlags are the flags of ctl model set that change what a model's
@@ -58,7 +58,7 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 		body["args"] = args
 	}
 	if fl.Changed("memory") || fl.Changed("cores") || fl.Changed("gpus") {
-		var st llm.ModelStatus
+		var st llmapi.ModelStatus
 		if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 }
 
 // printRollout says what a live change or a restart replaced.
-func printRollout(out llm.Rollout) {
+func printRollout(out llmapi.Rollout) {
 	fmt.Printf("model %s: replaced %s with %s\n", out.Name, listOrNone(out.Replaced), listOrNone(out.Started))
 	if out.OneAtATime {
 		fmt.Println("the node had no room for a new replica beside an old one: they were replaced one at a time")
@@ -105,7 +105,7 @@ func listOrNone(s []string) string {
 func (c *ctl) modelRestart() *cobra.Command {
 	return &cobra.Command{Use: "restart <model>", Short: "Replaces every replica of a model without downtime: new ones start and take requests when ready, the old drain", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var out llm.Rollout
+			var out llmapi.Rollout
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/restart", nil, &out); err != nil || c.json {
 				return err
 			}

@@ -8,14 +8,14 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // nodes is "llmgw ctl nodes" (or "node") and its drain and undrain.
 func (c *ctl) nodes() *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes", Aliases: []string{"node"}, Short: "Lists the cluster's nodes: heartbeat, capacity, use and replicas", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var st llm.NodesStatus
+			var st llmapi.NodesStatus
 			if err := c.call("GET", "/llm/nodes", nil, &st); err != nil || c.json {
 				return err
 			}

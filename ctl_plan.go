@@ -7,7 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // modelPlan is llmgw ctl model plan: where a model's replicas would go,
@@ -23,7 +23,7 @@ func (c *ctl) modelPlan() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var pl llm.Plan
+			var pl llmapi.Plan
 			if err := c.call("POST", "/llm/plan", m, &pl); err != nil || c.json {
 				return err
 			}
@@ -35,7 +35,7 @@ func (c *ctl) modelPlan() *cobra.Command {
 	return cmd
 }
 
-func printPlan(pl llm.Plan) {
+func printPlan(pl llmapi.Plan) {
 	verdict := "fits"
 	if !pl.Fits {
 		verdict = "does not fit"
@@ -64,7 +64,7 @@ func printPlan(pl llm.Plan) {
 	}
 }
 
-func amountsText(a llm.Amounts) string {
+func amountsText(a llmapi.Amounts) string {
 	var parts []string
 	if a.Memory != 0 {
 		parts = append(parts, humanize.IBytes(uint64(a.Memory))+" memory")
@@ -82,7 +82,7 @@ func amountsText(a llm.Amounts) string {
 }
 
 // sourceLine tells what the source check found, for one line of output.
-func sourceLine(sc *llm.SourceCheck) string {
+func sourceLine(sc *llmapi.SourceCheck) string {
 	switch {
 	case sc == nil:
 		return ""

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -20,7 +20,7 @@ func (c *ctl) tenants() *cobra.Command {
 	cmd := &cobra.Command{Use: "tenants", Short: "Lists the tenancy tree: every organisation, team and project with its limits, capacity, use, models and keys",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var ls []llm.TenantLevel
+			var ls []llmapi.TenantLevel
 			if err := c.call("GET", "/llm/tenants", nil, &ls); err != nil || c.json {
 				return err
 			}
@@ -29,11 +29,11 @@ func (c *ctl) tenants() *cobra.Command {
 		}}
 	get := &cobra.Command{Use: "get <org[/team[/project]]>", Short: "Shows one level", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var l llm.TenantLevel
+			var l llmapi.TenantLevel
 			if err := c.call("GET", tenantURL(args[0]), nil, &l); err != nil || c.json {
 				return err
 			}
-			printTenants([]llm.TenantLevel{l})
+			printTenants([]llmapi.TenantLevel{l})
 			return nil
 		}}
 	create := &cobra.Command{Use: "create <org[/team[/project]]>", Short: "Creates a level under its parent, with the limits and capacity the flags give",
@@ -49,7 +49,7 @@ func (c *ctl) tenants() *cobra.Command {
 			parent, name = args[0][:i], args[0][i+1:]
 		}
 		body["name"] = name
-		var l llm.TenantLevel
+		var l llmapi.TenantLevel
 		if err := c.call("POST", tenantCollection(parent), body, &l); err != nil || c.json {
 			return err
 		}
@@ -64,12 +64,12 @@ func (c *ctl) tenants() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var l llm.TenantLevel
+		var l llmapi.TenantLevel
 		if err := c.call("PATCH", tenantURL(args[0]), body, &l); err != nil || c.json {
 			return err
 		}
 		fmt.Printf("%s %s changed\n", l.Kind, l.Path)
-		printTenants([]llm.TenantLevel{l})
+		printTenants([]llmapi.TenantLevel{l})
 		return nil
 	}
 	del := &cobra.Command{Use: "delete <org[/team[/project]]>", Short: "Deletes a level created at runtime that has no levels, keys or models left",
@@ -178,7 +178,7 @@ func nilIfZero(v int64) any {
 	return v
 }
 
-func printTenants(ls []llm.TenantLevel) {
+func printTenants(ls []llmapi.TenantLevel) {
 	var rows [][]string
 	for _, l := range ls {
 		rows = append(rows, []string{l.Kind, l.Path, l.Source, limitsText(l.Limits), capacityText(l.Capacity),
@@ -236,7 +236,7 @@ func capacityText(c *tenancy.Capacity) string {
 	return strings.Join(parts, ", ")
 }
 
-func useText(u llm.OwnerUse) string {
+func useText(u llmapi.OwnerUse) string {
 	if u.Replicas == 0 {
 		return "-"
 	}

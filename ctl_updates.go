@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // modelUpdateCommands are ctl model updates, update and rollback: a
@@ -22,7 +22,7 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 			if check {
 				path += "?check=true"
 			}
-			var u llm.ModelUpdates
+			var u llmapi.ModelUpdates
 			if err := c.call("GET", path, nil, &u); err != nil || c.json {
 				return err
 			}
@@ -47,7 +47,7 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 }
 
 func (c *ctl) versionChange(model, action string) error {
-	var out llm.VersionRollout
+	var out llmapi.VersionRollout
 	if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/"+action, nil, &out); err != nil || c.json {
 		return err
 	}
@@ -56,7 +56,7 @@ func (c *ctl) versionChange(model, action string) error {
 	return nil
 }
 
-func printUpdates(u llm.ModelUpdates) {
+func printUpdates(u llmapi.ModelUpdates) {
 	fmt.Printf("model %s (mirror model %s) follows %s\n", u.Model, u.MirrorModel, orDash(u.Repository))
 	fmt.Printf("current:  %s (commit %s)\n", orDash(u.Current), orDash(u.CurrentCommit))
 	if u.Previous != "" {

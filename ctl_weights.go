@@ -8,7 +8,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // weights is "llmgw ctl weights" and its prune: the left-over files of
@@ -19,7 +19,7 @@ func (c *ctl) weights() *cobra.Command {
 	cmd := &cobra.Command{Use: "weights [--node N] [--all]", Short: "Lists the files in the node's weights directory that no catalog model uses, with their size", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var out struct {
-				Nodes []llm.NodeWeights `json:"nodes"`
+				Nodes []llmapi.NodeWeights `json:"nodes"`
 			}
 			if err := c.call("GET", "/llm/weights"+nodeQuery(nodeName, false), nil, &out); err != nil || c.json {
 				return err
@@ -52,7 +52,7 @@ func (c *ctl) weights() *cobra.Command {
 	prune := &cobra.Command{Use: "prune [--node N] [--dry-run]", Short: "Removes the files of the node's weights directory that no catalog model uses (never what a replica holds or a fetch brings in)", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var out struct {
-				Nodes []llm.WeightsPruned `json:"nodes"`
+				Nodes []llmapi.WeightsPruned `json:"nodes"`
 			}
 			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(nodeName, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
 				return err
@@ -87,7 +87,7 @@ func (c *ctl) weights() *cobra.Command {
 	return cmd
 }
 
-func weightsRow(node string, e llm.WeightsEntry, state string) []string {
+func weightsRow(node string, e llmapi.WeightsEntry, state string) []string {
 	return []string{node, e.Path, humanize.IBytes(uint64(e.Size)), fmt.Sprint(e.Files), state}
 }
 

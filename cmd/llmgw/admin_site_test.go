@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -102,7 +102,7 @@ func siteCall(t *testing.T, g *gateway, token, method, path, body string, hdr ..
 
 func keyIDs(t *testing.T, body string) []string {
 	t.Helper()
-	var keys []llm.KeyInfo
+	var keys []llmapi.KeyInfo
 	if err := json.Unmarshal([]byte(body), &keys); err != nil {
 		t.Fatalf("keys: %v: %s", err, body)
 	}
@@ -157,7 +157,7 @@ func TestAdminSiteRoles(t *testing.T) {
 	// An admin creates a key, which works on /v1; a client's own actor
 	// header does not reach the audit log.
 	code, _, body = siteCall(t, g, "root-token", "POST", "/llm/keys", `{"project":"acme/research/beta","id":"beta-ci"}`, "X-Llmgw-Actor", "forged-actor")
-	var created llm.KeyInfo
+	var created llmapi.KeyInfo
 	if code != 201 || json.Unmarshal([]byte(body), &created) != nil || created.Secret == "" {
 		t.Fatalf("admin creating a key: got %d %s", code, body)
 	}
@@ -176,7 +176,7 @@ func TestAdminSiteRoles(t *testing.T) {
 		t.Errorf("tenant admin creating a key in beta: got %d %s, want 403", code, body)
 	}
 	code, _, body = siteCall(t, g, "lead-token", "POST", "/llm/keys", `{"project":"acme/research/alpha"}`)
-	var alpha2 llm.KeyInfo
+	var alpha2 llmapi.KeyInfo
 	if code != 201 || json.Unmarshal([]byte(body), &alpha2) != nil || alpha2.Secret == "" {
 		t.Errorf("tenant admin creating a key in alpha: got %d %s", code, body)
 	}
@@ -194,7 +194,7 @@ func TestAdminSiteRoles(t *testing.T) {
 		t.Errorf("tenant admin rotating its key: got %d %s", code, body)
 	}
 	code, _, body = siteCall(t, g, "lead-token", "GET", "/llm/models", "")
-	var models []llm.ModelStatus
+	var models []llmapi.ModelStatus
 	if code != 200 || json.Unmarshal([]byte(body), &models) != nil || len(models) != 1 || models[0].Name != "sim-chat" {
 		t.Errorf("tenant admin listing models: got %d %s, want only sim-chat", code, body)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -57,7 +57,7 @@ func TestClusterLiveChange(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("live change in a cluster: %d %s", code, raw)
 	}
-	var ro llm.Rollout
+	var ro llmapi.Rollout
 	if err := json.Unmarshal(raw, &ro); err != nil || len(ro.Replaced) != 2 || len(ro.Started) != 2 {
 		t.Fatalf("the rollout: %v %s", err, raw)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -22,7 +22,7 @@ func TestClusterPlan(t *testing.T) {
 
 	const body = `{"name":"planned","engine":"sim","scaling":{"min":2,"max":2}}`
 	code, raw := n2.adminPost("/llm/plan", body)
-	var pl llm.Plan
+	var pl llmapi.Plan
 	if code != 200 || json.Unmarshal(raw, &pl) != nil {
 		t.Fatalf("plan in a cluster: %d %s", code, raw)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -18,7 +19,7 @@ func TestClusterModelRestart(t *testing.T) {
 	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1")))
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	ids := func() []string {
-		var st llm.ModelStatus
+		var st llmapi.ModelStatus
 		n2.adminGet("/llm/models/chat", &st)
 		var out []string
 		for _, r := range st.Replicas {
@@ -44,7 +45,7 @@ func TestClusterModelRestart(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("restart in a cluster: %d %s", code, body)
 	}
-	var ro llm.Rollout
+	var ro llmapi.Rollout
 	if err := json.Unmarshal(body, &ro); err != nil || len(ro.Replaced) == 0 || len(ro.Started) != len(ro.Replaced) {
 		t.Fatalf("the rollout: %v %s", err, body)
 	}

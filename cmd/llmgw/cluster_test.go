@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -120,8 +121,8 @@ func (c *cluster) names() []string {
 	return out
 }
 
-func (g *gateway) nodes() llm.NodesStatus {
-	var st llm.NodesStatus
+func (g *gateway) nodes() llmapi.NodesStatus {
+	var st llmapi.NodesStatus
 	g.adminGet("/llm/nodes", &st)
 	return st
 }
@@ -684,7 +685,7 @@ func TestClusterOllamaOnOneNode(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(rep, "tiny-") {
 		t.Fatalf("a whole answer through n1: %d %s %s", code, rep, b)
 	}
-	var st llm.NodesStatus
+	var st llmapi.NodesStatus
 	n1.adminGet("/llm/nodes", &st)
 	for _, n := range st.Nodes {
 		if n.Name == "n1" && n.Failing["tiny"] == "" {

@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -338,7 +338,7 @@ func TestConsole(t *testing.T) {
 	b.until("the overview to count the requests", `(() => { const r = document.querySelector('#overview-table tr[data-model="console-sim"]');
 		return r && r.children[3].textContent === '2'; })()`, 10*time.Second)
 	b.shot("overview-after")
-	var ov struct{ Models []llm.ModelOverview }
+	var ov struct{ Models []llmapi.ModelOverview }
 	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/overview", ""); code != 200 || json.Unmarshal([]byte(body), &ov) != nil {
 		t.Errorf("GET /llm/overview: got %d %s", code, body)
 	}
@@ -383,7 +383,7 @@ func TestConsole(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about project zeus")}}); err == nil {
 		t.Fatal("a request about project zeus was not blocked")
 	}
-	var gov struct{ Guardrails llm.GuardrailOverview }
+	var gov struct{ Guardrails llmapi.GuardrailOverview }
 	if code, _, body := siteCall(t, g, "root-token", "GET", "/llm/overview", ""); code != 200 || json.Unmarshal([]byte(body), &gov) != nil {
 		t.Fatalf("GET /llm/overview: got %d %s", code, body)
 	}

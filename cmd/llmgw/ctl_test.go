@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 func ctlRun(t *testing.T, g *gateway, args ...string) (string, error) {
@@ -59,7 +59,7 @@ func TestCtl(t *testing.T) {
 		t.Errorf("ctl model remove: %v\n%s", err, out)
 	}
 	out, err = ctlRun(t, g, "engines", "--json")
-	var engines []llm.EngineStatus
+	var engines []llmapi.EngineStatus
 	if err != nil || json.Unmarshal([]byte(out), &engines) != nil || len(engines) != 1 || engines[0].Type != "sim" {
 		t.Errorf("ctl engines --json: %v\n%s", err, out)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -37,7 +38,7 @@ func gpusList(ds []int) string {
 // gpusSeen is what a sim replica process says of its GPU devices: its
 // own report in /v1/models, and CUDA_VISIBLE_DEVICES and
 // HIP_VISIBLE_DEVICES in its environment as the kernel holds it.
-func gpusSeen(t *testing.T, r llm.ReplicaStatus) (report, cuda, hip string) {
+func gpusSeen(t *testing.T, r llmapi.ReplicaStatus) (report, cuda, hip string) {
 	t.Helper()
 	resp, err := http.Get(r.URL + "/models")
 	if err != nil {
@@ -70,7 +71,7 @@ func gpusSeen(t *testing.T, r llm.ReplicaStatus) (report, cuda, hip string) {
 // gpusCheckReplicas checks that the replicas listed hold want devices
 // each, that no two share one, and that each replica process sees just
 // its own; it returns the devices by replica id.
-func gpusCheckReplicas(t *testing.T, rs []llm.ReplicaStatus, want int, taken map[int]string) map[string][]int {
+func gpusCheckReplicas(t *testing.T, rs []llmapi.ReplicaStatus, want int, taken map[int]string) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
 	for _, r := range rs {
@@ -97,7 +98,7 @@ func TestGPUsAsDevices(t *testing.T) {
 	g := startGateway(t, gpusNode, "")
 	const modelA = `{"name":"a","engine":"sim","options":{"tokens_per_second":"20"},"resources":{"gpus":2},"scaling":{"min":2,"max":2}}`
 	code, body := adminDo(t, g, "POST", "/llm/plan", modelA)
-	var pl llm.Plan
+	var pl llmapi.Plan
 	if err := json.Unmarshal(body, &pl); code != 200 || err != nil || !pl.Fits || len(pl.Replicas) != 2 {
 		t.Fatalf("plan of a: %d %s", code, body)
 	}
@@ -158,7 +159,7 @@ func TestGPUsAsDevices(t *testing.T) {
 	}
 	bs := g.readyReplicas("b", 1)
 	kept := g.readyReplicas("a", 1)[0]
-	var gone llm.ReplicaStatus
+	var gone llmapi.ReplicaStatus
 	for _, r := range as {
 		if r.ID != kept.ID {
 			gone = r
@@ -168,7 +169,7 @@ func TestGPUsAsDevices(t *testing.T) {
 		t.Errorf("b runs on GPU %v; a's replica that stopped held %v", bs[0].GPUs, byID[gone.ID])
 	}
 	taken := map[int]string{}
-	gpusCheckReplicas(t, []llm.ReplicaStatus{kept}, 2, taken)
+	gpusCheckReplicas(t, []llmapi.ReplicaStatus{kept}, 2, taken)
 	gpusCheckReplicas(t, bs, 1, taken)
 
 	// a changed live to one GPU under streams: its new replica starts
@@ -179,7 +180,7 @@ func TestGPUsAsDevices(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("live change of a to one GPU: %d %s", code, body)
 	}
-	var roll llm.Rollout
+	var roll llmapi.Rollout
 	_ = json.Unmarshal(body, &roll)
 	if len(roll.Replaced) != 1 || roll.Replaced[0] != kept.ID || len(roll.Started) != 1 || roll.OneAtATime {
 		t.Errorf("rollout: %s", body)
@@ -189,8 +190,8 @@ func TestGPUsAsDevices(t *testing.T) {
 	a := g.readyReplicas("a", 1)[0]
 	taken = map[int]string{}
 	gpusCheckReplicas(t, bs, 1, taken)
-	gpusCheckReplicas(t, []llm.ReplicaStatus{a}, 1, taken)
-	var nodeSt llm.NodeStatus
+	gpusCheckReplicas(t, []llmapi.ReplicaStatus{a}, 1, taken)
+	var nodeSt llmapi.NodeStatus
 	g.adminGet("/llm/node", &nodeSt)
 	if nodeSt.Used.GPUs != 2 || nodeSt.Free.GPUs != 2 || nodeSt.GPUDevices == nil || len(nodeSt.GPUDevices.Free) != 2 ||
 		slices.Contains(nodeSt.GPUDevices.Free, a.GPUs[0]) || slices.Contains(nodeSt.GPUDevices.Free, bs[0].GPUs[0]) {
@@ -209,7 +210,7 @@ func TestGPUsAsDevices(t *testing.T) {
 			min 0
 		}`, "")
 	st := g.models()
-	for _, was := range []llm.ReplicaStatus{a, bs[0]} {
+	for _, was := range []llmapi.ReplicaStatus{a, bs[0]} {
 		m := st[strings.SplitN(was.ID, "-", 2)[0]]
 		if len(m.Replicas) != 1 || m.Replicas[0].ID != was.ID || m.Replicas[0].PID != was.PID || !slices.Equal(m.Replicas[0].GPUs, was.GPUs) {
 			t.Errorf("after a reload: %+v, want replica %s on GPUs %v kept", m.Replicas, was.ID, was.GPUs)
@@ -261,7 +262,7 @@ func TestGPUsInACluster(t *testing.T) {
 		}`)
 	for _, name := range c.names() {
 		gw := c.nodes[name]
-		var rs []llm.ReplicaStatus
+		var rs []llmapi.ReplicaStatus
 		waitFor(t, 60*time.Second, "four ready replicas of g seen from "+name, func() bool {
 			rs = gw.models()["g"].Replicas
 			ready := 0
@@ -349,10 +350,10 @@ func TestGPUsEviction(t *testing.T) {
 			}
 		}`, "")
 	low := g.readyReplicas("low", 1)[0]
-	gpusCheckReplicas(t, []llm.ReplicaStatus{low}, 1, map[int]string{})
+	gpusCheckReplicas(t, []llmapi.ReplicaStatus{low}, 1, map[int]string{})
 	chatOnce(t, g, "high")
 	high := g.readyReplicas("high", 1)[0]
-	gpusCheckReplicas(t, []llm.ReplicaStatus{high}, 1, map[int]string{})
+	gpusCheckReplicas(t, []llmapi.ReplicaStatus{high}, 1, map[int]string{})
 	if processAlive(int(low.PID)) {
 		t.Fatalf("low's replica (pid %d) still runs beside high's on GPU %v", low.PID, high.GPUs)
 	}

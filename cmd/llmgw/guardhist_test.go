@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // guardHistory reads GET /llm/guardrails/history from g's admin endpoint.
-func guardHistory(t *testing.T, g *gateway, query string) (int, llm.GuardHistory, string) {
+func guardHistory(t *testing.T, g *gateway, query string) (int, llmapi.GuardHistory, string) {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/llm/guardrails/history%s", g.admin, query))
 	if err != nil {
@@ -24,7 +24,7 @@ func guardHistory(t *testing.T, g *gateway, query string) (int, llm.GuardHistory
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var h llm.GuardHistory
+	var h llmapi.GuardHistory
 	if resp.StatusCode == 200 {
 		if err := json.Unmarshal(raw, &h); err != nil {
 			t.Fatalf("history: %v: %s", err, raw)
@@ -34,7 +34,7 @@ func guardHistory(t *testing.T, g *gateway, query string) (int, llm.GuardHistory
 }
 
 // outcomes sums a series of the history.
-func outcomes(h llm.GuardHistory, check, stage, outcome string) int64 {
+func outcomes(h llmapi.GuardHistory, check, stage, outcome string) int64 {
 	var n int64
 	for _, s := range h.Series {
 		if s.Check == check && s.Stage == stage && s.Outcome == outcome {

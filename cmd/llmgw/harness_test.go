@@ -21,7 +21,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // binary is the llmgw built once for the end-to-end tests.
@@ -299,10 +299,10 @@ func (g *gateway) adminGet(path string, v any) {
 }
 
 // models returns the admin API's view of the catalog.
-func (g *gateway) models() map[string]llm.ModelStatus {
-	var list []llm.ModelStatus
+func (g *gateway) models() map[string]llmapi.ModelStatus {
+	var list []llmapi.ModelStatus
 	g.adminGet("/llm/models", &list)
-	out := make(map[string]llm.ModelStatus, len(list))
+	out := make(map[string]llmapi.ModelStatus, len(list))
 	for _, m := range list {
 		out[m.Name] = m
 	}
@@ -311,7 +311,7 @@ func (g *gateway) models() map[string]llm.ModelStatus {
 
 // enginePIDs returns the plugin processes by engine type.
 func (g *gateway) enginePIDs() map[string]int {
-	var list []llm.EngineStatus
+	var list []llmapi.EngineStatus
 	g.adminGet("/llm/engines", &list)
 	out := map[string]int{}
 	for _, e := range list {
@@ -333,9 +333,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // readyReplicas waits until model has n ready replicas and returns them.
-func (g *gateway) readyReplicas(model string, n int) []llm.ReplicaStatus {
+func (g *gateway) readyReplicas(model string, n int) []llmapi.ReplicaStatus {
 	g.t.Helper()
-	var rs []llm.ReplicaStatus
+	var rs []llmapi.ReplicaStatus
 	waitFor(g.t, 30*time.Second, fmt.Sprintf("%d ready replicas of %s", n, model), func() bool {
 		rs = g.models()[model].Replicas
 		return len(rs) == n

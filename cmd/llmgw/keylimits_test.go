@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // adminPut sends a PUT with body to an admin route.
@@ -31,7 +31,7 @@ func (g *gateway) adminPut(path, body string) (int, string) {
 func TestKeyLimitsChanged(t *testing.T) {
 	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
 	code, body := g.adminPost("/llm/keys", `{"project":"acme/research/alpha","id":"runner"}`)
-	var k llm.KeyInfo
+	var k llmapi.KeyInfo
 	if code != 201 || json.Unmarshal(body, &k) != nil || k.Secret == "" {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -66,7 +66,7 @@ func TestKeyLimitsChanged(t *testing.T) {
 		t.Fatalf("a model outside the key's new list: got %+v, want 403", e)
 	}
 	// The key shows its own limits.
-	var got llm.KeyInfo
+	var got llmapi.KeyInfo
 	g.adminGet("/llm/keys/runner", &got)
 	if got.Limits == nil || len(got.Limits.Models) != 1 {
 		t.Errorf("GET /llm/keys/runner: %+v", got)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -155,14 +155,14 @@ func adminAs(t *testing.T, g *gateway, actor, method, path, body string) (int, [
 	return resp.StatusCode, b
 }
 
-func (g *gateway) audit(query string) llm.AuditPage {
+func (g *gateway) audit(query string) llmapi.AuditPage {
 	g.t.Helper()
-	var p llm.AuditPage
+	var p llmapi.AuditPage
 	g.adminGet("/llm/audit?"+query, &p)
 	return p
 }
 
-func actions(p llm.AuditPage) []string {
+func actions(p llmapi.AuditPage) []string {
 	var out []string
 	for _, e := range p.Entries {
 		out = append(out, e.Actor+": "+e.Action)
@@ -193,7 +193,7 @@ func TestAuditLogReadBack(t *testing.T) {
 		if code >= 300 {
 			t.Fatalf("%s %s: %d %s", s.method, s.path, code, body)
 		}
-		var k llm.KeyInfo
+		var k llmapi.KeyInfo
 		if json.Unmarshal(body, &k) == nil && k.Secret != "" {
 			secret = k.Secret
 		}
@@ -243,7 +243,7 @@ func TestAuditLogReadBack(t *testing.T) {
 		t.Fatalf("stop: %d %s", code, body)
 	}
 	out, err = ctlRun(t, g, "--json", "audit", "--since", "1h")
-	var after llm.AuditPage
+	var after llmapi.AuditPage
 	if err != nil || json.Unmarshal([]byte(out), &after) != nil {
 		t.Fatalf("ctl --json audit: %v\n%s", err, out)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 const liveModel = `
@@ -91,7 +91,7 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("live change: %d %s", code, body)
 	}
-	var out llm.Rollout
+	var out llmapi.Rollout
 	if err := json.Unmarshal(body, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestLiveChangeAndRestartUnderStreams(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("restart: %d %s", code, body)
 	}
-	var rs llm.Rollout
+	var rs llmapi.Rollout
 	_ = json.Unmarshal(body, &rs)
 	if len(rs.Started) != 1 || rs.Started[0] == cur.ID || len(rs.Replaced) != 1 || rs.Replaced[0] != cur.ID {
 		t.Errorf("restart rollout: %s", body)
@@ -202,7 +202,7 @@ func TestLiveChangeOneAtATime(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("live change: %d %s", code, body)
 	}
-	var out llm.Rollout
+	var out llmapi.Rollout
 	_ = json.Unmarshal(body, &out)
 	if !out.OneAtATime || len(out.Started) != 1 || out.Started[0] == old.ID {
 		t.Errorf("rollout: %s", body)
@@ -228,7 +228,7 @@ func TestLiveChangeOfARuntimeModel(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("live change: %d %s", code, body)
 	}
-	var out llm.Rollout
+	var out llmapi.Rollout
 	_ = json.Unmarshal(body, &out)
 	if len(out.Replaced) != 1 || out.Replaced[0] != old.ID || len(out.Started) != 1 || out.Note != "" {
 		t.Errorf("rollout: %s", body)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/mirror/s3test"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // mirrorBlock is the llm app's mirror block for two versitygw stores.
@@ -112,7 +112,7 @@ func TestMirrorServesOllama(t *testing.T) {
 		t.Fatalf("node cache copy of tiny/v1: %v (equal %v)", err, bytes.Equal(got, orig))
 	}
 
-	var view llm.MirrorView
+	var view llmapi.MirrorView
 	g.adminGet("/llm/mirror", &view)
 	if strings.Join(view.Stores, ",") != "s3-a,s3-b" {
 		t.Errorf("mirror view stores %v", view.Stores)
@@ -248,7 +248,7 @@ func TestMirrorAdminAndPurge(t *testing.T) {
 	// Reconciliation state is visible; a store that goes down shows.
 	b.Kill()
 	waitFor(t, 15*time.Second, "s3-b seen as unreachable", func() bool {
-		var v llm.MirrorView
+		var v llmapi.MirrorView
 		g.adminGet("/llm/mirror", &v)
 		return len(v.Sync.Stores) == 2 && !v.Sync.Stores[1].Reachable && v.Sync.Stores[0].Reachable
 	})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/mirror/s3test"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // adminPost posts body to an admin route and returns the status and body.
@@ -110,7 +110,7 @@ func TestModelSourceChecked(t *testing.T) {
 		{"registry", "hf://org/tiny/tiny.gguf", "registry"},
 	} {
 		code, body := add(tc.name, tc.source, "")
-		var got llm.AddedModel
+		var got llmapi.AddedModel
 		_ = json.Unmarshal([]byte(body), &got)
 		if sc := got.SourceCheck; code != http.StatusCreated || sc == nil || sc.Size != int64(len(tiny)) || sc.Kind != tc.kind || sc.Format != "gguf" {
 			t.Errorf("%s: got %d %s; want 201 with the source's size %d", tc.name, code, body, len(tiny))
@@ -161,12 +161,12 @@ func TestModelPlan(t *testing.T) {
 			}
 		}`, "")
 	bulk := g.readyReplicas("bulk", 1)[0]
-	var before llm.NodeStatus
+	var before llmapi.NodeStatus
 	g.adminGet("/llm/node", &before)
 
 	std := `{"name":"std","engine":"sim","resources":{"memory":2147483648}}`
 	code, body := g.adminPost("/llm/plan", std)
-	var pl llm.Plan
+	var pl llmapi.Plan
 	if err := json.Unmarshal(body, &pl); code != http.StatusOK || err != nil {
 		t.Fatalf("plan: %d %s", code, body)
 	}
@@ -176,7 +176,7 @@ func TestModelPlan(t *testing.T) {
 		t.Fatalf("plan: got %s; want one replica on %s that stops %s", body, host, bulk.ID)
 	}
 	// Nothing changed.
-	var after llm.NodeStatus
+	var after llmapi.NodeStatus
 	g.adminGet("/llm/node", &after)
 	ms := g.models()
 	if _, ok := ms["std"]; ok || len(ms) != 1 || len(ms["bulk"].Replicas) != 1 || ms["bulk"].Replicas[0].ID != bulk.ID || after != before {
@@ -197,7 +197,7 @@ func TestModelPlan(t *testing.T) {
 	// Too big even after stopping everything of a lower class.
 	huge := `{"name":"huge","engine":"sim","class":"critical","resources":{"memory":8589934592}}`
 	code, body = g.adminPost("/llm/plan", huge)
-	pl = llm.Plan{}
+	pl = llmapi.Plan{}
 	_ = json.Unmarshal(body, &pl)
 	if code != http.StatusOK || pl.Fits || len(pl.Replicas) != 0 || pl.Missing == nil || pl.Missing.Memory != 4<<30 ||
 		!strings.Contains(pl.Reason, "needs 8.0 GiB memory") {

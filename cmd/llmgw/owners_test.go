@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -18,9 +18,9 @@ func ownersModel(name, owner string) string {
 }
 
 // ownersState waits until model is in state and returns its status.
-func ownersState(g *gateway, model, state string) llm.ModelStatus {
+func ownersState(g *gateway, model, state string) llmapi.ModelStatus {
 	g.t.Helper()
-	var st llm.ModelStatus
+	var st llmapi.ModelStatus
 	waitFor(g.t, 30*time.Second, model+" "+state, func() bool {
 		st = g.models()[model]
 		return st.State == state
@@ -28,10 +28,10 @@ func ownersState(g *gateway, model, state string) llm.ModelStatus {
 	return st
 }
 
-func ownersPlan(g *gateway, body string) llm.Plan {
+func ownersPlan(g *gateway, body string) llmapi.Plan {
 	g.t.Helper()
 	code, b := adminDo(g.t, g, "POST", "/llm/plan", body)
-	var pl llm.Plan
+	var pl llmapi.Plan
 	if code != 200 || json.Unmarshal(b, &pl) != nil {
 		g.t.Fatalf("plan: %d %s", code, b)
 	}
@@ -114,7 +114,7 @@ func TestOwnersCapacityWaitsThenAdmits(t *testing.T) {
 	if st := ownersState(g, "d", "waiting"); !strings.Contains(st.Reason, orgFull) {
 		t.Fatalf("d waits for %q, want %s", st.Reason, orgFull)
 	}
-	var org llm.TenantLevel
+	var org llmapi.TenantLevel
 	g.adminGet("/llm/tenants/orgs/acme", &org)
 	if org.Used.Memory != 2<<30 || org.Used.Replicas != 2 || strings.Join(org.Models, ",") != "b,c,d" {
 		t.Errorf("the org's use: got %+v, want 2 GiB in 2 replicas, models b,c,d", org)
@@ -170,7 +170,7 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("mint a key in the new project: %d %s", code, body)
 	}
-	var key llm.KeyInfo
+	var key llmapi.KeyInfo
 	_ = json.Unmarshal(body, &key)
 	c := keyClient(g, key.Secret)
 
@@ -206,12 +206,12 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		var p llm.TenantLevel
+		var p llmapi.TenantLevel
 		g.adminGet("/llm/tenants/orgs/beta/teams/web/projects/shop", &p)
 		if p.Source != "runtime" || p.Limits == nil || p.Limits.RequestsPerMinute != 1 || p.Keys != 1 {
 			t.Fatalf("%s: the project is %+v, want runtime, 1 a minute, 1 key", when, p)
 		}
-		var team llm.TenantLevel
+		var team llmapi.TenantLevel
 		g.adminGet("/llm/tenants/orgs/acme/teams/research", &team)
 		if team.Source != "config+runtime" || team.Capacity == nil || team.Capacity.Replicas != 3 {
 			t.Fatalf("%s: the config team is %+v, want its capacity changed to 3 replicas", when, team)
@@ -277,18 +277,18 @@ func TestOwnersTenancyAtRuntime(t *testing.T) {
 	if code, b := adminDo(t, g, "DELETE", "/llm/tenants/orgs/acme/teams/research?overlay=true", ""); code != 204 {
 		t.Fatalf("undo the config team's change: %d %s", code, b)
 	}
-	var team llm.TenantLevel
+	var team llmapi.TenantLevel
 	g.adminGet("/llm/tenants/orgs/acme/teams/research", &team)
 	if team.Source != "config" || team.Capacity != nil {
 		t.Errorf("after undoing its change, the config team is %+v", team)
 	}
-	var levels []llm.TenantLevel
+	var levels []llmapi.TenantLevel
 	g.adminGet("/llm/tenants", &levels)
 	if len(levels) != 3 {
 		t.Errorf("after deleting beta: got %+v, want acme's three levels", levels)
 	}
 	var audit struct {
-		Entries []llm.AuditEntry `json:"entries"`
+		Entries []llmapi.AuditEntry `json:"entries"`
 	}
 	g.adminGet("/llm/audit?action=tenant&limit=100", &audit)
 	var actions []string
@@ -352,12 +352,12 @@ func TestOwnersCluster(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("mint a key on n1: %d %s", code, body)
 	}
-	var key llm.KeyInfo
+	var key llmapi.KeyInfo
 	_ = json.Unmarshal(body, &key)
 	if code, _, b := ask(t, n2, key.Secret, "chat"); code != 200 {
 		t.Fatalf("the new project's key on n2: %d %s", code, b)
 	}
-	var p llm.TenantLevel
+	var p llmapi.TenantLevel
 	waitFor(t, 10*time.Second, "n2 to know the new project", func() bool {
 		n2.adminGet("/llm/tenants/orgs/acme/teams/web/projects/shop", &p)
 		return p.Source == "runtime"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -53,7 +53,7 @@ func TestPlacementByResourcesAndClass(t *testing.T) {
 			}
 		}`, "")
 	g.readyReplicas("bulk", 1)
-	var nodeSt llm.NodeStatus
+	var nodeSt llmapi.NodeStatus
 	g.adminGet("/llm/node", &nodeSt)
 	if nodeSt.Capacity.Memory != 4<<30 || nodeSt.Used.Memory != 3<<30 {
 		t.Fatalf("node: %+v", nodeSt)
@@ -91,7 +91,7 @@ func TestPlacementByResourcesAndClass(t *testing.T) {
 	if vip.Class != "critical" || vip.Owner != "acme/research" || vip.Resources == nil || vip.Resources.Memory != 2<<30 {
 		t.Errorf("vip's status: %+v", vip)
 	}
-	var after llm.NodeStatus
+	var after llmapi.NodeStatus
 	g.adminGet("/llm/node", &after)
 	if after.Used.Memory != 4<<30 || after.Free.Memory != 0 {
 		t.Errorf("node after: %+v", after)

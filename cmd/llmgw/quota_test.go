@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -173,7 +173,7 @@ func TestQuotaCountersSurviveReload(t *testing.T) {
 	if _, e := chatErr(c, "sim-chat"); e == nil || e.StatusCode != 429 {
 		t.Errorf("after a reload the counter restarted: got %+v, want 429", e)
 	}
-	var info llm.KeyInfo
+	var info llmapi.KeyInfo
 	g.adminGet("/llm/keys/k1", &info)
 	if info.Effective == nil || info.Effective.RequestsPerMinute != 2 || len(info.Levels) != 4 {
 		t.Errorf("the key's effective policy: %+v", info)
@@ -253,7 +253,7 @@ func TestQuotaBudgetTripsOnSettledCost(t *testing.T) {
 		t.Fatalf("after the budget: got %+v, want 429 insufficient_quota naming the organisation", e)
 	}
 	var u struct {
-		Total llm.Usage `json:"total"`
+		Total llmapi.Usage `json:"total"`
 	}
 	g.adminGet("/llm/usage?org=acme", &u)
 	if u.Total.Requests != 3 || u.Total.OutputTokens != 30 || u.Total.CostMicros != 30_000_000 {
@@ -294,7 +294,7 @@ func TestQuotaRuntimeKeys(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	var created llm.KeyInfo
+	var created llmapi.KeyInfo
 	_ = json.Unmarshal(body, &created)
 	if !strings.HasPrefix(created.Secret, tenancy.SecretPrefix) {
 		t.Fatalf("no secret in %s", body)
@@ -308,7 +308,7 @@ func TestQuotaRuntimeKeys(t *testing.T) {
 	if code, _ := adminDo(t, g, "DELETE", "/llm/keys/k1", ""); code != 409 {
 		t.Errorf("revoking a config key: got %d, want 409", code)
 	}
-	var list []llm.KeyInfo
+	var list []llmapi.KeyInfo
 	g.adminGet("/llm/keys", &list)
 	if len(list) != 3 || strings.Contains(fmt.Sprint(list), created.Secret) {
 		t.Errorf("key list: %+v", list)
@@ -323,7 +323,7 @@ func TestQuotaRuntimeKeys(t *testing.T) {
 
 	// Rotation: the old secret stops, the new one works.
 	code, body = adminDo(t, g, "POST", "/llm/keys/ci/rotate", "")
-	var rotated llm.KeyInfo
+	var rotated llmapi.KeyInfo
 	_ = json.Unmarshal(body, &rotated)
 	if code != 200 || rotated.Secret == "" || rotated.Secret == created.Secret {
 		t.Fatalf("rotate: %d %s", code, body)
@@ -342,7 +342,7 @@ func TestQuotaRuntimeKeys(t *testing.T) {
 	if _, e := chatErr(keyClient(g, rotated.Secret), "sim-chat"); e == nil || e.StatusCode != 401 {
 		t.Errorf("a revoked key still works: %+v", e)
 	}
-	var info llm.KeyInfo
+	var info llmapi.KeyInfo
 	g.adminGet("/llm/keys/ci", &info)
 	if info.Revoked == nil {
 		t.Errorf("the key is not shown as revoked: %+v", info)
@@ -431,7 +431,7 @@ func TestQuotaTokensSettleStreamedUsage(t *testing.T) {
 		t.Errorf("admitted %d streamed requests across two instances, want 6 (settled use %d of 100)", admitted, used)
 	}
 	var u struct {
-		Total llm.Usage `json:"total"`
+		Total llmapi.Usage `json:"total"`
 	}
 	g1.adminGet("/llm/usage?key=k1", &u)
 	if u.Total.Requests != 6 || u.Total.InputTokens != 24 || u.Total.OutputTokens != 60 {
@@ -472,7 +472,7 @@ func TestQuotaRedisOutage(t *testing.T) {
 	})
 	// Counting resumed in redis: the other instance sees this one's request.
 	var u struct {
-		Total llm.Usage `json:"total"`
+		Total llmapi.Usage `json:"total"`
 	}
 	allow.adminGet("/llm/usage?key=k1", &u)
 	if u.Total.Requests < 1 {
@@ -508,7 +508,7 @@ func TestQuotaSettlesCutStreams(t *testing.T) {
 	}
 	resp.Body.Close()
 	var u struct {
-		Total llm.Usage `json:"total"`
+		Total llmapi.Usage `json:"total"`
 	}
 	waitFor(t, 5*time.Second, "the cut stream to be settled", func() bool {
 		g.adminGet("/llm/usage?key=k1", &u)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // TestModelSettingsAndCanary changes a runtime model's class, owner,
@@ -47,7 +47,7 @@ func TestModelSettingsAndCanary(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("settings: %d %s", code, body)
 	}
-	var st llm.ModelStatus
+	var st llmapi.ModelStatus
 	_ = json.Unmarshal(body, &st)
 	if st.Class != "critical" || st.Owner != "acme/research" || strings.Join(st.Fallbacks, ",") != "chat" || st.Canary == nil || st.Canary.Model != "next" {
 		t.Errorf("status after settings: %+v", st)

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/mirror/s3test"
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -100,10 +100,10 @@ func updatesWeights(t *testing.T, g *gateway) string {
 	return r.Header.Get("X-Sim-Weights")
 }
 
-func updatesGet(t *testing.T, g *gateway, query string) llm.ModelUpdates {
+func updatesGet(t *testing.T, g *gateway, query string) llmapi.ModelUpdates {
 	t.Helper()
 	code, body := adminDo(t, g, "GET", "/llm/models/d/updates"+query, "")
-	var u llm.ModelUpdates
+	var u llmapi.ModelUpdates
 	if code != 200 || json.Unmarshal(body, &u) != nil {
 		t.Fatalf("GET updates: %d %s", code, body)
 	}
@@ -112,7 +112,7 @@ func updatesGet(t *testing.T, g *gateway, query string) llm.ModelUpdates {
 
 // updatesUnderStreams runs an update or rollback under 32 streams and a
 // steady flow of short requests, and checks that none was cut.
-func updatesUnderStreams(t *testing.T, g *gateway, action string) llm.VersionRollout {
+func updatesUnderStreams(t *testing.T, g *gateway, action string) llmapi.VersionRollout {
 	t.Helper()
 	results := openStreams(t, g, "d", 32, drainTokens)
 	stop := make(chan struct{})
@@ -123,7 +123,7 @@ func updatesUnderStreams(t *testing.T, g *gateway, action string) llm.VersionRol
 		wait()
 		t.Fatalf("%s: %d %s", action, code, body)
 	}
-	var out llm.VersionRollout
+	var out llmapi.VersionRollout
 	if err := json.Unmarshal(body, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestRegistryUpdateInCluster(t *testing.T) {
 	n1, n2 := c.nodes["n1"], c.nodes["n2"]
 	waitFor(t, 20*time.Second, "n2's schedule to report the update", func() bool { return updatesGet(t, n2, "").UpdateAvailable })
 
-	action := func(g *gateway, what string) llm.VersionRollout {
+	action := func(g *gateway, what string) llmapi.VersionRollout {
 		results := updatesKeyStreams(t, []*gateway{n1, n2}, "secret-1", 32, drainTokens)
 		l := steadyLoad(t, func() []*gateway { return []*gateway{n1, n2} }, "secret-1", "d", 4)
 		code, body := adminDo(t, g, "POST", "/llm/models/d/"+what, "")
@@ -403,7 +403,7 @@ func TestRegistryUpdateInCluster(t *testing.T) {
 			l.end()
 			t.Fatalf("%s in the cluster: %d %s", what, code, body)
 		}
-		var out llm.VersionRollout
+		var out llmapi.VersionRollout
 		_ = json.Unmarshal(body, &out)
 		checkStreams(t, what+" in the cluster", results, 32, drainTokens)
 		ok, failed := l.end()

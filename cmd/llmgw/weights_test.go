@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 type weightsView struct {
-	Nodes []llm.NodeWeights `json:"nodes"`
+	Nodes []llmapi.NodeWeights `json:"nodes"`
 }
 
 func (g *gateway) weights(query string) weightsView {
@@ -25,7 +25,7 @@ func (g *gateway) weights(query string) weightsView {
 	return v
 }
 
-func entryPaths(es []llm.WeightsEntry) []string {
+func entryPaths(es []llmapi.WeightsEntry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Path)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 func init() {
@@ -99,19 +99,6 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, a.v().fleets[m.Name].status())
 }
 
-// EngineStatus describes one engine plugin.
-type EngineStatus struct {
-	Type         string   `json:"type"`
-	Version      string   `json:"version"`
-	PID          int      `json:"pid"`
-	Capabilities []string `json:"capabilities"`
-	Formats      []string `json:"formats"`
-	// Options a model may set for the engine; empty when it declares none.
-	Options []engine.Option `json:"options,omitempty"`
-	// ReservedArgs are the server flags a model's args must not carry.
-	ReservedArgs []string `json:"reserved_args,omitempty"`
-}
-
 func getNode(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, "use GET")
@@ -124,12 +111,12 @@ func getEngines(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []EngineStatus{}
+	out := []llmapi.EngineStatus{}
 	types, ps := a.engines.all()
 	for i, typ := range types {
 		p := ps[i]
 		i := p.Info()
-		out = append(out, EngineStatus{Type: typ, Version: i.Version, PID: p.PID(),
+		out = append(out, llmapi.EngineStatus{Type: typ, Version: i.Version, PID: p.PID(),
 			Capabilities: i.Capabilities, Formats: i.Formats, Options: i.Options, ReservedArgs: i.ReservedArgs})
 	}
 	return writeJSON(w, out)

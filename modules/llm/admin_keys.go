@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -41,16 +42,6 @@ func handleKeys(w http.ResponseWriter, r *http.Request) error {
 	return apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use GET or POST", r.Method)
 }
 
-// KeyPage is a page of GET /llm/keys?limit=…&after=…&q=…&under=…:
-// the keys after the id `after`, by id, that match q and lie under a
-// node of the tenancy tree. Next is the id to ask after for the next
-// page, empty on the last; Total counts the matching keys on all pages.
-type KeyPage struct {
-	Keys  []KeyInfo `json:"keys"`
-	Next  string    `json:"next"`
-	Total int       `json:"total"`
-}
-
 // KeyPaging says whether a GET /llm/keys asks for a page; without any of
 // its parameters the answer is the whole list, as before.
 func KeyPaging(q url.Values) bool {
@@ -63,18 +54,18 @@ const (
 )
 
 // pageKeys cuts a page from keys, sorted by id.
-func pageKeys(keys []KeyInfo, q url.Values) (KeyPage, error) {
+func pageKeys(keys []llmapi.KeyInfo, q url.Values) (llmapi.KeyPage, error) {
 	limit := defaultKeyPage
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxKeyPage {
-			return KeyPage{}, apiErr(http.StatusBadRequest, "limit %q: use a number of keys from 1 to %d", v, maxKeyPage)
+			return llmapi.KeyPage{}, apiErr(http.StatusBadRequest, "limit %q: use a number of keys from 1 to %d", v, maxKeyPage)
 		}
 		limit = n
 	}
 	after, under := q.Get("after"), q.Get("under")
 	filter := strings.ToLower(q.Get("q"))
-	page := KeyPage{Keys: []KeyInfo{}}
+	page := llmapi.KeyPage{Keys: []llmapi.KeyInfo{}}
 	for _, k := range keys {
 		if under != "" && k.Project != under && !strings.HasPrefix(k.Project, under+"/") {
 			continue
@@ -133,7 +124,7 @@ func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.audit(r, "key created", zap.String("key", key.ID), zap.String("project", key.Project))
 	w.WriteHeader(http.StatusCreated)
-	return writeJSON(w, KeyInfo{ID: key.ID, Project: key.Project, Source: "runtime", Created: key.Created, Limits: key.Limits, Secret: secret})
+	return writeJSON(w, llmapi.KeyInfo{ID: key.ID, Project: key.Project, Source: "runtime", Created: key.Created, Limits: key.Limits, Secret: secret})
 }
 
 func handleKey(w http.ResponseWriter, r *http.Request) error {
@@ -203,7 +194,7 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 	if err != nil {
 		return err
 	}
-	var info KeyInfo
+	var info llmapi.KeyInfo
 	err = a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
 		k, err := a.runtimeKey(keys, id)
 		if err != nil {
@@ -213,7 +204,7 @@ func (a *App) rotateKey(w http.ResponseWriter, r *http.Request, id string) error
 			return nil, apiErr(http.StatusConflict, "key %q is revoked; create a new one", id)
 		}
 		k.SHA256, k.Created = tenancy.HashKey(secret), now().UTC()
-		info = KeyInfo{ID: k.ID, Project: k.Project, Source: "runtime", Created: k.Created, Limits: k.Limits, Secret: secret}
+		info = llmapi.KeyInfo{ID: k.ID, Project: k.Project, Source: "runtime", Created: k.Created, Limits: k.Limits, Secret: secret}
 		return keys, nil
 	})
 	if err != nil {
@@ -234,7 +225,7 @@ func (a *App) setKeyLimits(w http.ResponseWriter, r *http.Request, id string) er
 	if err := l.Validate(); err != nil {
 		return apiErr(http.StatusBadRequest, "key %q: %v", id, err)
 	}
-	var info KeyInfo
+	var info llmapi.KeyInfo
 	err := a.changeKeys(r.Context(), func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error) {
 		k, err := a.runtimeKey(keys, id)
 		if err != nil {
@@ -294,7 +285,7 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 			*dst = t
 		}
 	}
-	models := map[string]*Usage{}
+	models := map[string]*llmapi.Usage{}
 	var rerr error
 	usageReaders.Range(func(_, v any) bool {
 		got, err := v.(UsageReader).ReadUsage(node, from, to)
@@ -304,7 +295,7 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 		}
 		for m, u := range got {
 			if models[m] == nil {
-				models[m] = &Usage{}
+				models[m] = &llmapi.Usage{}
 			}
 			models[m].Add(*u)
 		}
@@ -313,7 +304,7 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 	if rerr != nil {
 		return apiErr(http.StatusBadGateway, "reading usage: %v", rerr)
 	}
-	var total Usage
+	var total llmapi.Usage
 	for _, u := range models {
 		total.Add(*u)
 	}

@@ -13,16 +13,8 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
-
-// MirrorView is GET /llm/mirror: the stores and how far each is behind,
-// the transfers under way with their rate and time left, and the node cache.
-type MirrorView struct {
-	Stores    []string               `json:"stores"`
-	Sync      mirror.SyncStatus      `json:"sync"`
-	Transfers []mirror.Progress      `json:"transfers"`
-	Cache     []mirror.CachedVersion `json:"cache"`
-}
 
 // runningMirror is the running app and its mirror, or the error to answer.
 func runningMirror() (*App, *mirror.Mirror, error) {
@@ -44,7 +36,7 @@ func getMirror(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := MirrorView{Sync: m.Status(), Transfers: m.Transfers()}
+	v := llmapi.MirrorView{Sync: m.Status(), Transfers: m.Transfers()}
 	for _, s := range m.Stores() {
 		v.Stores = append(v.Stores, s.Name())
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"go.uber.org/zap"
 )
 
@@ -34,36 +35,6 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 	}
 }
 
-// NodeInfo is what GET /llm/nodes says about one node.
-type NodeInfo struct {
-	Name      string        `json:"name"`
-	Address   string        `json:"address"`
-	Self      bool          `json:"self,omitempty"`
-	Leader    bool          `json:"leader,omitempty"`
-	Drained   bool          `json:"drained,omitempty"`
-	Heartbeat time.Time     `json:"heartbeat"`
-	Age       string        `json:"heartbeat_age"`
-	Started   time.Time     `json:"started"`
-	Capacity  Amounts       `json:"capacity"`
-	Used      Amounts       `json:"used"`
-	Replicas  []beatReplica `json:"replicas"`
-	// Failing names the models this node cannot start now, and why.
-	Failing map[string]string `json:"failing,omitempty"`
-}
-
-// NodesStatus is the body of GET /llm/nodes.
-type NodesStatus struct {
-	Cluster string `json:"cluster"`
-	Store   string `json:"store"`
-	// StoreError is set while the store does not answer: the nodes are
-	// as this node last saw them.
-	StoreError string              `json:"store_error,omitempty"`
-	Leader     string              `json:"leader"`
-	Nodes      []NodeInfo          `json:"nodes"`
-	Plan       map[string][]string `json:"plan"`
-	Unplaced   map[string]string   `json:"unplaced,omitempty"`
-}
-
 func getNodes(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {
@@ -75,12 +46,12 @@ func getNodes(w http.ResponseWriter, r *http.Request) error {
 	m := a.cluster
 	drained := a.drainedNodes()
 	m.mu.Lock()
-	st := NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.storeName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []NodeInfo{}}
+	st := llmapi.NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.storeName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []llmapi.NodeInfo{}}
 	if m.down != nil {
 		st.StoreError = m.storeErr(m.down).Error()
 	}
 	for _, nb := range m.nodes {
-		st.Nodes = append(st.Nodes, NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
+		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
 			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
 			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
 			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -48,54 +49,18 @@ func init() {
 	})}
 }
 
-// GuardrailOverview is the guardrails' part of GET /llm/overview: the
-// totals of llmgw_guardrail_checks_total and llmgw_guardrail_findings_total.
-type GuardrailOverview struct {
-	Checks   []GuardrailChecks   `json:"checks"`
-	Findings []GuardrailFindings `json:"findings"`
-}
-
-// GuardrailChecks counts one check's outcomes at one stage.
-type GuardrailChecks struct {
-	Check    string           `json:"check"`
-	Stage    string           `json:"stage"`
-	Outcomes map[string]int64 `json:"outcomes"`
-}
-
-// GuardrailFindings counts what one check found of one kind and did.
-type GuardrailFindings struct {
-	Check  string `json:"check"`
-	Kind   string `json:"kind"`
-	Action string `json:"action"`
-	Count  int64  `json:"count"`
-}
-
-// ModelOverview is one model's line of GET /llm/overview.
-type ModelOverview struct {
-	Model            string  `json:"model"`
-	State            string  `json:"state"`
-	Ready            int     `json:"ready"`
-	Requests         int64   `json:"requests"`
-	Errors           int64   `json:"errors"`
-	PromptTokens     int64   `json:"prompt_tokens"`
-	CompletionTokens int64   `json:"completion_tokens"`
-	TTFTMillis       float64 `json:"ttft_ms"`
-	TTFTP50Millis    float64 `json:"ttft_p50_ms"`
-	TokensPerSecond  float64 `json:"tokens_per_second"`
-}
-
 func getOverview(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {
 		return err
 	}
-	byModel := map[string]*ModelOverview{}
+	byModel := map[string]*llmapi.ModelOverview{}
 	var order []string
-	line := func(name string) *ModelOverview {
+	line := func(name string) *llmapi.ModelOverview {
 		if o := byModel[name]; o != nil {
 			return o
 		}
-		o := &ModelOverview{Model: name}
+		o := &llmapi.ModelOverview{Model: name}
 		byModel[name] = o
 		order = append(order, name)
 		return o
@@ -110,13 +75,13 @@ func getOverview(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	catalog := len(order)
-	guard := GuardrailOverview{Checks: []GuardrailChecks{}, Findings: []GuardrailFindings{}}
+	guard := llmapi.GuardrailOverview{Checks: []llmapi.GuardrailChecks{}, Findings: []llmapi.GuardrailFindings{}}
 	if err := readOverviewMetrics(line, &guard); err != nil {
 		return apiErr(http.StatusInternalServerError, "reading the gateway's metrics: %v", err)
 	}
 	extra := order[catalog:]
 	sort.Strings(extra)
-	out := make([]ModelOverview, 0, len(order))
+	out := make([]llmapi.ModelOverview, 0, len(order))
 	for _, name := range order {
 		out = append(out, *byModel[name])
 	}
@@ -125,7 +90,7 @@ func getOverview(w http.ResponseWriter, r *http.Request) error {
 
 // readOverviewMetrics reads the running config's metrics registry, the
 // one the router registers its collectors in.
-func readOverviewMetrics(line func(string) *ModelOverview, guard *GuardrailOverview) error {
+func readOverviewMetrics(line func(string) *llmapi.ModelOverview, guard *llmapi.GuardrailOverview) error {
 	ctx := caddy.ActiveContext()
 	reg := ctx.GetMetricsRegistry()
 	if reg == nil {
@@ -180,7 +145,7 @@ func readOverviewMetrics(line func(string) *ModelOverview, guard *GuardrailOverv
 
 // readGuardrailMetrics adds the guardrails' counters of f, if it is one,
 // in the order Gather sorts them (by labels).
-func readGuardrailMetrics(f *dto.MetricFamily, guard *GuardrailOverview) {
+func readGuardrailMetrics(f *dto.MetricFamily, guard *llmapi.GuardrailOverview) {
 	switch f.GetName() {
 	case "llmgw_guardrail_checks_total":
 		idx := map[[2]string]int{}
@@ -190,7 +155,7 @@ func readGuardrailMetrics(f *dto.MetricFamily, guard *GuardrailOverview) {
 			if !ok {
 				i = len(guard.Checks)
 				idx[k] = i
-				guard.Checks = append(guard.Checks, GuardrailChecks{Check: k[0], Stage: k[1], Outcomes: map[string]int64{}})
+				guard.Checks = append(guard.Checks, llmapi.GuardrailChecks{Check: k[0], Stage: k[1], Outcomes: map[string]int64{}})
 			}
 			guard.Checks[i].Outcomes[label(m, "outcome")] += int64(m.GetCounter().GetValue())
 		}
@@ -200,7 +165,7 @@ func readGuardrailMetrics(f *dto.MetricFamily, guard *GuardrailOverview) {
 		})
 	case "llmgw_guardrail_findings_total":
 		for _, m := range f.GetMetric() {
-			guard.Findings = append(guard.Findings, GuardrailFindings{Check: label(m, "check"), Kind: label(m, "kind"),
+			guard.Findings = append(guard.Findings, llmapi.GuardrailFindings{Check: label(m, "check"), Kind: label(m, "kind"),
 				Action: label(m, "action"), Count: int64(m.GetCounter().GetValue())})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -48,7 +49,7 @@ func TestOverviewGuardrails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g GuardrailOverview
+	var g llmapi.GuardrailOverview
 	for _, f := range families {
 		readGuardrailMetrics(f, &g)
 	}

@@ -7,33 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
-
-// TenantLevel is what the admin API shows of one level of the tenancy
-// tree: an organisation, a team or a project.
-type TenantLevel struct {
-	Kind string `json:"kind"` // org, team or project
-	Path string `json:"path"` // acme, acme/research or acme/research/alpha
-	Name string `json:"name"`
-	// Source is config (declared in the config file), runtime (created
-	// through the admin API) or config+runtime (declared in the file, its
-	// limits and capacity changed through the API: the change is laid
-	// over the file at every start and reload).
-	Source   string            `json:"source"`
-	Limits   *tenancy.Limits   `json:"limits,omitempty"`
-	Capacity *tenancy.Capacity `json:"capacity,omitempty"`
-	// Used is what the replicas of the models it owns (itself and the
-	// levels under it) hold on this node.
-	Used OwnerUse `json:"used"`
-	// Models are the catalog models it owns, itself or a level under it.
-	Models []string `json:"models,omitempty"`
-	// Keys counts the keys (not revoked) of its projects.
-	Keys int `json:"keys"`
-	// Children are the paths of the levels right under it.
-	Children []string `json:"children,omitempty"`
-}
 
 // tenantBody is the body of POST, PUT and PATCH on the tenancy routes.
 type tenantBody struct {
@@ -134,16 +111,16 @@ func (a *App) listTenants(w http.ResponseWriter, rt tenantRoute) error {
 }
 
 // tenantLevels describes the levels at paths.
-func (a *App) tenantLevels(paths []string) []TenantLevel {
+func (a *App) tenantLevels(paths []string) []llmapi.TenantLevel {
 	t, kr, v := a.tenants.Load(), a.keys.Load(), a.v()
 	runtime := map[string]bool{}
 	for _, e := range t.Entries() {
 		runtime[e.Path] = true
 	}
-	out := make([]TenantLevel, 0, len(paths))
+	out := make([]llmapi.TenantLevel, 0, len(paths))
 	for _, p := range paths {
 		l, c, _ := t.Find(p)
-		lv := TenantLevel{Kind: tenancy.PathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
+		lv := llmapi.TenantLevel{Kind: tenancy.PathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
 			Limits: l, Capacity: c, Used: node.useOf(p), Children: t.Children(p)}
 		switch {
 		case runtime[p] && t.InConfig(p):

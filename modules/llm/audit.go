@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/certmagic"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -73,28 +74,6 @@ func (c *AuditConfig) parse(d *caddyfile.Dispenser) error {
 	})
 }
 
-// AuditEntry is one change made through the admin API.
-type AuditEntry struct {
-	// ID orders entries and is the cursor of GET /llm/audit.
-	ID     string         `json:"id"`
-	Time   time.Time      `json:"time"`
-	Actor  string         `json:"actor"`
-	Action string         `json:"action"`
-	Node   string         `json:"node,omitempty"`
-	Fields map[string]any `json:"fields,omitempty"`
-}
-
-// AuditPage is the answer of GET /llm/audit: entries newest first, and
-// the cursor of the next page when there may be one.
-type AuditPage struct {
-	Entries []AuditEntry `json:"entries"`
-	Next    string       `json:"next,omitempty"`
-	// Source is where the entries were read: "cluster" (the Redis
-	// stream every node writes to) or "storage" (this node's).
-	Source  string `json:"source"`
-	Warning string `json:"warning,omitempty"`
-}
-
 // audit logs an administrative change with who made it, and records it
 // in the audit log. Its string values come from requests (the actor
 // header, ids, names), so each is cut to a bounded length.
@@ -118,7 +97,7 @@ func (a *App) audit(r *http.Request, msg string, fields ...zap.Field) {
 		}
 		f.AddTo(enc)
 	}
-	e := AuditEntry{Time: at, Actor: actor, Action: msg, Node: a.nodeName(), Fields: enc.Fields}
+	e := llmapi.AuditEntry{Time: at, Actor: actor, Action: msg, Node: a.nodeName(), Fields: enc.Fields}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
 	if err := auditLog.append(ctx, a.local, a.Audit, e); err != nil {
@@ -150,7 +129,7 @@ type auditSegments struct {
 	seq   uint64
 }
 
-func (s *auditSegments) append(ctx context.Context, st certmagic.Storage, cfg *AuditConfig, e AuditEntry) error {
+func (s *auditSegments) append(ctx context.Context, st certmagic.Storage, cfg *AuditConfig, e llmapi.AuditEntry) error {
 	if st == nil {
 		return nil
 	}
@@ -279,7 +258,7 @@ type auditQuery struct {
 	cursor       string
 }
 
-func (q auditQuery) match(e AuditEntry) bool {
+func (q auditQuery) match(e llmapi.AuditEntry) bool {
 	switch {
 	case !q.since.IsZero() && e.Time.Before(q.since), !q.until.IsZero() && e.Time.After(q.until):
 		return false
@@ -294,15 +273,15 @@ func (q auditQuery) match(e AuditEntry) bool {
 }
 
 // readStorage reads the audit log in Caddy storage, newest first.
-func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (AuditPage, error) {
+func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (llmapi.AuditPage, error) {
 	segs, err := listSegments(ctx, st)
 	if err != nil {
-		return AuditPage{}, err
+		return llmapi.AuditPage{}, err
 	}
 	// Newest segments first: once limit+1 matches are in hand, a line
 	// older than the last of them is passed over without decoding it.
 	slices.Reverse(segs)
-	var all []AuditEntry
+	var all []llmapi.AuditEntry
 	floor := ""
 	for _, sg := range segs {
 		if !q.since.IsZero() && sg.day < q.since.UTC().Format(time.DateOnly) ||
@@ -317,19 +296,19 @@ func readStorage(ctx context.Context, st certmagic.Storage, q auditQuery) (Audit
 			if id, ok := lineID(line); ok && (id <= floor || q.cursor != "" && id >= q.cursor) {
 				continue
 			}
-			var e AuditEntry
+			var e llmapi.AuditEntry
 			if json.Unmarshal(line, &e) == nil && (q.cursor == "" || e.ID < q.cursor) && q.match(e) {
 				all = append(all, e)
 			}
 		}
 		if len(all) > q.limit {
-			slices.SortFunc(all, func(x, y AuditEntry) int { return strings.Compare(y.ID, x.ID) })
+			slices.SortFunc(all, func(x, y llmapi.AuditEntry) int { return strings.Compare(y.ID, x.ID) })
 			all = all[:q.limit+1]
 			floor = all[q.limit].ID
 		}
 	}
-	slices.SortFunc(all, func(x, y AuditEntry) int { return strings.Compare(y.ID, x.ID) })
-	p := AuditPage{Entries: all, Source: "storage"}
+	slices.SortFunc(all, func(x, y llmapi.AuditEntry) int { return strings.Compare(y.ID, x.ID) })
+	p := llmapi.AuditPage{Entries: all, Source: "storage"}
 	if len(all) > q.limit {
 		p.Entries, p.Next = all[:q.limit], all[q.limit-1].ID
 	}
@@ -354,7 +333,7 @@ const auditKey = "audit" // stream: one entry per change, every node's
 
 // auditAdd appends e to the cluster's audit stream, trimmed to about max
 // entries.
-func (m *member) auditAdd(ctx context.Context, e AuditEntry, max int) error {
+func (m *member) auditAdd(ctx context.Context, e llmapi.AuditEntry, max int) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -367,28 +346,28 @@ var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
 
 // auditRead reads the cluster's audit stream, newest first, scanning at
 // most max entries.
-func (m *member) auditRead(ctx context.Context, q auditQuery, max int) (AuditPage, error) {
+func (m *member) auditRead(ctx context.Context, q auditQuery, max int) (llmapi.AuditPage, error) {
 	end, start := "+", "-"
 	if !q.until.IsZero() {
 		end = strconv.FormatInt(q.until.UnixMilli(), 10)
 	}
 	if q.cursor != "" {
 		if !streamID.MatchString(q.cursor) {
-			return AuditPage{}, apiErr(http.StatusBadRequest, "cursor %s is not one of the cluster's audit stream; start again without cursor", catalog.Bounded(q.cursor))
+			return llmapi.AuditPage{}, apiErr(http.StatusBadRequest, "cursor %s is not one of the cluster's audit stream; start again without cursor", catalog.Bounded(q.cursor))
 		}
 		end = "(" + q.cursor
 	}
 	if !q.since.IsZero() {
 		start = strconv.FormatInt(q.since.UnixMilli(), 10)
 	}
-	p := AuditPage{Entries: []AuditEntry{}, Source: "cluster"}
+	p := llmapi.AuditPage{Entries: []llmapi.AuditEntry{}, Source: "cluster"}
 	for scanned := 0; scanned < max; {
 		msgs, err := m.rdb.XRevRangeN(ctx, m.key(auditKey), end, start, 500).Result()
 		if err != nil {
-			return AuditPage{}, err
+			return llmapi.AuditPage{}, err
 		}
 		for _, msg := range msgs {
-			var e AuditEntry
+			var e llmapi.AuditEntry
 			s, _ := msg.Values["e"].(string)
 			if json.Unmarshal([]byte(s), &e) != nil {
 				continue
@@ -445,7 +424,7 @@ func getAudit(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusInternalServerError, "reading the audit log: %v", err)
 	}
 	if p.Entries == nil {
-		p.Entries = []AuditEntry{}
+		p.Entries = []llmapi.AuditEntry{}
 	}
 	return writeJSON(w, p)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // The storage log keeps entries newest first across segments and days,
@@ -22,7 +23,7 @@ func TestAuditStorage(t *testing.T) {
 	// segments were half of max_entries).
 	base := time.Now().UTC().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour)
 	for i := range 1500 {
-		e := AuditEntry{Time: base.Add(time.Duration(i) * time.Minute), Actor: []string{"alice", "bob"}[i%2], Action: "model scaled",
+		e := llmapi.AuditEntry{Time: base.Add(time.Duration(i) * time.Minute), Actor: []string{"alice", "bob"}[i%2], Action: "model scaled",
 			Node: "n1", Fields: map[string]any{"model": fmt.Sprint("m", i%3)}}
 		if err := log.append(ctx, st, cfg, e); err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 	var log auditSegments
 	cfg := &AuditConfig{}
 	for i := 0; b.Loop(); i++ {
-		e := AuditEntry{Time: time.Now().UTC(), Actor: "alice", Action: "model scaled", Node: "n1",
+		e := llmapi.AuditEntry{Time: time.Now().UTC(), Actor: "alice", Action: "model scaled", Node: "n1",
 			Fields: map[string]any{"model": "chat", "min": 1, "max": 4}}
 		if err := log.append(ctx, st, cfg, e); err != nil {
 			b.Fatal(err)
@@ -96,7 +97,7 @@ func BenchmarkAuditRead(b *testing.B) {
 	cfg := &AuditConfig{}
 	t0 := time.Now().UTC().Add(-time.Hour)
 	for i := range 10000 {
-		e := AuditEntry{Time: t0.Add(time.Duration(i) * time.Millisecond), Actor: []string{"alice", "bob"}[i%2], Action: "model scaled",
+		e := llmapi.AuditEntry{Time: t0.Add(time.Duration(i) * time.Millisecond), Actor: []string{"alice", "bob"}[i%2], Action: "model scaled",
 			Node: "n1", Fields: map[string]any{"model": "chat"}}
 		if err := log.append(ctx, st, cfg, e); err != nil {
 			b.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -228,28 +229,16 @@ type clusterPlan struct {
 // nodeBeat is a node's heartbeat: what it offers, what runs on it and
 // how its models are used.
 type nodeBeat struct {
-	Name     string              `json:"name"`
-	Addr     string              `json:"addr"`
-	At       time.Time           `json:"at"`
-	Started  time.Time           `json:"started"`
-	Capacity Amounts             `json:"capacity"`
-	Used     Amounts             `json:"used"`
-	Replicas []beatReplica       `json:"replicas"`
-	Load     map[string]beatLoad `json:"load,omitempty"`
-	Failing  map[string]string   `json:"failing,omitempty"`
-	Cached   []string            `json:"cached,omitempty"`
-}
-
-type beatReplica struct {
-	ID       string `json:"id"`
-	Model    string `json:"model"`
-	Upstream string `json:"upstream,omitempty"`
-	// Adapters the replica loaded, with their request members.
-	Adapters map[string]string `json:"adapters,omitempty"`
-	State    string            `json:"state"`
-	Inflight int64             `json:"inflight"`
-	Started  time.Time         `json:"started"`
-	GPUs     []int             `json:"gpus,omitempty"` // the devices it holds on its node
+	Name     string               `json:"name"`
+	Addr     string               `json:"addr"`
+	At       time.Time            `json:"at"`
+	Started  time.Time            `json:"started"`
+	Capacity llmapi.Amounts       `json:"capacity"`
+	Used     llmapi.Amounts       `json:"used"`
+	Replicas []llmapi.NodeReplica `json:"replicas"`
+	Load     map[string]beatLoad  `json:"load,omitempty"`
+	Failing  map[string]string    `json:"failing,omitempty"`
+	Cached   []string             `json:"cached,omitempty"`
 }
 
 type beatLoad struct {

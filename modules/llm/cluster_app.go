@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -25,12 +26,12 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 func (a *App) beat(m *member, started time.Time) *nodeBeat {
 	st := node.status()
 	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
-		Capacity: st.Capacity, Used: st.Used, Replicas: []beatReplica{}, Load: map[string]beatLoad{}}
+		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
 		f.mu.Lock()
 		for _, r := range f.replicas {
-			nb.Replicas = append(nb.Replicas, beatReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
+			nb.Replicas = append(nb.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
 				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
 		}
 		// Load only for models used since their fleet began: the leader

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // setGPUDevices sets the node's GPU devices: declared ones (which then
@@ -107,21 +108,15 @@ func (l *ledger) freeGPUsIn(places []*placement, n int) []int {
 	return out
 }
 
-// DeviceUse lists a node's GPU devices and those no replica holds.
-type DeviceUse struct {
-	All  []int `json:"all"`
-	Free []int `json:"free"`
-}
-
 // deviceUseLocked is the node's devices and those free; nil when it has
 // none.
-func (l *ledger) deviceUseLocked() *DeviceUse {
+func (l *ledger) deviceUseLocked() *llmapi.DeviceUse {
 	devs := l.devices.Load()
 	if devs == nil || len(*devs) == 0 {
 		return nil
 	}
 	held := heldGPUs(l.places)
-	u := &DeviceUse{All: slices.Clone(*devs), Free: []int{}}
+	u := &llmapi.DeviceUse{All: slices.Clone(*devs), Free: []int{}}
 	for _, d := range *devs {
 		if held[d] == nil {
 			u.Free = append(u.Free, d)

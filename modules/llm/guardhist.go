@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -41,23 +42,6 @@ func init() {
 			"counts":  arr(typ("integer", "the outcomes in one step, oldest first")),
 		})),
 	})}
-}
-
-// GuardHistory is the answer of GET /llm/guardrails/history.
-type GuardHistory struct {
-	From        time.Time      `json:"from"`
-	To          time.Time      `json:"to"`
-	StepSeconds int64          `json:"step_seconds"`
-	Series      []GuardSeries  `json:"series"`
-	byKey       map[string]int // series by key, while it is built
-}
-
-// GuardSeries is one check's outcome at one stage over time.
-type GuardSeries struct {
-	Check   string  `json:"check"`
-	Stage   string  `json:"stage"`
-	Outcome string  `json:"outcome"`
-	Counts  []int64 `json:"counts"`
 }
 
 // guardHistory is this process's sampler and, on a single node, its
@@ -98,7 +82,7 @@ func (h *guardHistory) start() {
 // sample reads the guardrails' totals and adds their increase since the
 // last sample to the current minute.
 func (h *guardHistory) sample(ctx context.Context, a *App, t time.Time) error {
-	var g GuardrailOverview
+	var g llmapi.GuardrailOverview
 	ctx0 := caddy.ActiveContext()
 	if reg := ctx0.GetMetricsRegistry(); reg != nil {
 		families, err := reg.Gather()
@@ -234,18 +218,19 @@ func getGuardHistory(w http.ResponseWriter, r *http.Request) error {
 	to := t.Unix()/60 + 1 // the current minute included
 	to += (stepMin - to%stepMin) % stepMin
 	from := to - steps*stepMin
-	out := &GuardHistory{From: time.Unix(from*60, 0).UTC(), To: time.Unix(to*60, 0).UTC(), StepSeconds: stepMin * 60,
-		Series: []GuardSeries{}, byKey: map[string]int{}}
+	out := &llmapi.GuardHistory{From: time.Unix(from*60, 0).UTC(), To: time.Unix(to*60, 0).UTC(), StepSeconds: stepMin * 60,
+		Series: []llmapi.GuardSeries{}}
+	byKey := map[string]int{} // series by key, while it is built
 	add := func(minute int64, key string, n int64) {
-		i, ok := out.byKey[key]
+		i, ok := byKey[key]
 		if !ok {
 			parts := strings.SplitN(key, "\x1f", 3)
 			if len(parts) != 3 {
 				return
 			}
 			i = len(out.Series)
-			out.byKey[key] = i
-			out.Series = append(out.Series, GuardSeries{Check: parts[0], Stage: parts[1], Outcome: parts[2], Counts: make([]int64, steps)})
+			byKey[key] = i
+			out.Series = append(out.Series, llmapi.GuardSeries{Check: parts[0], Stage: parts[1], Outcome: parts[2], Counts: make([]int64, steps)})
 		}
 		out.Series[i].Counts[(minute-from)/stepMin] += n
 	}
@@ -255,7 +240,7 @@ func getGuardHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	guardHist.read(from, to, add) // minutes the cluster store did not take
-	slices.SortFunc(out.Series, func(x, y GuardSeries) int {
+	slices.SortFunc(out.Series, func(x, y llmapi.GuardSeries) int {
 		return strings.Compare(histKey(x.Check, x.Stage, x.Outcome), histKey(y.Check, y.Stage, y.Outcome))
 	})
 	return writeJSON(w, out)

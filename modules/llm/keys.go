@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -81,28 +81,15 @@ func (a *App) rebuildKeys(runtime []*tenancy.APIKey) error {
 	return nil
 }
 
-// KeyInfo is what the admin API shows of a key: never its secret.
-type KeyInfo struct {
-	ID        string          `json:"id"`
-	Project   string          `json:"project"`
-	Source    string          `json:"source"` // "config" or "runtime"
-	Created   time.Time       `json:"created,omitzero"`
-	Revoked   *time.Time      `json:"revoked,omitempty"`
-	Limits    *tenancy.Limits `json:"limits,omitempty"`
-	Levels    []tenancy.Level `json:"levels,omitempty"`
-	Effective *tenancy.Limits `json:"effective,omitempty"`
-	Secret    string          `json:"secret,omitempty"` // only when created or rotated
-}
-
-func (a *App) keyInfos() []KeyInfo {
+func (a *App) keyInfos() []llmapi.KeyInfo {
 	kr := a.keys.Load()
 	runtime := map[string]bool{}
 	for _, k := range a.runtimeKeys {
 		runtime[k.ID] = true
 	}
-	var out []KeyInfo
+	var out []llmapi.KeyInfo
 	for id, k := range kr.Keys() {
-		info := KeyInfo{ID: id, Project: k.Project, Source: "config", Created: k.Created, Revoked: k.Revoked, Limits: k.Limits}
+		info := llmapi.KeyInfo{ID: id, Project: k.Project, Source: "config", Created: k.Created, Revoked: k.Revoked, Limits: k.Limits}
 		if runtime[id] {
 			info.Source = "runtime"
 		}

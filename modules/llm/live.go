@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"go.uber.org/zap"
 )
 
@@ -20,23 +21,6 @@ import (
 // streams) and stop. When the node has no room for one more replica, the
 // old one drains first and the new one starts once it has stopped; the
 // answer says so (one_at_a_time).
-
-// Rollout is the answer of a live change or a restart: the model's status
-// once the new replicas are ready, and what was replaced.
-type Rollout struct {
-	ModelStatus
-	// Replaced are the replicas that drain (and stop once their requests end).
-	Replaced []string `json:"replaced"`
-	// Started are the replicas that took their place.
-	Started []string `json:"started"`
-	// OneAtATime is true when the node had no room for a new replica
-	// beside the old one: each old replica drained before its
-	// replacement started, and requests waited (or got 503) meanwhile.
-	OneAtATime bool `json:"one_at_a_time,omitempty"`
-	// Note says what else to know, such as that the config file still
-	// holds the old value.
-	Note string `json:"note,omitempty"`
-}
 
 // reshapes reports whether the settings change what a replica runs with,
 // so the model's replicas are replaced.
@@ -92,26 +76,26 @@ func (a *App) rollTimeout(n int) time.Duration {
 // roll replaces each replica the fleet has now with a new one started
 // from the fleet's model as it is now. The new one starts beside the old
 // when the node has room; the old one drains once the new one is ready.
-func (f *fleet) roll(ctx context.Context, reason string) (Rollout, error) {
+func (f *fleet) roll(ctx context.Context, reason string) (llmapi.Rollout, error) {
 	return f.rollWith(ctx, reason, true)
 }
 
 // rollInPlace replaces each of the fleet's replicas: the old one drains
 // first and a new one takes its place, so that the node keeps the count
 // the cluster's plan gives it.
-func (f *fleet) rollInPlace(ctx context.Context, reason string) (Rollout, error) {
+func (f *fleet) rollInPlace(ctx context.Context, reason string) (llmapi.Rollout, error) {
 	return f.rollWith(ctx, reason, false)
 }
 
 // rollWith is roll, starting new replicas beside the old only when
 // beside is allowed (and the node has room).
-func (f *fleet) rollWith(ctx context.Context, reason string, besideOK bool) (Rollout, error) {
+func (f *fleet) rollWith(ctx context.Context, reason string, besideOK bool) (llmapi.Rollout, error) {
 	f.rolling.Lock()
 	defer f.rolling.Unlock()
 	f.mu.Lock()
 	old := slices.Clone(f.replicas)
 	f.mu.Unlock()
-	out := Rollout{Replaced: []string{}, Started: []string{}}
+	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	known := map[*Replica]bool{}
 	for _, r := range old {
 		known[r] = true
@@ -247,7 +231,7 @@ func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *catal
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Duration(nodes)*a.rollTimeout(n))
 	defer cancel()
 	out, err := a.rollCluster(ctx, m, f, reason)
-	out.ModelStatus = ModelStatus{Name: m.Name}
+	out.ModelStatus = llmapi.ModelStatus{Name: m.Name}
 	if f != nil {
 		out.ModelStatus = f.status()
 	}

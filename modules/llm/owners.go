@@ -8,24 +8,9 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
-
-// OwnerUse is what the replicas of the models an owner holds (itself and
-// the levels under it) use on this node.
-type OwnerUse struct {
-	Memory   int64 `json:"memory"`
-	Cores    int   `json:"cores"`
-	GPUs     int   `json:"gpus"`
-	Replicas int   `json:"replicas"`
-}
-
-func (u *OwnerUse) add(r catalog.Resources) {
-	u.Memory += r.Memory
-	u.Cores += r.Cores
-	u.GPUs += r.GPUs
-	u.Replicas++
-}
 
 // ownerLevel is one level of the tenancy tree that has a capacity.
 type ownerLevel struct {
@@ -91,11 +76,11 @@ func placementOwner(p *placement) string {
 }
 
 // ownerUse sums what the placements of path's models hold.
-func ownerUse(path string, places []*placement) OwnerUse {
-	var u OwnerUse
+func ownerUse(path string, places []*placement) llmapi.OwnerUse {
+	var u llmapi.OwnerUse
 	for _, q := range places {
 		if !q.evicted && under(placementOwner(q), path) {
-			u.add(q.need)
+			u.Add(q.need)
 		}
 	}
 	return u
@@ -121,7 +106,7 @@ func ownerCheck(owner string, places []*placement, need catalog.Resources) strin
 	if n == 0 {
 		return ""
 	}
-	var use [3]OwnerUse // one pass over the placements for every level
+	var use [3]llmapi.OwnerUse // one pass over the placements for every level
 	for _, q := range places {
 		if q.evicted {
 			continue
@@ -129,7 +114,7 @@ func ownerCheck(owner string, places []*placement, need catalog.Resources) strin
 		o := placementOwner(q)
 		for i := range n {
 			if under(o, paths[i]) {
-				use[i].add(q.need)
+				use[i].Add(q.need)
 			}
 		}
 	}
@@ -150,7 +135,7 @@ func ownerReason(kind, path, over string) string {
 // overCapacity names the first kind that one more replica needing need
 // takes over c, given what is used: "4.0 GiB of memory over its
 // capacity of 64 GiB".
-func overCapacity(c tenancy.Capacity, used OwnerUse, need catalog.Resources) string {
+func overCapacity(c tenancy.Capacity, used llmapi.OwnerUse, need catalog.Resources) string {
 	if c.Replicas > 0 && used.Replicas+1 > c.Replicas {
 		return fmt.Sprintf("%s over its capacity of %s", plural(used.Replicas+1-c.Replicas, "replica"), plural(c.Replicas, "replica"))
 	}
@@ -180,7 +165,7 @@ func (l *ledger) ownerCheckLocked(f *fleet, need catalog.Resources) string {
 }
 
 // useOf is what path's models hold on this node now.
-func (l *ledger) useOf(path string) OwnerUse {
+func (l *ledger) useOf(path string) llmapi.OwnerUse {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return ownerUse(path, l.places)
@@ -202,7 +187,7 @@ func (p *planner) ownerFull(pm *planModel) string {
 		if !ok {
 			continue
 		}
-		var u OwnerUse
+		var u llmapi.OwnerUse
 		for i := range p.models {
 			q := &p.models[i]
 			if !under(q.m.Owner, path) {
@@ -210,7 +195,7 @@ func (p *planner) ownerFull(pm *planModel) string {
 			}
 			for _, idx := range q.entries {
 				if !p.nodes[idx].Draining {
-					u.add(q.need)
+					u.Add(q.need)
 				}
 			}
 		}

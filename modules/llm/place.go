@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -96,29 +97,13 @@ func (l *ledger) usedLocked() catalog.Resources {
 	return u
 }
 
-// NodeStatus is the node's capacity and what its replicas use.
-type NodeStatus struct {
-	Capacity Amounts `json:"capacity"`
-	Used     Amounts `json:"used"`
-	Free     Amounts `json:"free"`
-	// GPUDevices are the node's GPU devices and those free (gpus.go).
-	GPUDevices *DeviceUse `json:"gpu_devices,omitempty"`
-}
+func amounts(r catalog.Resources) llmapi.Amounts { return llmapi.Amounts(r) }
 
-// Amounts are resources with every kind shown, zero or not.
-type Amounts struct {
-	Memory int64 `json:"memory"`
-	Cores  int   `json:"cores"`
-	GPUs   int   `json:"gpus"`
-}
-
-func amounts(r catalog.Resources) Amounts { return Amounts(r) }
-
-func (l *ledger) status() NodeStatus {
+func (l *ledger) status() llmapi.NodeStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, u := l.cap(), l.usedLocked()
-	return NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.Add(u, -1)), GPUDevices: l.deviceUseLocked()}
+	return llmapi.NodeStatus{Capacity: amounts(c), Used: amounts(u), Free: amounts(c.Add(u, -1)), GPUDevices: l.deviceUseLocked()}
 }
 
 // reserve claims room for one replica of f. When the node is full it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // decodeModel reads the body of POST /llm/models and POST /llm/plan: a
@@ -32,9 +33,9 @@ func decodeModel(w http.ResponseWriter, r *http.Request) (*catalog.Model, error)
 
 // checkSource checks the model's source unless it opts out. The caller
 // holds a.mu (it may start the model's engine to learn its formats).
-func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*SourceCheck, error) {
+func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*llmapi.SourceCheck, error) {
 	if m.CheckSource != nil && !*m.CheckSource {
-		return &SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
+		return &llmapi.SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
 	}
 	var formats []string
 	if p, ok := a.engines.get(m.Engine); ok {
@@ -97,54 +98,15 @@ func sourceStatus(err error) error {
 	return apiErr(http.StatusBadRequest, "%v", err)
 }
 
-// Plan is the answer of POST /llm/plan: where a model's replicas would
-// go, what would be stopped to make room, and what is missing.
-type Plan struct {
-	Model string `json:"model"`
-	// Fits is true when every replica the model starts with would be placed.
-	Fits bool `json:"fits"`
-	// Replicas is where each replica would go, in start order.
-	Replicas []PlannedReplica `json:"replicas"`
-	// Evict lists the replicas of lower classes that would be stopped.
-	Evict []PlannedEviction `json:"evict"`
-	// Missing is what the node lacks for the first replica that does not
-	// fit, even after stopping every lower-class replica; Reason says it.
-	Missing *Amounts `json:"missing,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	// Note explains a plan made for a model that starts on demand (min 0).
-	Note string `json:"note,omitempty"`
-	// Node is the node's capacity and use now.
-	Node        NodeStatus   `json:"node"`
-	SourceCheck *SourceCheck `json:"source_check,omitempty"`
-	// SourceError is why the source check failed: a real add is refused.
-	SourceError string `json:"source_error,omitempty"`
-}
-
-// PlannedReplica is one replica in a plan.
-type PlannedReplica struct {
-	Node      string  `json:"node"`
-	Resources Amounts `json:"resources"`
-	// GPUs are the devices it would be given (gpus.go).
-	GPUs []int `json:"gpus,omitempty"`
-}
-
-// PlannedEviction is one replica a plan would stop.
-type PlannedEviction struct {
-	Model     string  `json:"model"`
-	Replica   string  `json:"replica"`
-	Class     string  `json:"class"`
-	Resources Amounts `json:"resources"`
-}
-
 // planOn places n replicas of m on a copy of the ledger with fit, the
 // function reserve uses, and changes nothing.
-func (l *ledger) planOn(m *catalog.Model, n int, nodeName string) Plan {
+func (l *ledger) planOn(m *catalog.Model, n int, nodeName string) llmapi.Plan {
 	return l.planWithout(m, n, nodeName, nil)
 }
 
 // planWithout plans as planOn does, as if the replicas of without (when
 // set) were gone: the room a replacement of all of them has.
-func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *fleet) Plan {
+func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *fleet) llmapi.Plan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.cap()
@@ -157,7 +119,7 @@ func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *
 		places = append(places, &cp)
 	}
 	need, rank := m.Needs(), catalog.ClassRank(m.Class)
-	pl := Plan{Model: m.Name, Fits: true, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
+	pl := llmapi.Plan{Model: m.Name, Fits: true, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
 	for range n {
 		if why := ownerCheck(m.Owner, places, need); why != "" { // the owner's capacity (owners.go)
 			pl.Fits, pl.Reason = false, why
@@ -171,19 +133,19 @@ func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *
 		}
 		for _, q := range victims {
 			q.evicted = true
-			pl.Evict = append(pl.Evict, PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
+			pl.Evict = append(pl.Evict, llmapi.PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
 				Class: catalog.ClassName(q.fleet.m().Class), Resources: amounts(q.need)})
 		}
 		np := &placement{need: need, rank: rank, owner: m.Owner, gpus: l.freeGPUsIn(places, need.GPUs)}
 		places = append(places, np)
-		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: nodeName, Resources: amounts(need), GPUs: np.gpus})
+		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: nodeName, Resources: amounts(need), GPUs: np.gpus})
 	}
 	return pl
 }
 
 // missing is what need lacks on the node once every replica of a lower
 // class is counted as stopped.
-func missing(c catalog.Resources, places []*placement, need catalog.Resources, rank int) *Amounts {
+func missing(c catalog.Resources, places []*placement, need catalog.Resources, rank int) *llmapi.Amounts {
 	room := c
 	for _, q := range places {
 		if !q.evicted && !(q.rep != nil && q.rank < rank) {
@@ -191,7 +153,7 @@ func missing(c catalog.Resources, places []*placement, need catalog.Resources, r
 		}
 	}
 	short := need.Add(room, -1)
-	out := Amounts{Memory: max(short.Memory, 0), Cores: max(short.Cores, 0), GPUs: max(short.GPUs, 0)}
+	out := llmapi.Amounts{Memory: max(short.Memory, 0), Cores: max(short.Cores, 0), GPUs: max(short.GPUs, 0)}
 	return &out
 }
 
@@ -254,7 +216,7 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	case n == 0:
 		n, note = 1, "min is 0: the model starts on its first request; this is where that replica would go"
 	}
-	var pl Plan
+	var pl llmapi.Plan
 	if a.cluster != nil {
 		pl = a.planCluster(m, n)
 	} else {
@@ -273,7 +235,7 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 // heartbeats and the current plan. The replicas of other models that m's
 // arrival would stop are those the plan keeps without m and drops with
 // it. a.mu is held.
-func (a *App) planCluster(m *catalog.Model, n int) Plan {
+func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	c := a.cluster
 	c.mu.Lock()
 	nodes := maps.Clone(c.nodes)
@@ -288,9 +250,9 @@ func (a *App) planCluster(m *catalog.Model, n int) Plan {
 	before, _ := plan(cn, others, cur.Models, load, stopped, t)
 	after, why := plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t)
 	need := m.Needs()
-	pl := Plan{Model: m.Name, Replicas: []PlannedReplica{}, Evict: []PlannedEviction{}}
+	pl := llmapi.Plan{Model: m.Name, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
 	for _, node := range after[m.Name] {
-		pl.Replicas = append(pl.Replicas, PlannedReplica{Node: node, Resources: amounts(need)})
+		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: node, Resources: amounts(need)})
 	}
 	pl.Fits = len(pl.Replicas) >= n
 	if !pl.Fits {
@@ -311,7 +273,7 @@ func (a *App) planCluster(m *catalog.Model, n int) Plan {
 				continue
 			}
 			o := byName[name]
-			ev := PlannedEviction{Model: name, Replica: "on " + node}
+			ev := llmapi.PlannedEviction{Model: name, Replica: "on " + node}
 			if o != nil {
 				ev.Class, ev.Resources = catalog.ClassName(o.Class), amounts(o.Needs())
 			}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -79,43 +79,10 @@ func (a *App) ReportFailure(r *Replica) {
 	}
 }
 
-// ModelStatus is what the catalog and fleet say about one model.
-type ModelStatus struct {
-	Name      string             `json:"name"`
-	Aliases   []string           `json:"aliases,omitempty"`
-	Engine    string             `json:"engine"`
-	Source    string             `json:"source,omitempty"`
-	State     string             `json:"state"`
-	Reason    string             `json:"reason,omitempty"`
-	Min       int                `json:"min"`
-	Max       int                `json:"max"`
-	Runtime   bool               `json:"runtime,omitempty"` // added through the admin API
-	Class     string             `json:"class"`
-	Owner     string             `json:"owner,omitempty"`
-	Resources *catalog.Resources `json:"resources,omitempty"`
-	Fallbacks []string           `json:"fallbacks,omitempty"`
-	Canary    *catalog.Canary    `json:"canary,omitempty"`
-	Adapters  []*catalog.Adapter `json:"adapters,omitempty"`
-	Replicas  []ReplicaStatus    `json:"replicas"`
-}
-
-// ReplicaStatus describes one replica.
-type ReplicaStatus struct {
-	ID       string    `json:"id"`
-	State    string    `json:"state"`
-	URL      string    `json:"url"`
-	Node     string    `json:"node,omitempty"` // in a cluster, the node it runs on
-	PID      int64     `json:"pid,omitempty"`
-	CPUs     []int     `json:"cpus,omitempty"`
-	GPUs     []int     `json:"gpus,omitempty"` // the GPU devices it holds
-	Inflight int64     `json:"inflight"`
-	Started  time.Time `json:"started"`
-}
-
 // Status reports every model, in catalog order.
-func (a *App) Status() []ModelStatus {
+func (a *App) Status() []llmapi.ModelStatus {
 	v := a.v()
-	out := make([]ModelStatus, 0, len(v.models))
+	out := make([]llmapi.ModelStatus, 0, len(v.models))
 	for _, m := range v.models {
 		st := v.fleets[m.Name].status()
 		st.Runtime = v.runtime[m.Name]
@@ -124,23 +91,23 @@ func (a *App) Status() []ModelStatus {
 	return out
 }
 
-func (f *fleet) status() ModelStatus {
+func (f *fleet) status() llmapi.ModelStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := f.m()
-	s := ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
-		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []ReplicaStatus{},
+	s := llmapi.ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
+		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
 		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
 		Adapters: m.Adapters}
 	if s.Class == "" {
 		s.Class = catalog.ClassStandard
 	}
 	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
-		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
+		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
 			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	for _, r := range f.remote {
-		s.Replicas = append(s.Replicas, ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
+		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
 			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // modelsStorageKey keeps the models added through the admin API.
@@ -121,7 +122,7 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
-	var sc *SourceCheck
+	var sc *llmapi.SourceCheck
 	if _, dup := cur.cat.ByName[m.Name]; !dup && m.Validate() == nil {
 		// A model the catalog refuses anyway is refused for that, with 400.
 		if sc, err = a.checkSource(r.Context(), m); err != nil {
@@ -135,14 +136,7 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine))
 	w.WriteHeader(http.StatusCreated)
-	return writeJSON(w, AddedModel{ModelStatus: v.fleets[m.Name].status(), SourceCheck: sc})
-}
-
-// AddedModel is the answer of POST /llm/models: the model's status and
-// what the check of its source found.
-type AddedModel struct {
-	ModelStatus
-	SourceCheck *SourceCheck `json:"source_check,omitempty"`
+	return writeJSON(w, llmapi.AddedModel{ModelStatus: v.fleets[m.Name].status(), SourceCheck: sc})
 }
 
 // removeModel answers DELETE /llm/models/<name>.

@@ -20,30 +20,12 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // sourceCheckTimeout bounds the whole check of one source: a few requests,
 // never a download.
 var sourceCheckTimeout = 5 * time.Second
-
-// SourceCheck is what checking a model's source before it is added found.
-type SourceCheck struct {
-	// Kind is local, url, registry, mirror or none (the engine loads no
-	// weight files, or the source is the engine's own kind of name).
-	Kind string `json:"kind"`
-	// Source is the source as checked, without a URL's query or user info.
-	Source string `json:"source,omitempty"`
-	// Checked is false when the check was skipped (check_source false) or
-	// there was nothing to check; Note says why.
-	Checked bool `json:"checked"`
-	// Size of the weights in bytes, when the source tells it.
-	Size int64 `json:"size,omitempty"`
-	// Format of the weights: gguf, safetensors, or "" when not known.
-	Format string `json:"format,omitempty"`
-	// Files the source holds (a registry repository, a mirror version).
-	Files int    `json:"files,omitempty"`
-	Note  string `json:"note,omitempty"`
-}
 
 // SourceError is a source that failed its check: what is wrong and how
 // to fix it. The admin API answers it with 422.
@@ -70,11 +52,11 @@ type sourceChecker struct {
 // URL exists and answers, the registry repository and file exist, the
 // mirror version exists, and the weights are in a format one of formats
 // (the engine's) names.
-func (c *sourceChecker) check(ctx context.Context, m *catalog.Model, formats []string) (SourceCheck, error) {
+func (c *sourceChecker) check(ctx context.Context, m *catalog.Model, formats []string) (llmapi.SourceCheck, error) {
 	ctx, cancel := context.WithTimeout(ctx, sourceCheckTimeout)
 	defer cancel()
 	src := m.EngineSource()
-	res := SourceCheck{Source: mirror.RedactURL(src), Checked: true}
+	res := llmapi.SourceCheck{Source: mirror.RedactURL(src), Checked: true}
 	loadsFiles := slices.Contains(formats, catalog.FormatGGUF) || slices.Contains(formats, catalog.FormatSafetensors)
 	var err error
 	switch {
@@ -115,7 +97,7 @@ func (c *sourceChecker) check(ctx context.Context, m *catalog.Model, formats []s
 }
 
 // checkLocal sizes a local file or directory and reads its format.
-func checkLocal(res *SourceCheck, src string) error {
+func checkLocal(res *llmapi.SourceCheck, src string) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return sourceErr("source %s: %v; give a path this node can read", src, errors.Unwrap(err))
@@ -139,7 +121,7 @@ func checkLocal(res *SourceCheck, src string) error {
 
 // checkURL asks the URL for its size (HEAD, or a ranged GET when HEAD is
 // refused) and reads its first bytes for the format.
-func (c *sourceChecker) checkURL(ctx context.Context, res *SourceCheck, src string) error {
+func (c *sourceChecker) checkURL(ctx context.Context, res *llmapi.SourceCheck, src string) error {
 	u, err := url.Parse(src)
 	if err != nil || u.Host == "" {
 		return sourceErr("source %s is not a URL llmgw can fetch; give http(s)://host/path/to/weights.gguf", res.Source)
@@ -261,7 +243,7 @@ func nameFormat(names, formats []string) string {
 
 // checkMirror finds the version a mirror://model[/version[/file]] source
 // names in the mirror's stores.
-func (c *sourceChecker) checkMirror(ctx context.Context, m *catalog.Model, res *SourceCheck, formats []string) error {
+func (c *sourceChecker) checkMirror(ctx context.Context, m *catalog.Model, res *llmapi.SourceCheck, formats []string) error {
 	if c.mirror == nil {
 		return sourceErr("source %s needs the mirror; configure it with a mirror block in the llm app", res.Source)
 	}
@@ -324,7 +306,7 @@ func (c *sourceChecker) versionsOf(ctx context.Context, model string) string {
 // checkRegistry finds the repository, revision and files an
 // hf://org/repo[@revision][/path] source names, through the registry's
 // API, and sums their sizes.
-func (c *sourceChecker) checkRegistry(ctx context.Context, res *SourceCheck, src string, formats []string) error {
+func (c *sourceChecker) checkRegistry(ctx context.Context, res *llmapi.SourceCheck, src string, formats []string) error {
 	ref, err := mirror.ParseRegistryRef(src)
 	if err != nil {
 		return sourceErr("source %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // Registry updates: a model served from a tracked registry repository
@@ -32,52 +33,11 @@ import (
 // defaultUpdateCheck is how often the registry is asked by default.
 const defaultUpdateCheck = 6 * time.Hour
 
-// ModelUpdates is what GET /llm/models/<name>/updates answers: the
-// model's current version, the revision the registry has now, and when it
-// was last asked.
-type ModelUpdates struct {
-	Model string `json:"model"`
-	// Source is the catalog model's source; Repository the registry
-	// source its mirror model follows.
-	Source     string `json:"source"`
-	Repository string `json:"repository,omitempty"`
-	// MirrorModel is the model's name in the mirror.
-	MirrorModel string `json:"mirror_model"`
-	// Current is the mirror version new replicas start on, CurrentCommit
-	// the registry commit it was fetched from; Previous is the version a
-	// rollback returns to.
-	Current       string `json:"current,omitempty"`
-	CurrentCommit string `json:"current_commit,omitempty"`
-	Previous      string `json:"previous,omitempty"`
-	// Available is the commit the repository's revision points at now,
-	// as of the last check; UpdateAvailable says it is not the current.
-	Available       string `json:"available,omitempty"`
-	UpdateAvailable bool   `json:"update_available"`
-	// CheckedAt is when the registry was last asked (successfully or
-	// not); NextCheck when it will be next, absent when checks are off.
-	CheckedAt *time.Time `json:"checked_at,omitempty"`
-	NextCheck *time.Time `json:"next_check,omitempty"`
-	// Every is the model's update_check: a duration, or "off".
-	Every string `json:"update_check"`
-	// Error is why the last check failed.
-	Error string `json:"error,omitempty"`
-}
-
-// VersionRollout is the answer of an update or a rollback: the rollout
-// of the model's replicas and the versions it went from and to.
-type VersionRollout struct {
-	Rollout
-	From       string `json:"from"`
-	To         string `json:"to"`
-	FromCommit string `json:"from_commit,omitempty"`
-	ToCommit   string `json:"to_commit,omitempty"`
-}
-
 // updateChecks keeps the last check of each model across reloads;
 // updatesMu serializes updates and rollbacks.
 var (
 	updateChecksMu sync.Mutex
-	updateChecks   = map[string]ModelUpdates{}
+	updateChecks   = map[string]llmapi.ModelUpdates{}
 	updatesMu      sync.Mutex
 )
 
@@ -167,11 +127,11 @@ func (a *App) forgetChecks() {
 // mirror and, with registry, asks the registry for its revision's commit;
 // the result is kept for GET …/updates. Without registry the last known
 // commit is kept.
-func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *catalog.Model, mm string, registry bool) ModelUpdates {
+func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *catalog.Model, mm string, registry bool) llmapi.ModelUpdates {
 	updateChecksMu.Lock()
 	last := updateChecks[m.Name]
 	updateChecksMu.Unlock()
-	u := ModelUpdates{Model: m.Name, Source: mirror.RedactURL(m.Source), MirrorModel: mm, Every: "off",
+	u := llmapi.ModelUpdates{Model: m.Name, Source: mirror.RedactURL(m.Source), MirrorModel: mm, Every: "off",
 		Available: last.Available, CheckedAt: last.CheckedAt, Error: last.Error}
 	every := a.updateEvery(m)
 	if every > 0 {
@@ -294,7 +254,7 @@ func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Mod
 	}
 	a.audit(r, "model updated", zap.String("model", m.Name), zap.String("from", before.Current), zap.String("to", to),
 		zap.String("commit", res.Manifest.Origin.Commit))
-	return a.rollVersion(ctx, w, m, f, mr, mm, before, VersionRollout{From: before.Current, To: to, FromCommit: u.CurrentCommit, ToCommit: res.Manifest.Origin.Commit})
+	return a.rollVersion(ctx, w, m, f, mr, mm, before, llmapi.VersionRollout{From: before.Current, To: to, FromCommit: u.CurrentCommit, ToCommit: res.Manifest.Origin.Commit})
 }
 
 // rollbackModel answers POST /llm/models/<name>/rollback.
@@ -315,7 +275,7 @@ func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.M
 		return apiErr(http.StatusBadGateway, "model %q: going back to version %s: %v; nothing was changed, its replicas keep serving version %s", m.Name, before.Previous, err, before.Current)
 	}
 	a.audit(r, "model rolled back", zap.String("model", m.Name), zap.String("from", before.Current), zap.String("to", before.Previous))
-	out := VersionRollout{From: before.Current, To: before.Previous}
+	out := llmapi.VersionRollout{From: before.Current, To: before.Previous}
 	if man, err := mr.Show(ctx, mm, before.Current); err == nil {
 		out.FromCommit = man.Origin.Commit
 	}
@@ -342,7 +302,7 @@ func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version 
 // rollVersion replaces the model's replicas, which start on the mirror
 // model's new current version, and answers with the rollout. When the new
 // replicas do not start, the track goes back to before.
-func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out VersionRollout) error {
+func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out llmapi.VersionRollout) error {
 	out.Replaced, out.Started = []string{}, []string{}
 	if f != nil || a.cluster != nil {
 		n := 1
@@ -352,7 +312,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 			f.mu.Unlock()
 		}
 		reason := fmt.Sprintf("its model moved from version %s to %s", out.From, out.To)
-		var ro Rollout
+		var ro llmapi.Rollout
 		var err error
 		if a.cluster != nil {
 			a.cluster.mu.Lock()
@@ -370,7 +330,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		if f != nil {
 			out.ModelStatus = f.status()
 		} else {
-			out.ModelStatus = ModelStatus{Name: m.Name}
+			out.ModelStatus = llmapi.ModelStatus{Name: m.Name}
 		}
 		if err != nil {
 			rerr := mr.RestoreTrack(context.WithoutCancel(ctx), before)

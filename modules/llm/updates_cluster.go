@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // In a cluster an update or rollback changes the mirror model's current
@@ -28,8 +29,8 @@ type peerRoll struct {
 
 // rollCluster replaces the model's replicas on every live node, one node
 // after the other, this one first.
-func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reason string) (Rollout, error) {
-	out := Rollout{Replaced: []string{}, Started: []string{}}
+func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reason string) (llmapi.Rollout, error) {
+	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	self := a.nodeName()
 	type target struct{ name, addr string }
 	targets := []target{{name: self}}
@@ -43,7 +44,7 @@ func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reaso
 	slices.SortFunc(targets[1:], func(x, y target) int { return strings.Compare(x.name, y.name) })
 	var done []string
 	for _, t := range targets {
-		var ro Rollout
+		var ro llmapi.Rollout
 		var err error
 		if t.addr == "" {
 			if f != nil {
@@ -97,7 +98,7 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := a.v().fleets[req.Model]
-	out := Rollout{Replaced: []string{}, Started: []string{}}
+	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	if f != nil {
 		f.mu.Lock()
 		n := len(f.replicas)

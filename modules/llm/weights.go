@@ -16,44 +16,8 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
-
-// WeightsEntry is a version (or a stray file) in a node's weights
-// directory, the mirror's node cache.
-type WeightsEntry struct {
-	mirror.CacheEntry
-	// UsedBy names the catalog models whose weights these are; stopped
-	// models and models kept with max 0 count.
-	UsedBy []string `json:"used_by,omitempty"`
-	// Why says why an entry counts as used without a catalog model: a
-	// replica holds it, a fetch is bringing it in, or which version a
-	// model uses could not be told.
-	Why string `json:"why,omitempty"`
-}
-
-// NodeWeights is GET /llm/weights for one node: the files of its
-// weights directory, split into those the catalog uses and the others.
-type NodeWeights struct {
-	Node        string         `json:"node"`
-	Dir         string         `json:"dir,omitempty"`
-	Used        []WeightsEntry `json:"used"`
-	Unused      []WeightsEntry `json:"unused"`
-	UsedBytes   int64          `json:"used_bytes"`
-	UnusedBytes int64          `json:"unused_bytes"`
-	Note        string         `json:"note,omitempty"`
-	// Error says why the node could not be asked (in a cluster).
-	Error string `json:"error,omitempty"`
-}
-
-// WeightsPruned is the answer of POST /llm/weights/prune.
-type WeightsPruned struct {
-	Node    string              `json:"node"`
-	DryRun  bool                `json:"dry_run"`
-	Removed []mirror.CacheEntry `json:"removed"`
-	Freed   int64               `json:"freed"`
-	Note    string              `json:"note,omitempty"`
-	Error   string              `json:"error,omitempty"`
-}
 
 // weightsUse is what the catalog uses of the mirror: versions by id
 // (model/version) and mirror models of which every version counts.
@@ -119,8 +83,8 @@ func (u weightsUse) keep(model, version string) bool {
 }
 
 // nodeWeights lists this node's weights directory.
-func (a *App) nodeWeights(ctx context.Context) (NodeWeights, error) {
-	nw := NodeWeights{Node: a.nodeName(), Used: []WeightsEntry{}, Unused: []WeightsEntry{}}
+func (a *App) nodeWeights(ctx context.Context) (llmapi.NodeWeights, error) {
+	nw := llmapi.NodeWeights{Node: a.nodeName(), Used: []llmapi.WeightsEntry{}, Unused: []llmapi.WeightsEntry{}}
 	mr := a.mirror
 	if mr == nil || mr.CacheDir() == "" {
 		nw.Note = "the mirror is not in use on this node: weights come from the paths models name, which llmgw does not manage"
@@ -133,7 +97,7 @@ func (a *App) nodeWeights(ctx context.Context) (NodeWeights, error) {
 		return nw, err
 	}
 	for _, e := range entries {
-		we := WeightsEntry{CacheEntry: e}
+		we := llmapi.WeightsEntry{CacheEntry: e}
 		if e.Version != "" {
 			we.UsedBy = slices.Concat(u.ids[e.Model+"/"+e.Version], u.whole[e.Model])
 			switch {
@@ -163,8 +127,8 @@ func getWeights(w http.ResponseWriter, r *http.Request) error {
 	out, err := a.eachNode(r, func(ctx context.Context) (any, error) {
 		nw, err := a.nodeWeights(ctx)
 		return nw, err
-	}, http.MethodGet, "/weights", nil, decodeAs[NodeWeights], func(name string, err error) any {
-		return NodeWeights{Node: name, Used: []WeightsEntry{}, Unused: []WeightsEntry{}, Error: err.Error()}
+	}, http.MethodGet, "/weights", nil, decodeAs[llmapi.NodeWeights], func(name string, err error) any {
+		return llmapi.NodeWeights{Node: name, Used: []llmapi.WeightsEntry{}, Unused: []llmapi.WeightsEntry{}, Error: err.Error()}
 	})
 	if err != nil {
 		return err
@@ -192,15 +156,15 @@ func postWeightsPrune(w http.ResponseWriter, r *http.Request) error {
 	req.DryRun = req.DryRun || r.URL.Query().Get("dry_run") == "true"
 	out, err := a.eachNode(r, func(ctx context.Context) (any, error) {
 		return a.pruneWeights(ctx, req.DryRun)
-	}, http.MethodPost, "/weights/prune", req, decodeAs[WeightsPruned], func(name string, err error) any {
-		return WeightsPruned{Node: name, DryRun: req.DryRun, Removed: []mirror.CacheEntry{}, Error: err.Error()}
+	}, http.MethodPost, "/weights/prune", req, decodeAs[llmapi.WeightsPruned], func(name string, err error) any {
+		return llmapi.WeightsPruned{Node: name, DryRun: req.DryRun, Removed: []mirror.CacheEntry{}, Error: err.Error()}
 	})
 	if err != nil {
 		return err
 	}
 	if !req.DryRun {
 		for _, o := range out {
-			p, _ := o.(WeightsPruned)
+			p, _ := o.(llmapi.WeightsPruned)
 			if p.Error != "" || len(p.Removed) == 0 {
 				continue
 			}
@@ -220,8 +184,8 @@ type pruneRequest struct {
 
 // pruneWeights removes this node's left-over weights (or says what it
 // would with dryRun).
-func (a *App) pruneWeights(ctx context.Context, dryRun bool) (WeightsPruned, error) {
-	out := WeightsPruned{Node: a.nodeName(), DryRun: dryRun, Removed: []mirror.CacheEntry{}}
+func (a *App) pruneWeights(ctx context.Context, dryRun bool) (llmapi.WeightsPruned, error) {
+	out := llmapi.WeightsPruned{Node: a.nodeName(), DryRun: dryRun, Removed: []mirror.CacheEntry{}}
 	mr := a.mirror
 	if mr == nil || mr.CacheDir() == "" {
 		out.Note = "the mirror is not in use on this node: nothing to prune"

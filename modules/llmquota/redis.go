@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -488,7 +488,7 @@ func hourKey(node string, t time.Time) string {
 }
 
 // ReadUsage implements llm.UsageReader.
-func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
+func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llmapi.Usage, error) {
 	// An operator's read tries Redis even while the store is down: it
 	// may be back before the next probe.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -505,7 +505,7 @@ func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm
 		return nil, err
 	}
 	s.markUp()
-	out := map[string]*llm.Usage{}
+	out := map[string]*llmapi.Usage{}
 	for _, c := range cmds {
 		for field, v := range c.Val() {
 			i := strings.LastIndexByte(field, '|')
@@ -516,7 +516,7 @@ func (s *redisStore) ReadUsage(node string, from, to time.Time) (map[string]*llm
 			n, _ := strconv.ParseInt(v, 10, 64)
 			u := out[model]
 			if u == nil {
-				u = &llm.Usage{}
+				u = &llmapi.Usage{}
 				out[model] = u
 			}
 			switch what {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -132,10 +133,10 @@ type memoryStore struct {
 type nodeCounters struct {
 	requests, tokensMinute, tokensDay, budget window
 	leases                                    map[*admission]time.Time // request → lease end
-	ledger                                    map[ledgerKey]*llm.Usage
+	ledger                                    map[ledgerKey]*llmapi.Usage
 	// The ledger entry the last settlement used: most settle into it.
 	lastKey   ledgerKey
-	lastUsage *llm.Usage
+	lastUsage *llmapi.Usage
 }
 
 // ledgerKey is an hour (Unix hours) and a model.
@@ -330,10 +331,10 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 		u := n.lastUsage
 		if u == nil || n.lastKey != uk {
 			if n.ledger == nil {
-				n.ledger = map[ledgerKey]*llm.Usage{}
+				n.ledger = map[ledgerKey]*llmapi.Usage{}
 			}
 			if u = n.ledger[uk]; u == nil {
-				u = &llm.Usage{}
+				u = &llmapi.Usage{}
 				n.ledger[uk] = u
 			}
 			n.lastKey, n.lastUsage = uk, u
@@ -347,10 +348,10 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 }
 
 // ReadUsage implements llm.UsageReader.
-func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*llm.Usage, error) {
+func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*llmapi.Usage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string]*llm.Usage{}
+	out := map[string]*llmapi.Usage{}
 	n := m.nodes[node]
 	if n == nil {
 		return out, nil
@@ -361,7 +362,7 @@ func (m *memoryStore) ReadUsage(node string, from, to time.Time) (map[string]*ll
 			continue
 		}
 		if out[k.model] == nil {
-			out[k.model] = &llm.Usage{}
+			out[k.model] = &llmapi.Usage{}
 		}
 		out[k.model].Add(*u)
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -34,7 +34,7 @@ type modelInfo struct {
 
 var created = time.Now().Unix()
 
-func objectsFor(s llm.ModelStatus) []modelObject {
+func objectsFor(s llmapi.ModelStatus) []modelObject {
 	info := modelInfo{Model: s.Name, Engine: s.Engine, State: s.State, Reason: s.Reason, Replicas: len(s.Replicas)}
 	out := []modelObject{{ID: s.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info, allow: []string{s.Name}}}
 	for _, a := range s.Aliases {
