@@ -103,7 +103,7 @@ func getNode(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, "use GET")
 	}
-	return writeJSON(w, node.status())
+	return writeJSON(w, node.Status())
 }
 
 func getEngines(w http.ResponseWriter, r *http.Request) error {

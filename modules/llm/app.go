@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
@@ -180,8 +181,8 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.ctx, a.cctx = ctx, ctx
-	node.setCapacity(a.Node, a.PinCores)
-	if err := node.setGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
+	node.SetCapacity(a.Node, a.PinCores)
+	if err := node.SetGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
 		return err
 	}
 	if a.PluginDir == "" {
@@ -400,7 +401,7 @@ func (a *App) Start() error {
 		return err
 	}
 	activeMirror.Store(a.mirror)
-	owners.Store(newOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
+	node.SetOwners(place.NewOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
 	v := a.v()
 	for _, f := range v.fleets {
 		f.run()

@@ -22,6 +22,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -894,7 +895,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	}
 	v := a.v()
 	cn, load, stopped := a.clusterInputs(nodes)
-	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
+	next, why := place.Plan(cn, v.models, cur.Models, load, stopped, now(), node.Owners())
 	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
@@ -913,12 +914,12 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 // clusterInputs are what plan reads besides the models and the current
 // plan: the nodes as their heartbeats describe them, the models' load,
 // and which models an administrator stopped.
-func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[string]modelLoad, map[string]bool) {
+func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]place.Node, map[string]place.Load, map[string]bool) {
 	v := a.v()
-	var cn []clusterNode
+	var cn []place.Node
 	drained := a.drainedNodes()
 	for _, nb := range nodes {
-		c := clusterNode{Name: nb.Name, Capacity: catalog.Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
+		c := place.Node{Name: nb.Name, Capacity: catalog.Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
 			Draining: drained[nb.Name], Failing: nb.Failing}
 		if len(nb.Cached) > 0 {
 			has := map[string]bool{}
@@ -934,7 +935,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[stri
 		}
 		cn = append(cn, c)
 	}
-	load := map[string]modelLoad{}
+	load := map[string]place.Load{}
 	for _, nb := range nodes {
 		for model, l := range nb.Load {
 			ml := load[model]

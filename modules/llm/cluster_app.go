@@ -24,7 +24,7 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 
 // beat is this node's heartbeat.
 func (a *App) beat(m *member, started time.Time) *nodeBeat {
-	st := node.status()
+	st := node.Status()
 	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
 	v := a.v()

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/plugins/engine"
 	"github.com/llmgw/llmgw/plugins/host"
 )
@@ -448,7 +449,7 @@ func (f *fleet) restart(id string) bool {
 // startLocked starts a replica if the node has room for it (stopping
 // replicas of lower classes to make some), and reports whether it did.
 func (f *fleet) startLocked() bool {
-	p, victims, why := node.reserve(f)
+	p, victims, why := node.Reserve(f)
 	if p == nil {
 		if f.waitFor != why {
 			f.waitFor = why
@@ -459,7 +460,7 @@ func (f *fleet) startLocked() bool {
 	}
 	f.waitFor = ""
 	for _, v := range victims {
-		go v.fleet.evict(v.rep, f.m().Name)
+		go v.Evict(f.m().Name)
 	}
 	f.starting++
 	go func() {
@@ -468,14 +469,14 @@ func (f *fleet) startLocked() bool {
 				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			}
 		}()
-		if len(victims) > 0 && len(p.gpus) > 0 { // gpus.go
-			node.awaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
+		if len(victims) > 0 && len(p.GPUs) > 0 { // gpus.go
+			node.AwaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
 		}
-		r, err := f.startReplica(p.cpus, p.gpus)
+		r, err := f.startReplica(p.CPUs, p.GPUs)
 		if err == nil {
-			node.bind(p, r)
+			node.Bind(p, r)
 		} else {
-			node.release(p)
+			node.Release(p)
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -567,7 +568,7 @@ func randID() string {
 }
 
 func (f *fleet) stopReplica(r *Replica) {
-	defer node.releaseReplica(r)
+	defer node.ReleaseReplica(r)
 	if r.release != nil {
 		defer r.release()
 	}
@@ -760,3 +761,16 @@ func (f *fleet) trimTo(n int, reason string) {
 		f.retire(r, reason)
 	}
 }
+
+// Model is the model the fleet runs (place.Holder).
+func (f *fleet) Model() *catalog.Model { return f.m() }
+
+// Evict stops r, a replica of this fleet, for a replica of model by
+// (place.Holder).
+func (f *fleet) Evict(r place.Running, by string) { f.evict(r.(*Replica), by) }
+
+// ReplicaID is the replica's id (place.Running).
+func (r *Replica) ReplicaID() string { return r.ID }
+
+// StartedAt is when the replica started (place.Running).
+func (r *Replica) StartedAt() time.Time { return r.Started }

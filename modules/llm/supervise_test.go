@@ -13,9 +13,9 @@ import (
 // replica, the reason must go, or the node is left out of the model's
 // placement for good.
 func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
-	saved := node.capacity.Load()
-	t.Cleanup(func() { node.capacity.Store(saved) })
-	node.setCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
+	saved := node.Capacity()
+	t.Cleanup(func() { node.SetCapacity(&saved, false) })
+	node.SetCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
 	m := &catalog.Model{Name: "big", Engine: "openai", Resources: &catalog.Resources{Memory: 5 << 30, Cores: 1}}
 	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true})
 	defer f.cancel()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -125,6 +126,6 @@ func (a *App) changeTenants(ctx context.Context, fn func(t *tenancy.Tree, entrie
 // ledger checks, when this app is the one running.
 func (a *App) putOwners() {
 	if active.Load() == a {
-		owners.Store(newOwnerTable(a.Tenancy()))
+		node.SetOwners(place.NewOwnerTable(a.Tenancy()))
 	}
 }

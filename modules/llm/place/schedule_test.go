@@ -1,4 +1,4 @@
-package llm
+package place
 
 import (
 	"fmt"
@@ -19,11 +19,11 @@ const gib = int64(1) << 30
 // t0 is the planner's clock in these tests.
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-func cnode(name string, memGiB int64, cores, gpus int) clusterNode {
-	return clusterNode{Name: name, Capacity: catalog.Resources{Memory: memGiB * gib, Cores: cores, GPUs: gpus}}
+func cnode(name string, memGiB int64, cores, gpus int) Node {
+	return Node{Name: name, Capacity: catalog.Resources{Memory: memGiB * gib, Cores: cores, GPUs: gpus}}
 }
 
-func drainingNode(n clusterNode) clusterNode { n.Draining = true; return n }
+func drainingNode(n Node) Node { n.Draining = true; return n }
 
 // pmodel is a catalog model with scaling min..max and what one replica needs.
 func pmodel(name string, lo, hi int, memGiB int64, cores int) *catalog.Model {
@@ -49,7 +49,7 @@ func sorted(entries []string) []string {
 }
 
 // checkRoom fails when the plan puts more on a live node than it has.
-func checkRoom(t *testing.T, nodes []clusterNode, models []*catalog.Model, next map[string][]string) {
+func checkRoom(t *testing.T, nodes []Node, models []*catalog.Model, next map[string][]string) {
 	t.Helper()
 	used := map[string]catalog.Resources{}
 	for _, m := range models {
@@ -65,20 +65,24 @@ func checkRoom(t *testing.T, nodes []clusterNode, models []*catalog.Model, next 
 }
 
 // checkFixpoint fails when planning again from the plan changes it.
-func checkFixpoint(t *testing.T, nodes []clusterNode, models []*catalog.Model, next map[string][]string,
-	load map[string]modelLoad, stopped map[string]bool, now time.Time) {
+func checkFixpoint(t *testing.T, nodes []Node, models []*catalog.Model, next map[string][]string,
+	load map[string]Load, stopped map[string]bool, now time.Time, owners ...*OwnerTable) {
 	t.Helper()
-	again, _ := plan(nodes, models, next, load, stopped, now)
+	var ow *OwnerTable
+	if len(owners) > 0 {
+		ow = owners[0]
+	}
+	again, _ := Plan(nodes, models, next, load, stopped, now, ow)
 	if d := cmp.Diff(next, again, cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("planning again changed the plan (-first +second):\n%s", d)
 	}
 }
 
 func TestPlanPlaces(t *testing.T) {
-	three := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
+	three := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
 	for _, tc := range []struct {
 		name   string
-		nodes  []clusterNode
+		nodes  []Node
 		models []*catalog.Model
 		want   map[string]map[string]int // model → node → entries
 		why    map[string]string
@@ -94,35 +98,35 @@ func TestPlanPlaces(t *testing.T) {
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2, "b": 2, "c": 1}},
 	}, {
 		name:   "a node too small is skipped",
-		nodes:  []clusterNode{cnode("a", 64, 16, 0), cnode("small", 8, 16, 0), cnode("c", 64, 16, 0)},
+		nodes:  []Node{cnode("a", 64, 16, 0), cnode("small", 8, 16, 0), cnode("c", 64, 16, 0)},
 		models: []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2, "c": 1}},
 	}, {
 		name:   "a second replica shares a node only when no other has room",
-		nodes:  []clusterNode{cnode("a", 64, 16, 0), cnode("b", 16, 2, 0), cnode("c", 16, 16, 0)},
+		nodes:  []Node{cnode("a", 64, 16, 0), cnode("b", 16, 2, 0), cnode("c", 16, 16, 0)},
 		models: []*catalog.Model{pmodel("qwen2.5-32b", 2, 2, 32, 8)},
 		want:   map[string]map[string]int{"qwen2.5-32b": {"a": 2}},
 	}, {
 		name:   "nothing fits",
-		nodes:  []clusterNode{cnode("a", 16, 8, 0), cnode("b", 32, 4, 0)},
+		nodes:  []Node{cnode("a", 16, 8, 0), cnode("b", 32, 4, 0)},
 		models: []*catalog.Model{pmodel("big", 1, 1, 40, 8)},
 		want:   map[string]map[string]int{"big": {}},
 		why:    map[string]string{"big": `no node has room for "big" (a replica needs 40 GiB memory, 8 cores); the most free is node "b" with 32 GiB memory, 4 cores free`},
 	}, {
 		name:   "part fits",
-		nodes:  []clusterNode{cnode("a", 48, 8, 0), cnode("b", 32, 4, 0)},
+		nodes:  []Node{cnode("a", 48, 8, 0), cnode("b", 32, 4, 0)},
 		models: []*catalog.Model{pmodel("big", 2, 2, 40, 8)},
 		want:   map[string]map[string]int{"big": {"a": 1}},
 		why:    map[string]string{"big": `"big" has 1 of 2 replicas placed: no node has room for another (a replica needs 40 GiB memory, 8 cores); the most free is node "b" with 32 GiB memory, 4 cores free`},
 	}, {
 		name:   "models fill nodes together",
-		nodes:  []clusterNode{cnode("a", 32, 8, 0), cnode("b", 32, 8, 0)},
+		nodes:  []Node{cnode("a", 32, 8, 0), cnode("b", 32, 8, 0)},
 		models: []*catalog.Model{pmodel("m1", 2, 2, 16, 4), pmodel("m2", 2, 2, 16, 4), pmodel("m3", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"m1": {"a": 1, "b": 1}, "m2": {"a": 1, "b": 1}, "m3": {}},
 		why:    map[string]string{"m3": `no node has room for "m3" (a replica needs 16 GiB memory, 4 cores); the most free is node "a" with 0 B memory, 0 cores free`},
 	}, {
 		name:  "GPU models go where the GPUs are",
-		nodes: []clusterNode{cnode("cpu-1", 256, 64, 0), cnode("gpu-1", 256, 64, 2), cnode("gpu-2", 256, 64, 2)},
+		nodes: []Node{cnode("cpu-1", 256, 64, 0), cnode("gpu-1", 256, 64, 2), cnode("gpu-2", 256, 64, 2)},
 		models: []*catalog.Model{func() *catalog.Model {
 			m := pmodel("llama-3.1-70b", 3, 3, 80, 8)
 			m.Resources.GPUs = 1
@@ -131,19 +135,19 @@ func TestPlanPlaces(t *testing.T) {
 		want: map[string]map[string]int{"llama-3.1-70b": {"gpu-1": 2, "gpu-2": 1}},
 	}, {
 		name:   "models that need no GPU leave GPU nodes free",
-		nodes:  []clusterNode{cnode("gpu-1", 512, 64, 8), cnode("cpu-1", 64, 16, 0), cnode("cpu-2", 64, 16, 0)},
+		nodes:  []Node{cnode("gpu-1", 512, 64, 8), cnode("cpu-1", 64, 16, 0), cnode("cpu-2", 64, 16, 0)},
 		models: []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 4, 4, 4, 1)},
 		want: map[string]map[string]int{"llama-3.1-8b": {"cpu-1": 1, "cpu-2": 1},
 			"phi-3-mini": {"cpu-1": 2, "cpu-2": 1, "gpu-1": 1}},
 	}, {
 		name:   "a node listed twice counts once",
-		nodes:  []clusterNode{cnode("a", 32, 8, 0), cnode("a", 32, 8, 0), cnode("b", 8, 8, 0)},
+		nodes:  []Node{cnode("a", 32, 8, 0), cnode("a", 32, 8, 0), cnode("b", 8, 8, 0)},
 		models: []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {"a": 2}},
 		why:    map[string]string{"llama-3.1-8b": `"llama-3.1-8b" has 2 of 3 replicas placed: no node has room for another (a replica needs 16 GiB memory, 4 cores); the most free is node "b" with 8.0 GiB memory, 8 cores free`},
 	}, {
 		name: "every node draining",
-		nodes: []clusterNode{drainingNode(cnode("a", 64, 16, 0)), drainingNode(cnode("b", 64, 16, 0)),
+		nodes: []Node{drainingNode(cnode("a", 64, 16, 0)), drainingNode(cnode("b", 64, 16, 0)),
 			drainingNode(cnode("c", 64, 16, 0)), drainingNode(cnode("d", 64, 16, 0)), drainingNode(cnode("e", 64, 16, 0))},
 		models: []*catalog.Model{pmodel("llama-3.1-8b", 1, 1, 16, 4)},
 		want:   map[string]map[string]int{"llama-3.1-8b": {}},
@@ -155,7 +159,7 @@ func TestPlanPlaces(t *testing.T) {
 		why:    map[string]string{"llama-3.1-8b": `no node is up to run "llama-3.1-8b"`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			next, why := plan(tc.nodes, tc.models, nil, nil, nil, t0)
+			next, why := Plan(tc.nodes, tc.models, nil, nil, nil, t0, nil)
 			got := map[string]map[string]int{}
 			for m, entries := range next {
 				got[m] = perNode(entries)
@@ -173,12 +177,12 @@ func TestPlanPlaces(t *testing.T) {
 }
 
 func TestPlanKeepsCurrentEntries(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
 	models := []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4), pmodel("phi-3-mini", 1, 1, 4, 1)}
 	// Placed elsewhere than a fresh plan would, and out of name order:
 	// both stay exactly as they are.
 	cur := map[string][]string{"llama-3.1-8b": {"d", "c"}, "phi-3-mini": {"c"}}
-	next, why := plan(nodes, models, cur, nil, nil, t0)
+	next, why := Plan(nodes, models, cur, nil, nil, t0, nil)
 	if d := cmp.Diff(cur, next); d != "" || len(why) > 0 {
 		t.Fatalf("plan moved replicas that fit (-cur +next):\n%s\nwhy: %v", d, why)
 	}
@@ -186,7 +190,7 @@ func TestPlanKeepsCurrentEntries(t *testing.T) {
 	// replicas no longer fit its node moves.
 	cur = map[string][]string{"llama-3.1-8b": {"d", "c"}, "phi-3-mini": {"c"}, "gone": {"a"}}
 	nodes[3].Capacity.Memory = 8 * gib
-	next, _ = plan(nodes, models, cur, nil, nil, t0)
+	next, _ = Plan(nodes, models, cur, nil, nil, t0, nil)
 	want := map[string][]string{"llama-3.1-8b": {"c", "a"}, "phi-3-mini": {"c"}}
 	if d := cmp.Diff(want, next); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
@@ -194,12 +198,12 @@ func TestPlanKeepsCurrentEntries(t *testing.T) {
 }
 
 func TestPlanDeadNode(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("d", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("d", 64, 16, 0)}
 	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4), pmodel("mistral-7b", 1, 4, 8, 2)}
 	// Node c died: its entries go elsewhere, and a model scaled above its
 	// min keeps its count.
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b", "c"}, "mistral-7b": {"c", "c", "a"}}
-	next, why := plan(nodes, models, cur, nil, nil, t0)
+	next, why := Plan(nodes, models, cur, nil, nil, t0, nil)
 	want := map[string][]string{"llama-3.1-8b": {"a", "b", "d"}, "mistral-7b": {"a", "b", "d"}}
 	if d := cmp.Diff(want, next); d != "" || len(why) > 0 {
 		t.Fatalf("(-want +got):\n%s\nwhy: %v", d, why)
@@ -208,11 +212,11 @@ func TestPlanDeadNode(t *testing.T) {
 }
 
 func TestPlanDrain(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), drainingNode(cnode("c", 64, 16, 0)), cnode("d", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), drainingNode(cnode("c", 64, 16, 0)), cnode("d", 64, 16, 0)}
 	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b", "c"}}
-	ready := func(r map[string]int) map[string]modelLoad {
-		return map[string]modelLoad{"llama-3.1-8b": {Ready: r, LastUsed: t0}}
+	ready := func(r map[string]int) map[string]Load {
+		return map[string]Load{"llama-3.1-8b": {Ready: r, LastUsed: t0}}
 	}
 	for _, round := range []struct {
 		name  string
@@ -224,7 +228,7 @@ func TestPlanDrain(t *testing.T) {
 		{"replacement ready: drained entry dropped", map[string]int{"a": 1, "b": 1, "c": 1, "d": 1}, []string{"a", "b", "d"}},
 		{"stable after the drain", map[string]int{"a": 1, "b": 1, "d": 1}, []string{"a", "b", "d"}},
 	} {
-		next, why := plan(nodes, models, cur, ready(round.ready), nil, t0)
+		next, why := Plan(nodes, models, cur, ready(round.ready), nil, t0, nil)
 		if got := next["llama-3.1-8b"]; !slices.Equal(got, round.want) || len(why) > 0 {
 			t.Fatalf("%s: got %v, want %v (why: %v)", round.name, got, round.want, why)
 		}
@@ -243,8 +247,8 @@ func TestPlanDrain(t *testing.T) {
 		{map[string]int{"c": 1}, []string{"c", "a"}},
 		{map[string]int{"c": 1, "a": 1}, []string{"a"}},
 	} {
-		load := map[string]modelLoad{"phi-3-mini": {Ready: round.ready, LastUsed: t0}}
-		next, _ := plan(nodes, od, cur, load, nil, t0)
+		load := map[string]Load{"phi-3-mini": {Ready: round.ready, LastUsed: t0}}
+		next, _ := Plan(nodes, od, cur, load, nil, t0, nil)
 		if got := next["phi-3-mini"]; !slices.Equal(got, round.want) {
 			t.Fatalf("on demand, ready %v: got %v, want %v", round.ready, got, round.want)
 		}
@@ -253,8 +257,8 @@ func TestPlanDrain(t *testing.T) {
 
 	// Nothing new goes to a draining node, even when it is the only one
 	// with room; the why names it.
-	nodes = []clusterNode{cnode("a", 8, 16, 0), drainingNode(cnode("c", 64, 16, 0))}
-	next, why := plan(nodes, models, nil, nil, nil, t0)
+	nodes = []Node{cnode("a", 8, 16, 0), drainingNode(cnode("c", 64, 16, 0))}
+	next, why := Plan(nodes, models, nil, nil, nil, t0, nil)
 	wantWhy := `no node has room for "llama-3.1-8b" (a replica needs 16 GiB memory, 4 cores); the most free is node "a" with 8.0 GiB memory, 16 cores free; node "c" is draining`
 	if len(next["llama-3.1-8b"]) != 0 || why["llama-3.1-8b"] != wantWhy {
 		t.Fatalf("got %v, why %q; want none, why %q", next, why["llama-3.1-8b"], wantWhy)
@@ -262,23 +266,23 @@ func TestPlanDrain(t *testing.T) {
 }
 
 func TestPlanFailingNode(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
 	nodes[0].Failing = map[string]string{"qwen2-vl": "engine vllm is not installed"}
 	nodes[1].Failing = map[string]string{"qwen2-vl": "its last start failed: out of memory"}
 	models := []*catalog.Model{pmodel("qwen2-vl", 2, 2, 16, 4)}
 	// The entry on a, never ready there, moves; c takes both.
-	next, why := plan(nodes, models, map[string][]string{"qwen2-vl": {"a", "c"}}, nil, nil, t0)
+	next, why := Plan(nodes, models, map[string][]string{"qwen2-vl": {"a", "c"}}, nil, nil, t0, nil)
 	if got := next["qwen2-vl"]; !slices.Equal(got, []string{"c", "c"}) || len(why) > 0 {
 		t.Fatalf("got %v (why %v), want [c c]", got, why)
 	}
 	// A replica already ready on a failing node stays.
-	load := map[string]modelLoad{"qwen2-vl": {Ready: map[string]int{"a": 1}}}
-	next, _ = plan(nodes, models, map[string][]string{"qwen2-vl": {"a", "c"}}, load, nil, t0)
+	load := map[string]Load{"qwen2-vl": {Ready: map[string]int{"a": 1}}}
+	next, _ = Plan(nodes, models, map[string][]string{"qwen2-vl": {"a", "c"}}, load, nil, t0, nil)
 	if got := next["qwen2-vl"]; !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("got %v, want [a c]", got)
 	}
 	nodes[2].Failing = map[string]string{"qwen2-vl": "engine vllm is not installed"}
-	_, why = plan(nodes, models, nil, nil, nil, t0)
+	_, why = Plan(nodes, models, nil, nil, nil, t0, nil)
 	want := `no node can run "qwen2-vl"; node "a" cannot start it (engine vllm is not installed); node "b" cannot start it (its last start failed: out of memory); node "c" cannot start it (engine vllm is not installed)`
 	if why["qwen2-vl"] != want {
 		t.Fatalf("why:\n got %q\nwant %q", why["qwen2-vl"], want)
@@ -286,18 +290,18 @@ func TestPlanFailingNode(t *testing.T) {
 }
 
 func TestPlanStopped(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), drainingNode(cnode("b", 64, 16, 0))}
+	nodes := []Node{cnode("a", 64, 16, 0), drainingNode(cnode("b", 64, 16, 0))}
 	models := []*catalog.Model{pmodel("llama-3.1-8b", 2, 2, 16, 4)}
 	cur := map[string][]string{"llama-3.1-8b": {"a", "b"}}
-	load := map[string]modelLoad{"llama-3.1-8b": {Busy: true}}
-	next, why := plan(nodes, models, cur, load, map[string]bool{"llama-3.1-8b": true}, t0)
+	load := map[string]Load{"llama-3.1-8b": {Busy: true}}
+	next, why := Plan(nodes, models, cur, load, map[string]bool{"llama-3.1-8b": true}, t0, nil)
 	if got, ok := next["llama-3.1-8b"]; !ok || len(got) != 0 || len(why) > 0 {
 		t.Fatalf("stopped model: got %v (present %v), why %v; want an empty entry", got, ok, why)
 	}
 }
 
 func TestPlanScaling(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
 	long := t0.Add(-11 * time.Minute)
 	all := func(entries ...string) map[string]int { return perNode(entries) }
 	for _, tc := range []struct {
@@ -305,27 +309,27 @@ func TestPlanScaling(t *testing.T) {
 		min   int
 		max   int
 		cur   []string
-		load  modelLoad
+		load  Load
 		count int
 	}{
-		{"busy, all ready: one more", 1, 4, []string{"a"}, modelLoad{Busy: true, LastUsed: t0, Ready: all("a")}, 2},
-		{"busy, one still starting: none more", 1, 4, []string{"a", "b"}, modelLoad{Busy: true, LastUsed: t0, Ready: all("a")}, 2},
-		{"busy, at max", 1, 2, []string{"a", "b"}, modelLoad{Busy: true, LastUsed: t0, Ready: all("a", "b")}, 2},
-		{"ready on a node the plan does not count", 1, 4, []string{"a", "b"}, modelLoad{Busy: true, LastUsed: t0, Ready: all("a", "a", "c")}, 2},
-		{"idle: one fewer", 1, 4, []string{"a", "b", "c"}, modelLoad{LastUsed: long, Ready: all("a", "b", "c")}, 2},
-		{"idle at min", 1, 4, []string{"a"}, modelLoad{LastUsed: long, Ready: all("a")}, 1},
-		{"used lately", 1, 4, []string{"a", "b"}, modelLoad{LastUsed: t0.Add(-9 * time.Minute)}, 2},
-		{"never reported used: kept", 1, 4, []string{"a", "b"}, modelLoad{}, 2},
-		{"busy after the idle timeout: kept", 1, 4, []string{"a", "b"}, modelLoad{Busy: true, LastUsed: long}, 2},
-		{"on demand, idle: none", 0, 1, nil, modelLoad{}, 0},
-		{"on demand, busy: started", 0, 1, nil, modelLoad{Busy: true, LastUsed: t0}, 1},
-		{"on demand, idle timeout: stopped", 0, 1, []string{"b"}, modelLoad{LastUsed: long, Ready: all("b")}, 0},
-		{"below min: raised", 3, 4, []string{"a"}, modelLoad{Busy: true, LastUsed: t0, Ready: all("a")}, 3},
-		{"above max: lowered", 1, 2, []string{"a", "b", "c"}, modelLoad{LastUsed: t0}, 2},
+		{"busy, all ready: one more", 1, 4, []string{"a"}, Load{Busy: true, LastUsed: t0, Ready: all("a")}, 2},
+		{"busy, one still starting: none more", 1, 4, []string{"a", "b"}, Load{Busy: true, LastUsed: t0, Ready: all("a")}, 2},
+		{"busy, at max", 1, 2, []string{"a", "b"}, Load{Busy: true, LastUsed: t0, Ready: all("a", "b")}, 2},
+		{"ready on a node the plan does not count", 1, 4, []string{"a", "b"}, Load{Busy: true, LastUsed: t0, Ready: all("a", "a", "c")}, 2},
+		{"idle: one fewer", 1, 4, []string{"a", "b", "c"}, Load{LastUsed: long, Ready: all("a", "b", "c")}, 2},
+		{"idle at min", 1, 4, []string{"a"}, Load{LastUsed: long, Ready: all("a")}, 1},
+		{"used lately", 1, 4, []string{"a", "b"}, Load{LastUsed: t0.Add(-9 * time.Minute)}, 2},
+		{"never reported used: kept", 1, 4, []string{"a", "b"}, Load{}, 2},
+		{"busy after the idle timeout: kept", 1, 4, []string{"a", "b"}, Load{Busy: true, LastUsed: long}, 2},
+		{"on demand, idle: none", 0, 1, nil, Load{}, 0},
+		{"on demand, busy: started", 0, 1, nil, Load{Busy: true, LastUsed: t0}, 1},
+		{"on demand, idle timeout: stopped", 0, 1, []string{"b"}, Load{LastUsed: long, Ready: all("b")}, 0},
+		{"below min: raised", 3, 4, []string{"a"}, Load{Busy: true, LastUsed: t0, Ready: all("a")}, 3},
+		{"above max: lowered", 1, 2, []string{"a", "b", "c"}, Load{LastUsed: t0}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			models := []*catalog.Model{pmodel("m", tc.min, tc.max, 16, 4)}
-			next, _ := plan(nodes, models, map[string][]string{"m": tc.cur}, map[string]modelLoad{"m": tc.load}, nil, t0)
+			next, _ := Plan(nodes, models, map[string][]string{"m": tc.cur}, map[string]Load{"m": tc.load}, nil, t0, nil)
 			if got := len(next["m"]); got != tc.count {
 				t.Fatalf("got %d replicas (%v), want %d", got, next["m"], tc.count)
 			}
@@ -336,10 +340,10 @@ func TestPlanScaling(t *testing.T) {
 	// down to min.
 	models := []*catalog.Model{pmodel("m", 1, 5, 16, 4)}
 	cur := map[string][]string{"m": {"a", "b", "c", "a"}}
-	idle := map[string]modelLoad{"m": {LastUsed: long, Ready: all("a", "a", "b", "c")}}
+	idle := map[string]Load{"m": {LastUsed: long, Ready: all("a", "a", "b", "c")}}
 	var rounds [][]string
 	for range 4 {
-		next, _ := plan(nodes, models, cur, idle, nil, t0)
+		next, _ := Plan(nodes, models, cur, idle, nil, t0, nil)
 		rounds = append(rounds, next["m"])
 		cur = next
 	}
@@ -350,11 +354,11 @@ func TestPlanScaling(t *testing.T) {
 }
 
 func TestPlanPrefersCachedWeights(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 128, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
+	nodes := []Node{cnode("a", 128, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0), cnode("d", 64, 16, 0)}
 	nodes[2].Cached = map[string]bool{"hf://acme/llama-3.1-8b": true}
 	nodes[3].Cached = map[string]bool{"hf://acme/llama-3.1-8b": true}
 	models := []*catalog.Model{pmodel("llama-3.1-8b", 3, 3, 16, 4)}
-	next, _ := plan(nodes, models, nil, nil, nil, t0)
+	next, _ := Plan(nodes, models, nil, nil, nil, t0, nil)
 	// The two caching nodes first; then the most free memory.
 	if got := next["llama-3.1-8b"]; !slices.Equal(got, []string{"c", "d", "a"}) {
 		t.Fatalf("got %v, want [c d a]", got)
@@ -362,7 +366,7 @@ func TestPlanPrefersCachedWeights(t *testing.T) {
 }
 
 func TestPlanClasses(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0)}
 	crit := pmodel("support-bot", 2, 2, 48, 8)
 	crit.Class = catalog.ClassCritical
 	std := pmodel("llama-3.1-8b", 1, 1, 16, 4)
@@ -372,7 +376,7 @@ func TestPlanClasses(t *testing.T) {
 	// The opportunistic model holds both nodes; the critical one takes
 	// its place, and the standard one still fits beside it.
 	cur := map[string][]string{"batch-summariser": {"a", "b"}}
-	next, why := plan(nodes, models, cur, nil, nil, t0)
+	next, why := Plan(nodes, models, cur, nil, nil, t0, nil)
 	want := map[string][]string{"support-bot": {"a", "b"}, "llama-3.1-8b": {"a"}, "batch-summariser": nil}
 	if d := cmp.Diff(want, next, cmpopts.EquateEmpty()); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
@@ -386,11 +390,11 @@ func TestPlanClasses(t *testing.T) {
 
 	// Lower classes never displace higher ones, and a class displaces
 	// only what it needs: one of two opportunistic entries on a node.
-	nodes = []clusterNode{cnode("a", 64, 16, 0)}
+	nodes = []Node{cnode("a", 64, 16, 0)}
 	small := pmodel("embed", 2, 2, 24, 2)
 	small.Class = catalog.ClassOpportunistic
 	models = []*catalog.Model{small, pmodel("llama-3.1-8b", 1, 1, 32, 4)}
-	next, _ = plan(nodes, models, map[string][]string{"embed": {"a", "a"}}, nil, nil, t0)
+	next, _ = Plan(nodes, models, map[string][]string{"embed": {"a", "a"}}, nil, nil, t0, nil)
 	if got := next["embed"]; !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("embed: got %v, want [a]", got)
 	}
@@ -400,7 +404,7 @@ func TestPlanClasses(t *testing.T) {
 
 	// An entry that holds none of what is missing (here, a GPU) stays
 	// where it is.
-	nodes = []clusterNode{cnode("gpu-1", 64, 16, 1), cnode("cpu-1", 64, 16, 0)}
+	nodes = []Node{cnode("gpu-1", 64, 16, 1), cnode("cpu-1", 64, 16, 0)}
 	gpu := pmodel("llama-3.1-70b", 1, 1, 16, 4)
 	gpu.Resources.GPUs = 1
 	gpu.Class = catalog.ClassCritical
@@ -408,7 +412,7 @@ func TestPlanClasses(t *testing.T) {
 	cpu.Class, holder.Class = catalog.ClassOpportunistic, catalog.ClassOpportunistic
 	holder.Resources.GPUs = 1
 	models = []*catalog.Model{gpu, cpu, holder}
-	next, _ = plan(nodes, models, map[string][]string{"zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": {"gpu-1"}}, nil, nil, t0)
+	next, _ = Plan(nodes, models, map[string][]string{"zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": {"gpu-1"}}, nil, nil, t0, nil)
 	want = map[string][]string{"llama-3.1-70b": {"gpu-1"}, "zephyr-7b": {"gpu-1", "cpu-1"}, "whisper": nil}
 	if d := cmp.Diff(want, next, cmpopts.EquateEmpty()); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
@@ -417,8 +421,8 @@ func TestPlanClasses(t *testing.T) {
 
 // bigCluster is 40 CPU nodes and 10 GPU nodes, and 100 models with min 5
 // each: 70 small, 20 medium, 10 critical GPU models.
-func bigCluster() ([]clusterNode, []*catalog.Model) {
-	var nodes []clusterNode
+func bigCluster() ([]Node, []*catalog.Model) {
+	var nodes []Node
 	for i := range 50 {
 		if i%5 == 4 {
 			nodes = append(nodes, cnode(fmt.Sprintf("gpu-%02d", i), 512, 64, 8))
@@ -449,7 +453,7 @@ func bigCluster() ([]clusterNode, []*catalog.Model) {
 
 func TestPlan50Nodes500Replicas(t *testing.T) {
 	nodes, models := bigCluster()
-	next, why := plan(nodes, models, nil, nil, nil, t0)
+	next, why := Plan(nodes, models, nil, nil, nil, t0, nil)
 	if len(why) > 0 {
 		t.Fatalf("not all placed: %v", why)
 	}
@@ -470,7 +474,7 @@ func TestPlan50Nodes500Replicas(t *testing.T) {
 	// A GPU node dies: its replicas land on the other GPU nodes.
 	lost := nodes[4].Name
 	rest := slices.Delete(slices.Clone(nodes), 4, 5)
-	after, why := plan(rest, models, next, nil, nil, t0)
+	after, why := Plan(rest, models, next, nil, nil, t0, nil)
 	if len(why) > 0 {
 		t.Fatalf("not all re-placed: %v", why)
 	}
@@ -494,8 +498,8 @@ func TestPlan50Nodes500Replicas(t *testing.T) {
 // crowdedCluster is 50 nodes full of 100 opportunistic models × 5, the
 // plan that holds them, and 50 critical models × 5 that need half
 // their room.
-func crowdedCluster() ([]clusterNode, []*catalog.Model, map[string][]string) {
-	var nodes []clusterNode
+func crowdedCluster() ([]Node, []*catalog.Model, map[string][]string) {
+	var nodes []Node
 	var models []*catalog.Model
 	for i := range 50 {
 		nodes = append(nodes, cnode(fmt.Sprintf("n-%02d", i), 128, 64, 0))
@@ -505,7 +509,7 @@ func crowdedCluster() ([]clusterNode, []*catalog.Model, map[string][]string) {
 		m.Class = catalog.ClassOpportunistic
 		models = append(models, m)
 	}
-	full, _ := plan(nodes, models, nil, nil, nil, t0)
+	full, _ := Plan(nodes, models, nil, nil, nil, t0, nil)
 	for i := range 50 {
 		m := pmodel(fmt.Sprintf("support-%02d", i), 5, 5, 12, 1)
 		m.Class = catalog.ClassCritical
@@ -516,7 +520,7 @@ func crowdedCluster() ([]clusterNode, []*catalog.Model, map[string][]string) {
 
 func TestPlanCrowdedCluster(t *testing.T) {
 	nodes, models, full := crowdedCluster()
-	next, why := plan(nodes, models, full, nil, nil, t0)
+	next, why := Plan(nodes, models, full, nil, nil, t0, nil)
 	kept := 0
 	for _, m := range models {
 		entries := next[m.Name]
@@ -549,21 +553,21 @@ func BenchmarkPlan50Nodes500Replicas(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			plan(nodes, models, nil, nil, nil, t0)
+			Plan(nodes, models, nil, nil, nil, t0, nil)
 		}
 	})
-	cur, _ := plan(nodes, models, nil, nil, nil, t0)
+	cur, _ := Plan(nodes, models, nil, nil, nil, t0, nil)
 	b.Run("steady", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			plan(nodes, models, cur, nil, nil, t0)
+			Plan(nodes, models, cur, nil, nil, t0, nil)
 		}
 	})
 	nodes, models, full := crowdedCluster()
 	b.Run("displace", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			plan(nodes, models, full, nil, nil, t0)
+			Plan(nodes, models, full, nil, nil, t0, nil)
 		}
 	})
 }
@@ -576,7 +580,7 @@ func TestPlanFixpoint(t *testing.T) {
 	placed := 0
 	defer func() { t.Logf("%d cases placed everything in one round", placed) }()
 	for c := range 2000 {
-		var nodes []clusterNode
+		var nodes []Node
 		var names []string
 		for i := range 1 + rng.IntN(8) {
 			n := cnode(fmt.Sprintf("n%d", i), int64(16+rng.IntN(8)*16), 4+rng.IntN(4)*4, rng.IntN(3)/2*4)
@@ -590,7 +594,7 @@ func TestPlanFixpoint(t *testing.T) {
 		names = append(names, "dead")
 		var models []*catalog.Model
 		cur := map[string][]string{}
-		load := map[string]modelLoad{}
+		load := map[string]Load{}
 		for i := range 1 + rng.IntN(6) {
 			lo := rng.IntN(4)
 			m := pmodel(fmt.Sprintf("m%d", i), lo, lo+rng.IntN(3), int64(4+rng.IntN(4)*8), 1+rng.IntN(4))
@@ -599,7 +603,7 @@ func TestPlanFixpoint(t *testing.T) {
 				m.Resources.GPUs = 1
 			}
 			models = append(models, m)
-			ld := modelLoad{Ready: map[string]int{}}
+			ld := Load{Ready: map[string]int{}}
 			for range rng.IntN(5) {
 				n := names[rng.IntN(len(names))]
 				cur[m.Name] = append(cur[m.Name], n)
@@ -607,8 +611,8 @@ func TestPlanFixpoint(t *testing.T) {
 			}
 			load[m.Name] = ld
 		}
-		first, why := plan(nodes, models, cur, load, nil, t0)
-		second, _ := plan(nodes, models, first, load, nil, t0)
+		first, why := Plan(nodes, models, cur, load, nil, t0, nil)
+		second, _ := Plan(nodes, models, first, load, nil, t0, nil)
 		if len(why) == 0 {
 			placed++
 		}
@@ -618,7 +622,7 @@ func TestPlanFixpoint(t *testing.T) {
 			// replicas are ready), so a plan settles within a few rounds.
 			settled := second
 			for range 8 {
-				settled, _ = plan(nodes, models, settled, load, nil, t0)
+				settled, _ = Plan(nodes, models, settled, load, nil, t0, nil)
 			}
 			checkRoom(t, nodes, models, settled)
 			checkFixpoint(t, nodes, models, settled, load, nil, t0)
@@ -632,33 +636,34 @@ func TestPlanFixpoint(t *testing.T) {
 // A model whose replicas all ran on the first node spreads over the
 // nodes that join, one replica a round, each move once all are ready.
 func TestPlanSpreadsToNodesThatJoin(t *testing.T) {
-	nodes := []clusterNode{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
+	nodes := []Node{cnode("a", 64, 16, 0), cnode("b", 64, 16, 0), cnode("c", 64, 16, 0)}
 	models := []*catalog.Model{pmodel("chat", 3, 3, 8, 2)}
 	cur := map[string][]string{"chat": {"a", "a", "a"}}
-	ready := func(p map[string][]string) map[string]modelLoad {
-		ld := modelLoad{Ready: map[string]int{}}
+	ready := func(p map[string][]string) map[string]Load {
+		ld := Load{Ready: map[string]int{}}
 		for _, n := range p["chat"] {
 			ld.Ready[n]++
 		}
-		return map[string]modelLoad{"chat": ld}
+		return map[string]Load{"chat": ld}
 	}
 	// Not all ready: nothing moves.
-	next, _ := plan(nodes, models, cur, map[string]modelLoad{"chat": {Ready: map[string]int{"a": 2}}}, nil, t0)
+	next, _ := Plan(nodes, models, cur, map[string]Load{"chat": {Ready: map[string]int{"a": 2}}}, nil, t0, nil)
 	if d := cmp.Diff(cur, next); d != "" {
 		t.Fatalf("moved while a replica was starting:\n%s", d)
 	}
-	next, _ = plan(nodes, models, cur, ready(cur), nil, t0)
+	next, _ = Plan(nodes, models, cur, ready(cur), nil, t0, nil)
 	if got := perNode(next["chat"]); got["a"] != 2 || got["b"]+got["c"] != 1 {
 		t.Fatalf("first round: %v; want one replica moved off a", next["chat"])
 	}
 	// The moved replica is not ready yet: the next round waits.
-	again, _ := plan(nodes, models, next, ready(cur), nil, t0)
+	again, _ := Plan(nodes, models, next, ready(cur), nil, t0, nil)
 	if d := cmp.Diff(next, again); d != "" {
 		t.Fatalf("moved a second replica before the first was ready:\n%s", d)
 	}
-	final, _ := plan(nodes, models, next, ready(next), nil, t0)
+	final, _ := Plan(nodes, models, next, ready(next), nil, t0, nil)
 	if got := perNode(final["chat"]); got["a"] != 1 || got["b"] != 1 || got["c"] != 1 {
 		t.Fatalf("second round: %v; want one replica on each node", final["chat"])
 	}
 	checkFixpoint(t, nodes, models, final, ready(final), nil, t0)
 }
+func intp(n int) *int { return &n }

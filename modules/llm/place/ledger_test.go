@@ -1,16 +1,19 @@
-package llm
+package place
 
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
 func TestFreeCPUs(t *testing.T) {
 	all := []int{0, 1, 2, 3, 8, 9} // a CPU mask need not be contiguous
-	l := &ledger{}
+	l := &Ledger{}
 	take := func(n int) []int {
 		c := l.freeCPUsLocked(n, all)
-		l.places = append(l.places, &placement{cpus: c})
+		l.places = append(l.places, &Placement{CPUs: c})
 		return c
 	}
 	for _, tc := range []struct {
@@ -34,3 +37,23 @@ func TestFreeCPUs(t *testing.T) {
 		t.Fatalf("after eviction: got %v, want [8 9]", got)
 	}
 }
+
+// testHolder stands for a fleet in the ledger's tests.
+type testHolder struct {
+	m       *catalog.Model
+	evicted []string
+}
+
+func (h *testHolder) Model() *catalog.Model { return h.m }
+
+func (h *testHolder) Evict(r Running, by string) { h.evicted = append(h.evicted, r.ReplicaID()) }
+
+// testReplica stands for a replica in the ledger's tests.
+type testReplica struct {
+	id      string
+	started time.Time
+}
+
+func (r *testReplica) ReplicaID() string    { return r.id }
+func (r *testReplica) StartedAt() time.Time { return r.started }
+func (r *testReplica) Inflight() int64      { return 0 }
