@@ -98,7 +98,7 @@ func (f *fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), er
 	for _, a := range m.Adapters {
 		path := a.Source
 		if weights.ViaMirror(a.Source) {
-			mr := activeMirror.Load()
+			mr := f.opts.node.Mirror()
 			if mr == nil {
 				release()
 				return nil, nil, fmt.Errorf("model %q: adapter %q: source %s needs the mirror; configure it with a mirror block in the llm app", m.Name, a.Name, mirror.RedactURL(a.Source))

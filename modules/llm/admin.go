@@ -103,7 +103,11 @@ func getNode(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, "use GET")
 	}
-	return writeJSON(w, node.Status())
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, a.node.Ledger.Status())
 }
 
 func getEngines(w http.ResponseWriter, r *http.Request) error {

@@ -42,11 +42,9 @@ func (a *App) loadStopped(ctx context.Context) error {
 func (a *App) saveStopped(ctx context.Context) error {
 	var names []string
 	for n, f := range a.v().fleets {
-		f.mu.Lock()
-		if f.stopped {
+		if f.Stopped() {
 			names = append(names, n)
 		}
-		f.mu.Unlock()
 	}
 	sort.Strings(names)
 	b, _ := json.Marshal(names)

@@ -122,7 +122,7 @@ func (a *App) tenantLevels(paths []string) []llmapi.TenantLevel {
 	for _, p := range paths {
 		l, c, _ := t.Find(p)
 		lv := llmapi.TenantLevel{Kind: tenancy.PathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
-			Limits: l, Capacity: c, Used: node.UseOf(p), Children: t.Children(p)}
+			Limits: l, Capacity: c, Used: a.node.Ledger.UseOf(p), Children: t.Children(p)}
 		switch {
 		case runtime[p] && t.InConfig(p):
 			lv.Source = "config+runtime"

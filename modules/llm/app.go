@@ -41,6 +41,7 @@ var firstParty = map[string]bool{"sim": true, "openai": true, "anthropic": true,
 var (
 	plugins = caddy.NewUsagePool()
 	fleets  = caddy.NewUsagePool()
+	nodes   = caddy.NewUsagePool() // the one Node of the process (fleet.go)
 	active  atomic.Pointer[App]
 )
 
@@ -143,6 +144,7 @@ type App struct {
 	clusterKey  string
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
+	node        *Node // what the process's fleets share (fleet.go)
 	mirrorKey   string
 	keys        *atomic.Pointer[tenancy.Keyring]
 	runtimeKeys []*tenancy.APIKey
@@ -181,8 +183,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.ctx, a.cctx = ctx, ctx
-	node.SetCapacity(a.Node, a.PinCores)
-	if err := node.SetGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
+	a.node = acquireNode()
+	a.node.Ledger.SetCapacity(a.Node, a.PinCores)
+	if err := a.node.Ledger.SetGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
 		return err
 	}
 	if a.PluginDir == "" {
@@ -330,6 +333,7 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
 			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
 			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil, unavailable: unavailable,
+			node: a.node,
 		}), nil
 	})
 	if err != nil {
@@ -400,8 +404,8 @@ func (a *App) Start() error {
 	if err := a.lockDataDir(); err != nil { // lock.go
 		return err
 	}
-	activeMirror.Store(a.mirror)
-	node.SetOwners(place.NewOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
+	a.node.SetHooks(a.hooks())
+	a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
 	v := a.v()
 	for _, f := range v.fleets {
 		f.run()
@@ -429,6 +433,10 @@ func (a *App) Stop() error {
 // Cleanup releases this config's hold on fleets and plugins; those no
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
+	if a.node != nil {
+		_, _ = nodes.Delete(nodeKey)
+		a.node = nil
+	}
 	if a.mu == nil {
 		return nil // Provision never ran
 	}
@@ -462,3 +470,23 @@ var (
 	_ caddy.Destructor   = (*fleet)(nil)
 	_ caddy.Destructor   = (*host.Plugin)(nil)
 )
+
+// nodeKey is the key of the process's one Node in its pool.
+const nodeKey = "node"
+
+// acquireNode takes the process's Node (what its fleets share), making it
+// on first use; Cleanup gives it back.
+func acquireNode() *Node {
+	v, _, _ := nodes.LoadOrNew(nodeKey, func() (caddy.Destructor, error) { return NewNode(), nil })
+	return v.(*Node)
+}
+
+// hooks are what the fleets ask of this app while it runs.
+func (a *App) hooks() *Hooks {
+	h := &Hooks{Mirror: a.mirror}
+	if c := a.cluster; c != nil {
+		h.WantMore = c.beatNow
+		h.StoreDown = c.storeDown
+	}
+	return h
+}

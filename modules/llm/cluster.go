@@ -895,7 +895,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	}
 	v := a.v()
 	cn, load, stopped := a.clusterInputs(nodes)
-	next, why := place.Plan(cn, v.models, cur.Models, load, stopped, now(), node.Owners())
+	next, why := place.Plan(cn, v.models, cur.Models, load, stopped, now(), a.node.Ledger.Owners())
 	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
@@ -959,9 +959,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]place.Node, map[strin
 	}
 	stopped := map[string]bool{}
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		stopped[name] = f.stopped
-		f.mu.Unlock()
+		stopped[name] = f.Stopped()
 	}
 	return cn, load, stopped
 }

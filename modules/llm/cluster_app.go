@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
@@ -24,55 +25,35 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 
 // beat is this node's heartbeat.
 func (a *App) beat(m *member, started time.Time) *nodeBeat {
-	st := node.Status()
+	st := a.node.Ledger.Status()
 	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		for _, r := range f.replicas {
-			nb.Replicas = append(nb.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
-				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
+		rp := f.TakeReport()
+		nb.Replicas = append(nb.Replicas, rp.Replicas...)
+		if rp.Failing != "" {
+			if nb.Failing == nil {
+				nb.Failing = map[string]string{}
+			}
+			nb.Failing[name] = rp.Failing
 		}
 		// Load only for models used since their fleet began: the leader
 		// needs nothing about the others, and every node reads every
 		// heartbeat.
-		report := f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
-		// Busy while requests wait for a replica, and after a request
-		// found every replica at its target concurrency.
-		l := beatLoad{Busy: f.wantMore || f.waiting > 0, LastUsed: f.lastUsed, Waiting: f.waiting}
-		f.wantMore = false
-		if f.opts.unavailable != nil {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.opts.unavailable.Error()
-		} else if f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0 {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.lastErr.Error()
-		} else if f.waitFor != "" && len(f.replicas) == 0 {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.waitFor
-		}
-		f.mu.Unlock()
-		if report {
-			nb.Load[name] = l
+		if rp.Used {
+			nb.Load[name] = beatLoad{Busy: rp.Busy, LastUsed: rp.LastUsed, Waiting: rp.Waiting}
 		}
 	}
 	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
-	nb.Cached = m.cachedWeights()
+	nb.Cached = m.cachedWeights(a.mirror)
 	return nb
 }
 
 // cachedWeights lists the weights in this node's cache as sources
 // (mirror://model and mirror://model/version), rescanned every 10s: the
 // leader prefers a node that has them.
-func (m *member) cachedWeights() []string {
-	mir := activeMirror.Load()
+func (m *member) cachedWeights(mir *mirror.Mirror) []string {
 	if mir == nil {
 		return nil
 	}
@@ -169,10 +150,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 func roomWanted(v *view, here map[string]int) int {
 	rank := 0
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		more := here[name] > len(f.replicas)+f.starting
-		f.mu.Unlock()
-		if more {
+		if f.Short(here[name]) {
 			rank = max(rank, catalog.ClassRank(f.m().Class))
 		}
 	}
@@ -188,15 +166,7 @@ func roomWanted(v *view, here map[string]int) int {
 // ready the model's ready replicas on other nodes. A model scaled down or
 // stopped is trimmed at once (planned falls).
 func makeBeforeBreak(f *fleet, n, planned, ready int) int {
-	f.mu.Lock()
-	have := 0
-	for _, r := range f.replicas {
-		if r.State() == ReplicaReady {
-			have++
-		}
-	}
-	f.mu.Unlock()
-	return max(n, min(have, planned-ready))
+	return max(n, min(f.ReadyCount(), planned-ready))
 }
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
@@ -219,15 +189,7 @@ func lookupLocal(id string) (*Replica, func(), bool) {
 	// The model is the id's part before its random suffix (fleet.go).
 	if i := strings.LastIndexByte(id, '-'); i > 0 {
 		if f := v.fleets[id[:i]]; f != nil {
-			var best *Replica
-			f.mu.Lock()
-			for _, r := range f.replicas {
-				if r.State() == ReplicaReady && (best == nil || r.inflight.Load() < best.inflight.Load()) {
-					best = r
-				}
-			}
-			f.mu.Unlock()
-			if best != nil {
+			if best := f.LeastBusy(); best != nil {
 				return f.hold(func(r *Replica) bool { return r == best })
 			}
 		}
@@ -322,7 +284,7 @@ func (a *App) reloadShared(ctx context.Context) error {
 	for _, m := range v.models {
 		f := v.fleets[m.Name]
 		if f.m() != m {
-			f.model.Store(m)
+			f.SetModel(m)
 			select {
 			case f.kick <- struct{}{}:
 			default:
@@ -367,10 +329,7 @@ func (a *App) applyStopped(ctx context.Context) error {
 		}
 	}
 	for name, f := range a.v().fleets {
-		f.mu.Lock()
-		was := f.stopped
-		f.mu.Unlock()
-		if was != stopped[name] {
+		if f.Stopped() != stopped[name] {
 			f.setStopped(stopped[name])
 		}
 	}

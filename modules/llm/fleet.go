@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -197,9 +198,15 @@ type fleetOptions struct {
 	// unavailable says why this node cannot run the model (its engine
 	// plugin did not load here); other nodes of the cluster run it.
 	unavailable error
+	// node is what the process's fleets share (default: a node of the
+	// fleet's own).
+	node *Node
 }
 
 func newFleet(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o fleetOptions) *fleet {
+	if o.node == nil {
+		o.node = NewNode()
+	}
 	f := &fleet{plugin: p, opts: o, changed: make(chan struct{}),
 		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(), created: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
@@ -317,9 +324,7 @@ func (f *fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 		// The cluster's leader decides where another replica runs.
 		if !f.wantMore {
 			f.wantMore = true
-			if a := active.Load(); a != nil && a.cluster != nil {
-				a.cluster.beatNow()
-			}
+			f.opts.node.wantMore()
 		}
 	case busy && len(f.replicas)+f.starting < f.m().Scaling.MaxReplicas() && f.canStartLocked():
 		f.startLocked()
@@ -353,11 +358,9 @@ func (f *fleet) unavailableLocked() error {
 		return &NoCapacityError{Model: f.m().Name, Reason: "it is being removed", RetryAfter: time.Second}
 	}
 	if f.clustered && f.starting == 0 && len(f.replicas) == 0 && len(f.remote) == 0 {
-		if a := active.Load(); a != nil && a.cluster != nil {
-			if err := a.cluster.storeDown(); err != nil {
-				return &NoCapacityError{Model: f.m().Name, RetryAfter: 5 * time.Second,
-					Reason: "no replica of it is known and none can be placed: " + err.Error()}
-			}
+		if err := f.opts.node.storeDown(); err != nil {
+			return &NoCapacityError{Model: f.m().Name, RetryAfter: 5 * time.Second,
+				Reason: "no replica of it is known and none can be placed: " + err.Error()}
 		}
 		if f.planWhy != "" {
 			return &NoCapacityError{Model: f.m().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
@@ -449,7 +452,7 @@ func (f *fleet) restart(id string) bool {
 // startLocked starts a replica if the node has room for it (stopping
 // replicas of lower classes to make some), and reports whether it did.
 func (f *fleet) startLocked() bool {
-	p, victims, why := node.Reserve(f)
+	p, victims, why := f.opts.node.Ledger.Reserve(f)
 	if p == nil {
 		if f.waitFor != why {
 			f.waitFor = why
@@ -470,13 +473,13 @@ func (f *fleet) startLocked() bool {
 			}
 		}()
 		if len(victims) > 0 && len(p.GPUs) > 0 { // gpus.go
-			node.AwaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
+			f.opts.node.Ledger.AwaitGPUs(f.ctx, p, f.opts.stopGrace+5*time.Second)
 		}
 		r, err := f.startReplica(p.CPUs, p.GPUs)
 		if err == nil {
-			node.Bind(p, r)
+			f.opts.node.Ledger.Bind(p, r)
 		} else {
-			node.Release(p)
+			f.opts.node.Ledger.Release(p)
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -568,7 +571,7 @@ func randID() string {
 }
 
 func (f *fleet) stopReplica(r *Replica) {
-	defer node.ReleaseReplica(r)
+	defer f.opts.node.Ledger.ReleaseReplica(r)
 	if r.release != nil {
 		defer r.release()
 	}
@@ -628,7 +631,7 @@ func (f *fleet) retire(r *Replica, reason string) {
 	f.mu.Lock()
 	f.removeLocked(r)
 	r.state.Store(ReplicaDraining)
-	draining.add(r)
+	f.opts.node.draining.add(r)
 	f.notify()
 	f.mu.Unlock()
 	f.logger.Info("replica draining", zap.String("replica", r.ID), zap.String("reason", reason),
@@ -654,16 +657,14 @@ func (f *fleet) retire(r *Replica, reason string) {
 			}
 		}
 		f.stopReplica(r)
-		draining.remove(r)
+		f.opts.node.draining.remove(r)
 		f.logger.Info("replica drained and stopped", zap.String("replica", r.ID))
 	}()
 }
 
-// draining holds the replicas finishing their last requests, by model
+// drainSet holds the replicas finishing their last requests, by model
 // name: a fleet replaced by a reload drains its replicas after it is gone,
 // and the model's new fleet still shows them.
-var draining = drainSet{byModel: map[string][]*Replica{}}
-
 type drainSet struct {
 	mu      sync.Mutex
 	byModel map[string][]*Replica
@@ -774,3 +775,63 @@ func (r *Replica) ReplicaID() string { return r.ID }
 
 // StartedAt is when the replica started (place.Running).
 func (r *Replica) StartedAt() time.Time { return r.Started }
+
+// Node is what the fleets of one process share across reloads: the
+// ledger of the node's resources, the replicas still draining, and the
+// hooks of the app that runs now. The app keeps it in a UsagePool.
+type Node struct {
+	Ledger   *place.Ledger
+	draining *drainSet
+	running  atomic.Pointer[Hooks]
+}
+
+// Hooks are what a fleet asks of the app that runs it now. Fleets outlive
+// a config, so each app that starts sets its own (Node.SetHooks).
+type Hooks struct {
+	// WantMore tells the cluster at once that a request found every
+	// replica busy, or none (nil on one node).
+	WantMore func()
+	// StoreDown says why the cluster's store cannot be reached (nil on
+	// one node).
+	StoreDown func() error
+	// Mirror is the running config's weights mirror (nil when none).
+	Mirror *mirror.Mirror
+}
+
+// NewNode returns an empty node: no placements, nothing draining.
+func NewNode() *Node {
+	return &Node{Ledger: &place.Ledger{}, draining: &drainSet{byModel: map[string][]*Replica{}}}
+}
+
+// SetHooks makes h the hooks of the app that runs now.
+func (n *Node) SetHooks(h *Hooks) { n.running.Store(h) }
+
+// Mirror is the running config's mirror, or nil.
+func (n *Node) Mirror() *mirror.Mirror {
+	if n == nil {
+		return nil
+	}
+	if h := n.running.Load(); h != nil {
+		return h.Mirror
+	}
+	return nil
+}
+
+// Draining are the replicas of model still finishing their requests.
+func (n *Node) Draining(model string) []*Replica { return n.draining.of(model) }
+
+func (n *Node) wantMore() {
+	if h := n.running.Load(); h != nil && h.WantMore != nil {
+		h.WantMore()
+	}
+}
+
+func (n *Node) storeDown() error {
+	if h := n.running.Load(); h != nil && h.StoreDown != nil {
+		return h.StoreDown()
+	}
+	return nil
+}
+
+// Destruct lets the pool drop the node; nothing runs in it.
+func (n *Node) Destruct() error { return nil }

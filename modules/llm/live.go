@@ -60,7 +60,7 @@ func (a *App) checkReshape(m, next *catalog.Model, f *fleet) error {
 	if n == 0 || next.Scaling.Kept() {
 		n = 1
 	}
-	pl := node.PlanWithout(next, n, a.nodeName(), f)
+	pl := a.node.Ledger.PlanWithout(next, n, a.nodeName(), f)
 	if !pl.Fits {
 		return apiErr(http.StatusConflict, "model %q cannot be changed: %d replica(s) of its new shape (%s each) do not fit on the node even in place of its current ones: %s; nothing was changed",
 			m.Name, n, next.Needs(), pl.Reason)

@@ -29,7 +29,7 @@ var (
 )
 
 // mirrorCollector reports the running config's mirror at scrape time.
-type mirrorCollector struct{}
+type mirrorCollector struct{ node *Node }
 
 func (mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mirrorBytesDesc, mirrorUpDesc, mirrorLagDesc, mirrorLagBytesDesc} {
@@ -37,8 +37,8 @@ func (mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-func (mirrorCollector) Collect(ch chan<- prometheus.Metric) {
-	m := activeMirror.Load()
+func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.node.Mirror()
 	if m == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricStarts, metricQueueWait, fleetCollector{a}, mirrorCollector{}} {
+	for _, c := range []prometheus.Collector{metricStarts, metricQueueWait, fleetCollector{a}, mirrorCollector{a.node}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

@@ -14,8 +14,6 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
-// mirrors holds mirrors across reloads, keyed by their config;
-// activeMirror is the running config's.
 var (
 	activeMirror atomic.Pointer[mirror.Mirror]
 )
@@ -62,7 +60,7 @@ func (f *fleet) fetchWeights(ctx context.Context) (string, func(), error) {
 	if !viaMirror {
 		return src, func() {}, nil
 	}
-	mr := activeMirror.Load()
+	mr := f.opts.node.Mirror()
 	if mr == nil {
 		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.m().Name, mirror.RedactURL(src))
 	}

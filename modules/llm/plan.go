@@ -57,7 +57,7 @@ func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*llmapi.Source
 func (a *App) sourceChecker() *weights.SourceChecker {
 	mr := a.mirror
 	if mr == nil {
-		mr = activeMirror.Load()
+		mr = a.node.Mirror()
 	}
 	// URL sources given at run time reach only what the egress policy
 	// allows; the registry is the config's.
@@ -163,9 +163,9 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	if a.cluster != nil {
 		pl = a.planCluster(m, n)
 	} else {
-		pl = node.PlanOn(m, n, a.nodeName())
+		pl = a.node.Ledger.PlanOn(m, n, a.nodeName())
 	}
-	pl.Note, pl.Node, pl.SourceCheck = note, node.Status(), sc
+	pl.Note, pl.Node, pl.SourceCheck = note, a.node.Ledger.Status(), sc
 	if serr != nil {
 		pl.SourceError = serr.Error()
 	}
@@ -190,8 +190,8 @@ func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	planned.Scaling.Min, planned.Scaling.Max = &lo, &hi
 	others := a.v().models
 	t := now()
-	before, _ := place.Plan(cn, others, cur.Models, load, stopped, t, node.Owners())
-	after, why := place.Plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t, node.Owners())
+	before, _ := place.Plan(cn, others, cur.Models, load, stopped, t, a.node.Ledger.Owners())
+	after, why := place.Plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t, a.node.Ledger.Owners())
 	need := m.Needs()
 	pl := llmapi.Plan{Model: m.Name, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
 	for _, node := range after[m.Name] {

@@ -102,7 +102,7 @@ func (f *fleet) status() llmapi.ModelStatus {
 	if s.Class == "" {
 		s.Class = catalog.ClassStandard
 	}
-	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
+	for _, r := range slices.Concat(f.replicas, f.opts.node.Draining(m.Name)) {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
 			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
 	}

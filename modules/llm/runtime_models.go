@@ -332,7 +332,7 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*catal
 		}
 	}
 	f := v.fleets[next.Name]
-	f.model.Store(&next)
+	f.SetModel(&next)
 	if st != nil && st.reshapes() {
 		a.rekey(f, &next)
 	}

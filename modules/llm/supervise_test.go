@@ -13,11 +13,10 @@ import (
 // replica, the reason must go, or the node is left out of the model's
 // placement for good.
 func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
-	saved := node.Capacity()
-	t.Cleanup(func() { node.SetCapacity(&saved, false) })
-	node.SetCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
+	node := NewNode()
+	node.Ledger.SetCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
 	m := &catalog.Model{Name: "big", Engine: "openai", Resources: &catalog.Resources{Memory: 5 << 30, Cores: 1}}
-	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true})
+	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true, node: node})
 	defer f.cancel()
 
 	f.setCluster("n1", 1, nil, "", nil)

@@ -126,6 +126,6 @@ func (a *App) changeTenants(ctx context.Context, fn func(t *tenancy.Tree, entrie
 // ledger checks, when this app is the one running.
 func (a *App) putOwners() {
 	if active.Load() == a {
-		node.SetOwners(place.NewOwnerTable(a.Tenancy()))
+		a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy()))
 	}
 }

@@ -292,9 +292,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 	if f != nil || a.cluster != nil {
 		n := 1
 		if f != nil {
-			f.mu.Lock()
-			n = max(len(f.replicas), 1)
-			f.mu.Unlock()
+			n = max(f.ReplicaCount(), 1)
 		}
 		reason := fmt.Sprintf("its model moved from version %s to %s", out.From, out.To)
 		var ro llmapi.Rollout

@@ -100,9 +100,7 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 	f := a.v().fleets[req.Model]
 	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	if f != nil {
-		f.mu.Lock()
-		n := len(f.replicas)
-		f.mu.Unlock()
+		n := f.ReplicaCount()
 		ctx, cancel := context.WithTimeout(r.Context(), a.rollTimeout(n))
 		defer cancel()
 		var err error

@@ -1,7 +1,0 @@
-package llm
-
-import (
-	"github.com/llmgw/llmgw/modules/llm/place"
-)
-
-var node = &place.Ledger{}
