@@ -96,7 +96,7 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}
-	return writeJSON(w, a.v().fleets[m.Name].status())
+	return writeJSON(w, a.v().fleets[m.Name].Status())
 }
 
 func getNode(w http.ResponseWriter, r *http.Request) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -144,7 +145,7 @@ type App struct {
 	clusterKey  string
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
-	node        *Node // what the process's fleets share (fleet.go)
+	node        *fleet.Node // what the process's fleets share (fleet.go)
 	mirrorKey   string
 	keys        *atomic.Pointer[tenancy.Keyring]
 	runtimeKeys []*tenancy.APIKey
@@ -256,7 +257,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 type view struct {
 	cat     *catalog.Catalog
 	models  []*catalog.Model // config models first, then runtime ones
-	fleets  map[string]*fleet
+	fleets  map[string]*fleet.Fleet
 	runtime map[string]bool // models added through the admin API
 }
 
@@ -278,7 +279,7 @@ func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{cat: cat, models: models, fleets: map[string]*fleet{}, runtime: map[string]bool{}}
+	v := &view{cat: cat, models: models, fleets: map[string]*fleet.Fleet{}, runtime: map[string]bool{}}
 	for _, m := range runtime {
 		v.runtime[m.Name] = true
 	}
@@ -296,7 +297,7 @@ func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
 	return v, nil
 }
 
-func (a *App) currentFleet(name string) (*fleet, bool) {
+func (a *App) currentFleet(name string) (*fleet.Fleet, bool) {
 	cur := a.view.Load()
 	if cur == nil {
 		return nil, false
@@ -305,7 +306,7 @@ func (a *App) currentFleet(name string) (*fleet, bool) {
 	return f, ok
 }
 
-func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
+func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 	p, pkey, err := a.loadEngine(m.Engine)
 	var unavailable error
 	switch {
@@ -329,11 +330,11 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 	}
 	key := m.Key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
-			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
-			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
-			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil, unavailable: unavailable,
-			node: a.node,
+		return fleet.New(m, p, a.logger.Named("fleet"), fleet.Options{
+			StartTimeout: time.Duration(a.StartTimeout), HoldTimeout: time.Duration(a.HoldTimeout),
+			MaxWaiting: a.MaxWaiting, StopGrace: 5 * time.Second, Interval: 500 * time.Millisecond,
+			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil, Unavailable: unavailable,
+			Node: a.node,
 		}), nil
 	})
 	if err != nil {
@@ -341,9 +342,9 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 	}
 	// A fleet kept from the previous config takes this config's entry,
 	// whose routing fields may differ.
-	v.(*fleet).model.Store(m)
+	v.(*fleet.Fleet).SetModel(m)
 	a.fkeys[m.Name] = key
-	return v.(*fleet), nil
+	return v.(*fleet.Fleet), nil
 }
 
 // loadEngine returns the supervised plugin for an engine type, starting it
@@ -408,7 +409,7 @@ func (a *App) Start() error {
 	a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
 	v := a.v()
 	for _, f := range v.fleets {
-		f.run()
+		f.Run()
 	}
 	active.Store(a)
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
@@ -467,7 +468,7 @@ var (
 	_ caddy.Provisioner  = (*App)(nil)
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
-	_ caddy.Destructor   = (*fleet)(nil)
+	_ caddy.Destructor   = (*fleet.Fleet)(nil)
 	_ caddy.Destructor   = (*host.Plugin)(nil)
 )
 
@@ -476,14 +477,14 @@ const nodeKey = "node"
 
 // acquireNode takes the process's Node (what its fleets share), making it
 // on first use; Cleanup gives it back.
-func acquireNode() *Node {
-	v, _, _ := nodes.LoadOrNew(nodeKey, func() (caddy.Destructor, error) { return NewNode(), nil })
-	return v.(*Node)
+func acquireNode() *fleet.Node {
+	v, _, _ := nodes.LoadOrNew(nodeKey, func() (caddy.Destructor, error) { return fleet.NewNode(), nil })
+	return v.(*fleet.Node)
 }
 
 // hooks are what the fleets ask of this app while it runs.
-func (a *App) hooks() *Hooks {
-	h := &Hooks{Mirror: a.mirror}
+func (a *App) hooks() *fleet.Hooks {
+	h := &fleet.Hooks{Mirror: a.mirror}
 	if c := a.cluster; c != nil {
 		h.WantMore = c.beatNow
 		h.StoreDown = c.storeDown

@@ -21,6 +21,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/redis/go-redis/v9"
@@ -200,7 +201,7 @@ type member struct {
 	leader  string
 	down    error     // the store's last error, nil while it answers
 	downAt  time.Time // since when
-	remote  map[string]*Replica
+	remote  map[string]*fleet.Replica
 
 	local     stateStore // Caddy storage: a copy of the shared state
 	pullMu    sync.Mutex // one pull at a time
@@ -272,7 +273,7 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 		untrusted: map[string]string{}, refused: map[string]string{},
 		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}, gone: map[string]time.Time{}}
+		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*fleet.Replica{}, gone: map[string]time.Time{}}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
 	if err != nil {
 		rdb.Close()
@@ -408,7 +409,7 @@ const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis
 // this node's state up to date, so two administrators on two nodes
 // cannot overwrite each other's changes.
 func (m *member) change(ctx context.Context, a *App, fn func() error) error {
-	token := m.cfg.Node + ":" + randID()
+	token := m.cfg.Node + ":" + fleet.RandID()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ok, err := m.rdb.SetNX(ctx, m.key(kLock), token, 15*time.Second).Result()
@@ -946,7 +947,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]place.Node, map[strin
 			load[model] = ml
 		}
 		for _, r := range nb.Replicas {
-			if r.State != ReplicaReady {
+			if fleet.State(r.State) != fleet.ReplicaReady {
 				continue
 			}
 			ml := load[r.Model]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
@@ -92,7 +93,7 @@ func weightsKey(source string) string {
 // node and the ready replicas other nodes run.
 func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 	v := a.v()
-	remote := map[string][]*Replica{}
+	remote := map[string][]*fleet.Replica{}
 	seen := map[string]bool{}
 	m.mu.Lock()
 	for _, nb := range nodes {
@@ -100,16 +101,14 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 			continue
 		}
 		for _, br := range nb.Replicas {
-			if br.State != ReplicaReady {
+			if fleet.State(br.State) != fleet.ReplicaReady {
 				continue
 			}
 			r := m.remote[br.ID]
 			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
-				r = &Replica{ID: br.ID, Model: br.Model, BaseURL: url,
+				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
 					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
-					Transport: m.transport, idle: make(chan struct{}, 1)}
-				r.state.Store(ReplicaReady)
-				r.lastUsed.Store(now().UnixNano())
+					Transport: m.transport})
 				m.remote[br.ID] = r
 			}
 			seen[br.ID] = true
@@ -133,12 +132,12 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 	room := roomWanted(v, here)
 	for name, f := range v.fleets {
 		rs := remote[name]
-		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
+		slices.SortFunc(rs, func(x, y *fleet.Replica) int { return strings.Compare(x.ID, y.ID) })
 		n := here[name]
-		if catalog.ClassRank(f.m().Class) >= room {
+		if catalog.ClassRank(f.Model().Class) >= room {
 			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
 		}
-		f.setCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
+		f.SetCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
 	}
 }
 
@@ -151,7 +150,7 @@ func roomWanted(v *view, here map[string]int) int {
 	rank := 0
 	for name, f := range v.fleets {
 		if f.Short(here[name]) {
-			rank = max(rank, catalog.ClassRank(f.m().Class))
+			rank = max(rank, catalog.ClassRank(f.Model().Class))
 		}
 	}
 	return rank
@@ -165,20 +164,20 @@ func roomWanted(v *view, here map[string]int) int {
 // while the new one starts. planned is the model's entries in the plan,
 // ready the model's ready replicas on other nodes. A model scaled down or
 // stopped is trimmed at once (planned falls).
-func makeBeforeBreak(f *fleet, n, planned, ready int) int {
+func makeBeforeBreak(f *fleet.Fleet, n, planned, ready int) int {
 	return max(n, min(f.ReadyCount(), planned-ready))
 }
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
 // and counts the request in flight on it.
-func lookupLocal(id string) (*Replica, func(), bool) {
+func lookupLocal(id string) (*fleet.Replica, func(), bool) {
 	a := active.Load()
 	if a == nil {
 		return nil, nil, false
 	}
 	v := a.v()
 	for _, f := range v.fleets {
-		if r, release, ok := f.hold(func(r *Replica) bool { return r.ID == id }); ok {
+		if r, release, ok := f.Hold(func(r *fleet.Replica) bool { return r.ID == id }); ok {
 			return r, release, true
 		}
 	}
@@ -190,24 +189,8 @@ func lookupLocal(id string) (*Replica, func(), bool) {
 	if i := strings.LastIndexByte(id, '-'); i > 0 {
 		if f := v.fleets[id[:i]]; f != nil {
 			if best := f.LeastBusy(); best != nil {
-				return f.hold(func(r *Replica) bool { return r == best })
+				return f.Hold(func(r *fleet.Replica) bool { return r == best })
 			}
-		}
-	}
-	return nil, nil, false
-}
-
-// hold takes a ready replica of the fleet that match selects, counting a
-// request in flight on it until the returned release.
-func (f *fleet) hold(match func(*Replica) bool) (*Replica, func(), bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.replicas {
-		if match(r) && r.State() == ReplicaReady {
-			r.inflight.Add(1)
-			r.lastUsed.Store(now().UnixNano())
-			f.lastUsed = now()
-			return r, func() { f.release(r) }, true
 		}
 	}
 	return nil, nil, false
@@ -271,7 +254,7 @@ func (a *App) reloadShared(ctx context.Context) error {
 	// replace its replicas (POST /models/roll on the node-to-node
 	// endpoint).
 	for _, m := range added {
-		if f, ok := cur.fleets[m.Name]; ok && m.Key("") != f.m().Key("") && (m.Engine != f.m().Engine || m.Source != f.m().Source) {
+		if f, ok := cur.fleets[m.Name]; ok && m.Key("") != f.Model().Key("") && (m.Engine != f.Model().Engine || m.Source != f.Model().Source) {
 			delete(a.fkeys, m.Name)
 		}
 	}
@@ -283,14 +266,11 @@ func (a *App) reloadShared(ctx context.Context) error {
 	}
 	for _, m := range v.models {
 		f := v.fleets[m.Name]
-		if f.m() != m {
+		if f.Model() != m {
 			f.SetModel(m)
-			select {
-			case f.kick <- struct{}{}:
-			default:
-			}
+			f.Kick()
 		}
-		f.run()
+		f.Run()
 	}
 	a.view.Store(v)
 	for _, m := range v.models {
@@ -330,7 +310,7 @@ func (a *App) applyStopped(ctx context.Context) error {
 	}
 	for name, f := range a.v().fleets {
 		if f.Stopped() != stopped[name] {
-			f.setStopped(stopped[name])
+			f.SetStopped(stopped[name])
 		}
 	}
 	return nil
@@ -374,7 +354,7 @@ func (a *App) LookupLatest(name string) (*catalog.Model, error) {
 
 // ReplicaNode names the node a replica runs on: its cluster node, or this
 // node (its cluster name, else the host's) for a local replica.
-func (a *App) ReplicaNode(r *Replica) string {
+func (a *App) ReplicaNode(r *fleet.Replica) string {
 	if r.Node != "" {
 		return r.Node
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
@@ -191,7 +192,7 @@ func updatesRoute(w http.ResponseWriter, r *http.Request, name, action string) (
 }
 
 // trackedModel finds a catalog model served from a tracked source.
-func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror, string, error) {
+func (a *App) trackedModel(name string) (*catalog.Model, *fleet.Fleet, *mirror.Mirror, string, error) {
 	m, err := a.Lookup(name)
 	if err != nil {
 		return nil, nil, nil, "", apiErr(http.StatusNotFound, "%v", err)
@@ -212,7 +213,7 @@ func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror,
 }
 
 // updateModel answers POST /llm/models/<name>/update.
-func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
+func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string) error {
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -243,7 +244,7 @@ func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Mod
 }
 
 // rollbackModel answers POST /llm/models/<name>/rollback.
-func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
+func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string) error {
 	updatesMu.Lock()
 	defer updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
@@ -287,7 +288,7 @@ func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version 
 // rollVersion replaces the model's replicas, which start on the mirror
 // model's new current version, and answers with the rollout. When the new
 // replicas do not start, the track goes back to before.
-func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out llmapi.VersionRollout) error {
+func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string, before mirror.Track, out llmapi.VersionRollout) error {
 	out.Replaced, out.Started = []string{}, []string{}
 	if f != nil || a.cluster != nil {
 		n := 1
@@ -307,11 +308,11 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		} else {
 			rctx, cancel := context.WithTimeout(ctx, a.rollTimeout(n))
 			defer cancel()
-			ro, err = f.roll(rctx, reason)
+			ro, err = f.Roll(rctx, reason)
 		}
 		out.Rollout = ro
 		if f != nil {
-			out.ModelStatus = f.status()
+			out.ModelStatus = f.Status()
 		} else {
 			out.ModelStatus = llmapi.ModelStatus{Name: m.Name}
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -59,7 +60,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 	candidates := rt.candidates(r, req, m)
 	var last error
 	retries := 0
-	var failed *llm.Replica // a replica of candidates[i] that could not be reached
+	var failed *fleet.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
 		sel := rt.policy
@@ -171,7 +172,7 @@ func (rt *Router) via(req *openai.Request, model string) int {
 // error, 5xx, 429) on a non-final candidate is returned unserved.
 // name is the catalog name rep was acquired for: the model's, or an
 // adapter's, whose request members are then set.
-func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, name string, final bool, start time.Time) attempt {
+func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, name string, final bool, start time.Time) attempt {
 	eng := rt.engineOf(rep.Model)
 	mode := rt.via(req, rep.Model)
 	var (
@@ -193,7 +194,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		body, err = req.UpstreamBody(rep.UpstreamModel)
 	}
 	if mem := rep.AdapterMembers(name); mem != nil && err == nil {
-		body, err = llm.SetMembers(body, mem)
+		body, err = fleet.SetMembers(body, mem)
 	}
 	if err != nil {
 		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
@@ -205,7 +206,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		defer span.End()
 		ctx = sctx
 	}
-	url := llm.UpstreamURL(rep.BaseURL, endpoint)
+	url := fleet.UpstreamURL(rep.BaseURL, endpoint)
 	var tr http.RoundTripper = rt.transport
 	if rep.Transport != nil {
 		tr = rep.Transport // a replica on another node, through its llmgw
@@ -542,7 +543,7 @@ func settleCut(r *http.Request, req *openai.Request, st *streamState) {
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
-func setVars(r *http.Request, rep *llm.Replica, engine string) {
+func setVars(r *http.Request, rep *fleet.Replica, engine string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.replica", rep.ID)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -72,7 +73,7 @@ type Router struct {
 	// clients about the deployment. Default: false.
 	ExposeReplica bool `json:"expose_replica,omitempty"`
 
-	policy    llm.Selector
+	policy    fleet.Selector
 	app       *llm.App
 	transport *http.Transport
 	tkey      string
@@ -106,7 +107,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("loading llm_router policy: %w", err)
 		}
-		rt.policy = mod.(llm.Selector)
+		rt.policy = mod.(fleet.Selector)
 	} else {
 		rt.policy = LeastOutstanding{}
 	}

@@ -1,4 +1,4 @@
-package llm
+package fleet
 
 import (
 	"testing"
@@ -16,11 +16,11 @@ func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
 	node := NewNode()
 	node.Ledger.SetCapacity(&catalog.Resources{Memory: 4 << 30, Cores: 4}, false)
 	m := &catalog.Model{Name: "big", Engine: "openai", Resources: &catalog.Resources{Memory: 5 << 30, Cores: 1}}
-	f := newFleet(m, nil, zap.NewNop(), fleetOptions{clustered: true, node: node})
+	f := New(m, nil, zap.NewNop(), Options{Clustered: true, Node: node})
 	defer f.cancel()
 
-	f.setCluster("n1", 1, nil, "", nil)
-	f.tick()
+	f.SetCluster("n1", 1, nil, "", nil)
+	f.Tick()
 	f.mu.Lock()
 	why := f.waitFor
 	f.mu.Unlock()
@@ -28,8 +28,8 @@ func TestClusteredFleetForgetsNoRoomWhenUnassigned(t *testing.T) {
 		t.Fatal("a replica that does not fit the node: want a reason in waitFor, got none")
 	}
 
-	f.setCluster("n1", 0, nil, "", nil) // the plan moved it to another node
-	f.tick()
+	f.SetCluster("n1", 0, nil, "", nil) // the plan moved it to another node
+	f.Tick()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.waitFor != "" {
