@@ -56,7 +56,7 @@ func (p *provider) keysSeen() []string {
 }
 
 // startProvider starts a provider whose answer is answer.
-func startProvider(t *testing.T, name string, answer http.HandlerFunc) *provider {
+func startProvider(t testing.TB, name string, answer http.HandlerFunc) *provider {
 	t.Helper()
 	p := &provider{name: name, answer: answer}
 	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,12 +73,12 @@ func startProvider(t *testing.T, name string, answer http.HandlerFunc) *provider
 }
 
 // refusedURL is a base URL nothing listens on: connecting is refused.
-func refusedURL(t *testing.T) string {
+func refusedURL(t testing.TB) string {
 	t.Helper()
 	return fmt.Sprintf("http://127.0.0.1:%d/v1", freePort(t))
 }
 
-func newServer(t *testing.T, h http.Handler) string {
+func newServer(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +90,7 @@ func newServer(t *testing.T, h http.Handler) string {
 	return "http://" + ln.Addr().String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -133,7 +133,7 @@ type model struct {
 // models and an HTTP server whose one handler is llm_router with the
 // router's JSON fields (router, may be empty), and returns the server's
 // base URL. The config is stopped when the test ends.
-func startRouter(t *testing.T, router string, models ...model) string {
+func startRouter(t testing.TB, router string, models ...model) string {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
@@ -179,7 +179,7 @@ func startRouter(t *testing.T, router string, models ...model) string {
 }
 
 // chat sends a chat completion for model and returns the answer.
-func chat(t *testing.T, base, model string, stream bool) (*http.Response, string) {
+func chat(t testing.TB, base, model string, stream bool) (*http.Response, string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"user","content":"hi"}]}`, model, stream)
 	c := &http.Client{Timeout: 20 * time.Second}
