@@ -33,38 +33,55 @@ type attempt struct {
 	err    error // why the try failed, when not served
 }
 
+// serveGenerate serves a request that a model answers: to the model or,
+// when it fails before its answer's first byte, its fallbacks.
 func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start time.Time) {
+	w, req, m, err := rt.admit(w, r)
+	if err != nil {
+		rt.writeError(w, r, err, start)
+		return
+	}
+	if served, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m), start); !served {
+		rt.writeError(w, r, last, start)
+	}
+}
+
+// admit reads the request and finds its model, within the router's
+// limits, and sets {http.llm.model}.
+func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *openai.Request, *llm.Model, error) {
 	w, req, err := openai.Enter(w, r)
 	if req != nil {
 		openai.Log(r).API = req.APIName()
 	}
 	if err != nil {
-		rt.writeError(w, r, err, start)
-		return
+		return w, req, nil, err
 	}
 	m, err := rt.app.LookupLatest(req.Model)
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
 	if err != nil {
-		rt.writeError(w, r, err, start)
-		return
+		return w, req, nil, err
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl != nil {
 		repl.Set("http.llm.model", m.Name)
 	}
-	candidates := rt.candidates(r, req, m)
+	return w, req, m, nil
+}
+
+// tryCandidates sends the request to the candidates in turn until one
+// serves it, and reports whether one did and, if not, why the last one
+// failed. A replica that could not be reached is followed, up to twice,
+// by another replica of the same candidate; a client that left or a
+// first_byte_timeout ends the tries.
+func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, start time.Time) (bool, error) {
 	var last error
 	retries := 0
 	var failed *llm.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
-		sel := rt.policy
-		if rp, ok := sel.(requestPolicy); ok {
-			sel = rp.forRequest(r, req, name)
-		}
-		rep, release, err := rt.app.Reacquire(r.Context(), name, sel, failed)
+		rep, release, err := rt.app.Reacquire(r.Context(), name, rt.selector(r, req, name), failed)
 		failed = nil
 		if err != nil {
 			last = err
@@ -76,7 +93,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		a := rt.proxy(w, r, req, rep, name, i == len(candidates)-1, start)
 		release()
 		if a.served {
-			return
+			return true, nil
 		}
 		last = a.err
 		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
@@ -97,7 +114,16 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
 		}
 	}
-	rt.writeError(w, r, last, start)
+	return false, last
+}
+
+// selector is the policy that picks a replica of the candidate name for
+// the request.
+func (rt *Router) selector(r *http.Request, req *openai.Request, name string) llm.Selector {
+	if rp, ok := rt.policy.(requestPolicy); ok {
+		return rp.forRequest(r, req, name)
+	}
+	return rt.policy
 }
 
 // candidates are the model and the fallbacks the caller may use: with
