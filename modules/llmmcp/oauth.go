@@ -383,17 +383,17 @@ func (oc *oauthClient) discover(ctx context.Context, redirect string) (*clientRe
 
 // discoverClient runs discovery and, without a configured client, DCR.
 func discoverClient(ctx context.Context, hc *http.Client, server, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
-	cr, err := discover(ctx, hc, serverURL, cfg, redirect)
+	cr, err := runDiscovery(ctx, hc, serverURL, cfg, redirect)
 	if err != nil {
 		return nil, fmt.Errorf("oauth discovery for mcp server %q: %w", server, err)
 	}
 	return cr, nil
 }
 
-// discover finds the server's protected resource metadata and its
+// runDiscovery finds the server's protected resource metadata and its
 // authorization server, and makes the client record: the configured
 // client, or one registered there.
-func discover(ctx context.Context, hc *http.Client, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
+func runDiscovery(ctx context.Context, hc *http.Client, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
 	metaURL, scope, challenged, err := challenge(ctx, hc, serverURL)
 	if err != nil {
 		return nil, err
