@@ -36,7 +36,7 @@ func (*RoundRobin) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Select implements llm.Selector.
+// Select implements fleet.Selector.
 func (p *RoundRobin) Select(ready []*fleet.Replica) *fleet.Replica {
 	return ready[int(p.n.Add(1)-1)%len(ready)]
 }

@@ -90,7 +90,7 @@ func (p *PrefixAffinity) Provision(caddy.Context) error {
 	return nil
 }
 
-// Select implements llm.Selector for callers without a request: the
+// Select implements fleet.Selector for callers without a request: the
 // least loaded replica.
 func (p *PrefixAffinity) Select(ready []*fleet.Replica) *fleet.Replica {
 	return fleet.LeastOutstanding{}.Select(ready)
