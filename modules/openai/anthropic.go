@@ -69,7 +69,7 @@ func finishReason(stop string) string {
 func MessagesToChatBody(b []byte) ([]byte, error) {
 	var m msgsAnswer
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("reading the Messages answer: %s", decodeProblem(err))
+		return nil, fmt.Errorf("reading the Messages answer: %s", DecodeProblem(err))
 	}
 	var text, thinking strings.Builder
 	type call struct {

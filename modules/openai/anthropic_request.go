@@ -129,7 +129,7 @@ type msgsToolOut struct {
 func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 	var c chatReqIn
 	if err := json.Unmarshal(chat, &c); err != nil {
-		return nil, BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", decodeProblem(err))
+		return nil, BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", DecodeProblem(err))
 	}
 	out := msgsReqOut{Model: c.Model, Stream: c.Stream, TopP: c.TopP, TopK: c.TopK, MaxTokens: DefaultMessagesMaxTokens}
 	if model != "" {
@@ -142,7 +142,7 @@ func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 		out.MaxTokens = *c.MaxTokens
 	}
 	if c.N != nil && *c.N > 1 {
-		return nil, rangeError("n", "1: this model's engine (Messages) answers one choice")
+		return nil, RangeError("n", "1: this model's engine (Messages) answers one choice")
 	}
 	if err := outputConfig(&c, &out); err != nil {
 		return nil, err
@@ -186,8 +186,8 @@ func outputConfig(c *chatReqIn, out *msgsReqOut) error {
 		return nil
 	case f.Type != "json_schema":
 		return unsupported("response_format", "a JSON mode without a schema is not supported by this model's engine (Messages); use json_schema with a schema")
-	case f.JSONSchema == nil || kindOf(f.JSONSchema.Schema) != kObject:
-		return typeError("response_format.json_schema.schema", "a JSON schema object (this model's engine, Messages, needs one)")
+	case f.JSONSchema == nil || KindOf(f.JSONSchema.Schema) != KindObject:
+		return TypeError("response_format.json_schema.schema", "a JSON schema object (this model's engine, Messages, needs one)")
 	}
 	out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.JSONSchema.Schema}}
 	return nil
@@ -204,15 +204,15 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 func chatStops(v json.RawMessage) ([]string, error) {
-	switch kindOf(v) {
-	case kString:
+	switch KindOf(v) {
+	case KindString:
 		var s string
 		_ = json.Unmarshal(v, &s)
 		return []string{s}, nil
-	case kArray:
+	case KindArray:
 		var ss []string
 		if err := json.Unmarshal(v, &ss); err != nil {
-			return nil, typeError("stop", "a string or an array of strings")
+			return nil, TypeError("stop", "a string or an array of strings")
 		}
 		return ss, nil
 	}
@@ -263,7 +263,7 @@ func messagesOf(msgs []chatMsgIn) ([]msgsBlock, []msgsMsgOut, error) {
 			}
 			add("user", msgsBlock{"type": "tool_result", "tool_use_id": m.ToolCallID, "content": text})
 		default:
-			return nil, nil, rangeError(at+".role", `"system", "developer", "user", "assistant" or "tool" for this model's engine (Messages)`)
+			return nil, nil, RangeError(at+".role", `"system", "developer", "user", "assistant" or "tool" for this model's engine (Messages)`)
 		}
 	}
 	return system, turns, nil
@@ -271,17 +271,17 @@ func messagesOf(msgs []chatMsgIn) ([]msgsBlock, []msgsMsgOut, error) {
 
 // chatText is the text of a content that is a string or text parts.
 func chatText(at string, content json.RawMessage) (string, error) {
-	switch kindOf(content) {
-	case kString:
+	switch KindOf(content) {
+	case KindString:
 		var s string
 		err := json.Unmarshal(content, &s)
 		return s, err
-	case kNull:
+	case KindNull:
 		return "", nil
 	}
 	var parts []chatPart
 	if err := json.Unmarshal(content, &parts); err != nil {
-		return "", typeError(at+".content", "a string or an array of content parts")
+		return "", TypeError(at+".content", "a string or an array of content parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
@@ -294,7 +294,7 @@ func chatText(at string, content json.RawMessage) (string, error) {
 }
 
 func userBlocks(at string, content json.RawMessage) ([]msgsBlock, error) {
-	if kindOf(content) != kArray {
+	if KindOf(content) != KindArray {
 		text, err := chatText(at, content)
 		if err != nil || text == "" {
 			return nil, err
@@ -303,7 +303,7 @@ func userBlocks(at string, content json.RawMessage) ([]msgsBlock, error) {
 	}
 	var parts []chatPart
 	if err := json.Unmarshal(content, &parts); err != nil {
-		return nil, typeError(at+".content", "a string or an array of content parts")
+		return nil, TypeError(at+".content", "a string or an array of content parts")
 	}
 	var out []msgsBlock
 	for j, p := range parts {
@@ -335,7 +335,7 @@ func imageSource(at, url string) (map[string]any, error) {
 	}
 	mt, data, ok := strings.Cut(rest, ";base64,")
 	if !ok {
-		return nil, rangeError(at, "a data URL in base64 (data:image/png;base64,…) or an http(s) URL")
+		return nil, RangeError(at, "a data URL in base64 (data:image/png;base64,…) or an http(s) URL")
 	}
 	return map[string]any{"type": "base64", "media_type": mt, "data": data}, nil
 }
@@ -354,8 +354,8 @@ func assistantBlocks(at string, m *chatMsgIn) ([]msgsBlock, error) {
 		if len(bytes.TrimSpace(input)) == 0 {
 			input = json.RawMessage("{}")
 		}
-		if !json.Valid(input) || kindOf(bytes.TrimSpace(input)) != kObject {
-			return nil, typeError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "a JSON object in a string (a Messages engine takes tool input as an object)")
+		if !json.Valid(input) || KindOf(bytes.TrimSpace(input)) != KindObject {
+			return nil, TypeError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "a JSON object in a string (a Messages engine takes tool input as an object)")
 		}
 		out = append(out, msgsBlock{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": input})
 	}
@@ -365,7 +365,7 @@ func assistantBlocks(at string, m *chatMsgIn) ([]msgsBlock, error) {
 func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 	for _, t := range c.Tools {
 		schema := t.Function.Parameters
-		if kindOf(schema) != kObject {
+		if KindOf(schema) != KindObject {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		out.Tools = append(out.Tools, msgsToolOut{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
@@ -373,8 +373,8 @@ func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 	if len(out.Tools) == 0 {
 		return nil
 	}
-	switch kindOf(c.ToolChoice) {
-	case kString:
+	switch KindOf(c.ToolChoice) {
+	case KindString:
 		var s string
 		_ = json.Unmarshal(c.ToolChoice, &s)
 		switch s {
@@ -383,9 +383,9 @@ func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 		case "required":
 			out.ToolChoice = map[string]any{"type": "any"}
 		default:
-			return rangeError("tool_choice", `"auto", "required", "none" or a function`)
+			return RangeError("tool_choice", `"auto", "required", "none" or a function`)
 		}
-	case kObject:
+	case KindObject:
 		var f struct {
 			Function struct{ Name string } `json:"function"`
 		}

@@ -100,12 +100,12 @@ func (s *messagesToChat) step() {
 }
 
 func (s *messagesToChat) event(data []byte) {
-	if kindOf(data) != kObject {
+	if KindOf(data) != KindObject {
 		return
 	}
-	switch typ := string(unquote(memberOf(data, "type"))); typ {
+	switch typ := string(Unquote(MemberOf(data, "type"))); typ {
 	case "message_start":
-		s.start(memberOf(data, "message"))
+		s.start(MemberOf(data, "message"))
 	case "content_block_start":
 		s.blockStart(data)
 	case "content_block_delta":
@@ -124,7 +124,7 @@ func (s *messagesToChat) event(data []byte) {
 }
 
 func (s *messagesToChat) start(msg []byte) {
-	id, model := memberOf(msg, "id"), memberOf(msg, "model")
+	id, model := MemberOf(msg, "id"), MemberOf(msg, "model")
 	if !validString(id) {
 		id = []byte(`"msg"`)
 	}
@@ -138,7 +138,7 @@ func (s *messagesToChat) start(msg []byte) {
 	s.prefix = append(s.prefix, `,"model":`...)
 	s.prefix = append(s.prefix, model...)
 	s.prefix = append(s.prefix, `,"choices":`...)
-	if u := memberOf(msg, "usage"); kindOf(u) == kObject {
+	if u := MemberOf(msg, "usage"); KindOf(u) == KindObject {
 		_ = json.Unmarshal(u, &s.usage)
 	}
 	s.chunk(`{"role":"assistant","content":""}`, nil)
@@ -161,13 +161,13 @@ func (s *messagesToChat) chunk(delta string, raw []byte, closing ...string) {
 }
 
 func (s *messagesToChat) blockStart(data []byte) {
-	idx, _ := strconv.Atoi(string(memberOf(data, "index")))
-	b := memberOf(data, "content_block")
-	switch string(unquote(memberOf(b, "type"))) {
+	idx, _ := strconv.Atoi(string(MemberOf(data, "index")))
+	b := MemberOf(data, "content_block")
+	switch string(Unquote(MemberOf(b, "type"))) {
 	case "tool_use":
 		k := len(s.tools)
 		s.tools[idx] = k
-		id, name := memberOf(b, "id"), memberOf(b, "name")
+		id, name := MemberOf(b, "id"), MemberOf(b, "name")
 		if !validString(id) {
 			id = []byte(`""`)
 		}
@@ -177,39 +177,39 @@ func (s *messagesToChat) blockStart(data []byte) {
 		d := `{"tool_calls":[{"index":` + strconv.Itoa(k) + `,"id":` + string(id) + `,"type":"function","function":{"name":` + string(name) + `,"arguments":""}}]}`
 		s.chunk(d, nil)
 	case "text":
-		if t := memberOf(b, "text"); isText(t) {
+		if t := MemberOf(b, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	}
 }
 
 func (s *messagesToChat) delta(data []byte) {
-	d := memberOf(data, "delta")
-	switch string(unquote(memberOf(d, "type"))) {
+	d := MemberOf(data, "delta")
+	switch string(Unquote(MemberOf(d, "type"))) {
 	case "text_delta":
-		if t := memberOf(d, "text"); isText(t) {
+		if t := MemberOf(d, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	case "thinking_delta":
-		if t := memberOf(d, "thinking"); isText(t) {
+		if t := MemberOf(d, "thinking"); isText(t) {
 			s.chunk(`{"reasoning_content":`, t, "}")
 		}
 	case "input_json_delta":
-		idx, _ := strconv.Atoi(string(memberOf(data, "index")))
+		idx, _ := strconv.Atoi(string(MemberOf(data, "index")))
 		k, ok := s.tools[idx]
-		if t := memberOf(d, "partial_json"); ok && isText(t) {
+		if t := MemberOf(d, "partial_json"); ok && isText(t) {
 			s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`, t, "}}]}")
 		}
 	}
 }
 
 func (s *messagesToChat) messageDelta(data []byte) {
-	if d := memberOf(data, "delta"); kindOf(d) == kObject {
-		if r := memberOf(d, "stop_reason"); kindOf(r) == kString {
-			s.finish = finishReason(string(unquote(r)))
+	if d := MemberOf(data, "delta"); KindOf(d) == KindObject {
+		if r := MemberOf(d, "stop_reason"); KindOf(r) == KindString {
+			s.finish = finishReason(string(Unquote(r)))
 		}
 	}
-	if u := memberOf(data, "usage"); kindOf(u) == kObject {
+	if u := MemberOf(data, "usage"); KindOf(u) == KindObject {
 		var n msgsUsageJ
 		if json.Unmarshal(u, &n) == nil {
 			if n.InputTokens != nil {

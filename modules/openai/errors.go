@@ -75,10 +75,10 @@ func (e *Error) WriteEvent(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// decodeProblem says why JSON did not decode into the package's shapes in
+// DecodeProblem says why JSON did not decode into the package's shapes in
 // the API's terms: which member has which wrong type, or where the syntax
 // breaks; never the Go types it was decoded into.
-func decodeProblem(err error) string {
+func DecodeProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {

@@ -32,14 +32,14 @@ type msgUsage struct{ input, output, cacheRead int64 }
 // not an object.
 func chatUsage(v []byte) (m msgUsage, ok bool) {
 	var cached int64
-	err := eachMember(v, func(k, val []byte) error {
+	err := EachMember(v, func(k, val []byte) error {
 		switch string(k) {
 		case "prompt_tokens":
 			m.input, _ = strconv.ParseInt(string(val), 10, 64)
 		case "completion_tokens":
 			m.output, _ = strconv.ParseInt(string(val), 10, 64)
 		case "prompt_tokens_details":
-			_ = eachMember(val, func(dk, dv []byte) error {
+			_ = EachMember(val, func(dk, dv []byte) error {
 				if string(dk) == "cached_tokens" {
 					cached, _ = strconv.ParseInt(string(dv), 10, 64)
 				}
@@ -69,15 +69,15 @@ type message struct {
 // arguments as a string}, so that nothing the engine produced is lost.
 func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 	var id, choice, usage []byte
-	err := eachMember(body, func(k, v []byte) error {
+	err := EachMember(body, func(k, v []byte) error {
 		switch string(k) {
 		case "id":
 			id = v
 		case "choices":
-			if kindOf(v) == kNull {
+			if KindOf(v) == KindNull {
 				return nil
 			}
-			return eachElement(v, func(i int, c []byte) error {
+			return EachElement(v, func(i int, c []byte) error {
 				if i == 0 {
 					choice = c
 				}
@@ -92,7 +92,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return nil, errors.New("the model's answer could not be read: it is not a chat completion object")
 	}
 	m := &message{id: messageID(id), model: modelJSON(t.model)}
-	if kindOf(usage) == kObject {
+	if KindOf(usage) == KindObject {
 		m.usage, _ = chatUsage(usage)
 	}
 	if choice == nil {
@@ -100,7 +100,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return m, nil
 	}
 	var msg, finish, stop []byte
-	_ = eachMember(choice, func(k, v []byte) error {
+	_ = EachMember(choice, func(k, v []byte) error {
 		switch string(k) {
 		case "message":
 			msg = v
@@ -112,7 +112,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return nil
 	})
 	var content, refusal, reasoning, reasoning2, calls []byte
-	_ = eachMember(msg, func(k, v []byte) error {
+	_ = EachMember(msg, func(k, v []byte) error {
 		switch string(k) {
 		case "content":
 			content = v
@@ -134,20 +134,20 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		m.blocks = append(m.blocks, block{kind: blockText, text: s})
 	}
 	ncalls := 0
-	_ = eachElement(calls, func(_ int, c []byte) error {
+	_ = EachElement(calls, func(_ int, c []byte) error {
 		ncalls++
-		_, id, name, args := toolCallFields(c)
+		_, id, name, args := ToolCallFields(c)
 		b := block{kind: blockTool, id: id, name: name}
-		switch kindOf(args) {
-		case kString:
-			b.input = unquoteKey(args)
-		case kObject: // some engines send the arguments as an object
-			b.input = compact(args)
+		switch KindOf(args) {
+		case KindString:
+			b.input = UnquoteKey(args)
+		case KindObject: // some engines send the arguments as an object
+			b.input = Compact(args)
 		}
-		if kindOf(b.id) != kString {
+		if KindOf(b.id) != KindString {
 			b.id = toolID()
 		}
-		if kindOf(b.name) != kString {
+		if KindOf(b.name) != KindString {
 			b.name = []byte(`""`)
 		}
 		switch in := bytes.TrimSpace(b.input); {
@@ -161,14 +161,14 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return nil
 	})
 	m.stopSeq = matchedStop(t, stop)
-	m.stopReason = stopReason(str(finish), ncalls > 0, m.stopSeq)
+	m.stopReason = stopReason(StringValue(finish), ncalls > 0, m.stopSeq)
 	return m, nil
 }
 
 // firstString returns the first of vs that is a non-empty JSON string.
 func firstString(vs ...[]byte) []byte {
 	for _, v := range vs {
-		if kindOf(v) == kString && len(v) > 2 {
+		if KindOf(v) == KindString && len(v) > 2 {
 			return v
 		}
 	}

@@ -8,21 +8,21 @@ import (
 // writeMessages appends the chat messages of a Messages request's
 // messages; first is false after a system message.
 func writeMessages(out, msgs []byte, first bool) ([]byte, error) {
-	err := eachElement(msgs, func(i int, msg []byte) error {
+	err := EachElement(msgs, func(i int, msg []byte) error {
 		at := fmt.Sprintf("messages[%d]", i)
-		if kindOf(msg) != kObject {
-			return typeError(at, `an object such as {"role":"user","content":"…"}`)
+		if KindOf(msg) != KindObject {
+			return TypeError(at, `an object such as {"role":"user","content":"…"}`)
 		}
-		role, content := memberOf(msg, "role"), memberOf(msg, "content")
-		if len(role) == 0 || kindOf(role) == kNull {
+		role, content := MemberOf(msg, "role"), MemberOf(msg, "content")
+		if len(role) == 0 || KindOf(role) == KindNull {
 			return missing(at+".role", at+`.role is missing; use "user" or "assistant"`)
 		}
-		r := string(unquote(role))
-		if kindOf(role) != kString || (r != "user" && r != "assistant") {
-			return rangeError(at+".role", `"user" or "assistant" (the system prompt goes in system)`)
+		r := string(Unquote(role))
+		if KindOf(role) != KindString || (r != "user" && r != "assistant") {
+			return RangeError(at+".role", `"user" or "assistant" (the system prompt goes in system)`)
 		}
-		switch kindOf(content) {
-		case kString:
+		switch KindOf(content) {
+		case KindString:
 			out = comma(out, &first)
 			out = append(out, `{"role":`...)
 			out = append(out, role...)
@@ -30,11 +30,11 @@ func writeMessages(out, msgs []byte, first bool) ([]byte, error) {
 			out = append(out, content...)
 			out = append(out, '}')
 			return nil
-		case kArray:
-		case kNull:
+		case KindArray:
+		case KindNull:
 			return missing(at+".content", at+".content is missing; send a string or an array of content blocks")
 		default:
-			return typeError(at+".content", "a string or an array of content blocks")
+			return TypeError(at+".content", "a string or an array of content blocks")
 		}
 		var err error
 		if r == "user" {
@@ -61,7 +61,7 @@ func comma(out []byte, first *bool) []byte {
 func userTurn(out []byte, at string, content []byte, first *bool) ([]byte, error) {
 	var parts []byte
 	nparts, lone := 0, []byte(nil) // lone: the raw text of a single text block
-	err := eachElement(content, func(j int, b []byte) error {
+	err := EachElement(content, func(j int, b []byte) error {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		typ, err := blockType(bat, b)
 		if err != nil {
@@ -124,8 +124,8 @@ func userPart(parts []byte, at, typ string, b []byte) (out, lone []byte, err err
 }
 
 func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
-	src := memberOf(b, "source")
-	if kindOf(src) != kObject {
+	src := MemberOf(b, "source")
+	if KindOf(src) != KindObject {
 		return parts, missing(at+".source", at+`.source is missing; send {"type":"base64","media_type":"image/png","data":"…"} or {"type":"url","url":"…"}`)
 	}
 	sat := at + ".source"
@@ -139,8 +139,8 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		if err != nil {
 			return parts, err
 		}
-		if !slices.Contains(messagesImageTypes, string(unquote(mt))) {
-			return parts, rangeError(sat+".media_type", fmt.Sprintf("one of %q", messagesImageTypes))
+		if !slices.Contains(messagesImageTypes, string(Unquote(mt))) {
+			return parts, RangeError(sat+".media_type", fmt.Sprintf("one of %q", messagesImageTypes))
 		}
 		data, err := stringMember(sat, src, "data")
 		if err != nil {
@@ -148,9 +148,9 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		}
 		url := make([]byte, 0, len(data)+32)
 		url = append(url, "data:"...)
-		url = append(url, unquote(mt)...)
+		url = append(url, Unquote(mt)...)
 		url = append(url, ";base64,"...)
-		url = append(url, unquote(data)...)
+		url = append(url, Unquote(data)...)
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
 		parts = AppendJSONString(parts, url)
 		return append(parts, "}}"...), nil
@@ -159,21 +159,21 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		if err != nil {
 			return parts, err
 		}
-		if err := checkMediaURL(sat+".url", u); err != nil {
+		if err := CheckMediaURL(sat+".url", u); err != nil {
 			return parts, err
 		}
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
 		parts = append(parts, u...)
 		return append(parts, "}}"...), nil
 	}
-	return parts, rangeError(sat+".type", `"base64" or "url" (files are not supported by this model's engine)`)
+	return parts, RangeError(sat+".type", `"base64" or "url" (files are not supported by this model's engine)`)
 }
 
 // documentPart accepts plain-text documents only: chat engines read no PDF.
 func documentPart(parts []byte, at string, b []byte) ([]byte, error) {
-	src := memberOf(b, "source")
+	src := MemberOf(b, "source")
 	refuse := unsupported(at, "only plain-text documents (source type \"text\") are supported by this model's engine (chat completions); extract the document's text and send it as a text block")
-	if kindOf(src) != kObject {
+	if KindOf(src) != KindObject {
 		return parts, refuse
 	}
 	if typ, err := blockType(at+".source", src); err != nil || typ != "text" {
@@ -194,32 +194,32 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	isError := string(memberOf(b, "is_error")) == "true"
-	content := memberOf(b, "content")
+	isError := string(MemberOf(b, "is_error")) == "true"
+	content := MemberOf(b, "content")
 	out = append(out, `{"role":"tool","tool_call_id":`...)
 	out = append(out, id...)
 	out = append(out, `,"content":`...)
-	switch kindOf(content) {
-	case kString:
+	switch KindOf(content) {
+	case KindString:
 		if !isError {
 			out = append(out, content...)
 			return append(out, '}'), nil
 		}
-		text := append([]byte("Error: "), unquote(content)...)
+		text := append([]byte("Error: "), Unquote(content)...)
 		out = AppendJSONString(out, text)
 		return append(out, '}'), nil
-	case kNull:
+	case KindNull:
 		content = []byte("[]")
-	case kArray:
+	case KindArray:
 	default:
-		return out, typeError(at+".content", "a string or an array of text blocks")
+		return out, TypeError(at+".content", "a string or an array of text blocks")
 	}
 	var text []byte
 	if isError {
 		text = []byte("Error: ")
 	}
 	n := 0
-	err = eachElement(content, func(k int, blk []byte) error {
+	err = EachElement(content, func(k int, blk []byte) error {
 		t, err := textBlock(fmt.Sprintf("%s.content[%d]", at, k), blk)
 		if err != nil {
 			if e, ok := err.(*Error); ok && e.Code == "invalid_value" {
@@ -245,7 +245,7 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 func assistantTurn(out []byte, at string, content []byte, first *bool) ([]byte, error) {
 	var texts [][]byte
 	var calls []byte
-	err := eachElement(content, func(j int, b []byte) error {
+	err := EachElement(content, func(j int, b []byte) error {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		typ, err := blockType(bat, b)
 		if err != nil {
@@ -282,7 +282,7 @@ func assistantTurn(out []byte, at string, content []byte, first *bool) ([]byte, 
 	default:
 		var joined []byte
 		for _, t := range texts {
-			joined = append(joined, unquote(t)...)
+			joined = append(joined, Unquote(t)...)
 		}
 		out = AppendJSONString(out, joined)
 	}
@@ -305,9 +305,9 @@ func toolCall(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	input := memberOf(b, "input")
-	if kindOf(input) != kObject {
-		return out, typeError(at+".input", "an object (the tool's arguments)")
+	input := MemberOf(b, "input")
+	if KindOf(input) != KindObject {
+		return out, TypeError(at+".input", "an object (the tool's arguments)")
 	}
 	out = append(out, `{"id":`...)
 	out = append(out, id...)
@@ -320,24 +320,24 @@ func toolCall(out []byte, at string, b []byte) ([]byte, error) {
 
 // writeTools appends tools, tool_choice and parallel_tool_calls.
 func (m *messagesReq) writeTools(out []byte) ([]byte, error) {
-	if len(m.tools) == 0 || countElements(m.tools) == 0 {
+	if len(m.tools) == 0 || CountElements(m.tools) == 0 {
 		return out, nil
 	}
 	out = append(out, `,"tools":[`...)
-	err := eachElement(m.tools, func(i int, t []byte) error {
+	err := EachElement(m.tools, func(i int, t []byte) error {
 		at := fmt.Sprintf("tools[%d]", i)
-		if kindOf(t) != kObject {
-			return typeError(at, `an object such as {"name":"…","input_schema":{"type":"object"}}`)
+		if KindOf(t) != KindObject {
+			return TypeError(at, `an object such as {"name":"…","input_schema":{"type":"object"}}`)
 		}
-		if typ := memberOf(t, "type"); len(typ) > 0 && kindOf(typ) != kNull && string(typ) != `"custom"` {
+		if typ := MemberOf(t, "type"); len(typ) > 0 && KindOf(typ) != KindNull && string(typ) != `"custom"` {
 			return unsupported(at+".type", fmt.Sprintf("Anthropic's own tools (%s) are not supported by this model's engine (chat completions); define the tool with name, description and input_schema", typ))
 		}
 		name, err := stringMember(at, t, "name")
 		if err != nil {
 			return err
 		}
-		schema := memberOf(t, "input_schema")
-		if kindOf(schema) != kObject {
+		schema := MemberOf(t, "input_schema")
+		if KindOf(schema) != KindObject {
 			return missing(at+".input_schema", at+".input_schema is missing; describe the tool's input as a JSON schema object")
 		}
 		if i > 0 {
@@ -345,7 +345,7 @@ func (m *messagesReq) writeTools(out []byte) ([]byte, error) {
 		}
 		out = append(out, `{"type":"function","function":{"name":`...)
 		out = append(out, name...)
-		if d := memberOf(t, "description"); kindOf(d) == kString {
+		if d := MemberOf(t, "description"); KindOf(d) == KindString {
 			out = append(out, `,"description":`...)
 			out = append(out, d...)
 		}
@@ -385,9 +385,9 @@ func (m *messagesReq) writeToolChoice(out []byte) ([]byte, error) {
 		out = append(out, name...)
 		out = append(out, "}}"...)
 	default:
-		return nil, rangeError("tool_choice.type", `"auto", "any", "tool" or "none"`)
+		return nil, RangeError("tool_choice.type", `"auto", "any", "tool" or "none"`)
 	}
-	if string(memberOf(m.toolChoice, "disable_parallel_tool_use")) == "true" {
+	if string(MemberOf(m.toolChoice, "disable_parallel_tool_use")) == "true" {
 		out = append(out, `,"parallel_tool_calls":false`...)
 	}
 	return out, nil
@@ -407,18 +407,18 @@ func (m *messagesReq) writeThinking(out []byte) ([]byte, error) {
 		return out, nil
 	case "enabled":
 	default:
-		return nil, rangeError("thinking.type", `"enabled", "disabled" or "adaptive"`)
+		return nil, RangeError("thinking.type", `"enabled", "disabled" or "adaptive"`)
 	}
-	b := memberOf(m.thinking, "budget_tokens")
+	b := MemberOf(m.thinking, "budget_tokens")
 	if len(b) == 0 {
 		return nil, missing("thinking.budget_tokens", "thinking.budget_tokens is missing; set how many tokens the model may think (at least 1024)")
 	}
-	n, err := readInt("thinking.budget_tokens", b, 1024, 1<<31)
+	n, err := ReadInt("thinking.budget_tokens", b, 1024, 1<<31)
 	if err != nil {
 		return nil, err
 	}
 	if m.maxTokens > 0 && n >= m.maxTokens {
-		return nil, rangeError("thinking.budget_tokens", "less than max_tokens")
+		return nil, RangeError("thinking.budget_tokens", "less than max_tokens")
 	}
 	effort := "high"
 	switch {

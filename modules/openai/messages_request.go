@@ -59,14 +59,14 @@ type messagesReq struct {
 }
 
 func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
-	if err := checkJSON(body); err != nil {
+	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[skipSpace(body, 0)]; b != '{' {
+	if b := body[SkipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
 	var m messagesReq
-	if err := eachMember(body, m.read); err != nil {
+	if err := EachMember(body, m.read); err != nil {
 		return nil, err
 	}
 	if err := m.check(countOnly); err != nil {
@@ -76,7 +76,7 @@ func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, erro
 	if err != nil {
 		return nil, err
 	}
-	req, err := parseValid(ChatCompletions, chat)
+	req, err := ParseValid(ChatCompletions, chat)
 	if err != nil {
 		return nil, err
 	}
@@ -87,40 +87,40 @@ func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, erro
 
 func (m *messagesReq) read(key, v []byte) error {
 	name := string(key)
-	if kindOf(v) == kNull {
+	if KindOf(v) == KindNull {
 		return nil
 	}
 	switch name {
 	case "model":
-		if kindOf(v) != kString {
-			return typeError(name, "a string (a model's name, as GET /v1/models lists them)")
+		if KindOf(v) != KindString {
+			return TypeError(name, "a string (a model's name, as GET /v1/models lists them)")
 		}
 		m.model = v
 	case "max_tokens":
-		n, err := readInt(name, v, 1, math.MaxInt64)
+		n, err := ReadInt(name, v, 1, math.MaxInt64)
 		m.maxTokens = n
 		return err
 	case "messages":
-		if kindOf(v) != kArray {
-			return typeError(name, "an array of messages")
+		if KindOf(v) != KindArray {
+			return TypeError(name, "an array of messages")
 		}
 		m.messages = v
 	case "system":
-		if k := kindOf(v); k != kString && k != kArray {
-			return typeError(name, "a string or an array of text blocks")
+		if k := KindOf(v); k != KindString && k != KindArray {
+			return TypeError(name, "a string or an array of text blocks")
 		}
 		m.system = v
 	case "stop_sequences":
 		m.stop = v
 		return checkStops(name, v)
 	case "stream":
-		if kindOf(v) != kBool {
-			return typeError(name, "a boolean")
+		if KindOf(v) != KindBool {
+			return TypeError(name, "a boolean")
 		}
 		m.stream = v[0] == 't'
 	case "temperature", "top_p":
-		if f, err := strconv.ParseFloat(string(v), 64); kindOf(v) != kNumber || err != nil || f < 0 || f > 1 {
-			return rangeError(name, "a number from 0 to 1")
+		if f, err := strconv.ParseFloat(string(v), 64); KindOf(v) != KindNumber || err != nil || f < 0 || f > 1 {
+			return RangeError(name, "a number from 0 to 1")
 		}
 		if name == "temperature" {
 			m.temperature = v
@@ -128,24 +128,24 @@ func (m *messagesReq) read(key, v []byte) error {
 			m.topP = v
 		}
 	case "top_k":
-		_, err := readInt(name, v, 0, math.MaxInt32)
+		_, err := ReadInt(name, v, 0, math.MaxInt32)
 		m.topK = v
 		return err
 	case "metadata":
 		return m.metadata(name, v)
 	case "tools":
-		if kindOf(v) != kArray {
-			return typeError(name, "an array of tools")
+		if KindOf(v) != KindArray {
+			return TypeError(name, "an array of tools")
 		}
 		m.tools = v
 	case "tool_choice":
-		if kindOf(v) != kObject {
-			return typeError(name, `an object such as {"type":"auto"}`)
+		if KindOf(v) != KindObject {
+			return TypeError(name, `an object such as {"type":"auto"}`)
 		}
 		m.toolChoice = v
 	case "thinking":
-		if kindOf(v) != kObject {
-			return typeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
+		if KindOf(v) != KindObject {
+			return TypeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
 		}
 		m.thinking = v
 	case "output_config":
@@ -165,11 +165,11 @@ func (m *messagesReq) read(key, v []byte) error {
 // response_format, and wins over output_format. Its effort has no chat
 // form and is ignored.
 func (m *messagesReq) outputConfig(name string, v []byte) error {
-	if kindOf(v) != kObject {
-		return typeError(name, `an object such as {"format":{"type":"json_schema","schema":{…}}}`)
+	if KindOf(v) != KindObject {
+		return TypeError(name, `an object such as {"format":{"type":"json_schema","schema":{…}}}`)
 	}
-	f := memberOf(v, "format")
-	if kindOf(f) == kNull {
+	f := MemberOf(v, "format")
+	if KindOf(f) == KindNull {
 		return nil
 	}
 	rf, err := responseFormat(name+".format", f)
@@ -181,17 +181,17 @@ func (m *messagesReq) outputConfig(name string, v []byte) error {
 // {"type":"json_schema","schema":{…}}, to chat's response_format.
 func responseFormat(at string, v []byte) ([]byte, error) {
 	const want = `an object such as {"type":"json_schema","schema":{…}}`
-	if kindOf(v) != kObject {
-		return nil, typeError(at, want)
+	if KindOf(v) != KindObject {
+		return nil, TypeError(at, want)
 	}
-	typ, schema := memberOf(v, "type"), memberOf(v, "schema")
+	typ, schema := MemberOf(v, "type"), MemberOf(v, "schema")
 	switch {
-	case kindOf(typ) != kString || string(typ) != `"json_schema"`:
-		return nil, rangeError(at+".type", `"json_schema" (the only output format Messages has)`)
-	case kindOf(schema) == kNull:
+	case KindOf(typ) != KindString || string(typ) != `"json_schema"`:
+		return nil, RangeError(at+".type", `"json_schema" (the only output format Messages has)`)
+	case KindOf(schema) == KindNull:
 		return nil, missing(at+".schema", at+".schema is missing; give the JSON schema the answer must fit")
-	case kindOf(schema) != kObject:
-		return nil, typeError(at+".schema", "a JSON schema object")
+	case KindOf(schema) != KindObject:
+		return nil, TypeError(at+".schema", "a JSON schema object")
 	}
 	out := make([]byte, 0, len(schema)+80)
 	out = append(out, `{"type":"json_schema","json_schema":{"name":"output","schema":`...)
@@ -200,15 +200,15 @@ func responseFormat(at string, v []byte) ([]byte, error) {
 }
 
 func (m *messagesReq) metadata(name string, v []byte) error {
-	if kindOf(v) != kObject {
-		return typeError(name, "an object")
+	if KindOf(v) != KindObject {
+		return TypeError(name, "an object")
 	}
-	return eachMember(v, func(k, u []byte) error {
-		if string(k) != "user_id" || kindOf(u) == kNull {
+	return EachMember(v, func(k, u []byte) error {
+		if string(k) != "user_id" || KindOf(u) == KindNull {
 			return nil
 		}
-		if kindOf(u) != kString {
-			return typeError(name+".user_id", "a string")
+		if KindOf(u) != KindString {
+			return TypeError(name+".user_id", "a string")
 		}
 		m.user = u
 		return nil
@@ -218,19 +218,19 @@ func (m *messagesReq) metadata(name string, v []byte) error {
 // checkStops checks stop_sequences: an array of at most MaxStop strings,
 // the chat engines' limit.
 func checkStops(name string, v []byte) error {
-	if kindOf(v) != kArray {
-		return typeError(name, "an array of strings")
+	if KindOf(v) != KindArray {
+		return TypeError(name, "an array of strings")
 	}
 	n := 0
-	err := eachElement(v, func(i int, s []byte) error {
+	err := EachElement(v, func(i int, s []byte) error {
 		n++
-		if kindOf(s) != kString {
-			return typeError(fmt.Sprintf("%s[%d]", name, i), "a string")
+		if KindOf(s) != KindString {
+			return TypeError(fmt.Sprintf("%s[%d]", name, i), "a string")
 		}
 		return nil
 	})
 	if err == nil && n > MaxStop {
-		return rangeError(name, fmt.Sprintf("an array of at most %d strings (it has %d): this model is served through chat completions, which stop on at most %d sequences", MaxStop, n, MaxStop))
+		return RangeError(name, fmt.Sprintf("an array of at most %d strings (it has %d): this model is served through chat completions, which stop on at most %d sequences", MaxStop, n, MaxStop))
 	}
 	return err
 }
@@ -251,8 +251,8 @@ func (m *messagesReq) check(countOnly bool) error {
 		return missing("max_tokens", "max_tokens is missing; set the most tokens the answer may have")
 	case len(m.messages) == 0:
 		return missing("messages", "messages is missing; send at least one message")
-	case countElements(m.messages) == 0:
-		return rangeError("messages", "a non-empty array of messages")
+	case CountElements(m.messages) == 0:
+		return RangeError("messages", "a non-empty array of messages")
 	}
 	return nil
 }
@@ -321,13 +321,13 @@ func (m *messagesReq) systemMessage(out []byte) ([]byte, error) {
 		return out, nil
 	}
 	out = append(out, `{"role":"system","content":`...)
-	if kindOf(m.system) == kString {
+	if KindOf(m.system) == KindString {
 		out = append(out, m.system...)
 		return append(out, '}'), nil
 	}
 	var text []byte
 	n := 0
-	err := eachElement(m.system, func(i int, b []byte) error {
+	err := EachElement(m.system, func(i int, b []byte) error {
 		t, err := textBlock(fmt.Sprintf("system[%d]", i), b)
 		if n > 0 {
 			text = append(text, '\n')
@@ -349,22 +349,22 @@ func textBlock(at string, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	if typ != "text" {
-		return nil, rangeError(at+".type", `"text"`)
+		return nil, RangeError(at+".type", `"text"`)
 	}
 	raw, err := stringMember(at, b, "text")
 	if err != nil {
 		return nil, err
 	}
-	return unquote(raw), nil
+	return Unquote(raw), nil
 }
 
 // blockType checks that b is an object with a string type, and returns it.
 func blockType(at string, b []byte) (string, error) {
-	if kindOf(b) != kObject {
-		return "", typeError(at, `an object such as {"type":"text","text":"…"}`)
+	if KindOf(b) != KindObject {
+		return "", TypeError(at, `an object such as {"type":"text","text":"…"}`)
 	}
 	var typ []byte
-	_ = eachMember(b, func(k, v []byte) error {
+	_ = EachMember(b, func(k, v []byte) error {
 		if string(k) == "type" {
 			typ = v
 		}
@@ -373,29 +373,29 @@ func blockType(at string, b []byte) (string, error) {
 	if len(typ) == 0 {
 		return "", missing(at+".type", at+".type is missing; every content block needs a type such as \"text\"")
 	}
-	if kindOf(typ) != kString {
-		return "", typeError(at+".type", "a string such as \"text\"")
+	if KindOf(typ) != KindString {
+		return "", TypeError(at+".type", "a string such as \"text\"")
 	}
-	return string(unquote(typ)), nil
+	return string(Unquote(typ)), nil
 }
 
 // stringMember returns the raw JSON string of obj's member key, which
 // must be present and a string.
 func stringMember(at string, obj []byte, key string) ([]byte, error) {
-	v := memberOf(obj, key)
-	if len(v) == 0 || kindOf(v) == kNull {
+	v := MemberOf(obj, key)
+	if len(v) == 0 || KindOf(v) == KindNull {
 		return nil, missing(at+"."+key, at+"."+key+" is missing")
 	}
-	if kindOf(v) != kString {
-		return nil, typeError(at+"."+key, "a string")
+	if KindOf(v) != KindString {
+		return nil, TypeError(at+"."+key, "a string")
 	}
 	return v, nil
 }
 
-// memberOf returns the value of obj's member key, or nil.
-func memberOf(obj []byte, key string) []byte {
+// MemberOf returns the value of obj's member key, or nil.
+func MemberOf(obj []byte, key string) []byte {
 	var out []byte
-	_ = eachMember(obj, func(k, v []byte) error {
+	_ = EachMember(obj, func(k, v []byte) error {
 		if string(k) == key {
 			out = v
 			return errFound
@@ -407,8 +407,8 @@ func memberOf(obj []byte, key string) []byte {
 
 var errFound = fmt.Errorf("found")
 
-// unquote decodes a raw JSON string (the walkers' slices of valid JSON).
-func unquote(raw []byte) []byte {
+// Unquote decodes a raw JSON string (the walkers' slices of valid JSON).
+func Unquote(raw []byte) []byte {
 	if len(raw) < 2 {
 		return nil
 	}

@@ -82,11 +82,11 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 	if string(data) == "[DONE]" {
 		return s.end(out)
 	}
-	if kindOf(data) != kObject {
+	if KindOf(data) != KindObject {
 		return out
 	}
 	var id, choices, usage, errv []byte
-	_ = eachMember(data, func(k, v []byte) error {
+	_ = EachMember(data, func(k, v []byte) error {
 		switch string(k) {
 		case "id":
 			id = v
@@ -99,14 +99,14 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 		}
 		return nil
 	})
-	if kindOf(errv) == kObject && choices == nil {
+	if KindOf(errv) == KindObject && choices == nil {
 		return s.fail(out, errv)
 	}
 	if !s.started {
 		out = s.start(out, id)
 	}
-	if kindOf(choices) == kArray {
-		_ = eachElement(choices, func(_ int, c []byte) error {
+	if KindOf(choices) == KindArray {
+		_ = EachElement(choices, func(_ int, c []byte) error {
 			var ok bool
 			if out, ok = s.choice(out, c); ok {
 				return errFound
@@ -114,7 +114,7 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 			return nil
 		})
 	}
-	if kindOf(usage) == kObject {
+	if KindOf(usage) == KindObject {
 		s.usage, s.hasUse = chatUsage(usage)
 	}
 	if s.hasUse && s.finish != "" {
@@ -132,7 +132,7 @@ func (s *chatToMessages) start(out, id []byte) []byte {
 // than the first (index 0), which is skipped.
 func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	var delta, finish, stop []byte
-	if eachMember(c, func(k, v []byte) error {
+	if EachMember(c, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
 			if string(v) != "0" {
@@ -149,9 +149,9 @@ func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	}) == errFound {
 		return out, false
 	}
-	if kindOf(delta) == kObject {
+	if KindOf(delta) == KindObject {
 		var reasoning, content, calls []byte
-		_ = eachMember(delta, func(k, v []byte) error {
+		_ = EachMember(delta, func(k, v []byte) error {
 			switch string(k) {
 			case "reasoning_content", "reasoning":
 				if isText(v) {
@@ -170,15 +170,15 @@ func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 		if isText(content) {
 			out = s.text(out, blockText, content)
 		}
-		if kindOf(calls) == kArray {
-			_ = eachElement(calls, func(_ int, tc []byte) error {
+		if KindOf(calls) == KindArray {
+			_ = EachElement(calls, func(_ int, tc []byte) error {
 				out = s.toolCall(out, tc)
 				return nil
 			})
 		}
 	}
-	if kindOf(finish) == kString {
-		s.finish = string(unquote(finish))
+	if KindOf(finish) == KindString {
+		s.finish = string(Unquote(finish))
 		// A copy: stop is a slice of this event, and the buffer it is
 		// in is reused before message_delta is written.
 		s.stopSeq = bytes.Clone(matchedStop(s.turn, stop))
@@ -205,7 +205,7 @@ func (s *chatToMessages) open(out []byte, b *block) []byte {
 
 func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 	var idx, id, fn []byte
-	_ = eachMember(tc, func(k, v []byte) error {
+	_ = EachMember(tc, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
 			idx = v
@@ -217,13 +217,13 @@ func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 		return nil
 	})
 	var name, args []byte
-	if kindOf(fn) == kObject {
-		name, args = memberOf(fn, "name"), memberOf(fn, "arguments")
+	if KindOf(fn) == KindObject {
+		name, args = MemberOf(fn, "name"), MemberOf(fn, "arguments")
 	}
 	key, err := strconv.Atoi(string(idx))
 	switch {
 	case err == nil:
-	case kindOf(id) == kString: // no index: a call with an id is a new one
+	case KindOf(id) == KindString: // no index: a call with an id is a new one
 		key = -1 - len(s.tools)
 	default:
 		key = s.lastKey

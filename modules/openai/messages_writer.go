@@ -55,7 +55,7 @@ type messagesWriter struct {
 	status  int
 	wantLen int64 // the Content-Length announced, or -1
 	buf     []byte
-	end     jsonScan
+	end     ObjectScan
 	stream  *chatToMessages
 	out     []byte // the translated events of one write
 }
@@ -124,7 +124,7 @@ func (w *messagesWriter) Write(b []byte) (int, error) {
 			return w.ResponseWriter.Write(b)
 		}
 		w.buf = append(w.buf, b...)
-		if w.end.feed(b, 0) >= 0 || (w.wantLen >= 0 && int64(len(w.buf)) >= w.wantLen) {
+		if w.end.Feed(b, 0) >= 0 || (w.wantLen >= 0 && int64(len(w.buf)) >= w.wantLen) {
 			return len(b), w.finish()
 		}
 	}
@@ -248,8 +248,8 @@ func messagesErrorFromOpenAI(status int, body []byte) []byte {
 		var other map[string]json.RawMessage
 		_ = json.Unmarshal(body, &other)
 		for _, k := range []string{"error", "detail", "message"} {
-			if v := other[k]; kindOf(v) == kString {
-				msg = string(unquote(v))
+			if v := other[k]; KindOf(v) == KindString {
+				msg = string(Unquote(v))
 				break
 			}
 		}
@@ -263,7 +263,7 @@ func messagesErrorFromOpenAI(status int, body []byte) []byte {
 // anthropicTypeOf names the Anthropic error type of an OpenAI error met
 // mid-stream, where no status tells.
 func anthropicTypeOf(e openAIErr) string {
-	code := string(unquote(e.Code))
+	code := string(Unquote(e.Code))
 	switch {
 	case e.Type == "authentication_error" || code == "invalid_api_key":
 		return "authentication_error"
@@ -300,10 +300,10 @@ func stopReason(finish string, tools bool, stop []byte) string {
 // matchedStop returns the stop sequence a choice's stop_reason (vLLM
 // names the string that stopped it) matched, as a JSON string, or nil.
 func matchedStop(t *messagesTurn, raw []byte) []byte {
-	if kindOf(raw) != kString || len(t.stops) == 0 {
+	if KindOf(raw) != KindString || len(t.stops) == 0 {
 		return nil
 	}
-	if slices.Contains(t.stops, string(unquote(raw))) {
+	if slices.Contains(t.stops, string(Unquote(raw))) {
 		return raw
 	}
 	return nil
@@ -311,10 +311,10 @@ func matchedStop(t *messagesTurn, raw []byte) []byte {
 
 // messageID is the Messages id of a chat answer's id.
 func messageID(chatID []byte) []byte {
-	id := unquote(chatID)
+	id := Unquote(chatID)
 	if len(id) == 0 {
 		var b [12]byte
-		fillRandom(b[:])
+		FillRandom(b[:])
 		id = []byte(hex.EncodeToString(b[:]))
 	}
 	if bytes.HasPrefix(id, []byte("msg_")) {
@@ -326,6 +326,6 @@ func messageID(chatID []byte) []byte {
 // toolID makes an id for a tool call the engine sent without one.
 func toolID() []byte {
 	var b [12]byte
-	fillRandom(b[:])
+	FillRandom(b[:])
 	return []byte(`"toolu_` + hex.EncodeToString(b[:]) + `"`)
 }

@@ -77,31 +77,31 @@ type Request struct {
 }
 
 // Parse reads and checks body for an endpoint: one pass checks that it is
-// JSON with UTF-8 strings (checkJSON, as fast as json.Valid), and one over
+// JSON with UTF-8 strings (CheckJSON, as fast as json.Valid), and one over
 // its members checks that the members it knows have their types and
 // bounds (see fields.go); others pass through unchecked. Errors name the member's path in param,
 // such as messages[0].content.
 func Parse(endpoint string, body []byte) (*Request, error) {
-	if err := checkJSON(body); err != nil {
+	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[skipSpace(body, 0)]; b != '{' {
+	if b := body[SkipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
-	return parseValid(endpoint, body)
+	return ParseValid(endpoint, body)
 }
 
-// parseValid is Parse of a body known to be a valid JSON object: a
+// ParseValid is Parse of a body known to be a valid JSON object: a
 // translation's chat request, built from pieces of a checked body.
-func parseValid(endpoint string, body []byte) (*Request, error) {
+func ParseValid(endpoint string, body []byte) (*Request, error) {
 	p := &parser{r: &Request{Endpoint: endpoint, Raw: body}}
 	known := fields[endpoint]
-	err := eachMember(body, func(key, v []byte) error {
+	err := EachMember(body, func(key, v []byte) error {
 		f, ok := known[string(key)]
 		switch {
 		case !ok:
 			return nil
-		case kindOf(v) == kNull:
+		case KindOf(v) == KindNull:
 			if f.unset != nil {
 				f.unset(p)
 			}
@@ -257,16 +257,16 @@ var errNotObject = errors.New("request body is not a JSON object")
 // memberSpan finds a top-level member's value in a JSON object: its
 // bytes [start, end), or start -1 when the object has no such member.
 func memberSpan(b []byte, key string) (int, int, error) {
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return 0, 0, errNotObject
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
 			return 0, 0, errNotObject
 		}
-		kend := skipValue(b, i)
+		kend := SkipValue(b, i)
 		if kend < 0 {
 			return 0, 0, errNotObject
 		}
@@ -274,35 +274,35 @@ func memberSpan(b []byte, key string) (int, int, error) {
 		if err := json.Unmarshal(b[i:kend], &k); err != nil {
 			return 0, 0, errNotObject
 		}
-		i = skipSpace(b, kend)
+		i = SkipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return 0, 0, errNotObject
 		}
-		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
+		i = SkipSpace(b, i+1)
+		vend := SkipValue(b, i)
 		if vend < 0 {
 			return 0, 0, errNotObject
 		}
 		if k == key {
 			return i, vend, nil
 		}
-		i = skipSpace(b, vend)
+		i = SkipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 	}
 	return -1, -1, nil
 }
 
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
 	return i
 }
 
-// skipValue returns the end of the JSON value at b[i], or -1.
-func skipValue(b []byte, i int) int {
+// SkipValue returns the end of the JSON value at b[i], or -1.
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -336,7 +336,7 @@ func skipValue(b []byte, i int) int {
 					return j + 1
 				}
 			case '"':
-				e := skipValue(b, j)
+				e := SkipValue(b, j)
 				if e < 0 {
 					return -1
 				}

@@ -53,16 +53,16 @@ func (o *respOut) status() (status, reason string) {
 func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	var o respOut
 	msg := o.readChoice(body)
-	if kindOf(msg) != kObject {
+	if KindOf(msg) != KindObject {
 		return nil, errNoMessage
 	}
 	var content, reasoning, calls []byte
-	_ = eachMember(msg, func(k, v []byte) error {
+	_ = EachMember(msg, func(k, v []byte) error {
 		switch string(k) {
 		case "content":
 			content = v
 		case "reasoning_content", "reasoning":
-			if kindOf(v) == kString && len(v) > 2 {
+			if KindOf(v) == KindString && len(v) > 2 {
 				reasoning = v
 			}
 		case "tool_calls":
@@ -75,11 +75,11 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 		it := o.add('r', "rs_")
 		it.text, it.status = reasoning[1:len(reasoning)-1], "completed"
 	}
-	if kindOf(content) == kString && (len(content) > 2 || kindOf(calls) != kArray) {
+	if KindOf(content) == KindString && (len(content) > 2 || KindOf(calls) != KindArray) {
 		it := o.add('m', "msg_")
 		it.text, it.status = content[1:len(content)-1], status
 	}
-	_ = eachElement(calls, func(_ int, c []byte) error {
+	_ = EachElement(calls, func(_ int, c []byte) error {
 		o.wholeCall(c)
 		return nil
 	})
@@ -99,28 +99,28 @@ var errNoMessage = errors.New("the answer has no choices[0].message")
 // reason, and returns that choice's message.
 func (o *respOut) readChoice(body []byte) (msg []byte) {
 	var choice []byte
-	_ = eachMember(body, func(k, v []byte) error {
+	_ = EachMember(body, func(k, v []byte) error {
 		switch string(k) {
 		case "choices":
-			_ = eachElement(v, func(i int, c []byte) error {
+			_ = EachElement(v, func(i int, c []byte) error {
 				if i == 0 {
 					choice = c
 				}
 				return nil
 			})
 		case "usage":
-			if kindOf(v) == kObject {
+			if KindOf(v) == KindObject {
 				o.usage = v
 			}
 		}
 		return nil
 	})
-	_ = eachMember(choice, func(k, v []byte) error {
+	_ = EachMember(choice, func(k, v []byte) error {
 		switch string(k) {
 		case "message":
 			msg = v
 		case "finish_reason":
-			o.finish = str(v)
+			o.finish = StringValue(v)
 		}
 		return nil
 	})
@@ -128,28 +128,28 @@ func (o *respOut) readChoice(body []byte) (msg []byte) {
 }
 
 func (o *respOut) wholeCall(c []byte) {
-	_, id, name, args := toolCallFields(c)
+	_, id, name, args := ToolCallFields(c)
 	it := o.add('f', "fc_")
 	it.callID, it.name, it.status = callID(id), orEmpty(name), "completed"
-	switch kindOf(args) {
-	case kString:
+	switch KindOf(args) {
+	case KindString:
 		it.text = args[1 : len(args)-1]
-	case kObject: // some engines send the arguments as an object
-		q, _ := json.Marshal(string(compact(args)))
+	case KindObject: // some engines send the arguments as an object
+		q, _ := json.Marshal(string(Compact(args)))
 		it.text = q[1 : len(q)-1]
 	}
 }
 
 // callID is a call's id, or a new one when the engine gave none.
 func callID(id []byte) []byte {
-	if kindOf(id) == kString && len(id) > 2 {
+	if KindOf(id) == KindString && len(id) > 2 {
 		return id
 	}
 	return []byte(`"` + newID("call_") + `"`)
 }
 
 func orEmpty(s []byte) []byte {
-	if kindOf(s) == kString {
+	if KindOf(s) == KindString {
 		return s
 	}
 	return []byte(`""`)
@@ -271,7 +271,7 @@ func readUsage(usage []byte) (u respUsage, ok bool) {
 		n, _ := strconv.ParseInt(string(v), 10, 64)
 		return n
 	}
-	err := eachMember(usage, func(k, v []byte) error {
+	err := EachMember(usage, func(k, v []byte) error {
 		switch string(k) {
 		case "prompt_tokens":
 			u.PromptTokens = num(v)
@@ -280,10 +280,10 @@ func readUsage(usage []byte) (u respUsage, ok bool) {
 		case "total_tokens":
 			u.TotalTokens = num(v)
 		case "prompt_tokens_details", "completion_tokens_details":
-			if kindOf(v) != kObject {
+			if KindOf(v) != KindObject {
 				return nil
 			}
-			return eachMember(v, func(dk, dv []byte) error {
+			return EachMember(v, func(dk, dv []byte) error {
 				switch string(dk) {
 				case "cached_tokens":
 					u.CachedTokens = num(dv)

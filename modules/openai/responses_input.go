@@ -52,14 +52,14 @@ func (c *chatMessages) done() []byte {
 // input adds the messages of a Responses input: a string is one user
 // message; an array holds items.
 func (c *chatMessages) input(v []byte) error {
-	switch kindOf(v) {
-	case kNull:
+	switch KindOf(v) {
+	case KindNull:
 		return nil
-	case kString:
+	case KindString:
 		c.add([]byte(`{"role":"user","content":`), v, []byte("}"))
 		return nil
 	}
-	return eachElement(v, func(i int, item []byte) error {
+	return EachElement(v, func(i int, item []byte) error {
 		return c.item(fmt.Sprintf("input[%d]", i), item)
 	})
 }
@@ -71,17 +71,17 @@ type inputItem struct {
 }
 
 func (c *chatMessages) item(at string, v []byte) error {
-	if kindOf(v) != kObject {
-		return typeError(at, "an input item object such as {\"role\":\"user\",\"content\":\"…\"}")
+	if KindOf(v) != KindObject {
+		return TypeError(at, "an input item object such as {\"role\":\"user\",\"content\":\"…\"}")
 	}
 	var it inputItem
 	hasRole := false
-	_ = eachMember(v, func(key, mv []byte) error {
+	_ = EachMember(v, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			it.typ = str(mv)
+			it.typ = StringValue(mv)
 		case "role":
-			it.role, hasRole = str(mv), true
+			it.role, hasRole = StringValue(mv), true
 		case "content":
 			it.content = mv
 		case "call_id":
@@ -132,7 +132,7 @@ func (c *chatMessages) message(at string, it *inputItem) error {
 		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: at + ".role",
 			Message: at + ".role must be one of \"user\", \"assistant\", \"system\" or \"developer\""}
 	}
-	if kindOf(it.content) == kNull {
+	if KindOf(it.content) == KindNull {
 		return respMissing(at+".content", "a string or an array of content parts")
 	}
 	content, err := chatContent(at+".content", role, it.content)
@@ -153,11 +153,11 @@ func (c *chatMessages) functionCall(at string, it *inputItem) error {
 		k string
 		v []byte
 	}{{"call_id", it.callID}, {"name", it.name}, {"arguments", it.arguments}} {
-		if kindOf(m.v) != kString {
-			if kindOf(m.v) == kNull {
+		if KindOf(m.v) != KindString {
+			if KindOf(m.v) == KindNull {
 				return respMissing(at+"."+m.k, "a string")
 			}
-			return typeError(at+"."+m.k, "a string")
+			return TypeError(at+"."+m.k, "a string")
 		}
 	}
 	if !c.open {
@@ -175,14 +175,14 @@ func (c *chatMessages) functionCall(at string, it *inputItem) error {
 }
 
 func (c *chatMessages) functionOutput(at string, it *inputItem) error {
-	switch kindOf(it.callID) {
-	case kString:
-	case kNull:
+	switch KindOf(it.callID) {
+	case KindString:
+	case KindNull:
 		return respMissing(at+".call_id", "a string")
 	default:
-		return typeError(at+".call_id", "a string")
+		return TypeError(at+".call_id", "a string")
 	}
-	if kindOf(it.output) == kNull {
+	if KindOf(it.output) == KindNull {
 		return respMissing(at+".output", "a string or an array of input_text parts")
 	}
 	content, err := chatContent(at+".output", "tool", it.output)
@@ -197,17 +197,17 @@ func (c *chatMessages) functionOutput(at string, it *inputItem) error {
 // string as it is; parts to chat's parts, or to the text itself when
 // there is one text part.
 func chatContent(at, role string, v []byte) ([]byte, error) {
-	switch kindOf(v) {
-	case kString:
+	switch KindOf(v) {
+	case KindString:
 		return v, nil
-	case kArray:
+	case KindArray:
 	default:
-		return nil, typeError(at, "a string or an array of content parts")
+		return nil, TypeError(at, "a string or an array of content parts")
 	}
 	var out []byte
 	var text []byte // the text of a lone text part
 	n := 0
-	err := eachElement(v, func(j int, part []byte) error {
+	err := EachElement(v, func(j int, part []byte) error {
 		p, t, err := respChatPart(fmt.Sprintf("%s[%d]", at, j), role, part)
 		if err != nil {
 			return err
@@ -234,15 +234,15 @@ func chatContent(at, role string, v []byte) ([]byte, error) {
 // respChatPart translates one content part; text is the part's text when it
 // is a text part.
 func respChatPart(at, role string, part []byte) (out, text []byte, err error) {
-	if kindOf(part) != kObject {
-		return nil, nil, typeError(at, "an object such as {\"type\":\"input_text\",\"text\":\"…\"}")
+	if KindOf(part) != KindObject {
+		return nil, nil, TypeError(at, "an object such as {\"type\":\"input_text\",\"text\":\"…\"}")
 	}
 	var typ string
 	var txt, refusal, url, detail, fileID []byte
-	_ = eachMember(part, func(key, mv []byte) error {
+	_ = EachMember(part, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			typ = str(mv)
+			typ = StringValue(mv)
 		case "text":
 			txt = mv
 		case "refusal":
@@ -262,11 +262,11 @@ func respChatPart(at, role string, part []byte) (out, text []byte, err error) {
 		if typ == "refusal" {
 			txt, field = refusal, ".refusal"
 		}
-		if kindOf(txt) != kString {
-			if kindOf(txt) == kNull {
+		if KindOf(txt) != KindString {
+			if KindOf(txt) == KindNull {
 				return nil, nil, respMissing(at+field, "a string")
 			}
-			return nil, nil, typeError(at+field, "a string")
+			return nil, nil, TypeError(at+field, "a string")
 		}
 		return append(append([]byte(`{"type":"text","text":`), txt...), '}'), txt, nil
 	case "input_image":
@@ -283,22 +283,22 @@ func respImagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte,
 	if role != "user" {
 		return nil, nil, respUnsupported(at+".type", at+": images are accepted in user messages only")
 	}
-	switch kindOf(url) {
-	case kString:
-	case kNull:
-		if kindOf(fileID) != kNull {
+	switch KindOf(url) {
+	case KindString:
+	case KindNull:
+		if KindOf(fileID) != KindNull {
 			return nil, nil, respUnsupported(at+".file_id", at+".file_id is not supported by this gateway; send the image as image_url (an https URL or a data: URL)")
 		}
 		return nil, nil, respMissing(at+".image_url", "a string (an https URL or a data: URL)")
 	default:
-		return nil, nil, typeError(at+".image_url", "a string (an https URL or a data: URL)")
+		return nil, nil, TypeError(at+".image_url", "a string (an https URL or a data: URL)")
 	}
-	if err := checkMediaURL(at+".image_url", url); err != nil {
+	if err := CheckMediaURL(at+".image_url", url); err != nil {
 		return nil, nil, err
 	}
 	out := append(make([]byte, 0, len(url)+64), `{"type":"image_url","image_url":{"url":`...)
 	out = append(out, url...)
-	if kindOf(detail) != kNull {
+	if KindOf(detail) != KindNull {
 		if err := enum("low", "high", "auto")(nil, at+".detail", detail); err != nil {
 			return nil, nil, err
 		}

@@ -64,16 +64,16 @@ type respParams struct {
 // completions request, which the handlers see as usual; the client's body
 // stays in Original and the turn in Translation.
 func parseResponses(r *http.Request, body []byte) (*Request, error) {
-	if err := checkJSON(body); err != nil {
+	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[skipSpace(body, 0)]; b != '{' {
+	if b := body[SkipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
 	t := &respTurn{ctx: r.Context(), scope: Scope(r), id: newID("resp_"), created: respNow().Unix(), store: true}
 	var p respParams
-	if err := eachMember(body, func(key, v []byte) error {
-		if kindOf(v) == kNull {
+	if err := EachMember(body, func(key, v []byte) error {
+		if KindOf(v) == KindNull {
 			return nil
 		}
 		return t.member(&p, string(key), v)
@@ -91,7 +91,7 @@ func parseResponses(r *http.Request, body []byte) (*Request, error) {
 	if err := t.conversation(r.Context(), p.input); err != nil {
 		return nil, err
 	}
-	req, err := parseValid(ChatCompletions, t.chatBody(&p))
+	req, err := ParseValid(ChatCompletions, t.chatBody(&p))
 	if err != nil {
 		return nil, err
 	}
@@ -111,16 +111,16 @@ type respField func(t *respTurn, p *respParams, key string, v []byte) error
 
 // respFields are the members of a Responses request that translate.
 var respFields = map[string]respField{
-	"model":                of(kString).into(func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
-	"instructions":         of(kString).into(func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
-	"user":                 of(kString).into(func(t *respTurn) *[]byte { return &t.user }, "a string"),
-	"previous_response_id": of(kString).into(func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
-	"metadata":             of(kObject).into(func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
+	"model":                of(KindString).into(func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
+	"instructions":         of(KindString).into(func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
+	"user":                 of(KindString).into(func(t *respTurn) *[]byte { return &t.user }, "a string"),
+	"previous_response_id": of(KindString).into(func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
+	"metadata":             of(KindObject).into(func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
 	"input": func(t *respTurn, p *respParams, key string, v []byte) error {
-		if k := kindOf(v); k != kString && k != kArray {
-			return typeError(key, "a string or an array of input items")
+		if k := KindOf(v); k != KindString && k != KindArray {
+			return TypeError(key, "a string or an array of input items")
 		}
-		p.input, t.input = v, compact(v)
+		p.input, t.input = v, Compact(v)
 		return nil
 	},
 	"tools": translated(chatTools, func(t *respTurn, p *respParams) (*[]byte, *[]byte) { return &p.chatTools, &t.tools }),
@@ -131,7 +131,7 @@ var respFields = map[string]respField{
 		return &p.responseFormat, &t.text
 	}),
 	"max_output_tokens": func(t *respTurn, _ *respParams, key string, v []byte) error {
-		_, err := readInt(key, v, 1, math.MaxInt64)
+		_, err := ReadInt(key, v, 1, math.MaxInt64)
 		t.maxOutput = v
 		return err
 	},
@@ -168,10 +168,10 @@ func refused(msg string) respField {
 // of the turn.
 func (set kinds) into(field func(*respTurn) *[]byte, want string) respField {
 	return func(t *respTurn, _ *respParams, key string, v []byte) error {
-		if !kindOf(v).in(set) {
-			return typeError(key, want)
+		if !KindOf(v).in(set) {
+			return TypeError(key, want)
 		}
-		*field(t) = compact(v)
+		*field(t) = Compact(v)
 		return nil
 	}
 }
@@ -182,14 +182,14 @@ func translated(translate func([]byte) ([]byte, error), fields func(*respTurn, *
 	return func(t *respTurn, p *respParams, _ string, v []byte) error {
 		out, err := translate(v)
 		chat, echo := fields(t, p)
-		*chat, *echo = out, compact(v)
+		*chat, *echo = out, Compact(v)
 		return err
 	}
 }
 
 func (t *respTurn) flag(p *respParams, key string, v []byte) error {
-	if kindOf(v) != kBool {
-		return typeError(key, "a boolean")
+	if KindOf(v) != KindBool {
+		return TypeError(key, "a boolean")
 	}
 	on := v[0] == 't'
 	switch key {
@@ -209,15 +209,15 @@ func (t *respTurn) flag(p *respParams, key string, v []byte) error {
 }
 
 func (t *respTurn) reasoning(v []byte) error {
-	if kindOf(v) != kObject {
-		return typeError("reasoning", "an object such as {\"effort\":\"low\"}")
+	if KindOf(v) != KindObject {
+		return TypeError("reasoning", "an object such as {\"effort\":\"low\"}")
 	}
-	return eachMember(v, func(key, ev []byte) error {
-		if string(key) != "effort" || kindOf(ev) == kNull {
+	return EachMember(v, func(key, ev []byte) error {
+		if string(key) != "effort" || KindOf(ev) == KindNull {
 			return nil
 		}
-		if kindOf(ev) != kString {
-			return typeError("reasoning.effort", "a string such as \"low\", \"medium\" or \"high\"")
+		if KindOf(ev) != KindString {
+			return TypeError("reasoning.effort", "a string such as \"low\", \"medium\" or \"high\"")
 		}
 		t.effort = ev
 		return nil
@@ -225,12 +225,12 @@ func (t *respTurn) reasoning(v []byte) error {
 }
 
 func checkFloat(name string, v []byte, lo, hi float64) error {
-	if kindOf(v) != kNumber {
-		return typeError(name, "a number")
+	if KindOf(v) != KindNumber {
+		return TypeError(name, "a number")
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || f < lo || f > hi {
-		return rangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
+		return RangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
 	}
 	return nil
 }
@@ -239,26 +239,26 @@ func checkFloat(name string, v []byte, lo, hi float64) error {
 // ({"type":"function","name",…}) to chat's ({"type":"function",
 // "function":{"name",…}}).
 func chatTools(v []byte) ([]byte, error) {
-	if kindOf(v) != kArray {
-		return nil, typeError("tools", "an array of tool objects")
+	if KindOf(v) != KindArray {
+		return nil, TypeError("tools", "an array of tool objects")
 	}
 	out := append(make([]byte, 0, len(v)+64), '[')
 	n := 0
-	err := eachElement(v, func(i int, tool []byte) error {
+	err := EachElement(v, func(i int, tool []byte) error {
 		at := fmt.Sprintf("tools[%d]", i)
-		if kindOf(tool) != kObject {
-			return typeError(at, "an object such as {\"type\":\"function\",\"name\":\"…\",\"parameters\":{…}}")
+		if KindOf(tool) != KindObject {
+			return TypeError(at, "an object such as {\"type\":\"function\",\"name\":\"…\",\"parameters\":{…}}")
 		}
 		typ, fn := "", append(make([]byte, 0, len(tool)), '{')
-		err := eachMember(tool, func(key, mv []byte) error {
+		err := EachMember(tool, func(key, mv []byte) error {
 			switch k := string(key); k {
 			case "type":
-				typ = str(mv)
+				typ = StringValue(mv)
 			case "name", "description", "parameters", "strict":
-				if k == "name" && kindOf(mv) != kString {
-					return typeError(at+".name", "a string")
+				if k == "name" && KindOf(mv) != KindString {
+					return TypeError(at+".name", "a string")
 				}
-				if kindOf(mv) == kNull {
+				if KindOf(mv) == KindNull {
 					return nil
 				}
 				fn = appendMember(fn, k, mv)
@@ -280,7 +280,7 @@ func chatTools(v []byte) ([]byte, error) {
 		return nil
 	})
 	if err == nil && n > MaxTools {
-		return nil, rangeError("tools", fmt.Sprintf("an array of at most %d tools (it has %d)", MaxTools, n))
+		return nil, RangeError("tools", fmt.Sprintf("an array of at most %d tools (it has %d)", MaxTools, n))
 	}
 	return append(out, ']'), err
 }
@@ -289,28 +289,28 @@ func chatTools(v []byte) ([]byte, error) {
 // as they are, {"type":"function","name":…} to chat's form.
 func chatToolChoice(v []byte) ([]byte, error) {
 	const want = `"auto", "none", "required" or {"type":"function","name":"…"}`
-	switch kindOf(v) {
-	case kString:
+	switch KindOf(v) {
+	case KindString:
 		if err := enum("auto", "none", "required")(nil, "tool_choice", v); err != nil {
 			return nil, err
 		}
 		return v, nil
-	case kObject:
+	case KindObject:
 	default:
-		return nil, typeError("tool_choice", want)
+		return nil, TypeError("tool_choice", want)
 	}
 	var typ string
 	var name []byte
-	_ = eachMember(v, func(key, mv []byte) error {
+	_ = EachMember(v, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			typ = str(mv)
+			typ = StringValue(mv)
 		case "name":
 			name = mv
 		}
 		return nil
 	})
-	if typ != "function" || kindOf(name) != kString {
+	if typ != "function" || KindOf(name) != KindString {
 		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
 			Message: "tool_choice must be " + want + "; other tool types are not supported by this gateway"}
 	}
@@ -321,30 +321,30 @@ func chatToolChoice(v []byte) ([]byte, error) {
 // chatResponseFormat translates text.format to chat's response_format
 // (nil for plain text).
 func chatResponseFormat(v []byte) ([]byte, error) {
-	if kindOf(v) != kObject {
-		return nil, typeError("text", "an object such as {\"format\":{\"type\":\"text\"}}")
+	if KindOf(v) != KindObject {
+		return nil, TypeError("text", "an object such as {\"format\":{\"type\":\"text\"}}")
 	}
 	var format []byte
-	_ = eachMember(v, func(key, mv []byte) error {
+	_ = EachMember(v, func(key, mv []byte) error {
 		if string(key) == "format" {
 			format = mv
 		}
 		return nil
 	})
-	if kindOf(format) == kNull {
+	if KindOf(format) == KindNull {
 		return nil, nil
 	}
-	if kindOf(format) != kObject {
-		return nil, typeError("text.format", "an object such as {\"type\":\"json_schema\",\"name\":\"…\",\"schema\":{…}}")
+	if KindOf(format) != KindObject {
+		return nil, TypeError("text.format", "an object such as {\"type\":\"json_schema\",\"name\":\"…\",\"schema\":{…}}")
 	}
 	var typ string
 	js := append(make([]byte, 0, len(format)), '{')
-	err := eachMember(format, func(key, mv []byte) error {
+	err := EachMember(format, func(key, mv []byte) error {
 		switch k := string(key); k {
 		case "type":
-			typ = str(mv)
+			typ = StringValue(mv)
 		case "name", "schema", "strict", "description":
-			if kindOf(mv) != kNull {
+			if KindOf(mv) != KindNull {
 				js = appendMember(js, k, mv)
 			}
 		}
@@ -368,7 +368,7 @@ func chatResponseFormat(v []byte) ([]byte, error) {
 func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 	var cb chatMessages
 	if len(t.previousID) > 0 {
-		prev, err := loadPrevious(ctx, t.scope, str(t.previousID))
+		prev, err := loadPrevious(ctx, t.scope, StringValue(t.previousID))
 		if err != nil {
 			return err
 		}
@@ -398,7 +398,7 @@ func loadPrevious(ctx context.Context, scope, id string) ([]byte, error) {
 			Param: "previous_response_id", Message: fmt.Sprintf("loading previous response %s: %v; try again", id, err)}
 	}
 	msgs := recordMember(rec, "messages")
-	if kindOf(msgs) != kArray {
+	if KindOf(msgs) != KindArray {
 		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
 	}
@@ -453,17 +453,17 @@ func appendMember(b []byte, key string, v []byte) []byte {
 	return append(b, v...)
 }
 
-// str returns a JSON string's value ("" for anything else).
-func str(v []byte) string {
-	if kindOf(v) != kString {
+// StringValue returns a JSON string's value ("" for anything else).
+func StringValue(v []byte) string {
+	if KindOf(v) != KindString {
 		return ""
 	}
-	return string(unquoteKey(v))
+	return string(UnquoteKey(v))
 }
 
-// compact returns v without line breaks (it is echoed in SSE data lines,
+// Compact returns v without line breaks (it is echoed in SSE data lines,
 // where a line break would end the line).
-func compact(v []byte) []byte {
+func Compact(v []byte) []byte {
 	if bytes.IndexAny(v, "\r\n") < 0 {
 		return v
 	}

@@ -115,7 +115,7 @@ func (s *respStream) event(data []byte) {
 		// The usual chunk: read its choices where they are, and the rest
 		// only when it may hold usage or an error. A quote that is not
 		// escaped is never inside a string, so these keys are keys.
-		end := walkArray(data, skipSpace(data, i+len(choicesKey)), func(e int) int { return s.choice(data, e) })
+		end := WalkArray(data, SkipSpace(data, i+len(choicesKey)), func(e int) int { return s.choice(data, e) })
 		if end < 0 {
 			return
 		}
@@ -126,7 +126,7 @@ func (s *respStream) event(data []byte) {
 	} else {
 		errv = s.members(data, false)
 	}
-	if k := kindOf(errv); k == kObject || k == kString {
+	if k := KindOf(errv); k == KindObject || k == KindString {
 		s.fail(errv)
 		return
 	}
@@ -143,24 +143,24 @@ var (
 // members reads a chunk's members: its choices (unless they have been
 // read), its usage; it returns its error, if any.
 func (s *respStream) members(data []byte, choicesRead bool) (errv []byte) {
-	walkObject(data, skipSpace(data, 0), func(k []byte, v int) int {
+	WalkObject(data, SkipSpace(data, 0), func(k []byte, v int) int {
 		switch string(k) {
 		case "choices":
 			if !choicesRead && v < len(data) && data[v] == '[' {
-				return walkArray(data, v, func(e int) int { return s.choice(data, e) })
+				return WalkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
 		case "usage":
-			u, end := valueAt(data, v)
-			if kindOf(u) == kObject {
+			u, end := ValueAt(data, v)
+			if KindOf(u) == KindObject {
 				s.o.usage, s.sawUsage = append(s.o.usage[:0], u...), true
 			}
 			return end
 		case "error":
 			var end int
-			errv, end = valueAt(data, v)
+			errv, end = ValueAt(data, v)
 			return end
 		}
-		return skipFast(data, v)
+		return SkipFast(data, v)
 	})
 	return errv
 }
@@ -175,16 +175,16 @@ type chatDelta struct {
 // choice's end.
 func (s *respStream) choice(b []byte, i int) int {
 	var d chatDelta
-	end := walkObject(b, i, func(k []byte, v int) int {
+	end := WalkObject(b, i, func(k []byte, v int) int {
 		var end int
 		switch string(k) {
 		case "index":
 			var n []byte
-			n, end = valueAt(b, v)
+			n, end = ValueAt(b, v)
 			d.index, _ = strconv.Atoi(string(n))
 		case "delta":
-			end = walkObject(b, v, func(dk []byte, dv int) int {
-				x, end := valueAt(b, dv)
+			end = WalkObject(b, v, func(dk []byte, dv int) int {
+				x, end := ValueAt(b, dv)
 				switch string(dk) {
 				case "content":
 					d.content = x
@@ -196,12 +196,12 @@ func (s *respStream) choice(b []byte, i int) int {
 				return end
 			})
 			if end < 0 {
-				end = skipFast(b, v) // null
+				end = SkipFast(b, v) // null
 			}
 		case "finish_reason":
-			d.finish, end = valueAt(b, v)
+			d.finish, end = ValueAt(b, v)
 		default:
-			end = skipFast(b, v)
+			end = SkipFast(b, v)
 		}
 		return end
 	})
@@ -212,21 +212,21 @@ func (s *respStream) choice(b []byte, i int) int {
 }
 
 func (s *respStream) apply(d *chatDelta) {
-	if kindOf(d.reasoning) == kString && len(d.reasoning) > 2 {
+	if KindOf(d.reasoning) == KindString && len(d.reasoning) > 2 {
 		s.text('r', d.reasoning)
 	}
-	if kindOf(d.content) == kString && len(d.content) > 2 {
+	if KindOf(d.content) == KindString && len(d.content) > 2 {
 		s.text('m', d.content)
 	}
-	if kindOf(d.calls) == kArray {
+	if KindOf(d.calls) == KindArray {
 		s.closeCur()
-		_ = eachElement(d.calls, func(_ int, tc []byte) error {
+		_ = EachElement(d.calls, func(_ int, tc []byte) error {
 			s.toolCall(tc)
 			return nil
 		})
 	}
-	if kindOf(d.finish) == kString {
-		s.o.finish = str(d.finish)
+	if KindOf(d.finish) == KindString {
+		s.o.finish = StringValue(d.finish)
 		s.closeAll()
 	}
 }
@@ -265,17 +265,17 @@ const (
 	reasoningDeltaHead = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"sequence_number\":"
 )
 
-// toolCallFields reads a chat tool call (or its delta): its index, and
+// ToolCallFields reads a chat tool call (or its delta): its index, and
 // its id, function name and arguments as they lie in it (nil if absent).
-func toolCallFields(tc []byte) (index int, id, name, args []byte) {
-	_ = eachMember(tc, func(k, v []byte) error {
+func ToolCallFields(tc []byte) (index int, id, name, args []byte) {
+	_ = EachMember(tc, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
 			index, _ = strconv.Atoi(string(v))
 		case "id":
 			id = v
 		case "function":
-			_ = eachMember(v, func(fk, fv []byte) error {
+			_ = EachMember(v, func(fk, fv []byte) error {
 				switch string(fk) {
 				case "name":
 					name = fv
@@ -293,7 +293,7 @@ func toolCallFields(tc []byte) (index int, id, name, args []byte) {
 // toolCall adds a tool call's delta: a new call when its index (or id)
 // is new, else more of an open call's arguments.
 func (s *respStream) toolCall(tc []byte) {
-	index, id, name, args := toolCallFields(tc)
+	index, id, name, args := ToolCallFields(tc)
 	var it *respItem
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		if s.calls[i].chat == index {
@@ -301,7 +301,7 @@ func (s *respStream) toolCall(tc []byte) {
 			break
 		}
 	}
-	if it != nil && kindOf(id) == kString && len(id) > 2 && !bytes.Equal(id, it.callID) {
+	if it != nil && KindOf(id) == KindString && len(id) > 2 && !bytes.Equal(id, it.callID) {
 		it = nil // another call at the same index: an engine that numbers none
 	}
 	if it == nil {
@@ -309,10 +309,10 @@ func (s *respStream) toolCall(tc []byte) {
 		it.chat, it.callID, it.name = index, bytes.Clone(callID(id)), bytes.Clone(orEmpty(name))
 		s.calls = append(s.calls, it)
 		s.itemEvent("response.output_item.added", it, false)
-	} else if string(it.name) == `""` && kindOf(name) == kString {
+	} else if string(it.name) == `""` && KindOf(name) == KindString {
 		it.name = bytes.Clone(name)
 	}
-	if kindOf(args) == kString && len(args) > 2 {
+	if KindOf(args) == KindString && len(args) > 2 {
 		s.begin("response.function_call_arguments.delta")
 		s.ref(it)
 		s.out = append(append(s.out, `,"delta":`...), args...)
@@ -385,10 +385,10 @@ func (s *respStream) finish() {
 func (s *respStream) fail(errv []byte) {
 	s.done = true
 	code, msg, typ := []byte(`"server_error"`), errv, []byte(`"server_error"`)
-	if kindOf(errv) == kObject {
+	if KindOf(errv) == KindObject {
 		msg = []byte(`"the model's stream failed"`)
-		_ = eachMember(errv, func(k, v []byte) error {
-			if kindOf(v) != kString {
+		_ = EachMember(errv, func(k, v []byte) error {
+			if KindOf(v) != KindString {
 				return nil
 			}
 			switch string(k) {

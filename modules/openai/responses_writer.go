@@ -21,9 +21,9 @@ type respWriter struct {
 	t      *respTurn
 	mode   uint8
 	status int
-	whole  []byte   // respWhole: the body so far, when it came in pieces
-	length int      // respWhole: the body's Content-Length, -1 when unknown
-	end    jsonScan // respWhole: where the body's object ends, when its length is unknown
+	whole  []byte     // respWhole: the body so far, when it came in pieces
+	length int        // respWhole: the body's Content-Length, -1 when unknown
+	end    ObjectScan // respWhole: where the body's object ends, when its length is unknown
 	s      *respStream
 	rc     *http.ResponseController // of w, for flushes
 }
@@ -95,7 +95,7 @@ func (w *respWriter) collect(b []byte) error {
 	}
 	end := w.complete(body, start)
 	switch {
-	case end == jsonNotObject:
+	case end == NotObject:
 		w.mode = respPass // not ours to translate: as it came
 		if w.length >= 0 {
 			w.w.Header().Set("Content-Length", strconv.Itoa(w.length))
@@ -125,13 +125,13 @@ func (w *respWriter) collect(b []byte) error {
 }
 
 // complete returns the end of a whole answer in body (of which
-// body[start:] is new), -1 while it is not complete, or jsonNotObject.
+// body[start:] is new), -1 while it is not complete, or NotObject.
 func (w *respWriter) complete(body []byte, start int) int {
 	if w.length < 0 {
-		return w.end.feed(body, start)
+		return w.end.Feed(body, start)
 	}
-	if i := skipSpace(body, 0); i < len(body) && body[i] != '{' {
-		return jsonNotObject
+	if i := SkipSpace(body, 0); i < len(body) && body[i] != '{' {
+		return NotObject
 	}
 	if len(body) < w.length {
 		return -1
@@ -168,18 +168,18 @@ func (w *respWriter) FlushError() error {
 // Unwrap lets http.ResponseController reach the client's writer.
 func (w *respWriter) Unwrap() http.ResponseWriter { return w.w }
 
-// jsonScan finds where the JSON object at the start of a body ends,
+// ObjectScan finds where the JSON object at the start of a body ends,
 // across the pieces it arrives in.
-type jsonScan struct {
+type ObjectScan struct {
 	started, inString, escaped bool
 	depth                      int
 }
 
-const jsonNotObject = -2
+const NotObject = -2
 
-// feed scans b[from:] and returns the end of the object (the index after
-// its closing brace), -1 while it is open, or jsonNotObject.
-func (s *jsonScan) feed(b []byte, from int) int {
+// Feed scans b[from:] and returns the end of the object (the index after
+// its closing brace), -1 while it is open, or NotObject.
+func (s *ObjectScan) Feed(b []byte, from int) int {
 	for i := from; i < len(b); i++ {
 		c := b[i]
 		switch {
@@ -191,7 +191,7 @@ func (s *jsonScan) feed(b []byte, from int) int {
 				s.started, s.depth = true, 1
 				continue
 			}
-			return jsonNotObject
+			return NotObject
 		case s.escaped:
 			s.escaped = false
 		case s.inString:

@@ -117,7 +117,7 @@ func (s *memoryStore) remove(el *list.Element) {
 // recordMember returns one member of a stored record, or nil.
 func recordMember(rec []byte, key string) []byte {
 	var out []byte
-	_ = eachMember(rec, func(k, v []byte) error {
+	_ = EachMember(rec, func(k, v []byte) error {
 		if string(k) == key {
 			out = v
 		}
@@ -126,11 +126,11 @@ func recordMember(rec []byte, key string) []byte {
 	return out
 }
 
-// fillRandom fills b from the runtime's generator (ChaCha8, seeded by
+// FillRandom fills b from the runtime's generator (ChaCha8, seeded by
 // the system): unpredictable enough for ids, which guard nothing (a
 // stored response is visible only to its key), and without the system
 // call crypto/rand makes per id.
-func fillRandom(b []byte) {
+func FillRandom(b []byte) {
 	for i := 0; i < len(b); i += 8 {
 		var w [8]byte
 		binary.LittleEndian.PutUint64(w[:], rand.Uint64())
@@ -141,7 +141,7 @@ func fillRandom(b []byte) {
 // newID returns prefix followed by 48 random hex digits.
 func newID(prefix string) string {
 	var b [24]byte
-	fillRandom(b[:])
+	FillRandom(b[:])
 	out := make([]byte, len(prefix)+48)
 	copy(out, prefix)
 	hex.Encode(out[len(prefix):], b[:])

@@ -61,22 +61,22 @@ func inputItems(respID string, input []byte, r *http.Request) ([]byte, *Error) {
 // storedItems returns the input's items in the API's output shape, and
 // their ids.
 func storedItems(suffix string, input []byte) (items [][]byte, ids []string) {
-	if kindOf(input) == kString {
+	if KindOf(input) == KindString {
 		id := "msg_" + suffix + "_0"
 		item := `{"id":"` + id + `","type":"message","role":"user","status":"completed","content":[{"type":"input_text","text":` + string(input) + `}]}`
 		return [][]byte{[]byte(item)}, []string{id}
 	}
-	_ = eachElement(input, func(i int, v []byte) error {
+	_ = EachElement(input, func(i int, v []byte) error {
 		var id, typ, role string
 		var content []byte
-		_ = eachMember(v, func(k, mv []byte) error {
+		_ = EachMember(v, func(k, mv []byte) error {
 			switch string(k) {
 			case "id":
-				id = str(mv)
+				id = StringValue(mv)
 			case "type":
-				typ = str(mv)
+				typ = StringValue(mv)
 			case "role":
-				role = str(mv)
+				role = StringValue(mv)
 			case "content":
 				content = mv
 			}
@@ -91,7 +91,7 @@ func storedItems(suffix string, input []byte) (items [][]byte, ids []string) {
 		item := append(make([]byte, 0, len(v)+len(id)+64), v...)
 		item = setMember(item, "id", []byte(`"`+jsonEscape(id)+`"`))
 		item = setMember(item, "type", []byte(`"`+jsonEscape(typ)+`"`))
-		if typ == "message" && kindOf(content) == kString {
+		if typ == "message" && KindOf(content) == KindString {
 			part := "input_text"
 			if role == "assistant" {
 				part = "output_text"

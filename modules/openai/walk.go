@@ -13,74 +13,74 @@ var errNotArray = errors.New("not a JSON array")
 // decoding values or copying them, so that a request is read in one pass
 // and its large fields stay slices of the body.
 
-// eachMember calls fn with each member's key (unquoted) and value (its
+// EachMember calls fn with each member's key (unquoted) and value (its
 // bytes) of the JSON object obj, in order, and stops at fn's error.
-func eachMember(obj []byte, fn func(key, val []byte) error) error {
-	i := skipSpace(obj, 0)
+func EachMember(obj []byte, fn func(key, val []byte) error) error {
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errNotObject
 	}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
-		kend := skipValue(obj, i)
+		kend := SkipValue(obj, i)
 		if kend < 0 {
 			return errNotObject
 		}
-		key := unquoteKey(obj[i:kend])
-		i = skipSpace(obj, kend)
+		key := UnquoteKey(obj[i:kend])
+		i = SkipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return errNotObject
 		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
+		i = SkipSpace(obj, i+1)
+		vend := SkipValue(obj, i)
 		if vend < 0 {
 			return errNotObject
 		}
 		if err := fn(key, obj[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(obj, vend)
+		i = SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 		}
 	}
 	return nil
 }
 
-// eachElement calls fn with the index and bytes of each element of the
+// EachElement calls fn with the index and bytes of each element of the
 // JSON array arr, and stops at fn's error.
-func eachElement(arr []byte, fn func(i int, val []byte) error) error {
-	i := skipSpace(arr, 0)
+func EachElement(arr []byte, fn func(i int, val []byte) error) error {
+	i := SkipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return errNotArray
 	}
-	i = skipSpace(arr, i+1)
+	i = SkipSpace(arr, i+1)
 	for n := 0; i < len(arr) && arr[i] != ']'; n++ {
-		end := skipValue(arr, i)
+		end := SkipValue(arr, i)
 		if end < 0 {
 			return errNotArray
 		}
 		if err := fn(n, arr[i:end]); err != nil {
 			return err
 		}
-		i = skipSpace(arr, end)
+		i = SkipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
+			i = SkipSpace(arr, i+1)
 		}
 	}
 	return nil
 }
 
-// countElements returns the number of elements of the JSON array arr.
-func countElements(arr []byte) int {
+// CountElements returns the number of elements of the JSON array arr.
+func CountElements(arr []byte) int {
 	n := 0
-	_ = eachElement(arr, func(int, []byte) error { n++; return nil })
+	_ = EachElement(arr, func(int, []byte) error { n++; return nil })
 	return n
 }
 
-// unquoteKey returns a member's key without its quotes, decoding escapes
+// UnquoteKey returns a member's key without its quotes, decoding escapes
 // only when there are some.
-func unquoteKey(q []byte) []byte {
+func UnquoteKey(q []byte) []byte {
 	if len(q) < 2 {
 		return nil
 	}
@@ -95,33 +95,33 @@ func unquoteKey(q []byte) []byte {
 	return []byte(s)
 }
 
-// kind names a JSON value's type by its first byte.
-type kind byte
+// Kind names a JSON value's type by its first byte.
+type Kind byte
 
 const (
-	kNull kind = iota
-	kString
-	kNumber
-	kBool
-	kObject
-	kArray
+	KindNull Kind = iota
+	KindString
+	KindNumber
+	KindBool
+	KindObject
+	KindArray
 )
 
-func kindOf(v []byte) kind {
+func KindOf(v []byte) Kind {
 	if len(v) == 0 {
-		return kNull
+		return KindNull
 	}
 	switch v[0] {
 	case '"':
-		return kString
+		return KindString
 	case '{':
-		return kObject
+		return KindObject
 	case '[':
-		return kArray
+		return KindArray
 	case 't', 'f':
-		return kBool
+		return KindBool
 	case 'n':
-		return kNull
+		return KindNull
 	}
-	return kNumber
+	return KindNumber
 }

@@ -3,37 +3,37 @@ package openai
 import "bytes"
 
 // One-pass walkers for the chat chunks a stream translates: unlike
-// eachMember, which skips a value before handing it over, these hand over
+// EachMember, which skips a value before handing it over, these hand over
 // where a value starts and let the caller read it (descending into it) or
 // skip it, so each byte of a chunk is visited once.
 
-// walkObject reads the JSON object at b[i]: for each member, fn gets the
+// WalkObject reads the JSON object at b[i]: for each member, fn gets the
 // key (raw, without quotes) and the start of the value, and returns the
-// value's end (or -1). walkObject returns the object's end, or -1.
-func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
+// value's end (or -1). WalkObject returns the object's end, or -1.
+func WalkObject(b []byte, i int, fn func(key []byte, v int) int) int {
 	if i >= len(b) || b[i] != '{' {
 		return -1
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
 			return -1
 		}
-		kend := skipString(b, i)
+		kend := SkipString(b, i)
 		if kend < 0 {
 			return -1
 		}
 		key := b[i+1 : kend-1]
-		i = skipSpace(b, kend)
+		i = SkipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		i = fn(key, skipSpace(b, i+1))
+		i = fn(key, SkipSpace(b, i+1))
 		if i < 0 {
 			return -1
 		}
-		if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+		if i = SkipSpace(b, i); i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
 		}
 	}
 	if i >= len(b) {
@@ -42,19 +42,19 @@ func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
 	return i + 1
 }
 
-// walkArray reads the JSON array at b[i]: fn gets the start of each
+// WalkArray reads the JSON array at b[i]: fn gets the start of each
 // element and returns its end (or -1).
-func walkArray(b []byte, i int, fn func(v int) int) int {
+func WalkArray(b []byte, i int, fn func(v int) int) int {
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != ']' {
 		if i = fn(i); i < 0 {
 			return -1
 		}
-		if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+		if i = SkipSpace(b, i); i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
 		}
 	}
 	if i >= len(b) {
@@ -64,28 +64,28 @@ func walkArray(b []byte, i int, fn func(v int) int) int {
 }
 
 // value returns the JSON value at b[i] and its end.
-func valueAt(b []byte, i int) ([]byte, int) {
-	end := skipFast(b, i)
+func ValueAt(b []byte, i int) ([]byte, int) {
+	end := SkipFast(b, i)
 	if end < 0 {
 		return nil, -1
 	}
 	return b[i:end], end
 }
 
-// skip returns the end of the JSON value at b[i], or -1: skipValue, with
+// SkipFast returns the end of the JSON value at b[i], or -1: SkipValue, with
 // strings (most of a chunk's bytes) skipped faster.
-func skipFast(b []byte, i int) int {
+func SkipFast(b []byte, i int) int {
 	if i < len(b) && b[i] == '"' {
-		return skipString(b, i)
+		return SkipString(b, i)
 	}
-	return skipValue(b, i)
+	return SkipValue(b, i)
 }
 
-// skipString returns the end of the JSON string at b[i], or -1. Short
+// SkipString returns the end of the JSON string at b[i], or -1. Short
 // strings (keys, most values) are scanned byte by byte; past 16 bytes it
 // jumps from quote to quote (IndexByte is vectorised) and counts the
 // backslashes before each to know whether it is escaped.
-func skipString(b []byte, i int) int {
+func SkipString(b []byte, i int) int {
 	j := i + 1
 	for stop := min(len(b), j+16); j < stop; j++ {
 		switch b[j] {
