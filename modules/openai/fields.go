@@ -129,15 +129,19 @@ func check(set kinds, want string) field {
 }
 
 func enum(values ...string) func(*parser, string, []byte) error {
-	return func(_ *parser, name string, v []byte) error {
-		for _, s := range values {
-			if len(v) == len(s)+2 && string(v[1:len(v)-1]) == s {
-				return nil
-			}
+	return func(_ *parser, name string, v []byte) error { return CheckEnum(name, v, values...) }
+}
+
+// CheckEnum checks that the member name's value v is a JSON string among
+// values, else a 400 that lists them.
+func CheckEnum(name string, v []byte, values ...string) error {
+	for _, s := range values {
+		if len(v) == len(s)+2 && string(v[1:len(v)-1]) == s {
+			return nil
 		}
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: name,
-			Message: fmt.Sprintf("%s must be one of %q", name, values)}
 	}
+	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: name,
+		Message: fmt.Sprintf("%s must be one of %q", name, values)}
 }
 
 // intField is an integer member in [lo, hi] (hi 0: no upper bound).

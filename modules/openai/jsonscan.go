@@ -272,3 +272,49 @@ func quoteByte(c byte) string {
 	}
 	return fmt.Sprintf("0x%02x", c)
 }
+
+// ObjectScan finds where the JSON object at the start of a body ends,
+// across the pieces it arrives in.
+type ObjectScan struct {
+	started, inString, escaped bool
+	depth                      int
+}
+
+const NotObject = -2
+
+// Feed scans b[from:] and returns the end of the object (the index after
+// its closing brace), -1 while it is open, or NotObject.
+func (s *ObjectScan) Feed(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case !s.started:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			case '{':
+				s.started, s.depth = true, 1
+				continue
+			}
+			return NotObject
+		case s.escaped:
+			s.escaped = false
+		case s.inString:
+			switch c {
+			case '\\':
+				s.escaped = true
+			case '"':
+				s.inString = false
+			}
+		case c == '"':
+			s.inString = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -390,33 +389,4 @@ func stringMember(at string, obj []byte, key string) ([]byte, error) {
 		return nil, TypeError(at+"."+key, "a string")
 	}
 	return v, nil
-}
-
-// MemberOf returns the value of obj's member key, or nil.
-func MemberOf(obj []byte, key string) []byte {
-	var out []byte
-	_ = EachMember(obj, func(k, v []byte) error {
-		if string(k) == key {
-			out = v
-			return errFound
-		}
-		return nil
-	})
-	return out
-}
-
-var errFound = fmt.Errorf("found")
-
-// Unquote decodes a raw JSON string (the walkers' slices of valid JSON).
-func Unquote(raw []byte) []byte {
-	if len(raw) < 2 {
-		return nil
-	}
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return inner
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return []byte(s)
 }

@@ -91,12 +91,6 @@ func (w *messagesWriter) WriteHeader(status int) {
 	h.Del("Content-Length")
 }
 
-// IsSSE reports whether headers announce a stream of server-sent events.
-func IsSSE(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
-}
-
 func (w *messagesWriter) Write(b []byte) (int, error) {
 	if w.mode == modeUnset {
 		w.WriteHeader(http.StatusOK)
@@ -169,9 +163,6 @@ func (w *messagesWriter) finish() error {
 func (w *messagesWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(writerOnly{w}, r)
 }
-
-// writerOnly hides all but Write, so that io.Copy calls it.
-type writerOnly struct{ io.Writer }
 
 // FlushError flushes what was translated; a buffered whole answer is not
 // flushed (its status is not written yet).

@@ -177,30 +177,39 @@ func (r *Request) Changed() bool { return r.body != nil }
 // Set replaces one top-level field with a JSON value (or adds it),
 // splicing the bytes: the rest of the body is not re-encoded.
 func (r *Request) Set(field string, value json.RawMessage) error {
-	base := r.base()
-	start, end, err := memberSpan(base, field)
+	b, err := SetMember(r.base(), field, value)
 	if err != nil {
 		return err
 	}
+	r.body = b
+	return nil
+}
+
+// SetMember returns the JSON object obj with its top-level member key set
+// to the JSON value value (added when absent), splicing the bytes: the
+// rest of obj is not re-encoded. obj itself is not changed.
+func SetMember(obj []byte, key string, value []byte) ([]byte, error) {
+	start, end, err := memberSpan(obj, key)
+	if err != nil {
+		return nil, err
+	}
 	if start < 0 { // absent: add it after '{'
-		i := bytes.IndexByte(base, '{')
-		key, _ := json.Marshal(field)
-		out := make([]byte, 0, len(base)+len(key)+len(value)+2)
-		out = append(out, base[:i+1]...)
-		out = append(out, key...)
+		i := bytes.IndexByte(obj, '{')
+		k, _ := json.Marshal(key)
+		out := make([]byte, 0, len(obj)+len(k)+len(value)+2)
+		out = append(out, obj[:i+1]...)
+		out = append(out, k...)
 		out = append(out, ':')
 		out = append(out, value...)
-		if rest := bytes.TrimSpace(base[i+1:]); len(rest) > 0 && rest[0] != '}' {
+		if rest := bytes.TrimSpace(obj[i+1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
-		r.body = append(out, base[i+1:]...)
-		return nil
+		return append(out, obj[i+1:]...), nil
 	}
-	out := make([]byte, 0, len(base)-(end-start)+len(value))
-	out = append(out, base[:start]...)
+	out := make([]byte, 0, len(obj)-(end-start)+len(value))
+	out = append(out, obj[:start]...)
 	out = append(out, value...)
-	r.body = append(out, base[end:]...)
-	return nil
+	return append(out, obj[end:]...), nil
 }
 
 func (r *Request) base() []byte {

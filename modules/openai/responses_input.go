@@ -299,7 +299,7 @@ func respImagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte,
 	out := append(make([]byte, 0, len(url)+64), `{"type":"image_url","image_url":{"url":`...)
 	out = append(out, url...)
 	if KindOf(detail) != KindNull {
-		if err := enum("low", "high", "auto")(nil, at+".detail", detail); err != nil {
+		if err := CheckEnum(at+".detail", detail, "low", "high", "auto"); err != nil {
 			return nil, nil, err
 		}
 		out = append(append(out, `,"detail":`...), detail...)

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -111,11 +110,11 @@ type respField func(t *respTurn, p *respParams, key string, v []byte) error
 
 // respFields are the members of a Responses request that translate.
 var respFields = map[string]respField{
-	"model":                of(KindString).into(func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
-	"instructions":         of(KindString).into(func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
-	"user":                 of(KindString).into(func(t *respTurn) *[]byte { return &t.user }, "a string"),
-	"previous_response_id": of(KindString).into(func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
-	"metadata":             of(KindObject).into(func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
+	"model":                into(KindString, func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
+	"instructions":         into(KindString, func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
+	"user":                 into(KindString, func(t *respTurn) *[]byte { return &t.user }, "a string"),
+	"previous_response_id": into(KindString, func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
+	"metadata":             into(KindObject, func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
 	"input": func(t *respTurn, p *respParams, key string, v []byte) error {
 		if k := KindOf(v); k != KindString && k != KindArray {
 			return TypeError(key, "a string or an array of input items")
@@ -145,7 +144,7 @@ var respFields = map[string]respField{
 	},
 	"truncation": func(t *respTurn, _ *respParams, key string, v []byte) error {
 		t.truncation = v
-		return enum("auto", "disabled")(nil, key, v)
+		return CheckEnum(key, v, "auto", "disabled")
 	},
 	"reasoning":           func(t *respTurn, _ *respParams, _ string, v []byte) error { return t.reasoning(v) },
 	"stream":              (*respTurn).flag,
@@ -164,11 +163,11 @@ func refused(msg string) respField {
 	}
 }
 
-// into is a member of one of some JSON types, kept (compact) in a field
+// into is a member of one JSON type, kept (compact) in a field
 // of the turn.
-func (set kinds) into(field func(*respTurn) *[]byte, want string) respField {
+func into(k Kind, field func(*respTurn) *[]byte, want string) respField {
 	return func(t *respTurn, _ *respParams, key string, v []byte) error {
-		if !KindOf(v).in(set) {
+		if KindOf(v) != k {
 			return TypeError(key, want)
 		}
 		*field(t) = Compact(v)
@@ -291,7 +290,7 @@ func chatToolChoice(v []byte) ([]byte, error) {
 	const want = `"auto", "none", "required" or {"type":"function","name":"…"}`
 	switch KindOf(v) {
 	case KindString:
-		if err := enum("auto", "none", "required")(nil, "tool_choice", v); err != nil {
+		if err := CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
 			return nil, err
 		}
 		return v, nil
@@ -451,27 +450,6 @@ func appendMember(b []byte, key string, v []byte) []byte {
 	}
 	b = append(append(append(b, '"'), key...), `":`...)
 	return append(b, v...)
-}
-
-// StringValue returns a JSON string's value ("" for anything else).
-func StringValue(v []byte) string {
-	if KindOf(v) != KindString {
-		return ""
-	}
-	return string(UnquoteKey(v))
-}
-
-// Compact returns v without line breaks (it is echoed in SSE data lines,
-// where a line break would end the line).
-func Compact(v []byte) []byte {
-	if bytes.IndexAny(v, "\r\n") < 0 {
-		return v
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, v) != nil {
-		return v
-	}
-	return buf.Bytes()
 }
 
 // arrayInner returns a JSON array's elements without its brackets.

@@ -265,31 +265,6 @@ const (
 	reasoningDeltaHead = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"sequence_number\":"
 )
 
-// ToolCallFields reads a chat tool call (or its delta): its index, and
-// its id, function name and arguments as they lie in it (nil if absent).
-func ToolCallFields(tc []byte) (index int, id, name, args []byte) {
-	_ = EachMember(tc, func(k, v []byte) error {
-		switch string(k) {
-		case "index":
-			index, _ = strconv.Atoi(string(v))
-		case "id":
-			id = v
-		case "function":
-			_ = EachMember(v, func(fk, fv []byte) error {
-				switch string(fk) {
-				case "name":
-					name = fv
-				case "arguments":
-					args = fv
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	return index, id, name, args
-}
-
 // toolCall adds a tool call's delta: a new call when its index (or id)
 // is new, else more of an open call's arguments.
 func (s *respStream) toolCall(tc []byte) {

@@ -3,16 +3,15 @@ package openai
 import (
 	"container/list"
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,18 +125,6 @@ func recordMember(rec []byte, key string) []byte {
 	return out
 }
 
-// FillRandom fills b from the runtime's generator (ChaCha8, seeded by
-// the system): unpredictable enough for ids, which guard nothing (a
-// stored response is visible only to its key), and without the system
-// call crypto/rand makes per id.
-func FillRandom(b []byte) {
-	for i := 0; i < len(b); i += 8 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], rand.Uint64())
-		copy(b[i:], w[:])
-	}
-}
-
 // newID returns prefix followed by 48 random hex digits.
 func newID(prefix string) string {
 	var b [24]byte
@@ -214,4 +201,40 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 func jsonEscape(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q[1 : len(q)-1])
+}
+
+// ResponseStore keeps stored Responses (store: true) for
+// previous_response_id and GET/DELETE /v1/responses/{id}. Scope is the
+// caller's key: a response is visible only to the key that made it.
+type ResponseStore interface {
+	Put(ctx context.Context, scope, id string, v []byte, ttl time.Duration) error
+	// Get returns ErrNotStored for an unknown id (or one of another scope).
+	Get(ctx context.Context, scope, id string) ([]byte, error)
+	// Delete returns ErrNotStored for an unknown id.
+	Delete(ctx context.Context, scope, id string) error
+}
+
+// ErrNotStored is a ResponseStore's answer for an id it does not hold.
+var ErrNotStored = errors.New("no stored response with this id")
+
+var responseStore atomic.Pointer[storeBox]
+
+type storeBox struct{ s ResponseStore }
+
+// SetResponseStore sets where stored responses are kept (the llm app sets
+// Redis in a cluster). Nil restores the in-memory default.
+func SetResponseStore(s ResponseStore) {
+	if s == nil {
+		responseStore.Store(nil)
+		return
+	}
+	responseStore.Store(&storeBox{s})
+}
+
+// currentStore returns the store in use.
+func currentStore() ResponseStore {
+	if b := responseStore.Load(); b != nil {
+		return b.s
+	}
+	return defaultStore
 }

@@ -120,9 +120,9 @@ func itemPrefix(typ string) string {
 
 // setMember sets one member of a JSON object by splicing its bytes.
 func setMember(obj []byte, key string, v []byte) []byte {
-	r := Request{body: obj}
-	if r.Set(key, v) != nil {
+	out, err := SetMember(obj, key, v)
+	if err != nil {
 		return obj
 	}
-	return r.body
+	return out
 }

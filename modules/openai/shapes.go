@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // The members with a shape of their own. Each checks its value where it
@@ -289,4 +290,29 @@ func batch(name string, v []byte, want string) (int, error) {
 		return n, RangeError(name, fmt.Sprintf("an array of at most %d items (it has %d)", MaxInputs, n))
 	}
 	return n, err
+}
+
+// ToolCallFields reads a chat tool call (or its delta): its index, and
+// its id, function name and arguments as they lie in it (nil if absent).
+func ToolCallFields(tc []byte) (index int, id, name, args []byte) {
+	_ = EachMember(tc, func(k, v []byte) error {
+		switch string(k) {
+		case "index":
+			index, _ = strconv.Atoi(string(v))
+		case "id":
+			id = v
+		case "function":
+			_ = EachMember(v, func(fk, fv []byte) error {
+				switch string(fk) {
+				case "name":
+					name = fv
+				case "arguments":
+					args = fv
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	return index, id, name, args
 }

@@ -125,3 +125,54 @@ func KindOf(v []byte) Kind {
 	}
 	return KindNumber
 }
+
+// MemberOf returns the value of obj's member key, or nil.
+func MemberOf(obj []byte, key string) []byte {
+	var out []byte
+	_ = EachMember(obj, func(k, v []byte) error {
+		if string(k) == key {
+			out = v
+			return errFound
+		}
+		return nil
+	})
+	return out
+}
+
+// Unquote decodes a raw JSON string (the walkers' slices of valid JSON).
+func Unquote(raw []byte) []byte {
+	if len(raw) < 2 {
+		return nil
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return []byte(s)
+}
+
+// errFound stops a walk once MemberOf has found its member.
+var errFound = errors.New("found")
+
+// StringValue returns a JSON string's value ("" for anything else).
+func StringValue(v []byte) string {
+	if KindOf(v) != KindString {
+		return ""
+	}
+	return string(UnquoteKey(v))
+}
+
+// Compact returns v without line breaks (it is echoed in SSE data lines,
+// where a line break would end the line).
+func Compact(v []byte) []byte {
+	if bytes.IndexAny(v, "\r\n") < 0 {
+		return v
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return v
+	}
+	return buf.Bytes()
+}

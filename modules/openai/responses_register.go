@@ -1,0 +1,16 @@
+package openai
+
+import "net/http"
+
+func init() { RegisterAPI(APIResponses, responsesAPI{}) }
+
+// responsesAPI is OpenAI's Responses API (POST /v1/responses) translated
+// to chat completions.
+type responsesAPI struct{}
+
+func (responsesAPI) Parse(r *http.Request, _ string, body []byte) (*Request, error) {
+	return parseResponses(r, body)
+}
+
+// ErrorWriter returns w: Responses errors have chat completions' shape.
+func (responsesAPI) ErrorWriter(w http.ResponseWriter) http.ResponseWriter { return w }
