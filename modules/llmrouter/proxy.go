@@ -20,6 +20,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/messagesapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -184,7 +185,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	case viaMessages:
 		body, err = req.UpstreamBody(rep.UpstreamModel)
 		if err == nil {
-			body, err = openai.ChatToMessagesBody(body, rep.UpstreamModel)
+			body, err = messagesapi.ChatToMessagesBody(body, rep.UpstreamModel)
 		}
 		endpoint = openai.Messages
 	default:
@@ -283,11 +284,11 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		req.Native = true
 	case viaMessages:
 		if stream {
-			resp.Body = openai.MessagesToChatStream(resp.Body)
+			resp.Body = messagesapi.MessagesToChatStream(resp.Body)
 		} else if resp.StatusCode < 300 {
-			conv = openai.MessagesToChatBody
+			conv = messagesapi.MessagesToChatBody
 		} else {
-			conv = func(b []byte) ([]byte, error) { return openai.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
+			conv = func(b []byte) ([]byte, error) { return messagesapi.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
 		}
 	}
 	var st *streamState

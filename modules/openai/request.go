@@ -1,6 +1,3 @@
-// Package openai holds the OpenAI wire shapes the llm_* handlers share: the
-// request parsed once per HTTP request, OpenAI-shaped errors, usage, and
-// the SSE framing of streamed answers. It is not a Caddy module.
 package openai
 
 import (

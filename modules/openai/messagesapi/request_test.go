@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // jsonEqual compares two JSON texts by value.
@@ -83,7 +85,7 @@ func TestParseMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			jsonEqual(t, req.Raw, tc.want)
-			if req.API != APIMessages || string(req.Original) != tc.body || req.Translation == nil || req.CountOnly != tc.countOnly {
+			if req.API != openai.APIMessages || string(req.Original) != tc.body || req.Translation == nil || req.CountOnly != tc.countOnly {
 				t.Errorf("got API %q, CountOnly %v, Translation %v; want the Messages request kept", req.API, req.CountOnly, req.Translation)
 			}
 		})
@@ -145,7 +147,7 @@ func TestParseMessagesErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseMessages(nil, []byte(tc.body), tc.countOnly)
-			e, ok := err.(*Error)
+			e, ok := err.(*openai.Error)
 			if !ok || e.Status != 400 || e.Param != tc.param {
 				t.Fatalf("got %v (param %q), want a 400 with param %q", err, paramOf(err), tc.param)
 			}
@@ -157,8 +159,21 @@ func TestParseMessagesErrors(t *testing.T) {
 }
 
 func paramOf(err error) string {
-	if e, ok := err.(*Error); ok {
+	if e, ok := err.(*openai.Error); ok {
 		return e.Param
 	}
 	return ""
+}
+
+// Invalid UTF-8 in a string is refused with a 400 that says so, as at
+// every endpoint (see openai's TestParseInvalidUTF8).
+func TestParseInvalidUTF8(t *testing.T) {
+	for _, parse := range []func([]byte) error{
+		func(b []byte) error { _, err := parseMessages(nil, b, false); return err },
+	} {
+		err := parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"` + "\xe9t\xe9" + `"}]}`))
+		if e, ok := err.(*openai.Error); !ok || e.Code != "invalid_utf8" {
+			t.Errorf("messages: got %v", err)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // writeChunked writes b to w in random pieces, flushing now and then, as
@@ -139,7 +141,7 @@ func TestMessagesWriterErrors(t *testing.T) {
 			(&messagesTurn{model: "m"}).Writer, newMessagesErrorWriter,
 		} {
 			rec := httptest.NewRecorder()
-			e := &Error{Status: tc.status, Type: "some_type", Code: "some_code", Message: "what went wrong"}
+			e := &openai.Error{Status: tc.status, Type: "some_type", Code: "some_code", Message: "what went wrong"}
 			e.Write(w(rec))
 			var got struct {
 				Type  string `json:"type"`
@@ -468,7 +470,7 @@ func TestMessagesStreamError(t *testing.T) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	_, _ = w.Write([]byte("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}\n\n"))
-	(&Error{Status: 502, Type: "server_error", Code: "upstream_stream_error", Message: "the model's stream broke off"}).WriteEvent(w)
+	(&openai.Error{Status: 502, Type: "server_error", Code: "upstream_stream_error", Message: "the model's stream broke off"}).WriteEvent(w)
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 	out := rec.Body.String()
 	if !strings.HasSuffix(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"the model's stream broke off\"}}\n\n") {
@@ -490,7 +492,7 @@ func TestMessagesWriterReadFrom(t *testing.T) {
 	r := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 	rec := httptest.NewRecorder()
-	w, _, err := Enter(caddyhttp.NewResponseRecorder(rec, nil, nil), r)
+	w, _, err := openai.Enter(caddyhttp.NewResponseRecorder(rec, nil, nil), r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,28 +1,30 @@
-package openai
+package messagesapi
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // writeMessages appends the chat messages of a Messages request's
 // messages; first is false after a system message.
 func writeMessages(out, msgs []byte, first bool) ([]byte, error) {
-	err := EachElement(msgs, func(i int, msg []byte) error {
+	err := openai.EachElement(msgs, func(i int, msg []byte) error {
 		at := fmt.Sprintf("messages[%d]", i)
-		if KindOf(msg) != KindObject {
-			return TypeError(at, `an object such as {"role":"user","content":"…"}`)
+		if openai.KindOf(msg) != openai.KindObject {
+			return openai.TypeError(at, `an object such as {"role":"user","content":"…"}`)
 		}
-		role, content := MemberOf(msg, "role"), MemberOf(msg, "content")
-		if len(role) == 0 || KindOf(role) == KindNull {
+		role, content := openai.MemberOf(msg, "role"), openai.MemberOf(msg, "content")
+		if len(role) == 0 || openai.KindOf(role) == openai.KindNull {
 			return missing(at+".role", at+`.role is missing; use "user" or "assistant"`)
 		}
-		r := string(Unquote(role))
-		if KindOf(role) != KindString || (r != "user" && r != "assistant") {
-			return RangeError(at+".role", `"user" or "assistant" (the system prompt goes in system)`)
+		r := string(openai.Unquote(role))
+		if openai.KindOf(role) != openai.KindString || (r != "user" && r != "assistant") {
+			return openai.RangeError(at+".role", `"user" or "assistant" (the system prompt goes in system)`)
 		}
-		switch KindOf(content) {
-		case KindString:
+		switch openai.KindOf(content) {
+		case openai.KindString:
 			out = comma(out, &first)
 			out = append(out, `{"role":`...)
 			out = append(out, role...)
@@ -30,11 +32,11 @@ func writeMessages(out, msgs []byte, first bool) ([]byte, error) {
 			out = append(out, content...)
 			out = append(out, '}')
 			return nil
-		case KindArray:
-		case KindNull:
+		case openai.KindArray:
+		case openai.KindNull:
 			return missing(at+".content", at+".content is missing; send a string or an array of content blocks")
 		default:
-			return TypeError(at+".content", "a string or an array of content blocks")
+			return openai.TypeError(at+".content", "a string or an array of content blocks")
 		}
 		var err error
 		if r == "user" {
@@ -61,7 +63,7 @@ func comma(out []byte, first *bool) []byte {
 func userTurn(out []byte, at string, content []byte, first *bool) ([]byte, error) {
 	var parts []byte
 	nparts, lone := 0, []byte(nil) // lone: the raw text of a single text block
-	err := EachElement(content, func(j int, b []byte) error {
+	err := openai.EachElement(content, func(j int, b []byte) error {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		typ, err := blockType(bat, b)
 		if err != nil {
@@ -124,8 +126,8 @@ func userPart(parts []byte, at, typ string, b []byte) (out, lone []byte, err err
 }
 
 func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
-	src := MemberOf(b, "source")
-	if KindOf(src) != KindObject {
+	src := openai.MemberOf(b, "source")
+	if openai.KindOf(src) != openai.KindObject {
 		return parts, missing(at+".source", at+`.source is missing; send {"type":"base64","media_type":"image/png","data":"…"} or {"type":"url","url":"…"}`)
 	}
 	sat := at + ".source"
@@ -139,8 +141,8 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		if err != nil {
 			return parts, err
 		}
-		if !slices.Contains(messagesImageTypes, string(Unquote(mt))) {
-			return parts, RangeError(sat+".media_type", fmt.Sprintf("one of %q", messagesImageTypes))
+		if !slices.Contains(messagesImageTypes, string(openai.Unquote(mt))) {
+			return parts, openai.RangeError(sat+".media_type", fmt.Sprintf("one of %q", messagesImageTypes))
 		}
 		data, err := stringMember(sat, src, "data")
 		if err != nil {
@@ -148,32 +150,32 @@ func imagePart(parts []byte, at string, b []byte) ([]byte, error) {
 		}
 		url := make([]byte, 0, len(data)+32)
 		url = append(url, "data:"...)
-		url = append(url, Unquote(mt)...)
+		url = append(url, openai.Unquote(mt)...)
 		url = append(url, ";base64,"...)
-		url = append(url, Unquote(data)...)
+		url = append(url, openai.Unquote(data)...)
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
-		parts = AppendJSONString(parts, url)
+		parts = openai.AppendJSONString(parts, url)
 		return append(parts, "}}"...), nil
 	case "url":
 		u, err := stringMember(sat, src, "url")
 		if err != nil {
 			return parts, err
 		}
-		if err := CheckMediaURL(sat+".url", u); err != nil {
+		if err := openai.CheckMediaURL(sat+".url", u); err != nil {
 			return parts, err
 		}
 		parts = append(parts, `{"type":"image_url","image_url":{"url":`...)
 		parts = append(parts, u...)
 		return append(parts, "}}"...), nil
 	}
-	return parts, RangeError(sat+".type", `"base64" or "url" (files are not supported by this model's engine)`)
+	return parts, openai.RangeError(sat+".type", `"base64" or "url" (files are not supported by this model's engine)`)
 }
 
 // documentPart accepts plain-text documents only: chat engines read no PDF.
 func documentPart(parts []byte, at string, b []byte) ([]byte, error) {
-	src := MemberOf(b, "source")
+	src := openai.MemberOf(b, "source")
 	refuse := unsupported(at, "only plain-text documents (source type \"text\") are supported by this model's engine (chat completions); extract the document's text and send it as a text block")
-	if KindOf(src) != KindObject {
+	if openai.KindOf(src) != openai.KindObject {
 		return parts, refuse
 	}
 	if typ, err := blockType(at+".source", src); err != nil || typ != "text" {
@@ -194,35 +196,35 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	isError := string(MemberOf(b, "is_error")) == "true"
-	content := MemberOf(b, "content")
+	isError := string(openai.MemberOf(b, "is_error")) == "true"
+	content := openai.MemberOf(b, "content")
 	out = append(out, `{"role":"tool","tool_call_id":`...)
 	out = append(out, id...)
 	out = append(out, `,"content":`...)
-	switch KindOf(content) {
-	case KindString:
+	switch openai.KindOf(content) {
+	case openai.KindString:
 		if !isError {
 			out = append(out, content...)
 			return append(out, '}'), nil
 		}
-		text := append([]byte("Error: "), Unquote(content)...)
-		out = AppendJSONString(out, text)
+		text := append([]byte("Error: "), openai.Unquote(content)...)
+		out = openai.AppendJSONString(out, text)
 		return append(out, '}'), nil
-	case KindNull:
+	case openai.KindNull:
 		content = []byte("[]")
-	case KindArray:
+	case openai.KindArray:
 	default:
-		return out, TypeError(at+".content", "a string or an array of text blocks")
+		return out, openai.TypeError(at+".content", "a string or an array of text blocks")
 	}
 	var text []byte
 	if isError {
 		text = []byte("Error: ")
 	}
 	n := 0
-	err = EachElement(content, func(k int, blk []byte) error {
+	err = openai.EachElement(content, func(k int, blk []byte) error {
 		t, err := textBlock(fmt.Sprintf("%s.content[%d]", at, k), blk)
 		if err != nil {
-			if e, ok := err.(*Error); ok && e.Code == "invalid_value" {
+			if e, ok := err.(*openai.Error); ok && e.Code == "invalid_value" {
 				return unsupported(fmt.Sprintf("%s.content[%d]", at, k), "tool results can carry only text for this model's engine (chat completions tool messages are text); send images in a user block")
 			}
 			return err
@@ -236,7 +238,7 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	out = AppendJSONString(out, text)
+	out = openai.AppendJSONString(out, text)
 	return append(out, '}'), nil
 }
 
@@ -245,7 +247,7 @@ func toolResult(out []byte, at string, b []byte) ([]byte, error) {
 func assistantTurn(out []byte, at string, content []byte, first *bool) ([]byte, error) {
 	var texts [][]byte
 	var calls []byte
-	err := EachElement(content, func(j int, b []byte) error {
+	err := openai.EachElement(content, func(j int, b []byte) error {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		typ, err := blockType(bat, b)
 		if err != nil {
@@ -282,9 +284,9 @@ func assistantTurn(out []byte, at string, content []byte, first *bool) ([]byte, 
 	default:
 		var joined []byte
 		for _, t := range texts {
-			joined = append(joined, Unquote(t)...)
+			joined = append(joined, openai.Unquote(t)...)
 		}
-		out = AppendJSONString(out, joined)
+		out = openai.AppendJSONString(out, joined)
 	}
 	if len(calls) > 0 {
 		out = append(out, `,"tool_calls":[`...)
@@ -305,39 +307,39 @@ func toolCall(out []byte, at string, b []byte) ([]byte, error) {
 	if err != nil {
 		return out, err
 	}
-	input := MemberOf(b, "input")
-	if KindOf(input) != KindObject {
-		return out, TypeError(at+".input", "an object (the tool's arguments)")
+	input := openai.MemberOf(b, "input")
+	if openai.KindOf(input) != openai.KindObject {
+		return out, openai.TypeError(at+".input", "an object (the tool's arguments)")
 	}
 	out = append(out, `{"id":`...)
 	out = append(out, id...)
 	out = append(out, `,"type":"function","function":{"name":`...)
 	out = append(out, name...)
 	out = append(out, `,"arguments":`...)
-	out = AppendJSONString(out, input)
+	out = openai.AppendJSONString(out, input)
 	return append(out, "}}"...), nil
 }
 
 // writeTools appends tools, tool_choice and parallel_tool_calls.
 func (m *messagesReq) writeTools(out []byte) ([]byte, error) {
-	if len(m.tools) == 0 || CountElements(m.tools) == 0 {
+	if len(m.tools) == 0 || openai.CountElements(m.tools) == 0 {
 		return out, nil
 	}
 	out = append(out, `,"tools":[`...)
-	err := EachElement(m.tools, func(i int, t []byte) error {
+	err := openai.EachElement(m.tools, func(i int, t []byte) error {
 		at := fmt.Sprintf("tools[%d]", i)
-		if KindOf(t) != KindObject {
-			return TypeError(at, `an object such as {"name":"…","input_schema":{"type":"object"}}`)
+		if openai.KindOf(t) != openai.KindObject {
+			return openai.TypeError(at, `an object such as {"name":"…","input_schema":{"type":"object"}}`)
 		}
-		if typ := MemberOf(t, "type"); len(typ) > 0 && KindOf(typ) != KindNull && string(typ) != `"custom"` {
+		if typ := openai.MemberOf(t, "type"); len(typ) > 0 && openai.KindOf(typ) != openai.KindNull && string(typ) != `"custom"` {
 			return unsupported(at+".type", fmt.Sprintf("Anthropic's own tools (%s) are not supported by this model's engine (chat completions); define the tool with name, description and input_schema", typ))
 		}
 		name, err := stringMember(at, t, "name")
 		if err != nil {
 			return err
 		}
-		schema := MemberOf(t, "input_schema")
-		if KindOf(schema) != KindObject {
+		schema := openai.MemberOf(t, "input_schema")
+		if openai.KindOf(schema) != openai.KindObject {
 			return missing(at+".input_schema", at+".input_schema is missing; describe the tool's input as a JSON schema object")
 		}
 		if i > 0 {
@@ -345,7 +347,7 @@ func (m *messagesReq) writeTools(out []byte) ([]byte, error) {
 		}
 		out = append(out, `{"type":"function","function":{"name":`...)
 		out = append(out, name...)
-		if d := MemberOf(t, "description"); KindOf(d) == KindString {
+		if d := openai.MemberOf(t, "description"); openai.KindOf(d) == openai.KindString {
 			out = append(out, `,"description":`...)
 			out = append(out, d...)
 		}
@@ -385,9 +387,9 @@ func (m *messagesReq) writeToolChoice(out []byte) ([]byte, error) {
 		out = append(out, name...)
 		out = append(out, "}}"...)
 	default:
-		return nil, RangeError("tool_choice.type", `"auto", "any", "tool" or "none"`)
+		return nil, openai.RangeError("tool_choice.type", `"auto", "any", "tool" or "none"`)
 	}
-	if string(MemberOf(m.toolChoice, "disable_parallel_tool_use")) == "true" {
+	if string(openai.MemberOf(m.toolChoice, "disable_parallel_tool_use")) == "true" {
 		out = append(out, `,"parallel_tool_calls":false`...)
 	}
 	return out, nil
@@ -407,18 +409,18 @@ func (m *messagesReq) writeThinking(out []byte) ([]byte, error) {
 		return out, nil
 	case "enabled":
 	default:
-		return nil, RangeError("thinking.type", `"enabled", "disabled" or "adaptive"`)
+		return nil, openai.RangeError("thinking.type", `"enabled", "disabled" or "adaptive"`)
 	}
-	b := MemberOf(m.thinking, "budget_tokens")
+	b := openai.MemberOf(m.thinking, "budget_tokens")
 	if len(b) == 0 {
 		return nil, missing("thinking.budget_tokens", "thinking.budget_tokens is missing; set how many tokens the model may think (at least 1024)")
 	}
-	n, err := ReadInt("thinking.budget_tokens", b, 1024, 1<<31)
+	n, err := openai.ReadInt("thinking.budget_tokens", b, 1024, 1<<31)
 	if err != nil {
 		return nil, err
 	}
 	if m.maxTokens > 0 && n >= m.maxTokens {
-		return nil, RangeError("thinking.budget_tokens", "less than max_tokens")
+		return nil, openai.RangeError("thinking.budget_tokens", "less than max_tokens")
 	}
 	effort := "high"
 	switch {

@@ -1,8 +1,10 @@
-package openai
+package responsesapi
 
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // respStream translates a chat-completions SSE stream to the Responses
@@ -115,7 +117,7 @@ func (s *respStream) event(data []byte) {
 		// The usual chunk: read its choices where they are, and the rest
 		// only when it may hold usage or an error. A quote that is not
 		// escaped is never inside a string, so these keys are keys.
-		end := WalkArray(data, SkipSpace(data, i+len(choicesKey)), func(e int) int { return s.choice(data, e) })
+		end := openai.WalkArray(data, openai.SkipSpace(data, i+len(choicesKey)), func(e int) int { return s.choice(data, e) })
 		if end < 0 {
 			return
 		}
@@ -126,7 +128,7 @@ func (s *respStream) event(data []byte) {
 	} else {
 		errv = s.members(data, false)
 	}
-	if k := KindOf(errv); k == KindObject || k == KindString {
+	if k := openai.KindOf(errv); k == openai.KindObject || k == openai.KindString {
 		s.fail(errv)
 		return
 	}
@@ -138,29 +140,30 @@ func (s *respStream) event(data []byte) {
 var (
 	choicesKey = []byte(`"choices":`)
 	errorKey   = []byte(`"error"`)
+	usageKey   = []byte(`"usage"`)
 )
 
 // members reads a chunk's members: its choices (unless they have been
 // read), its usage; it returns its error, if any.
 func (s *respStream) members(data []byte, choicesRead bool) (errv []byte) {
-	WalkObject(data, SkipSpace(data, 0), func(k []byte, v int) int {
+	openai.WalkObject(data, openai.SkipSpace(data, 0), func(k []byte, v int) int {
 		switch string(k) {
 		case "choices":
 			if !choicesRead && v < len(data) && data[v] == '[' {
-				return WalkArray(data, v, func(e int) int { return s.choice(data, e) })
+				return openai.WalkArray(data, v, func(e int) int { return s.choice(data, e) })
 			}
 		case "usage":
-			u, end := ValueAt(data, v)
-			if KindOf(u) == KindObject {
+			u, end := openai.ValueAt(data, v)
+			if openai.KindOf(u) == openai.KindObject {
 				s.o.usage, s.sawUsage = append(s.o.usage[:0], u...), true
 			}
 			return end
 		case "error":
 			var end int
-			errv, end = ValueAt(data, v)
+			errv, end = openai.ValueAt(data, v)
 			return end
 		}
-		return SkipFast(data, v)
+		return openai.SkipFast(data, v)
 	})
 	return errv
 }
@@ -175,16 +178,16 @@ type chatDelta struct {
 // choice's end.
 func (s *respStream) choice(b []byte, i int) int {
 	var d chatDelta
-	end := WalkObject(b, i, func(k []byte, v int) int {
+	end := openai.WalkObject(b, i, func(k []byte, v int) int {
 		var end int
 		switch string(k) {
 		case "index":
 			var n []byte
-			n, end = ValueAt(b, v)
+			n, end = openai.ValueAt(b, v)
 			d.index, _ = strconv.Atoi(string(n))
 		case "delta":
-			end = WalkObject(b, v, func(dk []byte, dv int) int {
-				x, end := ValueAt(b, dv)
+			end = openai.WalkObject(b, v, func(dk []byte, dv int) int {
+				x, end := openai.ValueAt(b, dv)
 				switch string(dk) {
 				case "content":
 					d.content = x
@@ -196,12 +199,12 @@ func (s *respStream) choice(b []byte, i int) int {
 				return end
 			})
 			if end < 0 {
-				end = SkipFast(b, v) // null
+				end = openai.SkipFast(b, v) // null
 			}
 		case "finish_reason":
-			d.finish, end = ValueAt(b, v)
+			d.finish, end = openai.ValueAt(b, v)
 		default:
-			end = SkipFast(b, v)
+			end = openai.SkipFast(b, v)
 		}
 		return end
 	})
@@ -212,21 +215,21 @@ func (s *respStream) choice(b []byte, i int) int {
 }
 
 func (s *respStream) apply(d *chatDelta) {
-	if KindOf(d.reasoning) == KindString && len(d.reasoning) > 2 {
+	if openai.KindOf(d.reasoning) == openai.KindString && len(d.reasoning) > 2 {
 		s.text('r', d.reasoning)
 	}
-	if KindOf(d.content) == KindString && len(d.content) > 2 {
+	if openai.KindOf(d.content) == openai.KindString && len(d.content) > 2 {
 		s.text('m', d.content)
 	}
-	if KindOf(d.calls) == KindArray {
+	if openai.KindOf(d.calls) == openai.KindArray {
 		s.closeCur()
-		_ = EachElement(d.calls, func(_ int, tc []byte) error {
+		_ = openai.EachElement(d.calls, func(_ int, tc []byte) error {
 			s.toolCall(tc)
 			return nil
 		})
 	}
-	if KindOf(d.finish) == KindString {
-		s.o.finish = StringValue(d.finish)
+	if openai.KindOf(d.finish) == openai.KindString {
+		s.o.finish = openai.StringValue(d.finish)
 		s.closeAll()
 	}
 }
@@ -268,7 +271,7 @@ const (
 // toolCall adds a tool call's delta: a new call when its index (or id)
 // is new, else more of an open call's arguments.
 func (s *respStream) toolCall(tc []byte) {
-	index, id, name, args := ToolCallFields(tc)
+	index, id, name, args := openai.ToolCallFields(tc)
 	var it *respItem
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		if s.calls[i].chat == index {
@@ -276,7 +279,7 @@ func (s *respStream) toolCall(tc []byte) {
 			break
 		}
 	}
-	if it != nil && KindOf(id) == KindString && len(id) > 2 && !bytes.Equal(id, it.callID) {
+	if it != nil && openai.KindOf(id) == openai.KindString && len(id) > 2 && !bytes.Equal(id, it.callID) {
 		it = nil // another call at the same index: an engine that numbers none
 	}
 	if it == nil {
@@ -284,10 +287,10 @@ func (s *respStream) toolCall(tc []byte) {
 		it.chat, it.callID, it.name = index, bytes.Clone(callID(id)), bytes.Clone(orEmpty(name))
 		s.calls = append(s.calls, it)
 		s.itemEvent("response.output_item.added", it, false)
-	} else if string(it.name) == `""` && KindOf(name) == KindString {
+	} else if string(it.name) == `""` && openai.KindOf(name) == openai.KindString {
 		it.name = bytes.Clone(name)
 	}
-	if KindOf(args) == KindString && len(args) > 2 {
+	if openai.KindOf(args) == openai.KindString && len(args) > 2 {
 		s.begin("response.function_call_arguments.delta")
 		s.ref(it)
 		s.out = append(append(s.out, `,"delta":`...), args...)
@@ -360,10 +363,10 @@ func (s *respStream) finish() {
 func (s *respStream) fail(errv []byte) {
 	s.done = true
 	code, msg, typ := []byte(`"server_error"`), errv, []byte(`"server_error"`)
-	if KindOf(errv) == KindObject {
+	if openai.KindOf(errv) == openai.KindObject {
 		msg = []byte(`"the model's stream failed"`)
-		_ = EachMember(errv, func(k, v []byte) error {
-			if KindOf(v) != KindString {
+		_ = openai.EachMember(errv, func(k, v []byte) error {
+			if openai.KindOf(v) != openai.KindString {
 				return nil
 			}
 			switch string(k) {

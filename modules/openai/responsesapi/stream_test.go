@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // chatAnswer is what an engine answers, for building its chat stream.
@@ -472,7 +474,7 @@ func TestResponsesStreamError(t *testing.T) {
 func TestResponsesErrorPasses(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		turn := newTurn(t, fmt.Sprintf(`{"model":"m","input":"x","stream":%v}`, stream))
-		body := (&Error{Status: 429, Type: "rate_limit_error", Code: "rate_limited", Message: "slow down"}).JSON()
+		body := (&openai.Error{Status: 429, Type: "rate_limit_error", Code: "rate_limited", Message: "slow down"}).JSON()
 		rec := serve(turn, 429, "application/json", [][]byte{body[:5], body[5:]}, nil)
 		if rec.Code != 429 || !bytes.Equal(rec.Body.Bytes(), body) {
 			t.Errorf("stream %v: got %d %s, want 429 %s", stream, rec.Code, rec.Body, body)
@@ -516,16 +518,4 @@ func FuzzResponsesStreamBytes(f *testing.F) {
 			t.Fatalf("the output ends inside an event: %q", out[max(0, len(out)-80):])
 		}
 	})
-}
-
-func TestSkipString(t *testing.T) {
-	for _, s := range []string{`""`, `"a"`, `"\""`, `"\\"`, `"ab\\\"cd"`, `"0123456789abcdef\"xyz"`, `"0123456789abcde\\"`,
-		`"0123456789abcdef0123456789\\\\\\\"\\"`, `"` + strings.Repeat(`\"`, 40) + `"`} {
-		if got := SkipString([]byte(s+`,"x"`), 0); got != len(s) {
-			t.Errorf("%s: got %d, want %d", s, got, len(s))
-		}
-	}
-	if got := SkipString([]byte(`"0123456789abcdef\"`), 0); got != -1 {
-		t.Errorf("unterminated: got %d", got)
-	}
 }

@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
-func responsesRequest(t *testing.T, body string) (*Request, error) {
+func responsesRequest(t *testing.T, body string) (*openai.Request, error) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(body))
 	return parseResponses(r, []byte(body))
@@ -82,7 +84,7 @@ func TestResponsesRequest(t *testing.T) {
 			if diff := cmp.Diff(jsonValue(t, []byte(tc.chat)), jsonValue(t, req.Raw)); diff != "" {
 				t.Errorf("chat body (-want +got)\n%s\n%s", diff, req.Raw)
 			}
-			if req.API != APIResponses || string(req.Original) != tc.body || req.Translation == nil {
+			if req.API != openai.APIResponses || string(req.Original) != tc.body || req.Translation == nil {
 				t.Errorf("got API %q, Original %q, Translation %v", req.API, req.Original, req.Translation)
 			}
 		})
@@ -156,7 +158,7 @@ func TestResponsesRequestRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := responsesRequest(t, tc.body)
-			e, ok := err.(*Error)
+			e, ok := err.(*openai.Error)
 			if !ok || e.Status != 400 || e.Code != tc.code || e.Param != tc.param || !strings.Contains(e.Message, tc.msg) {
 				t.Fatalf("got %#v, want a 400 %s at %q saying %q", err, tc.code, tc.param, tc.msg)
 			}
@@ -195,13 +197,13 @@ func TestResponsesPrevious(t *testing.T) {
 	}
 	for _, id := range []string{"resp_nope", "resp_2"} {
 		_, err = responsesRequest(t, `{"model":"m","previous_response_id":"`+id+`","input":"q2"}`)
-		e, ok := err.(*Error)
+		e, ok := err.(*openai.Error)
 		if !ok || e.Status != 404 || e.Param != "previous_response_id" || e.Message != "Previous response with id '"+id+"' not found." {
 			t.Errorf("got %#v, want a 404 naming %s", err, id)
 		}
 	}
 	_, err = responsesRequest(t, `{"model":"m","previous_response_id":"resp_nope"}`)
-	if e, ok := err.(*Error); !ok || e.Status != 404 {
+	if e, ok := err.(*openai.Error); !ok || e.Status != 404 {
 		t.Errorf("unknown id and no input: got %v, want a 404", err)
 	}
 }

@@ -1,30 +1,32 @@
-package openai
+package responsesapi
 
 import (
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // inputItems lists the input items of a stored response, as GET
 // /v1/responses/{id}/input_items answers: the client's items, each with
 // an id (derived from the response's id where the client gave none) and
 // its content as parts.
-func inputItems(respID string, input []byte, r *http.Request) ([]byte, *Error) {
+func inputItems(respID string, input []byte, r *http.Request) ([]byte, *openai.Error) {
 	q := r.URL.Query()
 	limit := 20
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "limit",
+			return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "limit",
 				Message: "limit must be an integer from 1 to 100"}
 		}
 		limit = n
 	}
 	order := q.Get("order")
 	if order != "" && order != "asc" && order != "desc" {
-		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "order",
+		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "order",
 			Message: "order must be \"asc\" or \"desc\""}
 	}
 	items, ids := storedItems(strings.TrimPrefix(respID, "resp_"), input)
@@ -61,22 +63,22 @@ func inputItems(respID string, input []byte, r *http.Request) ([]byte, *Error) {
 // storedItems returns the input's items in the API's output shape, and
 // their ids.
 func storedItems(suffix string, input []byte) (items [][]byte, ids []string) {
-	if KindOf(input) == KindString {
+	if openai.KindOf(input) == openai.KindString {
 		id := "msg_" + suffix + "_0"
 		item := `{"id":"` + id + `","type":"message","role":"user","status":"completed","content":[{"type":"input_text","text":` + string(input) + `}]}`
 		return [][]byte{[]byte(item)}, []string{id}
 	}
-	_ = EachElement(input, func(i int, v []byte) error {
+	_ = openai.EachElement(input, func(i int, v []byte) error {
 		var id, typ, role string
 		var content []byte
-		_ = EachMember(v, func(k, mv []byte) error {
+		_ = openai.EachMember(v, func(k, mv []byte) error {
 			switch string(k) {
 			case "id":
-				id = StringValue(mv)
+				id = openai.StringValue(mv)
 			case "type":
-				typ = StringValue(mv)
+				typ = openai.StringValue(mv)
 			case "role":
-				role = StringValue(mv)
+				role = openai.StringValue(mv)
 			case "content":
 				content = mv
 			}
@@ -91,7 +93,7 @@ func storedItems(suffix string, input []byte) (items [][]byte, ids []string) {
 		item := append(make([]byte, 0, len(v)+len(id)+64), v...)
 		item = setMember(item, "id", []byte(`"`+jsonEscape(id)+`"`))
 		item = setMember(item, "type", []byte(`"`+jsonEscape(typ)+`"`))
-		if typ == "message" && KindOf(content) == KindString {
+		if typ == "message" && openai.KindOf(content) == openai.KindString {
 			part := "input_text"
 			if role == "assistant" {
 				part = "output_text"
@@ -120,7 +122,7 @@ func itemPrefix(typ string) string {
 
 // setMember sets one member of a JSON object by splicing its bytes.
 func setMember(obj []byte, key string, v []byte) []byte {
-	out, err := SetMember(obj, key, v)
+	out, err := openai.SetMember(obj, key, v)
 	if err != nil {
 		return obj
 	}

@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // engineFunc answers a translated request as the router would: the chat
 // completions answer written to w.
-type engineFunc func(w http.ResponseWriter, req *Request)
+type engineFunc func(w http.ResponseWriter, req *openai.Request)
 
 // messagesServer serves /v1/messages as the gateway does: Enter parses
 // and translates the request, the engine writes a chat answer, the writer
@@ -25,9 +27,9 @@ type engineFunc func(w http.ResponseWriter, req *Request)
 func messagesServer(t *testing.T, engine engineFunc, seen chan<- []byte) anthropic.Client {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
-		w2, req, err := Enter(w, r)
+		w2, req, err := openai.Enter(w, r)
 		if err != nil {
-			var e *Error
+			var e *openai.Error
 			if errors.As(err, &e) {
 				e.Write(w2)
 			}
@@ -80,7 +82,7 @@ func weatherTool() []anthropic.ToolUnionParam {
 // result in the next turn.
 func TestMessagesOfficialClient(t *testing.T) {
 	seen := make(chan []byte, 4)
-	client := messagesServer(t, func(w http.ResponseWriter, req *Request) {
+	client := messagesServer(t, func(w http.ResponseWriter, req *openai.Request) {
 		if req.Stream {
 			toolStream(w)
 			return
@@ -169,7 +171,7 @@ func TestMessagesOfficialClient(t *testing.T) {
 
 func TestMessagesOfficialClientCountTokens(t *testing.T) {
 	seen := make(chan []byte, 1)
-	client := messagesServer(t, func(w http.ResponseWriter, req *Request) {
+	client := messagesServer(t, func(w http.ResponseWriter, req *openai.Request) {
 		if !req.CountOnly {
 			t.Error("count_tokens is not CountOnly")
 		}
@@ -191,13 +193,13 @@ func TestMessagesOfficialClientCountTokens(t *testing.T) {
 // refused before the engine, an engine's error status, and an error in
 // the middle of a stream.
 func TestMessagesOfficialClientErrors(t *testing.T) {
-	client := messagesServer(t, func(w http.ResponseWriter, req *Request) {
+	client := messagesServer(t, func(w http.ResponseWriter, req *openai.Request) {
 		if req.Stream {
 			streamEvents(w, `{"id":"c","choices":[{"index":0,"delta":{"content":"par"}}]}`)
-			(&Error{Status: 502, Type: "server_error", Code: "upstream_stream_error", Message: "the model's stream broke off"}).WriteEvent(w)
+			(&openai.Error{Status: 502, Type: "server_error", Code: "upstream_stream_error", Message: "the model's stream broke off"}).WriteEvent(w)
 			return
 		}
-		(&Error{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down"}).Write(w)
+		(&openai.Error{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down"}).Write(w)
 	}, nil)
 	ctx := context.Background()
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("x"))}
@@ -228,7 +230,7 @@ func TestMessagesOfficialClientErrors(t *testing.T) {
 // back as the answer's text.
 func TestMessagesOfficialClientStructured(t *testing.T) {
 	seen := make(chan []byte, 1)
-	client := messagesServer(t, func(w http.ResponseWriter, req *Request) {
+	client := messagesServer(t, func(w http.ResponseWriter, req *openai.Request) {
 		writeWhole(w, 200, []byte(`{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"{\"city\":\"Paris\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`))
 	}, seen)
 	schema := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}, "additionalProperties": false}

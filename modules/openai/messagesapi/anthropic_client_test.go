@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	oaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // The Messages example answer of Anthropic's tool use docs.
@@ -59,14 +61,14 @@ func standInAnthropic(t *testing.T, seen chan<- anthropic.MessageNewParams) *htt
 func chatFront(t *testing.T, upstream string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		req, err := Parse(ChatCompletions, body)
+		req, err := openai.Parse(openai.ChatCompletions, body)
 		if err != nil {
-			err.(*Error).Write(w)
+			err.(*openai.Error).Write(w)
 			return
 		}
 		up, err := ChatToMessagesBody(req.Raw, "claude-up")
 		if err != nil {
-			err.(*Error).Write(w)
+			err.(*openai.Error).Write(w)
 			return
 		}
 		resp, err := http.Post(upstream+"/v1/messages", "application/json", bytes.NewReader(up))

@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // respItem is one output item of a response.
@@ -53,16 +55,16 @@ func (o *respOut) status() (status, reason string) {
 func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	var o respOut
 	msg := o.readChoice(body)
-	if KindOf(msg) != KindObject {
+	if openai.KindOf(msg) != openai.KindObject {
 		return nil, errNoMessage
 	}
 	var content, reasoning, calls []byte
-	_ = EachMember(msg, func(k, v []byte) error {
+	_ = openai.EachMember(msg, func(k, v []byte) error {
 		switch string(k) {
 		case "content":
 			content = v
 		case "reasoning_content", "reasoning":
-			if KindOf(v) == KindString && len(v) > 2 {
+			if openai.KindOf(v) == openai.KindString && len(v) > 2 {
 				reasoning = v
 			}
 		case "tool_calls":
@@ -75,11 +77,11 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 		it := o.add('r', "rs_")
 		it.text, it.status = reasoning[1:len(reasoning)-1], "completed"
 	}
-	if KindOf(content) == KindString && (len(content) > 2 || KindOf(calls) != KindArray) {
+	if openai.KindOf(content) == openai.KindString && (len(content) > 2 || openai.KindOf(calls) != openai.KindArray) {
 		it := o.add('m', "msg_")
 		it.text, it.status = content[1:len(content)-1], status
 	}
-	_ = EachElement(calls, func(_ int, c []byte) error {
+	_ = openai.EachElement(calls, func(_ int, c []byte) error {
 		o.wholeCall(c)
 		return nil
 	})
@@ -99,28 +101,28 @@ var errNoMessage = errors.New("the answer has no choices[0].message")
 // reason, and returns that choice's message.
 func (o *respOut) readChoice(body []byte) (msg []byte) {
 	var choice []byte
-	_ = EachMember(body, func(k, v []byte) error {
+	_ = openai.EachMember(body, func(k, v []byte) error {
 		switch string(k) {
 		case "choices":
-			_ = EachElement(v, func(i int, c []byte) error {
+			_ = openai.EachElement(v, func(i int, c []byte) error {
 				if i == 0 {
 					choice = c
 				}
 				return nil
 			})
 		case "usage":
-			if KindOf(v) == KindObject {
+			if openai.KindOf(v) == openai.KindObject {
 				o.usage = v
 			}
 		}
 		return nil
 	})
-	_ = EachMember(choice, func(k, v []byte) error {
+	_ = openai.EachMember(choice, func(k, v []byte) error {
 		switch string(k) {
 		case "message":
 			msg = v
 		case "finish_reason":
-			o.finish = StringValue(v)
+			o.finish = openai.StringValue(v)
 		}
 		return nil
 	})
@@ -128,28 +130,28 @@ func (o *respOut) readChoice(body []byte) (msg []byte) {
 }
 
 func (o *respOut) wholeCall(c []byte) {
-	_, id, name, args := ToolCallFields(c)
+	_, id, name, args := openai.ToolCallFields(c)
 	it := o.add('f', "fc_")
 	it.callID, it.name, it.status = callID(id), orEmpty(name), "completed"
-	switch KindOf(args) {
-	case KindString:
+	switch openai.KindOf(args) {
+	case openai.KindString:
 		it.text = args[1 : len(args)-1]
-	case KindObject: // some engines send the arguments as an object
-		q, _ := json.Marshal(string(Compact(args)))
+	case openai.KindObject: // some engines send the arguments as an object
+		q, _ := json.Marshal(string(openai.Compact(args)))
 		it.text = q[1 : len(q)-1]
 	}
 }
 
 // callID is a call's id, or a new one when the engine gave none.
 func callID(id []byte) []byte {
-	if KindOf(id) == KindString && len(id) > 2 {
+	if openai.KindOf(id) == openai.KindString && len(id) > 2 {
 		return id
 	}
 	return []byte(`"` + newID("call_") + `"`)
 }
 
 func orEmpty(s []byte) []byte {
-	if KindOf(s) == KindString {
+	if openai.KindOf(s) == openai.KindString {
 		return s
 	}
 	return []byte(`""`)
@@ -271,7 +273,7 @@ func readUsage(usage []byte) (u respUsage, ok bool) {
 		n, _ := strconv.ParseInt(string(v), 10, 64)
 		return n
 	}
-	err := EachMember(usage, func(k, v []byte) error {
+	err := openai.EachMember(usage, func(k, v []byte) error {
 		switch string(k) {
 		case "prompt_tokens":
 			u.PromptTokens = num(v)
@@ -280,10 +282,10 @@ func readUsage(usage []byte) (u respUsage, ok bool) {
 		case "total_tokens":
 			u.TotalTokens = num(v)
 		case "prompt_tokens_details", "completion_tokens_details":
-			if KindOf(v) != KindObject {
+			if openai.KindOf(v) != openai.KindObject {
 				return nil
 			}
-			return EachMember(v, func(dk, dv []byte) error {
+			return openai.EachMember(v, func(dk, dv []byte) error {
 				switch string(dk) {
 				case "cached_tokens":
 					u.CachedTokens = num(dv)

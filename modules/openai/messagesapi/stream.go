@@ -1,9 +1,12 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // chatToMessages translates a chat completions stream into a Messages
@@ -32,6 +35,9 @@ type chatToMessages struct {
 }
 
 type toolSlot struct{ key, index int }
+
+// errFound stops a walk once it has found what it looks for.
+var errFound = errors.New("found")
 
 func newChatToMessages(t *messagesTurn) *chatToMessages {
 	return &chatToMessages{turn: t, cur: -1}
@@ -82,11 +88,11 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 	if string(data) == "[DONE]" {
 		return s.end(out)
 	}
-	if KindOf(data) != KindObject {
+	if openai.KindOf(data) != openai.KindObject {
 		return out
 	}
 	var id, choices, usage, errv []byte
-	_ = EachMember(data, func(k, v []byte) error {
+	_ = openai.EachMember(data, func(k, v []byte) error {
 		switch string(k) {
 		case "id":
 			id = v
@@ -99,14 +105,14 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 		}
 		return nil
 	})
-	if KindOf(errv) == KindObject && choices == nil {
+	if openai.KindOf(errv) == openai.KindObject && choices == nil {
 		return s.fail(out, errv)
 	}
 	if !s.started {
 		out = s.start(out, id)
 	}
-	if KindOf(choices) == KindArray {
-		_ = EachElement(choices, func(_ int, c []byte) error {
+	if openai.KindOf(choices) == openai.KindArray {
+		_ = openai.EachElement(choices, func(_ int, c []byte) error {
 			var ok bool
 			if out, ok = s.choice(out, c); ok {
 				return errFound
@@ -114,7 +120,7 @@ func (s *chatToMessages) chunk(out, data []byte) []byte {
 			return nil
 		})
 	}
-	if KindOf(usage) == KindObject {
+	if openai.KindOf(usage) == openai.KindObject {
 		s.usage, s.hasUse = chatUsage(usage)
 	}
 	if s.hasUse && s.finish != "" {
@@ -132,7 +138,7 @@ func (s *chatToMessages) start(out, id []byte) []byte {
 // than the first (index 0), which is skipped.
 func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	var delta, finish, stop []byte
-	if EachMember(c, func(k, v []byte) error {
+	if openai.EachMember(c, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
 			if string(v) != "0" {
@@ -149,9 +155,9 @@ func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 	}) == errFound {
 		return out, false
 	}
-	if KindOf(delta) == KindObject {
+	if openai.KindOf(delta) == openai.KindObject {
 		var reasoning, content, calls []byte
-		_ = EachMember(delta, func(k, v []byte) error {
+		_ = openai.EachMember(delta, func(k, v []byte) error {
 			switch string(k) {
 			case "reasoning_content", "reasoning":
 				if isText(v) {
@@ -170,15 +176,15 @@ func (s *chatToMessages) choice(out, c []byte) (_ []byte, ok bool) {
 		if isText(content) {
 			out = s.text(out, blockText, content)
 		}
-		if KindOf(calls) == KindArray {
-			_ = EachElement(calls, func(_ int, tc []byte) error {
+		if openai.KindOf(calls) == openai.KindArray {
+			_ = openai.EachElement(calls, func(_ int, tc []byte) error {
 				out = s.toolCall(out, tc)
 				return nil
 			})
 		}
 	}
-	if KindOf(finish) == KindString {
-		s.finish = string(Unquote(finish))
+	if openai.KindOf(finish) == openai.KindString {
+		s.finish = string(openai.Unquote(finish))
 		// A copy: stop is a slice of this event, and the buffer it is
 		// in is reused before message_delta is written.
 		s.stopSeq = bytes.Clone(matchedStop(s.turn, stop))
@@ -205,7 +211,7 @@ func (s *chatToMessages) open(out []byte, b *block) []byte {
 
 func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 	var idx, id, fn []byte
-	_ = EachMember(tc, func(k, v []byte) error {
+	_ = openai.EachMember(tc, func(k, v []byte) error {
 		switch string(k) {
 		case "index":
 			idx = v
@@ -217,13 +223,13 @@ func (s *chatToMessages) toolCall(out, tc []byte) []byte {
 		return nil
 	})
 	var name, args []byte
-	if KindOf(fn) == KindObject {
-		name, args = MemberOf(fn, "name"), MemberOf(fn, "arguments")
+	if openai.KindOf(fn) == openai.KindObject {
+		name, args = openai.MemberOf(fn, "name"), openai.MemberOf(fn, "arguments")
 	}
 	key, err := strconv.Atoi(string(idx))
 	switch {
 	case err == nil:
-	case KindOf(id) == KindString: // no index: a call with an id is a new one
+	case openai.KindOf(id) == openai.KindString: // no index: a call with an id is a new one
 		key = -1 - len(s.tools)
 	default:
 		key = s.lastKey

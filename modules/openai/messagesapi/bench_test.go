@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // A conversation of some turns, as a Messages request and as the chat
@@ -32,7 +34,7 @@ func BenchmarkParseChat(b *testing.B) {
 	_, chat := benchBodies()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(ChatCompletions, chat); err != nil {
+		if _, err := openai.Parse(openai.ChatCompletions, chat); err != nil {
 			b.Fatal(err)
 		}
 	}

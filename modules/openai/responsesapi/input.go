@@ -1,8 +1,10 @@
-package openai
+package responsesapi
 
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // chatMessages writes chat messages from Responses input items. An
@@ -52,14 +54,14 @@ func (c *chatMessages) done() []byte {
 // input adds the messages of a Responses input: a string is one user
 // message; an array holds items.
 func (c *chatMessages) input(v []byte) error {
-	switch KindOf(v) {
-	case KindNull:
+	switch openai.KindOf(v) {
+	case openai.KindNull:
 		return nil
-	case KindString:
+	case openai.KindString:
 		c.add([]byte(`{"role":"user","content":`), v, []byte("}"))
 		return nil
 	}
-	return EachElement(v, func(i int, item []byte) error {
+	return openai.EachElement(v, func(i int, item []byte) error {
 		return c.item(fmt.Sprintf("input[%d]", i), item)
 	})
 }
@@ -71,17 +73,17 @@ type inputItem struct {
 }
 
 func (c *chatMessages) item(at string, v []byte) error {
-	if KindOf(v) != KindObject {
-		return TypeError(at, "an input item object such as {\"role\":\"user\",\"content\":\"…\"}")
+	if openai.KindOf(v) != openai.KindObject {
+		return openai.TypeError(at, "an input item object such as {\"role\":\"user\",\"content\":\"…\"}")
 	}
 	var it inputItem
 	hasRole := false
-	_ = EachMember(v, func(key, mv []byte) error {
+	_ = openai.EachMember(v, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			it.typ = StringValue(mv)
+			it.typ = openai.StringValue(mv)
 		case "role":
-			it.role, hasRole = StringValue(mv), true
+			it.role, hasRole = openai.StringValue(mv), true
 		case "content":
 			it.content = mv
 		case "call_id":
@@ -107,18 +109,18 @@ func (c *chatMessages) item(at string, v []byte) error {
 	case it.typ == "item_reference":
 		return respUnsupported(at+".type", fmt.Sprintf("%s: item_reference is not supported by this gateway; send the items themselves, or use previous_response_id", at))
 	case it.typ == "":
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".type",
+		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".type",
 			Message: at + " needs a type (such as \"message\" or \"function_call_output\") or a role"}
 	}
 	return respUnsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; send message, function_call or function_call_output items", at, it.typ))
 }
 
-func respUnsupported(param, msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_value", Param: param, Message: msg}
+func respUnsupported(param, msg string) *openai.Error {
+	return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_value", Param: param, Message: msg}
 }
 
-func respMissing(param, what string) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param,
+func respMissing(param, what string) *openai.Error {
+	return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param,
 		Message: param + " is missing; it must be " + what}
 }
 
@@ -129,10 +131,10 @@ func (c *chatMessages) message(at string, it *inputItem) error {
 	case "developer":
 		role = "system" // chat engines' templates know system
 	default:
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: at + ".role",
+		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: at + ".role",
 			Message: at + ".role must be one of \"user\", \"assistant\", \"system\" or \"developer\""}
 	}
-	if KindOf(it.content) == KindNull {
+	if openai.KindOf(it.content) == openai.KindNull {
 		return respMissing(at+".content", "a string or an array of content parts")
 	}
 	content, err := chatContent(at+".content", role, it.content)
@@ -153,11 +155,11 @@ func (c *chatMessages) functionCall(at string, it *inputItem) error {
 		k string
 		v []byte
 	}{{"call_id", it.callID}, {"name", it.name}, {"arguments", it.arguments}} {
-		if KindOf(m.v) != KindString {
-			if KindOf(m.v) == KindNull {
+		if openai.KindOf(m.v) != openai.KindString {
+			if openai.KindOf(m.v) == openai.KindNull {
 				return respMissing(at+"."+m.k, "a string")
 			}
-			return TypeError(at+"."+m.k, "a string")
+			return openai.TypeError(at+"."+m.k, "a string")
 		}
 	}
 	if !c.open {
@@ -175,14 +177,14 @@ func (c *chatMessages) functionCall(at string, it *inputItem) error {
 }
 
 func (c *chatMessages) functionOutput(at string, it *inputItem) error {
-	switch KindOf(it.callID) {
-	case KindString:
-	case KindNull:
+	switch openai.KindOf(it.callID) {
+	case openai.KindString:
+	case openai.KindNull:
 		return respMissing(at+".call_id", "a string")
 	default:
-		return TypeError(at+".call_id", "a string")
+		return openai.TypeError(at+".call_id", "a string")
 	}
-	if KindOf(it.output) == KindNull {
+	if openai.KindOf(it.output) == openai.KindNull {
 		return respMissing(at+".output", "a string or an array of input_text parts")
 	}
 	content, err := chatContent(at+".output", "tool", it.output)
@@ -197,17 +199,17 @@ func (c *chatMessages) functionOutput(at string, it *inputItem) error {
 // string as it is; parts to chat's parts, or to the text itself when
 // there is one text part.
 func chatContent(at, role string, v []byte) ([]byte, error) {
-	switch KindOf(v) {
-	case KindString:
+	switch openai.KindOf(v) {
+	case openai.KindString:
 		return v, nil
-	case KindArray:
+	case openai.KindArray:
 	default:
-		return nil, TypeError(at, "a string or an array of content parts")
+		return nil, openai.TypeError(at, "a string or an array of content parts")
 	}
 	var out []byte
 	var text []byte // the text of a lone text part
 	n := 0
-	err := EachElement(v, func(j int, part []byte) error {
+	err := openai.EachElement(v, func(j int, part []byte) error {
 		p, t, err := respChatPart(fmt.Sprintf("%s[%d]", at, j), role, part)
 		if err != nil {
 			return err
@@ -234,15 +236,15 @@ func chatContent(at, role string, v []byte) ([]byte, error) {
 // respChatPart translates one content part; text is the part's text when it
 // is a text part.
 func respChatPart(at, role string, part []byte) (out, text []byte, err error) {
-	if KindOf(part) != KindObject {
-		return nil, nil, TypeError(at, "an object such as {\"type\":\"input_text\",\"text\":\"…\"}")
+	if openai.KindOf(part) != openai.KindObject {
+		return nil, nil, openai.TypeError(at, "an object such as {\"type\":\"input_text\",\"text\":\"…\"}")
 	}
 	var typ string
 	var txt, refusal, url, detail, fileID []byte
-	_ = EachMember(part, func(key, mv []byte) error {
+	_ = openai.EachMember(part, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			typ = StringValue(mv)
+			typ = openai.StringValue(mv)
 		case "text":
 			txt = mv
 		case "refusal":
@@ -262,11 +264,11 @@ func respChatPart(at, role string, part []byte) (out, text []byte, err error) {
 		if typ == "refusal" {
 			txt, field = refusal, ".refusal"
 		}
-		if KindOf(txt) != KindString {
-			if KindOf(txt) == KindNull {
+		if openai.KindOf(txt) != openai.KindString {
+			if openai.KindOf(txt) == openai.KindNull {
 				return nil, nil, respMissing(at+field, "a string")
 			}
-			return nil, nil, TypeError(at+field, "a string")
+			return nil, nil, openai.TypeError(at+field, "a string")
 		}
 		return append(append([]byte(`{"type":"text","text":`), txt...), '}'), txt, nil
 	case "input_image":
@@ -283,23 +285,23 @@ func respImagePart(at, role string, url, detail, fileID []byte) ([]byte, []byte,
 	if role != "user" {
 		return nil, nil, respUnsupported(at+".type", at+": images are accepted in user messages only")
 	}
-	switch KindOf(url) {
-	case KindString:
-	case KindNull:
-		if KindOf(fileID) != KindNull {
+	switch openai.KindOf(url) {
+	case openai.KindString:
+	case openai.KindNull:
+		if openai.KindOf(fileID) != openai.KindNull {
 			return nil, nil, respUnsupported(at+".file_id", at+".file_id is not supported by this gateway; send the image as image_url (an https URL or a data: URL)")
 		}
 		return nil, nil, respMissing(at+".image_url", "a string (an https URL or a data: URL)")
 	default:
-		return nil, nil, TypeError(at+".image_url", "a string (an https URL or a data: URL)")
+		return nil, nil, openai.TypeError(at+".image_url", "a string (an https URL or a data: URL)")
 	}
-	if err := CheckMediaURL(at+".image_url", url); err != nil {
+	if err := openai.CheckMediaURL(at+".image_url", url); err != nil {
 		return nil, nil, err
 	}
 	out := append(make([]byte, 0, len(url)+64), `{"type":"image_url","image_url":{"url":`...)
 	out = append(out, url...)
-	if KindOf(detail) != KindNull {
-		if err := CheckEnum(at+".detail", detail, "low", "high", "auto"); err != nil {
+	if openai.KindOf(detail) != openai.KindNull {
+		if err := openai.CheckEnum(at+".detail", detail, "low", "high", "auto"); err != nil {
 			return nil, nil, err
 		}
 		out = append(append(out, `,"detail":`...), detail...)

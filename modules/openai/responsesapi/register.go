@@ -1,14 +1,18 @@
-package openai
+package responsesapi
 
-import "net/http"
+import (
+	"net/http"
 
-func init() { RegisterAPI(APIResponses, responsesAPI{}) }
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+func init() { openai.RegisterAPI(openai.APIResponses, responsesAPI{}) }
 
 // responsesAPI is OpenAI's Responses API (POST /v1/responses) translated
 // to chat completions.
 type responsesAPI struct{}
 
-func (responsesAPI) Parse(r *http.Request, _ string, body []byte) (*Request, error) {
+func (responsesAPI) Parse(r *http.Request, _ string, body []byte) (*openai.Request, error) {
 	return parseResponses(r, body)
 }
 

@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // messagesTurn is the Translation of a Messages request: it writes the
@@ -55,7 +57,7 @@ type messagesWriter struct {
 	status  int
 	wantLen int64 // the Content-Length announced, or -1
 	buf     []byte
-	end     ObjectScan
+	end     openai.ObjectScan
 	stream  *chatToMessages
 	out     []byte // the translated events of one write
 }
@@ -76,7 +78,7 @@ func (w *messagesWriter) WriteHeader(status int) {
 		w.mode = modePass
 		w.ResponseWriter.WriteHeader(status)
 		return
-	case IsSSE(h) && !w.turn.countOnly:
+	case openai.IsSSE(h) && !w.turn.countOnly:
 		w.mode = modeStream
 		w.stream = newChatToMessages(w.turn)
 		h.Del("Content-Length")
@@ -135,7 +137,7 @@ func (w *messagesWriter) finish() error {
 	case status >= 400:
 		out = messagesErrorFromOpenAI(status, body)
 	case w.turn.countOnly:
-		u, _ := FindUsage(body)
+		u, _ := openai.FindUsage(body)
 		out = append(append([]byte(`{"input_tokens":`), strconv.FormatInt(u.PromptTokens, 10)...), '}')
 	default:
 		msg, err := messageFromChat(w.turn, body)
@@ -164,6 +166,9 @@ func (w *messagesWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(writerOnly{w}, r)
 }
 
+// writerOnly hides all but Write, so that io.Copy calls it.
+type writerOnly struct{ io.Writer }
+
 // FlushError flushes what was translated; a buffered whole answer is not
 // flushed (its status is not written yet).
 func (w *messagesWriter) FlushError() error {
@@ -185,7 +190,7 @@ func anthropicError(typ, message string) []byte {
 	out = append(out, `{"type":"error","error":{"type":"`...)
 	out = append(out, typ...)
 	out = append(out, `","message":`...)
-	out = AppendJSONString(out, []byte(message))
+	out = openai.AppendJSONString(out, []byte(message))
 	return append(out, "}}"...)
 }
 
@@ -239,8 +244,8 @@ func messagesErrorFromOpenAI(status int, body []byte) []byte {
 		var other map[string]json.RawMessage
 		_ = json.Unmarshal(body, &other)
 		for _, k := range []string{"error", "detail", "message"} {
-			if v := other[k]; KindOf(v) == KindString {
-				msg = string(Unquote(v))
+			if v := other[k]; openai.KindOf(v) == openai.KindString {
+				msg = string(openai.Unquote(v))
 				break
 			}
 		}
@@ -254,7 +259,7 @@ func messagesErrorFromOpenAI(status int, body []byte) []byte {
 // anthropicTypeOf names the Anthropic error type of an OpenAI error met
 // mid-stream, where no status tells.
 func anthropicTypeOf(e openAIErr) string {
-	code := string(Unquote(e.Code))
+	code := string(openai.Unquote(e.Code))
 	switch {
 	case e.Type == "authentication_error" || code == "invalid_api_key":
 		return "authentication_error"
@@ -291,10 +296,10 @@ func stopReason(finish string, tools bool, stop []byte) string {
 // matchedStop returns the stop sequence a choice's stop_reason (vLLM
 // names the string that stopped it) matched, as a JSON string, or nil.
 func matchedStop(t *messagesTurn, raw []byte) []byte {
-	if KindOf(raw) != KindString || len(t.stops) == 0 {
+	if openai.KindOf(raw) != openai.KindString || len(t.stops) == 0 {
 		return nil
 	}
-	if slices.Contains(t.stops, string(Unquote(raw))) {
+	if slices.Contains(t.stops, string(openai.Unquote(raw))) {
 		return raw
 	}
 	return nil
@@ -302,10 +307,10 @@ func matchedStop(t *messagesTurn, raw []byte) []byte {
 
 // messageID is the Messages id of a chat answer's id.
 func messageID(chatID []byte) []byte {
-	id := Unquote(chatID)
+	id := openai.Unquote(chatID)
 	if len(id) == 0 {
 		var b [12]byte
-		FillRandom(b[:])
+		openai.FillRandom(b[:])
 		id = []byte(hex.EncodeToString(b[:]))
 	}
 	if bytes.HasPrefix(id, []byte("msg_")) {
@@ -317,6 +322,6 @@ func messageID(chatID []byte) []byte {
 // toolID makes an id for a tool call the engine sent without one.
 func toolID() []byte {
 	var b [12]byte
-	FillRandom(b[:])
+	openai.FillRandom(b[:])
 	return []byte(`"toolu_` + hex.EncodeToString(b[:]) + `"`)
 }

@@ -1,8 +1,10 @@
-package openai
+package responsesapi
 
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // Writer returns the writer that turns the chat-completions answer written
@@ -21,9 +23,9 @@ type respWriter struct {
 	t      *respTurn
 	mode   uint8
 	status int
-	whole  []byte     // respWhole: the body so far, when it came in pieces
-	length int        // respWhole: the body's Content-Length, -1 when unknown
-	end    ObjectScan // respWhole: where the body's object ends, when its length is unknown
+	whole  []byte            // respWhole: the body so far, when it came in pieces
+	length int               // respWhole: the body's Content-Length, -1 when unknown
+	end    openai.ObjectScan // respWhole: where the body's object ends, when its length is unknown
 	s      *respStream
 	rc     *http.ResponseController // of w, for flushes
 }
@@ -52,7 +54,7 @@ func (w *respWriter) WriteHeader(status int) {
 	case status >= 300:
 		w.mode = respPass
 		w.w.WriteHeader(status)
-	case IsSSE(h):
+	case openai.IsSSE(h):
 		w.mode = respStreaming
 		h.Del("Content-Length")
 		w.w.WriteHeader(status)
@@ -95,7 +97,7 @@ func (w *respWriter) collect(b []byte) error {
 	}
 	end := w.complete(body, start)
 	switch {
-	case end == NotObject:
+	case end == openai.NotObject:
 		w.mode = respPass // not ours to translate: as it came
 		if w.length >= 0 {
 			w.w.Header().Set("Content-Length", strconv.Itoa(w.length))
@@ -112,7 +114,7 @@ func (w *respWriter) collect(b []byte) error {
 	w.mode = respDone
 	out, err := w.t.wholeAnswer(body[:end])
 	if err != nil {
-		(&Error{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
+		(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
 			Message: "the model's answer could not be translated to the Responses API: " + err.Error()}).Write(w.w)
 		return nil
 	}
@@ -130,8 +132,8 @@ func (w *respWriter) complete(body []byte, start int) int {
 	if w.length < 0 {
 		return w.end.Feed(body, start)
 	}
-	if i := SkipSpace(body, 0); i < len(body) && body[i] != '{' {
-		return NotObject
+	if i := openai.SkipSpace(body, 0); i < len(body) && body[i] != '{' {
+		return openai.NotObject
 	}
 	if len(body) < w.length {
 		return -1

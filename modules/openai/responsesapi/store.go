@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"container/list"
@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // storeTTL is how long a stored response is kept (OpenAI keeps them 30
@@ -116,7 +118,7 @@ func (s *memoryStore) remove(el *list.Element) {
 // recordMember returns one member of a stored record, or nil.
 func recordMember(rec []byte, key string) []byte {
 	var out []byte
-	_ = EachMember(rec, func(k, v []byte) error {
+	_ = openai.EachMember(rec, func(k, v []byte) error {
 		if string(k) == key {
 			out = v
 		}
@@ -128,7 +130,7 @@ func recordMember(rec []byte, key string) []byte {
 // newID returns prefix followed by 48 random hex digits.
 func newID(prefix string) string {
 	var b [24]byte
-	FillRandom(b[:])
+	openai.FillRandom(b[:])
 	out := make([]byte, len(prefix)+48)
 	copy(out, prefix)
 	hex.Encode(out[len(prefix):], b[:])
@@ -146,7 +148,7 @@ func ServeStoredResponse(w http.ResponseWriter, r *http.Request, id string) {
 	switch {
 	case sub == "" && r.Method == http.MethodGet, sub == "input_items" && r.Method == http.MethodGet:
 	case sub == "" && r.Method == http.MethodDelete:
-		err := currentStore().Delete(r.Context(), Scope(r), id)
+		err := currentStore().Delete(r.Context(), openai.Scope(r), id)
 		if err != nil {
 			storeError(id, err).Write(w)
 			return
@@ -155,15 +157,15 @@ func ServeStoredResponse(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	case sub == "" || sub == "input_items":
 		w.Header().Set("Allow", "GET, DELETE")
-		(&Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+		(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
 			Message: fmt.Sprintf("%s is not allowed here; use GET or DELETE", r.Method)}).Write(w)
 		return
 	default:
-		(&Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
+		(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
 			Message: fmt.Sprintf("no such endpoint: /v1/responses/%s/%s", id, sub)}).Write(w)
 		return
 	}
-	rec, err := currentStore().Get(r.Context(), Scope(r), id)
+	rec, err := currentStore().Get(r.Context(), openai.Scope(r), id)
 	if err != nil {
 		storeError(id, err).Write(w)
 		return
@@ -180,12 +182,12 @@ func ServeStoredResponse(w http.ResponseWriter, r *http.Request, id string) {
 	writeJSON(w, http.StatusOK, items)
 }
 
-func storeError(id string, err error) *Error {
+func storeError(id string, err error) *openai.Error {
 	if errors.Is(err, ErrNotStored) {
-		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
+		return &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
 			Message: fmt.Sprintf("No response found with id '%s'.", id)}
 	}
-	return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
+	return &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
 		Message: fmt.Sprintf("reading stored response %s: %v; try again", id, err)}
 }
 

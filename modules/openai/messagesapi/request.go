@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // A Messages request (Anthropic's POST /v1/messages) enters as a chat
@@ -57,15 +59,15 @@ type messagesReq struct {
 	stream                                                 bool
 }
 
-func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, error) {
-	if err := CheckJSON(body); err != nil {
+func parseMessages(_ *http.Request, body []byte, countOnly bool) (*openai.Request, error) {
+	if err := openai.CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[SkipSpace(body, 0)]; b != '{' {
-		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
+	if b := body[openai.SkipSpace(body, 0)]; b != '{' {
+		return nil, openai.BadRequest("invalid_json", "the request body must be a JSON object")
 	}
 	var m messagesReq
-	if err := EachMember(body, m.read); err != nil {
+	if err := openai.EachMember(body, m.read); err != nil {
 		return nil, err
 	}
 	if err := m.check(countOnly); err != nil {
@@ -75,51 +77,51 @@ func parseMessages(_ *http.Request, body []byte, countOnly bool) (*Request, erro
 	if err != nil {
 		return nil, err
 	}
-	req, err := ParseValid(ChatCompletions, chat)
+	req, err := openai.ParseValid(openai.ChatCompletions, chat)
 	if err != nil {
 		return nil, err
 	}
-	req.API, req.Original, req.CountOnly = APIMessages, body, countOnly
+	req.API, req.Original, req.CountOnly = openai.APIMessages, body, countOnly
 	req.Translation = &messagesTurn{model: req.Model, stream: m.stream && !countOnly, countOnly: countOnly, stops: stopList(m.stop)}
 	return req, nil
 }
 
 func (m *messagesReq) read(key, v []byte) error {
 	name := string(key)
-	if KindOf(v) == KindNull {
+	if openai.KindOf(v) == openai.KindNull {
 		return nil
 	}
 	switch name {
 	case "model":
-		if KindOf(v) != KindString {
-			return TypeError(name, "a string (a model's name, as GET /v1/models lists them)")
+		if openai.KindOf(v) != openai.KindString {
+			return openai.TypeError(name, "a string (a model's name, as GET /v1/models lists them)")
 		}
 		m.model = v
 	case "max_tokens":
-		n, err := ReadInt(name, v, 1, math.MaxInt64)
+		n, err := openai.ReadInt(name, v, 1, math.MaxInt64)
 		m.maxTokens = n
 		return err
 	case "messages":
-		if KindOf(v) != KindArray {
-			return TypeError(name, "an array of messages")
+		if openai.KindOf(v) != openai.KindArray {
+			return openai.TypeError(name, "an array of messages")
 		}
 		m.messages = v
 	case "system":
-		if k := KindOf(v); k != KindString && k != KindArray {
-			return TypeError(name, "a string or an array of text blocks")
+		if k := openai.KindOf(v); k != openai.KindString && k != openai.KindArray {
+			return openai.TypeError(name, "a string or an array of text blocks")
 		}
 		m.system = v
 	case "stop_sequences":
 		m.stop = v
 		return checkStops(name, v)
 	case "stream":
-		if KindOf(v) != KindBool {
-			return TypeError(name, "a boolean")
+		if openai.KindOf(v) != openai.KindBool {
+			return openai.TypeError(name, "a boolean")
 		}
 		m.stream = v[0] == 't'
 	case "temperature", "top_p":
-		if f, err := strconv.ParseFloat(string(v), 64); KindOf(v) != KindNumber || err != nil || f < 0 || f > 1 {
-			return RangeError(name, "a number from 0 to 1")
+		if f, err := strconv.ParseFloat(string(v), 64); openai.KindOf(v) != openai.KindNumber || err != nil || f < 0 || f > 1 {
+			return openai.RangeError(name, "a number from 0 to 1")
 		}
 		if name == "temperature" {
 			m.temperature = v
@@ -127,24 +129,24 @@ func (m *messagesReq) read(key, v []byte) error {
 			m.topP = v
 		}
 	case "top_k":
-		_, err := ReadInt(name, v, 0, math.MaxInt32)
+		_, err := openai.ReadInt(name, v, 0, math.MaxInt32)
 		m.topK = v
 		return err
 	case "metadata":
 		return m.metadata(name, v)
 	case "tools":
-		if KindOf(v) != KindArray {
-			return TypeError(name, "an array of tools")
+		if openai.KindOf(v) != openai.KindArray {
+			return openai.TypeError(name, "an array of tools")
 		}
 		m.tools = v
 	case "tool_choice":
-		if KindOf(v) != KindObject {
-			return TypeError(name, `an object such as {"type":"auto"}`)
+		if openai.KindOf(v) != openai.KindObject {
+			return openai.TypeError(name, `an object such as {"type":"auto"}`)
 		}
 		m.toolChoice = v
 	case "thinking":
-		if KindOf(v) != KindObject {
-			return TypeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
+		if openai.KindOf(v) != openai.KindObject {
+			return openai.TypeError(name, `an object such as {"type":"enabled","budget_tokens":2048}`)
 		}
 		m.thinking = v
 	case "output_config":
@@ -164,11 +166,11 @@ func (m *messagesReq) read(key, v []byte) error {
 // response_format, and wins over output_format. Its effort has no chat
 // form and is ignored.
 func (m *messagesReq) outputConfig(name string, v []byte) error {
-	if KindOf(v) != KindObject {
-		return TypeError(name, `an object such as {"format":{"type":"json_schema","schema":{…}}}`)
+	if openai.KindOf(v) != openai.KindObject {
+		return openai.TypeError(name, `an object such as {"format":{"type":"json_schema","schema":{…}}}`)
 	}
-	f := MemberOf(v, "format")
-	if KindOf(f) == KindNull {
+	f := openai.MemberOf(v, "format")
+	if openai.KindOf(f) == openai.KindNull {
 		return nil
 	}
 	rf, err := responseFormat(name+".format", f)
@@ -180,17 +182,17 @@ func (m *messagesReq) outputConfig(name string, v []byte) error {
 // {"type":"json_schema","schema":{…}}, to chat's response_format.
 func responseFormat(at string, v []byte) ([]byte, error) {
 	const want = `an object such as {"type":"json_schema","schema":{…}}`
-	if KindOf(v) != KindObject {
-		return nil, TypeError(at, want)
+	if openai.KindOf(v) != openai.KindObject {
+		return nil, openai.TypeError(at, want)
 	}
-	typ, schema := MemberOf(v, "type"), MemberOf(v, "schema")
+	typ, schema := openai.MemberOf(v, "type"), openai.MemberOf(v, "schema")
 	switch {
-	case KindOf(typ) != KindString || string(typ) != `"json_schema"`:
-		return nil, RangeError(at+".type", `"json_schema" (the only output format Messages has)`)
-	case KindOf(schema) == KindNull:
+	case openai.KindOf(typ) != openai.KindString || string(typ) != `"json_schema"`:
+		return nil, openai.RangeError(at+".type", `"json_schema" (the only output format Messages has)`)
+	case openai.KindOf(schema) == openai.KindNull:
 		return nil, missing(at+".schema", at+".schema is missing; give the JSON schema the answer must fit")
-	case KindOf(schema) != KindObject:
-		return nil, TypeError(at+".schema", "a JSON schema object")
+	case openai.KindOf(schema) != openai.KindObject:
+		return nil, openai.TypeError(at+".schema", "a JSON schema object")
 	}
 	out := make([]byte, 0, len(schema)+80)
 	out = append(out, `{"type":"json_schema","json_schema":{"name":"output","schema":`...)
@@ -199,15 +201,15 @@ func responseFormat(at string, v []byte) ([]byte, error) {
 }
 
 func (m *messagesReq) metadata(name string, v []byte) error {
-	if KindOf(v) != KindObject {
-		return TypeError(name, "an object")
+	if openai.KindOf(v) != openai.KindObject {
+		return openai.TypeError(name, "an object")
 	}
-	return EachMember(v, func(k, u []byte) error {
-		if string(k) != "user_id" || KindOf(u) == KindNull {
+	return openai.EachMember(v, func(k, u []byte) error {
+		if string(k) != "user_id" || openai.KindOf(u) == openai.KindNull {
 			return nil
 		}
-		if KindOf(u) != KindString {
-			return TypeError(name+".user_id", "a string")
+		if openai.KindOf(u) != openai.KindString {
+			return openai.TypeError(name+".user_id", "a string")
 		}
 		m.user = u
 		return nil
@@ -217,19 +219,19 @@ func (m *messagesReq) metadata(name string, v []byte) error {
 // checkStops checks stop_sequences: an array of at most MaxStop strings,
 // the chat engines' limit.
 func checkStops(name string, v []byte) error {
-	if KindOf(v) != KindArray {
-		return TypeError(name, "an array of strings")
+	if openai.KindOf(v) != openai.KindArray {
+		return openai.TypeError(name, "an array of strings")
 	}
 	n := 0
-	err := EachElement(v, func(i int, s []byte) error {
+	err := openai.EachElement(v, func(i int, s []byte) error {
 		n++
-		if KindOf(s) != KindString {
-			return TypeError(fmt.Sprintf("%s[%d]", name, i), "a string")
+		if openai.KindOf(s) != openai.KindString {
+			return openai.TypeError(fmt.Sprintf("%s[%d]", name, i), "a string")
 		}
 		return nil
 	})
-	if err == nil && n > MaxStop {
-		return RangeError(name, fmt.Sprintf("an array of at most %d strings (it has %d): this model is served through chat completions, which stop on at most %d sequences", MaxStop, n, MaxStop))
+	if err == nil && n > openai.MaxStop {
+		return openai.RangeError(name, fmt.Sprintf("an array of at most %d strings (it has %d): this model is served through chat completions, which stop on at most %d sequences", openai.MaxStop, n, openai.MaxStop))
 	}
 	return err
 }
@@ -250,18 +252,18 @@ func (m *messagesReq) check(countOnly bool) error {
 		return missing("max_tokens", "max_tokens is missing; set the most tokens the answer may have")
 	case len(m.messages) == 0:
 		return missing("messages", "messages is missing; send at least one message")
-	case CountElements(m.messages) == 0:
-		return RangeError("messages", "a non-empty array of messages")
+	case openai.CountElements(m.messages) == 0:
+		return openai.RangeError("messages", "a non-empty array of messages")
 	}
 	return nil
 }
 
-func missing(param, msg string) *Error {
-	return &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param, Message: msg}
+func missing(param, msg string) *openai.Error {
+	return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: param, Message: msg}
 }
 
-func unsupported(param, msg string) *Error {
-	return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_content", Param: param, Message: param + ": " + msg}
+func unsupported(param, msg string) *openai.Error {
+	return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_content", Param: param, Message: param + ": " + msg}
 }
 
 // chatBody writes the chat completions request.
@@ -320,13 +322,13 @@ func (m *messagesReq) systemMessage(out []byte) ([]byte, error) {
 		return out, nil
 	}
 	out = append(out, `{"role":"system","content":`...)
-	if KindOf(m.system) == KindString {
+	if openai.KindOf(m.system) == openai.KindString {
 		out = append(out, m.system...)
 		return append(out, '}'), nil
 	}
 	var text []byte
 	n := 0
-	err := EachElement(m.system, func(i int, b []byte) error {
+	err := openai.EachElement(m.system, func(i int, b []byte) error {
 		t, err := textBlock(fmt.Sprintf("system[%d]", i), b)
 		if n > 0 {
 			text = append(text, '\n')
@@ -337,7 +339,7 @@ func (m *messagesReq) systemMessage(out []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = AppendJSONString(out, text)
+	out = openai.AppendJSONString(out, text)
 	return append(out, '}'), nil
 }
 
@@ -348,22 +350,22 @@ func textBlock(at string, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	if typ != "text" {
-		return nil, RangeError(at+".type", `"text"`)
+		return nil, openai.RangeError(at+".type", `"text"`)
 	}
 	raw, err := stringMember(at, b, "text")
 	if err != nil {
 		return nil, err
 	}
-	return Unquote(raw), nil
+	return openai.Unquote(raw), nil
 }
 
 // blockType checks that b is an object with a string type, and returns it.
 func blockType(at string, b []byte) (string, error) {
-	if KindOf(b) != KindObject {
-		return "", TypeError(at, `an object such as {"type":"text","text":"…"}`)
+	if openai.KindOf(b) != openai.KindObject {
+		return "", openai.TypeError(at, `an object such as {"type":"text","text":"…"}`)
 	}
 	var typ []byte
-	_ = EachMember(b, func(k, v []byte) error {
+	_ = openai.EachMember(b, func(k, v []byte) error {
 		if string(k) == "type" {
 			typ = v
 		}
@@ -372,21 +374,21 @@ func blockType(at string, b []byte) (string, error) {
 	if len(typ) == 0 {
 		return "", missing(at+".type", at+".type is missing; every content block needs a type such as \"text\"")
 	}
-	if KindOf(typ) != KindString {
-		return "", TypeError(at+".type", "a string such as \"text\"")
+	if openai.KindOf(typ) != openai.KindString {
+		return "", openai.TypeError(at+".type", "a string such as \"text\"")
 	}
-	return string(Unquote(typ)), nil
+	return string(openai.Unquote(typ)), nil
 }
 
 // stringMember returns the raw JSON string of obj's member key, which
 // must be present and a string.
 func stringMember(at string, obj []byte, key string) ([]byte, error) {
-	v := MemberOf(obj, key)
-	if len(v) == 0 || KindOf(v) == KindNull {
+	v := openai.MemberOf(obj, key)
+	if len(v) == 0 || openai.KindOf(v) == openai.KindNull {
 		return nil, missing(at+"."+key, at+"."+key+" is missing")
 	}
-	if KindOf(v) != KindString {
-		return nil, TypeError(at+"."+key, "a string")
+	if openai.KindOf(v) != openai.KindString {
+		return nil, openai.TypeError(at+"."+key, "a string")
 	}
 	return v, nil
 }

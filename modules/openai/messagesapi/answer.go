@@ -1,10 +1,12 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // Kinds of content blocks.
@@ -32,14 +34,14 @@ type msgUsage struct{ input, output, cacheRead int64 }
 // not an object.
 func chatUsage(v []byte) (m msgUsage, ok bool) {
 	var cached int64
-	err := EachMember(v, func(k, val []byte) error {
+	err := openai.EachMember(v, func(k, val []byte) error {
 		switch string(k) {
 		case "prompt_tokens":
 			m.input, _ = strconv.ParseInt(string(val), 10, 64)
 		case "completion_tokens":
 			m.output, _ = strconv.ParseInt(string(val), 10, 64)
 		case "prompt_tokens_details":
-			_ = EachMember(val, func(dk, dv []byte) error {
+			_ = openai.EachMember(val, func(dk, dv []byte) error {
 				if string(dk) == "cached_tokens" {
 					cached, _ = strconv.ParseInt(string(dv), 10, 64)
 				}
@@ -69,15 +71,15 @@ type message struct {
 // arguments as a string}, so that nothing the engine produced is lost.
 func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 	var id, choice, usage []byte
-	err := EachMember(body, func(k, v []byte) error {
+	err := openai.EachMember(body, func(k, v []byte) error {
 		switch string(k) {
 		case "id":
 			id = v
 		case "choices":
-			if KindOf(v) == KindNull {
+			if openai.KindOf(v) == openai.KindNull {
 				return nil
 			}
-			return EachElement(v, func(i int, c []byte) error {
+			return openai.EachElement(v, func(i int, c []byte) error {
 				if i == 0 {
 					choice = c
 				}
@@ -92,7 +94,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return nil, errors.New("the model's answer could not be read: it is not a chat completion object")
 	}
 	m := &message{id: messageID(id), model: modelJSON(t.model)}
-	if KindOf(usage) == KindObject {
+	if openai.KindOf(usage) == openai.KindObject {
 		m.usage, _ = chatUsage(usage)
 	}
 	if choice == nil {
@@ -100,7 +102,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return m, nil
 	}
 	var msg, finish, stop []byte
-	_ = EachMember(choice, func(k, v []byte) error {
+	_ = openai.EachMember(choice, func(k, v []byte) error {
 		switch string(k) {
 		case "message":
 			msg = v
@@ -112,7 +114,7 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		return nil
 	})
 	var content, refusal, reasoning, reasoning2, calls []byte
-	_ = EachMember(msg, func(k, v []byte) error {
+	_ = openai.EachMember(msg, func(k, v []byte) error {
 		switch string(k) {
 		case "content":
 			content = v
@@ -134,48 +136,48 @@ func messageFromChat(t *messagesTurn, body []byte) (*message, error) {
 		m.blocks = append(m.blocks, block{kind: blockText, text: s})
 	}
 	ncalls := 0
-	_ = EachElement(calls, func(_ int, c []byte) error {
+	_ = openai.EachElement(calls, func(_ int, c []byte) error {
 		ncalls++
-		_, id, name, args := ToolCallFields(c)
+		_, id, name, args := openai.ToolCallFields(c)
 		b := block{kind: blockTool, id: id, name: name}
-		switch KindOf(args) {
-		case KindString:
-			b.input = UnquoteKey(args)
-		case KindObject: // some engines send the arguments as an object
-			b.input = Compact(args)
+		switch openai.KindOf(args) {
+		case openai.KindString:
+			b.input = openai.UnquoteKey(args)
+		case openai.KindObject: // some engines send the arguments as an object
+			b.input = openai.Compact(args)
 		}
-		if KindOf(b.id) != KindString {
+		if openai.KindOf(b.id) != openai.KindString {
 			b.id = toolID()
 		}
-		if KindOf(b.name) != KindString {
+		if openai.KindOf(b.name) != openai.KindString {
 			b.name = []byte(`""`)
 		}
 		switch in := bytes.TrimSpace(b.input); {
 		case len(in) == 0:
 			b.input = []byte("{}")
 		case !json.Valid(in) || in[0] != '{':
-			b.input = AppendJSONString([]byte(`{"_raw_arguments":`), b.input)
+			b.input = openai.AppendJSONString([]byte(`{"_raw_arguments":`), b.input)
 			b.input = append(b.input, '}')
 		}
 		m.blocks = append(m.blocks, b)
 		return nil
 	})
 	m.stopSeq = matchedStop(t, stop)
-	m.stopReason = stopReason(StringValue(finish), ncalls > 0, m.stopSeq)
+	m.stopReason = stopReason(openai.StringValue(finish), ncalls > 0, m.stopSeq)
 	return m, nil
 }
 
 // firstString returns the first of vs that is a non-empty JSON string.
 func firstString(vs ...[]byte) []byte {
 	for _, v := range vs {
-		if KindOf(v) == KindString && len(v) > 2 {
+		if openai.KindOf(v) == openai.KindString && len(v) > 2 {
 			return v
 		}
 	}
 	return nil
 }
 
-func modelJSON(model string) []byte { return AppendJSONString(nil, []byte(model)) }
+func modelJSON(model string) []byte { return openai.AppendJSONString(nil, []byte(model)) }
 
 // json appends the answer as a Message object.
 func (m *message) json(out []byte) []byte {
@@ -225,7 +227,7 @@ func (m *message) events(out []byte) []byte {
 		out = evBlockStart(out, i, b)
 		switch b.kind {
 		case blockTool:
-			out = evDelta(out, i, blockTool, AppendJSONString(nil, b.input))
+			out = evDelta(out, i, blockTool, openai.AppendJSONString(nil, b.input))
 		default:
 			out = evDelta(out, i, b.kind, b.text)
 		}

@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // MessagesToChatStream translates a Messages stream (Anthropic's SSE
@@ -100,12 +102,12 @@ func (s *messagesToChat) step() {
 }
 
 func (s *messagesToChat) event(data []byte) {
-	if KindOf(data) != KindObject {
+	if openai.KindOf(data) != openai.KindObject {
 		return
 	}
-	switch typ := string(Unquote(MemberOf(data, "type"))); typ {
+	switch typ := string(openai.Unquote(openai.MemberOf(data, "type"))); typ {
 	case "message_start":
-		s.start(MemberOf(data, "message"))
+		s.start(openai.MemberOf(data, "message"))
 	case "content_block_start":
 		s.blockStart(data)
 	case "content_block_delta":
@@ -124,7 +126,7 @@ func (s *messagesToChat) event(data []byte) {
 }
 
 func (s *messagesToChat) start(msg []byte) {
-	id, model := MemberOf(msg, "id"), MemberOf(msg, "model")
+	id, model := openai.MemberOf(msg, "id"), openai.MemberOf(msg, "model")
 	if !validString(id) {
 		id = []byte(`"msg"`)
 	}
@@ -138,7 +140,7 @@ func (s *messagesToChat) start(msg []byte) {
 	s.prefix = append(s.prefix, `,"model":`...)
 	s.prefix = append(s.prefix, model...)
 	s.prefix = append(s.prefix, `,"choices":`...)
-	if u := MemberOf(msg, "usage"); KindOf(u) == KindObject {
+	if u := openai.MemberOf(msg, "usage"); openai.KindOf(u) == openai.KindObject {
 		_ = json.Unmarshal(u, &s.usage)
 	}
 	s.chunk(`{"role":"assistant","content":""}`, nil)
@@ -161,13 +163,13 @@ func (s *messagesToChat) chunk(delta string, raw []byte, closing ...string) {
 }
 
 func (s *messagesToChat) blockStart(data []byte) {
-	idx, _ := strconv.Atoi(string(MemberOf(data, "index")))
-	b := MemberOf(data, "content_block")
-	switch string(Unquote(MemberOf(b, "type"))) {
+	idx, _ := strconv.Atoi(string(openai.MemberOf(data, "index")))
+	b := openai.MemberOf(data, "content_block")
+	switch string(openai.Unquote(openai.MemberOf(b, "type"))) {
 	case "tool_use":
 		k := len(s.tools)
 		s.tools[idx] = k
-		id, name := MemberOf(b, "id"), MemberOf(b, "name")
+		id, name := openai.MemberOf(b, "id"), openai.MemberOf(b, "name")
 		if !validString(id) {
 			id = []byte(`""`)
 		}
@@ -177,39 +179,39 @@ func (s *messagesToChat) blockStart(data []byte) {
 		d := `{"tool_calls":[{"index":` + strconv.Itoa(k) + `,"id":` + string(id) + `,"type":"function","function":{"name":` + string(name) + `,"arguments":""}}]}`
 		s.chunk(d, nil)
 	case "text":
-		if t := MemberOf(b, "text"); isText(t) {
+		if t := openai.MemberOf(b, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	}
 }
 
 func (s *messagesToChat) delta(data []byte) {
-	d := MemberOf(data, "delta")
-	switch string(Unquote(MemberOf(d, "type"))) {
+	d := openai.MemberOf(data, "delta")
+	switch string(openai.Unquote(openai.MemberOf(d, "type"))) {
 	case "text_delta":
-		if t := MemberOf(d, "text"); isText(t) {
+		if t := openai.MemberOf(d, "text"); isText(t) {
 			s.chunk(`{"content":`, t, "}")
 		}
 	case "thinking_delta":
-		if t := MemberOf(d, "thinking"); isText(t) {
+		if t := openai.MemberOf(d, "thinking"); isText(t) {
 			s.chunk(`{"reasoning_content":`, t, "}")
 		}
 	case "input_json_delta":
-		idx, _ := strconv.Atoi(string(MemberOf(data, "index")))
+		idx, _ := strconv.Atoi(string(openai.MemberOf(data, "index")))
 		k, ok := s.tools[idx]
-		if t := MemberOf(d, "partial_json"); ok && isText(t) {
+		if t := openai.MemberOf(d, "partial_json"); ok && isText(t) {
 			s.chunk(`{"tool_calls":[{"index":`+strconv.Itoa(k)+`,"function":{"arguments":`, t, "}}]}")
 		}
 	}
 }
 
 func (s *messagesToChat) messageDelta(data []byte) {
-	if d := MemberOf(data, "delta"); KindOf(d) == KindObject {
-		if r := MemberOf(d, "stop_reason"); KindOf(r) == KindString {
-			s.finish = finishReason(string(Unquote(r)))
+	if d := openai.MemberOf(data, "delta"); openai.KindOf(d) == openai.KindObject {
+		if r := openai.MemberOf(d, "stop_reason"); openai.KindOf(r) == openai.KindString {
+			s.finish = finishReason(string(openai.Unquote(r)))
 		}
 	}
-	if u := MemberOf(data, "usage"); KindOf(u) == KindObject {
+	if u := openai.MemberOf(data, "usage"); openai.KindOf(u) == openai.KindObject {
 		var n msgsUsageJ
 		if json.Unmarshal(u, &n) == nil {
 			if n.InputTokens != nil {

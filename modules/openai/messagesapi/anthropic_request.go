@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // The upstream side: an engine that speaks only Anthropic's Messages API
@@ -129,7 +131,7 @@ type msgsToolOut struct {
 func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 	var c chatReqIn
 	if err := json.Unmarshal(chat, &c); err != nil {
-		return nil, BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", DecodeProblem(err))
+		return nil, openai.BadRequest("invalid_request", "the request could not be read for this model's engine (Messages): %s", openai.DecodeProblem(err))
 	}
 	out := msgsReqOut{Model: c.Model, Stream: c.Stream, TopP: c.TopP, TopK: c.TopK, MaxTokens: DefaultMessagesMaxTokens}
 	if model != "" {
@@ -142,7 +144,7 @@ func ChatToMessagesBody(chat []byte, model string) ([]byte, error) {
 		out.MaxTokens = *c.MaxTokens
 	}
 	if c.N != nil && *c.N > 1 {
-		return nil, RangeError("n", "1: this model's engine (Messages) answers one choice")
+		return nil, openai.RangeError("n", "1: this model's engine (Messages) answers one choice")
 	}
 	if err := outputConfig(&c, &out); err != nil {
 		return nil, err
@@ -186,8 +188,8 @@ func outputConfig(c *chatReqIn, out *msgsReqOut) error {
 		return nil
 	case f.Type != "json_schema":
 		return unsupported("response_format", "a JSON mode without a schema is not supported by this model's engine (Messages); use json_schema with a schema")
-	case f.JSONSchema == nil || KindOf(f.JSONSchema.Schema) != KindObject:
-		return TypeError("response_format.json_schema.schema", "a JSON schema object (this model's engine, Messages, needs one)")
+	case f.JSONSchema == nil || openai.KindOf(f.JSONSchema.Schema) != openai.KindObject:
+		return openai.TypeError("response_format.json_schema.schema", "a JSON schema object (this model's engine, Messages, needs one)")
 	}
 	out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.JSONSchema.Schema}}
 	return nil
@@ -204,15 +206,15 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 func chatStops(v json.RawMessage) ([]string, error) {
-	switch KindOf(v) {
-	case KindString:
+	switch openai.KindOf(v) {
+	case openai.KindString:
 		var s string
 		_ = json.Unmarshal(v, &s)
 		return []string{s}, nil
-	case KindArray:
+	case openai.KindArray:
 		var ss []string
 		if err := json.Unmarshal(v, &ss); err != nil {
-			return nil, TypeError("stop", "a string or an array of strings")
+			return nil, openai.TypeError("stop", "a string or an array of strings")
 		}
 		return ss, nil
 	}
@@ -263,7 +265,7 @@ func messagesOf(msgs []chatMsgIn) ([]msgsBlock, []msgsMsgOut, error) {
 			}
 			add("user", msgsBlock{"type": "tool_result", "tool_use_id": m.ToolCallID, "content": text})
 		default:
-			return nil, nil, RangeError(at+".role", `"system", "developer", "user", "assistant" or "tool" for this model's engine (Messages)`)
+			return nil, nil, openai.RangeError(at+".role", `"system", "developer", "user", "assistant" or "tool" for this model's engine (Messages)`)
 		}
 	}
 	return system, turns, nil
@@ -271,17 +273,17 @@ func messagesOf(msgs []chatMsgIn) ([]msgsBlock, []msgsMsgOut, error) {
 
 // chatText is the text of a content that is a string or text parts.
 func chatText(at string, content json.RawMessage) (string, error) {
-	switch KindOf(content) {
-	case KindString:
+	switch openai.KindOf(content) {
+	case openai.KindString:
 		var s string
 		err := json.Unmarshal(content, &s)
 		return s, err
-	case KindNull:
+	case openai.KindNull:
 		return "", nil
 	}
 	var parts []chatPart
 	if err := json.Unmarshal(content, &parts); err != nil {
-		return "", TypeError(at+".content", "a string or an array of content parts")
+		return "", openai.TypeError(at+".content", "a string or an array of content parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {
@@ -294,7 +296,7 @@ func chatText(at string, content json.RawMessage) (string, error) {
 }
 
 func userBlocks(at string, content json.RawMessage) ([]msgsBlock, error) {
-	if KindOf(content) != KindArray {
+	if openai.KindOf(content) != openai.KindArray {
 		text, err := chatText(at, content)
 		if err != nil || text == "" {
 			return nil, err
@@ -303,7 +305,7 @@ func userBlocks(at string, content json.RawMessage) ([]msgsBlock, error) {
 	}
 	var parts []chatPart
 	if err := json.Unmarshal(content, &parts); err != nil {
-		return nil, TypeError(at+".content", "a string or an array of content parts")
+		return nil, openai.TypeError(at+".content", "a string or an array of content parts")
 	}
 	var out []msgsBlock
 	for j, p := range parts {
@@ -335,7 +337,7 @@ func imageSource(at, url string) (map[string]any, error) {
 	}
 	mt, data, ok := strings.Cut(rest, ";base64,")
 	if !ok {
-		return nil, RangeError(at, "a data URL in base64 (data:image/png;base64,…) or an http(s) URL")
+		return nil, openai.RangeError(at, "a data URL in base64 (data:image/png;base64,…) or an http(s) URL")
 	}
 	return map[string]any{"type": "base64", "media_type": mt, "data": data}, nil
 }
@@ -354,8 +356,8 @@ func assistantBlocks(at string, m *chatMsgIn) ([]msgsBlock, error) {
 		if len(bytes.TrimSpace(input)) == 0 {
 			input = json.RawMessage("{}")
 		}
-		if !json.Valid(input) || KindOf(bytes.TrimSpace(input)) != KindObject {
-			return nil, TypeError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "a JSON object in a string (a Messages engine takes tool input as an object)")
+		if !json.Valid(input) || openai.KindOf(bytes.TrimSpace(input)) != openai.KindObject {
+			return nil, openai.TypeError(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "a JSON object in a string (a Messages engine takes tool input as an object)")
 		}
 		out = append(out, msgsBlock{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": input})
 	}
@@ -365,7 +367,7 @@ func assistantBlocks(at string, m *chatMsgIn) ([]msgsBlock, error) {
 func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 	for _, t := range c.Tools {
 		schema := t.Function.Parameters
-		if KindOf(schema) != KindObject {
+		if openai.KindOf(schema) != openai.KindObject {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		out.Tools = append(out.Tools, msgsToolOut{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
@@ -373,8 +375,8 @@ func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 	if len(out.Tools) == 0 {
 		return nil
 	}
-	switch KindOf(c.ToolChoice) {
-	case KindString:
+	switch openai.KindOf(c.ToolChoice) {
+	case openai.KindString:
 		var s string
 		_ = json.Unmarshal(c.ToolChoice, &s)
 		switch s {
@@ -383,9 +385,9 @@ func toolsOf(c *chatReqIn, out *msgsReqOut) error {
 		case "required":
 			out.ToolChoice = map[string]any{"type": "any"}
 		default:
-			return RangeError("tool_choice", `"auto", "required", "none" or a function`)
+			return openai.RangeError("tool_choice", `"auto", "required", "none" or a function`)
 		}
-	case KindObject:
+	case openai.KindObject:
 		var f struct {
 			Function struct{ Name string } `json:"function"`
 		}

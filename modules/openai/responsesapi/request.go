@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // The OpenAI Responses API (POST /v1/responses), translated to chat
@@ -62,17 +64,17 @@ type respParams struct {
 // parseResponses checks a Responses request and translates it to a chat
 // completions request, which the handlers see as usual; the client's body
 // stays in Original and the turn in Translation.
-func parseResponses(r *http.Request, body []byte) (*Request, error) {
-	if err := CheckJSON(body); err != nil {
+func parseResponses(r *http.Request, body []byte) (*openai.Request, error) {
+	if err := openai.CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[SkipSpace(body, 0)]; b != '{' {
-		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
+	if b := body[openai.SkipSpace(body, 0)]; b != '{' {
+		return nil, openai.BadRequest("invalid_json", "the request body must be a JSON object")
 	}
-	t := &respTurn{ctx: r.Context(), scope: Scope(r), id: newID("resp_"), created: respNow().Unix(), store: true}
+	t := &respTurn{ctx: r.Context(), scope: openai.Scope(r), id: newID("resp_"), created: respNow().Unix(), store: true}
 	var p respParams
-	if err := EachMember(body, func(key, v []byte) error {
-		if KindOf(v) == KindNull {
+	if err := openai.EachMember(body, func(key, v []byte) error {
+		if openai.KindOf(v) == openai.KindNull {
 			return nil
 		}
 		return t.member(&p, string(key), v)
@@ -80,21 +82,21 @@ func parseResponses(r *http.Request, body []byte) (*Request, error) {
 		return nil, err
 	}
 	if len(t.model) == 0 || string(t.model) == `""` {
-		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "missing_model", Param: "model",
+		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_model", Param: "model",
 			Message: "you must provide a model parameter"}
 	}
 	if len(p.input) == 0 && len(t.previousID) == 0 {
-		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: "input",
+		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: "input",
 			Message: "you must provide an input parameter (a string or an array of input items)"}
 	}
 	if err := t.conversation(r.Context(), p.input); err != nil {
 		return nil, err
 	}
-	req, err := ParseValid(ChatCompletions, t.chatBody(&p))
+	req, err := openai.ParseValid(openai.ChatCompletions, t.chatBody(&p))
 	if err != nil {
 		return nil, err
 	}
-	req.API, req.Original, req.Translation = APIResponses, body, t
+	req.API, req.Original, req.Translation = openai.APIResponses, body, t
 	return req, nil
 }
 
@@ -110,16 +112,16 @@ type respField func(t *respTurn, p *respParams, key string, v []byte) error
 
 // respFields are the members of a Responses request that translate.
 var respFields = map[string]respField{
-	"model":                into(KindString, func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
-	"instructions":         into(KindString, func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
-	"user":                 into(KindString, func(t *respTurn) *[]byte { return &t.user }, "a string"),
-	"previous_response_id": into(KindString, func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
-	"metadata":             into(KindObject, func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
+	"model":                into(openai.KindString, func(t *respTurn) *[]byte { return &t.model }, "a string (a model's name, as GET /v1/models lists them)"),
+	"instructions":         into(openai.KindString, func(t *respTurn) *[]byte { return &t.instructions }, "a string"),
+	"user":                 into(openai.KindString, func(t *respTurn) *[]byte { return &t.user }, "a string"),
+	"previous_response_id": into(openai.KindString, func(t *respTurn) *[]byte { return &t.previousID }, "a string"),
+	"metadata":             into(openai.KindObject, func(t *respTurn) *[]byte { return &t.metadata }, "an object of string values"),
 	"input": func(t *respTurn, p *respParams, key string, v []byte) error {
-		if k := KindOf(v); k != KindString && k != KindArray {
-			return TypeError(key, "a string or an array of input items")
+		if k := openai.KindOf(v); k != openai.KindString && k != openai.KindArray {
+			return openai.TypeError(key, "a string or an array of input items")
 		}
-		p.input, t.input = v, Compact(v)
+		p.input, t.input = v, openai.Compact(v)
 		return nil
 	},
 	"tools": translated(chatTools, func(t *respTurn, p *respParams) (*[]byte, *[]byte) { return &p.chatTools, &t.tools }),
@@ -130,7 +132,7 @@ var respFields = map[string]respField{
 		return &p.responseFormat, &t.text
 	}),
 	"max_output_tokens": func(t *respTurn, _ *respParams, key string, v []byte) error {
-		_, err := ReadInt(key, v, 1, math.MaxInt64)
+		_, err := openai.ReadInt(key, v, 1, math.MaxInt64)
 		t.maxOutput = v
 		return err
 	},
@@ -144,7 +146,7 @@ var respFields = map[string]respField{
 	},
 	"truncation": func(t *respTurn, _ *respParams, key string, v []byte) error {
 		t.truncation = v
-		return CheckEnum(key, v, "auto", "disabled")
+		return openai.CheckEnum(key, v, "auto", "disabled")
 	},
 	"reasoning":           func(t *respTurn, _ *respParams, _ string, v []byte) error { return t.reasoning(v) },
 	"stream":              (*respTurn).flag,
@@ -159,18 +161,18 @@ var respFields = map[string]respField{
 // answer something else than the client asked for.
 func refused(msg string) respField {
 	return func(_ *respTurn, _ *respParams, key string, _ []byte) error {
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: key, Message: msg}
+		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: key, Message: msg}
 	}
 }
 
 // into is a member of one JSON type, kept (compact) in a field
 // of the turn.
-func into(k Kind, field func(*respTurn) *[]byte, want string) respField {
+func into(k openai.Kind, field func(*respTurn) *[]byte, want string) respField {
 	return func(t *respTurn, _ *respParams, key string, v []byte) error {
-		if KindOf(v) != k {
-			return TypeError(key, want)
+		if openai.KindOf(v) != k {
+			return openai.TypeError(key, want)
 		}
-		*field(t) = Compact(v)
+		*field(t) = openai.Compact(v)
 		return nil
 	}
 }
@@ -181,14 +183,14 @@ func translated(translate func([]byte) ([]byte, error), fields func(*respTurn, *
 	return func(t *respTurn, p *respParams, _ string, v []byte) error {
 		out, err := translate(v)
 		chat, echo := fields(t, p)
-		*chat, *echo = out, Compact(v)
+		*chat, *echo = out, openai.Compact(v)
 		return err
 	}
 }
 
 func (t *respTurn) flag(p *respParams, key string, v []byte) error {
-	if KindOf(v) != KindBool {
-		return TypeError(key, "a boolean")
+	if openai.KindOf(v) != openai.KindBool {
+		return openai.TypeError(key, "a boolean")
 	}
 	on := v[0] == 't'
 	switch key {
@@ -200,7 +202,7 @@ func (t *respTurn) flag(p *respParams, key string, v []byte) error {
 		t.parallel = v
 	case "background":
 		if on {
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: key,
+			return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_parameter", Param: key,
 				Message: "background responses are not supported by this gateway; remove background, or stream the answer"}
 		}
 	}
@@ -208,15 +210,15 @@ func (t *respTurn) flag(p *respParams, key string, v []byte) error {
 }
 
 func (t *respTurn) reasoning(v []byte) error {
-	if KindOf(v) != KindObject {
-		return TypeError("reasoning", "an object such as {\"effort\":\"low\"}")
+	if openai.KindOf(v) != openai.KindObject {
+		return openai.TypeError("reasoning", "an object such as {\"effort\":\"low\"}")
 	}
-	return EachMember(v, func(key, ev []byte) error {
-		if string(key) != "effort" || KindOf(ev) == KindNull {
+	return openai.EachMember(v, func(key, ev []byte) error {
+		if string(key) != "effort" || openai.KindOf(ev) == openai.KindNull {
 			return nil
 		}
-		if KindOf(ev) != KindString {
-			return TypeError("reasoning.effort", "a string such as \"low\", \"medium\" or \"high\"")
+		if openai.KindOf(ev) != openai.KindString {
+			return openai.TypeError("reasoning.effort", "a string such as \"low\", \"medium\" or \"high\"")
 		}
 		t.effort = ev
 		return nil
@@ -224,12 +226,12 @@ func (t *respTurn) reasoning(v []byte) error {
 }
 
 func checkFloat(name string, v []byte, lo, hi float64) error {
-	if KindOf(v) != KindNumber {
-		return TypeError(name, "a number")
+	if openai.KindOf(v) != openai.KindNumber {
+		return openai.TypeError(name, "a number")
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || f < lo || f > hi {
-		return RangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
+		return openai.RangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
 	}
 	return nil
 }
@@ -238,26 +240,26 @@ func checkFloat(name string, v []byte, lo, hi float64) error {
 // ({"type":"function","name",…}) to chat's ({"type":"function",
 // "function":{"name",…}}).
 func chatTools(v []byte) ([]byte, error) {
-	if KindOf(v) != KindArray {
-		return nil, TypeError("tools", "an array of tool objects")
+	if openai.KindOf(v) != openai.KindArray {
+		return nil, openai.TypeError("tools", "an array of tool objects")
 	}
 	out := append(make([]byte, 0, len(v)+64), '[')
 	n := 0
-	err := EachElement(v, func(i int, tool []byte) error {
+	err := openai.EachElement(v, func(i int, tool []byte) error {
 		at := fmt.Sprintf("tools[%d]", i)
-		if KindOf(tool) != KindObject {
-			return TypeError(at, "an object such as {\"type\":\"function\",\"name\":\"…\",\"parameters\":{…}}")
+		if openai.KindOf(tool) != openai.KindObject {
+			return openai.TypeError(at, "an object such as {\"type\":\"function\",\"name\":\"…\",\"parameters\":{…}}")
 		}
 		typ, fn := "", append(make([]byte, 0, len(tool)), '{')
-		err := EachMember(tool, func(key, mv []byte) error {
+		err := openai.EachMember(tool, func(key, mv []byte) error {
 			switch k := string(key); k {
 			case "type":
-				typ = StringValue(mv)
+				typ = openai.StringValue(mv)
 			case "name", "description", "parameters", "strict":
-				if k == "name" && KindOf(mv) != KindString {
-					return TypeError(at+".name", "a string")
+				if k == "name" && openai.KindOf(mv) != openai.KindString {
+					return openai.TypeError(at+".name", "a string")
 				}
-				if KindOf(mv) == KindNull {
+				if openai.KindOf(mv) == openai.KindNull {
 					return nil
 				}
 				fn = appendMember(fn, k, mv)
@@ -268,7 +270,7 @@ func chatTools(v []byte) ([]byte, error) {
 			return err
 		}
 		if typ != "function" {
-			return &Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_tool", Param: at + ".type",
+			return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_tool", Param: at + ".type",
 				Message: fmt.Sprintf("%s.type %q is not supported by this gateway: only function tools are; remove the tool or serve it as a function", at, typ)}
 		}
 		if n++; n > 1 {
@@ -278,8 +280,8 @@ func chatTools(v []byte) ([]byte, error) {
 		out = append(append(out, fn...), "}}"...)
 		return nil
 	})
-	if err == nil && n > MaxTools {
-		return nil, RangeError("tools", fmt.Sprintf("an array of at most %d tools (it has %d)", MaxTools, n))
+	if err == nil && n > openai.MaxTools {
+		return nil, openai.RangeError("tools", fmt.Sprintf("an array of at most %d tools (it has %d)", openai.MaxTools, n))
 	}
 	return append(out, ']'), err
 }
@@ -288,29 +290,29 @@ func chatTools(v []byte) ([]byte, error) {
 // as they are, {"type":"function","name":…} to chat's form.
 func chatToolChoice(v []byte) ([]byte, error) {
 	const want = `"auto", "none", "required" or {"type":"function","name":"…"}`
-	switch KindOf(v) {
-	case KindString:
-		if err := CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
+	switch openai.KindOf(v) {
+	case openai.KindString:
+		if err := openai.CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
 			return nil, err
 		}
 		return v, nil
-	case KindObject:
+	case openai.KindObject:
 	default:
-		return nil, TypeError("tool_choice", want)
+		return nil, openai.TypeError("tool_choice", want)
 	}
 	var typ string
 	var name []byte
-	_ = EachMember(v, func(key, mv []byte) error {
+	_ = openai.EachMember(v, func(key, mv []byte) error {
 		switch string(key) {
 		case "type":
-			typ = StringValue(mv)
+			typ = openai.StringValue(mv)
 		case "name":
 			name = mv
 		}
 		return nil
 	})
-	if typ != "function" || KindOf(name) != KindString {
-		return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
+	if typ != "function" || openai.KindOf(name) != openai.KindString {
+		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
 			Message: "tool_choice must be " + want + "; other tool types are not supported by this gateway"}
 	}
 	out := append(make([]byte, 0, len(name)+40), `{"type":"function","function":{"name":`...)
@@ -320,30 +322,30 @@ func chatToolChoice(v []byte) ([]byte, error) {
 // chatResponseFormat translates text.format to chat's response_format
 // (nil for plain text).
 func chatResponseFormat(v []byte) ([]byte, error) {
-	if KindOf(v) != KindObject {
-		return nil, TypeError("text", "an object such as {\"format\":{\"type\":\"text\"}}")
+	if openai.KindOf(v) != openai.KindObject {
+		return nil, openai.TypeError("text", "an object such as {\"format\":{\"type\":\"text\"}}")
 	}
 	var format []byte
-	_ = EachMember(v, func(key, mv []byte) error {
+	_ = openai.EachMember(v, func(key, mv []byte) error {
 		if string(key) == "format" {
 			format = mv
 		}
 		return nil
 	})
-	if KindOf(format) == KindNull {
+	if openai.KindOf(format) == openai.KindNull {
 		return nil, nil
 	}
-	if KindOf(format) != KindObject {
-		return nil, TypeError("text.format", "an object such as {\"type\":\"json_schema\",\"name\":\"…\",\"schema\":{…}}")
+	if openai.KindOf(format) != openai.KindObject {
+		return nil, openai.TypeError("text.format", "an object such as {\"type\":\"json_schema\",\"name\":\"…\",\"schema\":{…}}")
 	}
 	var typ string
 	js := append(make([]byte, 0, len(format)), '{')
-	err := EachMember(format, func(key, mv []byte) error {
+	err := openai.EachMember(format, func(key, mv []byte) error {
 		switch k := string(key); k {
 		case "type":
-			typ = StringValue(mv)
+			typ = openai.StringValue(mv)
 		case "name", "schema", "strict", "description":
-			if KindOf(mv) != KindNull {
+			if openai.KindOf(mv) != openai.KindNull {
 				js = appendMember(js, k, mv)
 			}
 		}
@@ -358,7 +360,7 @@ func chatResponseFormat(v []byte) ([]byte, error) {
 		out := append(make([]byte, 0, len(js)+40), `{"type":"json_schema","json_schema":`...)
 		return append(append(out, js...), "}}"...), err
 	}
-	return nil, &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "text.format.type",
+	return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "text.format.type",
 		Message: "text.format.type must be one of \"text\", \"json_object\" or \"json_schema\""}
 }
 
@@ -367,7 +369,7 @@ func chatResponseFormat(v []byte) ([]byte, error) {
 func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 	var cb chatMessages
 	if len(t.previousID) > 0 {
-		prev, err := loadPrevious(ctx, t.scope, StringValue(t.previousID))
+		prev, err := loadPrevious(ctx, t.scope, openai.StringValue(t.previousID))
 		if err != nil {
 			return err
 		}
@@ -378,7 +380,7 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 	}
 	t.convo = cb.done()
 	if len(t.convo) == 0 {
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "input",
+		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "input",
 			Message: "input must not be empty: send a string or at least one message item"}
 	}
 	return nil
@@ -389,16 +391,16 @@ func (t *respTurn) conversation(ctx context.Context, input []byte) error {
 func loadPrevious(ctx context.Context, scope, id string) ([]byte, error) {
 	rec, err := currentStore().Get(ctx, scope, id)
 	if errors.Is(err, ErrNotStored) {
-		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
+		return nil, &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
 	}
 	if err != nil {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
+		return nil, &openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "store_unavailable",
 			Param: "previous_response_id", Message: fmt.Sprintf("loading previous response %s: %v; try again", id, err)}
 	}
 	msgs := recordMember(rec, "messages")
-	if KindOf(msgs) != KindArray {
-		return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
+	if openai.KindOf(msgs) != openai.KindArray {
+		return nil, &openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "previous_response_not_found",
 			Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
 	}
 	return arrayInner(msgs), nil

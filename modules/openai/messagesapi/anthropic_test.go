@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // chunkReader hands out b in random pieces, as a network does.
@@ -33,7 +35,7 @@ type chatStream struct {
 	content, reasoning string
 	args, ids, names   []string
 	finish             string
-	usage              *Usage
+	usage              *openai.Usage
 	errEvent           string
 	done               bool
 	acc                oai.ChatCompletionAccumulator
@@ -68,7 +70,7 @@ func readChatStream(t *testing.T, b []byte) *chatStream {
 				}
 				FinishReason string `json:"finish_reason"`
 			}
-			Usage *Usage
+			Usage *openai.Usage
 		}
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
 			t.Fatalf("chunk %q: %v", data, err)
@@ -84,7 +86,7 @@ func readChatStream(t *testing.T, b []byte) *chatStream {
 		s.acc.AddChunk(chunk)
 		if c.Usage != nil {
 			s.usage = c.Usage
-			if len(c.Choices) != 0 || !IsUsageOnlyChunk([]byte(data)) {
+			if len(c.Choices) != 0 || !openai.IsUsageOnlyChunk([]byte(data)) {
 				t.Errorf("usage chunk with choices: %s", data)
 			}
 		}
@@ -297,7 +299,7 @@ func TestChatToMessagesBody(t *testing.T) {
 		{"function role", `{"model":"m","messages":[{"role":"function","content":"x"}]}`, "messages[0].role"},
 	} {
 		_, err := ChatToMessagesBody([]byte(tc.body), "")
-		if e, ok := err.(*Error); !ok || e.Status != 400 || e.Param != tc.param {
+		if e, ok := err.(*openai.Error); !ok || e.Status != 400 || e.Param != tc.param {
 			t.Errorf("%s: got %v, want a 400 with param %s", tc.name, err, tc.param)
 		}
 	}
@@ -329,7 +331,7 @@ func TestMessagesToChatBody(t *testing.T) {
 	if !strings.Contains(string(got), `"reasoning_content":"hm"`) {
 		t.Errorf("no reasoning_content in %s", got)
 	}
-	if u, ok := FindUsage(got); !ok || u.PromptTokens != 115 {
+	if u, ok := openai.FindUsage(got); !ok || u.PromptTokens != 115 {
 		t.Errorf("FindUsage got %+v", u)
 	}
 }
@@ -357,7 +359,7 @@ func TestMessagesUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total Usage
+	var total openai.Usage
 	for _, ev := range strings.Split(string(basic), "\n\n") {
 		u, ok := MessagesUsage([]byte(ev))
 		if !ok {

@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 type discardWriter struct{ h http.Header }
@@ -53,7 +55,7 @@ func BenchmarkChatStream(b *testing.B) {
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(ChatCompletions, []byte(body)); err != nil {
+		if _, err := openai.Parse(openai.ChatCompletions, []byte(body)); err != nil {
 			b.Fatal(err)
 		}
 		w := &discardWriter{h: http.Header{"Content-Type": {"text/event-stream"}}}

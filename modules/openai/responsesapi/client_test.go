@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"bytes"
@@ -14,22 +14,24 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // chatServer answers requests the way the llm_* handlers do: Enter, then
 // a chat-completions answer written as the router writes it (a whole body
 // with Content-Length, or events each written and flushed). answer
 // chooses the answer from the chat request.
-func chatServer(t *testing.T, answer func(req *Request) chatAnswer) *httptest.Server {
+func chatServer(t *testing.T, answer func(req *openai.Request) chatAnswer) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/responses/"); ok {
 			ServeStoredResponse(w, r, id)
 			return
 		}
-		w, req, err := Enter(w, r)
+		w, req, err := openai.Enter(w, r)
 		if err != nil {
-			var e *Error
+			var e *openai.Error
 			errors.As(err, &e)
 			e.Write(w)
 			return
@@ -83,7 +85,7 @@ func TestResponsesClient(t *testing.T) {
 	SetResponseStore(newMemoryStore(100, 1<<20))
 	defer SetResponseStore(nil)
 	args := `{"city":"Zürich","note":"a \"b\" \\ c"}`
-	srv := chatServer(t, func(req *Request) chatAnswer {
+	srv := chatServer(t, func(req *openai.Request) chatAnswer {
 		usage := `{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}`
 		switch raw := string(req.Raw); {
 		case strings.Contains(raw, `"role":"tool"`):

@@ -1,4 +1,4 @@
-package openai
+package responsesapi
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // TestResponsesWhole checks non-streamed answers: read with openai-go's
@@ -113,7 +115,7 @@ func TestResponsesStoreChain(t *testing.T) {
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		rec = get(m, turn.id)
-		var e body
+		var e openai.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &e); rec.Code != 404 || err != nil || !strings.Contains(e.Error.Message, turn.id) {
 			t.Fatalf("%s after DELETE: %d %s", m, rec.Code, rec.Body)
 		}

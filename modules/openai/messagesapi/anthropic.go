@@ -1,4 +1,4 @@
-package openai
+package messagesapi
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // msgsAnswer is a whole Messages answer.
@@ -69,7 +71,7 @@ func finishReason(stop string) string {
 func MessagesToChatBody(b []byte) ([]byte, error) {
 	var m msgsAnswer
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("reading the Messages answer: %s", DecodeProblem(err))
+		return nil, fmt.Errorf("reading the Messages answer: %s", openai.DecodeProblem(err))
 	}
 	var text, thinking strings.Builder
 	type call struct {
@@ -142,7 +144,7 @@ func openAIError(anthropicType, message string) []byte {
 	case "request_too_large":
 		typ = "invalid_request_error"
 	}
-	return (&Error{Type: typ, Code: anthropicType, Message: message}).JSON()
+	return (&openai.Error{Type: typ, Code: anthropicType, Message: message}).JSON()
 }
 
 // MessagesUsage reads the usage of a native Messages answer: a whole body,
@@ -154,7 +156,7 @@ func openAIError(anthropicType, message string) []byte {
 // increments: a caller keeps the PromptTokens of the last event that has
 // some (non-zero) and the CompletionTokens of the last event, and sums
 // them for TotalTokens. Other events report false.
-func MessagesUsage(event []byte) (Usage, bool) {
+func MessagesUsage(event []byte) (openai.Usage, bool) {
 	data := event
 	if i := bytes.Index(event, []byte("data:")); i >= 0 && (i == 0 || event[i-1] == '\n') {
 		data = bytes.TrimSpace(event[i+5:])
@@ -170,7 +172,7 @@ func MessagesUsage(event []byte) (Usage, bool) {
 		} `json:"message"`
 	}
 	if json.Unmarshal(data, &e) != nil {
-		return Usage{}, false
+		return openai.Usage{}, false
 	}
 	u := e.Usage
 	switch e.Type {
@@ -178,12 +180,12 @@ func MessagesUsage(event []byte) (Usage, bool) {
 		u = e.Message.Usage
 	case "message", "message_delta":
 	default:
-		return Usage{}, false
+		return openai.Usage{}, false
 	}
 	if u == nil {
-		return Usage{}, false
+		return openai.Usage{}, false
 	}
-	out := Usage{PromptTokens: u.prompt(), CompletionTokens: u.output()}
+	out := openai.Usage{PromptTokens: u.prompt(), CompletionTokens: u.output()}
 	out.TotalTokens = out.PromptTokens + out.CompletionTokens
 	return out, true
 }
