@@ -36,7 +36,7 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 		a, ok := apis[api]
 		if !ok {
 			return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
-				Message: fmt.Sprintf("this gateway was built without the %s API; build it with its translation package", api)}
+				Message: fmt.Sprintf("this gateway was built without the %s API; build it with github.com/llmgw/llmgw/modules/openai/%sapi imported", api, api)}
 		}
 		return a.Parse(r, endpoint, body)
 	}
