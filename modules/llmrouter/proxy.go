@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/messagesapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -241,7 +242,7 @@ func upstreamBody(r *http.Request, req *openai.Request, rep *fleet.Replica, name
 	case viaMessages:
 		body, err = req.UpstreamBody(rep.UpstreamModel)
 		if err == nil {
-			body, err = openai.ChatToMessagesBody(body, rep.UpstreamModel)
+			body, err = messagesapi.ChatToMessagesBody(body, rep.UpstreamModel)
 		}
 		endpoint = openai.Messages
 	default:
@@ -386,11 +387,11 @@ func translation(req *openai.Request, resp *http.Response, mode int, stream bool
 		req.Native = true
 	case viaMessages:
 		if stream {
-			resp.Body = openai.MessagesToChatStream(resp.Body)
+			resp.Body = messagesapi.MessagesToChatStream(resp.Body)
 		} else if resp.StatusCode < 300 {
-			return openai.MessagesToChatBody
+			return messagesapi.MessagesToChatBody
 		} else {
-			return func(b []byte) ([]byte, error) { return openai.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
+			return func(b []byte) ([]byte, error) { return messagesapi.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
 		}
 	}
 	return nil

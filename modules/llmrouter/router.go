@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/responsesapi"
 )
 
 func init() {
@@ -185,7 +186,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 				methodNotAllowed(w, r, "GET, DELETE")
 				return nil
 			}
-			openai.ServeStoredResponse(w, r, id)
+			responsesapi.ServeStoredResponse(w, r, id)
 			return nil
 		}
 		notFound(w, r, path)
