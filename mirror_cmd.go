@@ -21,6 +21,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", cfgFile, err)
 	}
-	var mcfg *llm.MirrorConfig
+	var mcfg *weights.MirrorConfig
 	if cfg.Apps.LLM != nil {
 		mcfg = cfg.Apps.LLM.Mirror
 	}
@@ -90,7 +91,7 @@ func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
 	if os.Getenv("LLMGW_MIRROR_DEBUG") != "" {
 		logger, _ = zap.NewDevelopment()
 	}
-	m, err := llm.NewMirror(mcfg, caddy.AppDataDir(), logger)
+	m, err := weights.NewMirror(mcfg, caddy.AppDataDir(), logger)
 	if err != nil {
 		return nil, err
 	}
