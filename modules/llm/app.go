@@ -146,6 +146,7 @@ type App struct {
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
 	node        *fleet.Node // what the process's fleets share (fleet.go)
+	shared      *procShared // what the process's apps share (shared.go)
 	mirrorKey   string
 	keys        *atomic.Pointer[tenancy.Keyring]
 	runtimeKeys []*tenancy.APIKey
@@ -154,9 +155,6 @@ type App struct {
 	secrets     map[string]string             // Secrets, resolved
 	egress      *egress.Policy                // what URLs set at run time may reach
 }
-
-// keysMu serializes runtime key changes.
-var keysMu sync.Mutex
 
 // EngineConfig says how to run one engine type's plugin.
 type EngineConfig struct {
@@ -185,6 +183,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.ctx, a.cctx = ctx, ctx
 	a.node = acquireNode()
+	a.shared = acquireShared()
 	a.node.Ledger.SetCapacity(a.Node, a.PinCores)
 	if err := a.node.Ledger.SetGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
 		return err
@@ -436,6 +435,7 @@ func (a *App) Stop() error {
 func (a *App) Cleanup() error {
 	if a.node != nil {
 		_, _ = nodes.Delete(nodeKey)
+		releaseShared()
 		a.node = nil
 	}
 	if a.mu == nil {
@@ -491,3 +491,6 @@ func (a *App) hooks() *fleet.Hooks {
 	}
 	return h
 }
+
+// now is the clock; tests may replace it.
+var now = time.Now

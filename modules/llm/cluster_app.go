@@ -200,7 +200,7 @@ func lookupLocal(id string) (*fleet.Replica, func(), bool) {
 // settings, stopped flags.
 func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
 	if changed[keysStorageKey] || changed[tenantsStorageKey] {
-		keysMu.Lock()
+		a.shared.keysMu.Lock()
 		err := a.loadTenants(ctx) // the tenancy tree changed at runtime (tenancy.go)
 		a.putOwners()
 		var rt []*tenancy.APIKey
@@ -210,7 +210,7 @@ func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
 		if err == nil {
 			err = a.rebuildKeys(rt)
 		}
-		keysMu.Unlock()
+		a.shared.keysMu.Unlock()
 		if err != nil {
 			return err
 		}

@@ -2,16 +2,10 @@ package llm
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/weights"
-)
-
-var (
-	activeMirror atomic.Pointer[mirror.Mirror]
 )
 
 // needsMirror says whether the app must build its mirror: a mirror block
