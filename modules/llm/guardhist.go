@@ -27,11 +27,12 @@ const (
 	histTTL     = 25 * time.Hour
 )
 
-func init() {
-	n := len(operations)
-	op := operation{"GET", "/llm/guardrails/history", "The guardrails' outcomes over time (passed, redacted, blocked, flagged, skipped, errored per check and stage): ?window= (default 24h, at most 24h) in steps of ?step= (default 1h, at least 1m); kept for a day, sampled each minute from the gateway's metrics; in a cluster, every node's", "/llm/guardrails/history", getGuardHistory, ""}
-	operations = append(operations[:n-1:n-1], op, operations[n-1])
-	schemas["GET /llm/guardrails/history"] = opSchemas{response: obj(map[string]any{
+var guardHistoryOperations = []operation{
+	{"GET", "/llm/guardrails/history", "The guardrails' outcomes over time (passed, redacted, blocked, flagged, skipped, errored per check and stage): ?window= (default 24h, at most 24h) in steps of ?step= (default 1h, at least 1m); kept for a day, sampled each minute from the gateway's metrics; in a cluster, every node's", "/llm/guardrails/history", getGuardHistory, ""},
+}
+
+var guardHistorySchemas = map[string]opSchemas{
+	"GET /llm/guardrails/history": {response: obj(map[string]any{
 		"from":         typ("string", "start of the first step (RFC 3339)"),
 		"to":           typ("string", "end of the last step (RFC 3339)"),
 		"step_seconds": typ("integer", ""),
@@ -41,7 +42,7 @@ func init() {
 			"outcome": typ("string", "passed, redacted, blocked, flagged, skipped or errored"),
 			"counts":  arr(typ("integer", "the outcomes in one step, oldest first")),
 		})),
-	})}
+	})},
 }
 
 // guardHistory is this process's sampler and, on a single node, its
