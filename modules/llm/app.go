@@ -21,6 +21,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
+	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
@@ -105,8 +106,8 @@ type App struct {
 	// catalog through Redis; see ClusterConfig.
 	Cluster *ClusterConfig `json:"cluster,omitempty"`
 	// Audit bounds the audit log of changes made through the admin API;
-	// see AuditConfig. Default: 30 days, at most 100000 entries.
-	Audit *AuditConfig `json:"audit,omitempty"`
+	// see audit.Config. Default: 30 days, at most 100000 entries.
+	Audit *audit.Config `json:"audit,omitempty"`
 	// UpdateCheck is how often the registry is asked whether a model
 	// served from a tracked repository (an hf:// source, or mirror://<model>
 	// of a mirror model added with --track) has a new commit; the answer
@@ -150,6 +151,7 @@ type App struct {
 	lockKey     string                        // the data directory's lock, once Start took it
 	secrets     map[string]string             // Secrets, resolved
 	egress      *egress.Policy                // what URLs set at run time may reach
+	auditLog    *audit.Log                    // the audit log (audit.go)
 }
 
 // keysMu serializes runtime key changes.
@@ -206,6 +208,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	a.openAudit() // audit.go
 	a.declared = a.Models
 	markFileValues(a.Models)
 	if err := a.provisionSecrets(); err != nil {
@@ -429,6 +432,7 @@ func (a *App) Stop() error {
 // Cleanup releases this config's hold on fleets and plugins; those no
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
+	a.auditLog.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}
