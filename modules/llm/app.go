@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -152,6 +153,7 @@ type App struct {
 	secrets     map[string]string             // Secrets, resolved
 	egress      *egress.Policy                // what URLs set at run time may reach
 	auditLog    *audit.Log                    // the audit log (audit.go)
+	guardHist   *guardhist.History            // the guardrails' history (guardhist.go)
 }
 
 // keysMu serializes runtime key changes.
@@ -413,7 +415,7 @@ func (a *App) Start() error {
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
-	guardHist.start() // guardhist.go
+	a.startGuardHist() // guardhist.go
 	if a.cluster != nil {
 		a.cluster.startOnce.Do(a.cluster.start)
 		a.cluster.beatNow()
@@ -433,6 +435,7 @@ func (a *App) Stop() error {
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
 	a.auditLog.Close()
+	a.guardHist.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}
