@@ -7,6 +7,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -416,12 +417,16 @@ func (a *App) Start() error {
 		f.Run()
 	}
 	active.Store(a)
+	if a.cluster != nil {
+		a.cluster.attach(a.clusterSide())
+		a.cluster.serveApp(a.lookupLocal, http.HandlerFunc(a.servePeerLocal))
+	}
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
 	if a.cluster != nil {
-		a.cluster.startOnce.Do(a.cluster.start)
+		a.cluster.begin()
 		a.cluster.beatNow()
 	}
 	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.poolKeys())))
@@ -432,6 +437,9 @@ func (a *App) Start() error {
 // config (if any) has taken what it keeps.
 func (a *App) Stop() error {
 	active.CompareAndSwap(a, nil)
+	if a.cluster != nil {
+		a.cluster.detach(a.clusterSide())
+	}
 	return nil
 }
 
