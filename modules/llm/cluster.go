@@ -496,8 +496,15 @@ func (m *member) pull(ctx context.Context, l Local) error {
 	m.mu.Lock()
 	fields := m.trustedState(all.Val(), m.applied)
 	changed := map[string]bool{}
-	for _, k := range []string{keysStorageKey, tenantsStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
-		if fields[k] != m.applied[k] {
+	// Every field of the state counts: the member knows none of the
+	// app's keys. A field gone from the store reads as empty.
+	for k, v := range fields {
+		if v != m.applied[k] {
+			changed[k] = true
+		}
+	}
+	for k, v := range m.applied {
+		if _, ok := fields[k]; !ok && v != "" {
 			changed[k] = true
 		}
 	}
