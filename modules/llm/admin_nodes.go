@@ -29,7 +29,7 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 		if a == nil || a.cluster == nil {
 			return h(w, r)
 		}
-		return a.cluster.change(r.Context(), a.clusterSide(), func() error { return h(w, r) })
+		return a.cluster.Change(r.Context(), a.clusterSide(), func() error { return h(w, r) })
 	}
 }
 
@@ -41,7 +41,7 @@ func getNodes(w http.ResponseWriter, r *http.Request) error {
 	if a.cluster == nil {
 		return apiErr(http.StatusNotFound, "this llmgw is not in a cluster (no cluster block in the llm option); GET /llm/node shows this node")
 	}
-	st := a.cluster.status(a.drainedNodes())
+	st := a.cluster.Status(a.drainedNodes())
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Name < st.Nodes[j].Name })
 	return writeJSON(w, st)
 }
@@ -69,7 +69,7 @@ func nodeAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { return n == name })
 	if action == "drain" {
-		if !a.cluster.knows(name) {
+		if !a.cluster.Knows(name) {
 			return apiErr(http.StatusNotFound, "no node %q in the cluster; GET /llm/nodes lists them", name)
 		}
 		names = append(names, name)
@@ -80,6 +80,6 @@ func nodeAction(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusServiceUnavailable, "%v", err)
 	}
 	a.audit(r, "node "+action+"ed", zap.String("node", name))
-	a.cluster.beatNow()
+	a.cluster.BeatNow()
 	return writeJSON(w, map[string]any{"node": name, "drained": action == "drain"})
 }

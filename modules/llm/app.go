@@ -24,6 +24,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
@@ -108,7 +109,7 @@ type App struct {
 	Mirror *weights.MirrorConfig `json:"mirror,omitempty"`
 	// Cluster makes this llmgw a node of a cluster that shares one
 	// catalog through Redis; see ClusterConfig.
-	Cluster *ClusterConfig `json:"cluster,omitempty"`
+	Cluster *cluster.ClusterConfig `json:"cluster,omitempty"`
 	// Audit bounds the audit log of changes made through the admin API;
 	// see audit.Config. Default: 30 days, at most 100000 entries.
 	Audit *audit.Config `json:"audit,omitempty"`
@@ -142,9 +143,9 @@ type App struct {
 	ctx     context.Context // the config's: done when it is unloaded
 	cctx    caddy.Context   // the same, to find the other apps at Start
 
-	storage     stateStore // Caddy storage, or Redis in a cluster
+	storage     cluster.StateStore // Caddy storage, or Redis in a cluster
 	local       certmagic.Storage
-	cluster     *member
+	cluster     *cluster.Member
 	clusterKey  string
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
@@ -418,16 +419,16 @@ func (a *App) Start() error {
 	}
 	active.Store(a)
 	if a.cluster != nil {
-		a.cluster.attach(a.clusterSide())
-		a.cluster.serveApp(a.lookupLocal, http.HandlerFunc(a.servePeerLocal))
+		a.cluster.Attach(a.clusterSide())
+		a.cluster.ServeApp(a.lookupLocal, http.HandlerFunc(a.servePeerLocal))
 	}
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
 	if a.cluster != nil {
-		a.cluster.begin()
-		a.cluster.beatNow()
+		a.cluster.Begin()
+		a.cluster.BeatNow()
 	}
 	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.poolKeys())))
 	return nil
@@ -438,7 +439,7 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	active.CompareAndSwap(a, nil)
 	if a.cluster != nil {
-		a.cluster.detach(a.clusterSide())
+		a.cluster.Detach(a.clusterSide())
 	}
 	return nil
 }
@@ -501,8 +502,8 @@ func acquireNode() *fleet.Node {
 func (a *App) hooks() *fleet.Hooks {
 	h := &fleet.Hooks{Mirror: a.mirror}
 	if c := a.cluster; c != nil {
-		h.WantMore = c.beatNow
-		h.StoreDown = c.storeDown
+		h.WantMore = c.BeatNow
+		h.StoreDown = c.StoreDown
 	}
 	return h
 }

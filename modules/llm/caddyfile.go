@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -112,8 +113,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Mirror = new(weights.MirrorConfig)
 			return a.Mirror.Parse(d)
 		case "cluster":
-			a.Cluster = new(ClusterConfig)
-			return a.Cluster.parse(d)
+			a.Cluster = new(cluster.ClusterConfig)
+			return a.Cluster.Parse(d)
 		case "audit":
 			a.Audit = new(audit.Config)
 			return a.Audit.Parse(d)

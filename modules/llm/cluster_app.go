@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
@@ -25,10 +25,10 @@ import (
 const drainedStorageKey = "llmgw/drained-nodes.json"
 
 // beat is this node's heartbeat.
-func (a *App) beat(m *member, started time.Time) *nodeBeat {
+func (a *App) beat(m *cluster.Member, started time.Time) *cluster.NodeBeat {
 	st := a.node.Ledger.Status()
-	nb := &nodeBeat{Name: m.nodeName(), Addr: m.advertise(), At: now(), Started: started,
-		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
+	nb := &cluster.NodeBeat{Name: m.NodeName(), Addr: m.Advertise(), At: now(), Started: started,
+		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]cluster.BeatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
 		rp := f.TakeReport()
@@ -43,61 +43,23 @@ func (a *App) beat(m *member, started time.Time) *nodeBeat {
 		// needs nothing about the others, and every node reads every
 		// heartbeat.
 		if rp.Used {
-			nb.Load[name] = beatLoad{Busy: rp.Busy, LastUsed: rp.LastUsed, Waiting: rp.Waiting}
+			nb.Load[name] = cluster.BeatLoad{Busy: rp.Busy, LastUsed: rp.LastUsed, Waiting: rp.Waiting}
 		}
 	}
 	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
-	nb.Cached = m.cachedWeights(a.mirror)
+	nb.Cached = m.CachedWeights(a.mirror)
 	return nb
-}
-
-// cachedWeights lists the weights in this node's cache as sources
-// (mirror://model and mirror://model/version), rescanned every 10s: the
-// leader prefers a node that has them.
-func (m *member) cachedWeights(mir *mirror.Mirror) []string {
-	if mir == nil {
-		return nil
-	}
-	if now().Sub(m.cachedAt) < 10*time.Second {
-		return m.cached
-	}
-	m.cachedAt = now()
-	vs, err := mir.Cached()
-	if err != nil {
-		return m.cached
-	}
-	m.cached = m.cached[:0]
-	for _, v := range vs {
-		if v.Complete {
-			m.cached = append(m.cached, "mirror://"+v.Model, "mirror://"+v.Model+"/"+v.Version)
-		}
-	}
-	return m.cached
-}
-
-// weightsKey is how a model's source names the weights a node may have
-// cached: mirror://model or mirror://model/version.
-func weightsKey(source string) string {
-	rest, ok := strings.CutPrefix(source, "mirror://")
-	if !ok {
-		return source
-	}
-	parts := strings.SplitN(rest, "/", 3)
-	if len(parts) >= 2 {
-		return "mirror://" + parts[0] + "/" + parts[1]
-	}
-	return source
 }
 
 // applyPlan gives each fleet the number of replicas the plan puts on this
 // node and the ready replicas other nodes run.
-func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
+func (a *App) applyPlan(m *cluster.Member, p cluster.Plan, nodes map[string]*cluster.NodeBeat) {
 	v := a.v()
-	remote := m.remoteReady(nodes)
+	remote := m.RemoteReady(nodes)
 	here := map[string]int{}
 	for name := range v.fleets {
 		for _, on := range p.Models[name] {
-			if on == m.nodeName() {
+			if on == m.NodeName() {
 				here[name]++
 			}
 		}
@@ -110,7 +72,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		if catalog.ClassRank(f.Model().Class) >= room {
 			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
 		}
-		f.SetCluster(m.nodeName(), n, rs, p.Why[name], m.announceReady)
+		f.SetCluster(m.NodeName(), n, rs, p.Why[name], m.AnnounceReady)
 	}
 }
 
@@ -291,7 +253,7 @@ func (a *App) drainedNodes() map[string]bool {
 	if a.cluster == nil {
 		return out
 	}
-	s := a.cluster.appliedValue(drainedStorageKey)
+	s := a.cluster.AppliedValue(drainedStorageKey)
 	var names []string
 	_ = json.Unmarshal([]byte(s), &names)
 	for _, n := range names {
@@ -313,7 +275,7 @@ func (a *App) LookupLatest(name string) (*catalog.Model, error) {
 	if err == nil || a.cluster == nil || !errors.As(err, &unknown) {
 		return m, err
 	}
-	if !a.cluster.refresh(a.clusterSide()) {
+	if !a.cluster.Refresh(a.clusterSide()) {
 		return m, err
 	}
 	return a.Lookup(name)
@@ -334,7 +296,9 @@ type clusterSide struct{ a *App }
 func (a *App) clusterSide() clusterSide { return clusterSide{a} }
 
 // Beat is this node's heartbeat.
-func (c clusterSide) Beat(m *member, started time.Time) *nodeBeat { return c.a.beat(m, started) }
+func (c clusterSide) Beat(m *cluster.Member, started time.Time) *cluster.NodeBeat {
+	return c.a.beat(m, started)
+}
 
 // ApplyShared applies the shared state's changed fields.
 func (c clusterSide) ApplyShared(ctx context.Context, changed map[string]bool) error {
@@ -342,16 +306,16 @@ func (c clusterSide) ApplyShared(ctx context.Context, changed map[string]bool) e
 }
 
 // ApplyPlan gives the fleets what the plan puts on this node.
-func (c clusterSide) ApplyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
+func (c clusterSide) ApplyPlan(m *cluster.Member, p cluster.Plan, nodes map[string]*cluster.NodeBeat) {
 	c.a.applyPlan(m, p, nodes)
 }
 
 // PlanInputs are the planner's inputs: the nodes from their heartbeats,
 // the catalog, the models' load, the stopped models, the owners'
 // capacities.
-func (c clusterSide) PlanInputs(nodes map[string]*nodeBeat) PlanInputs {
+func (c clusterSide) PlanInputs(nodes map[string]*cluster.NodeBeat) cluster.PlanInputs {
 	cn, load, stopped := c.a.clusterInputs(nodes)
-	return PlanInputs{Nodes: cn, Models: c.a.v().models, Load: load, Stopped: stopped, Owners: c.a.node.Ledger.Owners()}
+	return cluster.PlanInputs{Nodes: cn, Models: c.a.v().models, Load: load, Stopped: stopped, Owners: c.a.node.Ledger.Owners()}
 }
 
 // servePeerLocal answers the app's own routes on the node-to-node

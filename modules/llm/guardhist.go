@@ -74,7 +74,7 @@ func getGuardHistory(w http.ResponseWriter, r *http.Request) error {
 	h, err := a.guardHist.Read(r.Context(), rng)
 	if err != nil { // the cluster store's
 		if a.cluster != nil {
-			err = a.cluster.storeErr(err)
+			err = a.cluster.StoreErr(err)
 		}
 		return apiErr(http.StatusServiceUnavailable, "%v", err)
 	}

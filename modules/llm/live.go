@@ -114,7 +114,7 @@ func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *catal
 	if f != nil {
 		n = max(f.ReplicaCount(), 1)
 	}
-	nodes := a.cluster.nodeCount()
+	nodes := a.cluster.NodeCount()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Duration(nodes)*a.rollTimeout(n))
 	defer cancel()
 	out, err := a.rollCluster(ctx, m, f, reason)

@@ -180,7 +180,7 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 // it. a.mu is held.
 func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	c := a.cluster
-	nodes, cur := c.snapshot()
+	nodes, cur := c.Snapshot()
 	in := a.clusterSide().PlanInputs(nodes)
 	cn, load, stopped := in.Nodes, in.Load, in.Stopped
 	planned := *m // started with n replicas, as if its min were n

@@ -280,7 +280,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		var ro llmapi.Rollout
 		var err error
 		if a.cluster != nil {
-			nodes := a.cluster.nodeCount()
+			nodes := a.cluster.NodeCount()
 			rctx, cancel := context.WithTimeout(ctx, time.Duration(nodes)*a.rollTimeout(n))
 			defer cancel()
 			ro, err = a.rollCluster(rctx, m, f, reason)

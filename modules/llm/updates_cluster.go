@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
@@ -32,19 +33,19 @@ type peerRoll struct {
 func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet.Fleet, reason string) (llmapi.Rollout, error) {
 	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	self := a.nodeName()
-	targets := append([]peerTarget{{name: self}}, a.cluster.liveNodes()...)
-	slices.SortFunc(targets[1:], func(x, y peerTarget) int { return strings.Compare(x.name, y.name) })
+	targets := append([]cluster.PeerTarget{{Name: self}}, a.cluster.LiveNodes()...)
+	slices.SortFunc(targets[1:], func(x, y cluster.PeerTarget) int { return strings.Compare(x.Name, y.Name) })
 	var done []string
 	for _, t := range targets {
 		var ro llmapi.Rollout
 		var err error
-		if t.addr == "" {
+		if t.Addr == "" {
 			if f != nil {
 				ro, err = f.RollInPlace(ctx, reason)
 			}
 		} else {
 			var raw []byte
-			raw, err = a.cluster.peerCall(ctx, http.MethodPost, t.addr, "/models/roll", peerRoll{Model: m.Name, Reason: reason})
+			raw, err = a.cluster.PeerCall(ctx, http.MethodPost, t.Addr, "/models/roll", peerRoll{Model: m.Name, Reason: reason})
 			if err == nil {
 				err = json.Unmarshal(raw, &ro)
 			}
@@ -52,9 +53,9 @@ func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet.Fleet,
 		out.Replaced = append(out.Replaced, ro.Replaced...)
 		out.Started = append(out.Started, ro.Started...)
 		if err != nil {
-			return out, fmt.Errorf("node %s: %w (nodes done: %s)", t.name, err, listOr(done, "none"))
+			return out, fmt.Errorf("node %s: %w (nodes done: %s)", t.Name, err, listOr(done, "none"))
 		}
-		done = append(done, t.name)
+		done = append(done, t.Name)
 	}
 	out.Note = "replaced node by node: " + strings.Join(done, ", ")
 	return out, nil
@@ -79,7 +80,7 @@ func (a *App) servePeerRoll(w http.ResponseWriter, r *http.Request) {
 	// this node applies the shared state first, so that its new replicas
 	// start with the model as it is now.
 	if a.cluster != nil {
-		if err := a.cluster.sync(r.Context(), a.clusterSide()); err != nil {
+		if err := a.cluster.Sync(r.Context(), a.clusterSide()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

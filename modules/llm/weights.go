@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
@@ -203,17 +203,17 @@ func (a *App) eachNode(r *http.Request, local func(context.Context) (any, error)
 	decode func([]byte) (any, error), failed func(string, error) any) ([]any, error) {
 	want := r.URL.Query().Get("node")
 	self := a.nodeName()
-	targets := []peerTarget{{name: self}}
+	targets := []cluster.PeerTarget{{Name: self}}
 	if m := a.cluster; m != nil {
-		targets = append(targets, m.liveNodes()...)
+		targets = append(targets, m.LiveNodes()...)
 	}
 	if want != "" {
-		targets = slices.DeleteFunc(targets, func(t peerTarget) bool { return t.name != want })
+		targets = slices.DeleteFunc(targets, func(t cluster.PeerTarget) bool { return t.Name != want })
 		if len(targets) == 0 {
 			return nil, apiErr(http.StatusNotFound, "no live node %s; GET /llm/nodes lists them", catalog.Bounded(want))
 		}
 	}
-	slices.SortFunc(targets, func(x, y peerTarget) int { return strings.Compare(x.name, y.name) })
+	slices.SortFunc(targets, func(x, y cluster.PeerTarget) int { return strings.Compare(x.Name, y.Name) })
 	out := make([]any, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -224,16 +224,16 @@ func (a *App) eachNode(r *http.Request, local func(context.Context) (any, error)
 			defer cancel()
 			var v any
 			var err error
-			if t.addr == "" {
+			if t.Addr == "" {
 				v, err = local(ctx)
 			} else {
 				var raw []byte
-				if raw, err = a.cluster.peerCall(ctx, method, t.addr, path, body); err == nil {
+				if raw, err = a.cluster.PeerCall(ctx, method, t.Addr, path, body); err == nil {
 					v, err = decode(raw)
 				}
 			}
 			if err != nil {
-				v = failed(t.name, err)
+				v = failed(t.Name, err)
 			}
 			out[i] = v
 		}()
@@ -246,34 +246,6 @@ func decodeAs[T any](raw []byte) (any, error) {
 	var v T
 	err := json.Unmarshal(raw, &v)
 	return v, err
-}
-
-// peerCall sends a request to another node's node-to-node endpoint and
-// returns its answer's body.
-func (m *member) peerCall(ctx context.Context, method, addr, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://"+addr+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Transport: m.transport}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reaching the node at %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the node at %s answered %s: %s", addr, resp.Status, bytes.TrimSpace(raw[:min(len(raw), 512)]))
-	}
-	return raw, nil
 }
 
 // servePeerWeights answers another node's GET /weights and POST

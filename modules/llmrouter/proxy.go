@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
@@ -330,7 +330,7 @@ func (rt *Router) sendError(ctx context.Context, r *http.Request, rep *fleet.Rep
 // allows a fallback (5xx, 429) on a candidate that is not the last.
 func (rt *Router) unserved(resp *http.Response, rep *fleet.Replica, final bool) error {
 	if rep.Transport != nil && resp.StatusCode >= http.StatusBadGateway {
-		if why := resp.Header.Get(llm.PeerErrorHeader); why != "" {
+		if why := resp.Header.Get(cluster.PeerErrorHeader); why != "" {
 			// Another node's endpoint says its replica is gone or did
 			// not answer: like a connect error, another replica is tried.
 			drain(resp.Body)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 	"github.com/llmgw/llmgw/modules/openai/responsesapi"
@@ -119,7 +120,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 	rt.app = appIface.(*llm.App)
 	rt.tkey = fmt.Sprintf("transport:%d:%d", rt.DialTimeout, rt.MaxIdleConnsPerHost)
 	v, _, err := transports.LoadOrNew(rt.tkey, func() (caddy.Destructor, error) {
-		return &pooledTransport{llm.EngineTransport(time.Duration(rt.DialTimeout), rt.MaxIdleConnsPerHost)}, nil
+		return &pooledTransport{cluster.EngineTransport(time.Duration(rt.DialTimeout), rt.MaxIdleConnsPerHost)}, nil
 	})
 	if err != nil {
 		return err

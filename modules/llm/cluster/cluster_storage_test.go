@@ -1,4 +1,4 @@
-package llm
+package cluster
 
 import (
 	"context"
@@ -48,9 +48,9 @@ func TestSharedStorage(t *testing.T) {
 	rdb := startTestRedis(t)
 	ctx := context.Background()
 	// Two nodes of one cluster and a node of another, on one Redis.
-	a := &redisStorage{m: &member{rdb: rdb, prefix: "llmgw:c1:"}, locks: map[string]string{}}
-	b := &redisStorage{m: &member{rdb: rdb, prefix: "llmgw:c1:"}, locks: map[string]string{}}
-	other := &redisStorage{m: &member{rdb: rdb, prefix: "llmgw:c2:"}, locks: map[string]string{}}
+	a := &redisStorage{m: &Member{rdb: rdb, prefix: "llmgw:c1:"}, locks: map[string]string{}}
+	b := &redisStorage{m: &Member{rdb: rdb, prefix: "llmgw:c1:"}, locks: map[string]string{}}
+	other := &redisStorage{m: &Member{rdb: rdb, prefix: "llmgw:c2:"}, locks: map[string]string{}}
 
 	if _, err := a.Load(ctx, "llmgw/admin/sessions/x"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("load of a missing key: %v, want fs.ErrNotExist", err)
@@ -138,7 +138,7 @@ func TestSharedStorage(t *testing.T) {
 func TestSharedStorageLock(t *testing.T) {
 	rdb := startTestRedis(t)
 	ctx := context.Background()
-	m := &member{rdb: rdb, prefix: "llmgw:c1:"}
+	m := &Member{rdb: rdb, prefix: "llmgw:c1:"}
 	a := &redisStorage{m: m, locks: map[string]string{}}
 	b := &redisStorage{m: m, locks: map[string]string{}}
 	if err := a.Lock(ctx, "issue"); err != nil {

@@ -1,4 +1,4 @@
-package llm
+package cluster
 
 import (
 	"bufio"
@@ -494,7 +494,7 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 	if strings.Contains(key, testSecret) {
 		t.Fatalf("pool key %q holds the secret", key)
 	}
-	load := func(lookup peerLookup) *peerServer {
+	load := func(lookup PeerLookup) *peerServer {
 		v, _, err := peers.LoadOrNew(key, func() (caddy.Destructor, error) {
 			return startPeer("127.0.0.2:0", server, "node-p", lookup, zaptest.NewLogger(t))
 		})

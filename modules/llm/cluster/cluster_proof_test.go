@@ -1,4 +1,4 @@
-package llm
+package cluster
 
 import (
 	"context"
@@ -19,16 +19,16 @@ const (
 
 // testMember is a member of cluster "c" on rdb with secret, without
 // loops or a peer endpoint.
-func testMember(rdb *redis.Client, node, secret string) *member {
-	return &member{cfg: ClusterConfig{Name: "c", Node: node}, rdb: rdb, prefix: "llmgw:c:", logger: zap.NewNop(),
+func testMember(rdb *redis.Client, node, secret string) *Member {
+	return &Member{cfg: ClusterConfig{Name: "c", Node: node}, rdb: rdb, prefix: "llmgw:c:", logger: zap.NewNop(),
 		proof: proofKey(secret), applied: map[string]string{}, untrusted: map[string]string{}, refused: map[string]string{},
 		gone: map[string]time.Time{}}
 }
 
 // writeBeat writes a heartbeat of node as m's round does.
-func writeBeat(t *testing.T, m *member, node string) {
+func writeBeat(t *testing.T, m *Member, node string) {
 	t.Helper()
-	b, _ := json.Marshal(&nodeBeat{Name: node, Addr: "127.0.0.9:1", At: time.Now(), Started: time.Now()})
+	b, _ := json.Marshal(&NodeBeat{Name: node, Addr: "127.0.0.9:1", At: time.Now(), Started: time.Now()})
 	ctx := context.Background()
 	if err := m.rdb.SAdd(ctx, m.key(kNodes), node).Err(); err != nil {
 		t.Fatal(err)
@@ -47,25 +47,25 @@ func TestClusterSecretProof(t *testing.T) {
 	writeBeat(t, good, "n1")
 
 	// A node with another secret is refused at start, saying why.
-	err := wrong.secretRefused(ctx)
+	err := wrong.SecretRefused(ctx)
 	if !errors.Is(err, errSecretDiffers) || !strings.Contains(err.Error(), "cluster secret differs from the other nodes'") || !strings.Contains(err.Error(), "n1") {
 		t.Fatalf("start with another secret: %v, want the secret named as the cause and n1 as the node", err)
 	}
-	if err := good2.secretRefused(ctx); err != nil {
+	if err := good2.SecretRefused(ctx); err != nil {
 		t.Fatalf("start with the cluster's secret: %v", err)
 	}
 
 	// Its heartbeat is not a member: not listed. A node of an earlier
 	// version, which signs nothing, is (a rolling upgrade).
 	writeBeat(t, wrong, "w")
-	old, _ := json.Marshal(&nodeBeat{Name: "old", Addr: "127.0.0.8:1"})
+	old, _ := json.Marshal(&NodeBeat{Name: "old", Addr: "127.0.0.8:1"})
 	rdb.Set(ctx, good.key(kNode+"old"), old, time.Minute)
 	names := []string{"n1", "w", "old"}
 	beats, err := rdb.MGet(ctx, good.key(kNode+"n1"), good.key(kNode+"w"), good.key(kNode+"old")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := good2.readBeats(ctx, names, beats, &nodeBeat{Name: "n2"})
+	nodes := good2.readBeats(ctx, names, beats, &NodeBeat{Name: "n2"})
 	if _, ok := nodes["w"]; ok || nodes["n1"] == nil || nodes["old"] == nil {
 		t.Fatalf("members read: %v, want n1 and old, not w", keysOf(nodes))
 	}
@@ -74,7 +74,7 @@ func TestClusterSecretProof(t *testing.T) {
 	if err := (redisState{wrong}).Store(ctx, keysStorageKey, []byte(`[{"id":"minted-by-w"}]`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := good2.pull(ctx, nil); err != nil {
+	if err := good2.Pull(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if v := good2.applied[keysStorageKey]; v != "" {
@@ -86,7 +86,7 @@ func TestClusterSecretProof(t *testing.T) {
 	if err := (redisState{good}).Store(ctx, keysStorageKey, []byte(`[{"id":"k1"}]`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := good2.pull(ctx, nil); err != nil {
+	if err := good2.Pull(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if v := good2.applied[keysStorageKey]; v != `[{"id":"k1"}]` {
@@ -110,7 +110,7 @@ func TestBeatProofRoundTrip(t *testing.T) {
 	if !ok || string(got) != string(b) {
 		t.Fatalf("openBeat = %q, %v; want %q, true", got, ok, b)
 	}
-	var nb nodeBeat
+	var nb NodeBeat
 	if err := json.Unmarshal(signed, &nb); err != nil || nb.Name != "n1" {
 		t.Fatalf("a signed heartbeat is not a heartbeat to a node of an earlier version: %v", err)
 	}
@@ -125,3 +125,7 @@ func TestBeatProofRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// keysStorageKey is a field of the shared state, as the app names its
+// keys.
+const keysStorageKey = "llmgw/keys.json"

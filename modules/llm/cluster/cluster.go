@@ -1,0 +1,2322 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"maps"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/certmagic"
+	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/audit"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
+	"github.com/llmgw/llmgw/modules/llm/guardhist"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/responsesapi"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+const auditKey = "audit" // stream: one entry per change, every node's
+
+// AddAudit appends e to the cluster's audit stream, trimmed to about max
+// entries.
+func (m *Member) AddAudit(ctx context.Context, e llmapi.AuditEntry, max int) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return m.rdb.XAdd(ctx, &redis.XAddArgs{Stream: m.key(auditKey), MaxLen: int64(max), Approx: true,
+		Values: []any{"e", b}}).Err()
+}
+
+// ReadAudit reads the cluster's audit stream, newest first, scanning at
+// most max entries.
+func (m *Member) ReadAudit(ctx context.Context, q audit.Query, max int) (llmapi.AuditPage, error) {
+	end, start := "+", "-"
+	if !q.Until.IsZero() {
+		end = strconv.FormatInt(q.Until.UnixMilli(), 10)
+	}
+	if q.Cursor != "" {
+		end = "(" + q.Cursor
+	}
+	if !q.Since.IsZero() {
+		start = strconv.FormatInt(q.Since.UnixMilli(), 10)
+	}
+	p := llmapi.AuditPage{Entries: []llmapi.AuditEntry{}, Source: "cluster"}
+	for scanned := 0; scanned < max; {
+		msgs, err := m.rdb.XRevRangeN(ctx, m.key(auditKey), end, start, 500).Result()
+		if err != nil {
+			return llmapi.AuditPage{}, err
+		}
+		for _, msg := range msgs {
+			var e llmapi.AuditEntry
+			s, _ := msg.Values["e"].(string)
+			if json.Unmarshal([]byte(s), &e) != nil {
+				continue
+			}
+			e.ID = msg.ID
+			if !q.Match(e) {
+				continue
+			}
+			if len(p.Entries) == q.Limit {
+				p.Next = p.Entries[q.Limit-1].ID
+				return p, nil
+			}
+			p.Entries = append(p.Entries, e)
+		}
+		scanned += len(msgs)
+		if len(msgs) < 500 {
+			break
+		}
+		end = "(" + msgs[len(msgs)-1].ID
+	}
+	return p, nil
+}
+
+// parse reads a cluster block:
+//
+//	cluster {
+//		redis redis://10.0.0.5:6379/0                   # or:
+//		sentinel mymaster 10.0.0.5:26379 10.0.0.6:26379 10.0.0.7:26379
+//		username <redis user>                          # with sentinel
+//		password {env.REDIS_PASSWORD}                  # with sentinel
+//		sentinel_password {env.SENTINEL_PASSWORD}
+//		name prod                                      # keys start with llmgw:prod:
+//		node gpu-1                                     # default: the host name
+//		advertise 10.0.0.11:7443                       # where other nodes reach this one
+//		listen 0.0.0.0:7443                            # default: advertise
+//		secret {env.LLMGW_CLUSTER_SECRET}              # the same on every node
+//		heartbeat 1s
+//		node_ttl 5s
+//	}
+func (c *ClusterConfig) Parse(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return caddyfileutil.EachSubdirective(d, func(dir string) error {
+		switch dir {
+		case "redis":
+			return caddyfileutil.OneArg(d, &c.Redis)
+		case "sentinel":
+			if !d.NextArg() {
+				return d.Errf("sentinel needs the primary's name and the Sentinels' addresses: sentinel mymaster host:port…")
+			}
+			c.SentinelMaster = d.Val()
+			if err := caddyfileutil.ManyArgs(d, &c.Sentinels); err != nil {
+				return d.Errf("sentinel %s: give the Sentinels' addresses (host:port) after the primary's name", c.SentinelMaster)
+			}
+			return nil
+		case "username":
+			return caddyfileutil.OneArg(d, &c.Username)
+		case "password":
+			return caddyfileutil.OneArg(d, &c.Password)
+		case "sentinel_password":
+			return caddyfileutil.OneArg(d, &c.SentinelPassword)
+		case "name":
+			return caddyfileutil.OneArg(d, &c.Name)
+		case "node":
+			return caddyfileutil.OneArg(d, &c.Node)
+		case "advertise":
+			return caddyfileutil.OneArg(d, &c.Advertise)
+		case "listen":
+			return caddyfileutil.OneArg(d, &c.Listen)
+		case "secret":
+			return caddyfileutil.OneArg(d, &c.Secret)
+		case "heartbeat":
+			return caddyfileutil.DurationArg(d, &c.Heartbeat)
+		case "node_ttl":
+			return caddyfileutil.DurationArg(d, &c.NodeTTL)
+		default:
+			return d.Errf("unrecognized cluster subdirective %q; see the README's Cluster section", dir)
+		}
+	})
+}
+
+// ClusterConfig makes this llmgw one node of a cluster: the catalog, its
+// settings, stopped flags and API keys live in Redis (highly available
+// through Sentinel) instead of Caddy storage; nodes heartbeat there, one
+// of them (the holder of a lease) places every model's replicas across
+// the nodes, and each node's router reaches replicas on other nodes
+// through their llmgw (node-to-node TLS, authenticated by the cluster
+// secret). Without it llmgw is one node on Caddy storage.
+type ClusterConfig struct {
+	// Redis is the store's URL: redis://[user:password@]host:port[/db].
+	// Use it or Sentinels.
+	Redis string `json:"redis,omitempty"`
+	// SentinelMaster and Sentinels name the Redis primary that Sentinel
+	// watches and the Sentinels' addresses (host:port). The nodes follow
+	// a failover by themselves.
+	SentinelMaster string   `json:"sentinel_master,omitempty"`
+	Sentinels      []string `json:"sentinels,omitempty"`
+	// Password (and Username) authenticate to Redis when Sentinels are
+	// used; with Redis they go in the URL. SentinelPassword
+	// authenticates to the Sentinels.
+	Username         string `json:"username,omitempty"`
+	Password         string `json:"password,omitempty"`
+	SentinelPassword string `json:"sentinel_password,omitempty"`
+	// Name names the cluster; its keys in Redis start with
+	// "llmgw:<name>:". Default: "default".
+	Name string `json:"name,omitempty"`
+	// Node is this node's name, unique in the cluster. Default: the host
+	// name.
+	Node string `json:"node,omitempty"`
+	// Advertise is the host:port other nodes reach this node at, for
+	// requests to its replicas (node-to-node TLS).
+	Advertise string `json:"advertise"`
+	// Listen is where the node-to-node endpoint listens. Default:
+	// Advertise.
+	Listen string `json:"listen,omitempty"`
+	// Secret is the cluster credential, the same on every node (at least
+	// 32 characters): node-to-node TLS certificates are made from it, and
+	// a peer without it is refused.
+	Secret string `json:"secret"`
+	// Heartbeat is how often the node reports itself and reads the
+	// cluster. Default: 1s.
+	Heartbeat caddy.Duration `json:"heartbeat,omitempty"`
+	// NodeTTL is how long a node that stopped reporting counts as alive;
+	// after it, its replicas are placed elsewhere. Default: 5s.
+	NodeTTL caddy.Duration `json:"node_ttl,omitempty"`
+}
+
+func (c *ClusterConfig) Provision() error {
+	repl := caddy.NewReplacer()
+	for _, s := range []*string{&c.Redis, &c.Password, &c.SentinelPassword, &c.Secret, &c.Node, &c.Advertise, &c.Listen} {
+		*s = repl.ReplaceKnown(*s, "")
+	}
+	switch {
+	case c.Redis == "" && len(c.Sentinels) == 0:
+		return errors.New("cluster: give the store with redis redis://host:port, or sentinel <master> host:port…")
+	case c.Redis != "" && len(c.Sentinels) > 0:
+		return errors.New("cluster: give redis or sentinel, not both")
+	case len(c.Sentinels) > 0 && c.SentinelMaster == "":
+		return errors.New("cluster: sentinel needs the primary's name, as in sentinel mymaster host:port…")
+	}
+	if c.Name == "" {
+		c.Name = "default"
+	}
+	if c.Node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("cluster: no node name given and the host name is unknown: %v", err)
+		}
+		c.Node = h
+	}
+	if err := catalog.CheckName("node", c.Node); err != nil {
+		return fmt.Errorf("cluster: %v", err)
+	}
+	if c.Advertise == "" {
+		return errors.New("cluster: advertise host:port is required: the address other nodes reach this node at")
+	}
+	if _, _, err := net.SplitHostPort(c.Advertise); err != nil {
+		return fmt.Errorf("cluster: advertise %q: %v; use host:port", c.Advertise, err)
+	}
+	if c.Listen == "" {
+		c.Listen = c.Advertise
+	}
+	if len(c.Secret) < 32 {
+		return errors.New("cluster: secret must be at least 32 characters, the same on every node (such as {env.LLMGW_CLUSTER_SECRET}, made with openssl rand -hex 32)")
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = caddy.Duration(time.Second)
+	}
+	if c.NodeTTL <= 0 {
+		c.NodeTTL = caddy.Duration(5 * time.Second)
+	}
+	if c.NodeTTL < 2*c.Heartbeat {
+		return fmt.Errorf("cluster: node_ttl (%s) must be at least twice the heartbeat (%s)", time.Duration(c.NodeTTL), time.Duration(c.Heartbeat))
+	}
+	return nil
+}
+
+// storeName says which store a node uses, for messages.
+func (c *ClusterConfig) StoreName() string {
+	if c.Redis != "" {
+		if o, err := redis.ParseURL(c.Redis); err == nil {
+			return "Redis at " + o.Addr
+		}
+		return "Redis"
+	}
+	return "Redis primary " + c.SentinelMaster + " (Sentinels " + strings.Join(c.Sentinels, ", ") + ")"
+}
+
+func (c *ClusterConfig) client() (redis.UniversalClient, error) {
+	timeouts := func(dial, rw *time.Duration) { *dial, *rw = time.Second, time.Second }
+	if c.Redis != "" {
+		o, err := redis.ParseURL(c.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: redis %q: %w; use redis://host:port or redis://user:password@host:port/db", c.Redis, err)
+		}
+		timeouts(&o.DialTimeout, &o.ReadTimeout)
+		o.WriteTimeout, o.MaxRetries = o.ReadTimeout, 1
+		return redis.NewClient(o), nil
+	}
+	o := &redis.FailoverOptions{MasterName: c.SentinelMaster, SentinelAddrs: c.Sentinels,
+		Username: c.Username, Password: c.Password, SentinelPassword: c.SentinelPassword, MaxRetries: 1}
+	timeouts(&o.DialTimeout, &o.ReadTimeout)
+	o.WriteTimeout = o.ReadTimeout
+	return redis.NewFailoverClient(o), nil
+}
+
+// Redis keys, after the cluster's prefix.
+const (
+	kState   = "state"   // hash: runtime models, settings, stopped, keys, drained (JSON each)
+	kVersion = "version" // counter, raised by every change of state
+	kChanges = "changes" // channel: "state <version>", "plan", "nodes"
+	kNodes   = "nodes"   // set of node names ever seen
+	kNode    = "node:"   // + name: the node's heartbeat (JSON), with the node TTL
+	kLeader  = "leader"  // the node that places replicas, with a TTL
+	kPlan    = "plan"    // JSON: model → nodes, written by the leader
+	kLock    = "lock"    // held while a change is made
+)
+
+// storeDownError is what a change gets while the store cannot be reached.
+type StoreDownError struct {
+	store string
+	err   error
+}
+
+func (e *StoreDownError) Error() string {
+	return fmt.Sprintf("the cluster store (%s) cannot be reached (%v): changes are refused until it answers again; requests are still served with the last known state", e.store, e.err)
+}
+
+// member is this node's membership in the cluster. It lives in a
+// UsagePool, keyed by the cluster config, so reloads keep its heartbeats,
+// its node-to-node endpoint and the replicas it knows on other nodes.
+type Member struct {
+	cfg    ClusterConfig
+	rdb    redis.UniversalClient
+	prefix string
+	logger *zap.Logger
+	proof  []byte // signs heartbeats and state (cluster_proof.go)
+
+	peer      *peerServer
+	transport *http.Transport
+
+	kick    chan struct{} // beat now
+	tell    atomic.Bool   // the next round tells every node to read the heartbeats (cluster_push.go)
+	stop    chan struct{}
+	stopped chan struct{}
+
+	mu      sync.Mutex
+	applied map[string]string // state field → the JSON applied
+	version int64             // state version applied
+	nodes   map[string]*NodeBeat
+	plan    Plan
+	leader  string
+	down    error     // the store's last error, nil while it answers
+	downAt  time.Time // since when
+	remote  map[string]*fleet.Replica
+
+	attached atomic.Pointer[localRef] // the app the loops serve (attach)
+
+	local     StateStore // Caddy storage: a copy of the shared state
+	pullMu    sync.Mutex // one pull at a time
+	checkMu   sync.Mutex // one version check at a time for unknown keys
+	lastCheck time.Time
+	startOnce sync.Once
+	planLost  bool                 // the store has no plan: the leader writes its own
+	cached    []string             // weights in the node cache, as sources
+	gone      map[string]time.Time // node names without a heartbeat, since when (the loop's)
+	cachedAt  time.Time
+	upSince   time.Time         // since when the store has answered without a break
+	untrusted map[string]string // state field → a value without this secret's proof, logged
+	refused   map[string]string // node name → its heartbeat without this secret's proof, logged
+}
+
+// clusterPlan is where each model's replicas run, as the leader decided.
+type Plan struct {
+	Models map[string][]string `json:"models"`
+	Why    map[string]string   `json:"why,omitempty"`
+	By     string              `json:"by"`
+	At     time.Time           `json:"at"`
+	// Seq numbers the plans: each leader writes the one after the plan
+	// it read (clocks of nodes may differ).
+	Seq int64 `json:"seq"`
+}
+
+// nodeBeat is a node's heartbeat: what it offers, what runs on it and
+// how its models are used.
+type NodeBeat struct {
+	Name     string               `json:"name"`
+	Addr     string               `json:"addr"`
+	At       time.Time            `json:"at"`
+	Started  time.Time            `json:"started"`
+	Capacity llmapi.Amounts       `json:"capacity"`
+	Used     llmapi.Amounts       `json:"used"`
+	Replicas []llmapi.NodeReplica `json:"replicas"`
+	Load     map[string]BeatLoad  `json:"load,omitempty"`
+	Failing  map[string]string    `json:"failing,omitempty"`
+	Cached   []string             `json:"cached,omitempty"`
+}
+
+type BeatLoad struct {
+	Busy     bool      `json:"busy,omitempty"`
+	LastUsed time.Time `json:"last_used"`
+	Waiting  int       `json:"waiting,omitempty"`
+}
+
+func Key(c *ClusterConfig) string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return "cluster:" + hex.EncodeToString(sum[:])
+}
+
+// newMember connects to the store and starts the node-to-node endpoint.
+func NewMember(c ClusterConfig, logger *zap.Logger) (*Member, error) {
+	rdb, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(c.Advertise)
+	srvTLS, cliTLS, err := newPeerTLS(c.Secret, c.Node, host)
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	m := &Member{cfg: c, rdb: rdb, prefix: "llmgw:" + c.Name + ":", logger: logger, proof: proofKey(c.Secret),
+		untrusted: map[string]string{}, refused: map[string]string{},
+		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{}),
+		applied: map[string]string{}, nodes: map[string]*NodeBeat{}, remote: map[string]*fleet.Replica{}, gone: map[string]time.Time{}}
+	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupNone, logger.Named("peer"))
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cluster: node-to-node endpoint on %s: %w", c.Listen, err)
+	}
+	return m, nil
+}
+
+func (m *Member) key(k string) string { return m.prefix + k }
+
+// Destruct stops heartbeats and the node-to-node endpoint. Its replicas
+// are placed elsewhere once its heartbeat expires; a node that exits
+// cleanly says so at once.
+func (m *Member) Destruct() error {
+	close(m.stop)
+	m.startOnce.Do(func() { close(m.stopped) }) // the config never started
+	<-m.stopped
+	if caddy.Exiting() {
+		// Leave first: the other nodes stop sending requests here and
+		// place this node's replicas elsewhere at once, and another node
+		// takes the leader lease; then the requests in flight through
+		// the node-to-node endpoint finish.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, m.key(kNode+m.cfg.Node))
+			p.Eval(ctx, unlockScript, []string{m.key(kLeader)}, m.cfg.Node)
+			p.Publish(ctx, m.key(kChanges), "nodes")
+			return nil
+		})
+		cancel()
+		m.logger.Info("left the cluster", zap.String("node", m.cfg.Node))
+	}
+	_ = m.peer.Destruct()
+	m.transport.CloseIdleConnections()
+	return m.rdb.Close()
+}
+
+// start loads the shared state (the app's Provision reads it through
+// storage) and starts the loops.
+func (m *Member) start() {
+	go m.loop()
+	go m.subscribe()
+}
+
+// storage is the app's state store on Redis: the keys the single-node
+// llmgw keeps in Caddy storage are fields of one hash, and every write
+// raises the version and tells the other nodes.
+func (m *Member) Storage() StateStore { return redisState{m} }
+
+type redisState struct{ m *Member }
+
+// snapshotKey carries, in a context, the state a pull is applying: the
+// loads made while applying it read it, not the store again, so what is
+// applied is exactly what was read.
+type SnapshotKey struct{}
+
+func (s redisState) Load(ctx context.Context, key string) ([]byte, error) {
+	if snap, ok := ctx.Value(SnapshotKey{}).(map[string]string); ok {
+		if v := snap[key]; v != "" {
+			return []byte(v), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	s.m.mu.Lock()
+	down := s.m.down != nil
+	s.m.mu.Unlock()
+	if !down {
+		b, trusted, err := s.m.hgetTrusted(ctx, key)
+		switch {
+		case errors.Is(err, redis.Nil):
+			return nil, fs.ErrNotExist
+		case err == nil && trusted:
+			return b, nil
+		case err != nil:
+			s.m.StoreLost(err)
+		}
+		// A value without this cluster's proof: what this node applied.
+	}
+	// The store does not answer: what this node last saw of it, kept
+	// in memory and in Caddy storage (for a restart during an outage).
+	s.m.mu.Lock()
+	b, ok := s.m.applied[key]
+	local := s.m.local
+	s.m.mu.Unlock()
+	switch {
+	case ok && b != "":
+		return []byte(b), nil
+	case ok || local == nil:
+		return nil, fs.ErrNotExist
+	}
+	return local.Load(ctx, s.m.localKey(key))
+}
+
+// localKey is where a node keeps its copy of a shared state field.
+func (m *Member) localKey(key string) string { return "llmgw/cluster/" + m.cfg.Name + "/" + key }
+
+func (s redisState) Store(ctx context.Context, key string, value []byte) error {
+	var ver *redis.IntCmd
+	_, err := s.m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		s.m.signedHSet(ctx, p, key, value)
+		ver = p.Incr(ctx, s.m.key(kVersion))
+		return nil
+	})
+	if err != nil {
+		return s.m.StoreErr(err)
+	}
+	s.m.mu.Lock()
+	s.m.applied[key] = string(value)
+	if v := ver.Val(); v == s.m.version+1 {
+		s.m.version = v // nothing else changed meanwhile
+	}
+	s.m.mu.Unlock()
+	s.m.rdb.Publish(ctx, s.m.key(kChanges), "state "+strconv.FormatInt(ver.Val(), 10))
+	return nil
+}
+
+func (m *Member) StoreErr(err error) error {
+	return &StoreDownError{store: m.cfg.StoreName(), err: err}
+}
+
+// stateStore is where the app keeps what the admin API changes: Caddy
+// storage on one node, Redis in a cluster.
+type StateStore interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+	Store(ctx context.Context, key string, value []byte) error
+}
+
+// unlockScript deletes a lock (the change lock, the leader lease) only if
+// this node still holds it.
+const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
+
+// change runs fn while holding the cluster's change lock, after bringing
+// this node's state up to date, so two administrators on two nodes
+// cannot overwrite each other's changes.
+func (m *Member) Change(ctx context.Context, l Local, fn func() error) error {
+	token := m.cfg.Node + ":" + fleet.RandID()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := m.rdb.SetNX(ctx, m.key(kLock), token, 15*time.Second).Result()
+		if err != nil {
+			return &UnavailableError{m.StoreErr(err)}
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return &UnavailableError{errors.New("another change to the cluster has been under way for 10s; retry")}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	defer m.rdb.Eval(context.WithoutCancel(ctx), unlockScript, []string{m.key(kLock)}, token)
+	if err := m.Sync(ctx, l); err != nil {
+		return &UnavailableError{err}
+	}
+	err := fn()
+	if m.IsLeader() {
+		// The other nodes' leader is told by the change message; this
+		// one places its own change now, not at its next heartbeat.
+		m.BeatNow()
+	}
+	return err
+}
+
+// sync applies the shared state if another node changed it. A pull
+// under way (started by a change message) is waited for first: it marks
+// its version applied before it has applied it.
+func (m *Member) Sync(ctx context.Context, l Local) error {
+	m.pullMu.Lock()
+	m.pullMu.Unlock() //nolint:staticcheck // only waits for the pull under way
+	ver, err := m.rdb.Get(ctx, m.key(kVersion)).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return m.StoreErr(err)
+	}
+	m.mu.Lock()
+	same := ver == m.version && err == nil
+	m.mu.Unlock()
+	if same {
+		return nil
+	}
+	return m.Pull(ctx, l)
+}
+
+// pull reads the whole shared state and applies what changed.
+func (m *Member) Pull(ctx context.Context, l Local) error {
+	m.pullMu.Lock() // one at a time, so an older read is never applied after a newer one
+	defer m.pullMu.Unlock()
+	var all *redis.MapStringStringCmd
+	var ver *redis.StringCmd
+	read := func() error {
+		_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			all = p.HGetAll(ctx, m.key(kState))
+			ver = p.Get(ctx, m.key(kVersion))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return m.StoreErr(err)
+		}
+		return nil
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	if errors.Is(ver.Err(), redis.Nil) {
+		// The store has no state: new, or restarted without its data.
+		// What this node knows goes back first, never the emptiness
+		// over it.
+		if m.reseed(ctx) {
+			if err := read(); err != nil {
+				return err
+			}
+		}
+	}
+	v, _ := ver.Int64()
+	m.mu.Lock()
+	fields := m.trustedState(all.Val(), m.applied)
+	changed := map[string]bool{}
+	// Every field of the state counts: the member knows none of the
+	// app's keys. A field gone from the store reads as empty.
+	for k, v := range fields {
+		if v != m.applied[k] {
+			changed[k] = true
+		}
+	}
+	for k, v := range m.applied {
+		if _, ok := fields[k]; !ok && v != "" {
+			changed[k] = true
+		}
+	}
+	// What is applied is this snapshot (a Load while the store is
+	// marked down reads it from here).
+	for k := range changed {
+		m.applied[k] = fields[k]
+	}
+	m.version = v
+	local := m.local
+	m.mu.Unlock()
+	if len(changed) > 0 && l != nil {
+		if err := l.ApplyShared(context.WithValue(ctx, SnapshotKey{}, fields), changed); err != nil {
+			m.logger.Error("applying the cluster's shared state", zap.Error(err))
+			return err
+		}
+	}
+	if local != nil {
+		for k := range changed {
+			if err := local.Store(ctx, m.localKey(k), []byte(fields[k])); err != nil {
+				m.logger.Warn("keeping a local copy of the cluster state", zap.Error(err))
+			}
+		}
+	}
+	return nil
+}
+
+// refreshKeys is called for a key this node does not know: it may have
+// been minted on another node a moment ago. It reports whether the
+// caller should look the key up again (refresh).
+func (m *Member) RefreshKeys(l Local) bool { return m.Refresh(l) }
+
+// refresh is called for a key or a model name this node does not know:
+// it may have been made on another node a moment ago, before its change
+// reached this one. It waits for a change being applied, checks the
+// store's version and applies a newer state; callers that arrive while a
+// check is under way wait for the next one, which one of them makes for
+// all. While the store is known to be down (the heartbeat found it so,
+// or the last check did) it returns at once: the unknown key or model
+// is answered without waiting for dials that fail; the heartbeat round
+// probes the store meanwhile. It reports whether the caller should look
+// the name up again.
+func (m *Member) Refresh(l Local) bool {
+	if m.StoreDown() != nil {
+		return false
+	}
+	arrived := time.Now()
+	m.checkMu.Lock()
+	defer m.checkMu.Unlock()
+	if m.lastCheck.After(arrived) {
+		return true // a check that began after this call did the work: look again
+	}
+	if m.StoreDown() != nil {
+		return false // the check this call waited for found the store down
+	}
+	m.lastCheck = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := m.Sync(ctx, l)
+	var down *StoreDownError
+	if errors.As(err, &down) {
+		m.StoreLost(down.err)
+	}
+	return err == nil
+}
+
+// subscribe follows the changes channel: a change of state is applied at
+// once, a new plan or heartbeat is read at once. Messages lost while
+// disconnected are made up by the heartbeat's version check.
+func (m *Member) subscribe() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-m.stop; cancel() }()
+	for ctx.Err() == nil {
+		ps := m.rdb.Subscribe(ctx, m.key(kChanges))
+		ch := ps.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
+		for msg := range ch {
+			kind, ver, _ := strings.Cut(msg.Payload, " ")
+			l := m.app()
+			if l == nil {
+				continue
+			}
+			switch kind {
+			case "state":
+				v, _ := strconv.ParseInt(ver, 10, 64)
+				m.mu.Lock()
+				known := v != 0 && v <= m.version
+				m.mu.Unlock()
+				if !known {
+					sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+					_ = m.Pull(sctx, l)
+					scancel()
+					if m.IsLeader() {
+						m.BeatNow() // place what changed now
+					}
+				}
+			case "plan":
+				// Only the plan: the heartbeats this node holds are
+				// fresh enough to apply it with.
+				sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+				m.refreshPlan(sctx, l)
+				scancel()
+			default:
+				m.BeatNow()
+			}
+		}
+		_ = ps.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// beatNow asks the loop for a heartbeat round now.
+func (m *Member) BeatNow() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop heartbeats, reads the cluster (nodes, plan, version) and, while it
+// holds the leader lease, places replicas.
+func (m *Member) loop() {
+	defer close(m.stopped)
+	t := time.NewTicker(time.Duration(m.cfg.Heartbeat))
+	defer t.Stop()
+	started := now()
+	for {
+		if l := m.app(); l != nil {
+			m.round(l, started)
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		case <-m.kick:
+		}
+	}
+}
+
+const renewScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`
+
+// writePlanScript writes a plan only while the writer holds the lease:
+// a leader that lost it (paused, cut off) cannot overwrite its
+// successor's plan.
+const writePlanScript = `if redis.call("GET", KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[2], ARGV[2])
+redis.call("PUBLISH", KEYS[3], "plan")
+return 1`
+
+func (m *Member) round(l Local, started time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(m.cfg.Heartbeat), 2*time.Second))
+	defer cancel()
+	beat := l.Beat(m, started)
+	b, _ := json.Marshal(beat)
+	b = signBeat(m.proof, b)
+	tell := m.tell.Swap(false)
+	ttl := time.Duration(m.cfg.NodeTTL)
+	var members *redis.StringSliceCmd
+	var ver, plan, leader *redis.StringCmd
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, m.key(kNodes), m.cfg.Node)
+		p.Set(ctx, m.key(kNode+m.cfg.Node), b, ttl)
+		if tell {
+			p.Publish(ctx, m.key(kChanges), "nodes")
+		}
+		p.SetNX(ctx, m.key(kLeader), m.cfg.Node, ttl)
+		p.Eval(ctx, renewScript, []string{m.key(kLeader)}, m.cfg.Node, ttl.Milliseconds())
+		members = p.SMembers(ctx, m.key(kNodes))
+		ver = p.Get(ctx, m.key(kVersion))
+		plan = p.Get(ctx, m.key(kPlan))
+		leader = p.Get(ctx, m.key(kLeader))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		m.StoreLost(err)
+		return
+	}
+	var beats []any
+	names := members.Val()
+	if len(names) > 0 {
+		keys := make([]string, len(names))
+		for i, n := range names {
+			keys[i] = m.key(kNode + n)
+		}
+		beats, err = m.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			m.StoreLost(err)
+			return
+		}
+	}
+	m.storeBack(l)
+	nodes := m.readBeats(ctx, names, beats, beat)
+	nodes[m.cfg.Node] = beat
+	var p Plan
+	m.planLost = plan.Val() == ""
+	if s := plan.Val(); s != "" {
+		_ = json.Unmarshal([]byte(s), &p)
+	} else {
+		// No plan in the store (a new cluster, or a store restarted
+		// without its data): keep the one this node knows, which the
+		// leader writes back.
+		m.mu.Lock()
+		p = m.plan
+		m.mu.Unlock()
+	}
+	v, err := ver.Int64()
+	m.mu.Lock()
+	if p.Seq < m.plan.Seq {
+		p = m.plan // a newer one arrived since this round read it
+	}
+	m.nodes, m.plan, m.leader = nodes, p, leader.Val()
+	// A store without a version has lost the state this node has seen
+	// (pull writes it back); a cluster never changed has none to lose.
+	stale := v != m.version || errors.Is(err, redis.Nil) && m.version > 0
+	m.mu.Unlock()
+	if stale {
+		_ = m.Pull(ctx, l)
+	}
+	l.ApplyPlan(m, p, nodes)
+	if leader.Val() == m.cfg.Node {
+		m.lead(ctx, l, nodes, p)
+	}
+}
+
+// readBeats decodes the heartbeats read for names. A heartbeat whose
+// proof is not this cluster's is not a member: it is left out (and logged
+// once), so it is not listed, gets no replicas and its replicas get no
+// requests.
+func (m *Member) readBeats(ctx context.Context, names []string, beats []any, own *NodeBeat) map[string]*NodeBeat {
+	nodes := map[string]*NodeBeat{}
+	for i, v := range beats {
+		s, ok := v.(string)
+		if !ok {
+			m.forget(ctx, names[i]) // expired: the node is gone
+			continue
+		}
+		delete(m.gone, names[i])
+		b, ok := openBeat(m.proof, s)
+		switch {
+		case !ok && hasBeatProof(s):
+			m.refuse(names[i], s)
+			continue
+		case !ok:
+			b = []byte(s) // a node of an earlier version signs nothing: kept, so a rolling upgrade works
+		}
+		delete(m.refused, names[i])
+		var nb NodeBeat
+		if json.Unmarshal(b, &nb) == nil && nb.Name != "" {
+			nodes[nb.Name] = &nb
+			if nb.Name == m.cfg.Node && (nb.Addr != own.Addr || !nb.Started.Equal(own.Started)) {
+				// Written between this round's SET and MGET by another
+				// process with this node's name.
+				m.logger.Error("another llmgw uses this node's name in the cluster; give each node its own (cluster { node … })",
+					zap.String("node", m.cfg.Node), zap.String("other_address", nb.Addr), zap.String("address", own.Addr))
+			}
+		}
+	}
+	return nodes
+}
+
+// refuse logs, once per node start, a heartbeat that does not prove the
+// cluster secret.
+func (m *Member) refuse(name, beat string) {
+	var nb struct {
+		Addr    string    `json:"addr"`
+		Started time.Time `json:"started"`
+	}
+	_ = json.Unmarshal([]byte(beat), &nb)
+	seen := nb.Addr + " " + nb.Started.String()
+	if m.refused[name] == seen {
+		return
+	}
+	m.refused[name] = seen
+	m.logger.Error("a node's heartbeat does not prove the cluster secret: it is not a member (not listed, given no replicas); its cluster secret differs from this node's",
+		zap.String("node", name), zap.String("address", nb.Addr))
+}
+
+// reseedScript writes a node's last known state into a store that has
+// none (a Redis restarted without its data), once: the first node wins.
+const reseedScript = `if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+for i = 2, #ARGV, 2 do redis.call("HSET", KEYS[2], ARGV[i], ARGV[i+1]) end
+redis.call("SET", KEYS[1], ARGV[1])
+redis.call("PUBLISH", KEYS[3], "state " .. ARGV[1])
+return 1`
+
+// reseed gives a store that lost the cluster's state (restarted empty)
+// what this node last saw of it, so nothing an administrator changed is
+// lost. It reports whether it had anything to write and the store
+// answered (then the version may have changed).
+func (m *Member) reseed(ctx context.Context) bool {
+	m.mu.Lock()
+	if m.version == 0 {
+		m.mu.Unlock()
+		return false
+	}
+	args := []any{m.version}
+	for k, v := range m.applied {
+		if v != "" {
+			args = append(args, k, v, proofField(k), fieldProof(m.proof, k, v))
+		}
+	}
+	m.mu.Unlock()
+	n, err := m.rdb.Eval(ctx, reseedScript, []string{m.key(kVersion), m.key(kState), m.key(kChanges)}, args...).Int()
+	if err == nil && n == 1 {
+		m.logger.Warn("the cluster store had lost its state (restarted without its data); wrote back what this node last saw",
+			zap.Int("fields", len(args)/4))
+	}
+	return err == nil
+}
+
+// forget removes from the set of node names one whose heartbeat has
+// been gone for ten node TTLs, so the heartbeats read each round are
+// those of the nodes that may still be there.
+func (m *Member) forget(ctx context.Context, name string) {
+	since, ok := m.gone[name]
+	switch {
+	case !ok:
+		m.gone[name] = now()
+	case now().Sub(since) > 10*time.Duration(m.cfg.NodeTTL) && m.IsLeader():
+		m.rdb.SRem(ctx, m.key(kNodes), name)
+		delete(m.gone, name)
+	}
+}
+
+func (m *Member) IsLeader() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leader == m.cfg.Node
+}
+
+// refreshPlan reads the plan alone and applies it.
+func (m *Member) refreshPlan(ctx context.Context, l Local) {
+	b, err := m.rdb.Get(ctx, m.key(kPlan)).Bytes()
+	if err != nil {
+		return // the next round reads it
+	}
+	var p Plan
+	if json.Unmarshal(b, &p) != nil {
+		return
+	}
+	m.mu.Lock()
+	if p.Seq < m.plan.Seq {
+		m.mu.Unlock()
+		return
+	}
+	m.plan = p
+	nodes := m.nodes
+	m.mu.Unlock()
+	l.ApplyPlan(m, p, nodes)
+}
+
+// storeLost notes that the store does not answer. Nothing is stopped:
+// local replicas keep serving and remote ones stay known.
+func (m *Member) StoreLost(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		m.downAt = now()
+		m.logger.Error("cluster store unreachable; serving with the last known state, refusing changes",
+			zap.String("store", m.cfg.StoreName()), zap.Error(err))
+	}
+	m.down = err
+}
+
+func (m *Member) storeBack(l Local) {
+	m.mu.Lock()
+	was, since := m.down, m.downAt
+	m.down = nil
+	if was != nil || m.upSince.IsZero() {
+		m.upSince = now()
+	}
+	m.mu.Unlock()
+	if was != nil {
+		m.logger.Info("cluster store reachable again; reconciling", zap.String("store", m.cfg.StoreName()),
+			zap.Duration("down_for", now().Sub(since)))
+	}
+}
+
+// lead places replicas: the leader's round. For a node TTL after this
+// node (re)gained the store, a plan that has entries is left alone: the
+// other nodes' heartbeats may have expired while the store was away (or
+// before this node knew them), and they must have a chance to report
+// before their replicas are taken for lost.
+func (m *Member) lead(ctx context.Context, l Local, nodes map[string]*NodeBeat, cur Plan) {
+	m.mu.Lock()
+	settling := now().Sub(m.upSince) < time.Duration(m.cfg.NodeTTL)
+	m.mu.Unlock()
+	if settling && len(cur.Models) > 0 {
+		for _, on := range cur.Models {
+			for _, n := range on {
+				if _, ok := nodes[n]; !ok {
+					return
+				}
+			}
+		}
+	}
+	in := l.PlanInputs(nodes)
+	next, why := place.Plan(in.Nodes, in.Models, cur.Models, in.Load, in.Stopped, now(), in.Owners)
+	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
+		return
+	}
+	np := Plan{Models: next, Why: why, By: m.cfg.Node, At: now(), Seq: cur.Seq + 1}
+	b, _ := json.Marshal(np)
+	ok, err := m.rdb.Eval(ctx, writePlanScript, []string{m.key(kLeader), m.key(kPlan), m.key(kChanges)}, m.cfg.Node, b).Int()
+	if err != nil || ok != 1 {
+		return
+	}
+	m.mu.Lock()
+	m.plan = np
+	m.mu.Unlock()
+	l.ApplyPlan(m, np, nodes)
+}
+
+// storeDown returns the store's error while it does not answer.
+func (m *Member) StoreDown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		return nil
+	}
+	return m.StoreErr(m.down)
+}
+
+// Local is this node's app as the member sees it: the member asks it for
+// the heartbeat and the planner's inputs, and hands it the shared state
+// and the plan it read. The app attaches itself when it starts and
+// detaches when it stops; a reload attaches the new config's.
+type Local interface {
+	Beat(m *Member, started time.Time) *NodeBeat
+	ApplyShared(ctx context.Context, changed map[string]bool) error
+	ApplyPlan(m *Member, p Plan, nodes map[string]*NodeBeat)
+	PlanInputs(nodes map[string]*NodeBeat) PlanInputs
+}
+
+// PlanInputs are what the planner needs of the app besides the
+// heartbeats and the current plan.
+type PlanInputs struct {
+	Nodes   []place.Node
+	Models  []*catalog.Model
+	Load    map[string]place.Load
+	Stopped map[string]bool
+	Owners  *place.OwnerTable
+}
+
+type localRef struct{ l Local }
+
+// attach makes l the app the member's loops serve.
+func (m *Member) Attach(l Local) { m.attached.Store(&localRef{l}) }
+
+// detach forgets l, unless another app attached since.
+func (m *Member) Detach(l Local) {
+	if r := m.attached.Load(); r != nil && r.l == l {
+		m.attached.CompareAndSwap(r, nil)
+	}
+}
+
+// app is the attached app, or nil.
+func (m *Member) app() Local {
+	if r := m.attached.Load(); r != nil {
+		return r.l
+	}
+	return nil
+}
+
+// begin starts the member's loops once; later calls do nothing.
+func (m *Member) Begin() { m.startOnce.Do(m.start) }
+
+// nodeName is this node's name in the cluster.
+func (m *Member) NodeName() string { return m.cfg.Node }
+
+// advertise is the address other nodes reach this node's endpoint at.
+func (m *Member) Advertise() string { return m.cfg.Advertise }
+
+// setLocalStore keeps a copy of the shared state in s (Caddy storage).
+func (m *Member) SetLocalStore(s StateStore) {
+	m.mu.Lock()
+	m.local = s
+	m.mu.Unlock()
+}
+
+// knows tells whether a node of that name has a heartbeat.
+func (m *Member) Knows(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.nodes[name]
+	return ok
+}
+
+// nodeCount is how many nodes the cluster has, this one included.
+func (m *Member) NodeCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.nodes) + 1
+}
+
+// peerTarget is another node as the node-to-node calls reach it.
+type PeerTarget struct{ Name, Addr string }
+
+// liveNodes are the other nodes whose heartbeat is fresh.
+func (m *Member) LiveNodes() []PeerTarget {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []PeerTarget
+	for _, nb := range m.nodes {
+		if nb.Name != m.cfg.Node && now().Sub(nb.At) < time.Duration(m.cfg.NodeTTL) {
+			out = append(out, PeerTarget{nb.Name, nb.Addr})
+		}
+	}
+	return out
+}
+
+// snapshot is the heartbeats and the plan as this node last read them.
+func (m *Member) Snapshot() (map[string]*NodeBeat, Plan) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.nodes), m.plan
+}
+
+// appliedValue is the JSON of the shared state's field key as applied.
+func (m *Member) AppliedValue(key string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.applied[key]
+}
+
+// status is the body of GET /llm/nodes; drained names the drained nodes.
+func (m *Member) Status(drained map[string]bool) llmapi.NodesStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := llmapi.NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.StoreName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []llmapi.NodeInfo{}}
+	if m.down != nil {
+		st.StoreError = m.StoreErr(m.down).Error()
+	}
+	for _, nb := range m.nodes {
+		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
+			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
+			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
+			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})
+	}
+	return st
+}
+
+// remoteReady are the ready replicas other nodes run, by model, from
+// their heartbeats: the member keeps one Replica per remote id, so a
+// replica's requests in flight are counted across plans.
+func (m *Member) RemoteReady(nodes map[string]*NodeBeat) map[string][]*fleet.Replica {
+	remote := map[string][]*fleet.Replica{}
+	seen := map[string]bool{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, nb := range nodes {
+		if nb.Name == m.cfg.Node {
+			continue
+		}
+		for _, br := range nb.Replicas {
+			if fleet.State(br.State) != fleet.ReplicaReady {
+				continue
+			}
+			r := m.remote[br.ID]
+			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
+				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
+					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
+					Transport: m.transport})
+				m.remote[br.ID] = r
+			}
+			seen[br.ID] = true
+			remote[br.Model] = append(remote[br.Model], r)
+		}
+	}
+	for id := range m.remote {
+		if !seen[id] {
+			delete(m.remote, id)
+		}
+	}
+	return remote
+}
+
+// lookupNone finds no replica: the peer endpoint's lookup until an app
+// attaches.
+func lookupNone(string) (*fleet.Replica, func(), bool) { return nil, nil, false }
+
+// serveApp has the peer endpoint find replicas with lookup and send the
+// app's own routes to h (the app that starts calls it).
+func (m *Member) ServeApp(lookup PeerLookup, h http.Handler) {
+	m.peer.setLookup(lookup)
+	m.peer.setLocal(h)
+}
+
+// cachedWeights lists the weights in this node's cache as sources
+// (mirror://model and mirror://model/version), rescanned every 10s: the
+// leader prefers a node that has them.
+func (m *Member) CachedWeights(mir *mirror.Mirror) []string {
+	if mir == nil {
+		return nil
+	}
+	if now().Sub(m.cachedAt) < 10*time.Second {
+		return m.cached
+	}
+	m.cachedAt = now()
+	vs, err := mir.Cached()
+	if err != nil {
+		return m.cached
+	}
+	m.cached = m.cached[:0]
+	for _, v := range vs {
+		if v.Complete {
+			m.cached = append(m.cached, "mirror://"+v.Model, "mirror://"+v.Model+"/"+v.Version)
+		}
+	}
+	return m.cached
+}
+
+// WeightsKey is how a model's source names the weights a node may have
+// cached: mirror://model or mirror://model/version.
+func WeightsKey(source string) string {
+	rest, ok := strings.CutPrefix(source, "mirror://")
+	if !ok {
+		return source
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) >= 2 {
+		return "mirror://" + parts[0] + "/" + parts[1]
+	}
+	return source
+}
+
+const peerProofInfo = "llmgw cluster proof hmac-sha256 v1"
+
+// proofKey derives the key that signs heartbeats and shared state from
+// the cluster secret (never the secret itself, nor the CA's key).
+func proofKey(secret string) []byte {
+	k, err := hkdf.Key(sha256.New, []byte(secret), []byte(peerCASalt), peerProofInfo, sha256.Size)
+	if err != nil {
+		return nil // only for a length hkdf refuses, which sha256.Size is not
+	}
+	return k
+}
+
+// proof is the hex HMAC of the parts, each length-prefixed so that no two
+// lists of parts sign the same bytes.
+func proof(key []byte, parts ...[]byte) string {
+	h := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:", len(p))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// beatProofSuffix ends a signed heartbeat: its JSON object gets one more
+// member, "proof", over the bytes of the object without it. Nodes that do
+// not check proofs read the heartbeat as before.
+const beatProofSuffix = `,"proof":"`
+
+// signBeat adds the proof to a heartbeat's JSON object.
+func signBeat(key, beat []byte) []byte {
+	if len(beat) < 2 || beat[len(beat)-1] != '}' {
+		return beat
+	}
+	p := proof(key, []byte("beat"), beat)
+	out := make([]byte, 0, len(beat)+len(beatProofSuffix)+len(p)+2)
+	out = append(out, beat[:len(beat)-1]...)
+	out = append(out, beatProofSuffix...)
+	out = append(out, p...)
+	return append(out, '"', '}')
+}
+
+// openBeat checks a signed heartbeat and returns it without its proof;
+// ok is false when it carries no proof or one made with another secret.
+func openBeat(key []byte, signed string) (beat []byte, ok bool) {
+	const macLen = 2 * sha256.Size
+	n := len(signed) - len(beatProofSuffix) - macLen - 2
+	if !hasBeatProof(signed) {
+		return nil, false
+	}
+	beat = append([]byte(signed[:n]), '}')
+	got := signed[n+len(beatProofSuffix) : n+len(beatProofSuffix)+macLen]
+	return beat, hmac.Equal([]byte(got), []byte(proof(key, []byte("beat"), beat)))
+}
+
+// hasBeatProof says whether a heartbeat carries a proof at all: nodes of
+// an earlier version sign nothing.
+func hasBeatProof(signed string) bool {
+	n := len(signed) - len(beatProofSuffix) - 2*sha256.Size - 2
+	return n >= 1 && signed[n:n+len(beatProofSuffix)] == beatProofSuffix && strings.HasSuffix(signed, `"}`)
+}
+
+// proofField is the state hash's field holding the proof of field k.
+func proofField(k string) string { return "proof:" + k }
+
+// fieldProof signs one field of the shared state.
+func fieldProof(key []byte, field, value string) string {
+	return proof(key, []byte("state"), []byte(field), []byte(value))
+}
+
+// fieldTrusted says whether a state field's value may be applied: its
+// proof is this cluster's, or it has none and was written by a node of
+// an earlier version (which signed nothing). An empty value (a field
+// never written) is always trusted.
+func fieldTrusted(key []byte, field, value, sig string) bool {
+	if value == "" || sig == "" {
+		return true
+	}
+	return hmac.Equal([]byte(sig), []byte(fieldProof(key, field, value)))
+}
+
+// errSecretDiffers is why a node is refused: its secret is not the one
+// the cluster's live nodes prove.
+var errSecretDiffers = errors.New("cluster secret differs from the other nodes'")
+
+// secretRefused checks, at start, that the live nodes of the cluster
+// prove this node's secret. Nodes of this name are this node (restarted)
+// and do not count. It returns an error naming the nodes when there are
+// live nodes and none proves the secret, nil otherwise (alone, or
+// another node proves it, or the store does not answer: the heartbeat
+// rounds check again).
+func (m *Member) SecretRefused(ctx context.Context) error {
+	names, err := m.rdb.SMembers(ctx, m.key(kNodes)).Result()
+	if err != nil {
+		return nil
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == m.cfg.Node })
+	if len(names) == 0 {
+		return nil
+	}
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = m.key(kNode + n)
+	}
+	vals, err := m.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil
+	}
+	var others []string
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			continue // gone
+		}
+		if _, ok := openBeat(m.proof, s); ok || !hasBeatProof(s) {
+			return nil // proves this secret, or is of an earlier version that signs nothing
+		}
+		others = append(others, names[i])
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cluster %q: node %s is refused: %w (live nodes %s do not prove this node's secret); give every node the same cluster secret (cluster { secret … })",
+		m.cfg.Name, m.cfg.Node, errSecretDiffers, strings.Join(others, ", "))
+}
+
+// trustedState returns the shared state as read, without the proof
+// fields, with every field whose proof fails replaced by what this node
+// applied before (which it logs, once per value). applied is read under
+// m.mu by the caller.
+func (m *Member) trustedState(fields, applied map[string]string) map[string]string {
+	out := make(map[string]string, len(fields))
+	for k, v := range fields {
+		if strings.HasPrefix(k, "proof:") {
+			continue
+		}
+		if !fieldTrusted(m.proof, k, v, fields[proofField(k)]) {
+			if m.untrusted[k] != v {
+				m.untrusted[k] = v
+				m.logger.Error("ignoring a change of the cluster's shared state that does not prove the cluster secret: a node with another secret wrote it; give every node the same cluster secret",
+					zap.String("field", k))
+			}
+			v = applied[k]
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// hgetTrusted reads one state field and its proof: redis.Nil when the
+// field is not there, trusted false when its proof fails.
+func (m *Member) hgetTrusted(ctx context.Context, field string) (b []byte, trusted bool, err error) {
+	vals, err := m.rdb.HMGet(ctx, m.key(kState), field, proofField(field)).Result()
+	if err != nil {
+		return nil, false, err
+	}
+	v, _ := vals[0].(string)
+	sig, _ := vals[1].(string)
+	if vals[0] == nil {
+		return nil, false, redis.Nil
+	}
+	return []byte(v), fieldTrusted(m.proof, field, v, sig), nil
+}
+
+// signedHSet writes a state field with its proof.
+func (m *Member) signedHSet(ctx context.Context, p redis.Pipeliner, field string, value []byte) {
+	p.HSet(ctx, m.key(kState), field, value, proofField(field), fieldProof(m.proof, field, string(value)))
+}
+
+// announceReady is called by a fleet when one of its replicas becomes
+// ready: the node heartbeats now and tells every node to read the
+// heartbeats (the changes channel's "nodes"), which they do at once.
+func (m *Member) AnnounceReady() {
+	m.tell.Store(true)
+	m.BeatNow()
+}
+
+// redisStorage is certmagic.Storage on the cluster's Redis: a key is a
+// hash (v: the value, t: when it was written, in Unix nanoseconds) named
+// <prefix>kv:<key>; a directory is the set of keys that start with it
+// and a slash.
+type redisStorage struct {
+	m *Member
+
+	mu    sync.Mutex
+	locks map[string]string // lock name → this storage's token
+}
+
+func (s *redisStorage) key(k string) string { return s.m.key("kv:" + strings.Trim(k, "/")) }
+
+// storeErr says which store failed and that nothing was done.
+func (s *redisStorage) storeErr(op, key string, err error) error {
+	return fmt.Errorf("cluster store: %s %s: %w", op, key, err)
+}
+
+func (s *redisStorage) Store(ctx context.Context, key string, value []byte) error {
+	err := s.m.rdb.HSet(ctx, s.key(key), "v", value, "t", strconv.FormatInt(time.Now().UnixNano(), 10)).Err()
+	if err != nil {
+		return s.storeErr("store", key, err)
+	}
+	return nil
+}
+
+func (s *redisStorage) Load(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.m.rdb.HGet(ctx, s.key(key), "v").Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, fs.ErrNotExist
+	case err != nil:
+		return nil, s.storeErr("load", key, err)
+	}
+	return b, nil
+}
+
+// Delete removes a key, or a directory with every key under it.
+func (s *redisStorage) Delete(ctx context.Context, key string) error {
+	n, err := s.m.rdb.Del(ctx, s.key(key)).Result()
+	if err != nil {
+		return s.storeErr("delete", key, err)
+	}
+	under, err := s.scan(ctx, key)
+	if err != nil {
+		return err
+	}
+	for c := range slices.Chunk(under, 500) {
+		m, err := s.m.rdb.Del(ctx, c...).Result()
+		if err != nil {
+			return s.storeErr("delete", key, err)
+		}
+		n += m
+	}
+	if n == 0 {
+		return fs.ErrNotExist
+	}
+	return nil
+}
+
+func (s *redisStorage) Exists(ctx context.Context, key string) bool {
+	n, err := s.m.rdb.Exists(ctx, s.key(key)).Result()
+	if err == nil && n > 0 {
+		return true
+	}
+	under, err := s.scanN(ctx, key, 1)
+	return err == nil && len(under) > 0
+}
+
+// List lists the keys and directories in dir (everything under it when
+// recursive), as paths that start with dir, as Caddy's file storage does.
+func (s *redisStorage) List(ctx context.Context, dir string, recursive bool) ([]string, error) {
+	dir = strings.Trim(dir, "/")
+	under, err := s.scan(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(under) == 0 {
+		return nil, fs.ErrNotExist
+	}
+	strip := len(s.key(dir)) + 1
+	if dir == "" {
+		strip = len(s.m.key("kv:"))
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range under {
+		rel := k[strip:]
+		if !recursive {
+			rel, _, _ = strings.Cut(rel, "/")
+		} else {
+			// Directories too, as a walk of the file storage gives them.
+			for i := strings.IndexByte(rel, '/'); i >= 0; i = next(rel, i) {
+				if d := path.Join(dir, rel[:i]); !seen[d] {
+					seen[d] = true
+					out = append(out, d)
+				}
+			}
+		}
+		if p := path.Join(dir, rel); !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// next is the index of the slash after the one at i in s, or -1.
+func next(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+func (s *redisStorage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	vals, err := s.m.rdb.HMGet(ctx, s.key(key), "v", "t").Result()
+	if err != nil {
+		return certmagic.KeyInfo{}, s.storeErr("stat", key, err)
+	}
+	if v, ok := vals[0].(string); ok {
+		t, _ := vals[1].(string)
+		ns, _ := strconv.ParseInt(t, 10, 64)
+		return certmagic.KeyInfo{Key: key, Modified: time.Unix(0, ns), Size: int64(len(v)), IsTerminal: true}, nil
+	}
+	if s.Exists(ctx, key) {
+		return certmagic.KeyInfo{Key: key, IsTerminal: false}, nil
+	}
+	return certmagic.KeyInfo{}, fs.ErrNotExist
+}
+
+// scan lists the Redis keys of everything under dir.
+func (s *redisStorage) scan(ctx context.Context, dir string) ([]string, error) {
+	return s.scanN(ctx, dir, 0)
+}
+
+// scanN is scan stopping once it found limit keys (0: all).
+func (s *redisStorage) scanN(ctx context.Context, dir string, limit int) ([]string, error) {
+	match := globEscape(s.key(dir)) + "/*"
+	if strings.Trim(dir, "/") == "" {
+		match = globEscape(s.m.key("kv:")) + "*"
+	}
+	var out []string
+	iter := s.m.rdb.Scan(ctx, 0, match, 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, s.storeErr("list", dir, err)
+	}
+	return out, nil
+}
+
+// globEscape quotes the characters SCAN's MATCH reads as a pattern.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// lockTTL bounds how long a lock outlives a node that died holding it.
+const lockTTL = time.Minute
+
+// Lock takes the named lock, waiting for another holder (on any node) to
+// release it or for its time to run out.
+func (s *redisStorage) Lock(ctx context.Context, name string) error {
+	token := rand.Text()
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		ok, err := s.m.rdb.SetNX(ctx, s.m.key("kvlock:"+name), token, lockTTL).Result()
+		if err != nil {
+			return s.storeErr("lock", name, err)
+		}
+		if ok {
+			s.mu.Lock()
+			s.locks[name] = token
+			s.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *redisStorage) Unlock(ctx context.Context, name string) error {
+	s.mu.Lock()
+	token, ok := s.locks[name]
+	delete(s.locks, name)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("cluster store: unlock %s: not locked by this node", name)
+	}
+	if err := s.m.rdb.Eval(ctx, unlockScript, []string{s.m.key("kvlock:" + name)}, token).Err(); err != nil {
+		return s.storeErr("unlock", name, err)
+	}
+	return nil
+}
+
+// sharedStorage is Caddy storage kept in the cluster's Redis.
+func (m *Member) SharedStorage() certmagic.Storage {
+	return &redisStorage{m: m, locks: map[string]string{}}
+}
+
+// AddMinute adds a minute's increase to the cluster's history.
+func (m *Member) AddMinute(ctx context.Context, minute int64, delta map[string]int64) error {
+	key := m.key("guardhist:" + strconv.FormatInt(minute, 10))
+	p := m.rdb.TxPipeline()
+	for k, d := range delta {
+		p.HIncrBy(ctx, key, k, d)
+	}
+	p.Expire(ctx, key, guardhist.TTL)
+	_, err := p.Exec(ctx)
+	return err
+}
+
+// ReadMinutes adds the cluster's minutes in [from, to).
+func (m *Member) ReadMinutes(ctx context.Context, from, to int64, add func(minute int64, key string, n int64)) error {
+	p := m.rdb.Pipeline()
+	for min := from; min < to; min++ {
+		p.HGetAll(ctx, m.key("guardhist:"+strconv.FormatInt(min, 10)))
+	}
+	cmds, err := p.Exec(ctx)
+	if err != nil {
+		return err
+	}
+	for i, c := range cmds {
+		for k, v := range c.(*redis.MapStringStringCmd).Val() {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				add(from+int64(i), k, n)
+			}
+		}
+	}
+	return nil
+}
+
+// minPeerSecret is the shortest cluster secret accepted, in bytes.
+const minPeerSecret = 32
+
+// peerPrefix starts the path of a request for a replica on the node that
+// receives it: /replica/<path-escaped replica id>/<rest of the engine path>.
+const peerPrefix = "/replica/"
+
+// The CA every node derives from the cluster secret: its key from HKDF,
+// its certificate from a fixed template, so all nodes hold the
+// byte-identical CA without exchanging anything.
+var (
+	peerCANotBefore = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	peerCANotAfter  = time.Date(2125, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const (
+	peerCASalt = "llmgw cluster"
+	peerCAInfo = "llmgw cluster CA ed25519 v1"
+)
+
+// peerCA derives the cluster CA from secret.
+func peerCA(secret string) (*x509.Certificate, ed25519.PrivateKey, error) {
+	if len(secret) < minPeerSecret {
+		return nil, nil, fmt.Errorf("cluster secret is %d bytes long; it must be at least %d (for example the output of `openssl rand -base64 48`), the same on every node", len(secret), minPeerSecret)
+	}
+	seed, err := hkdf.Key(sha256.New, []byte(secret), []byte(peerCASalt), peerCAInfo, ed25519.SeedSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("deriving the cluster CA key: %w", err)
+	}
+	key := ed25519.NewKeyFromSeed(seed)
+	pub := key.Public().(ed25519.PublicKey)
+	ski := sha256.Sum256(pub)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "llmgw cluster CA"},
+		NotBefore:             peerCANotBefore,
+		NotAfter:              peerCANotAfter,
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		SubjectKeyId:          ski[:20],
+	}
+	// Ed25519 signatures are deterministic: the same secret gives the
+	// same certificate bytes on every node.
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the cluster CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the cluster CA certificate: %w", err)
+	}
+	return ca, key, nil
+}
+
+// newPeerTLS gives a node's TLS configurations for the node-to-node hop:
+// server requires a client certificate from the cluster CA, client trusts
+// only that CA and presents the node's certificate. The node's key is
+// fresh; its certificate, signed by the CA, names advertiseHost (an IP
+// address or DNS name, with or without a port) and nodeName.
+func newPeerTLS(secret, nodeName, advertiseHost string) (server, client *tls.Config, err error) {
+	ca, caKey, err := peerCA(secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	if nodeName == "" {
+		return nil, nil, fmt.Errorf("node name is empty; every node of a cluster needs its own name")
+	}
+	cert, err := peerNodeCert(ca, caKey, nodeName, advertiseHost)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the certificate of node %q: %w", nodeName, err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	server = &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}
+	client = &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+	}
+	return server, client, nil
+}
+
+func peerNodeCert(ca *x509.Certificate, caKey ed25519.PrivateKey, nodeName, host string) (tls.Certificate, error) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: nodeName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     peerCANotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     []string{nodeName},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else if host != "" && host != nodeName {
+		tmpl.DNSNames = append(tmpl.DNSNames, host)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// peerKeepAlive probes an idle node-to-node connection after 15s and
+// gives up after three probes 5s apart unanswered: a node that vanished
+// without closing its connections (power loss, a cut network) ends the
+// requests in flight to or from it within about half a minute.
+var peerKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// newPeerTransport reaches other nodes' peer endpoints: kept-alive
+// HTTP/1.1 connections, as many as requests in flight, no proxy from the
+// environment, TCP keep-alive probes to notice a peer that vanished. A
+// failed TLS handshake is logged at warn: it means the nodes' cluster
+// secrets differ (or something else answers at the peer's address).
+// client is not changed.
+func newPeerTransport(client *tls.Config, logger *zap.Logger) *http.Transport {
+	var h1 http.Protocols
+	h1.SetHTTP1(true)
+	tc := client.Clone()
+	tc.NextProtos = []string{"http/1.1"}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: peerKeepAlive}
+	return &http.Transport{
+		DialContext:         dialer.DialContext,
+		DialTLSContext:      peerDialTLS(dialer, tc, logger),
+		TLSClientConfig:     tc,
+		TLSHandshakeTimeout: 5 * time.Second,
+		Protocols:           &h1,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+// peerDialTLS connects to another node's peer endpoint and shakes hands,
+// logging a failed handshake at warn with what to check.
+func peerDialTLS(dialer *net.Dialer, conf *tls.Config, logger *zap.Logger) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := conf.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			c.ServerName = host
+		}
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		conn := tls.Client(raw, c)
+		if err := conn.HandshakeContext(hctx); err != nil {
+			_ = raw.Close()
+			if ctx.Err() == nil {
+				logger.Warn("TLS handshake with another node failed: its cluster secret may differ from this node's; give every node the same cluster secret",
+					zap.String("peer", addr), zap.Error(err))
+			}
+			return nil, fmt.Errorf("TLS handshake with node at %s: %w", addr, err)
+		}
+		return conn, nil
+	}
+}
+
+// peerErrorLog is the peer endpoint's http.Server error log: a TLS
+// handshake that failed on a certificate (a node with another cluster
+// secret, or no certificate at all) is logged at warn, other errors
+// (a port probe that closed at once) at debug.
+type peerErrorLog struct{ logger *zap.Logger }
+
+func (l peerErrorLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") && (strings.Contains(msg, "certificate") || strings.Contains(msg, "tls: ")) {
+		l.logger.Warn("TLS handshake from another node failed: its cluster secret may differ from this node's; give every node the same cluster secret",
+			zap.String("error", msg))
+	} else if c := l.logger.Check(zapcore.DebugLevel, "peer endpoint"); c != nil {
+		c.Write(zap.String("error", msg))
+	}
+	return len(p), nil
+}
+
+// peerURL is the base URL through which other nodes reach replica id on
+// the node whose peer endpoint listens at hostport; the router appends
+// "/" + the engine path, as it does to a local replica's BaseURL.
+func peerURL(hostport, id string) string {
+	return "https://" + hostport + peerPrefix + url.PathEscape(id)
+}
+
+// peers holds the peer servers, keyed by peerKey, so a config reload that
+// keeps the listen address, the secret and the node keeps the listener and
+// the streams in flight.
+var peers = caddy.NewUsagePool()
+
+// peerKey is the pool key of a peer server; it holds a hash of the
+// secret, never the secret.
+func peerKey(listen, secret, nodeName, advertiseHost string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "peer:" + listen + ":" + hex.EncodeToString(sum[:8]) + ":" + nodeName + ":" + advertiseHost
+}
+
+// peerLookup finds a local replica by id and counts a request in flight on
+// it; release ends that request.
+type PeerLookup func(id string) (rep *fleet.Replica, release func(), ok bool)
+
+// peerServer is a node's peer endpoint. It serves
+//
+//	POST|GET /replica/<replica id>/<rest>  forwarded to the replica's BaseURL + "/" + rest
+//	GET /health                            200 "ok"
+//	GET /weights, POST /weights/prune      the node's weights directory, for the admin API
+//
+// and never forwards to another node.
+type peerServer struct {
+	node   string
+	ln     net.Listener
+	srv    *http.Server
+	engine *http.Transport
+	lookup atomic.Pointer[PeerLookup]
+	local  atomic.Pointer[http.Handler] // the app's own node-to-node routes (setLocal)
+	logger *zap.Logger
+	done   chan struct{}
+}
+
+// startPeer listens on listen (host:port) with tlsConf and serves the peer
+// endpoint in the background until Destruct.
+func startPeer(listen string, tlsConf *tls.Config, nodeName string, lookup PeerLookup, logger *zap.Logger) (*peerServer, error) {
+	na, err := caddy.ParseNetworkAddressWithDefaults(listen, "tcp", 0)
+	if err != nil {
+		return nil, fmt.Errorf("cluster listen address %q: %w", listen, err)
+	}
+	lnAny, err := na.Listen(context.Background(), 0, net.ListenConfig{KeepAliveConfig: peerKeepAlive})
+	if err != nil {
+		return nil, fmt.Errorf("listening for other nodes on %s: %w", listen, err)
+	}
+	ln, ok := lnAny.(net.Listener)
+	if !ok {
+		_ = closeAny(lnAny)
+		return nil, fmt.Errorf("listening for other nodes on %s: not a stream address", listen)
+	}
+	p := &peerServer{node: nodeName, ln: ln, logger: logger, done: make(chan struct{})}
+	p.lookup.Store(&lookup)
+	p.engine = EngineTransport(5*time.Second, 512)
+	errLog := log.New(peerErrorLog{logger}, "", 0) // failed handshakes
+	p.srv = &http.Server{
+		Handler:           p,
+		TLSConfig:         tlsConf,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          errLog,
+		// For nodes that still speak HTTP/2: pings notice a sending node
+		// that vanished, so its requests end and leave the replica's count.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000, SendPingTimeout: 15 * time.Second, PingTimeout: 5 * time.Second},
+	}
+	go func() {
+		defer close(p.done)
+		err := p.srv.ServeTLS(ln, "", "")
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("peer endpoint stopped", zap.String("listen", listen), zap.Error(err))
+		}
+	}()
+	logger.Info("peer endpoint listening", zap.String("listen", ln.Addr().String()), zap.String("node", nodeName))
+	return p, nil
+}
+
+func closeAny(v any) error {
+	if c, ok := v.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Addr is the address the peer endpoint listens on.
+func (p *peerServer) Addr() net.Addr { return p.ln.Addr() }
+
+// setLookup makes later requests find replicas with lookup: a config
+// that kept this server from the previous one gives its own.
+func (p *peerServer) setLookup(lookup PeerLookup) { p.lookup.Store(&lookup) }
+
+// peerShutdownGrace is how long Destruct lets requests in flight finish.
+const peerShutdownGrace = 10 * time.Second
+
+// Destruct stops listening, lets requests in flight finish for a while,
+// then closes what is left.
+func (p *peerServer) Destruct() error {
+	ctx, cancel := context.WithTimeout(context.Background(), peerShutdownGrace)
+	defer cancel()
+	err := p.srv.Shutdown(ctx)
+	if err != nil {
+		err = p.srv.Close()
+	}
+	<-p.done
+	p.engine.CloseIdleConnections()
+	return err
+}
+
+func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	if path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	if path == "/weights" || path == "/weights/prune" {
+		p.serveLocal(w, r)
+		return
+	}
+	if path == "/models/roll" { // updates_cluster.go
+		p.serveLocal(w, r)
+		return
+	}
+	if !strings.HasPrefix(path, peerPrefix) {
+		(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_endpoint",
+			Message: "unknown peer endpoint " + r.URL.Path + "; nodes serve /replica/<id>/<path> and /health"}).Write(w)
+		return
+	}
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, POST")
+		(&openai.Error{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+			Message: "the peer endpoint accepts GET and POST only"}).Write(w)
+		return
+	}
+	escID, rest, _ := strings.Cut(path[len(peerPrefix):], "/")
+	id, err := url.PathUnescape(escID)
+	if err != nil || id == "" {
+		p.replicaGone(w, escID)
+		return
+	}
+	rep, release, ok := (*p.lookup.Load())(id)
+	// A replica with a Transport runs elsewhere: the hop never goes on to
+	// a third node.
+	if !ok || rep.Transport != nil {
+		if ok {
+			release()
+		}
+		p.replicaGone(w, id)
+		return
+	}
+	defer release()
+	p.forward(w, r, rep, rest)
+}
+
+// forward sends r to rep's engine server at rest (escaped) under its
+// BaseURL and copies the answer back as it comes: an event stream is
+// flushed after every read, a whole answer leaves in one piece.
+func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *fleet.Replica, rest string) {
+	target := fleet.UpstreamURL(rep.BaseURL, rest)
+	if r.URL.RawQuery != "" {
+		sep := "?"
+		if strings.IndexByte(target, '?') >= 0 {
+			sep = "&"
+		}
+		target += sep + r.URL.RawQuery
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target, nil)
+	if err != nil {
+		(&openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+			Message: fmt.Sprintf("the path after replica %s is not a valid URL path: %v", rep.ID, err)}).Write(w)
+		return
+	}
+	if r.ContentLength != 0 {
+		out.Body, out.ContentLength = r.Body, r.ContentLength
+	}
+	out.Header = make(http.Header, len(r.Header)+len(rep.Header))
+	copyEndToEnd(out.Header, r.Header)
+	rep.SetHeaders(out.Header)
+	// The engine transport reads r.Body until it has sent it, which may
+	// be after the engine's answer began. An HTTP/1 server that sends
+	// the status of a handler that is not full duplex first reads what
+	// is left of the request body and closes it; the transport then
+	// fails on the closed body and drops the engine connection, answer
+	// and all. (HTTP/2 is always full duplex.)
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	resp, err := p.engine.RoundTrip(out)
+	if err != nil {
+		p.engineError(w, r, rep.ID, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyEndToEnd(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	stream := resp.ContentLength < 0
+	if stream {
+		// The sending node learns now that the engine answered, however
+		// long the first token takes.
+		_ = rc.Flush()
+	}
+	if err := copyAnswer(w, resp.Body, stream); err != nil {
+		if r.Context().Err() != nil {
+			// The sending node gave up: nobody reads the rest.
+			if c := p.logger.Check(zapcore.DebugLevel, "peer request canceled"); c != nil {
+				c.Write(zap.String("replica", rep.ID), zap.Error(err))
+			}
+			return
+		}
+		p.logger.Warn("answer of a replica broke off on its way to another node", zap.String("replica", rep.ID), zap.Error(err))
+		// The status is sent: ending the handler normally would end the
+		// answer as if it were whole. Aborting breaks the connection (or
+		// resets the HTTP/2 stream), so the sending node sees the break
+		// and tells its client.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// hopHeaders belong to one connection and are not forwarded.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// copyEndToEnd copies src's headers into dst but for hop-by-hop ones and
+// those src's Connection header names.
+func copyEndToEnd(dst, src http.Header) {
+	named := src["Connection"]
+	for k, v := range src {
+		if hopHeaders[k] || (named != nil && connectionNames(named, k)) {
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+func connectionNames(conn []string, k string) bool {
+	for _, v := range conn {
+		for _, f := range strings.Split(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyAnswer copies body to w, flushing after every read when stream.
+// Its error is the first of reading body or writing w.
+func copyAnswer(w http.ResponseWriter, body io.Reader, stream bool) error {
+	bp := peerBufPool.Get().(*[]byte)
+	defer peerBufPool.Put(bp)
+	buf := *bp
+	flusher, _ := w.(http.Flusher)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if stream && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// PeerErrorHeader marks an answer of the node-to-node endpoint that came
+// from the endpoint itself, not from the engine: the replica is gone or
+// did not answer, and the sending router retries another replica.
+const PeerErrorHeader = "Llmgw-Peer-Error"
+
+func (p *peerServer) replicaGone(w http.ResponseWriter, id string) {
+	w.Header().Set(PeerErrorHeader, "replica_gone")
+	(&openai.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "replica_gone",
+		Message: fmt.Sprintf("replica %s is not on node %s: it stopped or moved; the request can be retried on another replica", id, p.node)}).Write(w)
+}
+
+func (p *peerServer) unreachable(w http.ResponseWriter, id string, err error) {
+	w.Header().Set(PeerErrorHeader, "replica_unreachable")
+	(&openai.Error{Status: http.StatusBadGateway, Type: "server_error", Code: "replica_unreachable",
+		Message: fmt.Sprintf("replica %s on node %s did not answer: %v; the request can be retried on another replica", id, p.node, err)}).Write(w)
+}
+
+// engineError answers a request the engine server could not take.
+func (p *peerServer) engineError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	if r.Context().Err() != nil {
+		// The sending node gave up (its client left or it timed out):
+		// nobody reads the answer.
+		if c := p.logger.Check(zapcore.DebugLevel, "peer request canceled"); c != nil {
+			c.Write(zap.String("replica", id), zap.Error(err))
+		}
+		return
+	}
+	p.logger.Warn("replica unreachable through the peer endpoint", zap.String("replica", id), zap.Error(err))
+	p.unreachable(w, id, err)
+}
+
+// peerBufPool recycles the copy buffers.
+var peerBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// EngineTransport is how llmgw reaches engine servers and outside
+// providers: kept-alive connections (idle per host), no compression, 16
+// KiB buffers, the environment's proxy (outside providers may need it;
+// loopback never uses it). The router and the node-to-node endpoint
+// both use it.
+func EngineTransport(dial time.Duration, idle int) *http.Transport {
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+// setLocal makes later requests to the app's own routes (/weights,
+// /weights/prune, /models/roll) go to h: the running config's app.
+func (p *peerServer) setLocal(h http.Handler) { p.local.Store(&h) }
+
+func (p *peerServer) serveLocal(w http.ResponseWriter, r *http.Request) {
+	h := p.local.Load()
+	if h == nil {
+		http.Error(w, "the llm app is not running", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// redisResponses keeps the Responses API's stored responses in the
+// cluster's Redis, so that any node answers previous_response_id and
+// GET /v1/responses/{id}: one key per response, under the key (scope)
+// that made it, expiring with the response.
+type redisResponses struct{ m *Member }
+
+func (s redisResponses) key(scope, id string) string {
+	return s.m.key("resp:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + id)
+}
+
+func (s redisResponses) Put(ctx context.Context, scope, id string, v []byte, ttl time.Duration) error {
+	return s.m.rdb.Set(ctx, s.key(scope, id), v, ttl).Err()
+}
+
+func (s redisResponses) Get(ctx context.Context, scope, id string) ([]byte, error) {
+	b, err := s.m.rdb.Get(ctx, s.key(scope, id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, responsesapi.ErrNotStored
+	}
+	return b, err
+}
+
+func (s redisResponses) Delete(ctx context.Context, scope, id string) error {
+	n, err := s.m.rdb.Del(ctx, s.key(scope, id)).Result()
+	if err == nil && n == 0 {
+		return responsesapi.ErrNotStored
+	}
+	return err
+}
+
+// responseStore keeps stored Responses in the cluster's Redis.
+func (m *Member) ResponseStore() redisResponses { return redisResponses{m} }
+
+// peerCall sends a request to another node's node-to-node endpoint and
+// returns its answer's body.
+func (m *Member) PeerCall(ctx context.Context, method, addr, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+addr+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: m.transport}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the node at %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the node at %s answered %s: %s", addr, resp.Status, bytes.TrimSpace(raw[:min(len(raw), 512)]))
+	}
+	return raw, nil
+}
+
+// UnavailableError is Change's answer when the cluster cannot take a
+// change now (the store does not answer, another change holds the lock):
+// the admin API says 503.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// now is the clock; tests may replace it.
+var now = time.Now
+
+// Interface guards
+var (
+	_ caddy.Destructor  = (*Member)(nil)
+	_ certmagic.Storage = (*redisStorage)(nil)
+)
+
+var _ http.Handler = (*peerServer)(nil)
