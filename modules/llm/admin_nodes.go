@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"go.uber.org/zap"
 )
 
@@ -29,7 +30,13 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 		if a == nil || a.cluster == nil {
 			return h(w, r)
 		}
-		return a.cluster.Change(r.Context(), a.clusterSide(), func() error { return h(w, r) })
+		var handlerErr error
+		err := a.cluster.Change(r.Context(), a.clusterSide(), func() error { handlerErr = h(w, r); return handlerErr })
+		var busy *cluster.UnavailableError
+		if err != handlerErr && errors.As(err, &busy) {
+			return apiErr(http.StatusServiceUnavailable, "%v", busy)
+		}
+		return err
 	}
 }
 
