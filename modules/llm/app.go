@@ -143,23 +143,24 @@ type App struct {
 	ctx     context.Context // the config's: done when it is unloaded
 	cctx    caddy.Context   // the same, to find the other apps at Start
 
-	storage     cluster.StateStore // Caddy storage, or Redis in a cluster
-	local       certmagic.Storage
-	cluster     *cluster.Member
-	clusterKey  string
-	declared    []*catalog.Model // the config's models, before settings changed at runtime
-	mirror      *mirror.Mirror
-	node        *fleet.Node // what the process's fleets share (fleet.go)
-	shared      *procShared // what the process's apps share (shared.go)
-	mirrorKey   string
-	keys        *atomic.Pointer[tenancy.Keyring]
-	runtimeKeys []*tenancy.APIKey
-	tenants     *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
-	lockKey     string                        // the data directory's lock, once Start took it
-	secrets     map[string]string             // Secrets, resolved
-	egress      *egress.Policy                // what URLs set at run time may reach
-	auditLog    *audit.Log                    // the audit log (audit.go)
-	guardHist   *guardhist.History            // the guardrails' history (guardhist.go)
+	storage      cluster.StateStore // Caddy storage, or Redis in a cluster
+	local        certmagic.Storage
+	cluster      *cluster.Member
+	clusterKey   string
+	declared     []*catalog.Model // the config's models, before settings changed at runtime
+	mirror       *mirror.Mirror
+	node         *fleet.Node // what the process's fleets share (fleet.go)
+	shared       *procShared // what the process's apps share (shared.go)
+	nodeReleased bool        // Cleanup gave node and shared back
+	mirrorKey    string
+	keys         *atomic.Pointer[tenancy.Keyring]
+	runtimeKeys  []*tenancy.APIKey
+	tenants      *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
+	lockKey      string                        // the data directory's lock, once Start took it
+	secrets      map[string]string             // Secrets, resolved
+	egress       *egress.Policy                // what URLs set at run time may reach
+	auditLog     *audit.Log                    // the audit log (audit.go)
+	guardHist    *guardhist.History            // the guardrails' history (guardhist.go)
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -448,9 +449,12 @@ func (a *App) Stop() error {
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
 	if a.node != nil {
-		_, _ = nodes.Delete(nodeKey)
-		releaseShared()
-		a.node = nil
+		// a.node stays set: goroutines of this config may still read it.
+		if !a.nodeReleased {
+			a.nodeReleased = true
+			_, _ = nodes.Delete(nodeKey)
+			releaseShared()
+		}
 	}
 	a.auditLog.Close()
 	a.guardHist.Close()
