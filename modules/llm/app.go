@@ -431,8 +431,9 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup releases this config's hold on fleets and plugins; those no
-// config uses any more are stopped.
+// Cleanup releases this config's hold on fleets and plugins, the audit
+// log's segment and the guardrails' history; those no config uses any
+// more are stopped or forgotten.
 func (a *App) Cleanup() error {
 	a.auditLog.Close()
 	a.guardHist.Close()
