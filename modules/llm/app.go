@@ -445,8 +445,9 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup releases this config's hold on fleets and plugins; those no
-// config uses any more are stopped.
+// Cleanup releases this config's hold on fleets and plugins, the audit
+// log's segment and the guardrails' history; those no config uses any
+// more are stopped or forgotten.
 func (a *App) Cleanup() error {
 	if a.node != nil {
 		// a.node stays set: goroutines of this config may still read it.
