@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -446,4 +447,13 @@ func (mc *mirrorCmd) rollback() *cobra.Command {
 			fmt.Printf("%s is back at %s\n", args[0], t.Current)
 			return nil
 		})}
+}
+
+func table(header string, rows [][]string) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
 }

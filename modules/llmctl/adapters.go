@@ -1,10 +1,9 @@
-package llmgw
+package llmctl
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 
@@ -35,7 +34,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 		if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
 			return err
 		}
-		printRollout(out)
+		c.printRollout(out)
 		return nil
 	}
 	cmd.AddCommand(&cobra.Command{Use: "list <model>", Short: "Lists a model's adapters: name, source, scale", Args: cobra.ExactArgs(1),
@@ -48,7 +47,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 				if as == nil {
 					as = []*catalog.Adapter{}
 				}
-				return json.NewEncoder(os.Stdout).Encode(as)
+				return json.NewEncoder(c.out).Encode(as)
 			}
 			var rows [][]string
 			for _, a := range as {
@@ -58,7 +57,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 				}
 				rows = append(rows, []string{a.Name, a.Source, scale})
 			}
-			table("NAME\tSOURCE\tSCALE", rows)
+			c.table("NAME\tSOURCE\tSCALE", rows)
 			return nil
 		}})
 	var scale float64

@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func (c *ctl) tenants() *cobra.Command {
 			if err := c.call("GET", "/llm/tenants", nil, &ls); err != nil || c.json {
 				return err
 			}
-			printTenants(ls)
+			c.printTenants(ls)
 			return nil
 		}}
 	get := &cobra.Command{Use: "get <org[/team[/project]]>", Short: "Shows one level", Args: cobra.ExactArgs(1),
@@ -33,7 +33,7 @@ func (c *ctl) tenants() *cobra.Command {
 			if err := c.call("GET", tenantURL(args[0]), nil, &l); err != nil || c.json {
 				return err
 			}
-			printTenants([]llmapi.TenantLevel{l})
+			c.printTenants([]llmapi.TenantLevel{l})
 			return nil
 		}}
 	create := &cobra.Command{Use: "create <org[/team[/project]]>", Short: "Creates a level under its parent, with the limits and capacity the flags give",
@@ -53,7 +53,7 @@ func (c *ctl) tenants() *cobra.Command {
 		if err := c.call("POST", tenantCollection(parent), body, &l); err != nil || c.json {
 			return err
 		}
-		fmt.Printf("%s %s created\n", l.Kind, l.Path)
+		fmt.Fprintf(c.out, "%s %s created\n", l.Kind, l.Path)
 		return nil
 	}
 	set := &cobra.Command{Use: "set <org[/team[/project]]>", Short: "Changes the limits and capacity the flags name (0 removes one); the others stay",
@@ -68,8 +68,8 @@ func (c *ctl) tenants() *cobra.Command {
 		if err := c.call("PATCH", tenantURL(args[0]), body, &l); err != nil || c.json {
 			return err
 		}
-		fmt.Printf("%s %s changed\n", l.Kind, l.Path)
-		printTenants([]llmapi.TenantLevel{l})
+		fmt.Fprintf(c.out, "%s %s changed\n", l.Kind, l.Path)
+		c.printTenants([]llmapi.TenantLevel{l})
 		return nil
 	}
 	del := &cobra.Command{Use: "delete <org[/team[/project]]>", Short: "Deletes a level created at runtime that has no levels, keys or models left",
@@ -78,7 +78,7 @@ func (c *ctl) tenants() *cobra.Command {
 			if err := c.call("DELETE", tenantURL(args[0]), nil, nil); err != nil || c.json {
 				return err
 			}
-			fmt.Printf("%s deleted\n", args[0])
+			fmt.Fprintf(c.out, "%s deleted\n", args[0])
 			return nil
 		}}
 	cmd.AddCommand(get, create, set, del)
@@ -178,13 +178,13 @@ func nilIfZero(v int64) any {
 	return v
 }
 
-func printTenants(ls []llmapi.TenantLevel) {
+func (c *ctl) printTenants(ls []llmapi.TenantLevel) {
 	var rows [][]string
 	for _, l := range ls {
 		rows = append(rows, []string{l.Kind, l.Path, l.Source, limitsText(l.Limits), capacityText(l.Capacity),
 			useText(l.Used), strings.Join(l.Models, ","), strconv.Itoa(l.Keys)})
 	}
-	table("LEVEL\tPATH\tSOURCE\tLIMITS\tCAPACITY\tUSED\tMODELS\tKEYS", rows)
+	c.table("LEVEL\tPATH\tSOURCE\tLIMITS\tCAPACITY\tUSED\tMODELS\tKEYS", rows)
 }
 
 func limitsText(l *tenancy.Limits) string {

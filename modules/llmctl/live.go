@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -85,13 +85,13 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 }
 
 // printRollout says what a live change or a restart replaced.
-func printRollout(out llmapi.Rollout) {
-	fmt.Printf("model %s: replaced %s with %s\n", out.Name, listOrNone(out.Replaced), listOrNone(out.Started))
+func (c *ctl) printRollout(out llmapi.Rollout) {
+	fmt.Fprintf(c.out, "model %s: replaced %s with %s\n", out.Name, listOrNone(out.Replaced), listOrNone(out.Started))
 	if out.OneAtATime {
-		fmt.Println("the node had no room for a new replica beside an old one: they were replaced one at a time")
+		fmt.Fprintln(c.out, "the node had no room for a new replica beside an old one: they were replaced one at a time")
 	}
 	if out.Note != "" {
-		fmt.Println(out.Note)
+		fmt.Fprintln(c.out, out.Note)
 	}
 }
 
@@ -109,7 +109,7 @@ func (c *ctl) modelRestart() *cobra.Command {
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/restart", nil, &out); err != nil || c.json {
 				return err
 			}
-			printRollout(out)
+			c.printRollout(out)
 			return nil
 		}}
 }

@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -27,11 +27,11 @@ func (c *ctl) weights() *cobra.Command {
 			var rows [][]string
 			for _, n := range out.Nodes {
 				if n.Error != "" {
-					fmt.Printf("%s: not answered: %s\n", n.Node, n.Error)
+					fmt.Fprintf(c.out, "%s: not answered: %s\n", n.Node, n.Error)
 					continue
 				}
 				if n.Note != "" {
-					fmt.Printf("%s: %s\n", n.Node, n.Note)
+					fmt.Fprintf(c.out, "%s: %s\n", n.Node, n.Note)
 				}
 				for _, e := range n.Unused {
 					rows = append(rows, weightsRow(n.Node, e, "unused"))
@@ -41,9 +41,9 @@ func (c *ctl) weights() *cobra.Command {
 						rows = append(rows, weightsRow(n.Node, e, "used by "+strings.Join(e.UsedBy, ",")+e.Why))
 					}
 				}
-				fmt.Printf("%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
+				fmt.Fprintf(c.out, "%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
 			}
-			table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
+			c.table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
 			return nil
 		}}
 	cmd.PersistentFlags().StringVar(&nodeName, "node", "", "only this node of the cluster (default: every live node)")
@@ -65,17 +65,17 @@ func (c *ctl) weights() *cobra.Command {
 			for _, n := range out.Nodes {
 				switch {
 				case n.Error != "":
-					fmt.Printf("%s: not pruned: %s\n", n.Node, n.Error)
+					fmt.Fprintf(c.out, "%s: not pruned: %s\n", n.Node, n.Error)
 					failed++
 					continue
 				case n.Note != "":
-					fmt.Printf("%s: %s\n", n.Node, n.Note)
+					fmt.Fprintf(c.out, "%s: %s\n", n.Node, n.Note)
 					continue
 				}
 				for _, e := range n.Removed {
-					fmt.Printf("%s: %s %s (%s)\n", n.Node, verb, e.Path, humanize.IBytes(uint64(e.Size)))
+					fmt.Fprintf(c.out, "%s: %s %s (%s)\n", n.Node, verb, e.Path, humanize.IBytes(uint64(e.Size)))
 				}
-				fmt.Printf("%s: %s %d entries, %s\n", n.Node, verb, len(n.Removed), humanize.IBytes(uint64(n.Freed)))
+				fmt.Fprintf(c.out, "%s: %s %d entries, %s\n", n.Node, verb, len(n.Removed), humanize.IBytes(uint64(n.Freed)))
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d nodes were not pruned", failed)

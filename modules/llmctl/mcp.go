@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"encoding/json"
@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/llmgw/llmgw/modules/llmmcp"
 )
 
 // mcp is "llmgw ctl mcp": the MCP gateway's upstream servers.
@@ -17,7 +15,7 @@ func (c *ctl) mcp() *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "Lists, adds, removes, enables and disables the MCP servers behind llm_mcp"}
 	cmd.AddCommand(&cobra.Command{Use: "servers", Short: "Lists the MCP servers: transport, health, restarts, tools", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			var list []llmmcp.ServerStatus
+			var list []mcpServerStatus
 			if err := c.call("GET", "/llm/mcp/servers", nil, &list); err != nil || c.json {
 				return err
 			}
@@ -36,12 +34,12 @@ func (c *ctl) mcp() *cobra.Command {
 				}
 				rows = append(rows, []string{s.Name, s.Transport, s.Target, state, fmt.Sprint(s.Restarts), fmt.Sprint(len(s.Tools)), origin, s.LastError})
 			}
-			table("SERVER\tTRANSPORT\tTARGET\tSTATE\tRESTARTS\tTOOLS\tFROM\tLAST ERROR", rows)
+			c.table("SERVER\tTRANSPORT\tTARGET\tSTATE\tRESTARTS\tTOOLS\tFROM\tLAST ERROR", rows)
 			return nil
 		}})
 	cmd.AddCommand(&cobra.Command{Use: "tools [<server>]", Short: "Lists the namespaced tools (server.tool), of one server or all", Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var list []llmmcp.ServerStatus
+			var list []mcpServerStatus
 			if err := c.call("GET", "/llm/mcp/servers", nil, &list); err != nil || c.json {
 				return err
 			}
@@ -50,7 +48,7 @@ func (c *ctl) mcp() *cobra.Command {
 					continue
 				}
 				for _, t := range s.Tools {
-					fmt.Println(t)
+					fmt.Fprintln(c.out, t)
 				}
 			}
 			return nil
@@ -62,14 +60,14 @@ func (c *ctl) mcp() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading the server: %w", err)
 			}
-			var s llmmcp.ServerConfig
+			var s mcpServerConfig
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return fmt.Errorf("decoding %s: %w", file, err)
 			}
 			if err := c.call("POST", "/llm/mcp/servers", s, nil); err != nil || c.json {
 				return err
 			}
-			fmt.Printf("mcp server %s added\n", s.Name)
+			fmt.Fprintf(c.out, "mcp server %s added\n", s.Name)
 			return nil
 		}}
 	add.Flags().StringVarP(&file, "file", "f", "", "the server as JSON")
@@ -85,7 +83,7 @@ func (c *ctl) mcp() *cobra.Command {
 				if err := c.call(a.method, "/llm/mcp/servers/"+url.PathEscape(args[0])+a.suffix, nil, nil); err != nil || c.json {
 					return err
 				}
-				fmt.Printf("mcp server %s %s\n", strings.TrimSpace(args[0]), a.done)
+				fmt.Fprintf(c.out, "mcp server %s %s\n", strings.TrimSpace(args[0]), a.done)
 				return nil
 			}})
 	}
@@ -97,15 +95,15 @@ func (c *ctl) mcp() *cobra.Command {
 // authorization lists whose tokens llmgw holds, deauthorize forgets them.
 func (c *ctl) mcpAuth() []*cobra.Command {
 	var tenant string
-	parse := func() (llmmcp.AuthorizeRequest, error) {
+	parse := func() (mcpAuthorizeRequest, error) {
 		if tenant == "" {
-			return llmmcp.AuthorizeRequest{}, nil
+			return mcpAuthorizeRequest{}, nil
 		}
 		level, name, ok := strings.Cut(tenant, ":")
 		if !ok || name == "" {
-			return llmmcp.AuthorizeRequest{}, fmt.Errorf("--tenant %q: use <level>:<id>, such as key:k1, team:acme/research or org:acme", tenant)
+			return mcpAuthorizeRequest{}, fmt.Errorf("--tenant %q: use <level>:<id>, such as key:k1, team:acme/research or org:acme", tenant)
 		}
-		return llmmcp.AuthorizeRequest{Level: level, Name: name}, nil
+		return mcpAuthorizeRequest{Level: level, Name: name}, nil
 	}
 	authorize := &cobra.Command{Use: "authorize <server> [--tenant key:<id>|project:<path>|team:<path>|org:<name>]",
 		Short: "Starts OAuth towards an MCP server: prints the URL to open in a browser (client_credentials servers: gets a token)", Args: cobra.ExactArgs(1),
@@ -114,7 +112,7 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out llmmcp.AuthorizeResponse
+			var out mcpAuthorizeResponse
 			if err := c.call("POST", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorize", body, &out); err != nil {
 				return err
 			}
@@ -122,25 +120,25 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 				return nil
 			}
 			if out.Authorized {
-				fmt.Printf("mcp server %s: authorised (%s)\n", out.Server, out.Tenant)
+				fmt.Fprintf(c.out, "mcp server %s: authorised (%s)\n", out.Server, out.Tenant)
 				return nil
 			}
-			fmt.Fprintf(os.Stderr, "Open this URL in a browser to authorise mcp server %s for %s (good until %s; it comes back to %s):\n",
+			fmt.Fprintf(c.errOut, "Open this URL in a browser to authorise mcp server %s for %s (good until %s; it comes back to %s):\n",
 				out.Server, out.Tenant, out.ExpiresAt.Local().Format("15:04:05"), out.RedirectURL)
-			fmt.Println(out.AuthorizationURL)
+			fmt.Fprintln(c.out, out.AuthorizationURL)
 			return nil
 		}}
 	authorize.Flags().StringVar(&tenant, "tenant", "", "whose token: key:<id>, project:<path>, team:<path> or org:<name> (servers with tokens per_tenant)")
 	list := &cobra.Command{Use: "authorization <server>", Short: "Lists whose OAuth tokens llmgw holds for an MCP server, and their state (never the tokens)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var st llmmcp.AuthStatus
+			var st mcpAuthStatus
 			if err := c.call("GET", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorization", nil, &st); err != nil {
 				return err
 			}
 			if c.json {
 				return nil
 			}
-			fmt.Printf("mcp server %s: grant %s, tokens %s, client %s at %s\n", st.Server, st.Grant, st.Tokens, st.ClientID, st.Issuer)
+			fmt.Fprintf(c.out, "mcp server %s: grant %s, tokens %s, client %s at %s\n", st.Server, st.Grant, st.Tokens, st.ClientID, st.Issuer)
 			var rows [][]string
 			for _, t := range st.Tenants {
 				who := t.Level
@@ -153,7 +151,7 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 				}
 				rows = append(rows, []string{who, t.State, exp, fmt.Sprint(t.HasRefreshToken), fmt.Sprint(t.Refreshes), t.LastError})
 			}
-			table("TENANT\tSTATE\tEXPIRES\tREFRESH TOKEN\tREFRESHES\tLAST ERROR", rows)
+			c.table("TENANT\tSTATE\tEXPIRES\tREFRESH TOKEN\tREFRESHES\tLAST ERROR", rows)
 			return nil
 		}}
 	var forget string
@@ -172,7 +170,7 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 			if err := c.call("DELETE", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorization?"+q.Encode(), nil, nil); err != nil || c.json {
 				return err
 			}
-			fmt.Printf("mcp server %s: tokens of %s forgotten\n", args[0], cmpStr(forget, "shared"))
+			fmt.Fprintf(c.out, "mcp server %s: tokens of %s forgotten\n", args[0], cmpStr(forget, "shared"))
 			return nil
 		}}
 	deauth.Flags().StringVar(&forget, "tenant", "", "whose tokens: key:<id>, project:<path>, team:<path> or org:<name>")
