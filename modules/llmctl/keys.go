@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
+// keys is "llmgw ctl keys": the API keys, never their secrets, and
+// create, revoke, rotate and limits.
 func (c *ctl) keys() *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "Lists API keys (never their secrets)", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -30,6 +33,12 @@ func (c *ctl) keys() *cobra.Command {
 			c.table("KEY\tPROJECT\tSOURCE\tSTATE", rows)
 			return nil
 		}}
+	cmd.AddCommand(c.keyCreate(), c.keyRevoke(), c.keyRotate(), c.keyLimits())
+	return cmd
+}
+
+// keyCreate is ctl keys create: the secret is printed once.
+func (c *ctl) keyCreate() *cobra.Command {
 	var project, id string
 	create := &cobra.Command{Use: "create", Short: "Creates a key and prints its secret once", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -45,7 +54,11 @@ func (c *ctl) keys() *cobra.Command {
 		}}
 	create.Flags().StringVar(&project, "project", "", "org/team/project")
 	create.Flags().StringVar(&id, "id", "", "the key's id (default: generated)")
-	revoke := &cobra.Command{Use: "revoke <id>", Short: "Revokes a key created at runtime", Args: cobra.ExactArgs(1),
+	return create
+}
+
+func (c *ctl) keyRevoke() *cobra.Command {
+	return &cobra.Command{Use: "revoke <id>", Short: "Revokes a key created at runtime", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if err := c.call("DELETE", "/llm/keys/"+url.PathEscape(args[0]), nil, nil); err != nil || c.json {
 				return err
@@ -53,7 +66,10 @@ func (c *ctl) keys() *cobra.Command {
 			fmt.Fprintf(c.out, "key %s revoked\n", args[0])
 			return nil
 		}}
-	rotate := &cobra.Command{Use: "rotate <id>", Short: "Issues a new secret for a key; the old one stops working", Args: cobra.ExactArgs(1),
+}
+
+func (c *ctl) keyRotate() *cobra.Command {
+	return &cobra.Command{Use: "rotate <id>", Short: "Issues a new secret for a key; the old one stops working", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var k llmapi.KeyInfo
 			if err := c.call("POST", "/llm/keys/"+url.PathEscape(args[0])+"/rotate", nil, &k); err != nil || c.json {
@@ -62,11 +78,19 @@ func (c *ctl) keys() *cobra.Command {
 			fmt.Fprintf(c.out, "key %s rotated\nsecret: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
 			return nil
 		}}
+}
+
+// keyLimits is ctl keys limits: the key's own limits, replaced whole.
+// Only its own flags count as limits given: --admin, --url or --json alone
+// would otherwise send no limits, which removes them.
+func (c *ctl) keyLimits() *cobra.Command {
 	var lim tenancy.Limits
 	var clear bool
 	limits := &cobra.Command{Use: "limits <id>", Short: "Replaces the limits of a key created at runtime (--clear removes them)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !clear && cmd.Flags().NFlag() == 0 {
+			given := false
+			cmd.LocalFlags().VisitAll(func(f *pflag.Flag) { given = given || f.Changed })
+			if !clear && !given {
 				return fmt.Errorf("give the limits (such as --requests-per-minute 60) or --clear to remove them")
 			}
 			if clear {
@@ -92,6 +116,5 @@ func (c *ctl) keys() *cobra.Command {
 	f.StringVar(&lim.BudgetPeriod, "budget-period", "", "day or month (default month)")
 	f.StringSliceVar(&lim.Models, "models", nil, "models the key may use (names or globs, comma-separated)")
 	f.BoolVar(&clear, "clear", false, "remove the key's own limits")
-	cmd.AddCommand(create, revoke, rotate, limits)
-	return cmd
+	return limits
 }
