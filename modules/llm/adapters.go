@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -80,23 +79,6 @@ func SetMembers(body, members []byte) ([]byte, error) {
 	return json.Marshal(b)
 }
 
-// adaptersNeedMirror says whether an adapter of the models comes through
-// the mirror.
-func adaptersNeedMirror(models []*catalog.Model) bool {
-	for _, m := range models {
-		for _, a := range m.Adapters {
-			if viaMirror(a.Source) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func viaMirror(src string) bool {
-	return isMirrorSource(src) || strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
-}
-
 // fetchAdapters brings the model's adapters to the node: mirror sources
 // fetched to the node cache and verified, local paths made absolute. It
 // returns the adapters for the replica's spec and a release for when the
@@ -115,13 +97,13 @@ func (f *fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), er
 	out := make([]engine.Adapter, 0, len(m.Adapters))
 	for _, a := range m.Adapters {
 		path := a.Source
-		if viaMirror(a.Source) {
+		if weights.ViaMirror(a.Source) {
 			mr := activeMirror.Load()
 			if mr == nil {
 				release()
 				return nil, nil, fmt.Errorf("model %q: adapter %q: source %s needs the mirror; configure it with a mirror block in the llm app", m.Name, a.Name, mirror.RedactURL(a.Source))
 			}
-			fe, p, err := resolveSource(ctx, mr, &catalog.Model{Name: a.Name, Source: a.Source}, f.logger)
+			fe, p, err := weights.ResolveSource(ctx, mr, &catalog.Model{Name: a.Name, Source: a.Source}, f.logger)
 			if err != nil {
 				release()
 				return nil, nil, fmt.Errorf("model %q: adapter %q: %w", m.Name, a.Name, err)
@@ -192,22 +174,6 @@ var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapte
 		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
 	}, "name", "source")}
 
-// withAdapterSources is models and, for each adapter, an entry with the
-// adapter's name and source: what uses a file of the node's weights
-// directory.
-func withAdapterSources(models []*catalog.Model) []*catalog.Model {
-	out := models
-	for _, m := range models {
-		for _, a := range m.Adapters {
-			if len(out) == len(models) {
-				out = slices.Clone(models)
-			}
-			out = append(out, &catalog.Model{Name: a.Name, Source: a.Source})
-		}
-	}
-	return out
-}
-
 // checkAdapterSources checks the sources of adapters of m as a model's
 // source is checked before it is added (unless m opts out): the file or
 // mirror version exists and is in a format m's engine (formats) loads.
@@ -216,10 +182,10 @@ func (a *App) checkAdapterSources(ctx context.Context, m *catalog.Model, adapter
 		return nil
 	}
 	for _, ad := range adapters {
-		_, err := a.sourceChecker().check(ctx, &catalog.Model{Name: ad.Name, Engine: m.Engine, Source: ad.Source}, formats)
-		var se *SourceError
+		_, err := a.sourceChecker().Check(ctx, &catalog.Model{Name: ad.Name, Engine: m.Engine, Source: ad.Source}, formats)
+		var se *weights.SourceError
 		if errors.As(err, &se) {
-			return sourceErr("model %q: adapter %q: %s", m.Name, ad.Name, se.msg)
+			return weights.SourceErrorf("model %q: adapter %q: %s", m.Name, ad.Name, se)
 		}
 		if err != nil {
 			return fmt.Errorf("model %q: adapter %q: %w", m.Name, ad.Name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 func TestAdapterCaddyfileErrors(t *testing.T) {
@@ -120,11 +121,11 @@ func TestAdapterSelector(t *testing.T) {
 
 func TestAdapterSourcesCountAsUsed(t *testing.T) {
 	models := []*catalog.Model{{Name: "tiny", Source: "/m.gguf", Adapters: []*catalog.Adapter{{Name: "tiny-sql", Source: "mirror://sql/v1"}}}, {Name: "b"}}
-	got := withAdapterSources(models)
+	got := weights.WithAdapterSources(models)
 	if len(got) != 3 || got[2].Name != "tiny-sql" || got[2].Source != "mirror://sql/v1" || len(models) != 2 {
 		t.Fatalf("got %d entries (%+v); the catalog has %d", len(got), got, len(models))
 	}
-	if mm, mv, ok := mirrorRef(got[2]); !ok || mm != "sql" || mv != "v1" {
+	if mm, mv, ok := weights.MirrorRef(got[2]); !ok || mm != "sql" || mv != "v1" {
 		t.Errorf("the adapter's mirror version: %s/%s %v", mm, mv, ok)
 	}
 }
@@ -143,7 +144,7 @@ func TestAdapterSourcesChecked(t *testing.T) {
 	}
 	missing := []*catalog.Adapter{{Name: "tiny-b", Source: filepath.Join(dir, "missing.gguf")}}
 	err := a.checkAdapterSources(context.Background(), m, missing, []string{catalog.FormatGGUF})
-	var se *SourceError
+	var se *weights.SourceError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), `model "tiny": adapter "tiny-b": `) {
 		t.Errorf("a missing adapter file: %v", err)
 	}

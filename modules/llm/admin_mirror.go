@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 // runningMirror is the running app and its mirror, or the error to answer.
@@ -151,32 +152,15 @@ func postMirrorSync(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, out)
 }
 
-// mirrorRef is the mirror model (and version, if pinned) a catalog
-// model's weights come from, or ok false when they do not come through the
-// mirror.
-func mirrorRef(m *catalog.Model) (model, version string, ok bool) {
-	if rest, found := strings.CutPrefix(m.Source, "mirror://"); found {
-		parts := strings.SplitN(rest, "/", 3)
-		if len(parts) > 1 {
-			version = parts[1]
-		}
-		return parts[0], version, true
-	}
-	if strings.HasPrefix(m.Source, "hf://") || strings.HasPrefix(m.Source, "http://") || strings.HasPrefix(m.Source, "https://") {
-		return mirror.NameFor(m.Name), "", true
-	}
-	return "", "", false
-}
-
 // mirrorUsers names the catalog models other than except whose weights
 // are the mirror's model/version (any version when a model is unpinned).
 func (a *App) mirrorUsers(model, version, except string) []string {
 	var out []string
-	for _, m := range withAdapterSources(a.v().models) {
+	for _, m := range weights.WithAdapterSources(a.v().models) {
 		if m.Name == except {
 			continue
 		}
-		mm, mv, ok := mirrorRef(m)
+		mm, mv, ok := weights.MirrorRef(m)
 		if ok && mm == model && (mv == "" || version == "" || mv == version) {
 			out = append(out, m.Name)
 		}
@@ -190,7 +174,7 @@ func (a *App) purgeWeights(r *http.Request, m *catalog.Model) ([]string, error) 
 	if a.mirror == nil {
 		return nil, nil
 	}
-	model, version, ok := mirrorRef(m)
+	model, version, ok := weights.MirrorRef(m)
 	if !ok {
 		return nil, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
@@ -98,7 +99,7 @@ type App struct {
 	// this node; see MirrorConfig. Default: used only when a model's source
 	// is mirror:// or hf://, with one directory store in Caddy's data
 	// directory.
-	Mirror *MirrorConfig `json:"mirror,omitempty"`
+	Mirror *weights.MirrorConfig `json:"mirror,omitempty"`
 	// Cluster makes this llmgw a node of a cluster that shares one
 	// catalog through Redis; see ClusterConfig.
 	Cluster *ClusterConfig `json:"cluster,omitempty"`
@@ -445,7 +446,7 @@ func (a *App) Cleanup() error {
 		}
 	}
 	if a.mirrorKey != "" {
-		_, _ = mirrors.Delete(a.mirrorKey)
+		weights.Close(a.mirrorKey)
 	}
 	a.unlockDataDir()
 	return nil

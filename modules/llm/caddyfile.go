@@ -11,6 +11,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 func init() {
@@ -107,8 +108,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "org":
 			return a.parseOrg(d)
 		case "mirror":
-			a.Mirror = new(MirrorConfig)
-			return a.Mirror.parse(d)
+			a.Mirror = new(weights.MirrorConfig)
+			return a.Mirror.Parse(d)
 		case "cluster":
 			a.Cluster = new(ClusterConfig)
 			return a.Cluster.parse(d)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 func TestUnmarshalCaddyfileErrors(t *testing.T) {
@@ -205,8 +206,8 @@ func TestUpdateCheck(t *testing.T) {
 			t.Errorf("model %s: checked every %v, want %v (0: off)", a.Models[i].Name, got, want)
 		}
 	}
-	if got := new(App).updateEvery(&catalog.Model{}); got != defaultUpdateCheck {
-		t.Errorf("default: got %v, want %v", got, defaultUpdateCheck)
+	if got := new(App).updateEvery(&catalog.Model{}); got != weights.DefaultUpdateCheck {
+		t.Errorf("default: got %v, want %v", got, weights.DefaultUpdateCheck)
 	}
 	m := &catalog.Model{Name: "x", Engine: "sim"}
 	k := m.Key("e")

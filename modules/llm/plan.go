@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 // decodeModel reads the body of POST /llm/models and POST /llm/plan: a
@@ -45,22 +46,22 @@ func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*llmapi.Source
 			formats = p.Info().Formats
 		}
 	}
-	sc, err := a.sourceChecker().check(ctx, m, formats)
+	sc, err := a.sourceChecker().Check(ctx, m, formats)
 	if err == nil {
 		err = a.checkAdapterSources(ctx, m, m.Adapters, formats)
 	}
 	return &sc, err
 }
 
-func (a *App) sourceChecker() *sourceChecker {
+func (a *App) sourceChecker() *weights.SourceChecker {
 	mr := a.mirror
 	if mr == nil {
 		mr = activeMirror.Load()
 	}
 	// URL sources given at run time reach only what the egress policy
 	// allows; the registry is the config's.
-	return &sourceChecker{client: &http.Client{Timeout: sourceCheckTimeout}, urlClient: a.Egress().Client(sourceCheckTimeout), mirror: mr,
-		registry: a.Mirror.withDefaults("").Registry, token: os.Getenv("HF_TOKEN")}
+	return &weights.SourceChecker{Client: &http.Client{Timeout: weights.SourceCheckTimeout}, URLClient: a.Egress().Client(weights.SourceCheckTimeout), Mirror: mr,
+		Registry: a.Mirror.WithDefaults("").Registry, Token: os.Getenv("HF_TOKEN")}
 }
 
 // warnSources checks the sources of the config's models in the
@@ -73,7 +74,7 @@ func (a *App) warnSources(ctx context.Context, models []*catalog.Model, formats 
 		}
 	}()
 	c := a.sourceChecker()
-	c.urlClient = nil // the config file's sources are not limited
+	c.URLClient = nil // the config file's sources are not limited
 	for _, m := range models {
 		if ctx.Err() != nil {
 			return
@@ -82,7 +83,7 @@ func (a *App) warnSources(ctx context.Context, models []*catalog.Model, formats 
 		if !ok || m.Source == "" || (m.CheckSource != nil && !*m.CheckSource) {
 			continue
 		}
-		if _, err := c.check(ctx, m, f); err != nil && ctx.Err() == nil {
+		if _, err := c.Check(ctx, m, f); err != nil && ctx.Err() == nil {
 			a.logger.Warn("a model's source failed its check; its replicas will fail to start until it is fixed",
 				zap.String("model", m.Name), zap.Error(err))
 		}
@@ -91,7 +92,7 @@ func (a *App) warnSources(ctx context.Context, models []*catalog.Model, formats 
 
 // sourceStatus maps a failed source check to the admin API's answer.
 func sourceStatus(err error) error {
-	var se *SourceError
+	var se *weights.SourceError
 	if errors.As(err, &se) {
 		return apiErr(http.StatusUnprocessableEntity, "%v", se)
 	}

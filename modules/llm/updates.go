@@ -16,6 +16,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
 // Registry updates: a model served from a tracked registry repository
@@ -30,9 +31,6 @@ import (
 // way. In a cluster every live node replaces its replicas in turn (see
 // updates_cluster.go).
 
-// defaultUpdateCheck is how often the registry is asked by default.
-const defaultUpdateCheck = 6 * time.Hour
-
 // updateChecks keeps the last check of each model across reloads;
 // updatesMu serializes updates and rollbacks.
 var (
@@ -40,19 +38,6 @@ var (
 	updateChecks   = map[string]llmapi.ModelUpdates{}
 	updatesMu      sync.Mutex
 )
-
-// trackedMirrorModel is the mirror model a catalog model's replicas
-// follow when its source is a registry repository or a mirror model
-// without a version; ok is false for other sources.
-func trackedMirrorModel(m *catalog.Model) (string, bool) {
-	if strings.HasPrefix(m.Source, "hf://") {
-		return mirror.NameFor(m.Name), true
-	}
-	if rest, ok := strings.CutPrefix(m.Source, "mirror://"); ok && rest != "" && !strings.Contains(rest, "/") {
-		return rest, true
-	}
-	return "", false
-}
 
 // updateEvery is the model's check interval; 0 means off.
 func (a *App) updateEvery(m *catalog.Model) time.Duration {
@@ -64,7 +49,7 @@ func (a *App) updateEvery(m *catalog.Model) time.Duration {
 	case d < 0:
 		return 0
 	case d == 0:
-		return defaultUpdateCheck
+		return weights.DefaultUpdateCheck
 	}
 	return d
 }
@@ -83,7 +68,7 @@ func (a *App) checkUpdatesEvery(ctx context.Context) {
 		a.forgetChecks()
 		for _, m := range a.v().models {
 			every := a.updateEvery(m)
-			mm, ok := trackedMirrorModel(m)
+			mm, ok := weights.TrackedModel(m)
 			if !ok || every == 0 || mr == nil {
 				continue
 			}
@@ -211,7 +196,7 @@ func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror,
 	if err != nil {
 		return nil, nil, nil, "", apiErr(http.StatusNotFound, "%v", err)
 	}
-	mm, ok := trackedMirrorModel(m)
+	mm, ok := weights.TrackedModel(m)
 	if !ok {
 		return nil, nil, nil, "", apiErr(http.StatusBadRequest, "model %q is not served from a tracked source (its source is %q); updates and rollbacks are for models whose source is hf://org/repo[@revision][/path], or mirror://<model> of a mirror model added with --track",
 			m.Name, mirror.RedactURL(m.Source))

@@ -17,36 +17,29 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/weights"
 )
-
-// weightsUse is what the catalog uses of the mirror: versions by id
-// (model/version) and mirror models of which every version counts.
-type weightsUse struct {
-	ids   map[string][]string // model/version → catalog models
-	whole map[string][]string // mirror model → catalog models
-	why   map[string]string   // mirror model → why every version counts
-}
 
 // usedWeights resolves every catalog model's weights to the mirror
 // version it uses: a pinned version as it is, mirror://m as m's current
 // version, an hf:// or URL source as the version added from it (the
 // current one first). When that cannot be told (the stores do not
 // answer), every version of that mirror model counts as used.
-func (a *App) usedWeights(ctx context.Context, mr *mirror.Mirror) weightsUse {
-	u := weightsUse{ids: map[string][]string{}, whole: map[string][]string{}, why: map[string]string{}}
+func (a *App) usedWeights(ctx context.Context, mr *mirror.Mirror) weights.Use {
+	u := weights.Use{IDs: map[string][]string{}, Whole: map[string][]string{}, Why: map[string]string{}}
 	var list []mirror.VersionInfo
 	var listErr error
 	listed := false
-	for _, m := range withAdapterSources(a.v().models) {
-		mm, mv, ok := mirrorRef(m)
+	for _, m := range weights.WithAdapterSources(a.v().models) {
+		mm, mv, ok := weights.MirrorRef(m)
 		if !ok {
 			continue
 		}
 		if mv == "" && strings.HasPrefix(m.Source, "mirror://") {
 			v, err := mr.Current(ctx, mm)
 			if err != nil {
-				u.whole[mm] = append(u.whole[mm], m.Name)
-				u.why[mm] = "which version " + m.Name + " uses could not be told: " + err.Error()
+				u.Whole[mm] = append(u.Whole[mm], m.Name)
+				u.Why[mm] = "which version " + m.Name + " uses could not be told: " + err.Error()
 				continue
 			}
 			mv = v
@@ -64,22 +57,18 @@ func (a *App) usedWeights(ctx context.Context, mr *mirror.Mirror) weightsUse {
 				}
 			}
 			if mv == "" {
-				u.whole[mm] = append(u.whole[mm], m.Name)
-				u.why[mm] = "which version " + m.Name + " uses could not be told"
+				u.Whole[mm] = append(u.Whole[mm], m.Name)
+				u.Why[mm] = "which version " + m.Name + " uses could not be told"
 				if listErr != nil {
-					u.why[mm] += ": " + listErr.Error()
+					u.Why[mm] += ": " + listErr.Error()
 				}
 				continue
 			}
 		}
 		id := mm + "/" + mv
-		u.ids[id] = append(u.ids[id], m.Name)
+		u.IDs[id] = append(u.IDs[id], m.Name)
 	}
 	return u
-}
-
-func (u weightsUse) keep(model, version string) bool {
-	return len(u.ids[model+"/"+version]) > 0 || len(u.whole[model]) > 0
 }
 
 // nodeWeights lists this node's weights directory.
@@ -99,10 +88,10 @@ func (a *App) nodeWeights(ctx context.Context) (llmapi.NodeWeights, error) {
 	for _, e := range entries {
 		we := llmapi.WeightsEntry{CacheEntry: e}
 		if e.Version != "" {
-			we.UsedBy = slices.Concat(u.ids[e.Model+"/"+e.Version], u.whole[e.Model])
+			we.UsedBy = slices.Concat(u.IDs[e.Model+"/"+e.Version], u.Whole[e.Model])
 			switch {
-			case len(u.ids[e.Model+"/"+e.Version]) == 0 && len(u.whole[e.Model]) > 0:
-				we.Why = u.why[e.Model]
+			case len(u.IDs[e.Model+"/"+e.Version]) == 0 && len(u.Whole[e.Model]) > 0:
+				we.Why = u.Why[e.Model]
 			case len(we.UsedBy) == 0 && e.Held:
 				we.Why = "a replica holds it or it is being fetched"
 			}
@@ -196,7 +185,7 @@ func (a *App) pruneWeights(ctx context.Context, dryRun bool) (llmapi.WeightsPrun
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	u := a.usedWeights(ctx, mr)
-	removed, err := mr.PruneCache(u.keep, dryRun)
+	removed, err := mr.PruneCache(u.Keep, dryRun)
 	for _, e := range removed {
 		out.Freed += e.Size
 	}

@@ -1,4 +1,4 @@
-package llm
+package weights
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func TestCheckSourceURL(t *testing.T) {
 	files := map[string][]byte{"/m.gguf": ggufBytes, "/m.bin": []byte("PK\x03\x04 a pickle zip, not GGUF")}
 	for _, refuseHead := range []bool{false, true} {
 		s := weightsServer(t, files, refuseHead)
-		c := &sourceChecker{client: s.Client(), mirror: testMirror(t)}
+		c := &SourceChecker{Client: s.Client(), Mirror: testMirror(t)}
 		gguf := []string{catalog.FormatGGUF}
 		tests := []struct {
 			name, source string
@@ -57,7 +57,7 @@ func TestCheckSourceURL(t *testing.T) {
 			{"no file", s.URL + "/", "names no file", 0},
 		}
 		for _, tt := range tests {
-			got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
+			got, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
 			if tt.wantErr != "" {
 				var se *SourceError
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &se) {
@@ -79,8 +79,8 @@ func TestCheckSourceURLUnreachable(t *testing.T) {
 	s := httptest.NewServer(http.NotFoundHandler())
 	u := s.URL
 	s.Close()
-	c := &sourceChecker{client: http.DefaultClient, mirror: testMirror(t)}
-	_, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: u + "/m.gguf"}, []string{catalog.FormatGGUF})
+	c := &SourceChecker{Client: http.DefaultClient, Mirror: testMirror(t)}
+	_, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: u + "/m.gguf"}, []string{catalog.FormatGGUF})
 	if err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Errorf("got %v, want does not answer", err)
 	}
@@ -91,19 +91,19 @@ func TestCheckSourceLocal(t *testing.T) {
 	good, bad := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.txt")
 	os.WriteFile(good, ggufBytes, 0o644)
 	os.WriteFile(bad, []byte("hello"), 0o644)
-	c := &sourceChecker{client: http.DefaultClient}
+	c := &SourceChecker{Client: http.DefaultClient}
 	gguf := []string{catalog.FormatGGUF}
-	if got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: good}, gguf); err != nil || got.Size != int64(len(ggufBytes)) {
+	if got, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: good}, gguf); err != nil || got.Size != int64(len(ggufBytes)) {
 		t.Errorf("good file: got %+v, %v", got, err)
 	}
-	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: bad}, gguf); err == nil {
+	if _, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: bad}, gguf); err == nil {
 		t.Error("a text file for llama.cpp: want an error")
 	}
-	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: filepath.Join(dir, "none.gguf")}, gguf); err == nil {
+	if _, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: filepath.Join(dir, "none.gguf")}, gguf); err == nil {
 		t.Error("a missing file: want an error")
 	}
 	// An engine that loads no files takes its source as it is.
-	if got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "sim", Source: "anything"}, []string{"sim"}); err != nil || got.Checked {
+	if got, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "sim", Source: "anything"}, []string{"sim"}); err != nil || got.Checked {
 		t.Errorf("sim: got %+v, %v; want unchecked", got, err)
 	}
 }
@@ -131,7 +131,7 @@ func registryServer(t *testing.T) *httptest.Server {
 
 func TestCheckSourceRegistry(t *testing.T) {
 	s := registryServer(t)
-	c := &sourceChecker{client: s.Client(), registry: s.URL, mirror: testMirror(t)}
+	c := &SourceChecker{Client: s.Client(), Registry: s.URL, Mirror: testMirror(t)}
 	gguf := []string{catalog.FormatGGUF}
 	tests := []struct {
 		name, source, wantErr string
@@ -145,7 +145,7 @@ func TestCheckSourceRegistry(t *testing.T) {
 		{"not gguf", "hf://org/tiny/README.md", "neither GGUF nor safetensors", 0},
 	}
 	for _, tt := range tests {
-		got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
+		got, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: tt.source}, gguf)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s: got %v, want %q", tt.name, err, tt.wantErr)
@@ -156,8 +156,8 @@ func TestCheckSourceRegistry(t *testing.T) {
 			t.Errorf("%s: got %+v, %v; want size %d", tt.name, got, err, tt.wantSize)
 		}
 	}
-	c.registry = ""
-	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: "hf://org/tiny"}, gguf); err == nil || !strings.Contains(err.Error(), "HF_ENDPOINT") {
+	c.Registry = ""
+	if _, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: "hf://org/tiny"}, gguf); err == nil || !strings.Contains(err.Error(), "HF_ENDPOINT") {
 		t.Errorf("no registry: got %v", err)
 	}
 }
@@ -180,8 +180,8 @@ func testMirror(t *testing.T) *mirror.Mirror {
 // would fail at the first start.
 func TestCheckSourceNeedsMirror(t *testing.T) {
 	s := weightsServer(t, map[string][]byte{"/m.gguf": ggufBytes}, false)
-	c := &sourceChecker{client: s.Client()}
-	_, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}, []string{catalog.FormatGGUF})
+	c := &SourceChecker{Client: s.Client()}
+	_, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}, []string{catalog.FormatGGUF})
 	if err == nil || !strings.Contains(err.Error(), "add a mirror block") {
 		t.Errorf("got %v, want a refusal naming the mirror block", err)
 	}
@@ -195,7 +195,7 @@ func TestCheckSourceMirror(t *testing.T) {
 	if _, err := mr.Add(context.Background(), mirror.AddOptions{Model: "tiny", Version: "v1", Source: src}); err != nil {
 		t.Fatal(err)
 	}
-	c := &sourceChecker{client: http.DefaultClient, mirror: mr}
+	c := &SourceChecker{Client: http.DefaultClient, Mirror: mr}
 	tests := []struct {
 		name, source, wantErr string
 		formats               []string
@@ -209,7 +209,7 @@ func TestCheckSourceMirror(t *testing.T) {
 		{"wrong engine", "mirror://tiny/v1", "loads safetensors weights", []string{catalog.FormatSafetensors}},
 	}
 	for _, tt := range tests {
-		got, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: tt.source}, tt.formats)
+		got, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: tt.source}, tt.formats)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s: got %v, want %q", tt.name, err, tt.wantErr)
@@ -220,8 +220,8 @@ func TestCheckSourceMirror(t *testing.T) {
 			t.Errorf("%s: got %+v, %v", tt.name, got, err)
 		}
 	}
-	c.mirror = nil
-	if _, err := c.check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: "mirror://tiny/v1"}, nil); err == nil || !strings.Contains(err.Error(), "mirror block") {
+	c.Mirror = nil
+	if _, err := c.Check(context.Background(), &catalog.Model{Name: "m", Engine: "e", Source: "mirror://tiny/v1"}, nil); err == nil || !strings.Contains(err.Error(), "mirror block") {
 		t.Errorf("no mirror: got %v", err)
 	}
 }
@@ -235,10 +235,10 @@ func BenchmarkCheckSourceURL(b *testing.B) {
 	defer s.Close()
 	st, _ := mirror.NewDirStore("local", filepath.Join(b.TempDir(), "store"))
 	mr, _ := mirror.New(mirror.Config{Stores: []mirror.Store{st}, CacheDir: filepath.Join(b.TempDir(), "cache"), Logger: zap.NewNop()})
-	c := &sourceChecker{client: s.Client(), mirror: mr}
+	c := &SourceChecker{Client: s.Client(), Mirror: mr}
 	m := &catalog.Model{Name: "m", Engine: "llamacpp", Source: s.URL + "/m.gguf"}
 	for b.Loop() {
-		if _, err := c.check(context.Background(), m, []string{catalog.FormatGGUF}); err != nil {
+		if _, err := c.Check(context.Background(), m, []string{catalog.FormatGGUF}); err != nil {
 			b.Fatal(err)
 		}
 	}
