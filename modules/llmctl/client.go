@@ -143,7 +143,12 @@ func hostHint(msg, admin string) string {
 
 // table prints rows under a header, in columns.
 func (c *ctl) table(header string, rows [][]string) {
-	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	printTable(c.out, header, rows)
+}
+
+// printTable writes rows under a header to w, in columns two spaces apart.
+func printTable(w io.Writer, header string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))

@@ -30,6 +30,7 @@ token's id as the actor.`,
 				c.register(cmd)
 			},
 		},
+		mirrorCommand(), // mirror.go
 	}
 }
 

@@ -3,10 +3,12 @@
 // endpoint (or a site's llm_admin handler), and "llmgw mirror", which works
 // on the weights mirror the config names without llmgw running.
 //
-// It speaks to the gateway only through HTTP and the JSON shapes of
+// ctl speaks to the gateway only through HTTP and the JSON shapes of
 // modules/llm/llmapi (with catalog and tenancy for the types those carry);
-// it never imports the llm app itself, so the command line builds and is
-// tested apart from the gateway. Commands returns the commands; the llmgw
+// mirror reads only apps.llm.mirror of the config, into
+// weights.MirrorConfig. Neither imports the llm app itself
+// (imports_test.go checks), so the command line builds and is tested
+// apart from the gateway. Commands returns the commands; the llmgw
 // package registers them with Caddy's command line in its init, which
 // keeps them in both cmd/llmgw and xcaddy builds.
 //
