@@ -7,6 +7,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
@@ -58,30 +59,40 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 		body["args"] = args
 	}
 	if fl.Changed("memory") || fl.Changed("cores") || fl.Changed("gpus") {
-		var st llmapi.ModelStatus
-		if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
+		res, err := lf.resources(c, fl, model)
+		if err != nil {
 			return err
-		}
-		res := catalog.Resources{}
-		if st.Resources != nil {
-			res = *st.Resources
-		}
-		if fl.Changed("memory") {
-			n, err := humanize.ParseBytes(lf.memory)
-			if err != nil {
-				return fmt.Errorf("--memory %q: %v (use a size such as 8GiB)", lf.memory, err)
-			}
-			res.Memory = int64(n)
-		}
-		if fl.Changed("cores") {
-			res.Cores = lf.cores
-		}
-		if fl.Changed("gpus") {
-			res.GPUs = lf.gpus
 		}
 		body["resources"] = res
 	}
 	return nil
+}
+
+// resources are the model's current resources with those the flags give
+// in their place.
+func (lf *liveFlags) resources(c *ctl, fl *pflag.FlagSet, model string) (catalog.Resources, error) {
+	var st llmapi.ModelStatus
+	if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
+		return catalog.Resources{}, err
+	}
+	res := catalog.Resources{}
+	if st.Resources != nil {
+		res = *st.Resources
+	}
+	if fl.Changed("memory") {
+		n, err := humanize.ParseBytes(lf.memory)
+		if err != nil {
+			return catalog.Resources{}, fmt.Errorf("--memory %q: %v (use a size such as 8GiB)", lf.memory, err)
+		}
+		res.Memory = int64(n)
+	}
+	if fl.Changed("cores") {
+		res.Cores = lf.cores
+	}
+	if fl.Changed("gpus") {
+		res.GPUs = lf.gpus
+	}
+	return res, nil
 }
 
 // printRollout says what a live change or a restart replaced.

@@ -13,7 +13,14 @@ import (
 // mcp is "llmgw ctl mcp": the MCP gateway's upstream servers.
 func (c *ctl) mcp() *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "Lists, adds, removes, enables and disables the MCP servers behind llm_mcp"}
-	cmd.AddCommand(&cobra.Command{Use: "servers", Short: "Lists the MCP servers: transport, health, restarts, tools", Args: cobra.NoArgs,
+	cmd.AddCommand(c.mcpServers(), c.mcpTools(), c.mcpAdd())
+	cmd.AddCommand(c.mcpToggles()...)
+	cmd.AddCommand(c.mcpAuthorize(), c.mcpAuthorization(), c.mcpDeauthorize())
+	return cmd
+}
+
+func (c *ctl) mcpServers() *cobra.Command {
+	return &cobra.Command{Use: "servers", Short: "Lists the MCP servers: transport, health, restarts, tools", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var list []mcpServerStatus
 			if err := c.call("GET", "/llm/mcp/servers", nil, &list); err != nil || c.json {
@@ -36,8 +43,11 @@ func (c *ctl) mcp() *cobra.Command {
 			}
 			c.table("SERVER\tTRANSPORT\tTARGET\tSTATE\tRESTARTS\tTOOLS\tFROM\tLAST ERROR", rows)
 			return nil
-		}})
-	cmd.AddCommand(&cobra.Command{Use: "tools [<server>]", Short: "Lists the namespaced tools (server.tool), of one server or all", Args: cobra.MaximumNArgs(1),
+		}}
+}
+
+func (c *ctl) mcpTools() *cobra.Command {
+	return &cobra.Command{Use: "tools [<server>]", Short: "Lists the namespaced tools (server.tool), of one server or all", Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var list []mcpServerStatus
 			if err := c.call("GET", "/llm/mcp/servers", nil, &list); err != nil || c.json {
@@ -52,7 +62,12 @@ func (c *ctl) mcp() *cobra.Command {
 				}
 			}
 			return nil
-		}})
+		}}
+}
+
+// mcpAdd is ctl mcp add: the file is decoded as a server of llm_mcp's
+// config and sent again, so what it does not know is dropped.
+func (c *ctl) mcpAdd() *cobra.Command {
 	var file string
 	add := &cobra.Command{Use: "add -f <server.json>", Short: "Adds a server at runtime, in the shape a server takes in llm_mcp's JSON config", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -72,13 +87,18 @@ func (c *ctl) mcp() *cobra.Command {
 		}}
 	add.Flags().StringVarP(&file, "file", "f", "", "the server as JSON")
 	_ = add.MarkFlagRequired("file")
-	cmd.AddCommand(add)
+	return add
+}
+
+// mcpToggles are ctl mcp remove, enable and disable.
+func (c *ctl) mcpToggles() []*cobra.Command {
+	var cmds []*cobra.Command
 	for _, a := range []struct{ use, method, suffix, short, done string }{
 		{"remove", "DELETE", "", "Removes a server added at runtime", "removed"},
 		{"enable", "POST", "/enable", "Lists and calls a disabled server's tools again", "enabled"},
 		{"disable", "POST", "/disable", "Stops listing and calling a server's tools (its connection stays)", "disabled"},
 	} {
-		cmd.AddCommand(&cobra.Command{Use: a.use + " <server>", Short: a.short, Args: cobra.ExactArgs(1),
+		cmds = append(cmds, &cobra.Command{Use: a.use + " <server>", Short: a.short, Args: cobra.ExactArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
 				if err := c.call(a.method, "/llm/mcp/servers/"+url.PathEscape(args[0])+a.suffix, nil, nil); err != nil || c.json {
 					return err
@@ -87,28 +107,30 @@ func (c *ctl) mcp() *cobra.Command {
 				return nil
 			}})
 	}
-	cmd.AddCommand(c.mcpAuth()...)
-	return cmd
+	return cmds
 }
 
-// mcpAuth are the OAuth commands: authorize prints the URL to open,
-// authorization lists whose tokens llmgw holds, deauthorize forgets them.
-func (c *ctl) mcpAuth() []*cobra.Command {
-	var tenant string
-	parse := func() (mcpAuthorizeRequest, error) {
-		if tenant == "" {
-			return mcpAuthorizeRequest{}, nil
-		}
-		level, name, ok := strings.Cut(tenant, ":")
-		if !ok || name == "" {
-			return mcpAuthorizeRequest{}, fmt.Errorf("--tenant %q: use <level>:<id>, such as key:k1, team:acme/research or org:acme", tenant)
-		}
-		return mcpAuthorizeRequest{Level: level, Name: name}, nil
+// mcpTenant reads --tenant <level>:<id>; none is the server's shared
+// tokens.
+func mcpTenant(tenant string) (mcpAuthorizeRequest, error) {
+	if tenant == "" {
+		return mcpAuthorizeRequest{}, nil
 	}
+	level, name, ok := strings.Cut(tenant, ":")
+	if !ok || name == "" {
+		return mcpAuthorizeRequest{}, fmt.Errorf("--tenant %q: use <level>:<id>, such as key:k1, team:acme/research or org:acme", tenant)
+	}
+	return mcpAuthorizeRequest{Level: level, Name: name}, nil
+}
+
+// mcpAuthorize starts OAuth: the URL to open goes to stdout, alone, and
+// what to do with it to stderr.
+func (c *ctl) mcpAuthorize() *cobra.Command {
+	var tenant string
 	authorize := &cobra.Command{Use: "authorize <server> [--tenant key:<id>|project:<path>|team:<path>|org:<name>]",
 		Short: "Starts OAuth towards an MCP server: prints the URL to open in a browser (client_credentials servers: gets a token)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			body, err := parse()
+			body, err := mcpTenant(tenant)
 			if err != nil {
 				return err
 			}
@@ -129,7 +151,12 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 			return nil
 		}}
 	authorize.Flags().StringVar(&tenant, "tenant", "", "whose token: key:<id>, project:<path>, team:<path> or org:<name> (servers with tokens per_tenant)")
-	list := &cobra.Command{Use: "authorization <server>", Short: "Lists whose OAuth tokens llmgw holds for an MCP server, and their state (never the tokens)", Args: cobra.ExactArgs(1),
+	return authorize
+}
+
+// mcpAuthorization lists whose tokens llmgw holds, never the tokens.
+func (c *ctl) mcpAuthorization() *cobra.Command {
+	return &cobra.Command{Use: "authorization <server>", Short: "Lists whose OAuth tokens llmgw holds for an MCP server, and their state (never the tokens)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var st mcpAuthStatus
 			if err := c.call("GET", "/llm/mcp/servers/"+url.PathEscape(args[0])+"/authorization", nil, &st); err != nil {
@@ -154,11 +181,14 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 			c.table("TENANT\tSTATE\tEXPIRES\tREFRESH TOKEN\tREFRESHES\tLAST ERROR", rows)
 			return nil
 		}}
+}
+
+// mcpDeauthorize revokes and forgets a tenant's tokens.
+func (c *ctl) mcpDeauthorize() *cobra.Command {
 	var forget string
 	deauth := &cobra.Command{Use: "deauthorize <server> [--tenant key:<id>|…]", Short: "Revokes and forgets a tenant's (or the shared) OAuth tokens for an MCP server", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			tenant = forget
-			body, err := parse()
+			body, err := mcpTenant(forget)
 			if err != nil {
 				return err
 			}
@@ -174,7 +204,7 @@ func (c *ctl) mcpAuth() []*cobra.Command {
 			return nil
 		}}
 	deauth.Flags().StringVar(&forget, "tenant", "", "whose tokens: key:<id>, project:<path>, team:<path> or org:<name>")
-	return []*cobra.Command{authorize, list, deauth}
+	return deauth
 }
 
 func cmpStr(a, b string) string {

@@ -27,6 +27,11 @@ func (c *ctl) tenants() *cobra.Command {
 			c.printTenants(ls)
 			return nil
 		}}
+	cmd.AddCommand(c.tenantGet(), c.tenantCreate(), c.tenantSet(), c.tenantDelete())
+	return cmd
+}
+
+func (c *ctl) tenantGet() *cobra.Command {
 	get := &cobra.Command{Use: "get <org[/team[/project]]>", Short: "Shows one level", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var l llmapi.TenantLevel
@@ -36,6 +41,12 @@ func (c *ctl) tenants() *cobra.Command {
 			c.printTenants([]llmapi.TenantLevel{l})
 			return nil
 		}}
+	return get
+}
+
+// tenantCreate is ctl tenants create: a level under its parent, the
+// parent's path the argument's before its last slash.
+func (c *ctl) tenantCreate() *cobra.Command {
 	create := &cobra.Command{Use: "create <org[/team[/project]]>", Short: "Creates a level under its parent, with the limits and capacity the flags give",
 		Args: cobra.ExactArgs(1)}
 	createFlags := tenantFlags(create.Flags())
@@ -56,6 +67,11 @@ func (c *ctl) tenants() *cobra.Command {
 		fmt.Fprintf(c.out, "%s %s created\n", l.Kind, l.Path)
 		return nil
 	}
+	return create
+}
+
+// tenantSet is ctl tenants set: a JSON merge patch of the flags given.
+func (c *ctl) tenantSet() *cobra.Command {
 	set := &cobra.Command{Use: "set <org[/team[/project]]>", Short: "Changes the limits and capacity the flags name (0 removes one); the others stay",
 		Args: cobra.ExactArgs(1)}
 	setFlags := tenantFlags(set.Flags())
@@ -72,6 +88,10 @@ func (c *ctl) tenants() *cobra.Command {
 		c.printTenants([]llmapi.TenantLevel{l})
 		return nil
 	}
+	return set
+}
+
+func (c *ctl) tenantDelete() *cobra.Command {
 	del := &cobra.Command{Use: "delete <org[/team[/project]]>", Short: "Deletes a level created at runtime that has no levels, keys or models left",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -81,8 +101,7 @@ func (c *ctl) tenants() *cobra.Command {
 			fmt.Fprintf(c.out, "%s deleted\n", args[0])
 			return nil
 		}}
-	cmd.AddCommand(get, create, set, del)
-	return cmd
+	return del
 }
 
 // tenantURL is the admin route of a level by its path.

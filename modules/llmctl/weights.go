@@ -48,13 +48,19 @@ func (c *ctl) weights() *cobra.Command {
 		}}
 	cmd.PersistentFlags().StringVar(&nodeName, "node", "", "only this node of the cluster (default: every live node)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the used files too")
+	cmd.AddCommand(c.weightsPrune(&nodeName))
+	return cmd
+}
+
+// weightsPrune is ctl weights prune; node is the --node of ctl weights.
+func (c *ctl) weightsPrune(node *string) *cobra.Command {
 	var dryRun bool
 	prune := &cobra.Command{Use: "prune [--node N] [--dry-run]", Short: "Removes the files of the node's weights directory that no catalog model uses (never what a replica holds or a fetch brings in)", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var out struct {
 				Nodes []llmapi.WeightsPruned `json:"nodes"`
 			}
-			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(nodeName, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
+			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(*node, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
 				return err
 			}
 			verb := "removed"
@@ -83,8 +89,7 @@ func (c *ctl) weights() *cobra.Command {
 			return nil
 		}}
 	prune.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
-	cmd.AddCommand(prune)
-	return cmd
+	return prune
 }
 
 func weightsRow(node string, e llmapi.WeightsEntry, state string) []string {
