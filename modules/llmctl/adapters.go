@@ -25,10 +25,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 // adapters reads a model's adapters, whatever --json prints.
 func (c *ctl) adapters(model string) ([]*catalog.Adapter, error) {
 	var st llmapi.ModelStatus
-	asJSON := c.json
-	c.json = false
-	defer func() { c.json = asJSON }()
-	err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st)
+	err := c.read("/llm/models/"+url.PathEscape(model), &st)
 	return st.Adapters, err
 }
 

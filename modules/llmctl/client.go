@@ -99,6 +99,15 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	return nil
 }
 
+// read GETs path into out whatever --json says: for what a command needs
+// to know before the change it prints.
+func (c *ctl) read(path string, out any) error {
+	asJSON := c.json
+	c.json = false
+	defer func() { c.json = asJSON }()
+	return c.call("GET", path, nil, out)
+}
+
 // request builds a call's request: the JSON body, the OS user as the
 // actor, and the token, which never crosses the network in plain http.
 // where and hint name the endpoint for errors.

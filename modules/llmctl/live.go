@@ -69,10 +69,11 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 }
 
 // resources are the model's current resources with those the flags give
-// in their place.
+// in their place; read whatever --json says, or --json would print them
+// and send the others as zero.
 func (lf *liveFlags) resources(c *ctl, fl *pflag.FlagSet, model string) (catalog.Resources, error) {
 	var st llmapi.ModelStatus
-	if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
+	if err := c.read("/llm/models/"+url.PathEscape(model), &st); err != nil {
 		return catalog.Resources{}, err
 	}
 	res := catalog.Resources{}

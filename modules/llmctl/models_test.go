@@ -112,3 +112,19 @@ func TestModelSet(t *testing.T) {
 		}
 	}
 }
+
+// TestModelSetResourcesWithJSON: with --json, the resources not given
+// still come from the model's current ones, and only the answer of the
+// change is printed.
+func TestModelSetResourcesWithJSON(t *testing.T) {
+	a := newAdmin(t, map[string]answer{
+		"GET /llm/models/chat":           {body: llmapi.ModelStatus{Name: "chat", Resources: &catalog.Resources{Memory: 1 << 30, Cores: 2}}},
+		"POST /llm/models/chat/settings": {body: `{"name":"chat","replaced":["chat-1"],"started":["chat-2"]}`},
+	})
+	out, _, err := run(t, a, "--json", "model", "set", "chat", "--gpus", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "ctl --json model set", out, `{"name":"chat","replaced":["chat-1"],"started":["chat-2"]}`)
+	checkSent(t, a, "GET /llm/models/chat", `POST /llm/models/chat/settings {"resources":{"memory":1073741824,"cores":2,"gpus":1}}`)
+}
