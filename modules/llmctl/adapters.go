@@ -42,6 +42,7 @@ func (c *ctl) setAdapters(model string, as []*catalog.Adapter) error {
 	return nil
 }
 
+// adapterList is ctl model adapter list; a scale of 0 shows as 1.
 func (c *ctl) adapterList() *cobra.Command {
 	return &cobra.Command{Use: "list <model>", Short: "Lists a model's adapters: name, source, scale", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -68,6 +69,7 @@ func (c *ctl) adapterList() *cobra.Command {
 		}}
 }
 
+// adapterAdd is ctl model adapter add; a name the model has is refused.
 func (c *ctl) adapterAdd() *cobra.Command {
 	var scale float64
 	add := &cobra.Command{Use: "add <model> <name> <source>", Short: "Adds an adapter served as <name> (a path, or mirror://model/version); replaces the model's replicas without downtime", Args: cobra.ExactArgs(3),
@@ -85,6 +87,7 @@ func (c *ctl) adapterAdd() *cobra.Command {
 	return add
 }
 
+// adapterRemove is ctl model adapter remove.
 func (c *ctl) adapterRemove() *cobra.Command {
 	return &cobra.Command{Use: "remove <model> <name>", Short: "Removes an adapter; replaces the model's replicas without downtime", Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {

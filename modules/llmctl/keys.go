@@ -57,6 +57,7 @@ func (c *ctl) keyCreate() *cobra.Command {
 	return create
 }
 
+// keyRevoke is ctl keys revoke.
 func (c *ctl) keyRevoke() *cobra.Command {
 	return &cobra.Command{Use: "revoke <id>", Short: "Revokes a key created at runtime", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -68,6 +69,7 @@ func (c *ctl) keyRevoke() *cobra.Command {
 		}}
 }
 
+// keyRotate is ctl keys rotate: the new secret is printed once.
 func (c *ctl) keyRotate() *cobra.Command {
 	return &cobra.Command{Use: "rotate <id>", Short: "Issues a new secret for a key; the old one stops working", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {

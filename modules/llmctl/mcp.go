@@ -19,6 +19,7 @@ func (c *ctl) mcp() *cobra.Command {
 	return cmd
 }
 
+// mcpServers is ctl mcp servers: each server's state and origin.
 func (c *ctl) mcpServers() *cobra.Command {
 	return &cobra.Command{Use: "servers", Short: "Lists the MCP servers: transport, health, restarts, tools", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -46,6 +47,7 @@ func (c *ctl) mcpServers() *cobra.Command {
 		}}
 }
 
+// mcpTools is ctl mcp tools: one tool a line, for scripts.
 func (c *ctl) mcpTools() *cobra.Command {
 	return &cobra.Command{Use: "tools [<server>]", Short: "Lists the namespaced tools (server.tool), of one server or all", Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {

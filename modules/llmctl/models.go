@@ -223,7 +223,6 @@ func (c *ctl) modelStopStart() []*cobra.Command {
 	return cmds
 }
 
-// readModelFile reads a model in YAML (or JSON, which is YAML too).
 // modelBody is a model file as the admin API's body for an add or a
 // plan; noCheck turns the source check off.
 func modelBody(path string, noCheck bool) (map[string]any, error) {
@@ -234,6 +233,7 @@ func modelBody(path string, noCheck bool) (map[string]any, error) {
 	return m, err
 }
 
+// readModelFile reads a model in YAML (or JSON, which is YAML too).
 func readModelFile(path string) (map[string]any, error) {
 	if path == "" {
 		return nil, fmt.Errorf("give the model's file with -f model.yaml")

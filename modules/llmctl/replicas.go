@@ -13,6 +13,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
+// replicas is "llmgw ctl replicas" and its restart.
 func (c *ctl) replicas() *cobra.Command {
 	restart := &cobra.Command{Use: "restart <replica>", Short: "Replaces one replica with a new one", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -27,6 +28,7 @@ func (c *ctl) replicas() *cobra.Command {
 	return cmd
 }
 
+// replicaList lists every model's replicas.
 func (c *ctl) replicaList() *cobra.Command {
 	return &cobra.Command{Use: "replicas", Short: "Lists the replicas of every model", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -46,6 +48,7 @@ func (c *ctl) replicaList() *cobra.Command {
 		}}
 }
 
+// engines is "llmgw ctl engines": the engine plugins, sorted by type.
 func (c *ctl) engines() *cobra.Command {
 	return &cobra.Command{Use: "engines", Short: "Lists the engine plugins", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {

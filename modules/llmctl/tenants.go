@@ -31,6 +31,7 @@ func (c *ctl) tenants() *cobra.Command {
 	return cmd
 }
 
+// tenantGet is ctl tenants get: one level.
 func (c *ctl) tenantGet() *cobra.Command {
 	get := &cobra.Command{Use: "get <org[/team[/project]]>", Short: "Shows one level", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -91,6 +92,7 @@ func (c *ctl) tenantSet() *cobra.Command {
 	return set
 }
 
+// tenantDelete is ctl tenants delete.
 func (c *ctl) tenantDelete() *cobra.Command {
 	del := &cobra.Command{Use: "delete <org[/team[/project]]>", Short: "Deletes a level created at runtime that has no levels, keys or models left",
 		Args: cobra.ExactArgs(1),

@@ -11,6 +11,8 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
+// usage is "llmgw ctl usage": requests, tokens and cost by model for one
+// organisation, team, project or key, since --since ago.
 func (c *ctl) usage() *cobra.Command {
 	var org, team, project, key, since string
 	cmd := &cobra.Command{Use: "usage", Short: "Shows usage by model for a node of the tenancy tree", Args: cobra.NoArgs,
@@ -52,11 +54,13 @@ func (c *ctl) usage() *cobra.Command {
 	return cmd
 }
 
+// usageRow is one row of the usage table; cost is in the catalog's currency.
 func usageRow(name string, u llmapi.Usage) []string {
 	return []string{name, fmt.Sprint(u.Requests), fmt.Sprint(u.InputTokens), fmt.Sprint(u.OutputTokens),
 		fmt.Sprintf("%.4f", float64(u.CostMicros)/1e6)}
 }
 
+// cache is "llmgw ctl cache" and its purge: the response caches.
 func (c *ctl) cache() *cobra.Command {
 	cmd := &cobra.Command{Use: "cache", Short: "Shows cache entries and outcomes", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
