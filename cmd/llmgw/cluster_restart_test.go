@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -23,7 +23,7 @@ func TestClusterModelRestart(t *testing.T) {
 		n2.adminGet("/llm/models/chat", &st)
 		var out []string
 		for _, r := range st.Replicas {
-			if r.State == llm.ReplicaReady {
+			if r.State == string(fleet.ReplicaReady) {
 				out = append(out, r.ID)
 			}
 		}

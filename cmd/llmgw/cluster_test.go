@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -132,7 +132,7 @@ func (g *gateway) nodes() llmapi.NodesStatus {
 func (g *gateway) readyOn(model string) []string {
 	var on []string
 	for _, r := range g.models()[model].Replicas {
-		if r.State == llm.ReplicaReady {
+		if r.State == string(fleet.ReplicaReady) {
 			on = append(on, r.Node)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -267,7 +267,7 @@ func TestGPUsInACluster(t *testing.T) {
 			rs = gw.models()["g"].Replicas
 			ready := 0
 			for _, r := range rs {
-				if r.State == llm.ReplicaReady {
+				if r.State == string(fleet.ReplicaReady) {
 					ready++
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -97,14 +98,14 @@ func TestAdapterEntries(t *testing.T) {
 }
 
 func TestAdapterSelector(t *testing.T) {
-	with := NewStandaloneReplica("r1", "tiny")
+	with := fleet.NewStandaloneReplica("r1", "tiny")
 	with.Adapters = map[string]string{"tiny-sql": `{"model":"tiny-sql"}`}
-	without := NewStandaloneReplica("r2", "tiny")
-	sel := adapterSelector{sel: LeastOutstanding{}, name: "tiny-sql"}
-	if got := sel.Select([]*Replica{without, with}); got != with {
+	without := fleet.NewStandaloneReplica("r2", "tiny")
+	sel := fleet.NewAdapterSelector(fleet.LeastOutstanding{}, "tiny-sql")
+	if got := sel.Select([]*fleet.Replica{without, with}); got != with {
 		t.Errorf("picked %v, want the replica that loaded the adapter", got)
 	}
-	if got := sel.Select([]*Replica{without}); got != nil {
+	if got := sel.Select([]*fleet.Replica{without}); got != nil {
 		t.Errorf("picked %v from replicas without the adapter", got.ID)
 	}
 	if m := with.AdapterMembers("tiny-sql"); string(m) != `{"model":"tiny-sql"}` {
@@ -113,7 +114,7 @@ func TestAdapterSelector(t *testing.T) {
 	if m := with.AdapterMembers("tiny"); m != nil {
 		t.Errorf("members of the model itself: %s", m)
 	}
-	body, err := SetMembers([]byte(`{"model":"tiny-sql","messages":[],"temperature":0}`), []byte(`{"lora":[{"id":0,"scale":1}]}`))
+	body, err := fleet.SetMembers([]byte(`{"model":"tiny-sql","messages":[],"temperature":0}`), []byte(`{"lora":[{"id":0,"scale":1}]}`))
 	if err != nil || string(body) != `{"lora":[{"id":0,"scale":1}],"messages":[],"model":"tiny-sql","temperature":0}` {
 		t.Errorf("SetMembers: %s %v", body, err)
 	}

@@ -96,14 +96,18 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}
-	return writeJSON(w, a.v().fleets[m.Name].status())
+	return writeJSON(w, a.v().fleets[m.Name].Status())
 }
 
 func getNode(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiErr(http.StatusMethodNotAllowed, "use GET")
 	}
-	return writeJSON(w, node.status())
+	a, err := running()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, a.node.Ledger.Status())
 }
 
 func getEngines(w http.ResponseWriter, r *http.Request) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
@@ -100,7 +101,7 @@ func (a *App) createKey(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "the body must be JSON like {\"project\":\"org/team/project\"}, at most %d bytes: %v", maxKeyBody, err)
 	}
 	if req.ID == "" {
-		req.ID = "key-" + randID()
+		req.ID = "key-" + fleet.RandID()
 	}
 	if err := catalog.CheckID("key id", req.ID); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)

@@ -33,7 +33,7 @@ func (a *App) loadStopped(ctx context.Context) error {
 	}
 	for _, n := range names {
 		if f, ok := a.v().fleets[n]; ok {
-			f.setStopped(true)
+			f.SetStopped(true)
 		}
 	}
 	return nil
@@ -42,11 +42,9 @@ func (a *App) loadStopped(ctx context.Context) error {
 func (a *App) saveStopped(ctx context.Context) error {
 	var names []string
 	for n, f := range a.v().fleets {
-		f.mu.Lock()
-		if f.stopped {
+		if f.Stopped() {
 			names = append(names, n)
 		}
-		f.mu.Unlock()
 	}
 	sort.Strings(names)
 	b, _ := json.Marshal(names)
@@ -65,9 +63,9 @@ func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action s
 	f := a.v().fleets[m.Name]
 	switch action {
 	case "stop":
-		f.setStopped(true)
+		f.SetStopped(true)
 	case "start":
-		f.setStopped(false)
+		f.SetStopped(false)
 	default:
 		return apiErr(http.StatusNotFound, "no action %q; use stop or start", action)
 	}
@@ -75,7 +73,7 @@ func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action s
 		return apiErr(http.StatusInternalServerError, "saving the model's state: %v", err)
 	}
 	a.audit(r, map[string]string{"stop": "model stopped", "start": "model started"}[action], zap.String("model", m.Name))
-	return writeJSON(w, f.status())
+	return writeJSON(w, f.Status())
 }
 
 // restartReplica answers POST /llm/replicas/<id>/restart.
@@ -89,7 +87,7 @@ func restartReplica(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusNotFound, "use POST /llm/replicas/<id>/restart")
 	}
 	for _, f := range a.v().fleets {
-		if f.restart(id) {
+		if f.Restart(id) {
 			a.audit(r, "replica restarted", zap.String("replica", id))
 			return writeJSON(w, map[string]string{"restarted": id})
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -69,7 +70,7 @@ func getOverview(w http.ResponseWriter, r *http.Request) error {
 		o := line(s.Name)
 		o.State = s.State
 		for _, rep := range s.Replicas {
-			if rep.State == ReplicaReady {
+			if fleet.State(rep.State) == fleet.ReplicaReady {
 				o.Ready++
 			}
 		}

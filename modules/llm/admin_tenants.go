@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -121,7 +122,7 @@ func (a *App) tenantLevels(paths []string) []llmapi.TenantLevel {
 	for _, p := range paths {
 		l, c, _ := t.Find(p)
 		lv := llmapi.TenantLevel{Kind: tenancy.PathKind(p), Path: p, Name: p[strings.LastIndex(p, "/")+1:], Source: "config",
-			Limits: l, Capacity: c, Used: node.useOf(p), Children: t.Children(p)}
+			Limits: l, Capacity: c, Used: a.node.Ledger.UseOf(p), Children: t.Children(p)}
 		switch {
 		case runtime[p] && t.InConfig(p):
 			lv.Source = "config+runtime"
@@ -129,12 +130,12 @@ func (a *App) tenantLevels(paths []string) []llmapi.TenantLevel {
 			lv.Source = "runtime"
 		}
 		for _, m := range v.models {
-			if under(m.Owner, p) {
+			if place.Under(m.Owner, p) {
 				lv.Models = append(lv.Models, m.Name)
 			}
 		}
 		for _, k := range kr.Keys() {
-			if k.Revoked == nil && under(keyProject(kr, k), p) {
+			if k.Revoked == nil && place.Under(keyProject(kr, k), p) {
 				lv.Keys++
 			}
 		}
@@ -329,10 +330,10 @@ func (a *App) deleteTenant(w http.ResponseWriter, r *http.Request, rt tenantRout
 			return nil, nil, apiErr(http.StatusConflict, "%s %s still owns models (%s); remove them or change their owner first", rt.kind, rt.path, strings.Join(lv.Models, ", "))
 		}
 		if lv.Keys > 0 {
-			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %s; revoke them first (GET /llm/keys?under=%s lists them)", rt.kind, rt.path, plural(lv.Keys, "key"), rt.path)
+			return nil, nil, apiErr(http.StatusConflict, "%s %s still has %s; revoke them first (GET /llm/keys?under=%s lists them)", rt.kind, rt.path, place.Plural(lv.Keys, "key"), rt.path)
 		}
 		// Revoked keys of its projects go with it.
-		keys = slices.DeleteFunc(keys, func(k *tenancy.APIKey) bool { return k.Revoked != nil && under(k.Project, rt.path) })
+		keys = slices.DeleteFunc(keys, func(k *tenancy.APIKey) bool { return k.Revoked != nil && place.Under(k.Project, rt.path) })
 		return slices.DeleteFunc(entries, func(e *tenancy.Entry) bool { return e.Path == rt.path }), keys, nil
 	})
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
@@ -40,6 +42,7 @@ var firstParty = map[string]bool{"sim": true, "openai": true, "anthropic": true,
 var (
 	plugins = caddy.NewUsagePool()
 	fleets  = caddy.NewUsagePool()
+	nodes   = caddy.NewUsagePool() // the one Node of the process (fleet.go)
 	active  atomic.Pointer[App]
 )
 
@@ -142,6 +145,8 @@ type App struct {
 	clusterKey  string
 	declared    []*catalog.Model // the config's models, before settings changed at runtime
 	mirror      *mirror.Mirror
+	node        *fleet.Node // what the process's fleets share (fleet.go)
+	shared      *procShared // what the process's apps share (shared.go)
 	mirrorKey   string
 	keys        *atomic.Pointer[tenancy.Keyring]
 	runtimeKeys []*tenancy.APIKey
@@ -150,9 +155,6 @@ type App struct {
 	secrets     map[string]string             // Secrets, resolved
 	egress      *egress.Policy                // what URLs set at run time may reach
 }
-
-// keysMu serializes runtime key changes.
-var keysMu sync.Mutex
 
 // EngineConfig says how to run one engine type's plugin.
 type EngineConfig struct {
@@ -180,8 +182,10 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.ctx, a.cctx = ctx, ctx
-	node.setCapacity(a.Node, a.PinCores)
-	if err := node.setGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
+	a.node = acquireNode()
+	a.shared = acquireShared()
+	a.node.Ledger.SetCapacity(a.Node, a.PinCores)
+	if err := a.node.Ledger.SetGPUDevices(a.Node, a.GPUDevices); err != nil { // gpus.go
 		return err
 	}
 	if a.PluginDir == "" {
@@ -252,7 +256,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 type view struct {
 	cat     *catalog.Catalog
 	models  []*catalog.Model // config models first, then runtime ones
-	fleets  map[string]*fleet
+	fleets  map[string]*fleet.Fleet
 	runtime map[string]bool // models added through the admin API
 }
 
@@ -274,7 +278,7 @@ func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{cat: cat, models: models, fleets: map[string]*fleet{}, runtime: map[string]bool{}}
+	v := &view{cat: cat, models: models, fleets: map[string]*fleet.Fleet{}, runtime: map[string]bool{}}
 	for _, m := range runtime {
 		v.runtime[m.Name] = true
 	}
@@ -292,7 +296,7 @@ func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
 	return v, nil
 }
 
-func (a *App) currentFleet(name string) (*fleet, bool) {
+func (a *App) currentFleet(name string) (*fleet.Fleet, bool) {
 	cur := a.view.Load()
 	if cur == nil {
 		return nil, false
@@ -301,7 +305,7 @@ func (a *App) currentFleet(name string) (*fleet, bool) {
 	return f, ok
 }
 
-func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
+func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 	p, pkey, err := a.loadEngine(m.Engine)
 	var unavailable error
 	switch {
@@ -325,10 +329,11 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 	}
 	key := m.Key(pkey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newFleet(m, p, a.logger.Named("fleet"), fleetOptions{
-			startTimeout: time.Duration(a.StartTimeout), holdTimeout: time.Duration(a.HoldTimeout),
-			maxWaiting: a.MaxWaiting, stopGrace: 5 * time.Second, interval: 500 * time.Millisecond,
-			drainTimeout: time.Duration(a.DrainTimeout), clustered: a.cluster != nil, unavailable: unavailable,
+		return fleet.New(m, p, a.logger.Named("fleet"), fleet.Options{
+			StartTimeout: time.Duration(a.StartTimeout), HoldTimeout: time.Duration(a.HoldTimeout),
+			MaxWaiting: a.MaxWaiting, StopGrace: 5 * time.Second, Interval: 500 * time.Millisecond,
+			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil, Unavailable: unavailable,
+			Node: a.node,
 		}), nil
 	})
 	if err != nil {
@@ -336,9 +341,9 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet, error) {
 	}
 	// A fleet kept from the previous config takes this config's entry,
 	// whose routing fields may differ.
-	v.(*fleet).model.Store(m)
+	v.(*fleet.Fleet).SetModel(m)
 	a.fkeys[m.Name] = key
-	return v.(*fleet), nil
+	return v.(*fleet.Fleet), nil
 }
 
 // loadEngine returns the supervised plugin for an engine type, starting it
@@ -399,11 +404,11 @@ func (a *App) Start() error {
 	if err := a.lockDataDir(); err != nil { // lock.go
 		return err
 	}
-	activeMirror.Store(a.mirror)
-	owners.Store(newOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
+	a.node.SetHooks(a.hooks())
+	a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy())) // the capacities the ledger checks (owners.go)
 	v := a.v()
 	for _, f := range v.fleets {
-		f.run()
+		f.Run()
 	}
 	active.Store(a)
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
@@ -428,6 +433,11 @@ func (a *App) Stop() error {
 // Cleanup releases this config's hold on fleets and plugins; those no
 // config uses any more are stopped.
 func (a *App) Cleanup() error {
+	if a.node != nil {
+		_, _ = nodes.Delete(nodeKey)
+		releaseShared()
+		a.node = nil
+	}
 	if a.mu == nil {
 		return nil // Provision never ran
 	}
@@ -458,6 +468,29 @@ var (
 	_ caddy.Provisioner  = (*App)(nil)
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
-	_ caddy.Destructor   = (*fleet)(nil)
+	_ caddy.Destructor   = (*fleet.Fleet)(nil)
 	_ caddy.Destructor   = (*host.Plugin)(nil)
 )
+
+// nodeKey is the key of the process's one Node in its pool.
+const nodeKey = "node"
+
+// acquireNode takes the process's Node (what its fleets share), making it
+// on first use; Cleanup gives it back.
+func acquireNode() *fleet.Node {
+	v, _, _ := nodes.LoadOrNew(nodeKey, func() (caddy.Destructor, error) { return fleet.NewNode(), nil })
+	return v.(*fleet.Node)
+}
+
+// hooks are what the fleets ask of this app while it runs.
+func (a *App) hooks() *fleet.Hooks {
+	h := &fleet.Hooks{Mirror: a.mirror}
+	if c := a.cluster; c != nil {
+		h.WantMore = c.beatNow
+		h.StoreDown = c.storeDown
+	}
+	return h
+}
+
+// now is the clock; tests may replace it.
+var now = time.Now

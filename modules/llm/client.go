@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -71,7 +72,7 @@ func (a *App) call(ctx context.Context, model, path string, body map[string]any,
 	if err != nil {
 		return err
 	}
-	rep, release, err := a.Acquire(ctx, m.Name, LeastOutstanding{})
+	rep, release, err := a.Acquire(ctx, m.Name, fleet.LeastOutstanding{})
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (a *App) call(ctx context.Context, model, path string, body map[string]any,
 	for k, v := range rep.Header {
 		req.Header[k] = v
 	}
-	resp, err := clientFor(modelClient, rep).Do(req)
+	resp, err := fleet.ClientFor(modelClient, rep).Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.ReportFailure(rep)

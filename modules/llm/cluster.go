@@ -21,7 +21,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -199,7 +201,7 @@ type member struct {
 	leader  string
 	down    error     // the store's last error, nil while it answers
 	downAt  time.Time // since when
-	remote  map[string]*Replica
+	remote  map[string]*fleet.Replica
 
 	local     stateStore // Caddy storage: a copy of the shared state
 	pullMu    sync.Mutex // one pull at a time
@@ -271,7 +273,7 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 		untrusted: map[string]string{}, refused: map[string]string{},
 		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*Replica{}, gone: map[string]time.Time{}}
+		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*fleet.Replica{}, gone: map[string]time.Time{}}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
 	if err != nil {
 		rdb.Close()
@@ -407,7 +409,7 @@ const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis
 // this node's state up to date, so two administrators on two nodes
 // cannot overwrite each other's changes.
 func (m *member) change(ctx context.Context, a *App, fn func() error) error {
-	token := m.cfg.Node + ":" + randID()
+	token := m.cfg.Node + ":" + fleet.RandID()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ok, err := m.rdb.SetNX(ctx, m.key(kLock), token, 15*time.Second).Result()
@@ -894,7 +896,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	}
 	v := a.v()
 	cn, load, stopped := a.clusterInputs(nodes)
-	next, why := plan(cn, v.models, cur.Models, load, stopped, now())
+	next, why := place.Plan(cn, v.models, cur.Models, load, stopped, now(), a.node.Ledger.Owners())
 	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
@@ -913,12 +915,12 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 // clusterInputs are what plan reads besides the models and the current
 // plan: the nodes as their heartbeats describe them, the models' load,
 // and which models an administrator stopped.
-func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[string]modelLoad, map[string]bool) {
+func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]place.Node, map[string]place.Load, map[string]bool) {
 	v := a.v()
-	var cn []clusterNode
+	var cn []place.Node
 	drained := a.drainedNodes()
 	for _, nb := range nodes {
-		c := clusterNode{Name: nb.Name, Capacity: catalog.Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
+		c := place.Node{Name: nb.Name, Capacity: catalog.Resources{Memory: nb.Capacity.Memory, Cores: nb.Capacity.Cores, GPUs: nb.Capacity.GPUs},
 			Draining: drained[nb.Name], Failing: nb.Failing}
 		if len(nb.Cached) > 0 {
 			has := map[string]bool{}
@@ -934,7 +936,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[stri
 		}
 		cn = append(cn, c)
 	}
-	load := map[string]modelLoad{}
+	load := map[string]place.Load{}
 	for _, nb := range nodes {
 		for model, l := range nb.Load {
 			ml := load[model]
@@ -945,7 +947,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[stri
 			load[model] = ml
 		}
 		for _, r := range nb.Replicas {
-			if r.State != ReplicaReady {
+			if fleet.State(r.State) != fleet.ReplicaReady {
 				continue
 			}
 			ml := load[r.Model]
@@ -958,9 +960,7 @@ func (a *App) clusterInputs(nodes map[string]*nodeBeat) ([]clusterNode, map[stri
 	}
 	stopped := map[string]bool{}
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		stopped[name] = f.stopped
-		f.mu.Unlock()
+		stopped[name] = f.Stopped()
 	}
 	return cn, load, stopped
 }

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
@@ -24,55 +26,35 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 
 // beat is this node's heartbeat.
 func (a *App) beat(m *member, started time.Time) *nodeBeat {
-	st := node.status()
+	st := a.node.Ledger.Status()
 	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		for _, r := range f.replicas {
-			nb.Replicas = append(nb.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
-				State: r.State(), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
+		rp := f.TakeReport()
+		nb.Replicas = append(nb.Replicas, rp.Replicas...)
+		if rp.Failing != "" {
+			if nb.Failing == nil {
+				nb.Failing = map[string]string{}
+			}
+			nb.Failing[name] = rp.Failing
 		}
 		// Load only for models used since their fleet began: the leader
 		// needs nothing about the others, and every node reads every
 		// heartbeat.
-		report := f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
-		// Busy while requests wait for a replica, and after a request
-		// found every replica at its target concurrency.
-		l := beatLoad{Busy: f.wantMore || f.waiting > 0, LastUsed: f.lastUsed, Waiting: f.waiting}
-		f.wantMore = false
-		if f.opts.unavailable != nil {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.opts.unavailable.Error()
-		} else if f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0 {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.lastErr.Error()
-		} else if f.waitFor != "" && len(f.replicas) == 0 {
-			if nb.Failing == nil {
-				nb.Failing = map[string]string{}
-			}
-			nb.Failing[name] = f.waitFor
-		}
-		f.mu.Unlock()
-		if report {
-			nb.Load[name] = l
+		if rp.Used {
+			nb.Load[name] = beatLoad{Busy: rp.Busy, LastUsed: rp.LastUsed, Waiting: rp.Waiting}
 		}
 	}
 	sort.Slice(nb.Replicas, func(i, j int) bool { return nb.Replicas[i].ID < nb.Replicas[j].ID })
-	nb.Cached = m.cachedWeights()
+	nb.Cached = m.cachedWeights(a.mirror)
 	return nb
 }
 
 // cachedWeights lists the weights in this node's cache as sources
 // (mirror://model and mirror://model/version), rescanned every 10s: the
 // leader prefers a node that has them.
-func (m *member) cachedWeights() []string {
-	mir := activeMirror.Load()
+func (m *member) cachedWeights(mir *mirror.Mirror) []string {
 	if mir == nil {
 		return nil
 	}
@@ -111,7 +93,7 @@ func weightsKey(source string) string {
 // node and the ready replicas other nodes run.
 func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 	v := a.v()
-	remote := map[string][]*Replica{}
+	remote := map[string][]*fleet.Replica{}
 	seen := map[string]bool{}
 	m.mu.Lock()
 	for _, nb := range nodes {
@@ -119,16 +101,14 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 			continue
 		}
 		for _, br := range nb.Replicas {
-			if br.State != ReplicaReady {
+			if fleet.State(br.State) != fleet.ReplicaReady {
 				continue
 			}
 			r := m.remote[br.ID]
 			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
-				r = &Replica{ID: br.ID, Model: br.Model, BaseURL: url,
+				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
 					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
-					Transport: m.transport, idle: make(chan struct{}, 1)}
-				r.state.Store(ReplicaReady)
-				r.lastUsed.Store(now().UnixNano())
+					Transport: m.transport})
 				m.remote[br.ID] = r
 			}
 			seen[br.ID] = true
@@ -152,12 +132,12 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 	room := roomWanted(v, here)
 	for name, f := range v.fleets {
 		rs := remote[name]
-		slices.SortFunc(rs, func(x, y *Replica) int { return strings.Compare(x.ID, y.ID) })
+		slices.SortFunc(rs, func(x, y *fleet.Replica) int { return strings.Compare(x.ID, y.ID) })
 		n := here[name]
-		if catalog.ClassRank(f.m().Class) >= room {
+		if catalog.ClassRank(f.Model().Class) >= room {
 			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
 		}
-		f.setCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
+		f.SetCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
 	}
 }
 
@@ -169,11 +149,8 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 func roomWanted(v *view, here map[string]int) int {
 	rank := 0
 	for name, f := range v.fleets {
-		f.mu.Lock()
-		more := here[name] > len(f.replicas)+f.starting
-		f.mu.Unlock()
-		if more {
-			rank = max(rank, catalog.ClassRank(f.m().Class))
+		if f.Short(here[name]) {
+			rank = max(rank, catalog.ClassRank(f.Model().Class))
 		}
 	}
 	return rank
@@ -187,28 +164,20 @@ func roomWanted(v *view, here map[string]int) int {
 // while the new one starts. planned is the model's entries in the plan,
 // ready the model's ready replicas on other nodes. A model scaled down or
 // stopped is trimmed at once (planned falls).
-func makeBeforeBreak(f *fleet, n, planned, ready int) int {
-	f.mu.Lock()
-	have := 0
-	for _, r := range f.replicas {
-		if r.State() == ReplicaReady {
-			have++
-		}
-	}
-	f.mu.Unlock()
-	return max(n, min(have, planned-ready))
+func makeBeforeBreak(f *fleet.Fleet, n, planned, ready int) int {
+	return max(n, min(f.ReadyCount(), planned-ready))
 }
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
 // and counts the request in flight on it.
-func lookupLocal(id string) (*Replica, func(), bool) {
+func lookupLocal(id string) (*fleet.Replica, func(), bool) {
 	a := active.Load()
 	if a == nil {
 		return nil, nil, false
 	}
 	v := a.v()
 	for _, f := range v.fleets {
-		if r, release, ok := f.hold(func(r *Replica) bool { return r.ID == id }); ok {
+		if r, release, ok := f.Hold(func(r *fleet.Replica) bool { return r.ID == id }); ok {
 			return r, release, true
 		}
 	}
@@ -219,33 +188,9 @@ func lookupLocal(id string) (*Replica, func(), bool) {
 	// The model is the id's part before its random suffix (fleet.go).
 	if i := strings.LastIndexByte(id, '-'); i > 0 {
 		if f := v.fleets[id[:i]]; f != nil {
-			var best *Replica
-			f.mu.Lock()
-			for _, r := range f.replicas {
-				if r.State() == ReplicaReady && (best == nil || r.inflight.Load() < best.inflight.Load()) {
-					best = r
-				}
+			if best := f.LeastBusy(); best != nil {
+				return f.Hold(func(r *fleet.Replica) bool { return r == best })
 			}
-			f.mu.Unlock()
-			if best != nil {
-				return f.hold(func(r *Replica) bool { return r == best })
-			}
-		}
-	}
-	return nil, nil, false
-}
-
-// hold takes a ready replica of the fleet that match selects, counting a
-// request in flight on it until the returned release.
-func (f *fleet) hold(match func(*Replica) bool) (*Replica, func(), bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.replicas {
-		if match(r) && r.State() == ReplicaReady {
-			r.inflight.Add(1)
-			r.lastUsed.Store(now().UnixNano())
-			f.lastUsed = now()
-			return r, func() { f.release(r) }, true
 		}
 	}
 	return nil, nil, false
@@ -255,7 +200,7 @@ func (f *fleet) hold(match func(*Replica) bool) (*Replica, func(), bool) {
 // settings, stopped flags.
 func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
 	if changed[keysStorageKey] || changed[tenantsStorageKey] {
-		keysMu.Lock()
+		a.shared.keysMu.Lock()
 		err := a.loadTenants(ctx) // the tenancy tree changed at runtime (tenancy.go)
 		a.putOwners()
 		var rt []*tenancy.APIKey
@@ -265,7 +210,7 @@ func (a *App) applyShared(ctx context.Context, changed map[string]bool) error {
 		if err == nil {
 			err = a.rebuildKeys(rt)
 		}
-		keysMu.Unlock()
+		a.shared.keysMu.Unlock()
 		if err != nil {
 			return err
 		}
@@ -309,7 +254,7 @@ func (a *App) reloadShared(ctx context.Context) error {
 	// replace its replicas (POST /models/roll on the node-to-node
 	// endpoint).
 	for _, m := range added {
-		if f, ok := cur.fleets[m.Name]; ok && m.Key("") != f.m().Key("") && (m.Engine != f.m().Engine || m.Source != f.m().Source) {
+		if f, ok := cur.fleets[m.Name]; ok && m.Key("") != f.Model().Key("") && (m.Engine != f.Model().Engine || m.Source != f.Model().Source) {
 			delete(a.fkeys, m.Name)
 		}
 	}
@@ -321,14 +266,11 @@ func (a *App) reloadShared(ctx context.Context) error {
 	}
 	for _, m := range v.models {
 		f := v.fleets[m.Name]
-		if f.m() != m {
-			f.model.Store(m)
-			select {
-			case f.kick <- struct{}{}:
-			default:
-			}
+		if f.Model() != m {
+			f.SetModel(m)
+			f.Kick()
 		}
-		f.run()
+		f.Run()
 	}
 	a.view.Store(v)
 	for _, m := range v.models {
@@ -367,11 +309,8 @@ func (a *App) applyStopped(ctx context.Context) error {
 		}
 	}
 	for name, f := range a.v().fleets {
-		f.mu.Lock()
-		was := f.stopped
-		f.mu.Unlock()
-		if was != stopped[name] {
-			f.setStopped(stopped[name])
+		if f.Stopped() != stopped[name] {
+			f.SetStopped(stopped[name])
 		}
 	}
 	return nil
@@ -415,7 +354,7 @@ func (a *App) LookupLatest(name string) (*catalog.Model, error) {
 
 // ReplicaNode names the node a replica runs on: its cluster node, or this
 // node (its cluster name, else the host's) for a local replica.
-func (a *App) ReplicaNode(r *Replica) string {
+func (a *App) ReplicaNode(r *fleet.Replica) string {
 	if r.Node != "" {
 		return r.Node
 	}

@@ -107,8 +107,8 @@ func (a *App) keyInfos() []llmapi.KeyInfo {
 // changeKeys applies fn to a copy of the runtime keys, persists the result
 // and swaps the keyring. Changes are serialized.
 func (a *App) changeKeys(ctx context.Context, fn func(keys []*tenancy.APIKey) ([]*tenancy.APIKey, error)) error {
-	keysMu.Lock()
-	defer keysMu.Unlock()
+	a.shared.keysMu.Lock()
+	defer a.shared.keysMu.Unlock()
 	cur := make([]*tenancy.APIKey, len(a.runtimeKeys))
 	for i, k := range a.runtimeKeys {
 		c := *k

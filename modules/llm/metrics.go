@@ -3,19 +3,11 @@ package llm
 import (
 	"errors"
 
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 var (
-	metricStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "llmgw", Name: "replica_starts_total",
-		Help: "Replica starts by model and outcome (ok or failed).",
-	}, []string{"model", "outcome"})
-	metricQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "llmgw", Name: "queue_wait_seconds",
-		Help:    "How long requests waited for a replica (on-demand starts, restarts, full replicas).",
-		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-	}, []string{"model"})
 	replicasDesc = prometheus.NewDesc("llmgw_replicas", "Replicas by model and state.", []string{"model", "state"}, nil)
 
 	mirrorBytesDesc = prometheus.NewDesc("llmgw_mirror_transfer_bytes_total",
@@ -29,7 +21,7 @@ var (
 )
 
 // mirrorCollector reports the running config's mirror at scrape time.
-type mirrorCollector struct{}
+type mirrorCollector struct{ node *fleet.Node }
 
 func (mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mirrorBytesDesc, mirrorUpDesc, mirrorLagDesc, mirrorLagBytesDesc} {
@@ -37,8 +29,8 @@ func (mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-func (mirrorCollector) Collect(ch chan<- prometheus.Metric) {
-	m := activeMirror.Load()
+func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.node.Mirror()
 	if m == nil {
 		return
 	}
@@ -63,15 +55,15 @@ func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- replicasDes
 
 func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.app.Status() {
-		counts := map[string]int{ReplicaStarting: 0, ReplicaReady: 0, ReplicaDraining: 0}
+		counts := map[fleet.State]int{fleet.ReplicaStarting: 0, fleet.ReplicaReady: 0, fleet.ReplicaDraining: 0}
 		for _, r := range s.Replicas {
-			counts[r.State]++
+			counts[fleet.State(r.State)]++
 		}
 		if s.State == "starting" {
-			counts[ReplicaStarting]++
+			counts[fleet.ReplicaStarting]++
 		}
 		for state, n := range counts {
-			ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), s.Name, state)
+			ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), s.Name, string(state))
 		}
 	}
 }
@@ -80,7 +72,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metricStarts, metricQueueWait, fleetCollector{a}, mirrorCollector{}} {
+	for _, c := range []prometheus.Collector{fleet.MetricStarts, fleet.MetricQueueWait, fleetCollector{a}, mirrorCollector{a.node}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

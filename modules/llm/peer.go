@@ -41,6 +41,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -253,17 +254,6 @@ func peerURL(hostport, id string) string {
 	return "https://" + hostport + peerPrefix + url.PathEscape(id)
 }
 
-// clientFor is c, or a copy of c that reaches rep through rep.Transport
-// when it has one (a replica on another node).
-func clientFor(c *http.Client, rep *Replica) *http.Client {
-	if rep.Transport == nil {
-		return c
-	}
-	cc := *c
-	cc.Transport = rep.Transport
-	return &cc
-}
-
 // peers holds the peer servers, keyed by peerKey, so a config reload that
 // keeps the listen address, the secret and the node keeps the listener and
 // the streams in flight.
@@ -278,7 +268,7 @@ func peerKey(listen, secret, nodeName, advertiseHost string) string {
 
 // peerLookup finds a local replica by id and counts a request in flight on
 // it; release ends that request.
-type peerLookup func(id string) (rep *Replica, release func(), ok bool)
+type peerLookup func(id string) (rep *fleet.Replica, release func(), ok bool)
 
 // peerServer is a node's peer endpoint. It serves
 //
@@ -418,8 +408,8 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // forward sends r to rep's engine server at rest (escaped) under its
 // BaseURL and copies the answer back as it comes: an event stream is
 // flushed after every read, a whole answer leaves in one piece.
-func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *Replica, rest string) {
-	target := UpstreamURL(rep.BaseURL, rest)
+func (p *peerServer) forward(w http.ResponseWriter, r *http.Request, rep *fleet.Replica, rest string) {
+	target := fleet.UpstreamURL(rep.BaseURL, rest)
 	if r.URL.RawQuery != "" {
 		sep := "?"
 		if strings.IndexByte(target, '?') >= 0 {

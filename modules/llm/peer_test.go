@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -92,7 +94,7 @@ type testNode struct {
 	releases  atomic.Int64
 	released  chan struct{}
 	mu        sync.Mutex
-	replicas  map[string]*Replica
+	replicas  map[string]*fleet.Replica
 }
 
 func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *testNode {
@@ -101,7 +103,7 @@ func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &testNode{replicas: map[string]*Replica{}, released: make(chan struct{}, 1024)}
+	n := &testNode{replicas: map[string]*fleet.Replica{}, released: make(chan struct{}, 1024)}
 	n.peer, err = startPeer(ip+":0", server, name, n.lookup, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +114,7 @@ func newTestNode(t testing.TB, secret, name, ip string, logger *zap.Logger) *tes
 	return n
 }
 
-func (n *testNode) lookup(id string) (*Replica, func(), bool) {
+func (n *testNode) lookup(id string) (*fleet.Replica, func(), bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r, ok := n.replicas[id]
@@ -128,7 +130,7 @@ func (n *testNode) lookup(id string) (*Replica, func(), bool) {
 	}, true
 }
 
-func (n *testNode) add(r *Replica) {
+func (n *testNode) add(r *fleet.Replica) {
 	n.mu.Lock()
 	n.replicas[r.ID] = r
 	n.mu.Unlock()
@@ -143,7 +145,7 @@ func (n *testNode) url(id, path string) string {
 func twoNodes(t testing.TB, e *stubEngine, logger *zap.Logger) (a, b *testNode) {
 	a = newTestNode(t, testSecret, "node-a", "127.0.0.2", logger)
 	b = newTestNode(t, testSecret, "node-b", "127.0.0.3", logger)
-	b.add(&Replica{ID: "org/chat-1", BaseURL: e.srv.URL + "/v1",
+	b.add(&fleet.Replica{ID: "org/chat-1", BaseURL: e.srv.URL + "/v1",
 		Header: http.Header{"Authorization": {"Bearer sk-provider"}}})
 	// Runs before the nodes stop, so they need not wait for idle
 	// connections to go.
@@ -292,8 +294,8 @@ func TestPeerErrors(t *testing.T) {
 	}
 	deadURL := "http://" + dead.Addr().String() + "/v1"
 	dead.Close()
-	b.add(&Replica{ID: "dead-1", BaseURL: deadURL})
-	b.add(&Replica{ID: "remote-1", BaseURL: a.url("x", ""), Transport: b.transport})
+	b.add(&fleet.Replica{ID: "dead-1", BaseURL: deadURL})
+	b.add(&fleet.Replica{ID: "remote-1", BaseURL: a.url("x", ""), Transport: b.transport})
 	gone := func(id string) string {
 		return "replica " + id + " is not on node node-b: it stopped or moved; the request can be retried on another replica"
 	}
@@ -504,9 +506,9 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 		return p
 	}
 	e := newStubEngine(t, []byte(`{"ok":true}`))
-	gone := func(string) (*Replica, func(), bool) { return nil, nil, false }
-	here := func(id string) (*Replica, func(), bool) {
-		return &Replica{ID: id, BaseURL: e.srv.URL + "/v1"}, func() {}, true
+	gone := func(string) (*fleet.Replica, func(), bool) { return nil, nil, false }
+	here := func(id string) (*fleet.Replica, func(), bool) {
+		return &fleet.Replica{ID: id, BaseURL: e.srv.URL + "/v1"}, func() {}, true
 	}
 	first := load(gone)
 	second := load(here) // the reload
@@ -539,16 +541,17 @@ func TestPeerPoolKeepsServer(t *testing.T) {
 func TestPeerProbe(t *testing.T) {
 	e := newStubEngine(t, nil)
 	a, b := twoNodes(t, e, zaptest.NewLogger(t))
-	f := &fleet{ctx: context.Background()}
-	remote := &Replica{ID: "org/chat-1", BaseURL: b.url("org/chat-1", ""), Transport: a.transport}
-	if !f.reachable(remote) {
+	f := fleet.New(&catalog.Model{Name: "org/chat", Engine: "openai"}, nil, zap.NewNop(), fleet.Options{})
+	defer f.Destruct()
+	remote := &fleet.Replica{ID: "org/chat-1", BaseURL: b.url("org/chat-1", ""), Transport: a.transport}
+	if !f.Reachable(remote) {
 		t.Error("a replica on another node is unreachable through its transport")
 	}
 	if got := <-e.auth; got != "Bearer sk-provider" {
 		t.Errorf("engine got Authorization %q, want the replica's header from its node", got)
 	}
 	remote.Transport = nil
-	if f.reachable(remote) {
+	if f.Reachable(remote) {
 		t.Error("the peer endpoint answered a probe without the cluster's certificate")
 	}
 }
@@ -569,7 +572,7 @@ func TestPeerManyStreams(t *testing.T) {
 	}))
 	t.Cleanup(engine.Close)
 	a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
-	b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+	b.add(&fleet.Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
 	h2 := h2PeerTransport(a.clientTLS)
 	t.Cleanup(h2.CloseIdleConnections)
 	for _, tt := range []struct {
@@ -628,7 +631,7 @@ func TestPeerEngineBreaksOff(t *testing.T) {
 			t.Cleanup(engine.Close)
 			engine.Config.ErrorLog = log.New(io.Discard, "", 0)
 			a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
-			b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+			b.add(&fleet.Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
 			req := must(http.NewRequest(http.MethodPost, b.url("org/chat-1", "/chat/completions"), strings.NewReader(`{"stream":true}`)))
 			// A whole answer is sent once whole: its break may come before
 			// the status.
@@ -698,7 +701,7 @@ func TestPeerFullDuplex(t *testing.T) {
 	}))
 	t.Cleanup(engine.Close)
 	a, b := twoNodes(t, &stubEngine{srv: engine}, zaptest.NewLogger(t))
-	b.add(&Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
+	b.add(&fleet.Replica{ID: "org/chat-1", BaseURL: engine.URL + "/v1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pr, pw := io.Pipe()

@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -56,7 +57,7 @@ func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*llmapi.Source
 func (a *App) sourceChecker() *weights.SourceChecker {
 	mr := a.mirror
 	if mr == nil {
-		mr = activeMirror.Load()
+		mr = a.node.Mirror()
 	}
 	// URL sources given at run time reach only what the egress policy
 	// allows; the registry is the config's.
@@ -97,65 +98,6 @@ func sourceStatus(err error) error {
 		return apiErr(http.StatusUnprocessableEntity, "%v", se)
 	}
 	return apiErr(http.StatusBadRequest, "%v", err)
-}
-
-// planOn places n replicas of m on a copy of the ledger with fit, the
-// function reserve uses, and changes nothing.
-func (l *ledger) planOn(m *catalog.Model, n int, nodeName string) llmapi.Plan {
-	return l.planWithout(m, n, nodeName, nil)
-}
-
-// planWithout plans as planOn does, as if the replicas of without (when
-// set) were gone: the room a replacement of all of them has.
-func (l *ledger) planWithout(m *catalog.Model, n int, nodeName string, without *fleet) llmapi.Plan {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.cap()
-	places := make([]*placement, 0, len(l.places))
-	for _, q := range l.places {
-		if without != nil && q.fleet == without {
-			continue
-		}
-		cp := *q
-		places = append(places, &cp)
-	}
-	need, rank := m.Needs(), catalog.ClassRank(m.Class)
-	pl := llmapi.Plan{Model: m.Name, Fits: true, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
-	for range n {
-		if why := ownerCheck(m.Owner, places, need); why != "" { // the owner's capacity (owners.go)
-			pl.Fits, pl.Reason = false, why
-			break
-		}
-		victims, why := fit(c, places, need, rank)
-		if why != "" {
-			pl.Fits, pl.Reason = false, why
-			pl.Missing = missing(c, places, need, rank)
-			break
-		}
-		for _, q := range victims {
-			q.evicted = true
-			pl.Evict = append(pl.Evict, llmapi.PlannedEviction{Model: q.fleet.m().Name, Replica: q.rep.ID,
-				Class: catalog.ClassName(q.fleet.m().Class), Resources: amounts(q.need)})
-		}
-		np := &placement{need: need, rank: rank, owner: m.Owner, gpus: l.freeGPUsIn(places, need.GPUs)}
-		places = append(places, np)
-		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: nodeName, Resources: amounts(need), GPUs: np.gpus})
-	}
-	return pl
-}
-
-// missing is what need lacks on the node once every replica of a lower
-// class is counted as stopped.
-func missing(c catalog.Resources, places []*placement, need catalog.Resources, rank int) *llmapi.Amounts {
-	room := c
-	for _, q := range places {
-		if !q.evicted && !(q.rep != nil && q.rank < rank) {
-			room = room.Add(q.need, -1)
-		}
-	}
-	short := need.Add(room, -1)
-	out := llmapi.Amounts{Memory: max(short.Memory, 0), Cores: max(short.Cores, 0), GPUs: max(short.GPUs, 0)}
-	return &out
 }
 
 // engineFormats are the weight formats of the engines running now.
@@ -221,9 +163,9 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 	if a.cluster != nil {
 		pl = a.planCluster(m, n)
 	} else {
-		pl = node.planOn(m, n, a.nodeName())
+		pl = a.node.Ledger.PlanOn(m, n, a.nodeName())
 	}
-	pl.Note, pl.Node, pl.SourceCheck = note, node.status(), sc
+	pl.Note, pl.Node, pl.SourceCheck = note, a.node.Ledger.Status(), sc
 	if serr != nil {
 		pl.SourceError = serr.Error()
 	}
@@ -248,12 +190,12 @@ func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	planned.Scaling.Min, planned.Scaling.Max = &lo, &hi
 	others := a.v().models
 	t := now()
-	before, _ := plan(cn, others, cur.Models, load, stopped, t)
-	after, why := plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t)
+	before, _ := place.Plan(cn, others, cur.Models, load, stopped, t, a.node.Ledger.Owners())
+	after, why := place.Plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t, a.node.Ledger.Owners())
 	need := m.Needs()
 	pl := llmapi.Plan{Model: m.Name, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
 	for _, node := range after[m.Name] {
-		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: node, Resources: amounts(need)})
+		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: node, Resources: place.AmountsOf(need)})
 	}
 	pl.Fits = len(pl.Replicas) >= n
 	if !pl.Fits {
@@ -276,7 +218,7 @@ func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 			o := byName[name]
 			ev := llmapi.PlannedEviction{Model: name, Replica: "on " + node}
 			if o != nil {
-				ev.Class, ev.Resources = catalog.ClassName(o.Class), amounts(o.Needs())
+				ev.Class, ev.Resources = catalog.ClassName(o.Class), place.AmountsOf(o.Needs())
 			}
 			if nb := nodes[node]; nb != nil {
 				for _, r := range nb.Replicas {

@@ -6,30 +6,10 @@ import (
 	"strings"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
-
-// Selector chooses one of a model's ready replicas for a request. The
-// router's policies implement it.
-type Selector interface {
-	Select(ready []*Replica) *Replica
-}
-
-// LeastOutstanding picks the replica with the fewest requests in flight,
-// the first of them on a tie.
-type LeastOutstanding struct{}
-
-// Select implements Selector.
-func (LeastOutstanding) Select(ready []*Replica) *Replica {
-	best := ready[0]
-	for _, r := range ready[1:] {
-		if r.inflight.Load() < best.inflight.Load() {
-			best = r
-		}
-	}
-	return best
-}
 
 // Lookup resolves a name or alias to its catalog model.
 func (a *App) Lookup(name string) (*catalog.Model, error) {
@@ -49,7 +29,7 @@ func (a *App) Lookup(name string) (*catalog.Model, error) {
 // Acquire returns a ready replica of the model (by catalog name), held
 // until release is called. It starts the model if none runs and waits,
 // bounded, for a replica; it fails with *NoCapacityError otherwise.
-func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica, func(), error) {
+func (a *App) Acquire(ctx context.Context, model string, sel fleet.Selector) (*fleet.Replica, func(), error) {
 	return a.Reacquire(ctx, model, sel, nil)
 }
 
@@ -57,7 +37,7 @@ func (a *App) Acquire(ctx context.Context, model string, sel Selector) (*Replica
 // not given failed again until the supervisor has checked it, and waits
 // (bounded, like Acquire) for another replica when there is none, such as
 // the replacement of a replica that died.
-func (a *App) Reacquire(ctx context.Context, model string, sel Selector, failed *Replica) (*Replica, func(), error) {
+func (a *App) Reacquire(ctx context.Context, model string, sel fleet.Selector, failed *fleet.Replica) (*fleet.Replica, func(), error) {
 	f, ok := a.v().fleets[model]
 	if !ok {
 		f, sel, ok = a.adapterFleet(model, sel) // an adapter: its model's replicas that loaded it
@@ -65,17 +45,17 @@ func (a *App) Reacquire(ctx context.Context, model string, sel Selector, failed 
 	if !ok {
 		return nil, nil, &catalog.UnknownModelError{Name: model}
 	}
-	r, err := f.acquire(ctx, sel, failed)
+	r, err := f.Acquire(ctx, sel, failed)
 	if err != nil {
 		return nil, nil, err
 	}
-	return r, func() { f.release(r) }, nil
+	return r, func() { f.Release(r) }, nil
 }
 
 // ReportFailure tells the app that a request could not reach r.
-func (a *App) ReportFailure(r *Replica) {
+func (a *App) ReportFailure(r *fleet.Replica) {
 	if f, ok := a.v().fleets[r.Model]; ok {
-		f.reportFailure(r)
+		f.ReportFailure(r)
 	}
 }
 
@@ -84,59 +64,11 @@ func (a *App) Status() []llmapi.ModelStatus {
 	v := a.v()
 	out := make([]llmapi.ModelStatus, 0, len(v.models))
 	for _, m := range v.models {
-		st := v.fleets[m.Name].status()
+		st := v.fleets[m.Name].Status()
 		st.Runtime = v.runtime[m.Name]
 		out = append(out, st)
 	}
 	return out
-}
-
-func (f *fleet) status() llmapi.ModelStatus {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := f.m()
-	s := llmapi.ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
-		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
-		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
-		Adapters: m.Adapters}
-	if s.Class == "" {
-		s.Class = catalog.ClassStandard
-	}
-	for _, r := range slices.Concat(f.replicas, draining.of(m.Name)) {
-		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: f.node,
-			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
-	}
-	for _, r := range f.remote {
-		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: r.State(), URL: r.BaseURL, Node: r.Node,
-			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
-	}
-	switch {
-	case f.stopped:
-		s.State, s.Reason = "stopped", "an administrator stopped it"
-	case m.Scaling.Kept():
-		s.State, s.Reason = "stopped", keptReason(m.Name)
-	case len(f.replicas) > 0 || len(f.remote) > 0:
-		s.State = "ready"
-		// Why it has fewer than it should (an owner's capacity, say).
-		if f.clustered && f.planWhy != "" {
-			s.Reason = f.planWhy
-		} else if !f.clustered && f.waitFor != "" && f.starting == 0 {
-			s.Reason = f.waitFor
-		}
-	case f.clustered && f.planWhy != "":
-		s.State, s.Reason = "waiting", f.planWhy
-	case f.waitFor != "" && f.starting == 0:
-		s.State, s.Reason = "waiting", f.waitFor
-	case f.starting > 0:
-		s.State, s.Reason = "starting", "a replica is starting"
-	case f.lastErr != nil:
-		s.State, s.Reason = "failed", "last start failed: "+f.lastErr.Error()
-	case m.Scaling.MinReplicas() == 0:
-		s.State, s.Reason = "idle", "starts on its first request"
-	default:
-		s.State, s.Reason = "stopped", "no replica is running"
-	}
-	return s
 }
 
 // Speaks reports whether a model's replicas serve an API themselves:

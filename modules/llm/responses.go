@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/responsesapi"
 )
 
 // redisResponses keeps the Responses API's stored responses in the
@@ -28,7 +28,7 @@ func (s redisResponses) Put(ctx context.Context, scope, id string, v []byte, ttl
 func (s redisResponses) Get(ctx context.Context, scope, id string) ([]byte, error) {
 	b, err := s.m.rdb.Get(ctx, s.key(scope, id)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, openai.ErrNotStored
+		return nil, responsesapi.ErrNotStored
 	}
 	return b, err
 }
@@ -36,7 +36,7 @@ func (s redisResponses) Get(ctx context.Context, scope, id string) ([]byte, erro
 func (s redisResponses) Delete(ctx context.Context, scope, id string) error {
 	n, err := s.m.rdb.Del(ctx, s.key(scope, id)).Result()
 	if err == nil && n == 0 {
-		return openai.ErrNotStored
+		return responsesapi.ErrNotStored
 	}
 	return err
 }
@@ -45,8 +45,8 @@ func (s redisResponses) Delete(ctx context.Context, scope, id string) error {
 // Redis, or back at the node's memory outside a cluster.
 func (a *App) useResponseStore() {
 	if a.cluster != nil {
-		openai.SetResponseStore(redisResponses{a.cluster})
+		responsesapi.SetResponseStore(redisResponses{a.cluster})
 		return
 	}
-	openai.SetResponseStore(nil)
+	responsesapi.SetResponseStore(nil)
 }

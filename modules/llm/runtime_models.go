@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/jsonerr"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
@@ -98,7 +99,7 @@ func (a *App) swap(ctx context.Context, runtime []*catalog.Model) (*view, error)
 		return nil, apiErr(http.StatusInternalServerError, "saving models to storage: %v", err)
 	}
 	for _, f := range v.fleets {
-		f.run()
+		f.Run()
 	}
 	a.view.Store(v)
 	return v, nil
@@ -136,7 +137,7 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine))
 	w.WriteHeader(http.StatusCreated)
-	return writeJSON(w, llmapi.AddedModel{ModelStatus: v.fleets[m.Name].status(), SourceCheck: sc})
+	return writeJSON(w, llmapi.AddedModel{ModelStatus: v.fleets[m.Name].Status(), SourceCheck: sc})
 }
 
 // removeModel answers DELETE /llm/models/<name>.
@@ -183,7 +184,7 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 	// The weights are purged from the node cache once no replica
 	// holds them: wait for the drains.
 	if f != nil {
-		f.waitDrained(r.Context())
+		f.WaitDrained(r.Context())
 	}
 	purged, err := a.purgeWeights(r, m)
 	if err != nil {
@@ -207,7 +208,7 @@ func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) er
 		return err
 	}
 	a.audit(r, "model scaled", zap.String("model", name), zap.Int("min", sc.MinReplicas()), zap.Int("max", sc.MaxReplicas()))
-	return writeJSON(w, f.status())
+	return writeJSON(w, f.Status())
 }
 
 // ModelSettings is the body of POST /llm/models/<name>/settings: the
@@ -263,16 +264,16 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 	b, _ := json.Marshal(logged)
 	if !st.reshapes() {
 		a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))
-		return writeJSON(w, f.status())
+		return writeJSON(w, f.Status())
 	}
 	a.audit(r, "model changed live", zap.String("model", name), zap.ByteString("settings", b))
 	note := ""
-	if !a.v().runtime[f.m().Name] {
+	if !a.v().runtime[f.Model().Name] {
 		note = "the model is declared in the config file: the change is kept in Caddy storage and laid over the file's values at every start and reload; the file still holds the old values"
 	}
 	const reason = "its model changed (context length, resources, options, args or adapters)"
 	if a.cluster != nil {
-		return a.rollClusterAnswer(w, r, f.m(), f, reason, note)
+		return a.rollClusterAnswer(w, r, f.Model(), f, reason, note)
 	}
 	return a.rollModel(w, r, f, reason, note)
 }
@@ -282,7 +283,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 // its replicas). A config model takes only settings (st): they are kept in
 // Caddy storage and laid over the config's model at every start and reload;
 // other changes to it are made in the file.
-func (a *App) changeModel(r *http.Request, name, what string, change func(*catalog.Model), st *ModelSettings) (*fleet, error) {
+func (a *App) changeModel(r *http.Request, name, what string, change func(*catalog.Model), st *ModelSettings) (*fleet.Fleet, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
@@ -332,14 +333,11 @@ func (a *App) changeModel(r *http.Request, name, what string, change func(*catal
 		}
 	}
 	f := v.fleets[next.Name]
-	f.model.Store(&next)
+	f.SetModel(&next)
 	if st != nil && st.reshapes() {
 		a.rekey(f, &next)
 	}
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
+	f.Kick()
 	return f, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -70,8 +71,8 @@ func (a *App) loadTenantEntries(ctx context.Context) ([]*tenancy.Entry, error) {
 // keyring, so llm_quota enforces the new limits from the next request,
 // and the owners' capacities. Changes are serialized with key changes.
 func (a *App) changeTenants(ctx context.Context, fn func(t *tenancy.Tree, entries []*tenancy.Entry, keys []*tenancy.APIKey) ([]*tenancy.Entry, []*tenancy.APIKey, error)) error {
-	keysMu.Lock()
-	defer keysMu.Unlock()
+	a.shared.keysMu.Lock()
+	defer a.shared.keysMu.Unlock()
 	cur := a.tenants.Load()
 	entries := make([]*tenancy.Entry, len(cur.Entries()))
 	for i, e := range cur.Entries() {
@@ -125,6 +126,6 @@ func (a *App) changeTenants(ctx context.Context, fn func(t *tenancy.Tree, entrie
 // ledger checks, when this app is the one running.
 func (a *App) putOwners() {
 	if active.Load() == a {
-		owners.Store(newOwnerTable(a.Tenancy()))
+		a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy()))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -15,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
@@ -30,14 +30,6 @@ import (
 // on the old); POST …/rollback returns to the previous version the same
 // way. In a cluster every live node replaces its replicas in turn (see
 // updates_cluster.go).
-
-// updateChecks keeps the last check of each model across reloads;
-// updatesMu serializes updates and rollbacks.
-var (
-	updateChecksMu sync.Mutex
-	updateChecks   = map[string]llmapi.ModelUpdates{}
-	updatesMu      sync.Mutex
-)
 
 // updateEvery is the model's check interval; 0 means off.
 func (a *App) updateEvery(m *catalog.Model) time.Duration {
@@ -73,9 +65,8 @@ func (a *App) checkUpdatesEvery(ctx context.Context) {
 				continue
 			}
 			tick = min(tick, max(every/4, 100*time.Millisecond))
-			updateChecksMu.Lock()
-			last := updateChecks[m.Name].CheckedAt
-			updateChecksMu.Unlock()
+			lastCheck, _ := a.shared.checks.get(m.Name)
+			last := lastCheck.CheckedAt
 			if last != nil && now().Sub(*last) < every {
 				continue
 			}
@@ -99,13 +90,10 @@ func (a *App) checkUpdatesEvery(ctx context.Context) {
 // forgetChecks drops the checks of models no longer in the catalog.
 func (a *App) forgetChecks() {
 	cat := a.v().cat
-	updateChecksMu.Lock()
-	defer updateChecksMu.Unlock()
-	for name := range updateChecks {
-		if _, ok := cat.ByName[name]; !ok {
-			delete(updateChecks, name)
-		}
-	}
+	a.shared.checks.keepOnly(func(name string) bool {
+		_, ok := cat.ByName[name]
+		return ok
+	})
 }
 
 // checkUpdate reads the model's track and current manifest from the
@@ -113,9 +101,7 @@ func (a *App) forgetChecks() {
 // the result is kept for GET …/updates. Without registry the last known
 // commit is kept.
 func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *catalog.Model, mm string, registry bool) llmapi.ModelUpdates {
-	updateChecksMu.Lock()
-	last := updateChecks[m.Name]
-	updateChecksMu.Unlock()
+	last, _ := a.shared.checks.get(m.Name)
 	u := llmapi.ModelUpdates{Model: m.Name, Source: mirror.RedactURL(m.Source), MirrorModel: mm, Every: "off",
 		Available: last.Available, CheckedAt: last.CheckedAt, Error: last.Error}
 	every := a.updateEvery(m)
@@ -150,9 +136,7 @@ func (a *App) checkUpdate(ctx context.Context, mr *mirror.Mirror, m *catalog.Mod
 		next := u.CheckedAt.Add(every)
 		u.NextCheck = &next
 	}
-	updateChecksMu.Lock()
-	updateChecks[m.Name] = u
-	updateChecksMu.Unlock()
+	a.shared.checks.put(m.Name, u)
 	return u
 }
 
@@ -176,9 +160,7 @@ func updatesRoute(w http.ResponseWriter, r *http.Request, name, action string) (
 	}
 	switch action {
 	case "updates":
-		updateChecksMu.Lock()
-		u, checked := updateChecks[m.Name]
-		updateChecksMu.Unlock()
+		u, checked := a.shared.checks.get(m.Name)
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 		defer cancel()
 		check := r.URL.Query().Get("check") == "true"
@@ -191,7 +173,7 @@ func updatesRoute(w http.ResponseWriter, r *http.Request, name, action string) (
 }
 
 // trackedModel finds a catalog model served from a tracked source.
-func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror, string, error) {
+func (a *App) trackedModel(name string) (*catalog.Model, *fleet.Fleet, *mirror.Mirror, string, error) {
 	m, err := a.Lookup(name)
 	if err != nil {
 		return nil, nil, nil, "", apiErr(http.StatusNotFound, "%v", err)
@@ -212,9 +194,9 @@ func (a *App) trackedModel(name string) (*catalog.Model, *fleet, *mirror.Mirror,
 }
 
 // updateModel answers POST /llm/models/<name>/update.
-func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
-	updatesMu.Lock()
-	defer updatesMu.Unlock()
+func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string) error {
+	a.shared.updatesMu.Lock()
+	defer a.shared.updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
 	defer cancel()
 	before, err := mr.Track(ctx, mm)
@@ -243,9 +225,9 @@ func (a *App) updateModel(w http.ResponseWriter, r *http.Request, m *catalog.Mod
 }
 
 // rollbackModel answers POST /llm/models/<name>/rollback.
-func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string) error {
-	updatesMu.Lock()
-	defer updatesMu.Unlock()
+func (a *App) rollbackModel(w http.ResponseWriter, r *http.Request, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string) error {
+	a.shared.updatesMu.Lock()
+	defer a.shared.updatesMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Minute)
 	defer cancel()
 	before, err := mr.Track(ctx, mm)
@@ -287,14 +269,12 @@ func (a *App) switchVersion(ctx context.Context, mr *mirror.Mirror, mm, version 
 // rollVersion replaces the model's replicas, which start on the mirror
 // model's new current version, and answers with the rollout. When the new
 // replicas do not start, the track goes back to before.
-func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet, mr *mirror.Mirror, mm string, before mirror.Track, out llmapi.VersionRollout) error {
+func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog.Model, f *fleet.Fleet, mr *mirror.Mirror, mm string, before mirror.Track, out llmapi.VersionRollout) error {
 	out.Replaced, out.Started = []string{}, []string{}
 	if f != nil || a.cluster != nil {
 		n := 1
 		if f != nil {
-			f.mu.Lock()
-			n = max(len(f.replicas), 1)
-			f.mu.Unlock()
+			n = max(f.ReplicaCount(), 1)
 		}
 		reason := fmt.Sprintf("its model moved from version %s to %s", out.From, out.To)
 		var ro llmapi.Rollout
@@ -309,11 +289,11 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		} else {
 			rctx, cancel := context.WithTimeout(ctx, a.rollTimeout(n))
 			defer cancel()
-			ro, err = f.roll(rctx, reason)
+			ro, err = f.Roll(rctx, reason)
 		}
 		out.Rollout = ro
 		if f != nil {
-			out.ModelStatus = f.status()
+			out.ModelStatus = f.Status()
 		} else {
 			out.ModelStatus = llmapi.ModelStatus{Name: m.Name}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
@@ -29,7 +30,7 @@ type peerRoll struct {
 
 // rollCluster replaces the model's replicas on every live node, one node
 // after the other, this one first.
-func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reason string) (llmapi.Rollout, error) {
+func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet.Fleet, reason string) (llmapi.Rollout, error) {
 	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	self := a.nodeName()
 	type target struct{ name, addr string }
@@ -48,7 +49,7 @@ func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet, reaso
 		var err error
 		if t.addr == "" {
 			if f != nil {
-				ro, err = f.rollInPlace(ctx, reason)
+				ro, err = f.RollInPlace(ctx, reason)
 			}
 		} else {
 			var raw []byte
@@ -100,13 +101,11 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 	f := a.v().fleets[req.Model]
 	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	if f != nil {
-		f.mu.Lock()
-		n := len(f.replicas)
-		f.mu.Unlock()
+		n := f.ReplicaCount()
 		ctx, cancel := context.WithTimeout(r.Context(), a.rollTimeout(n))
 		defer cancel()
 		var err error
-		if out, err = f.rollInPlace(ctx, catalog.Bounded(req.Reason)); err != nil {
+		if out, err = f.RollInPlace(ctx, catalog.Bounded(req.Reason)); err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}

@@ -3,6 +3,8 @@ package llm
 import (
 	"net/http"
 	"testing"
+
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 )
 
 func TestUpstreamURL(t *testing.T) {
@@ -12,7 +14,7 @@ func TestUpstreamURL(t *testing.T) {
 			"https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"},
 		{"https://api.anthropic.com/v1", "messages/count_tokens", "https://api.anthropic.com/v1/messages/count_tokens"},
 	} {
-		if got := UpstreamURL(tc.base, tc.path); got != tc.want {
+		if got := fleet.UpstreamURL(tc.base, tc.path); got != tc.want {
 			t.Errorf("UpstreamURL(%q, %q) = %q, want %q", tc.base, tc.path, got, tc.want)
 		}
 	}
@@ -21,7 +23,7 @@ func TestUpstreamURL(t *testing.T) {
 // TestReplicaKeys: a header of several values sends one at a time, and a
 // refused one moves the replica on to the next, once per refusal.
 func TestReplicaKeys(t *testing.T) {
-	r := &Replica{Header: http.Header{"Api-Key": {"a", "b", "c"}, "X-Other": {"v"}}}
+	r := &fleet.Replica{Header: http.Header{"Api-Key": {"a", "b", "c"}, "X-Other": {"v"}}}
 	h := http.Header{}
 	k := r.SetHeaders(h)
 	if h.Get("Api-Key") != "a" || len(h["Api-Key"]) != 1 || h.Get("X-Other") != "v" || r.Keys() != 3 {

@@ -61,154 +61,188 @@ func analyze(text string) *analysis {
 	lexicon.Do(loadLexicon)
 	var tb [24]token // a question's tokens, most often: no allocation
 	toks := rewritePhrases(scan(text, tb[:0]))
-	a := &analysis{words: make([]string, 0, len(toks)+2)}
-	// hs holds each word's hash beside it (0 until it is hashed): the
-	// words of the lexicon come with theirs, so that their bytes are not
-	// read again.
-	var hsBuf [32]uint64
-	hs := hsBuf[:0]
-	prevNumber := false
-	pendingMarker := "" // a marker waiting for the content word after it
-	markerLeft := ""
-	// lookup returns a word's facts: kept ones, or made in scratch.
-	var scratch facts
-	lookup := func(w string) *facts {
-		if f := factsOf(w); f != nil {
-			return f
-		}
-		scratch = factsFor(w)
-		return &scratch
+	c := cursor{toks: toks}
+	z := analyzer{a: &analysis{words: make([]string, 0, len(toks)+2)}}
+	for c.i = 0; c.i < len(toks); c.i++ {
+		z.token(&c, toks[c.i])
 	}
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		w := t.low
-		add := func(word string) {
-			if pendingMarker != "" {
-				if markerLeft != "" && markerLeft != word {
-					a.orders = append(a.orders, [2]string{markerLeft, word})
-				}
-				pendingMarker = ""
-			}
-			a.words = append(a.words, word)
-			hs = append(hs, 0)
+	z.a.setHashes(&c.hs)
+	return z.a
+}
+
+// analyzer is what analyze knows while it reads a question's tokens,
+// besides where it is (cursor).
+type analyzer struct {
+	a             *analysis
+	prevNumber    bool
+	pendingMarker string // a marker waiting for the content word after it
+	markerLeft    string
+	scratch       facts // the facts of a word not in the lexicon
+}
+
+// cursor is a question's tokens, the one being read, and the hashes of
+// the words added so far. It is kept apart from analyzer, whose strings
+// go into the analysis, so that the tokens' array stays on the stack.
+type cursor struct {
+	toks []token
+	i    int
+	// hs holds the hashes of the first words, each at its word's index
+	// (0 until it is hashed): the words of the lexicon come with theirs,
+	// so that their bytes are not read again.
+	hs [32]uint64
+}
+
+// add adds a word, closing an order marker that waits for it.
+func (z *analyzer) add(word string) {
+	if z.pendingMarker != "" {
+		if z.markerLeft != "" && z.markerLeft != word {
+			z.a.orders = append(z.a.orders, [2]string{z.markerLeft, word})
 		}
-		// readNumber adds the number at toks[i], if there is one.
-		readNumber := func() bool {
-			n, used, ok := numberAt(toks, i)
-			if !ok {
-				return false
-			}
-			add(n)
-			a.numbers = append(a.numbers, n)
-			if u := unitSuffix(toks[i].low); u != "" {
-				add(u)
-			}
-			i += used - 1
-			prevNumber = true
-			return true
+		z.pendingMarker = ""
+	}
+	z.a.words = append(z.a.words, word)
+}
+
+// readNumber adds the number at the token being read, if there is one,
+// and moves past its tokens.
+func (z *analyzer) readNumber(c *cursor) bool {
+	n, used, ok := numberAt(c.toks, c.i)
+	if !ok {
+		return false
+	}
+	z.add(n)
+	z.a.numbers = append(z.a.numbers, n)
+	if u := unitSuffix(c.toks[c.i].low); u != "" {
+		z.add(u)
+	}
+	c.i += used - 1
+	z.prevNumber = true
+	return true
+}
+
+// lookup returns a word's facts: kept ones, or made in scratch.
+func (z *analyzer) lookup(w string) *facts {
+	if f := factsOf(w); f != nil {
+		return f
+	}
+	z.scratch = factsFor(w)
+	return &z.scratch
+}
+
+// token reads one token: an entity, a number, a contraction's parts, a
+// word of the grammar or a content word.
+func (z *analyzer) token(c *cursor, t token) {
+	w := t.low
+	if t.entity {
+		z.add(w)
+		z.a.addName(w)
+		z.prevNumber = false
+		return
+	}
+	f := t.f
+	if f == nil && w != "" && w[0] >= '0' && w[0] <= '9' && !strings.ContainsRune(w, '\'') && z.readNumber(c) {
+		// No word of the tables before numbers starts with a digit.
+		return
+	}
+	if f == nil {
+		f = z.lookup(w)
+	}
+	if f.flags&(negContraction|contraction) != 0 {
+		if f.flags&negContraction != 0 {
+			z.a.neg++
+		} else if f.rare.suffix == "ll" {
+			// "Peru's", "who's", "they're", "it'll": the word, and a
+			// "will" kept as tense.
+			z.add("future~")
 		}
-		if t.entity {
-			add(w)
-			a.addName(w)
-			prevNumber = false
-			continue
+		w = f.rare.base
+		f = z.lookup(w)
+	}
+	if z.grammarWord(c, w, f) {
+		return
+	}
+	z.prevNumber = false
+	z.contentWord(c, t, w, f)
+}
+
+// grammarWord reads a question word, "or", a pronoun, a negator, a number
+// word or a unit, and reports whether w was one.
+func (z *analyzer) grammarWord(c *cursor, w string, f *facts) bool {
+	switch {
+	case f.flags&questionWord != 0:
+		q := f.rare.word
+		if z.a.qtype == "" {
+			z.a.qtype = q
 		}
-		f := t.f
-		if f == nil && w != "" && w[0] >= '0' && w[0] <= '9' && !strings.ContainsRune(w, '\'') && readNumber() {
-			// No word of the tables before numbers starts with a digit.
-			continue
+		if q != "what" && q != "how" {
+			z.add(q)
 		}
-		if f == nil {
-			f = lookup(w)
+	case w == "or": // "X or Y" asks to choose; "X and Y" does not
+		z.add("or~")
+	case f.flags&pronoun != 0:
+		z.add(f.rare.word)
+	case f.flags&negator != 0:
+		z.a.neg++
+	case f.flags&numeric != 0 && z.readNumber(c):
+	case f.flags&unit != 0 && (z.prevNumber || f.flags&unitAlone != 0):
+		z.add(f.rare.word)
+		z.prevNumber = false
+	default:
+		return false
+	}
+	return true
+}
+
+// contentWord reads a word that is not of the grammar: a tense, an order
+// marker, "this" before a time word, a name, or a word of the question's
+// content (stopwords are dropped).
+func (z *analyzer) contentWord(c *cursor, t token, w string, f *facts) {
+	toks, i := c.toks, c.i
+	switch {
+	case f.flags&tenseWord != 0:
+		z.add(f.rare.word)
+	case f.flags&orderMarker != 0:
+		z.markerLeft = z.a.leftOf(w)
+		z.pendingMarker = w
+		if f.flags&markerOnly == 0 {
+			z.a.words = append(z.a.words, w) // a word of its own too: "before" is not "after"
 		}
-		if f.flags&(negContraction|contraction) != 0 {
-			if f.flags&negContraction != 0 {
-				a.neg++
-			} else if f.rare.suffix == "ll" {
-				// "Peru's", "who's", "they're", "it'll": the word, and a
-				// "will" kept as tense.
-				add("future~")
-			}
-			w = f.rare.base
-			f = lookup(w)
+	case (w == "this" || w == "coming" || w == "current") && i+1 < len(toks) && timeWords[lemma(toks[i+1].low)]:
+		z.add("this")
+	case t.caps && (w == "us" || w == "go"):
+		z.add(map[string]string{"us": "usa", "go": "golang"}[w])
+		z.a.addName(z.a.words[len(z.a.words)-1])
+	case f.flags&stopword != 0:
+	case t.upper && !t.start && w != "i" || t.caps:
+		name := w
+		if w == "go" {
+			name = "golang"
 		}
-		if f.flags&questionWord != 0 {
-			q := f.rare.word
-			if a.qtype == "" {
-				a.qtype = q
-			}
-			if q != "what" && q != "how" {
-				add(q)
-			}
-			continue
+		z.add(name)
+		z.a.addName(name)
+	default:
+		z.add(f.canon)
+		if i := len(z.a.words) - 1; i < len(c.hs) {
+			c.hs[i] = f.hash
 		}
-		if w == "or" { // "X or Y" asks to choose; "X and Y" does not
-			add("or~")
-			continue
-		}
-		if f.flags&pronoun != 0 {
-			add(f.rare.word)
-			continue
-		}
-		if f.flags&negator != 0 {
-			a.neg++
-			continue
-		}
-		if f.flags&numeric != 0 && readNumber() {
-			continue
-		}
-		if f.flags&unit != 0 && (prevNumber || f.flags&unitAlone != 0) {
-			add(f.rare.word)
-			prevNumber = false
-			continue
-		}
-		prevNumber = false
-		if f.flags&tenseWord != 0 {
-			add(f.rare.word)
-			continue
-		}
-		if f.flags&orderMarker != 0 {
-			markerLeft = a.leftOf(w)
-			pendingMarker = w
-			if f.flags&markerOnly != 0 {
-				continue // a marker only
-			}
-			a.words = append(a.words, w) // a word of its own too: "before" is not "after"
-			hs = append(hs, 0)
-			continue
-		}
-		if (w == "this" || w == "coming" || w == "current") && i+1 < len(toks) && timeWords[lemma(toks[i+1].low)] {
-			add("this")
-			continue
-		}
-		if t.caps && (w == "us" || w == "go") {
-			add(map[string]string{"us": "usa", "go": "golang"}[w])
-			a.addName(a.words[len(a.words)-1])
-			continue
-		}
-		if f.flags&stopword != 0 {
-			continue
-		}
-		if t.upper && !t.start && w != "i" || t.caps {
-			name := w
-			if w == "go" {
-				name = "golang"
-			}
-			add(name)
-			a.addName(name)
-			continue
-		}
-		add(f.canon)
-		hs[len(hs)-1] = f.hash
+	}
+}
+
+// setHashes sets the analysis' set of words from known, the hashes of
+// its first words (0 for those not hashed yet). The set of words is
+// known by their hashes, sorted: the strings are sorted only when the
+// verifier compares two questions' words (see wordSet).
+func (a *analysis) setHashes(known *[32]uint64) {
+	hs := known[:min(len(a.words), len(known))]
+	if len(a.words) > len(known) {
+		hs = make([]uint64, len(a.words))
+		copy(hs, known[:])
 	}
 	for i, h := range hs {
 		if h == 0 {
 			hs[i] = wordHash(a.words[i])
 		}
 	}
-	// The set of words is known by their hashes, sorted: the strings
-	// are sorted only when the verifier compares two questions' words
-	// (see wordSet).
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
 	a.nset = len(hs)
@@ -222,7 +256,6 @@ func analyze(text string) *analysis {
 		a.sum += h
 		a.sig |= 1 << (h >> 1 & 63)
 	}
-	return a
 }
 
 // wordHash is a word's hash in analysis.wh. Its lowest bit says whether

@@ -26,6 +26,8 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/mcpwire"
 	"github.com/llmgw/llmgw/modules/openai"
+	_ "github.com/llmgw/llmgw/modules/openai/messagesapi"  // Enter translates Messages requests
+	_ "github.com/llmgw/llmgw/modules/openai/responsesapi" // and Responses requests
 )
 
 func init() {

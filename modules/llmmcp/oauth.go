@@ -383,28 +383,65 @@ func (oc *oauthClient) discover(ctx context.Context, redirect string) (*clientRe
 
 // discoverClient runs discovery and, without a configured client, DCR.
 func discoverClient(ctx context.Context, hc *http.Client, server, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("oauth discovery for mcp server %q: "+format, append([]any{server}, args...)...)
+	cr, err := runDiscovery(ctx, hc, serverURL, cfg, redirect)
+	if err != nil {
+		return nil, fmt.Errorf("oauth discovery for mcp server %q: %w", server, err)
 	}
-	// The server's challenge names its resource metadata and scopes.
-	var challenges []oauthex.Challenge
+	return cr, nil
+}
+
+// runDiscovery finds the server's protected resource metadata and its
+// authorization server, and makes the client record: the configured
+// client, or one registered there.
+func runDiscovery(ctx context.Context, hc *http.Client, serverURL string, cfg OAuthConfig, redirect string) (*clientRecord, error) {
+	metaURL, scope, challenged, err := challenge(ctx, hc, serverURL)
+	if err != nil {
+		return nil, err
+	}
+	prm, tried, err := resourceMetadata(ctx, hc, serverURL, metaURL)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := authServerMetadata(ctx, hc, prm.AuthorizationServers[0], tried, challenged)
+	if err != nil {
+		return nil, err
+	}
+	cr := newClientRecord(prm, asm, serverURL, redirect, cfg, scope)
+	method := tokenAuthMethod(asm)
+	if cfg.ClientID != "" {
+		cr.ClientID, cr.ClientSecret, cr.AuthMethod = cfg.ClientID, cfg.ClientSecret, method
+		if cfg.ClientSecret == "" {
+			cr.AuthMethod = "none"
+		}
+		return cr, nil
+	}
+	if err := registerClient(ctx, hc, cr, asm, cfg, method); err != nil {
+		return nil, err
+	}
+	return cr, nil
+}
+
+// challenge asks the server for a ping without a token: its 401's bearer
+// challenge names its resource metadata and scopes. challenged says it
+// sent a challenge at all.
+func challenge(ctx context.Context, hc *http.Client, serverURL string) (metaURL, scope string, challenged bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL,
 		strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"ping"}`))
 	if err != nil {
-		return nil, fail("url %q: %v; fix the server's url", clip(serverURL), unwrapURLErr(err))
+		return "", "", false, fmt.Errorf("url %q: %v; fix the server's url", clip(serverURL), unwrapURLErr(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := hc.Do(req); err != nil {
-		return nil, fail("the server did not answer: %v", scrub(err))
-	} else {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized {
-			challenges, _ = oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-		}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", "", false, fmt.Errorf("the server did not answer: %v", scrub(err))
 	}
-	var metaURL, scope string
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	var challenges []oauthex.Challenge
+	if resp.StatusCode == http.StatusUnauthorized {
+		challenges, _ = oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	}
 	for _, c := range challenges {
 		if c.Scheme != "bearer" {
 			continue
@@ -412,13 +449,18 @@ func discoverClient(ctx context.Context, hc *http.Client, server, serverURL stri
 		metaURL = cmp(metaURL, c.Params["resource_metadata"])
 		scope = cmp(scope, c.Params["scope"])
 	}
-	// Protected Resource Metadata: the challenge's, then the well-known
-	// locations (at the endpoint's path, then at the root).
-	var prm *oauthex.ProtectedResourceMetadata
-	var tried []string
+	return metaURL, scope, len(challenges) > 0, nil
+}
+
+// resourceMetadata is the server's Protected Resource Metadata: at the
+// challenge's metaURL, then at the well-known locations (at the
+// endpoint's path, then at the root). When none has it, it is the
+// 2025-03-26 default, the server's origin as its authorization server,
+// and tried lists the places looked at.
+func resourceMetadata(ctx context.Context, hc *http.Client, serverURL, metaURL string) (*oauthex.ProtectedResourceMetadata, []string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return nil, fail("url: %v", err)
+		return nil, nil, fmt.Errorf("url: %v", err)
 	}
 	cands := [][2]string{}
 	if metaURL != "" {
@@ -430,37 +472,49 @@ func discoverClient(ctx context.Context, hc *http.Client, server, serverURL stri
 	root := *u
 	root.Path, root.RawQuery = "", ""
 	cands = append(cands, [2]string{atPath.String(), serverURL}, [2]string{atRoot.String(), root.String()})
+	var tried []string
 	for _, c := range cands {
 		p, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], hc)
 		if err == nil && p != nil {
 			if len(p.AuthorizationServers) == 0 {
-				return nil, fail("its protected resource metadata at %s names no authorization server", c[0])
+				return nil, nil, fmt.Errorf("its protected resource metadata at %s names no authorization server", c[0])
 			}
-			prm = p
-			break
+			return p, nil, nil
 		}
 		tried = append(tried, c[0])
 		if metaURL != "" && c[0] == metaURL {
 			tried[len(tried)-1] += fmt.Sprintf(" (%v)", err)
 		}
 	}
-	if prm == nil {
-		// 2025-03-26: the server's origin is its authorization server
-		prm = &oauthex.ProtectedResourceMetadata{Resource: serverURL, AuthorizationServers: []string{root.String()}}
-	}
-	issuer := prm.AuthorizationServers[0]
+	// 2025-03-26: the server's origin is its authorization server
+	return &oauthex.ProtectedResourceMetadata{Resource: serverURL, AuthorizationServers: []string{root.String()}}, tried, nil
+}
+
+// authServerMetadata is issuer's Authorization Server Metadata, or the
+// 2025-03-26 default endpoints under it when it has none; with neither
+// resource metadata (tried is where it was looked for) nor a challenge,
+// the server is likely not OAuth-protected at all, and that is the error.
+func authServerMetadata(ctx context.Context, hc *http.Client, issuer string, tried []string, challenged bool) (*oauthex.AuthServerMeta, error) {
 	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
 	if err != nil {
-		return nil, fail("authorization server metadata of %s: %v", issuer, err)
+		return nil, fmt.Errorf("authorization server metadata of %s: %v", issuer, err)
 	}
-	if asm == nil {
-		if len(tried) == len(cands) && len(challenges) == 0 {
-			return nil, fail("found no protected resource metadata (tried %s) and no authorization server metadata at %s; is the server OAuth-protected? if it takes a static token, use header Authorization instead of oauth",
-				strings.Join(tried, ", "), issuer)
-		}
-		asm = &oauthex.AuthServerMeta{Issuer: issuer, AuthorizationEndpoint: strings.TrimSuffix(issuer, "/") + "/authorize",
-			TokenEndpoint: strings.TrimSuffix(issuer, "/") + "/token", RegistrationEndpoint: strings.TrimSuffix(issuer, "/") + "/register"}
+	if asm != nil {
+		return asm, nil
 	}
+	if tried != nil && !challenged {
+		return nil, fmt.Errorf("found no protected resource metadata (tried %s) and no authorization server metadata at %s; is the server OAuth-protected? if it takes a static token, use header Authorization instead of oauth",
+			strings.Join(tried, ", "), issuer)
+	}
+	return &oauthex.AuthServerMeta{Issuer: issuer, AuthorizationEndpoint: strings.TrimSuffix(issuer, "/") + "/authorize",
+		TokenEndpoint: strings.TrimSuffix(issuer, "/") + "/token", RegistrationEndpoint: strings.TrimSuffix(issuer, "/") + "/register"}, nil
+}
+
+// newClientRecord is the client record of a discovery, without its
+// client: the endpoints, and the scopes to ask for (the configured ones,
+// the challenge's, or the resource's), with offline_access for a refresh
+// token when the authorization server offers it.
+func newClientRecord(prm *oauthex.ProtectedResourceMetadata, asm *oauthex.AuthServerMeta, serverURL, redirect string, cfg OAuthConfig, scope string) *clientRecord {
 	cr := &clientRecord{Resource: prm.Resource, Issuer: asm.Issuer, AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint,
 		RevokeURL: asm.RevocationEndpoint, IssParam: asm.AuthorizationResponseIssParameterSupported, RedirectURL: redirect}
 	if cr.Resource == "" {
@@ -477,22 +531,25 @@ func discoverClient(ctx context.Context, hc *http.Client, server, serverURL stri
 	if cfg.grant() == "authorization_code" && slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(cr.Scopes, "offline_access") {
 		cr.Scopes = append(slices.Clip(cr.Scopes), "offline_access")
 	}
-	method := "client_secret_basic"
+	return cr
+}
+
+// tokenAuthMethod is how the client authenticates at the token endpoint:
+// client_secret_post or client_secret_basic, as the server offers them.
+func tokenAuthMethod(asm *oauthex.AuthServerMeta) string {
 	for _, m := range []string{"client_secret_post", "client_secret_basic"} {
 		if slices.Contains(asm.TokenEndpointAuthMethodsSupported, m) {
-			method = m
-			break
+			return m
 		}
 	}
-	if cfg.ClientID != "" {
-		cr.ClientID, cr.ClientSecret, cr.AuthMethod = cfg.ClientID, cfg.ClientSecret, method
-		if cfg.ClientSecret == "" {
-			cr.AuthMethod = "none"
-		}
-		return cr, nil
-	}
+	return "client_secret_basic"
+}
+
+// registerClient registers llmgw at the authorization server (Dynamic
+// Client Registration) for the configured grant and sets cr's client.
+func registerClient(ctx context.Context, hc *http.Client, cr *clientRecord, asm *oauthex.AuthServerMeta, cfg OAuthConfig, method string) error {
 	if asm.RegistrationEndpoint == "" {
-		return nil, fail("its authorization server %s offers no dynamic client registration: register llmgw there and set client_id (and client_secret) in the server's oauth block", asm.Issuer)
+		return fmt.Errorf("its authorization server %s offers no dynamic client registration: register llmgw there and set client_id (and client_secret) in the server's oauth block", asm.Issuer)
 	}
 	meta := &oauthex.ClientRegistrationMetadata{ClientName: "llmgw", TokenEndpointAuthMethod: method, Scope: strings.Join(cr.Scopes, " ")}
 	if cfg.grant() == "client_credentials" {
@@ -500,23 +557,23 @@ func discoverClient(ctx context.Context, hc *http.Client, server, serverURL stri
 		meta.ResponseTypes = []string{}
 		meta.RedirectURIs = []string{}
 	} else {
-		if redirect == "" {
-			return nil, fail("no redirect URL to register; set redirect_url in the server's oauth block, or make one MCP request to llm_mcp first so it learns its address")
+		if cr.RedirectURL == "" {
+			return fmt.Errorf("no redirect URL to register; set redirect_url in the server's oauth block, or make one MCP request to llm_mcp first so it learns its address")
 		}
-		meta.RedirectURIs = []string{redirect}
+		meta.RedirectURIs = []string{cr.RedirectURL}
 		meta.GrantTypes = []string{"authorization_code", "refresh_token"}
 		meta.ResponseTypes = []string{"code"}
 	}
 	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, meta, hc)
 	if err != nil {
-		return nil, fail("registering llmgw as a client at %s: %v; or register it yourself and set client_id in the server's oauth block", asm.RegistrationEndpoint, scrub(err))
+		return fmt.Errorf("registering llmgw as a client at %s: %v; or register it yourself and set client_id in the server's oauth block", asm.RegistrationEndpoint, scrub(err))
 	}
 	cr.ClientID, cr.ClientSecret, cr.Registered = reg.ClientID, reg.ClientSecret, true
 	cr.AuthMethod = cmp(reg.TokenEndpointAuthMethod, method)
 	if reg.ClientSecret == "" {
 		cr.AuthMethod = "none"
 	}
-	return cr, nil
+	return nil
 }
 
 func cmp(a, b string) string {

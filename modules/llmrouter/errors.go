@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -21,7 +21,7 @@ func toAPIError(err error) *openai.Error {
 	var (
 		oe  *openai.Error
 		um  *catalog.UnknownModelError
-		nc  *llm.NoCapacityError
+		nc  *fleet.NoCapacityError
 		ue  *upstreamError
 		msg = "the gateway could not serve the request"
 	)

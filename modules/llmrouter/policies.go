@@ -5,7 +5,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 )
 
 func init() {
@@ -15,7 +15,7 @@ func init() {
 
 // LeastOutstanding sends each request to the ready replica with the fewest
 // requests in flight.
-type LeastOutstanding struct{ llm.LeastOutstanding }
+type LeastOutstanding struct{ fleet.LeastOutstanding }
 
 // CaddyModule returns the Caddy module information.
 func (LeastOutstanding) CaddyModule() caddy.ModuleInfo {
@@ -36,13 +36,13 @@ func (*RoundRobin) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Select implements llm.Selector.
-func (p *RoundRobin) Select(ready []*llm.Replica) *llm.Replica {
+// Select implements fleet.Selector.
+func (p *RoundRobin) Select(ready []*fleet.Replica) *fleet.Replica {
 	return ready[int(p.n.Add(1)-1)%len(ready)]
 }
 
 // Interface guards
 var (
-	_ llm.Selector = LeastOutstanding{}
-	_ llm.Selector = (*RoundRobin)(nil)
+	_ fleet.Selector = LeastOutstanding{}
+	_ fleet.Selector = (*RoundRobin)(nil)
 )

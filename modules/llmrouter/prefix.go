@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -90,23 +90,23 @@ func (p *PrefixAffinity) Provision(caddy.Context) error {
 	return nil
 }
 
-// Select implements llm.Selector for callers without a request: the
+// Select implements fleet.Selector for callers without a request: the
 // least loaded replica.
-func (p *PrefixAffinity) Select(ready []*llm.Replica) *llm.Replica {
-	return llm.LeastOutstanding{}.Select(ready)
+func (p *PrefixAffinity) Select(ready []*fleet.Replica) *fleet.Replica {
+	return fleet.LeastOutstanding{}.Select(ready)
 }
 
 // requestPolicy is a policy that reads the request: the router asks it
 // for the selector of each request and model.
 type requestPolicy interface {
-	forRequest(r *http.Request, req *openai.Request, model string) llm.Selector
+	forRequest(r *http.Request, req *openai.Request, model string) fleet.Selector
 }
 
 // seed hashes every prompt block of the process.
 var seed = maphash.MakeSeed()
 
 // forRequest hashes the request's prompt into chained block hashes.
-func (p *PrefixAffinity) forRequest(r *http.Request, req *openai.Request, model string) llm.Selector {
+func (p *PrefixAffinity) forRequest(r *http.Request, req *openai.Request, model string) fleet.Selector {
 	pk := &prefixPick{p: p, ix: indexOf(model, p), session: p.session(r, req)}
 	prompt := req.Messages
 	if len(prompt) == 0 {
@@ -210,7 +210,7 @@ type block struct {
 // slot is one replica's part of the index.
 type slot struct {
 	id   string
-	rep  *llm.Replica
+	rep  *fleet.Replica
 	seen int64             // when it was last among the ready ones (unix nanos)
 	held map[uint64]uint32 // block hash → the touch that last sent it
 	// heads are the first blocks of the conversations it was sent (a
@@ -266,13 +266,13 @@ const (
 )
 
 // Select picks among the ready replicas (the fleet's lock is held).
-func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
+func (pk *prefixPick) Select(ready []*fleet.Replica) *fleet.Replica {
 	ix := pk.ix
 	now := time.Now().UnixNano()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.sweep(now)
-	var slotOf [maxSlots]*llm.Replica
+	var slotOf [maxSlots]*fleet.Replica
 	var readyMask uint64
 	least, leastHeld := ready[0], -1
 	for _, r := range ready {
@@ -290,11 +290,11 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 		}
 	}
 	ix.picked = now
-	overloaded := func(r *llm.Replica) bool {
+	overloaded := func(r *fleet.Replica) bool {
 		n, lo := float64(r.Inflight()), float64(least.Inflight())
 		return n-lo > float64(pk.p.BalanceAbs) && n > pk.p.BalanceRel*lo
 	}
-	var chosen *llm.Replica
+	var chosen *fleet.Replica
 	reason := pickNew
 	if pk.session != 0 {
 		if s, ok := ix.sessions[pk.session]; ok && readyMask&(1<<s.slot) != 0 && !overloaded(slotOf[s.slot]) {
@@ -321,7 +321,7 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 	}
 	if chosen == nil && depth > shared {
 		// The longest match; among equals, the least loaded.
-		var best *llm.Replica
+		var best *fleet.Replica
 		for m := cand; m != 0; m &= m - 1 {
 			r := slotOf[bits.TrailingZeros64(m)]
 			if best == nil || r.Inflight() < best.Inflight() {
@@ -370,8 +370,8 @@ func (pk *prefixPick) Select(ready []*llm.Replica) *llm.Replica {
 // that others keep more conversations than their engines have slots for.
 // Nor would blocks held: a replica whose few conversations run fast holds
 // more of them than a crowded, slow one.
-func (ix *prefixIndex) home(ready []*llm.Replica, least *llm.Replica) *llm.Replica {
-	rank := func(r *llm.Replica) (convs, held int) {
+func (ix *prefixIndex) home(ready []*fleet.Replica, least *fleet.Replica) *fleet.Replica {
+	rank := func(r *fleet.Replica) (convs, held int) {
 		if i, ok := ix.byID[r.ID]; ok {
 			return len(ix.slots[i].heads), len(ix.slots[i].held)
 		}
@@ -393,7 +393,7 @@ func (ix *prefixIndex) home(ready []*llm.Replica, least *llm.Replica) *llm.Repli
 
 // slotFor returns r's slot, giving it a free one if it has none (-1 when
 // none is free).
-func (ix *prefixIndex) slotFor(r *llm.Replica, now int64) int {
+func (ix *prefixIndex) slotFor(r *fleet.Replica, now int64) int {
 	i, ok := ix.byID[r.ID]
 	if !ok {
 		i = -1
@@ -484,7 +484,7 @@ func (ix *prefixIndex) sweep(now int64) {
 		// with every request a long one, a minute may pass between picks
 		// while the replicas serve their conversations.
 		st := s.rep.State()
-		if st == llm.ReplicaReady || st == llm.ReplicaDraining || st == llm.ReplicaStarting {
+		if st == fleet.ReplicaReady || st == fleet.ReplicaDraining || st == fleet.ReplicaStarting {
 			if ix.picked-s.seen < int64(time.Minute) {
 				continue
 			}
@@ -532,7 +532,7 @@ var (
 	}, []string{"model", "replica", "reason"})
 )
 
-func (ix *prefixIndex) count(r *llm.Replica, reason string, matched, total, block int) {
+func (ix *prefixIndex) count(r *fleet.Replica, reason string, matched, total, block int) {
 	pm := ix.metrics[r.ID]
 	if pm == nil {
 		pm = &prefixMetrics{
@@ -554,8 +554,8 @@ func (ix *prefixIndex) count(r *llm.Replica, reason string, matched, total, bloc
 
 // Interface guards
 var (
-	_ llm.Selector      = (*PrefixAffinity)(nil)
-	_ llm.Selector      = (*prefixPick)(nil)
+	_ fleet.Selector    = (*PrefixAffinity)(nil)
+	_ fleet.Selector    = (*prefixPick)(nil)
 	_ requestPolicy     = (*PrefixAffinity)(nil)
 	_ caddy.Provisioner = (*PrefixAffinity)(nil)
 )

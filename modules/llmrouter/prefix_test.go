@@ -12,7 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -67,10 +67,10 @@ func newPolicy(t testing.TB, p *PrefixAffinity, model string) *PrefixAffinity {
 	return p
 }
 
-func replicas(model string, n int) []*llm.Replica {
-	out := make([]*llm.Replica, n)
+func replicas(model string, n int) []*fleet.Replica {
+	out := make([]*fleet.Replica, n)
 	for i := range out {
-		out[i] = llm.NewStandaloneReplica(fmt.Sprintf("%s-%d", model, i), model)
+		out[i] = fleet.NewStandaloneReplica(fmt.Sprintf("%s-%d", model, i), model)
 	}
 	return out
 }
@@ -82,11 +82,11 @@ func TestPrefixAffinityKeepsConversations(t *testing.T) {
 	reps := replicas("keep", 4)
 	system := sentence(rand.New(rand.NewPCG(1, 2)), 1500)
 	convs := make([]*conversation, 40)
-	home := make([]*llm.Replica, len(convs))
+	home := make([]*fleet.Replica, len(convs))
 	for i := range convs {
 		convs[i] = newConversation(system, uint64(i+1))
 	}
-	picks := map[*llm.Replica]int{}
+	picks := map[*fleet.Replica]int{}
 	stayed, moved := 0, 0
 	for range 8 {
 		for i, c := range convs {
@@ -124,7 +124,7 @@ func TestPrefixAffinitySpreadsNewConversations(t *testing.T) {
 	p := newPolicy(t, &PrefixAffinity{}, "spread")
 	reps := replicas("spread", 4)
 	system := sentence(rand.New(rand.NewPCG(5, 6)), 1500)
-	homes := map[*llm.Replica]int{}
+	homes := map[*fleet.Replica]int{}
 	for i := range 16 {
 		// Every replica but the one with most conversations serves one
 		// request, as when each of a few clients waits for its turn.
@@ -222,7 +222,7 @@ func TestPrefixAffinitySessionKey(t *testing.T) {
 		{`{"model":"m","user":"ana","messages":[{"role":"user","content":"hi %d"}]}`, ""},
 		{`{"model":"m","messages":[{"role":"user","content":"hi %d"}]}`, "s-42"},
 	} {
-		var first *llm.Replica
+		var first *fleet.Replica
 		for i := range 12 {
 			req, err := openai.Parse(openai.ChatCompletions, fmt.Appendf(nil, tc.body, i))
 			if err != nil {
@@ -251,7 +251,7 @@ func TestPrefixAffinityReplicaStops(t *testing.T) {
 	p := newPolicy(t, &PrefixAffinity{}, "stop")
 	reps := replicas("stop", 3)
 	convs := make([]*conversation, 12)
-	home := map[int]*llm.Replica{}
+	home := map[int]*fleet.Replica{}
 	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 	for i := range convs {
 		convs[i] = newConversation(sentence(rand.New(rand.NewPCG(5, 6)), 600), uint64(100+i))
@@ -265,7 +265,7 @@ func TestPrefixAffinityReplicaStops(t *testing.T) {
 	ix.swept = 0 // sweep at the next pick
 	ix.mu.Unlock()
 	alive := reps[1:]
-	newHome := map[int]*llm.Replica{}
+	newHome := map[int]*fleet.Replica{}
 	for i, c := range convs {
 		newHome[i] = p.forRequest(r, c.turn(t), "stop").Select(alive)
 		c.answer()
@@ -297,7 +297,7 @@ func TestPrefixAffinityPauseKeepsHomes(t *testing.T) {
 	p := newPolicy(t, &PrefixAffinity{}, "pause")
 	reps := replicas("pause", 3)
 	convs := make([]*conversation, 6)
-	home := map[int]*llm.Replica{}
+	home := map[int]*fleet.Replica{}
 	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 	for i := range convs {
 		convs[i] = newConversation(sentence(rand.New(rand.NewPCG(7, 8)), 600), uint64(200+i))

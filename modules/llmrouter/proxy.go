@@ -20,8 +20,10 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/messagesapi"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
@@ -35,38 +37,55 @@ type attempt struct {
 	err    error // why the try failed, when not served
 }
 
+// serveGenerate serves a request that a model answers: to the model or,
+// when it fails before its answer's first byte, its fallbacks.
 func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start time.Time) {
+	w, req, m, err := rt.admit(w, r)
+	if err != nil {
+		rt.writeError(w, r, err, start)
+		return
+	}
+	if served, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m), start); !served {
+		rt.writeError(w, r, last, start)
+	}
+}
+
+// admit reads the request and finds its model, within the router's
+// limits, and sets {http.llm.model}.
+func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *openai.Request, *catalog.Model, error) {
 	w, req, err := openai.Enter(w, r)
 	if req != nil {
 		openai.Log(r).API = req.APIName()
 	}
 	if err != nil {
-		rt.writeError(w, r, err, start)
-		return
+		return w, req, nil, err
 	}
 	m, err := rt.app.LookupLatest(req.Model)
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
 	if err != nil {
-		rt.writeError(w, r, err, start)
-		return
+		return w, req, nil, err
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl != nil {
 		repl.Set("http.llm.model", m.Name)
 	}
-	candidates := rt.candidates(r, req, m)
+	return w, req, m, nil
+}
+
+// tryCandidates sends the request to the candidates in turn until one
+// serves it, and reports whether one did and, if not, why the last one
+// failed. A replica that could not be reached is followed, up to twice,
+// by another replica of the same candidate; a client that left or a
+// first_byte_timeout ends the tries.
+func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, start time.Time) (bool, error) {
 	var last error
 	retries := 0
-	var failed *llm.Replica // a replica of candidates[i] that could not be reached
+	var failed *fleet.Replica // a replica of candidates[i] that could not be reached
 	for i := 0; i < len(candidates); i++ {
 		name := candidates[i]
-		sel := rt.policy
-		if rp, ok := sel.(requestPolicy); ok {
-			sel = rp.forRequest(r, req, name)
-		}
-		rep, release, err := rt.app.Reacquire(r.Context(), name, sel, failed)
+		rep, release, err := rt.app.Reacquire(r.Context(), name, rt.selector(r, req, name), failed)
 		failed = nil
 		if err != nil {
 			last = err
@@ -78,7 +97,7 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		a := rt.proxy(w, r, req, rep, name, i == len(candidates)-1, start)
 		release()
 		if a.served {
-			return
+			return true, nil
 		}
 		last = a.err
 		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
@@ -99,7 +118,16 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
 		}
 	}
-	rt.writeError(w, r, last, start)
+	return false, last
+}
+
+// selector is the policy that picks a replica of the candidate name for
+// the request.
+func (rt *Router) selector(r *http.Request, req *openai.Request, name string) fleet.Selector {
+	if rp, ok := rt.policy.(requestPolicy); ok {
+		return rp.forRequest(r, req, name)
+	}
+	return rt.policy
 }
 
 // candidates are the model and the fallbacks the caller may use: with
@@ -171,9 +199,37 @@ func (rt *Router) via(req *openai.Request, model string) int {
 // error, 5xx, 429) on a non-final candidate is returned unserved.
 // name is the catalog name rep was acquired for: the model's, or an
 // adapter's, whose request members are then set.
-func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *llm.Replica, name string, final bool, start time.Time) attempt {
-	eng := rt.engineOf(rep.Model)
+func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, name string, final bool, start time.Time) attempt {
 	mode := rt.via(req, rep.Model)
+	body, endpoint, err := upstreamBody(r, req, rep, name, mode)
+	if err != nil {
+		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if sctx, span, ok := openai.StartSpan(ctx, "llm.upstream"); ok {
+		span.SetAttributes(attribute.String("llm.model", rep.Model), attribute.String("llm.replica", rep.ID))
+		defer span.End()
+		ctx = sctx
+	}
+	resp, sent, err := rt.send(ctx, cancel, r, req, rep, mode, fleet.UpstreamURL(rep.BaseURL, endpoint), body)
+	if err != nil {
+		return attempt{err: err}
+	}
+	defer resp.Body.Close()
+	ttfb := time.Since(sent)
+	if err := rt.unserved(resp, rep, final); err != nil {
+		return attempt{err: err}
+	}
+	rt.answer(w, r, req, rep, resp, mode, start, sent, ttfb)
+	return attempt{served: true}
+}
+
+// upstreamBody is the body sent to rep and the endpoint it goes to: the
+// client's own bytes for its API (mode viaNative), else chat completions,
+// translated to Messages for mode viaMessages, with the model the
+// replica knows and an adapter's members when name is an adapter's.
+func upstreamBody(r *http.Request, req *openai.Request, rep *fleet.Replica, name string, mode int) ([]byte, string, error) {
 	var (
 		body     []byte
 		err      error
@@ -186,89 +242,118 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	case viaMessages:
 		body, err = req.UpstreamBody(rep.UpstreamModel)
 		if err == nil {
-			body, err = openai.ChatToMessagesBody(body, rep.UpstreamModel)
+			body, err = messagesapi.ChatToMessagesBody(body, rep.UpstreamModel)
 		}
 		endpoint = openai.Messages
 	default:
 		body, err = req.UpstreamBody(rep.UpstreamModel)
 	}
 	if mem := rep.AdapterMembers(name); mem != nil && err == nil {
-		body, err = llm.SetMembers(body, mem)
+		body, err = fleet.SetMembers(body, mem)
 	}
-	if err != nil {
-		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
-	}
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	if sctx, span, ok := openai.StartSpan(ctx, "llm.upstream"); ok {
-		span.SetAttributes(attribute.String("llm.model", rep.Model), attribute.String("llm.replica", rep.ID))
-		defer span.End()
-		ctx = sctx
-	}
-	url := llm.UpstreamURL(rep.BaseURL, endpoint)
+	return body, endpoint, err
+}
+
+// send posts body to url on rep and returns the response's headers and
+// when the request was sent. A provider that refuses the replica's key
+// (401, 429) while it has others sees the request again with the next
+// one. The error is the cause of ctx's cancellation (errFirstByteTimeout),
+// an *upstreamError for a replica that could not be reached, or the
+// client's own when it left.
+func (rt *Router) send(ctx context.Context, cancel context.CancelCauseFunc, r *http.Request, req *openai.Request, rep *fleet.Replica, mode int, url string, body []byte) (*http.Response, time.Time, error) {
 	var tr http.RoundTripper = rt.transport
 	if rep.Transport != nil {
 		tr = rep.Transport // a replica on another node, through its llmgw
 	}
-	var (
-		resp *http.Response
-		sent time.Time
-	)
 	for tries := rep.Keys(); ; tries-- {
 		up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return attempt{err: err}
+			return nil, time.Time{}, err
 		}
-		up.Header = make(http.Header, 4+len(rep.Header))
-		up.Header["Content-Type"] = jsonCT
-		if req.Stream {
-			up.Header["Accept"] = sseCT
-		}
-		if mode == viaNative {
-			copyClientHeaders(up.Header, r.Header)
-		}
-		key := rep.SetHeaders(up.Header)
-		openai.InjectTrace(ctx, up.Header)
-		sent = time.Now()
+		key := upstreamHeaders(ctx, up, r, req, rep, mode)
+		sent := time.Now()
 		timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
-		resp, err = tr.RoundTrip(up)
+		resp, err := tr.RoundTrip(up)
 		timer.Stop()
 		if err != nil {
-			if cause := context.Cause(ctx); cause != nil && r.Context().Err() == nil {
-				err = cause
-			} else if r.Context().Err() == nil {
-				rt.app.ReportFailure(rep)
-				err = &upstreamError{replica: rep.ID, err: err}
-			}
-			return attempt{err: err}
+			return nil, sent, rt.sendError(ctx, r, rep, err)
 		}
 		if tries > 1 && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests) {
 			// A provider refused this key (revoked, or out of quota):
 			// the replica moves on to its next key, and so does this
 			// request.
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			drain(resp.Body)
 			resp.Body.Close()
 			rep.NextKey(key)
 			rt.logger.Warn("provider refused a key; trying the next", zap.String("replica", rep.ID), zap.Int("status", resp.StatusCode))
 			continue
 		}
-		break
+		return resp, sent, nil
 	}
-	defer resp.Body.Close()
-	ttfb := time.Since(sent)
+}
+
+// upstreamHeaders sets up's headers: the body's type, the replica's own
+// (one of its keys, whose index it returns), the client's API version
+// and flags for an engine that speaks the client's API, and the trace.
+func upstreamHeaders(ctx context.Context, up, r *http.Request, req *openai.Request, rep *fleet.Replica, mode int) int {
+	up.Header = make(http.Header, 4+len(rep.Header))
+	up.Header["Content-Type"] = jsonCT
+	if req.Stream {
+		up.Header["Accept"] = sseCT
+	}
+	if mode == viaNative {
+		copyClientHeaders(up.Header, r.Header)
+	}
+	key := rep.SetHeaders(up.Header)
+	openai.InjectTrace(ctx, up.Header)
+	return key
+}
+
+// sendError is why a request to rep got no response: the cause of ctx's
+// cancellation while the client waits, an *upstreamError (reported to
+// the llm app) when the replica could not be reached, or err as it is
+// once the client left.
+func (rt *Router) sendError(ctx context.Context, r *http.Request, rep *fleet.Replica, err error) error {
+	if r.Context().Err() != nil {
+		return err // the client left
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	rt.app.ReportFailure(rep)
+	return &upstreamError{replica: rep.ID, err: err}
+}
+
+// unserved is why resp does not go to the client, or nil when it does:
+// another node saying its replica is gone or did not answer (an
+// *upstreamError, tried again like a connect error), or a status that
+// allows a fallback (5xx, 429) on a candidate that is not the last.
+func (rt *Router) unserved(resp *http.Response, rep *fleet.Replica, final bool) error {
 	if rep.Transport != nil && resp.StatusCode >= http.StatusBadGateway {
 		if why := resp.Header.Get(llm.PeerErrorHeader); why != "" {
 			// Another node's endpoint says its replica is gone or did
 			// not answer: like a connect error, another replica is tried.
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			drain(resp.Body)
 			rt.app.ReportFailure(rep)
-			return attempt{err: &upstreamError{replica: rep.ID, err: fmt.Errorf("its node answered %s", why)}}
+			return &upstreamError{replica: rep.ID, err: fmt.Errorf("its node answered %s", why)}
 		}
 	}
 	if retryable(resp.StatusCode) && !final {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return attempt{err: fmt.Errorf("replica %s answered %d", rep.ID, resp.StatusCode)}
+		drain(resp.Body)
+		return fmt.Errorf("replica %s answered %d", rep.ID, resp.StatusCode)
 	}
+	return nil
+}
+
+// drain reads what is left of a body that is not forwarded, up to 64
+// KiB, so that its connection can be used again.
+func drain(body io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10)) }
+
+// answer forwards resp, rep's response, to the client: its headers with
+// Server-Timing (and, with expose_replica, the replica's), its body
+// translated as mode says, streamed or whole, and the request's metrics.
+func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) {
+	eng := rt.engineOf(rep.Model)
 	h := w.Header()
 	copyHeader(h, resp.Header)
 	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
@@ -279,19 +364,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	setVars(r, rep, eng)
 	countRequest(rep.Model, eng, req.APIName(), resp.StatusCode)
 	stream := req.Stream && resp.StatusCode == http.StatusOK && openai.IsSSE(resp.Header)
-	var conv func([]byte) ([]byte, error) // a whole answer's translation
-	switch mode {
-	case viaNative:
-		req.Native = true
-	case viaMessages:
-		if stream {
-			resp.Body = openai.MessagesToChatStream(resp.Body)
-		} else if resp.StatusCode < 300 {
-			conv = openai.MessagesToChatBody
-		} else {
-			conv = func(b []byte) ([]byte, error) { return openai.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
-		}
-	}
+	conv := translation(req, resp, mode, stream)
 	var st *streamState
 	if stream {
 		st = &streamState{native: mode == viaNative}
@@ -303,7 +376,25 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		u, _ := openai.GetUsage(r)
 		observe(rep.Model, start, sent, st, u.PromptTokens, u.CompletionTokens)
 	}
-	return attempt{served: true}
+}
+
+// translation readies resp for the client's API as mode says: a native
+// answer is marked so on req; a Messages stream is translated as it is
+// read, and a whole Messages answer (or error) by the function returned.
+func translation(req *openai.Request, resp *http.Response, mode int, stream bool) func([]byte) ([]byte, error) {
+	switch mode {
+	case viaNative:
+		req.Native = true
+	case viaMessages:
+		if stream {
+			resp.Body = messagesapi.MessagesToChatStream(resp.Body)
+		} else if resp.StatusCode < 300 {
+			return messagesapi.MessagesToChatBody
+		} else {
+			return func(b []byte) ([]byte, error) { return messagesapi.MessagesErrorToOpenAI(resp.StatusCode, b), nil }
+		}
+	}
+	return nil
 }
 
 // clientHeaders are the client's headers an engine speaking the client's
@@ -542,7 +633,7 @@ func settleCut(r *http.Request, req *openai.Request, st *streamState) {
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
-func setVars(r *http.Request, rep *llm.Replica, engine string) {
+func setVars(r *http.Request, rep *fleet.Replica, engine string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.llm.replica", rep.ID)
 	}

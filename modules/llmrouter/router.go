@@ -15,7 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/responsesapi"
 )
 
 func init() {
@@ -72,7 +74,7 @@ type Router struct {
 	// clients about the deployment. Default: false.
 	ExposeReplica bool `json:"expose_replica,omitempty"`
 
-	policy    llm.Selector
+	policy    fleet.Selector
 	app       *llm.App
 	transport *http.Transport
 	tkey      string
@@ -106,7 +108,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("loading llm_router policy: %w", err)
 		}
-		rt.policy = mod.(llm.Selector)
+		rt.policy = mod.(fleet.Selector)
 	} else {
 		rt.policy = LeastOutstanding{}
 	}
@@ -184,7 +186,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 				methodNotAllowed(w, r, "GET, DELETE")
 				return nil
 			}
-			openai.ServeStoredResponse(w, r, id)
+			responsesapi.ServeStoredResponse(w, r, id)
 			return nil
 		}
 		notFound(w, r, path)

@@ -2,14 +2,11 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
@@ -143,10 +140,37 @@ func (w *apiWriter) Unwrap() http.ResponseWriter { return w.target() }
 // errorWriter answers a request of api that could not be translated (it
 // failed to parse): only errors are written to it.
 func errorWriter(api string, w http.ResponseWriter) http.ResponseWriter {
-	if api == APIMessages {
-		return newMessagesErrorWriter(w)
+	if a, ok := apis[api]; ok {
+		return a.ErrorWriter(w)
 	}
-	return w // Responses errors have chat completions' shape
+	return w
+}
+
+// API is the translation of a client's API other than chat completions
+// (APIResponses, APIMessages) to and from chat completions. Each lives in
+// a package of its own (modules/openai/responsesapi,
+// modules/openai/messagesapi) that registers it in init; a handler that
+// calls Enter imports them, so that Enter can dispatch on the API without
+// this package importing its translations.
+type API interface {
+	// Parse reads a request to one of the API's endpoints and returns it
+	// translated to chat completions: API, Original and Translation set.
+	Parse(r *http.Request, endpoint string, body []byte) (*Request, error)
+	// ErrorWriter wraps w for a request of the API that failed to parse:
+	// an error written to it reaches the client in the API's error shape.
+	ErrorWriter(w http.ResponseWriter) http.ResponseWriter
+}
+
+// apis are the registered translations by API name. Written in init only.
+var apis = map[string]API{}
+
+// RegisterAPI registers the translation of the API name. Call it from
+// init; registering a name twice, or chat completions, panics.
+func RegisterAPI(name string, a API) {
+	if _, dup := apis[name]; dup || name == APIChat || a == nil {
+		panic("openai: bad or duplicate registration of API " + name)
+	}
+	apis[name] = a
 }
 
 // WriteFor writes the error in the shape of the API r's path belongs to:
@@ -161,42 +185,6 @@ func errorWriterForPath(r *http.Request, ep string, w http.ResponseWriter, e *Er
 		ep = Messages
 	}
 	e.Write(errorWriter(APIOf(ep), w))
-}
-
-// ResponseStore keeps stored Responses (store: true) for
-// previous_response_id and GET/DELETE /v1/responses/{id}. Scope is the
-// caller's key: a response is visible only to the key that made it.
-type ResponseStore interface {
-	Put(ctx context.Context, scope, id string, v []byte, ttl time.Duration) error
-	// Get returns ErrNotStored for an unknown id (or one of another scope).
-	Get(ctx context.Context, scope, id string) ([]byte, error)
-	// Delete returns ErrNotStored for an unknown id.
-	Delete(ctx context.Context, scope, id string) error
-}
-
-// ErrNotStored is a ResponseStore's answer for an id it does not hold.
-var ErrNotStored = errors.New("no stored response with this id")
-
-var responseStore atomic.Pointer[storeBox]
-
-type storeBox struct{ s ResponseStore }
-
-// SetResponseStore sets where stored responses are kept (the llm app sets
-// Redis in a cluster). Nil restores the in-memory default.
-func SetResponseStore(s ResponseStore) {
-	if s == nil {
-		responseStore.Store(nil)
-		return
-	}
-	responseStore.Store(&storeBox{s})
-}
-
-// Responses returns the store in use.
-func currentStore() ResponseStore {
-	if b := responseStore.Load(); b != nil {
-		return b.s
-	}
-	return defaultStore
 }
 
 // Scope is the key a request's stored responses belong to: llm_quota's
@@ -277,3 +265,6 @@ func NativeUsage(b []byte, soFar Usage) (Usage, bool) {
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u, n.In != nil || n.Out != nil
 }
+
+// writerOnly hides all but Write, so that io.Copy calls it.
+type writerOnly struct{ io.Writer }

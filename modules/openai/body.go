@@ -32,13 +32,13 @@ func load(r *http.Request, endpoint string) (*Request, error) {
 	if len(body) >= bigBody {
 		bigBodies.hold(r.Context())
 	}
-	switch endpoint {
-	case Responses:
-		return parseResponses(r, body)
-	case Messages:
-		return parseMessages(r, body, false)
-	case CountTokens:
-		return parseMessages(r, body, true)
+	if api := APIOf(endpoint); api != APIChat {
+		a, ok := apis[api]
+		if !ok {
+			return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
+				Message: fmt.Sprintf("this gateway was built without the %s API; build it with github.com/llmgw/llmgw/modules/openai/%sapi imported", api, api)}
+		}
+		return a.Parse(r, endpoint, body)
 	}
 	return Parse(endpoint, body)
 }

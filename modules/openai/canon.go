@@ -27,41 +27,41 @@ func AppendMembers(dst []Member, obj []byte) []Member {
 // Members is AppendMembers that also says whether obj was an object read
 // to its closing brace (its values are not checked).
 func Members(dst []Member, obj []byte) ([]Member, bool) {
-	i := skipSpace(obj, 0)
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return dst, false
 	}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
 		if obj[i] != '"' {
 			return dst, false
 		}
-		kend := skipValue(obj, i)
+		kend := SkipValue(obj, i)
 		if kend < 0 {
 			return dst, false
 		}
 		q := obj[i:kend]
-		i = skipSpace(obj, kend)
+		i = SkipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return dst, false
 		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
+		i = SkipSpace(obj, i+1)
+		vend := SkipValue(obj, i)
 		if vend < 0 || vend == i {
 			return dst, false
 		}
-		dst = append(dst, Member{Key: unquoteKey(q), Quoted: q, Value: obj[i:vend]})
-		i = skipSpace(obj, vend)
+		dst = append(dst, Member{Key: UnquoteKey(q), Quoted: q, Value: obj[i:vend]})
+		i = SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 		}
 	}
-	return dst, i < len(obj) && skipSpace(obj, i+1) == len(obj)
+	return dst, i < len(obj) && SkipSpace(obj, i+1) == len(obj)
 }
 
 // AppendElements appends the elements of the JSON array arr.
 func AppendElements(dst [][]byte, arr []byte) [][]byte {
-	_ = eachElement(arr, func(_ int, v []byte) error {
+	_ = EachElement(arr, func(_ int, v []byte) error {
 		dst = append(dst, v)
 		return nil
 	})
@@ -94,7 +94,7 @@ func SortMembers(ms []Member) []Member {
 // forms) and numbers as written. Values that decode to the same data
 // (numbers compared as written) have the same canonical form.
 func AppendCanonical(dst, v []byte) []byte {
-	dst, _ = appendCanon(dst, v, skipSpace(v, 0))
+	dst, _ = appendCanon(dst, v, SkipSpace(v, 0))
 	return dst
 }
 
@@ -106,27 +106,27 @@ func appendCanon(dst, v []byte, i int) ([]byte, int) {
 	}
 	switch v[i] {
 	case '"':
-		end := skipValue(v, i)
+		end := SkipValue(v, i)
 		if end < 0 {
 			return dst, len(v)
 		}
 		return AppendCanonicalString(dst, v[i:end]), end
 	case '[':
 		dst = append(dst, '[')
-		i = skipSpace(v, i+1)
+		i = SkipSpace(v, i+1)
 		for n := 0; i < len(v) && v[i] != ']'; n++ {
 			if n > 0 {
 				dst = append(dst, ',')
 			}
 			dst, i = appendCanon(dst, v, i)
-			i = skipSpace(v, i)
+			i = SkipSpace(v, i)
 			if i < len(v) && v[i] == ',' {
-				i = skipSpace(v, i+1)
+				i = SkipSpace(v, i+1)
 			}
 		}
 		return append(dst, ']'), i + 1
 	case '{':
-		end := skipValue(v, i)
+		end := SkipValue(v, i)
 		if end < 0 {
 			return dst, len(v)
 		}
@@ -274,8 +274,8 @@ func appendCanonRune(dst []byte, r rune) []byte {
 func FirstUserEnd(msgs []byte) int {
 	end := 0
 	var ms []Member
-	walkArray(msgs, skipSpace(msgs, 0), func(v int) int {
-		e := skipFast(msgs, v)
+	WalkArray(msgs, SkipSpace(msgs, 0), func(v int) int {
+		e := SkipFast(msgs, v)
 		if e < 0 || end > 0 {
 			return e
 		}

@@ -1,4 +1,4 @@
-package openai
+package openai_test
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmgw/llmgw/modules/openai"
+	"github.com/llmgw/llmgw/modules/openai/messagesapi"
+	_ "github.com/llmgw/llmgw/modules/openai/responsesapi" // registers the Responses API for Enter
 )
 
 // enter runs Enter on a POST of body to path with a Content-Type, and
@@ -23,8 +27,8 @@ func enter(t *testing.T, path, contentType, body string) (int, string) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 	rec := httptest.NewRecorder()
-	w, _, err := Enter(rec, r)
-	var e *Error
+	w, _, err := openai.Enter(rec, r)
+	var e *openai.Error
 	if !errors.As(err, &e) {
 		return 0, ""
 	}
@@ -106,18 +110,18 @@ func TestInvalidUTF8Answer(t *testing.T) {
 // A decode error says which member was wrong in the API's terms, never
 // Go's types.
 func TestDecodeProblem(t *testing.T) {
-	_, err := ChatToMessagesBody([]byte(`{"model":"m","top_k":"five","messages":[{"role":"user","content":"x"}]}`), "")
-	e, ok := err.(*Error)
+	_, err := messagesapi.ChatToMessagesBody([]byte(`{"model":"m","top_k":"five","messages":[{"role":"user","content":"x"}]}`), "")
+	e, ok := err.(*openai.Error)
 	if !ok || e.Status != 400 || !strings.Contains(e.Message, "top_k must be an integer, not string") {
 		t.Fatalf("got %v", err)
 	}
-	_, err = ChatToMessagesBody([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":{}}}]}]}`), "")
+	_, err = messagesapi.ChatToMessagesBody([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":{}}}]}]}`), "")
 	if err == nil || !strings.Contains(err.Error(), "messages.tool_calls.function.arguments must be a string, not object") {
 		t.Errorf("got %v", err)
 	}
-	_, err = MessagesToChatBody([]byte(`{"id":"x","content":"text"}`))
+	_, err = messagesapi.MessagesToChatBody([]byte(`{"id":"x","content":"text"}`))
 	for _, e := range []error{err} {
-		if e == nil || strings.Contains(e.Error(), "Go ") || strings.Contains(e.Error(), "openai.") || strings.Contains(e.Error(), "struct") {
+		if e == nil || strings.Contains(e.Error(), "Go ") || strings.Contains(e.Error(), "openai.") || strings.Contains(e.Error(), "messagesapi.") || strings.Contains(e.Error(), "struct") {
 			t.Errorf("got %v", e)
 		}
 	}

@@ -30,7 +30,8 @@ func BadRequest(code, format string, args ...any) *Error {
 		Message: fmt.Sprintf(format, args...)}
 }
 
-type body struct {
+// ErrorBody is the JSON body of an Error, as Error.JSON writes it.
+type ErrorBody struct {
 	Error struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
@@ -41,7 +42,7 @@ type body struct {
 
 // JSON returns the error body.
 func (e *Error) JSON() []byte {
-	var b body
+	var b ErrorBody
 	b.Error.Message, b.Error.Type = e.Message, e.Type
 	if e.Code != "" {
 		b.Error.Code = &e.Code
@@ -75,10 +76,10 @@ func (e *Error) WriteEvent(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// decodeProblem says why JSON did not decode into the package's shapes in
+// DecodeProblem says why JSON did not decode into the package's shapes in
 // the API's terms: which member has which wrong type, or where the syntax
 // breaks; never the Go types it was decoded into.
-func decodeProblem(err error) string {
+func DecodeProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {

@@ -39,18 +39,18 @@ var fields = map[string]map[string]field{
 		"messages":              {read: (*parser).messages, unset: func(p *parser) { p.r.Messages, p.r.MessageCount = nil, 0 }},
 		"max_completion_tokens": {read: (*parser).maxCompletionTokens, unset: func(p *parser) { p.hasMaxComplete = false }},
 		"tools":                 {read: (*parser).tools, unset: func(p *parser) { p.r.ToolCount = 0 }},
-		"tool_choice":           check(of(kString, kObject), "a string or an object"),
-		"parallel_tool_calls":   check(of(kBool), "a boolean"),
-		"logprobs":              check(of(kBool), "a boolean"),
+		"tool_choice":           check(of(KindString, KindObject), "a string or an object"),
+		"parallel_tool_calls":   check(of(KindBool), "a boolean"),
+		"logprobs":              check(of(KindBool), "a boolean"),
 		"top_logprobs":          intField(0, 20, nil),
-		"response_format":       check(of(kObject), "an object"),
+		"response_format":       check(of(KindObject), "an object"),
 	}),
 	Completions: merge(common, sampling, map[string]field{
 		"prompt":   {read: (*parser).prompt, unset: func(p *parser) { p.r.Prompt, p.r.InputCount = nil, 0 }},
-		"echo":     check(of(kBool), "a boolean"),
+		"echo":     check(of(KindBool), "a boolean"),
 		"best_of":  intField(1, 20, nil),
 		"logprobs": intField(0, 5, nil),
-		"suffix":   check(of(kString), "a string"),
+		"suffix":   check(of(KindString), "a string"),
 	}),
 	Embeddings: merge(common, map[string]field{
 		"input":           {read: (*parser).input, unset: func(p *parser) { p.r.Input, p.r.InputCount = nil, 0 }},
@@ -65,8 +65,8 @@ var common = map[string]field{
 	"stream":         {read: (*parser).stream, unset: func(p *parser) { p.r.Stream = false }},
 	"stream_options": {read: (*parser).streamOptions, unset: func(p *parser) { p.r.StreamOptions, p.r.IncludeUsage = nil, false }},
 	"user": {read: func(p *parser, name string, v []byte) error {
-		if kindOf(v) != kString {
-			return typeError(name, "a string")
+		if KindOf(v) != KindString {
+			return TypeError(name, "a string")
 		}
 		if p.r.CacheKey == nil {
 			p.r.CacheKey = v
@@ -74,8 +74,8 @@ var common = map[string]field{
 		return nil
 	}},
 	"prompt_cache_key": {read: func(p *parser, name string, v []byte) error {
-		if kindOf(v) != kString {
-			return typeError(name, "a string")
+		if KindOf(v) != KindString {
+			return TypeError(name, "a string")
 		}
 		p.r.CacheKey = v
 		return nil
@@ -92,7 +92,7 @@ var sampling = map[string]field{
 	"frequency_penalty": floatField(-2, 2, nil),
 	"seed":              intField(math.MinInt64, math.MaxInt64, nil),
 	"stop":              {read: (*parser).stop},
-	"logit_bias":        check(of(kObject), "an object"),
+	"logit_bias":        check(of(KindObject), "an object"),
 }
 
 func merge(ms ...map[string]field) map[string]field {
@@ -108,9 +108,9 @@ func merge(ms ...map[string]field) map[string]field {
 // kinds is a set of JSON types.
 type kinds uint8
 
-func (k kind) in(set kinds) bool { return set&(1<<k) != 0 }
+func (k Kind) in(set kinds) bool { return set&(1<<k) != 0 }
 
-func of(ks ...kind) kinds {
+func of(ks ...Kind) kinds {
 	var s kinds
 	for _, k := range ks {
 		s |= 1 << k
@@ -121,23 +121,27 @@ func of(ks ...kind) kinds {
 // check is a field that must have one of some JSON types.
 func check(set kinds, want string) field {
 	return field{read: func(_ *parser, name string, v []byte) error {
-		if !kindOf(v).in(set) {
-			return typeError(name, want)
+		if !KindOf(v).in(set) {
+			return TypeError(name, want)
 		}
 		return nil
 	}}
 }
 
 func enum(values ...string) func(*parser, string, []byte) error {
-	return func(_ *parser, name string, v []byte) error {
-		for _, s := range values {
-			if len(v) == len(s)+2 && string(v[1:len(v)-1]) == s {
-				return nil
-			}
+	return func(_ *parser, name string, v []byte) error { return CheckEnum(name, v, values...) }
+}
+
+// CheckEnum checks that the member name's value v is a JSON string among
+// values, else a 400 that lists them.
+func CheckEnum(name string, v []byte, values ...string) error {
+	for _, s := range values {
+		if len(v) == len(s)+2 && string(v[1:len(v)-1]) == s {
+			return nil
 		}
-		return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: name,
-			Message: fmt.Sprintf("%s must be one of %q", name, values)}
 	}
+	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: name,
+		Message: fmt.Sprintf("%s must be one of %q", name, values)}
 }
 
 // intField is an integer member in [lo, hi] (hi 0: no upper bound).
@@ -146,7 +150,7 @@ func intField(lo, hi int64, set func(*Request, int64)) field {
 		hi = math.MaxInt64
 	}
 	return field{read: func(p *parser, name string, v []byte) error {
-		n, err := readInt(name, v, lo, hi)
+		n, err := ReadInt(name, v, lo, hi)
 		if err == nil && set != nil {
 			set(p.r, n)
 		}
@@ -154,13 +158,13 @@ func intField(lo, hi int64, set func(*Request, int64)) field {
 	}}
 }
 
-func readInt(name string, v []byte, lo, hi int64) (int64, error) {
-	if kindOf(v) != kNumber || bytes.ContainsAny(v, ".eE") {
-		return 0, typeError(name, "an integer")
+func ReadInt(name string, v []byte, lo, hi int64) (int64, error) {
+	if KindOf(v) != KindNumber || bytes.ContainsAny(v, ".eE") {
+		return 0, TypeError(name, "an integer")
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, rangeError(name, intRange(lo, hi))
+		return 0, RangeError(name, intRange(lo, hi))
 	}
 	return n, nil
 }
@@ -178,12 +182,12 @@ func intRange(lo, hi int64) string {
 // floatField is a number member in [lo, hi].
 func floatField(lo, hi float64, set func(*Request, *float64)) field {
 	return field{read: func(p *parser, name string, v []byte) error {
-		if kindOf(v) != kNumber {
-			return typeError(name, "a number")
+		if KindOf(v) != KindNumber {
+			return TypeError(name, "a number")
 		}
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || f < lo || f > hi {
-			return rangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
+			return RangeError(name, fmt.Sprintf("a number from %g to %g", lo, hi))
 		}
 		if set != nil {
 			set(p.r, &f)
@@ -196,15 +200,15 @@ func floatField(lo, hi float64, set func(*Request, *float64)) field {
 	}}
 }
 
-// typeError says that a value has the wrong JSON type; param is the
+// TypeError says that a value has the wrong JSON type; param is the
 // value's path in the body, such as messages[0].content.
-func typeError(param, want string) *Error {
+func TypeError(param, want string) *Error {
 	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_type", Param: param,
 		Message: param + " must be " + want}
 }
 
-// rangeError says that a value is outside its bounds.
-func rangeError(param, want string) *Error {
+// RangeError says that a value is outside its bounds.
+func RangeError(param, want string) *Error {
 	return &Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: param,
 		Message: param + " must be " + want}
 }

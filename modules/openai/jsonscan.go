@@ -5,12 +5,12 @@ import (
 	"unicode/utf8"
 )
 
-// checkJSON checks that body is one JSON value whose strings are UTF-8, in
+// CheckJSON checks that body is one JSON value whose strings are UTF-8, in
 // one pass over its bytes: what json.Valid checks, and the encoding it
 // lets through (encoding/json accepts invalid UTF-8 in strings and turns
 // it into U+FFFD when it decodes, so an engine would read other text than
 // a guardrail checked). Its error says what is wrong and at which byte.
-func checkJSON(body []byte) error {
+func CheckJSON(body []byte) error {
 	off, problem := scanJSON(body)
 	switch {
 	case problem == "":
@@ -32,7 +32,7 @@ const maxDepth = 10000
 func scanJSON(b []byte) (int, string) {
 	var buf [64]byte
 	stack := buf[:0] // the open containers: '{' or '['
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	for {
 		// A value starts at i.
 		if i >= len(b) {
@@ -43,7 +43,7 @@ func scanJSON(b []byte) (int, string) {
 			if len(stack) == maxDepth {
 				return i, "nested too deeply"
 			}
-			j := skipSpace(b, i+1)
+			j := SkipSpace(b, i+1)
 			if j < len(b) && (c == '{' && b[j] == '}' || c == '[' && b[j] == ']') {
 				i = j + 1
 				break // an empty container is a whole value
@@ -91,7 +91,7 @@ func scanScalar(b []byte, i int) (int, string) {
 // or the end of the input.
 func afterValue(b []byte, i int, stack []byte) (int, []byte, bool, string) {
 	for {
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if len(stack) == 0 {
 			if i < len(b) {
 				return i, stack, false, fmt.Sprintf("invalid character %s after the top-level value", quoteByte(b[i]))
@@ -104,7 +104,7 @@ func afterValue(b []byte, i int, stack []byte) (int, []byte, bool, string) {
 		top := stack[len(stack)-1]
 		switch c := b[i]; {
 		case c == ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			if top == '{' {
 				var problem string
 				i, problem = scanKey(b, i)
@@ -134,14 +134,14 @@ func scanKey(b []byte, i int) (int, string) {
 	if problem != "" {
 		return i, problem
 	}
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
 		if i >= len(b) {
 			return i, "unexpected end of input, looking for ':'"
 		}
 		return i, fmt.Sprintf("invalid character %s after a member name, looking for ':'", quoteByte(b[i]))
 	}
-	return skipSpace(b, i+1), ""
+	return SkipSpace(b, i+1), ""
 }
 
 // plain marks the bytes a string holds as they are: printable ASCII other
@@ -271,4 +271,50 @@ func quoteByte(c byte) string {
 		return fmt.Sprintf("%q", c)
 	}
 	return fmt.Sprintf("0x%02x", c)
+}
+
+// ObjectScan finds where the JSON object at the start of a body ends,
+// across the pieces it arrives in.
+type ObjectScan struct {
+	started, inString, escaped bool
+	depth                      int
+}
+
+const NotObject = -2
+
+// Feed scans b[from:] and returns the end of the object (the index after
+// its closing brace), -1 while it is open, or NotObject.
+func (s *ObjectScan) Feed(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case !s.started:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			case '{':
+				s.started, s.depth = true, 1
+				continue
+			}
+			return NotObject
+		case s.escaped:
+			s.escaped = false
+		case s.inString:
+			switch c {
+			case '\\':
+				s.escaped = true
+			case '"':
+				s.inString = false
+			}
+		case c == '"':
+			s.inString = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }

@@ -7,12 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// checkJSON accepts what json.Valid accepts, less strings that are not
+// CheckJSON accepts what json.Valid accepts, less strings that are not
 // UTF-8.
 func TestCheckJSON(t *testing.T) {
 	for _, s := range jsonSamples {
 		want := json.Valid([]byte(s)) && utf8.ValidString(s)
-		if got := checkJSON([]byte(s)) == nil; got != want {
+		if got := CheckJSON([]byte(s)) == nil; got != want {
 			t.Errorf("%q: got valid %v, want %v", s, got, want)
 		}
 	}
@@ -34,7 +34,7 @@ func FuzzCheckJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want := json.Valid([]byte(s)) && utf8.ValidString(s)
-		if got := checkJSON([]byte(s)) == nil; got != want {
+		if got := CheckJSON([]byte(s)) == nil; got != want {
 			t.Errorf("%q: got valid %v, want %v", s, got, want)
 		}
 	})
@@ -54,14 +54,6 @@ func TestParseInvalidUTF8(t *testing.T) {
 			t.Errorf("%s: got %v", tc.endpoint, err)
 		}
 	}
-	for _, parse := range []func([]byte) error{
-		func(b []byte) error { _, err := parseMessages(nil, b, false); return err },
-	} {
-		err := parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"` + "\xe9t\xe9" + `"}]}`))
-		if e, ok := err.(*Error); !ok || e.Code != "invalid_utf8" {
-			t.Errorf("messages: got %v", err)
-		}
-	}
 }
 
 // The check against json.Valid with a UTF-8 pass after it, on a 10 MB
@@ -71,7 +63,7 @@ func BenchmarkCheckJSON(b *testing.B) {
 	b.Run("checkJSON", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if checkJSON(body) != nil {
+			if CheckJSON(body) != nil {
 				b.Fatal("refused")
 			}
 		}

@@ -5,15 +5,15 @@ import (
 	"strings"
 )
 
-// checkMediaURL checks the URL of an image (or other media) a request
+// CheckMediaURL checks the URL of an image (or other media) a request
 // gives, raw as a JSON string: only http, https and data URLs pass. An
 // engine fetches what it is given, and some read file: URLs (vLLM with
 // --allowed-local-media-path, llama.cpp's server reading local paths), so
 // another scheme would let a client read files on the engine's machine.
-func checkMediaURL(at string, raw []byte) error {
+func CheckMediaURL(at string, raw []byte) error {
 	u := raw
 	if len(u) >= 2 && u[0] == '"' {
-		u = unquote(u)
+		u = Unquote(u)
 	}
 	u = bytes.TrimLeft(u, " \t\r\n\f\v\x00")
 	scheme, _, found := bytes.Cut(u, []byte{':'})

@@ -1,6 +1,3 @@
-// Package openai holds the OpenAI wire shapes the llm_* handlers share: the
-// request parsed once per HTTP request, OpenAI-shaped errors, usage, and
-// the SSE framing of streamed answers. It is not a Caddy module.
 package openai
 
 import (
@@ -77,31 +74,31 @@ type Request struct {
 }
 
 // Parse reads and checks body for an endpoint: one pass checks that it is
-// JSON with UTF-8 strings (checkJSON, as fast as json.Valid), and one over
+// JSON with UTF-8 strings (CheckJSON, as fast as json.Valid), and one over
 // its members checks that the members it knows have their types and
 // bounds (see fields.go); others pass through unchecked. Errors name the member's path in param,
 // such as messages[0].content.
 func Parse(endpoint string, body []byte) (*Request, error) {
-	if err := checkJSON(body); err != nil {
+	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
-	if b := body[skipSpace(body, 0)]; b != '{' {
+	if b := body[SkipSpace(body, 0)]; b != '{' {
 		return nil, BadRequest("invalid_json", "the request body must be a JSON object")
 	}
-	return parseValid(endpoint, body)
+	return ParseValid(endpoint, body)
 }
 
-// parseValid is Parse of a body known to be a valid JSON object: a
+// ParseValid is Parse of a body known to be a valid JSON object: a
 // translation's chat request, built from pieces of a checked body.
-func parseValid(endpoint string, body []byte) (*Request, error) {
+func ParseValid(endpoint string, body []byte) (*Request, error) {
 	p := &parser{r: &Request{Endpoint: endpoint, Raw: body}}
 	known := fields[endpoint]
-	err := eachMember(body, func(key, v []byte) error {
+	err := EachMember(body, func(key, v []byte) error {
 		f, ok := known[string(key)]
 		switch {
 		case !ok:
 			return nil
-		case kindOf(v) == kNull:
+		case KindOf(v) == KindNull:
 			if f.unset != nil {
 				f.unset(p)
 			}
@@ -177,30 +174,39 @@ func (r *Request) Changed() bool { return r.body != nil }
 // Set replaces one top-level field with a JSON value (or adds it),
 // splicing the bytes: the rest of the body is not re-encoded.
 func (r *Request) Set(field string, value json.RawMessage) error {
-	base := r.base()
-	start, end, err := memberSpan(base, field)
+	b, err := SetMember(r.base(), field, value)
 	if err != nil {
 		return err
 	}
+	r.body = b
+	return nil
+}
+
+// SetMember returns the JSON object obj with its top-level member key set
+// to the JSON value value (added when absent), splicing the bytes: the
+// rest of obj is not re-encoded. obj itself is not changed.
+func SetMember(obj []byte, key string, value []byte) ([]byte, error) {
+	start, end, err := memberSpan(obj, key)
+	if err != nil {
+		return nil, err
+	}
 	if start < 0 { // absent: add it after '{'
-		i := bytes.IndexByte(base, '{')
-		key, _ := json.Marshal(field)
-		out := make([]byte, 0, len(base)+len(key)+len(value)+2)
-		out = append(out, base[:i+1]...)
-		out = append(out, key...)
+		i := bytes.IndexByte(obj, '{')
+		k, _ := json.Marshal(key)
+		out := make([]byte, 0, len(obj)+len(k)+len(value)+2)
+		out = append(out, obj[:i+1]...)
+		out = append(out, k...)
 		out = append(out, ':')
 		out = append(out, value...)
-		if rest := bytes.TrimSpace(base[i+1:]); len(rest) > 0 && rest[0] != '}' {
+		if rest := bytes.TrimSpace(obj[i+1:]); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
 		}
-		r.body = append(out, base[i+1:]...)
-		return nil
+		return append(out, obj[i+1:]...), nil
 	}
-	out := make([]byte, 0, len(base)-(end-start)+len(value))
-	out = append(out, base[:start]...)
+	out := make([]byte, 0, len(obj)-(end-start)+len(value))
+	out = append(out, obj[:start]...)
 	out = append(out, value...)
-	r.body = append(out, base[end:]...)
-	return nil
+	return append(out, obj[end:]...), nil
 }
 
 func (r *Request) base() []byte {
@@ -257,16 +263,16 @@ var errNotObject = errors.New("request body is not a JSON object")
 // memberSpan finds a top-level member's value in a JSON object: its
 // bytes [start, end), or start -1 when the object has no such member.
 func memberSpan(b []byte, key string) (int, int, error) {
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return 0, 0, errNotObject
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
 			return 0, 0, errNotObject
 		}
-		kend := skipValue(b, i)
+		kend := SkipValue(b, i)
 		if kend < 0 {
 			return 0, 0, errNotObject
 		}
@@ -274,35 +280,35 @@ func memberSpan(b []byte, key string) (int, int, error) {
 		if err := json.Unmarshal(b[i:kend], &k); err != nil {
 			return 0, 0, errNotObject
 		}
-		i = skipSpace(b, kend)
+		i = SkipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return 0, 0, errNotObject
 		}
-		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
+		i = SkipSpace(b, i+1)
+		vend := SkipValue(b, i)
 		if vend < 0 {
 			return 0, 0, errNotObject
 		}
 		if k == key {
 			return i, vend, nil
 		}
-		i = skipSpace(b, vend)
+		i = SkipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 	}
 	return -1, -1, nil
 }
 
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
 	return i
 }
 
-// skipValue returns the end of the JSON value at b[i], or -1.
-func skipValue(b []byte, i int) int {
+// SkipValue returns the end of the JSON value at b[i], or -1.
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -336,7 +342,7 @@ func skipValue(b []byte, i int) int {
 					return j + 1
 				}
 			case '"':
-				e := skipValue(b, j)
+				e := SkipValue(b, j)
 				if e < 0 {
 					return -1
 				}

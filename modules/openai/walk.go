@@ -13,74 +13,74 @@ var errNotArray = errors.New("not a JSON array")
 // decoding values or copying them, so that a request is read in one pass
 // and its large fields stay slices of the body.
 
-// eachMember calls fn with each member's key (unquoted) and value (its
+// EachMember calls fn with each member's key (unquoted) and value (its
 // bytes) of the JSON object obj, in order, and stops at fn's error.
-func eachMember(obj []byte, fn func(key, val []byte) error) error {
-	i := skipSpace(obj, 0)
+func EachMember(obj []byte, fn func(key, val []byte) error) error {
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errNotObject
 	}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
-		kend := skipValue(obj, i)
+		kend := SkipValue(obj, i)
 		if kend < 0 {
 			return errNotObject
 		}
-		key := unquoteKey(obj[i:kend])
-		i = skipSpace(obj, kend)
+		key := UnquoteKey(obj[i:kend])
+		i = SkipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return errNotObject
 		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
+		i = SkipSpace(obj, i+1)
+		vend := SkipValue(obj, i)
 		if vend < 0 {
 			return errNotObject
 		}
 		if err := fn(key, obj[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(obj, vend)
+		i = SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 		}
 	}
 	return nil
 }
 
-// eachElement calls fn with the index and bytes of each element of the
+// EachElement calls fn with the index and bytes of each element of the
 // JSON array arr, and stops at fn's error.
-func eachElement(arr []byte, fn func(i int, val []byte) error) error {
-	i := skipSpace(arr, 0)
+func EachElement(arr []byte, fn func(i int, val []byte) error) error {
+	i := SkipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return errNotArray
 	}
-	i = skipSpace(arr, i+1)
+	i = SkipSpace(arr, i+1)
 	for n := 0; i < len(arr) && arr[i] != ']'; n++ {
-		end := skipValue(arr, i)
+		end := SkipValue(arr, i)
 		if end < 0 {
 			return errNotArray
 		}
 		if err := fn(n, arr[i:end]); err != nil {
 			return err
 		}
-		i = skipSpace(arr, end)
+		i = SkipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
+			i = SkipSpace(arr, i+1)
 		}
 	}
 	return nil
 }
 
-// countElements returns the number of elements of the JSON array arr.
-func countElements(arr []byte) int {
+// CountElements returns the number of elements of the JSON array arr.
+func CountElements(arr []byte) int {
 	n := 0
-	_ = eachElement(arr, func(int, []byte) error { n++; return nil })
+	_ = EachElement(arr, func(int, []byte) error { n++; return nil })
 	return n
 }
 
-// unquoteKey returns a member's key without its quotes, decoding escapes
+// UnquoteKey returns a member's key without its quotes, decoding escapes
 // only when there are some.
-func unquoteKey(q []byte) []byte {
+func UnquoteKey(q []byte) []byte {
 	if len(q) < 2 {
 		return nil
 	}
@@ -95,33 +95,84 @@ func unquoteKey(q []byte) []byte {
 	return []byte(s)
 }
 
-// kind names a JSON value's type by its first byte.
-type kind byte
+// Kind names a JSON value's type by its first byte.
+type Kind byte
 
 const (
-	kNull kind = iota
-	kString
-	kNumber
-	kBool
-	kObject
-	kArray
+	KindNull Kind = iota
+	KindString
+	KindNumber
+	KindBool
+	KindObject
+	KindArray
 )
 
-func kindOf(v []byte) kind {
+func KindOf(v []byte) Kind {
 	if len(v) == 0 {
-		return kNull
+		return KindNull
 	}
 	switch v[0] {
 	case '"':
-		return kString
+		return KindString
 	case '{':
-		return kObject
+		return KindObject
 	case '[':
-		return kArray
+		return KindArray
 	case 't', 'f':
-		return kBool
+		return KindBool
 	case 'n':
-		return kNull
+		return KindNull
 	}
-	return kNumber
+	return KindNumber
+}
+
+// MemberOf returns the value of obj's member key, or nil.
+func MemberOf(obj []byte, key string) []byte {
+	var out []byte
+	_ = EachMember(obj, func(k, v []byte) error {
+		if string(k) == key {
+			out = v
+			return errFound
+		}
+		return nil
+	})
+	return out
+}
+
+// Unquote decodes a raw JSON string (the walkers' slices of valid JSON).
+func Unquote(raw []byte) []byte {
+	if len(raw) < 2 {
+		return nil
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return []byte(s)
+}
+
+// errFound stops a walk once MemberOf has found its member.
+var errFound = errors.New("found")
+
+// StringValue returns a JSON string's value ("" for anything else).
+func StringValue(v []byte) string {
+	if KindOf(v) != KindString {
+		return ""
+	}
+	return string(UnquoteKey(v))
+}
+
+// Compact returns v without line breaks (it is echoed in SSE data lines,
+// where a line break would end the line).
+func Compact(v []byte) []byte {
+	if bytes.IndexAny(v, "\r\n") < 0 {
+		return v
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return v
+	}
+	return buf.Bytes()
 }

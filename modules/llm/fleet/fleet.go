@@ -1,0 +1,1520 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/mirror"
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/weights"
+	"github.com/llmgw/llmgw/plugins/engine"
+	"github.com/llmgw/llmgw/plugins/host"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// adapterSelector keeps to the replicas that loaded an adapter; with none
+// (a replica started before the adapter was declared), the request waits
+// for one that has.
+type AdapterSelector struct {
+	sel  Selector
+	name string
+}
+
+// Select implements Selector.
+func (s AdapterSelector) Select(ready []*Replica) *Replica {
+	with := make([]*Replica, 0, len(ready))
+	for _, r := range ready {
+		if _, ok := r.Adapters[s.name]; ok {
+			with = append(with, r)
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	return s.sel.Select(with)
+}
+
+// AdapterMembers returns the request body members that apply the adapter
+// name on r (a JSON object), or nil when name is no adapter r loaded or
+// none are needed.
+func (r *Replica) AdapterMembers(name string) []byte {
+	m := r.Adapters[name]
+	if m == "" || m == "{}" {
+		return nil
+	}
+	return []byte(m)
+}
+
+// SetMembers sets the members of the JSON object members in the JSON
+// object body.
+func SetMembers(body, members []byte) ([]byte, error) {
+	var b, m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(members, &m); err != nil {
+		return nil, fmt.Errorf("an adapter's request members: %w", err)
+	}
+	for k, v := range m {
+		b[k] = v
+	}
+	return json.Marshal(b)
+}
+
+// fetchAdapters brings the model's adapters to the node: mirror sources
+// fetched to the node cache and verified, local paths made absolute. It
+// returns the adapters for the replica's spec and a release for when the
+// replica stops.
+func (f *Fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), error) {
+	m := f.Model()
+	if len(m.Adapters) == 0 {
+		return nil, func() {}, nil
+	}
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	out := make([]engine.Adapter, 0, len(m.Adapters))
+	for _, a := range m.Adapters {
+		path := a.Source
+		if weights.ViaMirror(a.Source) {
+			mr := f.opts.Node.Mirror()
+			if mr == nil {
+				release()
+				return nil, nil, fmt.Errorf("model %q: adapter %q: source %s needs the mirror; configure it with a mirror block in the llm app", m.Name, a.Name, mirror.RedactURL(a.Source))
+			}
+			fe, p, err := weights.ResolveSource(ctx, mr, &catalog.Model{Name: a.Name, Source: a.Source}, f.logger)
+			if err != nil {
+				release()
+				return nil, nil, fmt.Errorf("model %q: adapter %q: %w", m.Name, a.Name, err)
+			}
+			releases = append(releases, fe.Release)
+			path = p
+		} else if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		out = append(out, engine.Adapter{Name: a.Name, Path: path, Scale: a.Scale})
+	}
+	return out, release, nil
+}
+
+// supervisor returns the engine plugin run that supervises r. Engine
+// servers outlive their plugin, so after a plugin restart the new run is
+// handed r first (engine.Adopt); from then on it answers Status and Stop
+// for r as for its own replicas. The error is host.ErrPluginDown while the
+// plugin is restarting, or why the new run could not take r.
+func (f *Fleet) supervisor(r *Replica) (engine.Engine, error) {
+	eng, epoch, err := f.plugin.Engine()
+	if err != nil || epoch == r.epoch.Load() {
+		return eng, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := make(map[string]string, len(r.Header))
+	for k := range r.Header {
+		h[k] = strings.Join(r.Header[k], "\n")
+	}
+	err = engine.Adopt(ctx, eng, engine.Replica{ID: r.ID, BaseURL: r.BaseURL, PID: r.PID, Headers: h,
+		UpstreamModel: r.UpstreamModel, HealthURL: r.healthURL, Adapters: r.Adapters})
+	if err != nil {
+		return nil, err
+	}
+	r.epoch.Store(epoch)
+	f.logger.Info("replica adopted by the restarted engine plugin", zap.String("replica", r.ID), zap.Int64("pid", r.PID))
+	return eng, nil
+}
+
+// stopOrphan stops a local replica whose plugin cannot (it is down, or
+// could not adopt it): SIGTERM to the server's process group, then SIGKILL
+// after grace. A process that no longer leads its own group is not the
+// server any more (its id was reused) and is left alone.
+func stopOrphan(r *Replica, grace time.Duration) {
+	pid := int(r.PID)
+	if pid <= 0 {
+		return
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// hold takes a ready replica of the fleet that match selects, counting a
+// request in flight on it until the returned release.
+func (f *Fleet) Hold(match func(*Replica) bool) (*Replica, func(), bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.replicas {
+		if match(r) && r.State() == ReplicaReady {
+			r.inflight.Add(1)
+			r.lastUsed.Store(now().UnixNano())
+			f.lastUsed = now()
+			return r, func() { f.Release(r) }, true
+		}
+	}
+	return nil, nil, false
+}
+
+// State is a replica's state as the fleet sees it; its JSON and its
+// metrics label are the string.
+type State string
+
+// Replica states as the fleet sees them.
+const (
+	ReplicaStarting State = "starting"
+	ReplicaReady    State = "ready"
+	ReplicaDraining State = "draining"
+)
+
+// Replica is one running engine server of a model.
+type Replica struct {
+	ID            string
+	Model         string
+	BaseURL       string
+	Header        http.Header
+	UpstreamModel string
+	// Adapters are the adapters the replica loaded, each with the request
+	// body members that apply it (see engine.Replica.Adapters).
+	Adapters map[string]string
+	PID      int64
+	CPUs     []int // the cores it is pinned to, if any
+	GPUs     []int // the GPU devices it holds, if any (gpus.go)
+	Started  time.Time
+	// Node is the cluster node the replica runs on; empty outside a
+	// cluster.
+	Node string
+
+	// Transport is how to reach BaseURL when it is not a loopback engine:
+	// a remote node's llmgw; nil means the caller's default.
+	Transport http.RoundTripper
+
+	// epoch is the run of the engine plugin that supervises the replica;
+	// after a plugin restart the next run adopts it (see adopt).
+	epoch     atomic.Uint64
+	healthURL string
+	state     atomic.Value // State
+	inflight  atomic.Int64
+	lastUsed  atomic.Int64 // unix nanos
+	// suspect (unix nanos) is until when a replica a request could not
+	// reach is passed over while others are ready, until the supervisor
+	// has checked it.
+	suspect atomic.Int64
+	// key is the alternative of the replica's keys in use (see SetHeaders).
+	key atomic.Int32
+	// idle is signalled when a draining replica's last request ends.
+	idle chan struct{}
+	// release gives back the weights the replica holds in the node cache.
+	release func()
+}
+
+// UpstreamURL joins a replica's base URL and an endpoint's path, keeping
+// a query the base carries (Azure OpenAI's api-version) after the path.
+func UpstreamURL(base, path string) string {
+	if i := strings.IndexByte(base, '?'); i >= 0 {
+		return base[:i] + "/" + path + base[i:]
+	}
+	return base + "/" + path
+}
+
+// SetHeaders adds the replica's headers to a request's. A header with
+// several values (an outside provider's keys) sends one of them: the one
+// in use, until a request with it is refused (see NextKey). It returns
+// which one was sent.
+func (r *Replica) SetHeaders(dst http.Header) int {
+	key := int(r.key.Load())
+	for k, v := range r.Header {
+		if len(v) > 1 {
+			i := key % len(v)
+			dst[k] = v[i : i+1]
+			continue
+		}
+		dst[k] = v
+	}
+	return key
+}
+
+// Keys is how many alternative keys the replica has (1 when it has one,
+// or none).
+func (r *Replica) Keys() int {
+	n := 1
+	for _, v := range r.Header {
+		n = max(n, len(v))
+	}
+	return n
+}
+
+// NextKey moves on from key, the one a provider refused (401 or 429), to
+// the next; a request that already moved on is not moved again.
+func (r *Replica) NextKey(key int) {
+	r.key.CompareAndSwap(int32(key), int32(key+1)%int32(r.Keys()))
+}
+
+// Inflight is the number of requests the replica is serving.
+func (r *Replica) Inflight() int64 { return r.inflight.Load() }
+
+// NewStandaloneReplica returns a ready replica that belongs to no fleet:
+// for exercising a policy (its tests and benchmarks) without engines.
+func NewStandaloneReplica(id, model string) *Replica {
+	r := &Replica{ID: id, Model: model}
+	r.state.Store(ReplicaReady)
+	return r
+}
+
+// Hold counts a request in flight on a standalone replica until the
+// returned func is called (a fleet counts its own).
+func (r *Replica) Hold() (release func()) {
+	r.inflight.Add(1)
+	return func() { r.inflight.Add(-1) }
+}
+
+// SetState sets a standalone replica's state (ReplicaReady, or "stopped").
+func (r *Replica) SetState(s State) { r.state.Store(s) }
+
+// State is the replica's state.
+func (r *Replica) State() State { s, _ := r.state.Load().(State); return s }
+
+// fleet runs the replicas of one model. It lives in a UsagePool, keyed by
+// the model's config, so reloads that leave the model alone keep it.
+type Fleet struct {
+	// model is the catalog entry; runtime changes (scale, settings) store
+	// a changed copy, so readers need no lock.
+	model  atomic.Pointer[catalog.Model]
+	plugin *host.Plugin
+	logger *zap.Logger
+	opts   Options
+
+	mu        sync.Mutex
+	replicas  []*Replica
+	starting  int
+	waiting   int
+	changed   chan struct{} // closed and replaced on every change
+	lastErr   error
+	backoff   time.Duration
+	retryAt   time.Time
+	lastUsed  time.Time
+	created   time.Time
+	stopped   bool   // by an administrator
+	waitFor   string // why no replica can start now: the node is full
+	startOnce sync.Once
+	retiring  sync.WaitGroup // replicas draining, until each is stopped
+	// rekeyed counts the keys of the fleet pool the fleet was moved from
+	// by a live change (live.go): their Destruct leaves it running.
+	rekeyed atomic.Int32
+	rolling sync.Mutex // one rolling replacement at a time (live.go)
+
+	// In a cluster the node runs what the cluster's plan gives it, and
+	// requests also go to the ready replicas of other nodes.
+	clustered bool
+	node      string     // this node's name
+	assigned  int        // replicas the plan puts on this node
+	remote    []*Replica // ready replicas on other nodes
+	planWhy   string     // why the plan could not place them all
+	announce  func()     // tells the cluster at once that a replica is ready (cluster_push.go)
+	wantMore  bool       // a request found every replica busy, or none
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+}
+
+type Options struct {
+	StartTimeout time.Duration // bound on one replica start
+	HoldTimeout  time.Duration // how long a request waits for a replica
+	MaxWaiting   int
+	StopGrace    time.Duration
+	Interval     time.Duration // supervision tick
+	DrainTimeout time.Duration // bound on a retired replica's last requests
+	// clustered fleets run only what the cluster's plan gives this node.
+	Clustered bool
+	// unavailable says why this node cannot run the model (its engine
+	// plugin did not load here); other nodes of the cluster run it.
+	Unavailable error
+	// node is what the process's fleets share (default: a node of the
+	// fleet's own).
+	Node *Node
+}
+
+func New(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o Options) *Fleet {
+	if o.Node == nil {
+		o.Node = NewNode()
+	}
+	f := &Fleet{plugin: p, opts: o, changed: make(chan struct{}),
+		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(), created: now(),
+		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	f.model.Store(m)
+	f.clustered = o.Clustered
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return f
+}
+
+// m is the fleet's model as it is now (place.Holder).
+func (f *Fleet) Model() *catalog.Model { return f.model.Load() }
+
+// run starts supervision once; later calls (from reloads) do nothing.
+func (f *Fleet) Run() {
+	f.startOnce.Do(func() { go f.supervise() })
+}
+
+// notify wakes waiters; f.mu must be held.
+func (f *Fleet) Notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// NoCapacityError says why no replica could take a request.
+type NoCapacityError struct {
+	Model      string
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *NoCapacityError) Error() string {
+	return fmt.Sprintf("model %q has no ready replica: %s", e.Model, e.Reason)
+}
+
+// acquire returns a ready replica chosen by sel, starting one if none runs,
+// and holding the caller (bounded) until one is ready. A request that
+// could not reach avoid (when set) is not sent to it again while the
+// supervisor has not cleared it: it waits for another replica instead,
+// such as the one replacing avoid. The caller must call release.
+func (f *Fleet) Acquire(ctx context.Context, sel Selector, avoid *Replica) (*Replica, error) {
+	var deadline <-chan time.Time
+	for {
+		f.mu.Lock()
+		f.lastUsed = now()
+		if r := f.pickLocked(sel, avoid); r != nil {
+			f.mu.Unlock()
+			return r, nil
+		}
+		if err := f.unavailableLocked(); err != nil {
+			f.mu.Unlock()
+			return nil, err
+		}
+		if deadline == nil {
+			waitStart := now()
+			defer func() { MetricQueueWait.WithLabelValues(f.Model().Name).Observe(now().Sub(waitStart).Seconds()) }()
+		}
+		if f.waiting >= f.opts.MaxWaiting {
+			f.mu.Unlock()
+			return nil, &NoCapacityError{Model: f.Model().Name, RetryAfter: time.Second,
+				Reason: fmt.Sprintf("%d requests are already waiting for it to start", f.waiting)}
+		}
+		f.waiting++
+		ch := f.changed
+		f.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(f.opts.HoldTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-deadline:
+			err = &NoCapacityError{Model: f.Model().Name, RetryAfter: 5 * time.Second,
+				Reason: fmt.Sprintf("no replica became ready within %s", f.opts.HoldTimeout)}
+		}
+		f.mu.Lock()
+		f.waiting--
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (f *Fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
+	if f.stopped {
+		return nil
+	}
+	ready := make([]*Replica, 0, len(f.replicas)+len(f.remote))
+	busy := true
+	target := int64(f.Model().Scaling.Target())
+	t := now().UnixNano()
+	var suspects []*Replica
+	for _, rs := range [2][]*Replica{f.replicas, f.remote} {
+		for _, r := range rs {
+			if r.State() == ReplicaReady {
+				if r.suspect.Load() > t {
+					if r != avoid {
+						suspects = append(suspects, r)
+					}
+					continue
+				}
+				ready = append(ready, r)
+				if r.inflight.Load() < target {
+					busy = false
+				}
+			}
+		}
+	}
+	switch {
+	case busy && f.clustered:
+		// The cluster's leader decides where another replica runs.
+		if !f.wantMore {
+			f.wantMore = true
+			f.opts.Node.wantMore()
+		}
+	case busy && len(f.replicas)+f.starting < f.Model().Scaling.MaxReplicas() && f.canStartLocked():
+		f.startLocked()
+	}
+	if len(ready) == 0 {
+		ready = suspects // better a suspect than nothing
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	r := sel.Select(ready)
+	if r == nil {
+		return nil // none fits (an adapter no ready replica loaded yet)
+	}
+	r.inflight.Add(1)
+	r.lastUsed.Store(now().UnixNano())
+	return r
+}
+
+// unavailableLocked returns an error when waiting makes no sense: the
+// model is failing to start and is backing off.
+func (f *Fleet) unavailableLocked() error {
+	if f.stopped {
+		return &NoCapacityError{Model: f.Model().Name, RetryAfter: time.Minute,
+			Reason: "an administrator stopped it (POST /llm/models/" + f.Model().Name + "/start, or llmgw ctl, starts it again)"}
+	}
+	if f.Model().Scaling.Kept() {
+		return &NoCapacityError{Model: f.Model().Name, RetryAfter: time.Minute, Reason: keptReason(f.Model().Name)}
+	}
+	if f.ctx.Err() != nil {
+		return &NoCapacityError{Model: f.Model().Name, Reason: "it is being removed", RetryAfter: time.Second}
+	}
+	if f.clustered && f.starting == 0 && len(f.replicas) == 0 && len(f.remote) == 0 {
+		if err := f.opts.Node.storeDown(); err != nil {
+			return &NoCapacityError{Model: f.Model().Name, RetryAfter: 5 * time.Second,
+				Reason: "no replica of it is known and none can be placed: " + err.Error()}
+		}
+		if f.planWhy != "" {
+			return &NoCapacityError{Model: f.Model().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
+		}
+	}
+	if !f.clustered && f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
+		return &NoCapacityError{Model: f.Model().Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}
+	}
+	if f.starting == 0 && f.lastErr != nil && now().Before(f.retryAt) {
+		wait := f.retryAt.Sub(now())
+		return &NoCapacityError{Model: f.Model().Name, RetryAfter: wait,
+			Reason: fmt.Sprintf("its last start failed (%v); retrying in %s", f.lastErr, wait.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+func (f *Fleet) Release(r *Replica) {
+	r.lastUsed.Store(now().UnixNano())
+	if r.inflight.Add(-1) == 0 && r.State() == ReplicaDraining {
+		select {
+		case r.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reportFailure tells the fleet a request could not reach r, so it checks
+// the replica (and its plugin) now rather than at the next tick.
+func (f *Fleet) ReportFailure(r *Replica) {
+	r.suspect.Store(now().Add(5 * time.Second).UnixNano())
+	if r.Transport != nil {
+		f.mu.Lock()
+		f.Notify() // those waiting for another replica look again
+		f.mu.Unlock()
+		return // another node's: its own node checks it
+	}
+	f.plugin.Check()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Fleet) canStartLocked() bool {
+	return !f.stopped && f.ctx.Err() == nil && (f.lastErr == nil || !now().Before(f.retryAt))
+}
+
+// setStopped stops (or starts again) a model by an administrator's word:
+// stopped, its replicas drain and requests get 503 saying so.
+func (f *Fleet) SetStopped(stopped bool) {
+	f.mu.Lock()
+	f.stopped = stopped
+	var rs []*Replica
+	if stopped {
+		rs, f.replicas = f.replicas, nil
+	}
+	f.Notify()
+	f.mu.Unlock()
+	for _, r := range rs {
+		f.retire(r, "its model was stopped by an administrator")
+	}
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// restart replaces one replica: it drains, and a new one starts.
+func (f *Fleet) Restart(id string) bool {
+	f.mu.Lock()
+	var victim *Replica
+	for _, r := range f.replicas {
+		if r.ID == id {
+			victim = r
+		}
+	}
+	if victim != nil && f.canStartLocked() {
+		f.startLocked()
+	}
+	f.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	f.retire(victim, "restarted by an administrator")
+	return true
+}
+
+// startLocked starts one replica in the background.
+// startLocked starts a replica if the node has room for it (stopping
+// replicas of lower classes to make some), and reports whether it did.
+func (f *Fleet) startLocked() bool {
+	p, victims, why := f.opts.Node.Ledger.Reserve(f)
+	if p == nil {
+		if f.waitFor != why {
+			f.waitFor = why
+			f.logger.Info("replica cannot start", zap.String("reason", why))
+			f.Notify()
+		}
+		return false
+	}
+	f.waitFor = ""
+	for _, v := range victims {
+		go v.Evict(f.Model().Name)
+	}
+	f.starting++
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			}
+		}()
+		if len(victims) > 0 && len(p.GPUs) > 0 { // gpus.go
+			f.opts.Node.Ledger.AwaitGPUs(f.ctx, p, f.opts.StopGrace+5*time.Second)
+		}
+		r, err := f.startReplica(p.CPUs, p.GPUs)
+		if err == nil {
+			f.opts.Node.Ledger.Bind(p, r)
+		} else {
+			f.opts.Node.Ledger.Release(p)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.starting--
+		if err != nil {
+			MetricStarts.WithLabelValues(f.Model().Name, "failed").Inc()
+			if f.ctx.Err() == nil {
+				f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
+				f.lastErr, f.retryAt = err, now().Add(f.backoff)
+				f.logger.Error("starting replica", zap.Error(err), zap.Duration("retry_in", f.backoff))
+			}
+			f.Notify()
+			return
+		}
+		if f.ctx.Err() != nil {
+			go f.stopReplica(r)
+			return
+		}
+		MetricStarts.WithLabelValues(f.Model().Name, "ok").Inc()
+		f.lastErr, f.backoff = nil, 0
+		f.replicas = append(f.replicas, r)
+		f.Notify()
+		if f.announce != nil {
+			f.announce()
+		}
+		f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID))
+	}()
+	return true
+}
+
+// evict stops a replica to make room for a model of a higher class.
+func (f *Fleet) evict(r *Replica, forModel string) {
+	f.drop(r, "stopped to make room for "+forModel+", a model of a higher class")
+}
+
+func (f *Fleet) startReplica(cpus, gpus []int) (*Replica, error) {
+	if f.opts.Unavailable != nil {
+		return nil, f.opts.Unavailable
+	}
+	eng, epoch, err := f.plugin.Engine()
+	if err != nil {
+		return nil, err
+	}
+	id := f.Model().Name + "-" + RandID()
+	// Weights from the mirror may take long to arrive: that is not part
+	// of the start timeout.
+	source, release, err := f.fetchWeights(f.ctx)
+	if err != nil {
+		return nil, err
+	}
+	adapters, releaseAdapters, err := f.fetchAdapters(f.ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	release = func(weights func()) func() { return func() { weights(); releaseAdapters() } }(release)
+	ctx, cancel := context.WithTimeout(f.ctx, f.opts.StartTimeout)
+	defer cancel()
+	rep, err := eng.Start(ctx, engine.ReplicaSpec{
+		Model: f.Model().Name, ReplicaID: id, Source: source, Args: f.Model().Args,
+		Options: f.Model().EngineOptions(), ContextLength: f.Model().ContextLength,
+		Concurrency: int64(f.Model().Scaling.Target()),
+		Memory:      f.Model().Needs().Memory, Cores: f.Model().Needs().Cores, GPUs: f.Model().Needs().GPUs,
+		CPUs: cpus, Adapters: adapters, GPUDevices: gpus,
+	})
+	if err != nil {
+		release()
+		f.plugin.Check()
+		return nil, err
+	}
+	r := &Replica{ID: rep.ID, Model: f.Model().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus, GPUs: gpus,
+		UpstreamModel: rep.UpstreamModel, Adapters: rep.Adapters, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
+		idle: make(chan struct{}, 1), release: release}
+	r.epoch.Store(epoch)
+	for k, v := range rep.Headers {
+		// Several values, one per line, are alternatives (an outside
+		// provider's keys): one is sent at a time (see SetHeaders).
+		r.Header[http.CanonicalHeaderKey(k)] = strings.Split(v, "\n")
+	}
+	r.state.Store(ReplicaReady)
+	r.lastUsed.Store(now().UnixNano())
+	return r, nil
+}
+
+// RandID is a short random id (hex).
+func RandID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (f *Fleet) stopReplica(r *Replica) {
+	defer f.opts.Node.Ledger.ReleaseReplica(r)
+	if r.release != nil {
+		defer r.release()
+	}
+	r.state.Store(ReplicaDraining)
+	eng, err := f.supervisor(r)
+	if err != nil {
+		f.logger.Warn("stopping replica without its engine plugin", zap.String("replica", r.ID), zap.Error(err))
+		stopOrphan(r, f.opts.StopGrace)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.StopGrace+5*time.Second)
+	defer cancel()
+	if err := eng.Stop(ctx, r.ID, f.opts.StopGrace); err != nil && !errors.Is(err, engine.ErrUnknownReplica) {
+		f.logger.Warn("stopping replica", zap.String("replica", r.ID), zap.Error(err))
+	}
+}
+
+// Destruct stops supervision. On a reload or a removal its replicas
+// drain in the background: they take no new request and stop when their
+// last one ends (or the drain timeout passes), so a reload that changes a
+// model cuts no stream. When the process exits, Caddy's servers have
+// already finished their requests, and the replicas are stopped at once.
+func (f *Fleet) Destruct() error {
+	if f.rekeyed.Add(-1) >= 0 {
+		return nil // a key it was moved from: it runs on under its new one
+	}
+	f.rekeyed.Add(1)
+	f.cancel()
+	f.mu.Lock()
+	started := f.done
+	rs := f.replicas
+	f.replicas = nil
+	f.Notify()
+	f.mu.Unlock()
+	f.startOnce.Do(func() { close(started) }) // never ran
+	<-started
+	if !caddy.Exiting() {
+		for _, r := range rs {
+			f.retire(r, "its model changed or was removed")
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.stopReplica(r) }()
+	}
+	wg.Wait()
+	f.logger.Info("model stopped", zap.Int("replicas", len(rs)))
+	return nil
+}
+
+// retire takes r out of service: it receives no new request, keeps
+// serving those it has, and is stopped when the last one ends or the
+// drain timeout passes. f.mu must not be held.
+func (f *Fleet) retire(r *Replica, reason string) {
+	f.mu.Lock()
+	f.removeLocked(r)
+	r.state.Store(ReplicaDraining)
+	f.opts.Node.draining.add(r)
+	f.Notify()
+	f.mu.Unlock()
+	f.logger.Info("replica draining", zap.String("replica", r.ID), zap.String("reason", reason),
+		zap.Int64("inflight", r.inflight.Load()), zap.Duration("drain_timeout", f.opts.DrainTimeout))
+	f.retiring.Add(1)
+	go func() {
+		defer f.retiring.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				f.logger.Error("replica drain panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			}
+		}()
+		timeout := time.NewTimer(f.opts.DrainTimeout)
+		defer timeout.Stop()
+	wait:
+		for r.inflight.Load() > 0 {
+			select {
+			case <-r.idle:
+			case <-timeout.C:
+				f.logger.Warn("drain timeout passed; stopping replica with requests in flight",
+					zap.String("replica", r.ID), zap.Int64("inflight", r.inflight.Load()))
+				break wait
+			}
+		}
+		f.stopReplica(r)
+		f.opts.Node.draining.remove(r)
+		f.logger.Info("replica drained and stopped", zap.String("replica", r.ID))
+	}()
+}
+
+// drainSet holds the replicas finishing their last requests, by model
+// name: a fleet replaced by a reload drains its replicas after it is gone,
+// and the model's new fleet still shows them.
+type drainSet struct {
+	mu      sync.Mutex
+	byModel map[string][]*Replica
+}
+
+func (d *drainSet) add(r *Replica) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.byModel[r.Model] = append(d.byModel[r.Model], r)
+}
+
+func (d *drainSet) remove(r *Replica) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rs := slices.DeleteFunc(slices.Clone(d.byModel[r.Model]), func(x *Replica) bool { return x == r })
+	if len(rs) == 0 {
+		delete(d.byModel, r.Model)
+		return
+	}
+	d.byModel[r.Model] = rs
+}
+
+func (d *drainSet) of(model string) []*Replica {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byModel[model]
+}
+
+// waitDrained waits until the replicas the fleet retired have stopped
+// (each within the drain timeout), or ctx ends.
+func (f *Fleet) WaitDrained(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { f.retiring.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// removeLocked takes r out of the serving set; f.mu must be held.
+func (f *Fleet) removeLocked(r *Replica) {
+	f.replicas = slices.DeleteFunc(slices.Clone(f.replicas), func(x *Replica) bool { return x == r })
+}
+
+// setCluster gives the fleet its share of the cluster's plan: n replicas
+// on this node, and the ready replicas of other nodes.
+func (f *Fleet) SetCluster(nodeName string, n int, remote []*Replica, why string, announce func()) {
+	f.mu.Lock()
+	changed := !f.clustered || f.assigned != n || f.planWhy != why || !slices.Equal(f.remote, remote)
+	f.clustered, f.node, f.assigned, f.remote, f.planWhy, f.announce = true, nodeName, n, remote, why, announce
+	if changed {
+		f.Notify()
+	}
+	f.mu.Unlock()
+	if changed {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// keptReason says why a model with max 0 does not run, and how to start it.
+func keptReason(model string) string {
+	return "it is kept in the catalog with max 0 and never started; scale it to start it (POST /llm/models/" + model +
+		"/scale with a max of 1 or more, or llmgw ctl model scale " + model + " --max 1; a model declared in the config file: raise its max there and reload)"
+}
+
+// trimToAssigned drains the replicas above what the cluster's plan puts
+// on this node, the least busy first.
+func (f *Fleet) trimToAssigned() {
+	f.mu.Lock()
+	n := f.assigned
+	f.mu.Unlock()
+	f.trimTo(n, "the cluster's plan moved it or scaled its model down")
+}
+
+// trimTo drains the replicas above n, the least busy first.
+func (f *Fleet) trimTo(n int, reason string) {
+	f.mu.Lock()
+	extra := len(f.replicas) - n
+	var victims []*Replica
+	if extra > 0 {
+		rs := slices.Clone(f.replicas)
+		slices.SortFunc(rs, func(a, b *Replica) int {
+			if d := a.inflight.Load() - b.inflight.Load(); d != 0 {
+				return int(d)
+			}
+			return int(a.lastUsed.Load() - b.lastUsed.Load())
+		})
+		victims = rs[:extra]
+	}
+	f.mu.Unlock()
+	for _, r := range victims {
+		f.retire(r, reason)
+	}
+}
+
+// Evict stops r, a replica of this fleet, for a replica of model by
+// (place.Holder).
+func (f *Fleet) Evict(r place.Running, by string) { f.evict(r.(*Replica), by) }
+
+// ReplicaID is the replica's id (place.Running).
+func (r *Replica) ReplicaID() string { return r.ID }
+
+// StartedAt is when the replica started (place.Running).
+func (r *Replica) StartedAt() time.Time { return r.Started }
+
+// Node is what the fleets of one process share across reloads: the
+// ledger of the node's resources, the replicas still draining, and the
+// hooks of the app that runs now. The app keeps it in a UsagePool.
+type Node struct {
+	Ledger   *place.Ledger
+	draining *drainSet
+	running  atomic.Pointer[Hooks]
+}
+
+// Hooks are what a fleet asks of the app that runs it now. Fleets outlive
+// a config, so each app that starts sets its own (Node.SetHooks).
+type Hooks struct {
+	// WantMore tells the cluster at once that a request found every
+	// replica busy, or none (nil on one node).
+	WantMore func()
+	// StoreDown says why the cluster's store cannot be reached (nil on
+	// one node).
+	StoreDown func() error
+	// Mirror is the running config's weights mirror (nil when none).
+	Mirror *mirror.Mirror
+}
+
+// NewNode returns an empty node: no placements, nothing draining.
+func NewNode() *Node {
+	return &Node{Ledger: &place.Ledger{}, draining: &drainSet{byModel: map[string][]*Replica{}}}
+}
+
+// SetHooks makes h the hooks of the app that runs now.
+func (n *Node) SetHooks(h *Hooks) { n.running.Store(h) }
+
+// Mirror is the running config's mirror, or nil.
+func (n *Node) Mirror() *mirror.Mirror {
+	if n == nil {
+		return nil
+	}
+	if h := n.running.Load(); h != nil {
+		return h.Mirror
+	}
+	return nil
+}
+
+// Draining are the replicas of model still finishing their requests.
+func (n *Node) Draining(model string) []*Replica { return n.draining.of(model) }
+
+func (n *Node) wantMore() {
+	if h := n.running.Load(); h != nil && h.WantMore != nil {
+		h.WantMore()
+	}
+}
+
+func (n *Node) storeDown() error {
+	if h := n.running.Load(); h != nil && h.StoreDown != nil {
+		return h.StoreDown()
+	}
+	return nil
+}
+
+// Destruct lets the pool drop the node; nothing runs in it.
+func (n *Node) Destruct() error { return nil }
+
+// Report is what a node's heartbeat says about one fleet.
+type Report struct {
+	// Replicas are the fleet's replicas on this node.
+	Replicas []llmapi.NodeReplica
+	// Used is true when the model was used since the fleet began; only
+	// then do Busy, LastUsed and Waiting count.
+	Used bool
+	// Busy while requests wait for a replica, and after a request found
+	// every replica at its target concurrency.
+	Busy     bool
+	LastUsed time.Time
+	Waiting  int
+	// Failing says why the node cannot start a replica now ("" when it
+	// can).
+	Failing string
+}
+
+// TakeReport describes the fleet for the heartbeat and forgets that a
+// request wanted more replicas (the heartbeat has said it).
+func (f *Fleet) TakeReport() Report {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var rp Report
+	for _, r := range f.replicas {
+		rp.Replicas = append(rp.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
+			State: string(r.State()), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
+	}
+	rp.Used = f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
+	rp.Busy, rp.LastUsed, rp.Waiting = f.wantMore || f.waiting > 0, f.lastUsed, f.waiting
+	f.wantMore = false
+	switch {
+	case f.opts.Unavailable != nil:
+		rp.Failing = f.opts.Unavailable.Error()
+	case f.lastErr != nil && now().Before(f.retryAt) && len(f.replicas) == 0:
+		rp.Failing = f.lastErr.Error()
+	case f.waitFor != "" && len(f.replicas) == 0:
+		rp.Failing = f.waitFor
+	}
+	return rp
+}
+
+// Stopped tells whether an administrator stopped the model.
+func (f *Fleet) Stopped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stopped
+}
+
+// ReplicaCount is how many replicas the fleet runs, starting ones aside.
+func (f *Fleet) ReplicaCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.replicas)
+}
+
+// Short tells whether the fleet runs and starts fewer than n replicas.
+func (f *Fleet) Short(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return n > len(f.replicas)+f.starting
+}
+
+// ReadyCount is how many of its replicas are ready.
+func (f *Fleet) ReadyCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.replicas {
+		if r.State() == ReplicaReady {
+			n++
+		}
+	}
+	return n
+}
+
+// LeastBusy is its ready replica with the fewest requests in flight, or
+// nil.
+func (f *Fleet) LeastBusy() *Replica {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var best *Replica
+	for _, r := range f.replicas {
+		if r.State() == ReplicaReady && (best == nil || r.inflight.Load() < best.inflight.Load()) {
+			best = r
+		}
+	}
+	return best
+}
+
+// SetModel replaces the fleet's model with a changed copy (its settings
+// or scaling) and has supervision look at it.
+func (f *Fleet) SetModel(m *catalog.Model) {
+	f.model.Store(m)
+}
+
+// roll replaces each replica the fleet has now with a new one started
+// from the fleet's model as it is now. The new one starts beside the old
+// when the node has room; the old one drains once the new one is ready.
+func (f *Fleet) Roll(ctx context.Context, reason string) (llmapi.Rollout, error) {
+	return f.RollWith(ctx, reason, true)
+}
+
+// rollInPlace replaces each of the fleet's replicas: the old one drains
+// first and a new one takes its place, so that the node keeps the count
+// the cluster's plan gives it.
+func (f *Fleet) RollInPlace(ctx context.Context, reason string) (llmapi.Rollout, error) {
+	return f.RollWith(ctx, reason, false)
+}
+
+// rollWith is roll, starting new replicas beside the old only when
+// beside is allowed (and the node has room).
+func (f *Fleet) RollWith(ctx context.Context, reason string, besideOK bool) (llmapi.Rollout, error) {
+	f.rolling.Lock()
+	defer f.rolling.Unlock()
+	f.mu.Lock()
+	old := slices.Clone(f.replicas)
+	f.mu.Unlock()
+	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
+	known := map[*Replica]bool{}
+	for _, r := range old {
+		known[r] = true
+	}
+	for _, o := range old {
+		f.mu.Lock()
+		beside := besideOK && f.canStartLocked() && f.startLocked()
+		f.mu.Unlock()
+		if !beside {
+			out.OneAtATime = true
+			f.retire(o, reason)
+			out.Replaced = append(out.Replaced, o.ID)
+			if err := f.startWhenRoom(ctx); err != nil {
+				return out, err
+			}
+		}
+		r, err := f.awaitNew(ctx, known)
+		if err != nil {
+			return out, err
+		}
+		known[r] = true
+		out.Started = append(out.Started, r.ID)
+		if beside {
+			f.retire(o, reason)
+			out.Replaced = append(out.Replaced, o.ID)
+		}
+	}
+	return out, nil
+}
+
+// startWhenRoom starts a replica as soon as the node has room (a drained
+// replica freed it), unless one is already starting.
+func (f *Fleet) startWhenRoom(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		if f.starting > 0 {
+			f.mu.Unlock()
+			return nil
+		}
+		if f.canStartLocked() && f.startLocked() {
+			f.mu.Unlock()
+			return nil
+		}
+		why := f.waitFor
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("model %q: no room for its new replica: %s", f.Model().Name, why)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// awaitNew waits for a ready replica not in known.
+func (f *Fleet) awaitNew(ctx context.Context, known map[*Replica]bool) (*Replica, error) {
+	for {
+		f.mu.Lock()
+		for _, r := range f.replicas {
+			if !known[r] && r.State() == ReplicaReady {
+				f.mu.Unlock()
+				return r, nil
+			}
+		}
+		if f.starting == 0 {
+			err := f.lastErr
+			f.mu.Unlock()
+			if err == nil {
+				err = fmt.Errorf("no new replica is starting")
+			}
+			return nil, fmt.Errorf("model %q: its new replica did not start: %w", f.Model().Name, err)
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("model %q: its new replica was not ready in time", f.Model().Name)
+		}
+	}
+}
+
+// fetchWeights brings a model's weights to the node cache when its source
+// goes through the mirror, and returns the local path to give the engine
+// and a release for when the replica stops. Other sources pass unchanged.
+func (f *Fleet) fetchWeights(ctx context.Context) (string, func(), error) {
+	src := f.Model().EngineSource()
+	formats := f.plugin.Info().Formats
+	loadsFiles := slices.Contains(formats, catalog.FormatGGUF) || slices.Contains(formats, catalog.FormatSafetensors)
+	viaMirror := weights.IsMirrorSource(src) || (loadsFiles && (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")))
+	if !viaMirror {
+		return src, func() {}, nil
+	}
+	mr := f.opts.Node.Mirror()
+	if mr == nil {
+		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.Model().Name, mirror.RedactURL(src))
+	}
+	fe, path, err := weights.ResolveSource(ctx, mr, f.Model(), f.logger)
+	if err != nil {
+		return "", nil, err
+	}
+	if loadsFiles && fe.Manifest.Format != "other" && !slices.Contains(formats, fe.Manifest.Format) {
+		fe.Release()
+		return "", nil, fmt.Errorf("model %q: engine %s cannot load %s weights (%s/%s); it loads %s", f.Model().Name, f.Model().Engine,
+			fe.Manifest.Format, fe.Manifest.Model, fe.Manifest.Version, strings.Join(formats, " or "))
+	}
+	return path, fe.Release, nil
+}
+
+// Selector chooses one of a model's ready replicas for a request. The
+// router's policies implement it.
+type Selector interface {
+	Select(ready []*Replica) *Replica
+}
+
+// LeastOutstanding picks the replica with the fewest requests in flight,
+// the first of them on a tie.
+type LeastOutstanding struct{}
+
+// Select implements Selector.
+func (LeastOutstanding) Select(ready []*Replica) *Replica {
+	best := ready[0]
+	for _, r := range ready[1:] {
+		if r.inflight.Load() < best.inflight.Load() {
+			best = r
+		}
+	}
+	return best
+}
+
+func (f *Fleet) Status() llmapi.ModelStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.Model()
+	s := llmapi.ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
+		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
+		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
+		Adapters: m.Adapters}
+	if s.Class == "" {
+		s.Class = catalog.ClassStandard
+	}
+	for _, r := range slices.Concat(f.replicas, f.opts.Node.Draining(m.Name)) {
+		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: f.node,
+			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
+	}
+	for _, r := range f.remote {
+		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: r.Node,
+			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
+	}
+	switch {
+	case f.stopped:
+		s.State, s.Reason = "stopped", "an administrator stopped it"
+	case m.Scaling.Kept():
+		s.State, s.Reason = "stopped", keptReason(m.Name)
+	case len(f.replicas) > 0 || len(f.remote) > 0:
+		s.State = "ready"
+		// Why it has fewer than it should (an owner's capacity, say).
+		if f.clustered && f.planWhy != "" {
+			s.Reason = f.planWhy
+		} else if !f.clustered && f.waitFor != "" && f.starting == 0 {
+			s.Reason = f.waitFor
+		}
+	case f.clustered && f.planWhy != "":
+		s.State, s.Reason = "waiting", f.planWhy
+	case f.waitFor != "" && f.starting == 0:
+		s.State, s.Reason = "waiting", f.waitFor
+	case f.starting > 0:
+		s.State, s.Reason = "starting", "a replica is starting"
+	case f.lastErr != nil:
+		s.State, s.Reason = "failed", "last start failed: "+f.lastErr.Error()
+	case m.Scaling.MinReplicas() == 0:
+		s.State, s.Reason = "idle", "starts on its first request"
+	default:
+		s.State, s.Reason = "stopped", "no replica is running"
+	}
+	return s
+}
+
+// supervise keeps the fleet at its scaling bounds: it replaces replicas
+// that died (or whose plugin restarted), starts the minimum, and stops
+// replicas above the minimum that have been idle for the idle timeout.
+func (f *Fleet) supervise() {
+	defer close(f.done)
+	defer func() {
+		if r := recover(); r != nil {
+			f.logger.Error("fleet supervisor panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	t := time.NewTicker(f.opts.Interval)
+	defer t.Stop()
+	for {
+		f.Tick()
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+	}
+}
+
+func (f *Fleet) Tick() {
+	f.mu.Lock()
+	rs := append([]*Replica(nil), f.replicas...)
+	f.mu.Unlock()
+	for _, r := range rs {
+		if reason := f.check(r); reason != "" {
+			f.drop(r, reason)
+		}
+	}
+	f.mu.Lock()
+	clustered, want := f.clustered, f.assigned
+	f.mu.Unlock()
+	if clustered {
+		f.trimToAssigned()
+	} else {
+		f.trimTo(f.Model().Scaling.MaxReplicas(), "its model was scaled down to max "+strconv.Itoa(f.Model().Scaling.MaxReplicas()))
+		f.scaleDown()
+		want = f.Model().Scaling.MinReplicas()
+	}
+	f.mu.Lock()
+	if clustered && f.waitFor != "" && len(f.replicas)+f.starting >= want {
+		// The plan no longer asks this node for a replica it had no room
+		// for (it moved the entry elsewhere): the reason is stale, and in
+		// the heartbeat it would keep the planner from placing the model
+		// here ever again.
+		f.waitFor = ""
+		f.Notify()
+	}
+	for len(f.replicas)+f.starting < want && f.canStartLocked() {
+		if !f.startLocked() {
+			break
+		}
+	}
+	f.mu.Unlock()
+}
+
+// check returns why r is no longer usable, or "". The plugin's word
+// (Status) comes first; when the plugin cannot give it (it is down, hung or
+// restarting) the replica is judged by itself, over HTTP, so a plugin's
+// trouble never takes down a replica that still serves.
+func (f *Fleet) check(r *Replica) string {
+	eng, err := f.supervisor(r)
+	switch {
+	case errors.Is(err, host.ErrPluginDown):
+		if f.Reachable(r) {
+			if r.suspect.Load() != 0 {
+				f.clearSuspect(r)
+			}
+			return ""
+		}
+		return "its engine plugin is down and the replica does not answer"
+	case err != nil:
+		return "its engine plugin restarted and could not take it over: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
+	defer cancel()
+	st, err := eng.Status(ctx, r.ID)
+	switch {
+	case f.ctx.Err() != nil:
+		return ""
+	case err != nil:
+		f.plugin.Check()
+		if f.Reachable(r) {
+			return ""
+		}
+		return "status: " + err.Error()
+	case st.State == engine.StateExited || st.State == engine.StateFailed:
+		if st.Message == "" {
+			return st.State
+		}
+		return st.Message
+	}
+	if r.suspect.Load() != 0 {
+		if !f.Reachable(r) {
+			return "it does not answer"
+		}
+		f.clearSuspect(r)
+	}
+	return ""
+}
+
+// clearSuspect lets requests use r again, and wakes those that were
+// waiting for a replica other than r.
+func (f *Fleet) clearSuspect(r *Replica) {
+	r.suspect.Store(0)
+	f.mu.Lock()
+	f.Notify()
+	f.mu.Unlock()
+}
+
+// probeClient checks replicas directly; its timeout bounds a hung server.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+// Reachable reports whether r's server answers: 200 from its health URL
+// when the engine gave one, else any answer below 500 to GET
+// <base>/models, with the replica's headers.
+func (f *Fleet) Reachable(r *Replica) bool {
+	url, ok := r.BaseURL+"/models", func(code int) bool { return code < http.StatusInternalServerError }
+	if r.healthURL != "" {
+		url, ok = r.healthURL, func(code int) bool { return code == http.StatusOK }
+	}
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+	resp, err := ClientFor(probeClient, r).Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return ok(resp.StatusCode)
+}
+
+func (f *Fleet) drop(r *Replica, reason string) {
+	f.mu.Lock()
+	f.removeLocked(r)
+	f.Notify()
+	f.mu.Unlock()
+	f.logger.Info("replica lost", zap.String("replica", r.ID), zap.String("reason", reason))
+	go f.stopReplica(r)
+}
+
+func (f *Fleet) scaleDown() {
+	idle := time.Duration(f.Model().Scaling.Idle())
+	f.mu.Lock()
+	var stop []*Replica
+	keep := f.replicas[:0:0]
+	n := len(f.replicas)
+	for _, r := range f.replicas {
+		last := time.Unix(0, r.lastUsed.Load())
+		if n > f.Model().Scaling.MinReplicas() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
+			stop = append(stop, r)
+			n--
+			continue
+		}
+		keep = append(keep, r)
+	}
+	f.replicas = keep
+	if len(stop) > 0 {
+		f.Notify()
+	}
+	f.mu.Unlock()
+	for _, r := range stop {
+		f.logger.Info("stopping idle replica", zap.String("replica", r.ID), zap.Duration("idle_timeout", idle))
+		go f.stopReplica(r)
+	}
+}
+
+// now is the clock; tests may replace it.
+var now = time.Now
+
+// The fleet's metrics; the app registers them.
+var (
+	MetricStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llmgw", Name: "replica_starts_total",
+		Help: "Replica starts by model and outcome (ok or failed).",
+	}, []string{"model", "outcome"})
+	MetricQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "queue_wait_seconds",
+		Help:    "How long requests waited for a replica (on-demand starts, restarts, full replicas).",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"model"})
+)
+
+// ClientFor is c, or a copy of c that reaches rep through rep.Transport
+// when it has one (a replica on another node).
+func ClientFor(c *http.Client, rep *Replica) *http.Client {
+	if rep.Transport == nil {
+		return c
+	}
+	cc := *c
+	cc.Transport = rep.Transport
+	return &cc
+}
+
+// NewAdapterSelector selects, with sel, among the replicas that loaded the
+// adapter name.
+func NewAdapterSelector(sel Selector, name string) AdapterSelector {
+	return AdapterSelector{sel: sel, name: name}
+}
+
+// NewRemote readies r, a replica of another node as its heartbeat
+// describes it, to take requests from this node.
+func NewRemote(r *Replica) *Replica {
+	r.idle = make(chan struct{}, 1)
+	r.state.Store(ReplicaReady)
+	r.lastUsed.Store(now().UnixNano())
+	return r
+}
+
+// Kick has supervision look at the fleet now (its model changed).
+func (f *Fleet) Kick() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// MarkRekeyed notes that the fleet was filed under a new pool key by a
+// live change: the Destruct of the key it leaves keeps it running.
+func (f *Fleet) MarkRekeyed() { f.rekeyed.Add(1) }
