@@ -8,10 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"go.uber.org/zap"
 )
 
@@ -31,7 +29,7 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 		if a == nil || a.cluster == nil {
 			return h(w, r)
 		}
-		return a.cluster.change(r.Context(), a, func() error { return h(w, r) })
+		return a.cluster.change(r.Context(), a.clusterSide(), func() error { return h(w, r) })
 	}
 }
 
@@ -43,20 +41,7 @@ func getNodes(w http.ResponseWriter, r *http.Request) error {
 	if a.cluster == nil {
 		return apiErr(http.StatusNotFound, "this llmgw is not in a cluster (no cluster block in the llm option); GET /llm/node shows this node")
 	}
-	m := a.cluster
-	drained := a.drainedNodes()
-	m.mu.Lock()
-	st := llmapi.NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.storeName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []llmapi.NodeInfo{}}
-	if m.down != nil {
-		st.StoreError = m.storeErr(m.down).Error()
-	}
-	for _, nb := range m.nodes {
-		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
-			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
-			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
-			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})
-	}
-	m.mu.Unlock()
+	st := a.cluster.status(a.drainedNodes())
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Name < st.Nodes[j].Name })
 	return writeJSON(w, st)
 }
@@ -84,10 +69,7 @@ func nodeAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { return n == name })
 	if action == "drain" {
-		a.cluster.mu.Lock()
-		_, known := a.cluster.nodes[name]
-		a.cluster.mu.Unlock()
-		if !known {
+		if !a.cluster.knows(name) {
 			return apiErr(http.StatusNotFound, "no node %q in the cluster; GET /llm/nodes lists them", name)
 		}
 		names = append(names, name)

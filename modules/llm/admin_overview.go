@@ -14,13 +14,13 @@ import (
 )
 
 // The overview is GET /llm/overview: per model, what the gateway's own
-// metrics (those of /metrics) count, as JSON for the console. It goes
-// before the table's last entry, the OpenAPI document, which reads it.
-func init() {
-	n := len(operations)
-	op := operation{"GET", "/llm/overview", "Per model: requests, errors, tokens, time to first token and tokens per second, from the gateway's own metrics since it started, with each model's state and ready replicas", "/llm/overview", getOverview, ""}
-	operations = append(operations[:n-1:n-1], op, operations[n-1])
-	schemas["GET /llm/overview"] = opSchemas{response: obj(map[string]any{
+// metrics (those of /metrics) count, as JSON for the console.
+var overviewOperations = []operation{
+	{"GET", "/llm/overview", "Per model: requests, errors, tokens, time to first token and tokens per second, from the gateway's own metrics since it started, with each model's state and ready replicas", "/llm/overview", getOverview, ""},
+}
+
+var overviewSchemas = map[string]opSchemas{
+	"GET /llm/overview": {response: obj(map[string]any{
 		"at": typ("string", "when the figures were read (RFC 3339)"),
 		"models": arr(obj(map[string]any{
 			"model":             typ("string", ""),
@@ -47,7 +47,7 @@ func init() {
 				"count":  typ("integer", "since the start"),
 			})),
 		}),
-	})}
+	})},
 }
 
 func getOverview(w http.ResponseWriter, r *http.Request) error {

@@ -7,6 +7,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,8 +22,10 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/internal/egress"
+	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
+	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -107,8 +110,8 @@ type App struct {
 	// catalog through Redis; see ClusterConfig.
 	Cluster *ClusterConfig `json:"cluster,omitempty"`
 	// Audit bounds the audit log of changes made through the admin API;
-	// see AuditConfig. Default: 30 days, at most 100000 entries.
-	Audit *AuditConfig `json:"audit,omitempty"`
+	// see audit.Config. Default: 30 days, at most 100000 entries.
+	Audit *audit.Config `json:"audit,omitempty"`
 	// UpdateCheck is how often the registry is asked whether a model
 	// served from a tracked repository (an hf:// source, or mirror://<model>
 	// of a mirror model added with --track) has a new commit; the answer
@@ -154,6 +157,8 @@ type App struct {
 	lockKey     string                        // the data directory's lock, once Start took it
 	secrets     map[string]string             // Secrets, resolved
 	egress      *egress.Policy                // what URLs set at run time may reach
+	auditLog    *audit.Log                    // the audit log (audit.go)
+	guardHist   *guardhist.History            // the guardrails' history (guardhist.go)
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -209,6 +214,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	a.openAudit() // audit.go
 	a.declared = a.Models
 	markFileValues(a.Models)
 	if err := a.provisionSecrets(); err != nil {
@@ -411,12 +417,16 @@ func (a *App) Start() error {
 		f.Run()
 	}
 	active.Store(a)
+	if a.cluster != nil {
+		a.cluster.attach(a.clusterSide())
+		a.cluster.serveApp(a.lookupLocal, http.HandlerFunc(a.servePeerLocal))
+	}
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
-	guardHist.start() // guardhist.go
+	a.startGuardHist() // guardhist.go
 	if a.cluster != nil {
-		a.cluster.startOnce.Do(a.cluster.start)
+		a.cluster.begin()
 		a.cluster.beatNow()
 	}
 	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.poolKeys())))
@@ -427,6 +437,9 @@ func (a *App) Start() error {
 // config (if any) has taken what it keeps.
 func (a *App) Stop() error {
 	active.CompareAndSwap(a, nil)
+	if a.cluster != nil {
+		a.cluster.detach(a.clusterSide())
+	}
 	return nil
 }
 
@@ -438,6 +451,8 @@ func (a *App) Cleanup() error {
 		releaseShared()
 		a.node = nil
 	}
+	a.auditLog.Close()
+	a.guardHist.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}

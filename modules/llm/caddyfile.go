@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
+	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
@@ -114,8 +115,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Cluster = new(ClusterConfig)
 			return a.Cluster.parse(d)
 		case "audit":
-			a.Audit = new(AuditConfig)
-			return a.Audit.parse(d)
+			a.Audit = new(audit.Config)
+			return a.Audit.Parse(d)
 		case "secret":
 			return a.parseSecret(d) // secrets.go
 		case "runtime_hosts":

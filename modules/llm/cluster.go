@@ -203,6 +203,8 @@ type member struct {
 	downAt  time.Time // since when
 	remote  map[string]*fleet.Replica
 
+	attached atomic.Pointer[localRef] // the app the loops serve (attach)
+
 	local     stateStore // Caddy storage: a copy of the shared state
 	pullMu    sync.Mutex // one pull at a time
 	checkMu   sync.Mutex // one version check at a time for unknown keys
@@ -274,7 +276,7 @@ func newMember(c ClusterConfig, logger *zap.Logger) (*member, error) {
 		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		applied: map[string]string{}, nodes: map[string]*nodeBeat{}, remote: map[string]*fleet.Replica{}, gone: map[string]time.Time{}}
-	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupLocal, logger.Named("peer"))
+	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupNone, logger.Named("peer"))
 	if err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("cluster: node-to-node endpoint on %s: %w", c.Listen, err)
@@ -408,7 +410,7 @@ const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis
 // change runs fn while holding the cluster's change lock, after bringing
 // this node's state up to date, so two administrators on two nodes
 // cannot overwrite each other's changes.
-func (m *member) change(ctx context.Context, a *App, fn func() error) error {
+func (m *member) change(ctx context.Context, l Local, fn func() error) error {
 	token := m.cfg.Node + ":" + fleet.RandID()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -429,7 +431,7 @@ func (m *member) change(ctx context.Context, a *App, fn func() error) error {
 		}
 	}
 	defer m.rdb.Eval(context.WithoutCancel(ctx), unlockScript, []string{m.key(kLock)}, token)
-	if err := m.sync(ctx, a); err != nil {
+	if err := m.sync(ctx, l); err != nil {
 		return apiErr(http.StatusServiceUnavailable, "%v", err)
 	}
 	err := fn()
@@ -444,7 +446,7 @@ func (m *member) change(ctx context.Context, a *App, fn func() error) error {
 // sync applies the shared state if another node changed it. A pull
 // under way (started by a change message) is waited for first: it marks
 // its version applied before it has applied it.
-func (m *member) sync(ctx context.Context, a *App) error {
+func (m *member) sync(ctx context.Context, l Local) error {
 	m.pullMu.Lock()
 	m.pullMu.Unlock() //nolint:staticcheck // only waits for the pull under way
 	ver, err := m.rdb.Get(ctx, m.key(kVersion)).Int64()
@@ -457,11 +459,11 @@ func (m *member) sync(ctx context.Context, a *App) error {
 	if same {
 		return nil
 	}
-	return m.pull(ctx, a)
+	return m.pull(ctx, l)
 }
 
 // pull reads the whole shared state and applies what changed.
-func (m *member) pull(ctx context.Context, a *App) error {
+func (m *member) pull(ctx context.Context, l Local) error {
 	m.pullMu.Lock() // one at a time, so an older read is never applied after a newer one
 	defer m.pullMu.Unlock()
 	var all *redis.MapStringStringCmd
@@ -494,8 +496,15 @@ func (m *member) pull(ctx context.Context, a *App) error {
 	m.mu.Lock()
 	fields := m.trustedState(all.Val(), m.applied)
 	changed := map[string]bool{}
-	for _, k := range []string{keysStorageKey, tenantsStorageKey, modelsStorageKey, settingsStorageKey, stoppedStorageKey, drainedStorageKey} {
-		if fields[k] != m.applied[k] {
+	// Every field of the state counts: the member knows none of the
+	// app's keys. A field gone from the store reads as empty.
+	for k, v := range fields {
+		if v != m.applied[k] {
+			changed[k] = true
+		}
+	}
+	for k, v := range m.applied {
+		if _, ok := fields[k]; !ok && v != "" {
 			changed[k] = true
 		}
 	}
@@ -507,9 +516,9 @@ func (m *member) pull(ctx context.Context, a *App) error {
 	m.version = v
 	local := m.local
 	m.mu.Unlock()
-	if len(changed) > 0 && a != nil {
-		if err := a.applyShared(context.WithValue(ctx, snapshotKey{}, fields), changed); err != nil {
-			a.logger.Error("applying the cluster's shared state", zap.Error(err))
+	if len(changed) > 0 && l != nil {
+		if err := l.ApplyShared(context.WithValue(ctx, snapshotKey{}, fields), changed); err != nil {
+			m.logger.Error("applying the cluster's shared state", zap.Error(err))
 			return err
 		}
 	}
@@ -526,7 +535,7 @@ func (m *member) pull(ctx context.Context, a *App) error {
 // refreshKeys is called for a key this node does not know: it may have
 // been minted on another node a moment ago. It reports whether the
 // caller should look the key up again (refresh).
-func (m *member) refreshKeys(a *App) bool { return m.refresh(a) }
+func (m *member) refreshKeys(l Local) bool { return m.refresh(l) }
 
 // refresh is called for a key or a model name this node does not know:
 // it may have been made on another node a moment ago, before its change
@@ -538,7 +547,7 @@ func (m *member) refreshKeys(a *App) bool { return m.refresh(a) }
 // is answered without waiting for dials that fail; the heartbeat round
 // probes the store meanwhile. It reports whether the caller should look
 // the name up again.
-func (m *member) refresh(a *App) bool {
+func (m *member) refresh(l Local) bool {
 	if m.storeDown() != nil {
 		return false
 	}
@@ -554,7 +563,7 @@ func (m *member) refresh(a *App) bool {
 	m.lastCheck = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	err := m.sync(ctx, a)
+	err := m.sync(ctx, l)
 	var down *storeDownError
 	if errors.As(err, &down) {
 		m.storeLost(down.err)
@@ -573,8 +582,8 @@ func (m *member) subscribe() {
 		ch := ps.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
 		for msg := range ch {
 			kind, ver, _ := strings.Cut(msg.Payload, " ")
-			a := active.Load()
-			if a == nil || a.cluster != m {
+			l := m.app()
+			if l == nil {
 				continue
 			}
 			switch kind {
@@ -585,7 +594,7 @@ func (m *member) subscribe() {
 				m.mu.Unlock()
 				if !known {
 					sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-					_ = m.pull(sctx, a)
+					_ = m.pull(sctx, l)
 					scancel()
 					if m.isLeader() {
 						m.beatNow() // place what changed now
@@ -595,7 +604,7 @@ func (m *member) subscribe() {
 				// Only the plan: the heartbeats this node holds are
 				// fresh enough to apply it with.
 				sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-				m.refreshPlan(sctx, a)
+				m.refreshPlan(sctx, l)
 				scancel()
 			default:
 				m.beatNow()
@@ -625,8 +634,8 @@ func (m *member) loop() {
 	defer t.Stop()
 	started := now()
 	for {
-		if a := active.Load(); a != nil && a.cluster == m {
-			m.round(a, started)
+		if l := m.app(); l != nil {
+			m.round(l, started)
 		}
 		select {
 		case <-m.stop:
@@ -647,10 +656,10 @@ redis.call("SET", KEYS[2], ARGV[2])
 redis.call("PUBLISH", KEYS[3], "plan")
 return 1`
 
-func (m *member) round(a *App, started time.Time) {
+func (m *member) round(l Local, started time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(m.cfg.Heartbeat), 2*time.Second))
 	defer cancel()
-	beat := a.beat(m, started)
+	beat := l.Beat(m, started)
 	b, _ := json.Marshal(beat)
 	b = signBeat(m.proof, b)
 	tell := m.tell.Swap(false)
@@ -688,7 +697,7 @@ func (m *member) round(a *App, started time.Time) {
 			return
 		}
 	}
-	m.storeBack(a)
+	m.storeBack(l)
 	nodes := m.readBeats(ctx, names, beats, beat)
 	nodes[m.cfg.Node] = beat
 	var p clusterPlan
@@ -714,11 +723,11 @@ func (m *member) round(a *App, started time.Time) {
 	stale := v != m.version || errors.Is(err, redis.Nil) && m.version > 0
 	m.mu.Unlock()
 	if stale {
-		_ = m.pull(ctx, a)
+		_ = m.pull(ctx, l)
 	}
-	a.applyPlan(m, p, nodes)
+	l.ApplyPlan(m, p, nodes)
 	if leader.Val() == m.cfg.Node {
-		m.lead(ctx, a, nodes, p)
+		m.lead(ctx, l, nodes, p)
 	}
 }
 
@@ -829,7 +838,7 @@ func (m *member) isLeader() bool {
 }
 
 // refreshPlan reads the plan alone and applies it.
-func (m *member) refreshPlan(ctx context.Context, a *App) {
+func (m *member) refreshPlan(ctx context.Context, l Local) {
 	b, err := m.rdb.Get(ctx, m.key(kPlan)).Bytes()
 	if err != nil {
 		return // the next round reads it
@@ -846,7 +855,7 @@ func (m *member) refreshPlan(ctx context.Context, a *App) {
 	m.plan = p
 	nodes := m.nodes
 	m.mu.Unlock()
-	a.applyPlan(m, p, nodes)
+	l.ApplyPlan(m, p, nodes)
 }
 
 // storeLost notes that the store does not answer. Nothing is stopped:
@@ -862,7 +871,7 @@ func (m *member) storeLost(err error) {
 	m.down = err
 }
 
-func (m *member) storeBack(a *App) {
+func (m *member) storeBack(l Local) {
 	m.mu.Lock()
 	was, since := m.down, m.downAt
 	m.down = nil
@@ -881,7 +890,7 @@ func (m *member) storeBack(a *App) {
 // other nodes' heartbeats may have expired while the store was away (or
 // before this node knew them), and they must have a chance to report
 // before their replicas are taken for lost.
-func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, cur clusterPlan) {
+func (m *member) lead(ctx context.Context, l Local, nodes map[string]*nodeBeat, cur clusterPlan) {
 	m.mu.Lock()
 	settling := now().Sub(m.upSince) < time.Duration(m.cfg.NodeTTL)
 	m.mu.Unlock()
@@ -894,9 +903,8 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 			}
 		}
 	}
-	v := a.v()
-	cn, load, stopped := a.clusterInputs(nodes)
-	next, why := place.Plan(cn, v.models, cur.Models, load, stopped, now(), a.node.Ledger.Owners())
+	in := l.PlanInputs(nodes)
+	next, why := place.Plan(in.Nodes, in.Models, cur.Models, in.Load, in.Stopped, now(), in.Owners)
 	if maps.EqualFunc(next, cur.Models, slices.Equal) && maps.Equal(why, cur.Why) && cur.By != "" && !m.planLost {
 		return
 	}
@@ -909,7 +917,7 @@ func (m *member) lead(ctx context.Context, a *App, nodes map[string]*nodeBeat, c
 	m.mu.Lock()
 	m.plan = np
 	m.mu.Unlock()
-	a.applyPlan(m, np, nodes)
+	l.ApplyPlan(m, np, nodes)
 }
 
 // clusterInputs are what plan reads besides the models and the current
@@ -991,9 +999,7 @@ func (a *App) joinCluster(ctx caddy.Context) error {
 	}
 	a.cluster, a.clusterKey = v.(*member), key
 	a.storage = a.cluster.storage()
-	a.cluster.mu.Lock()
-	a.cluster.local = a.local
-	a.cluster.mu.Unlock()
+	a.cluster.setLocalStore(a.local)
 	if err := a.cluster.secretRefused(ctx); err != nil {
 		a.logger.Error("not joining the cluster", zap.Error(err))
 		return err
@@ -1010,3 +1016,168 @@ func (a *App) joinCluster(ctx caddy.Context) error {
 }
 
 var _ caddy.Destructor = (*member)(nil)
+
+// Local is this node's app as the member sees it: the member asks it for
+// the heartbeat and the planner's inputs, and hands it the shared state
+// and the plan it read. The app attaches itself when it starts and
+// detaches when it stops; a reload attaches the new config's.
+type Local interface {
+	Beat(m *member, started time.Time) *nodeBeat
+	ApplyShared(ctx context.Context, changed map[string]bool) error
+	ApplyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat)
+	PlanInputs(nodes map[string]*nodeBeat) PlanInputs
+}
+
+// PlanInputs are what the planner needs of the app besides the
+// heartbeats and the current plan.
+type PlanInputs struct {
+	Nodes   []place.Node
+	Models  []*catalog.Model
+	Load    map[string]place.Load
+	Stopped map[string]bool
+	Owners  *place.OwnerTable
+}
+
+type localRef struct{ l Local }
+
+// attach makes l the app the member's loops serve.
+func (m *member) attach(l Local) { m.attached.Store(&localRef{l}) }
+
+// detach forgets l, unless another app attached since.
+func (m *member) detach(l Local) {
+	if r := m.attached.Load(); r != nil && r.l == l {
+		m.attached.CompareAndSwap(r, nil)
+	}
+}
+
+// app is the attached app, or nil.
+func (m *member) app() Local {
+	if r := m.attached.Load(); r != nil {
+		return r.l
+	}
+	return nil
+}
+
+// begin starts the member's loops once; later calls do nothing.
+func (m *member) begin() { m.startOnce.Do(m.start) }
+
+// nodeName is this node's name in the cluster.
+func (m *member) nodeName() string { return m.cfg.Node }
+
+// advertise is the address other nodes reach this node's endpoint at.
+func (m *member) advertise() string { return m.cfg.Advertise }
+
+// setLocalStore keeps a copy of the shared state in s (Caddy storage).
+func (m *member) setLocalStore(s stateStore) {
+	m.mu.Lock()
+	m.local = s
+	m.mu.Unlock()
+}
+
+// knows tells whether a node of that name has a heartbeat.
+func (m *member) knows(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.nodes[name]
+	return ok
+}
+
+// nodeCount is how many nodes the cluster has, this one included.
+func (m *member) nodeCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.nodes) + 1
+}
+
+// peerTarget is another node as the node-to-node calls reach it.
+type peerTarget struct{ name, addr string }
+
+// liveNodes are the other nodes whose heartbeat is fresh.
+func (m *member) liveNodes() []peerTarget {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []peerTarget
+	for _, nb := range m.nodes {
+		if nb.Name != m.cfg.Node && now().Sub(nb.At) < time.Duration(m.cfg.NodeTTL) {
+			out = append(out, peerTarget{nb.Name, nb.Addr})
+		}
+	}
+	return out
+}
+
+// snapshot is the heartbeats and the plan as this node last read them.
+func (m *member) snapshot() (map[string]*nodeBeat, clusterPlan) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.nodes), m.plan
+}
+
+// appliedValue is the JSON of the shared state's field key as applied.
+func (m *member) appliedValue(key string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.applied[key]
+}
+
+// status is the body of GET /llm/nodes; drained names the drained nodes.
+func (m *member) status(drained map[string]bool) llmapi.NodesStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := llmapi.NodesStatus{Cluster: m.cfg.Name, Store: m.cfg.storeName(), Leader: m.leader, Plan: m.plan.Models, Unplaced: m.plan.Why, Nodes: []llmapi.NodeInfo{}}
+	if m.down != nil {
+		st.StoreError = m.storeErr(m.down).Error()
+	}
+	for _, nb := range m.nodes {
+		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
+			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
+			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
+			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})
+	}
+	return st
+}
+
+// remoteReady are the ready replicas other nodes run, by model, from
+// their heartbeats: the member keeps one Replica per remote id, so a
+// replica's requests in flight are counted across plans.
+func (m *member) remoteReady(nodes map[string]*nodeBeat) map[string][]*fleet.Replica {
+	remote := map[string][]*fleet.Replica{}
+	seen := map[string]bool{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, nb := range nodes {
+		if nb.Name == m.cfg.Node {
+			continue
+		}
+		for _, br := range nb.Replicas {
+			if fleet.State(br.State) != fleet.ReplicaReady {
+				continue
+			}
+			r := m.remote[br.ID]
+			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
+				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
+					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
+					Transport: m.transport})
+				m.remote[br.ID] = r
+			}
+			seen[br.ID] = true
+			remote[br.Model] = append(remote[br.Model], r)
+		}
+	}
+	for id := range m.remote {
+		if !seen[id] {
+			delete(m.remote, id)
+		}
+	}
+	return remote
+}
+
+// lookupNone finds no replica: the peer endpoint's lookup until an app
+// attaches.
+func lookupNone(string) (*fleet.Replica, func(), bool) { return nil, nil, false }
+
+// serveApp has the peer endpoint find replicas with lookup and send the
+// app's own routes to h (the app that starts calls it).
+func (m *member) serveApp(lookup peerLookup, h http.Handler) {
+	m.peer.setLookup(lookup)
+	m.peer.setLocal(h)
+}

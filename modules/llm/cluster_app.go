@@ -27,7 +27,7 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 // beat is this node's heartbeat.
 func (a *App) beat(m *member, started time.Time) *nodeBeat {
 	st := a.node.Ledger.Status()
-	nb := &nodeBeat{Name: m.cfg.Node, Addr: m.cfg.Advertise, At: now(), Started: started,
+	nb := &nodeBeat{Name: m.nodeName(), Addr: m.advertise(), At: now(), Started: started,
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]beatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
@@ -93,38 +93,11 @@ func weightsKey(source string) string {
 // node and the ready replicas other nodes run.
 func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 	v := a.v()
-	remote := map[string][]*fleet.Replica{}
-	seen := map[string]bool{}
-	m.mu.Lock()
-	for _, nb := range nodes {
-		if nb.Name == m.cfg.Node {
-			continue
-		}
-		for _, br := range nb.Replicas {
-			if fleet.State(br.State) != fleet.ReplicaReady {
-				continue
-			}
-			r := m.remote[br.ID]
-			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
-				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
-					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
-					Transport: m.transport})
-				m.remote[br.ID] = r
-			}
-			seen[br.ID] = true
-			remote[br.Model] = append(remote[br.Model], r)
-		}
-	}
-	for id := range m.remote {
-		if !seen[id] {
-			delete(m.remote, id)
-		}
-	}
-	m.mu.Unlock()
+	remote := m.remoteReady(nodes)
 	here := map[string]int{}
 	for name := range v.fleets {
 		for _, on := range p.Models[name] {
-			if on == m.cfg.Node {
+			if on == m.nodeName() {
 				here[name]++
 			}
 		}
@@ -137,7 +110,7 @@ func (a *App) applyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
 		if catalog.ClassRank(f.Model().Class) >= room {
 			n = makeBeforeBreak(f, n, len(p.Models[name]), len(rs))
 		}
-		f.SetCluster(m.cfg.Node, n, rs, p.Why[name], m.announceReady)
+		f.SetCluster(m.nodeName(), n, rs, p.Why[name], m.announceReady)
 	}
 }
 
@@ -170,11 +143,7 @@ func makeBeforeBreak(f *fleet.Fleet, n, planned, ready int) int {
 
 // lookupLocal finds a replica of this node for the node-to-node endpoint
 // and counts the request in flight on it.
-func lookupLocal(id string) (*fleet.Replica, func(), bool) {
-	a := active.Load()
-	if a == nil {
-		return nil, nil, false
-	}
+func (a *App) lookupLocal(id string) (*fleet.Replica, func(), bool) {
 	v := a.v()
 	for _, f := range v.fleets {
 		if r, release, ok := f.Hold(func(r *fleet.Replica) bool { return r.ID == id }); ok {
@@ -322,9 +291,7 @@ func (a *App) drainedNodes() map[string]bool {
 	if a.cluster == nil {
 		return out
 	}
-	a.cluster.mu.Lock()
-	s := a.cluster.applied[drainedStorageKey]
-	a.cluster.mu.Unlock()
+	s := a.cluster.appliedValue(drainedStorageKey)
 	var names []string
 	_ = json.Unmarshal([]byte(s), &names)
 	for _, n := range names {
@@ -346,7 +313,7 @@ func (a *App) LookupLatest(name string) (*catalog.Model, error) {
 	if err == nil || a.cluster == nil || !errors.As(err, &unknown) {
 		return m, err
 	}
-	if !a.cluster.refresh(a) {
+	if !a.cluster.refresh(a.clusterSide()) {
 		return m, err
 	}
 	return a.Lookup(name)
@@ -359,4 +326,40 @@ func (a *App) ReplicaNode(r *fleet.Replica) string {
 		return r.Node
 	}
 	return a.nodeName()
+}
+
+// clusterSide is the app as its cluster member sees it (Local).
+type clusterSide struct{ a *App }
+
+func (a *App) clusterSide() clusterSide { return clusterSide{a} }
+
+// Beat is this node's heartbeat.
+func (c clusterSide) Beat(m *member, started time.Time) *nodeBeat { return c.a.beat(m, started) }
+
+// ApplyShared applies the shared state's changed fields.
+func (c clusterSide) ApplyShared(ctx context.Context, changed map[string]bool) error {
+	return c.a.applyShared(ctx, changed)
+}
+
+// ApplyPlan gives the fleets what the plan puts on this node.
+func (c clusterSide) ApplyPlan(m *member, p clusterPlan, nodes map[string]*nodeBeat) {
+	c.a.applyPlan(m, p, nodes)
+}
+
+// PlanInputs are the planner's inputs: the nodes from their heartbeats,
+// the catalog, the models' load, the stopped models, the owners'
+// capacities.
+func (c clusterSide) PlanInputs(nodes map[string]*nodeBeat) PlanInputs {
+	cn, load, stopped := c.a.clusterInputs(nodes)
+	return PlanInputs{Nodes: cn, Models: c.a.v().models, Load: load, Stopped: stopped, Owners: c.a.node.Ledger.Owners()}
+}
+
+// servePeerLocal answers the app's own routes on the node-to-node
+// endpoint.
+func (a *App) servePeerLocal(w http.ResponseWriter, r *http.Request) {
+	if r.URL.EscapedPath() == "/models/roll" {
+		a.servePeerRoll(w, r)
+		return
+	}
+	a.servePeerWeights(w, r)
 }

@@ -31,7 +31,7 @@ func (a *App) SharedStorage() certmagic.Storage {
 	if a == nil || a.cluster == nil {
 		return nil
 	}
-	return &redisStorage{m: a.cluster, locks: map[string]string{}}
+	return a.cluster.sharedStorage()
 }
 
 // redisStorage is certmagic.Storage on the cluster's Redis: a key is a
@@ -247,4 +247,9 @@ func (s *redisStorage) Unlock(ctx context.Context, name string) error {
 		return s.storeErr("unlock", name, err)
 	}
 	return nil
+}
+
+// sharedStorage is Caddy storage kept in the cluster's Redis.
+func (m *member) sharedStorage() certmagic.Storage {
+	return &redisStorage{m: m, locks: map[string]string{}}
 }

@@ -29,7 +29,7 @@ func (a *App) Authenticate(secret string) (*tenancy.Tenant, error) {
 	}
 	// In a cluster the key may have been minted on another node a moment
 	// ago, before its change reached this one.
-	if a.cluster != nil && a.cluster.refreshKeys(a) {
+	if a.cluster != nil && a.cluster.refreshKeys(a.clusterSide()) {
 		if t, ok := a.keys.Load().Lookup(secret); ok {
 			return t, nil
 		}

@@ -114,9 +114,7 @@ func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *catal
 	if f != nil {
 		n = max(f.ReplicaCount(), 1)
 	}
-	a.cluster.mu.Lock()
-	nodes := len(a.cluster.nodes) + 1
-	a.cluster.mu.Unlock()
+	nodes := a.cluster.nodeCount()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Duration(nodes)*a.rollTimeout(n))
 	defer cancel()
 	out, err := a.rollCluster(ctx, m, f, reason)

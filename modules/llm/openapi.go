@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,7 +11,8 @@ import (
 )
 
 // operation is one admin API operation. The admin routes and the OpenAPI
-// document are both made from this table, so they cannot drift apart.
+// document are both made from one table (adminOperations), so they cannot
+// drift apart.
 type operation struct {
 	method, path, summary string
 	pattern               string // the admin mux pattern that serves it
@@ -18,7 +20,9 @@ type operation struct {
 	body                  string // the request body, for the document
 }
 
-var operations = []operation{
+// appOperations are the app's operations of the models, keys, nodes, mirror,
+// plan, audit, weights, updates and tenants routes.
+var appOperations = []operation{
 	{"GET", "/llm/models", "List models with their state, scaling and replicas", "/llm/models", getModels, ""},
 	{"POST", "/llm/models", "Add a model (validated against the whole catalog; its source checked first without a download, 422 with the reason when it fails, \"check_source\": false to skip); kept in Caddy storage, no reload needed; 201 with its status and source_check", "/llm/models", getModels, `{"name":"m","engine":"sim","scaling":{"min":1}}`},
 	{"GET", "/llm/models/{name}", "Get one model (by name or alias)", "/llm/models/", getModel, ""},
@@ -78,16 +82,24 @@ var operations = []operation{
 	{"PUT", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Replace a project's limits and capacity", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":60}}`},
 	{"PATCH", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Change a project's limits and capacity by a JSON merge patch", "/llm/tenants/", handleTenants, `{"limits":{"requests_per_minute":120}}`},
 	{"DELETE", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}", "Delete a project created through the API; refused for a level of the config file and while it has keys (revoked ones go with it) or models", "/llm/tenants/", handleTenants, ""},
-	{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", nil, ""}, // set in init: it reads this table
 }
 
-func init() { operations[len(operations)-1].handler = getOpenAPI }
+// adminOperations is the admin API's table, in the order the routes and
+// the document list them: the app's operations, the overview's
+// (admin_overview.go), the guardrails history's (guardhist.go), and last
+// the OpenAPI document, which reads the table. It is built on each call,
+// so that no table is written after it is made.
+func adminOperations() []operation {
+	return slices.Concat(appOperations, overviewOperations, guardHistoryOperations, []operation{
+		{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", getOpenAPI, ""},
+	})
+}
 
 // Routes returns the admin routes, one per pattern of the table.
 func (Admin) Routes() []caddy.AdminRoute {
 	seen := map[string]bool{}
 	var routes []caddy.AdminRoute
-	for _, op := range operations {
+	for _, op := range adminOperations() {
 		if !seen[op.pattern] {
 			seen[op.pattern] = true
 			h := op.handler
@@ -110,9 +122,20 @@ func OpenAPI() map[string]any {
 			p = map[string]any{}
 			paths[op.Path] = p
 		}
-		p[strings.ToLower(op.Method)] = describe(op, schemas[op.Method+" "+op.Path])
+		p[strings.ToLower(op.Method)] = describe(op, schemaOf(op.Method+" "+op.Path))
 	}
 	return map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "llmgw admin API", "version": "1"}, "paths": paths}
+}
+
+// schemaOf returns the schemas of the operation "METHOD path": the app's
+// (openapi_schemas.go), the overview's or the guardrails history's.
+func schemaOf(key string) opSchemas {
+	for _, m := range []map[string]opSchemas{schemas, overviewSchemas, guardHistorySchemas} {
+		if s, ok := m[key]; ok {
+			return s
+		}
+	}
+	return opSchemas{}
 }
 
 // describe makes the document's entry of one operation.

@@ -24,8 +24,9 @@ func DescribeAdminOperations(ops ...AdminOperation) {
 // AdminOperations lists every operation of the OpenAPI document: the llm
 // app's, then the other modules'.
 func AdminOperations() []AdminOperation {
-	out := make([]AdminOperation, 0, len(operations)+len(moduleOperations))
-	for _, op := range operations {
+	ops := adminOperations()
+	out := make([]AdminOperation, 0, len(ops)+len(moduleOperations))
+	for _, op := range ops {
 		out = append(out, AdminOperation{Method: op.method, Path: op.path, Summary: op.summary, Body: op.body})
 	}
 	return append(out, moduleOperations...)

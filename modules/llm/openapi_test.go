@@ -37,7 +37,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			t.Errorf("route %s has no handler", r.Pattern)
 		}
 	}
-	for _, op := range operations {
+	for _, op := range adminOperations() {
 		o, ok := doc.Paths[op.path][strings.ToLower(op.method)]
 		if !ok || len(o) == 0 || op.summary == "" {
 			t.Errorf("%s %s is not described", op.method, op.path)
@@ -61,7 +61,7 @@ func TestOpenAPIValidates(t *testing.T) {
 	if err := doc.Validate(context.Background()); err != nil {
 		t.Fatalf("the document is not valid OpenAPI 3: %v", err)
 	}
-	for _, op := range operations {
+	for _, op := range adminOperations() {
 		item := doc.Paths.Find(op.path)
 		if item == nil || item.GetOperation(op.method) == nil {
 			t.Errorf("%s %s is missing after loading", op.method, op.path)
@@ -128,6 +128,37 @@ func TestOpenAPILifecycleSchemas(t *testing.T) {
 	for _, f := range []string{"id", "time", "actor", "action", "node", "fields"} {
 		if entry.Properties[f] == nil {
 			t.Errorf("audit entry schema lacks %s", f)
+		}
+	}
+}
+
+// TestAdminTableOrder checks the admin table: the overview and the
+// guardrails history are routes of it, before the OpenAPI document, which
+// comes last, and building it twice gives the same table.
+func TestAdminTableOrder(t *testing.T) {
+	ops := adminOperations()
+	var paths []string
+	for _, op := range ops {
+		paths = append(paths, op.method+" "+op.path)
+	}
+	tail := paths[len(paths)-3:]
+	want := []string{"GET /llm/overview", "GET /llm/guardrails/history", "GET /llm/openapi.json"}
+	if strings.Join(tail, ", ") != strings.Join(want, ", ") {
+		t.Errorf("the table ends with %v, want %v", tail, want)
+	}
+	if again := adminOperations(); len(again) != len(ops) {
+		t.Errorf("the table has %d operations, then %d", len(ops), len(again))
+	}
+	patterns := map[string]bool{}
+	for _, r := range (Admin{}).Routes() {
+		if patterns[r.Pattern] {
+			t.Errorf("route %s is served twice", r.Pattern)
+		}
+		patterns[r.Pattern] = true
+	}
+	for _, p := range []string{"/llm/overview", "/llm/guardrails/history", "/llm/openapi.json", "/llm/audit"} {
+		if !patterns[p] {
+			t.Errorf("no route %s", p)
 		}
 	}
 }

@@ -283,6 +283,7 @@ type peerServer struct {
 	srv    *http.Server
 	engine *http.Transport
 	lookup atomic.Pointer[peerLookup]
+	local  atomic.Pointer[http.Handler] // the app's own node-to-node routes (setLocal)
 	logger *zap.Logger
 	done   chan struct{}
 }
@@ -367,11 +368,11 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if path == "/weights" || path == "/weights/prune" {
-		servePeerWeights(w, r)
+		p.serveLocal(w, r)
 		return
 	}
 	if path == "/models/roll" { // updates_cluster.go
-		servePeerRoll(w, r)
+		p.serveLocal(w, r)
 		return
 	}
 	if !strings.HasPrefix(path, peerPrefix) {
@@ -580,4 +581,17 @@ func EngineTransport(dial time.Duration, idle int) *http.Transport {
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
+}
+
+// setLocal makes later requests to the app's own routes (/weights,
+// /weights/prune, /models/roll) go to h: the running config's app.
+func (p *peerServer) setLocal(h http.Handler) { p.local.Store(&h) }
+
+func (p *peerServer) serveLocal(w http.ResponseWriter, r *http.Request) {
+	h := p.local.Load()
+	if h == nil {
+		http.Error(w, "the llm app is not running", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
 }

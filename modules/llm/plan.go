@@ -180,11 +180,9 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 // it. a.mu is held.
 func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	c := a.cluster
-	c.mu.Lock()
-	nodes := maps.Clone(c.nodes)
-	cur := c.plan
-	c.mu.Unlock()
-	cn, load, stopped := a.clusterInputs(nodes)
+	nodes, cur := c.snapshot()
+	in := a.clusterSide().PlanInputs(nodes)
+	cn, load, stopped := in.Nodes, in.Load, in.Stopped
 	planned := *m // started with n replicas, as if its min were n
 	lo, hi := n, max(n, m.Scaling.MaxReplicas())
 	planned.Scaling.Min, planned.Scaling.Max = &lo, &hi

@@ -45,8 +45,11 @@ func (s redisResponses) Delete(ctx context.Context, scope, id string) error {
 // Redis, or back at the node's memory outside a cluster.
 func (a *App) useResponseStore() {
 	if a.cluster != nil {
-		responsesapi.SetResponseStore(redisResponses{a.cluster})
+		responsesapi.SetResponseStore(a.cluster.responseStore())
 		return
 	}
 	responsesapi.SetResponseStore(nil)
 }
+
+// responseStore keeps stored Responses in the cluster's Redis.
+func (m *member) responseStore() redisResponses { return redisResponses{m} }

@@ -280,9 +280,7 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		var ro llmapi.Rollout
 		var err error
 		if a.cluster != nil {
-			a.cluster.mu.Lock()
-			nodes := len(a.cluster.nodes) + 1
-			a.cluster.mu.Unlock()
+			nodes := a.cluster.nodeCount()
 			rctx, cancel := context.WithTimeout(ctx, time.Duration(nodes)*a.rollTimeout(n))
 			defer cancel()
 			ro, err = a.rollCluster(rctx, m, f, reason)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
@@ -33,16 +32,8 @@ type peerRoll struct {
 func (a *App) rollCluster(ctx context.Context, m *catalog.Model, f *fleet.Fleet, reason string) (llmapi.Rollout, error) {
 	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
 	self := a.nodeName()
-	type target struct{ name, addr string }
-	targets := []target{{name: self}}
-	a.cluster.mu.Lock()
-	for _, nb := range a.cluster.nodes {
-		if nb.Name != self && now().Sub(nb.At) < time.Duration(a.cluster.cfg.NodeTTL) {
-			targets = append(targets, target{nb.Name, nb.Addr})
-		}
-	}
-	a.cluster.mu.Unlock()
-	slices.SortFunc(targets[1:], func(x, y target) int { return strings.Compare(x.name, y.name) })
+	targets := append([]peerTarget{{name: self}}, a.cluster.liveNodes()...)
+	slices.SortFunc(targets[1:], func(x, y peerTarget) int { return strings.Compare(x.name, y.name) })
 	var done []string
 	for _, t := range targets {
 		var ro llmapi.Rollout
@@ -78,12 +69,7 @@ func listOr(s []string, none string) string {
 
 // servePeerRoll answers another node's POST /models/roll: this node's
 // replicas of the model are replaced, one at a time.
-func servePeerRoll(w http.ResponseWriter, r *http.Request) {
-	a := active.Load()
-	if a == nil {
-		http.Error(w, "the llm app is not running", http.StatusServiceUnavailable)
-		return
-	}
+func (a *App) servePeerRoll(w http.ResponseWriter, r *http.Request) {
 	var req peerRoll
 	if r.Method != http.MethodPost || json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req) != nil {
 		http.Error(w, `use POST /models/roll with {"model":…,"reason":…}`, http.StatusBadRequest)
@@ -93,7 +79,7 @@ func servePeerRoll(w http.ResponseWriter, r *http.Request) {
 	// this node applies the shared state first, so that its new replicas
 	// start with the model as it is now.
 	if a.cluster != nil {
-		if err := a.cluster.sync(r.Context(), a); err != nil {
+		if err := a.cluster.sync(r.Context(), a.clusterSide()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

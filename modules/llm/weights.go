@@ -203,24 +203,17 @@ func (a *App) eachNode(r *http.Request, local func(context.Context) (any, error)
 	decode func([]byte) (any, error), failed func(string, error) any) ([]any, error) {
 	want := r.URL.Query().Get("node")
 	self := a.nodeName()
-	type target struct{ name, addr string }
-	targets := []target{{name: self}}
+	targets := []peerTarget{{name: self}}
 	if m := a.cluster; m != nil {
-		m.mu.Lock()
-		for _, nb := range m.nodes {
-			if nb.Name != self && now().Sub(nb.At) < time.Duration(m.cfg.NodeTTL) {
-				targets = append(targets, target{nb.Name, nb.Addr})
-			}
-		}
-		m.mu.Unlock()
+		targets = append(targets, m.liveNodes()...)
 	}
 	if want != "" {
-		targets = slices.DeleteFunc(targets, func(t target) bool { return t.name != want })
+		targets = slices.DeleteFunc(targets, func(t peerTarget) bool { return t.name != want })
 		if len(targets) == 0 {
 			return nil, apiErr(http.StatusNotFound, "no live node %s; GET /llm/nodes lists them", catalog.Bounded(want))
 		}
 	}
-	slices.SortFunc(targets, func(x, y target) int { return strings.Compare(x.name, y.name) })
+	slices.SortFunc(targets, func(x, y peerTarget) int { return strings.Compare(x.name, y.name) })
 	out := make([]any, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -285,12 +278,7 @@ func (m *member) peerCall(ctx context.Context, method, addr, path string, body a
 
 // servePeerWeights answers another node's GET /weights and POST
 // /weights/prune on the node-to-node endpoint, for its admin API.
-func servePeerWeights(w http.ResponseWriter, r *http.Request) {
-	a := active.Load()
-	if a == nil {
-		http.Error(w, "the llm app is not running", http.StatusServiceUnavailable)
-		return
-	}
+func (a *App) servePeerWeights(w http.ResponseWriter, r *http.Request) {
 	var v any
 	var err error
 	switch {
