@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
@@ -58,40 +59,51 @@ func (lf *liveFlags) addTo(c *ctl, cmd *cobra.Command, model string, body map[st
 		body["args"] = args
 	}
 	if fl.Changed("memory") || fl.Changed("cores") || fl.Changed("gpus") {
-		var st llmapi.ModelStatus
-		if err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st); err != nil {
+		res, err := lf.resources(c, fl, model)
+		if err != nil {
 			return err
-		}
-		res := catalog.Resources{}
-		if st.Resources != nil {
-			res = *st.Resources
-		}
-		if fl.Changed("memory") {
-			n, err := humanize.ParseBytes(lf.memory)
-			if err != nil {
-				return fmt.Errorf("--memory %q: %v (use a size such as 8GiB)", lf.memory, err)
-			}
-			res.Memory = int64(n)
-		}
-		if fl.Changed("cores") {
-			res.Cores = lf.cores
-		}
-		if fl.Changed("gpus") {
-			res.GPUs = lf.gpus
 		}
 		body["resources"] = res
 	}
 	return nil
 }
 
+// resources are the model's current resources with those the flags give
+// in their place; read whatever --json says, or --json would print them
+// and send the others as zero.
+func (lf *liveFlags) resources(c *ctl, fl *pflag.FlagSet, model string) (catalog.Resources, error) {
+	var st llmapi.ModelStatus
+	if err := c.read("/llm/models/"+url.PathEscape(model), &st); err != nil {
+		return catalog.Resources{}, err
+	}
+	res := catalog.Resources{}
+	if st.Resources != nil {
+		res = *st.Resources
+	}
+	if fl.Changed("memory") {
+		n, err := humanize.ParseBytes(lf.memory)
+		if err != nil {
+			return catalog.Resources{}, fmt.Errorf("--memory %q: %v (use a size such as 8GiB)", lf.memory, err)
+		}
+		res.Memory = int64(n)
+	}
+	if fl.Changed("cores") {
+		res.Cores = lf.cores
+	}
+	if fl.Changed("gpus") {
+		res.GPUs = lf.gpus
+	}
+	return res, nil
+}
+
 // printRollout says what a live change or a restart replaced.
-func printRollout(out llmapi.Rollout) {
-	fmt.Printf("model %s: replaced %s with %s\n", out.Name, listOrNone(out.Replaced), listOrNone(out.Started))
+func (c *ctl) printRollout(out llmapi.Rollout) {
+	fmt.Fprintf(c.out, "model %s: replaced %s with %s\n", out.Name, listOrNone(out.Replaced), listOrNone(out.Started))
 	if out.OneAtATime {
-		fmt.Println("the node had no room for a new replica beside an old one: they were replaced one at a time")
+		fmt.Fprintln(c.out, "the node had no room for a new replica beside an old one: they were replaced one at a time")
 	}
 	if out.Note != "" {
-		fmt.Println(out.Note)
+		fmt.Fprintln(c.out, out.Note)
 	}
 }
 
@@ -109,7 +121,7 @@ func (c *ctl) modelRestart() *cobra.Command {
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/restart", nil, &out); err != nil || c.json {
 				return err
 			}
-			printRollout(out)
+			c.printRollout(out)
 			return nil
 		}}
 }

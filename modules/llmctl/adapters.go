@@ -1,10 +1,9 @@
-package llmgw
+package llmctl
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 
@@ -19,28 +18,35 @@ import (
 // replicas without downtime (POST /llm/models/<name>/settings).
 func (c *ctl) modelAdapter() *cobra.Command {
 	cmd := &cobra.Command{Use: "adapter", Short: "Lists, adds and removes a model's LoRA adapters, each served under its own name"}
-	get := func(model string) ([]*catalog.Adapter, error) {
-		var st llmapi.ModelStatus
-		asJSON := c.json
-		c.json = false // read it, whatever is printed
-		defer func() { c.json = asJSON }()
-		err := c.call("GET", "/llm/models/"+url.PathEscape(model), nil, &st)
-		return st.Adapters, err
+	cmd.AddCommand(c.adapterList(), c.adapterAdd(), c.adapterRemove())
+	return cmd
+}
+
+// adapters reads a model's adapters, whatever --json prints.
+func (c *ctl) adapters(model string) ([]*catalog.Adapter, error) {
+	var st llmapi.ModelStatus
+	err := c.read("/llm/models/"+url.PathEscape(model), &st)
+	return st.Adapters, err
+}
+
+// setAdapters replaces a model's adapters and says what was replaced.
+func (c *ctl) setAdapters(model string, as []*catalog.Adapter) error {
+	if as == nil {
+		as = []*catalog.Adapter{}
 	}
-	set := func(model string, as []*catalog.Adapter) error {
-		if as == nil {
-			as = []*catalog.Adapter{}
-		}
-		var out llmapi.Rollout
-		if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
-			return err
-		}
-		printRollout(out)
-		return nil
+	var out llmapi.Rollout
+	if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
+		return err
 	}
-	cmd.AddCommand(&cobra.Command{Use: "list <model>", Short: "Lists a model's adapters: name, source, scale", Args: cobra.ExactArgs(1),
+	c.printRollout(out)
+	return nil
+}
+
+// adapterList is ctl model adapter list; a scale of 0 shows as 1.
+func (c *ctl) adapterList() *cobra.Command {
+	return &cobra.Command{Use: "list <model>", Short: "Lists a model's adapters: name, source, scale", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			as, err := get(args[0])
+			as, err := c.adapters(args[0])
 			if err != nil {
 				return err
 			}
@@ -48,7 +54,7 @@ func (c *ctl) modelAdapter() *cobra.Command {
 				if as == nil {
 					as = []*catalog.Adapter{}
 				}
-				return json.NewEncoder(os.Stdout).Encode(as)
+				return json.NewEncoder(c.out).Encode(as)
 			}
 			var rows [][]string
 			for _, a := range as {
@@ -58,25 +64,34 @@ func (c *ctl) modelAdapter() *cobra.Command {
 				}
 				rows = append(rows, []string{a.Name, a.Source, scale})
 			}
-			table("NAME\tSOURCE\tSCALE", rows)
+			c.table("NAME\tSOURCE\tSCALE", rows)
 			return nil
-		}})
+		}}
+}
+
+// adapterAdd is ctl model adapter add; a name the model has is refused.
+func (c *ctl) adapterAdd() *cobra.Command {
 	var scale float64
 	add := &cobra.Command{Use: "add <model> <name> <source>", Short: "Adds an adapter served as <name> (a path, or mirror://model/version); replaces the model's replicas without downtime", Args: cobra.ExactArgs(3),
 		RunE: func(_ *cobra.Command, args []string) error {
-			as, err := get(args[0])
+			as, err := c.adapters(args[0])
 			if err != nil {
 				return err
 			}
 			if slices.ContainsFunc(as, func(a *catalog.Adapter) bool { return a.Name == args[1] }) {
 				return fmt.Errorf("model %s already has adapter %s; remove it first to change it", args[0], args[1])
 			}
-			return set(args[0], append(as, &catalog.Adapter{Name: args[1], Source: args[2], Scale: scale}))
+			return c.setAdapters(args[0], append(as, &catalog.Adapter{Name: args[1], Source: args[2], Scale: scale}))
 		}}
 	add.Flags().Float64Var(&scale, "scale", 0, "how strongly it applies (llamacpp; default 1)")
-	remove := &cobra.Command{Use: "remove <model> <name>", Short: "Removes an adapter; replaces the model's replicas without downtime", Args: cobra.ExactArgs(2),
+	return add
+}
+
+// adapterRemove is ctl model adapter remove.
+func (c *ctl) adapterRemove() *cobra.Command {
+	return &cobra.Command{Use: "remove <model> <name>", Short: "Removes an adapter; replaces the model's replicas without downtime", Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			as, err := get(args[0])
+			as, err := c.adapters(args[0])
 			if err != nil {
 				return err
 			}
@@ -85,8 +100,6 @@ func (c *ctl) modelAdapter() *cobra.Command {
 			if len(as) == n {
 				return fmt.Errorf("model %s has no adapter %s (llmgw ctl model adapter list %s shows them)", args[0], args[1], args[0])
 			}
-			return set(args[0], as)
+			return c.setAdapters(args[0], as)
 		}}
-	cmd.AddCommand(add, remove)
-	return cmd
 }

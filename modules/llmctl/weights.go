@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -27,11 +27,11 @@ func (c *ctl) weights() *cobra.Command {
 			var rows [][]string
 			for _, n := range out.Nodes {
 				if n.Error != "" {
-					fmt.Printf("%s: not answered: %s\n", n.Node, n.Error)
+					fmt.Fprintf(c.out, "%s: not answered: %s\n", n.Node, n.Error)
 					continue
 				}
 				if n.Note != "" {
-					fmt.Printf("%s: %s\n", n.Node, n.Note)
+					fmt.Fprintf(c.out, "%s: %s\n", n.Node, n.Note)
 				}
 				for _, e := range n.Unused {
 					rows = append(rows, weightsRow(n.Node, e, "unused"))
@@ -41,20 +41,26 @@ func (c *ctl) weights() *cobra.Command {
 						rows = append(rows, weightsRow(n.Node, e, "used by "+strings.Join(e.UsedBy, ",")+e.Why))
 					}
 				}
-				fmt.Printf("%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
+				fmt.Fprintf(c.out, "%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
 			}
-			table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
+			c.table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
 			return nil
 		}}
 	cmd.PersistentFlags().StringVar(&nodeName, "node", "", "only this node of the cluster (default: every live node)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the used files too")
+	cmd.AddCommand(c.weightsPrune(&nodeName))
+	return cmd
+}
+
+// weightsPrune is ctl weights prune; node is the --node of ctl weights.
+func (c *ctl) weightsPrune(node *string) *cobra.Command {
 	var dryRun bool
 	prune := &cobra.Command{Use: "prune [--node N] [--dry-run]", Short: "Removes the files of the node's weights directory that no catalog model uses (never what a replica holds or a fetch brings in)", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var out struct {
 				Nodes []llmapi.WeightsPruned `json:"nodes"`
 			}
-			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(nodeName, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
+			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(*node, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
 				return err
 			}
 			verb := "removed"
@@ -65,17 +71,17 @@ func (c *ctl) weights() *cobra.Command {
 			for _, n := range out.Nodes {
 				switch {
 				case n.Error != "":
-					fmt.Printf("%s: not pruned: %s\n", n.Node, n.Error)
+					fmt.Fprintf(c.out, "%s: not pruned: %s\n", n.Node, n.Error)
 					failed++
 					continue
 				case n.Note != "":
-					fmt.Printf("%s: %s\n", n.Node, n.Note)
+					fmt.Fprintf(c.out, "%s: %s\n", n.Node, n.Note)
 					continue
 				}
 				for _, e := range n.Removed {
-					fmt.Printf("%s: %s %s (%s)\n", n.Node, verb, e.Path, humanize.IBytes(uint64(e.Size)))
+					fmt.Fprintf(c.out, "%s: %s %s (%s)\n", n.Node, verb, e.Path, humanize.IBytes(uint64(e.Size)))
 				}
-				fmt.Printf("%s: %s %d entries, %s\n", n.Node, verb, len(n.Removed), humanize.IBytes(uint64(n.Freed)))
+				fmt.Fprintf(c.out, "%s: %s %d entries, %s\n", n.Node, verb, len(n.Removed), humanize.IBytes(uint64(n.Freed)))
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d nodes were not pruned", failed)
@@ -83,8 +89,7 @@ func (c *ctl) weights() *cobra.Command {
 			return nil
 		}}
 	prune.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed; remove nothing")
-	cmd.AddCommand(prune)
-	return cmd
+	return prune
 }
 
 func weightsRow(node string, e llmapi.WeightsEntry, state string) []string {

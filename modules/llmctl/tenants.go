@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -24,18 +24,30 @@ func (c *ctl) tenants() *cobra.Command {
 			if err := c.call("GET", "/llm/tenants", nil, &ls); err != nil || c.json {
 				return err
 			}
-			printTenants(ls)
+			c.printTenants(ls)
 			return nil
 		}}
+	cmd.AddCommand(c.tenantGet(), c.tenantCreate(), c.tenantSet(), c.tenantDelete())
+	return cmd
+}
+
+// tenantGet is ctl tenants get: one level.
+func (c *ctl) tenantGet() *cobra.Command {
 	get := &cobra.Command{Use: "get <org[/team[/project]]>", Short: "Shows one level", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var l llmapi.TenantLevel
 			if err := c.call("GET", tenantURL(args[0]), nil, &l); err != nil || c.json {
 				return err
 			}
-			printTenants([]llmapi.TenantLevel{l})
+			c.printTenants([]llmapi.TenantLevel{l})
 			return nil
 		}}
+	return get
+}
+
+// tenantCreate is ctl tenants create: a level under its parent, the
+// parent's path the argument's before its last slash.
+func (c *ctl) tenantCreate() *cobra.Command {
 	create := &cobra.Command{Use: "create <org[/team[/project]]>", Short: "Creates a level under its parent, with the limits and capacity the flags give",
 		Args: cobra.ExactArgs(1)}
 	createFlags := tenantFlags(create.Flags())
@@ -53,9 +65,14 @@ func (c *ctl) tenants() *cobra.Command {
 		if err := c.call("POST", tenantCollection(parent), body, &l); err != nil || c.json {
 			return err
 		}
-		fmt.Printf("%s %s created\n", l.Kind, l.Path)
+		fmt.Fprintf(c.out, "%s %s created\n", l.Kind, l.Path)
 		return nil
 	}
+	return create
+}
+
+// tenantSet is ctl tenants set: a JSON merge patch of the flags given.
+func (c *ctl) tenantSet() *cobra.Command {
 	set := &cobra.Command{Use: "set <org[/team[/project]]>", Short: "Changes the limits and capacity the flags name (0 removes one); the others stay",
 		Args: cobra.ExactArgs(1)}
 	setFlags := tenantFlags(set.Flags())
@@ -68,21 +85,25 @@ func (c *ctl) tenants() *cobra.Command {
 		if err := c.call("PATCH", tenantURL(args[0]), body, &l); err != nil || c.json {
 			return err
 		}
-		fmt.Printf("%s %s changed\n", l.Kind, l.Path)
-		printTenants([]llmapi.TenantLevel{l})
+		fmt.Fprintf(c.out, "%s %s changed\n", l.Kind, l.Path)
+		c.printTenants([]llmapi.TenantLevel{l})
 		return nil
 	}
+	return set
+}
+
+// tenantDelete is ctl tenants delete.
+func (c *ctl) tenantDelete() *cobra.Command {
 	del := &cobra.Command{Use: "delete <org[/team[/project]]>", Short: "Deletes a level created at runtime that has no levels, keys or models left",
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if err := c.call("DELETE", tenantURL(args[0]), nil, nil); err != nil || c.json {
 				return err
 			}
-			fmt.Printf("%s deleted\n", args[0])
+			fmt.Fprintf(c.out, "%s deleted\n", args[0])
 			return nil
 		}}
-	cmd.AddCommand(get, create, set, del)
-	return cmd
+	return del
 }
 
 // tenantURL is the admin route of a level by its path.
@@ -178,13 +199,13 @@ func nilIfZero(v int64) any {
 	return v
 }
 
-func printTenants(ls []llmapi.TenantLevel) {
+func (c *ctl) printTenants(ls []llmapi.TenantLevel) {
 	var rows [][]string
 	for _, l := range ls {
 		rows = append(rows, []string{l.Kind, l.Path, l.Source, limitsText(l.Limits), capacityText(l.Capacity),
 			useText(l.Used), strings.Join(l.Models, ","), strconv.Itoa(l.Keys)})
 	}
-	table("LEVEL\tPATH\tSOURCE\tLIMITS\tCAPACITY\tUSED\tMODELS\tKEYS", rows)
+	c.table("LEVEL\tPATH\tSOURCE\tLIMITS\tCAPACITY\tUSED\tMODELS\tKEYS", rows)
 }
 
 func limitsText(l *tenancy.Limits) string {

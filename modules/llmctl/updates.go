@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 			if err := c.call("GET", path, nil, &u); err != nil || c.json {
 				return err
 			}
-			printUpdates(u)
+			c.printUpdates(u)
 			return nil
 		}}
 	updates.Flags().BoolVar(&check, "check", false, "ask the registry now instead of showing the last check")
@@ -51,31 +51,31 @@ func (c *ctl) versionChange(model, action string) error {
 	if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/"+action, nil, &out); err != nil || c.json {
 		return err
 	}
-	fmt.Printf("model %s: version %s → %s\n", out.Name, out.From, out.To)
-	printRollout(out.Rollout)
+	fmt.Fprintf(c.out, "model %s: version %s → %s\n", out.Name, out.From, out.To)
+	c.printRollout(out.Rollout)
 	return nil
 }
 
-func printUpdates(u llmapi.ModelUpdates) {
-	fmt.Printf("model %s (mirror model %s) follows %s\n", u.Model, u.MirrorModel, orDash(u.Repository))
-	fmt.Printf("current:  %s (commit %s)\n", orDash(u.Current), orDash(u.CurrentCommit))
+func (c *ctl) printUpdates(u llmapi.ModelUpdates) {
+	fmt.Fprintf(c.out, "model %s (mirror model %s) follows %s\n", u.Model, u.MirrorModel, orDash(u.Repository))
+	fmt.Fprintf(c.out, "current:  %s (commit %s)\n", orDash(u.Current), orDash(u.CurrentCommit))
 	if u.Previous != "" {
-		fmt.Printf("previous: %s\n", u.Previous)
+		fmt.Fprintf(c.out, "previous: %s\n", u.Previous)
 	}
 	switch {
 	case u.UpdateAvailable:
-		fmt.Printf("update available: commit %s (llmgw ctl model update %s)\n", u.Available, u.Model)
+		fmt.Fprintf(c.out, "update available: commit %s (llmgw ctl model update %s)\n", u.Available, u.Model)
 	case u.Available != "":
-		fmt.Println("up to date")
+		fmt.Fprintln(c.out, "up to date")
 	}
 	if u.CheckedAt != nil {
-		fmt.Printf("checked %s ago", time.Since(*u.CheckedAt).Round(time.Second))
+		fmt.Fprintf(c.out, "checked %s ago", time.Since(*u.CheckedAt).Round(time.Second))
 	} else {
-		fmt.Print("not checked yet")
+		fmt.Fprint(c.out, "not checked yet")
 	}
-	fmt.Printf("; checks: %s\n", u.Every)
+	fmt.Fprintf(c.out, "; checks: %s\n", u.Every)
 	if u.Error != "" {
-		fmt.Printf("error: %s\n", u.Error)
+		fmt.Fprintf(c.out, "error: %s\n", u.Error)
 	}
 }
 

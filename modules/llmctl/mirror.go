@@ -1,10 +1,11 @@
-package llmgw
+package llmctl
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"os/user"
@@ -20,12 +21,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
-func init() {
-	caddycmd.RegisterCommand(caddycmd.Command{
+// mirrorCommand is "llmgw mirror": the weights mirror, worked on directly
+// through the stores the config's apps.llm.mirror names.
+func mirrorCommand() caddycmd.Command {
+	return caddycmd.Command{
 		Name:  "mirror",
 		Short: "Manages the weights mirror: model versions in the stores the config names",
 		Long: `
@@ -35,22 +37,43 @@ not be running. Versions are added from a local path, an http(s) URL or a
 registry reference hf://org/repo[@revision][/path], checksummed, stored on
 every store that answers, and copied to the others by sync.`,
 		CobraFunc: func(cmd *cobra.Command) {
-			var mc mirrorCmd
-			cmd.PersistentFlags().StringVarP(&mc.config, "config", "c", "", "the config file (default ./Caddyfile)")
-			cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
-			cmd.PersistentFlags().BoolVar(&mc.json, "json", false, "print JSON")
-			cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.fetch(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
+			mc := &mirrorCmd{out: os.Stdout, errOut: os.Stderr}
+			mc.register(cmd)
 		},
-	})
+	}
 }
 
+// mirrorCmd is "llmgw mirror": its global flags, and where it prints.
 type mirrorCmd struct {
 	config, adapter string
 	json            bool
+	out, errOut     io.Writer
+}
+
+// register puts mirror's flags and subcommands on cmd.
+func (mc *mirrorCmd) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVarP(&mc.config, "config", "c", "", "the config file (default ./Caddyfile)")
+	cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
+	cmd.PersistentFlags().BoolVar(&mc.json, "json", false, "print JSON")
+	cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.fetch(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
 }
 
 // open builds the mirror the config describes.
 func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
+	mcfg, err := mc.mirrorConfig()
+	if err != nil {
+		return nil, err
+	}
+	logger := zap.NewNop()
+	if os.Getenv("LLMGW_MIRROR_DEBUG") != "" {
+		logger, _ = zap.NewDevelopment()
+	}
+	return weights.NewMirror(mcfg, caddy.AppDataDir(), logger)
+}
+
+// mirrorConfig reads the config file (adapted, a Caddyfile by default)
+// and decodes its apps.llm.mirror, nil when it has none.
+func (mc *mirrorCmd) mirrorConfig() (*weights.MirrorConfig, error) {
 	cfgFile := mc.config
 	if cfgFile == "" {
 		if _, err := os.Stat("Caddyfile"); err != nil {
@@ -77,29 +100,22 @@ func (mc *mirrorCmd) open() (*mirror.Mirror, error) {
 	}
 	var cfg struct {
 		Apps struct {
-			LLM *llm.App `json:"llm"`
+			LLM *struct {
+				Mirror *weights.MirrorConfig `json:"mirror"`
+			} `json:"llm"`
 		} `json:"apps"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", cfgFile, err)
 	}
-	var mcfg *weights.MirrorConfig
-	if cfg.Apps.LLM != nil {
-		mcfg = cfg.Apps.LLM.Mirror
+	if cfg.Apps.LLM == nil {
+		return nil, nil
 	}
-	logger := zap.NewNop()
-	if os.Getenv("LLMGW_MIRROR_DEBUG") != "" {
-		logger, _ = zap.NewDevelopment()
-	}
-	m, err := weights.NewMirror(mcfg, caddy.AppDataDir(), logger)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return cfg.Apps.LLM.Mirror, nil
 }
 
 func (mc *mirrorCmd) print(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(mc.out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -126,37 +142,45 @@ func actor() string {
 }
 
 // showProgress draws the transfers under way on stderr until stopped: a bar
-// on a terminal, a line every 10 s otherwise.
-func showProgress(m *mirror.Mirror) func() {
-	done := make(chan struct{})
-	fi, _ := os.Stderr.Stat()
-	tty := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+// on a terminal, a line every 10 s otherwise. Stopping waits for the last
+// line to be cleared.
+func (mc *mirrorCmd) showProgress(m *mirror.Mirror) func() {
+	done, finished := make(chan struct{}), make(chan struct{})
+	tty := false
+	if f, ok := mc.errOut.(*os.File); ok {
+		fi, _ := f.Stat()
+		tty = fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	}
 	every := 10 * time.Second
 	if tty {
 		every = 200 * time.Millisecond
 	}
 	go func() {
+		defer close(finished)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				if tty {
-					fmt.Fprint(os.Stderr, "\r\033[K")
+					fmt.Fprint(mc.errOut, "\r\033[K")
 				}
 				return
 			case <-tick.C:
 			}
 			for _, p := range m.Transfers() {
 				if tty {
-					fmt.Fprintf(os.Stderr, "\r\033[K%s %s", bar(p.Bytes, p.Total, 30), p)
+					fmt.Fprintf(mc.errOut, "\r\033[K%s %s", bar(p.Bytes, p.Total, 30), p)
 				} else {
-					fmt.Fprintln(os.Stderr, p)
+					fmt.Fprintln(mc.errOut, p)
 				}
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 func bar(done, total int64, width int) string {
@@ -173,7 +197,7 @@ func (mc *mirrorCmd) add() *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
 			o.Model, o.Source = args[0], args[1]
-			stop := showProgress(m)
+			stop := mc.showProgress(m)
 			res, err := m.Add(ctx, o)
 			stop()
 			if err != nil {
@@ -182,10 +206,10 @@ func (mc *mirrorCmd) add() *cobra.Command {
 			if mc.json {
 				return mc.print(res)
 			}
-			fmt.Printf("added %s/%s (%s, %d files, %s) to %s\n", res.Manifest.Model, res.Manifest.Version, res.Manifest.Format,
+			fmt.Fprintf(mc.out, "added %s/%s (%s, %d files, %s) to %s\n", res.Manifest.Model, res.Manifest.Version, res.Manifest.Format,
 				len(res.Manifest.Files), humanize.IBytes(uint64(res.Manifest.Size())), strings.Join(res.Stored, ", "))
 			if perr := res.PendingError(); perr != nil {
-				fmt.Fprintln(os.Stderr, perr)
+				fmt.Fprintln(mc.errOut, perr)
 			}
 			return nil
 		})}
@@ -203,7 +227,7 @@ func (mc *mirrorCmd) list() *cobra.Command {
 				return err
 			}
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "warning:", err)
+				fmt.Fprintln(mc.errOut, "warning:", err)
 			}
 			if mc.json {
 				return mc.print(list)
@@ -217,7 +241,7 @@ func (mc *mirrorCmd) list() *cobra.Command {
 				rows = append(rows, []string{v.Model, v.Version + cur, v.Format, fmt.Sprint(v.Files), humanize.IBytes(uint64(v.Size)),
 					strings.Join(v.Stores, ","), v.Added.Format(time.RFC3339), v.Origin.Source})
 			}
-			table("MODEL\tVERSION\tFORMAT\tFILES\tSIZE\tSTORES\tADDED\tSOURCE", rows)
+			printTable(mc.out, "MODEL\tVERSION\tFORMAT\tFILES\tSIZE\tSTORES\tADDED\tSOURCE", rows)
 			return nil
 		})}
 }
@@ -245,15 +269,15 @@ func (mc *mirrorCmd) show() *cobra.Command {
 			if mc.json {
 				return mc.print(man)
 			}
-			fmt.Printf("%s/%s  format %s  added %s\nsource %s\n", man.Model, man.Version, man.Format, man.Added.Format(time.RFC3339), man.Origin.Source)
+			fmt.Fprintf(mc.out, "%s/%s  format %s  added %s\nsource %s\n", man.Model, man.Version, man.Format, man.Added.Format(time.RFC3339), man.Origin.Source)
 			if man.Origin.Commit != "" {
-				fmt.Printf("repository %s  revision %s  commit %s\n", man.Origin.Repository, man.Origin.Revision, man.Origin.Commit)
+				fmt.Fprintf(mc.out, "repository %s  revision %s  commit %s\n", man.Origin.Repository, man.Origin.Revision, man.Origin.Commit)
 			}
 			var rows [][]string
 			for _, f := range man.Files {
 				rows = append(rows, []string{f.Path, humanize.IBytes(uint64(f.Size)), f.SHA256})
 			}
-			table("FILE\tSIZE\tSHA256", rows)
+			printTable(mc.out, "FILE\tSIZE\tSHA256", rows)
 			return nil
 		})}
 }
@@ -265,7 +289,7 @@ func (mc *mirrorCmd) fetch() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			stop := showProgress(m)
+			stop := mc.showProgress(m)
 			// A copy already here is read again: a file that no longer
 			// matches is fetched anew from a good store.
 			replaced, err := m.Recheck(ctx, model, version)
@@ -282,9 +306,9 @@ func (mc *mirrorCmd) fetch() *cobra.Command {
 				return mc.print(map[string]any{"dir": fe.Dir, "manifest": fe.Manifest, "replaced": replaced})
 			}
 			for _, f := range replaced {
-				fmt.Printf("%s: the node cache's copy did not match its manifest; replaced from a store\n", f)
+				fmt.Fprintf(mc.out, "%s: the node cache's copy did not match its manifest; replaced from a store\n", f)
 			}
-			fmt.Printf("%s/%s is in %s\n", model, version, fe.Dir)
+			fmt.Fprintf(mc.out, "%s/%s is in %s\n", model, version, fe.Dir)
 			return nil
 		})}
 }
@@ -315,7 +339,7 @@ func (mc *mirrorCmd) verify() *cobra.Command {
 				for _, c := range checks {
 					rows = append(rows, []string{c.Store, c.File, c.Status, c.Detail})
 				}
-				table("STORE\tFILE\tSTATUS\tDETAIL", rows)
+				printTable(mc.out, "STORE\tFILE\tSTATUS\tDETAIL", rows)
 			}
 			if bad > 0 {
 				return fmt.Errorf("%d of %d copies failed; llmgw mirror sync copies a good one over each", bad, len(checks))
@@ -334,9 +358,9 @@ func (mc *mirrorCmd) remove() *cobra.Command {
 			if mc.json {
 				return mc.print(res)
 			}
-			fmt.Printf("removed %s/%s from %s\n", args[0], args[1], strings.Join(res.Removed, ", "))
+			fmt.Fprintf(mc.out, "removed %s/%s from %s\n", args[0], args[1], strings.Join(res.Removed, ", "))
 			for s, e := range res.Pending {
-				fmt.Fprintf(os.Stderr, "%s; %s removes it when it answers\n", e, s)
+				fmt.Fprintf(mc.errOut, "%s; %s removes it when it answers\n", e, s)
 			}
 			return nil
 		})}
@@ -351,7 +375,7 @@ func (mc *mirrorCmd) purge() *cobra.Command {
 					return perr
 				}
 			} else if len(removed) > 0 {
-				fmt.Printf("removed %s versions %s\n", args[0], strings.Join(removed, ", "))
+				fmt.Fprintf(mc.out, "removed %s versions %s\n", args[0], strings.Join(removed, ", "))
 			}
 			return err
 		})}
@@ -361,7 +385,7 @@ func (mc *mirrorCmd) sync() *cobra.Command {
 	var deep bool
 	cmd := &cobra.Command{Use: "sync", Short: "Brings the stores in step: removals, missing versions, bad copies", Args: cobra.NoArgs,
 		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
-			stop := showProgress(m)
+			stop := mc.showProgress(m)
 			rep, err := m.Sync(ctx, deep)
 			stop()
 			if mc.json {
@@ -371,13 +395,13 @@ func (mc *mirrorCmd) sync() *cobra.Command {
 				return err
 			}
 			for _, c := range rep.Copied {
-				fmt.Println("copied", c)
+				fmt.Fprintln(mc.out, "copied", c)
 			}
 			for _, r := range rep.Removed {
-				fmt.Println("removed", r)
+				fmt.Fprintln(mc.out, "removed", r)
 			}
 			for _, r := range rep.Repaired {
-				fmt.Println("repaired", r)
+				fmt.Fprintln(mc.out, "repaired", r)
 			}
 			var rows [][]string
 			for _, s := range m.Status().Stores {
@@ -387,7 +411,7 @@ func (mc *mirrorCmd) sync() *cobra.Command {
 				}
 				rows = append(rows, []string{s.Name, state, fmt.Sprint(s.Versions), fmt.Sprintf("%d versions, %s, %d removals", s.LagVersions, humanize.IBytes(uint64(s.LagBytes)), s.LagRemovals)})
 			}
-			table("STORE\tSTATE\tVERSIONS\tBEHIND", rows)
+			printTable(mc.out, "STORE\tSTATE\tVERSIONS\tBEHIND", rows)
 			return err
 		})}
 	cmd.Flags().BoolVar(&deep, "deep", false, "read every stored file and check its sha256 first")
@@ -412,7 +436,7 @@ func (mc *mirrorCmd) updates() *cobra.Command {
 				}
 				rows = append(rows, []string{u.Model, u.Source, u.Current, state})
 			}
-			table("MODEL\tSOURCE\tCURRENT\tSTATE", rows)
+			printTable(mc.out, "MODEL\tSOURCE\tCURRENT\tSTATE", rows)
 			return err
 		})}
 }
@@ -420,7 +444,7 @@ func (mc *mirrorCmd) updates() *cobra.Command {
 func (mc *mirrorCmd) update() *cobra.Command {
 	return &cobra.Command{Use: "update <model>", Short: "Fetches a tracked model's new revision beside the old one and makes it current", Args: cobra.ExactArgs(1),
 		RunE: mc.run(func(ctx context.Context, m *mirror.Mirror, args []string) error {
-			stop := showProgress(m)
+			stop := mc.showProgress(m)
 			res, err := m.UpdateModel(ctx, args[0])
 			stop()
 			if err != nil {
@@ -429,7 +453,7 @@ func (mc *mirrorCmd) update() *cobra.Command {
 			if mc.json {
 				return mc.print(res)
 			}
-			fmt.Printf("%s is now at %s (commit %s)\n", args[0], res.Manifest.Version, res.Manifest.Origin.Commit)
+			fmt.Fprintf(mc.out, "%s is now at %s (commit %s)\n", args[0], res.Manifest.Version, res.Manifest.Origin.Commit)
 			return nil
 		})}
 }
@@ -444,7 +468,7 @@ func (mc *mirrorCmd) rollback() *cobra.Command {
 			if mc.json {
 				return mc.print(t)
 			}
-			fmt.Printf("%s is back at %s\n", args[0], t.Current)
+			fmt.Fprintf(mc.out, "%s is back at %s\n", args[0], t.Current)
 			return nil
 		})}
 }

@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func (c *ctl) modelPlan() *cobra.Command {
 			if err := c.call("POST", "/llm/plan", m, &pl); err != nil || c.json {
 				return err
 			}
-			printPlan(pl)
+			c.printPlan(pl)
 			return nil
 		}}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the model, in YAML or JSON")
@@ -35,32 +35,32 @@ func (c *ctl) modelPlan() *cobra.Command {
 	return cmd
 }
 
-func printPlan(pl llmapi.Plan) {
+func (c *ctl) printPlan(pl llmapi.Plan) {
 	verdict := "fits"
 	if !pl.Fits {
 		verdict = "does not fit"
 	}
-	fmt.Printf("model %s %s%s\n", pl.Model, verdict, sourceLine(pl.SourceCheck))
+	fmt.Fprintf(c.out, "model %s %s%s\n", pl.Model, verdict, sourceLine(pl.SourceCheck))
 	for i, r := range pl.Replicas {
 		gpus := ""
 		if len(r.GPUs) > 0 {
 			gpus = " on GPUs " + devicesCol(r.GPUs)
 		}
-		fmt.Printf("  replica %d on node %s: %s%s\n", i+1, r.Node, amountsText(r.Resources), gpus)
+		fmt.Fprintf(c.out, "  replica %d on node %s: %s%s\n", i+1, r.Node, amountsText(r.Resources), gpus)
 	}
 	for _, e := range pl.Evict {
-		fmt.Printf("  stops %s replica %s of %s (frees %s)\n", e.Class, e.Replica, e.Model, amountsText(e.Resources))
+		fmt.Fprintf(c.out, "  stops %s replica %s of %s (frees %s)\n", e.Class, e.Replica, e.Model, amountsText(e.Resources))
 	}
 	if pl.Missing != nil {
-		fmt.Printf("  missing: %s; %s\n", amountsText(*pl.Missing), pl.Reason)
+		fmt.Fprintf(c.out, "  missing: %s; %s\n", amountsText(*pl.Missing), pl.Reason)
 	} else if !pl.Fits && pl.Reason != "" {
-		fmt.Printf("  %s\n", pl.Reason)
+		fmt.Fprintf(c.out, "  %s\n", pl.Reason)
 	}
 	if pl.Note != "" {
-		fmt.Printf("  note: %s\n", pl.Note)
+		fmt.Fprintf(c.out, "  note: %s\n", pl.Note)
 	}
 	if pl.SourceError != "" {
-		fmt.Printf("  source refused: %s\n", pl.SourceError)
+		fmt.Fprintf(c.out, "  source refused: %s\n", pl.SourceError)
 	}
 }
 

@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"encoding/json"
@@ -33,15 +33,15 @@ func (c *ctl) audit() *cobra.Command {
 				return err
 			}
 			if p.Warning != "" {
-				fmt.Println("warning:", p.Warning)
+				fmt.Fprintln(c.out, "warning:", p.Warning)
 			}
 			var rows [][]string
 			for _, e := range p.Entries {
 				rows = append(rows, []string{e.Time.Local().Format(time.DateTime), e.Node, e.Actor, e.Action, auditFields(e.Fields)})
 			}
-			table("TIME\tNODE\tACTOR\tACTION\tFIELDS", rows)
+			c.table("TIME\tNODE\tACTOR\tACTION\tFIELDS", rows)
 			if p.Next != "" {
-				fmt.Printf("more: llmgw ctl audit --cursor %s (with the same filters)\n", p.Next)
+				fmt.Fprintf(c.out, "more: llmgw ctl audit --cursor %s (with the same filters)\n", p.Next)
 			}
 			return nil
 		}}

@@ -1,4 +1,4 @@
-package llmgw
+package llmctl
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func (c *ctl) nodes() *cobra.Command {
 				return err
 			}
 			if st.StoreError != "" {
-				fmt.Println("warning:", st.StoreError)
+				fmt.Fprintln(c.out, "warning:", st.StoreError)
 			}
 			var rows [][]string
 			for _, n := range st.Nodes {
@@ -38,9 +38,9 @@ func (c *ctl) nodes() *cobra.Command {
 					fmt.Sprintf("%s/%s", humanize.IBytes(uint64(max(n.Used.Memory, 0))), humanize.IBytes(uint64(max(n.Capacity.Memory, 0)))),
 					fmt.Sprint(len(n.Replicas)), strings.Join(flags, ",")})
 			}
-			table("NODE\tADDRESS\tHEARTBEAT AGE\tCORES\tMEMORY\tREPLICAS\t", rows)
+			c.table("NODE\tADDRESS\tHEARTBEAT AGE\tCORES\tMEMORY\tREPLICAS\t", rows)
 			for m, why := range st.Unplaced {
-				fmt.Printf("not fully placed: %s: %s\n", m, why)
+				fmt.Fprintf(c.out, "not fully placed: %s: %s\n", m, why)
 			}
 			return nil
 		}}
@@ -54,7 +54,7 @@ func (c *ctl) nodes() *cobra.Command {
 				if err := c.call("POST", "/llm/nodes/"+url.PathEscape(args[0])+"/"+action, nil, nil); err != nil || c.json {
 					return err
 				}
-				fmt.Printf("node %s %sed\n", args[0], action)
+				fmt.Fprintf(c.out, "node %s %sed\n", args[0], action)
 				return nil
 			}})
 	}

@@ -1,0 +1,166 @@
+package llmctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+)
+
+// ctl is "llmgw ctl": its global flags, and where it prints.
+type ctl struct {
+	admin  string
+	config string // a config file whose admin address is used when admin is empty
+	json   bool
+	url    string // a site's llm_admin, where the /llm routes are
+	token  string
+	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
+	// to be replaced set a longer one.
+	timeout time.Duration
+	// out is where tables, messages and --json answers go (stdout);
+	// errOut is for what a script should not read (stderr).
+	out, errOut io.Writer
+}
+
+// endpoint returns the URL of an admin path (/llm/…), and the endpoint's
+// name and a hint for errors: the site's llm_admin with --url, else
+// --admin.
+func (c *ctl) endpoint(path string) (target, where, hint string) {
+	if c.url == "" {
+		if c.admin == "" {
+			c.admin = caddy.DefaultAdminListen
+			if c.config != "" {
+				if addr, err := caddycmd.DetermineAdminAPIAddress("", nil, c.config, ""); err == nil {
+					c.admin = addr
+				}
+			}
+		}
+		base := c.admin
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		return base + path, "llmgw's admin endpoint at " + c.admin, "is llmgw running, and is --admin right?"
+	}
+	base := strings.TrimSuffix(c.url, "/")
+	if u, err := url.Parse(base); err == nil && u.Path == "" {
+		base += "/llm"
+	}
+	return base + strings.TrimPrefix(path, "/llm"), "llm_admin at " + c.url, "is --url right (the address of the site's /llm routes)?"
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// call sends a request to the admin endpoint and decodes the answer into
+// out (when not nil); admin errors come back with their message. With
+// --json the answer is printed as it came instead.
+func (c *ctl) call(method, path string, body any, out any) error {
+	req, where, hint, err := c.request(method, path, body)
+	if err != nil {
+		return err
+	}
+	timeout := c.timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching %s: %w; %s", where, err, hint)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s%s", e.Error, hostHint(e.Error, c.admin))
+		}
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+	}
+	if c.json {
+		_, err := c.out.Write(raw)
+		return err
+	}
+	if out != nil && len(raw) > 0 {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// read GETs path into out whatever --json says: for what a command needs
+// to know before the change it prints.
+func (c *ctl) read(path string, out any) error {
+	asJSON := c.json
+	c.json = false
+	defer func() { c.json = asJSON }()
+	return c.call("GET", path, nil, out)
+}
+
+// request builds a call's request: the JSON body, the OS user as the
+// actor, and the token, which never crosses the network in plain http.
+// where and hint name the endpoint for errors.
+func (c *ctl) request(method, path string, body any) (req *http.Request, where, hint string, err error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	target, where, hint := c.endpoint(path)
+	req, err = http.NewRequest(method, target, rd)
+	if err != nil {
+		return nil, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if u, err := user.Current(); err == nil {
+		req.Header.Set("X-Llmgw-Actor", u.Username)
+	}
+	token := c.token
+	if token == "" {
+		token = os.Getenv("LLMGW_ADMIN_TOKEN")
+	}
+	if token != "" {
+		if u := req.URL; u.Scheme == "http" && !loopback(u.Hostname()) {
+			return nil, "", "", fmt.Errorf("--url %s is plain http: the token would cross the network readable; use https://", c.url)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req, where, hint, nil
+}
+
+// hostHint says what to change when Caddy's admin endpoint refused the
+// Host it was reached by: on a loopback address it accepts only
+// localhost, 127.0.0.1 and ::1 unless its origins list the address.
+func hostHint(msg, admin string) string {
+	if !strings.HasPrefix(msg, "host not allowed") {
+		return ""
+	}
+	return fmt.Sprintf("; Caddy's admin endpoint accepts only the hosts its origins list (by default, on a loopback address: localhost, 127.0.0.1 and ::1): "+
+		"list this one in the config's admin option (admin %s { origins %s }), or listen on 127.0.0.1", admin, admin)
+}
+
+// table prints rows under a header, in columns.
+func (c *ctl) table(header string, rows [][]string) {
+	printTable(c.out, header, rows)
+}
+
+// printTable writes rows under a header to w, in columns two spaces apart.
+func printTable(w io.Writer, header string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+}
