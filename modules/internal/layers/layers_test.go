@@ -65,11 +65,12 @@ func moduleRoot(t *testing.T) string {
 // {tenancy, catalog}; weights → catalog; nothing below imports the app.
 var allowed = map[string][]string{
 	"/modules/llm/catalog":   {"/modules/internal", "/plugins/engine"},
-	"/modules/llm/tenancy":   {"/modules/llm/catalog"},
+	"/modules/llm/tenancy":   {"/modules/llm/catalog", "/modules/internal"},
 	"/modules/llm/llmapi":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
 	"/modules/llm/place":     {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
 	"/modules/llm/weights":   {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
 	"/modules/llm/fleet":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
+	"/modules/llm/cluster":   {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
 	"/modules/llm/audit":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/guardhist": {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	// The command-line client speaks the admin API's JSON: never the app.
@@ -149,7 +150,7 @@ const maxLines = 6000
 // ratchet caps the packages still over maxLines at their size, so they
 // only shrink until they are split.
 var ratchet = map[string]int{
-	"/modules/llm": 9000,
+	"/modules/llm": 6700,
 }
 
 // TestPackageSize fails when a package's non-test Go files hold more
