@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -25,53 +20,6 @@ func (a *App) adapterFleet(name string, sel fleet.Selector) (*fleet.Fleet, fleet
 	}
 	f, ok := v.fleets[e.AdapterOf()]
 	return f, fleet.NewAdapterSelector(sel, name), ok
-}
-
-// parseAdapter reads one adapter of a model:
-//
-//	adapter <name> {
-//		source <path|mirror://<model>/<version>[/<file>]>
-//		scale  <number>
-//	}
-func parseAdapter(d *caddyfile.Dispenser, m *catalog.Model) error {
-	a := &catalog.Adapter{}
-	if !d.Args(&a.Name) || d.NextArg() {
-		return d.ArgErr()
-	}
-	if err := catalog.CheckName(fmt.Sprintf("model %q: adapter name", m.Name), a.Name); err != nil {
-		return d.Err(err.Error())
-	}
-	for _, o := range m.Adapters {
-		if o.Name == a.Name {
-			return d.Errf("model %q: adapter %q is declared twice", m.Name, a.Name)
-		}
-	}
-	err := caddyfileutil.EachSubdirective(d, func(dir string) error {
-		switch dir {
-		case "source":
-			return caddyfileutil.OneArg(d, &a.Source)
-		case "scale":
-			var s string
-			if err := caddyfileutil.OneArg(d, &s); err != nil {
-				return err
-			}
-			f, err := strconv.ParseFloat(s, 64)
-			if err != nil || f <= 0 || math.IsInf(f, 0) {
-				return d.Errf("adapter %q: scale %q is not a number above 0, such as 0.5", a.Name, s)
-			}
-			a.Scale = f
-			return nil
-		}
-		return d.Errf("unrecognized adapter subdirective %q; use source or scale", dir)
-	})
-	if err != nil {
-		return err
-	}
-	if a.Source == "" {
-		return d.Errf("model %q: adapter %q: source is required (a path, or mirror://<model>/<version>)", m.Name, a.Name)
-	}
-	m.Adapters = append(m.Adapters, a)
-	return nil
 }
 
 // adaptersSchema is the adapters member of a model in the OpenAPI

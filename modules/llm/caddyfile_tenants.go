@@ -1,11 +1,8 @@
 package llm
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
-	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
@@ -59,19 +56,4 @@ func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 		o.Teams = append(o.Teams, t)
 		return true, tenancy.ParseTeam(d, t)
 	}, func() { a.Orgs = append(a.Orgs, o) })
-}
-
-// parsePrice parses a model's "price <input> <output>" (per million tokens).
-func parsePrice(d *caddyfile.Dispenser, m *catalog.Model) error {
-	var in, out string
-	if !d.Args(&in, &out) || d.NextArg() {
-		return d.ArgErr()
-	}
-	pi, err1 := strconv.ParseFloat(in, 64)
-	po, err2 := strconv.ParseFloat(out, 64)
-	if err1 != nil || err2 != nil || pi < 0 || po < 0 {
-		return d.Errf("price %s %s: give the input and output price per million tokens, such as 0.15 0.60", in, out)
-	}
-	m.Price = &catalog.Price{InputPerMillion: pi, OutputPerMillion: po}
-	return nil
 }

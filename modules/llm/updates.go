@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
-	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
@@ -310,22 +307,4 @@ func (a *App) rollVersion(ctx context.Context, w http.ResponseWriter, m *catalog
 		out.Note = "the model had no replica running; its next replicas start on version " + out.To
 	}
 	return writeJSON(w, out)
-}
-
-// parseUpdateCheck parses update_check <duration>|off.
-func parseUpdateCheck(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	var s string
-	if err := caddyfileutil.OneArg(d, &s); err != nil {
-		return err
-	}
-	if s == "off" {
-		*dst = -1
-		return nil
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur <= 0 {
-		return d.Errf("update_check %q: use a duration such as 6h, or off", s)
-	}
-	*dst = caddy.Duration(dur)
-	return nil
 }
