@@ -22,15 +22,6 @@ func (a *App) adapterFleet(name string, sel fleet.Selector) (*fleet.Fleet, fleet
 	return f, fleet.NewAdapterSelector(sel, name), ok
 }
 
-// adaptersSchema is the adapters member of a model in the OpenAPI
-// document.
-var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapters, each served under its own name; changing them replaces the replicas without downtime",
-	"items": obj(map[string]any{
-		"name":   typ("string", "the name clients ask for; no model's or other adapter's"),
-		"source": typ("string", "a local path, or mirror://model[/version[/file]] (fetched and checked like weights)"),
-		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
-	}, "name", "source")}
-
 // checkAdapterSources checks the sources of adapters of m as a model's
 // source is checked before it is added (unless m opts out): the file or
 // mirror version exists and is in a format m's engine (formats) loads.

@@ -19,37 +19,6 @@ var overviewOperations = []operation{
 	{"GET", "/llm/overview", "Per model: requests, errors, tokens, time to first token and tokens per second, from the gateway's own metrics since it started, with each model's state and ready replicas", "/llm/overview", getOverview, ""},
 }
 
-var overviewSchemas = map[string]opSchemas{
-	"GET /llm/overview": {response: obj(map[string]any{
-		"at": typ("string", "when the figures were read (RFC 3339)"),
-		"models": arr(obj(map[string]any{
-			"model":             typ("string", ""),
-			"state":             typ("string", "the model's state; empty for a name only the metrics know"),
-			"ready":             typ("integer", "ready replicas"),
-			"requests":          typ("integer", "requests the router answered since the start"),
-			"errors":            typ("integer", "of them, answers with status 400 or above"),
-			"prompt_tokens":     typ("integer", ""),
-			"completion_tokens": typ("integer", ""),
-			"ttft_ms":           typ("number", "mean time to first token of streamed answers, ms"),
-			"ttft_p50_ms":       typ("number", "median time to first token, estimated from the histogram's buckets, ms"),
-			"tokens_per_second": typ("number", "completion tokens per second of answering time"),
-		})),
-		"guardrails": obj(map[string]any{
-			"checks": arr(obj(map[string]any{
-				"check":    typ("string", "the check's name"),
-				"stage":    typ("string", "input or output"),
-				"outcomes": map[string]any{"type": "object", "additionalProperties": typ("integer", ""), "description": "count per outcome (passed, redacted, blocked, flagged, skipped, errored) since the start"},
-			})),
-			"findings": arr(obj(map[string]any{
-				"check":  typ("string", ""),
-				"kind":   typ("string", "what was found: EMAIL, CARD, a pattern's name …"),
-				"action": typ("string", "what the check did with it"),
-				"count":  typ("integer", "since the start"),
-			})),
-		}),
-	})},
-}
-
 func getOverview(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {

@@ -18,20 +18,6 @@ var guardHistoryOperations = []operation{
 	{"GET", "/llm/guardrails/history", "The guardrails' outcomes over time (passed, redacted, blocked, flagged, skipped, errored per check and stage): ?window= (default 24h, at most 24h) in steps of ?step= (default 1h, at least 1m); kept for a day, sampled each minute from the gateway's metrics; in a cluster, every node's", "/llm/guardrails/history", getGuardHistory, ""},
 }
 
-var guardHistorySchemas = map[string]opSchemas{
-	"GET /llm/guardrails/history": {response: obj(map[string]any{
-		"from":         typ("string", "start of the first step (RFC 3339)"),
-		"to":           typ("string", "end of the last step (RFC 3339)"),
-		"step_seconds": typ("integer", ""),
-		"series": arr(obj(map[string]any{
-			"check":   typ("string", ""),
-			"stage":   typ("string", "input or output"),
-			"outcome": typ("string", "passed, redacted, blocked, flagged, skipped or errored"),
-			"counts":  arr(typ("integer", "the outcomes in one step, oldest first")),
-		})),
-	})},
-}
-
 // startGuardHist gives the config the guardrails' history, which the
 // previous config's, if any, hands on, and samples it once a minute while
 // the config runs.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // operation is one admin API operation. The admin routes and the OpenAPI
@@ -129,20 +130,20 @@ func OpenAPI() map[string]any {
 
 // schemaOf returns the schemas of the operation "METHOD path": the app's
 // (openapi_schemas.go), the overview's or the guardrails history's.
-func schemaOf(key string) opSchemas {
-	for _, m := range []map[string]opSchemas{schemas, overviewSchemas, guardHistorySchemas} {
+func schemaOf(key string) llmapi.OpSchemas {
+	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas} {
 		if s, ok := m[key]; ok {
 			return s
 		}
 	}
-	return opSchemas{}
+	return llmapi.OpSchemas{}
 }
 
 // describe makes the document's entry of one operation.
-func describe(op AdminOperation, sch opSchemas) map[string]any {
+func describe(op AdminOperation, sch llmapi.OpSchemas) map[string]any {
 	ok := map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{}}}
-	if sch.response != nil {
-		ok = map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": sch.response}}}
+	if sch.Response != nil {
+		ok = map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": sch.Response}}}
 	}
 	o := map[string]any{"summary": op.Summary, "responses": map[string]any{
 		"200": ok,
@@ -163,7 +164,7 @@ func describe(op AdminOperation, sch opSchemas) map[string]any {
 		if json.Valid([]byte(op.Body)) {
 			example = json.RawMessage(op.Body)
 		}
-		schema := sch.request
+		schema := sch.Request
 		if schema == nil {
 			schema = map[string]any{"type": "object"}
 		}

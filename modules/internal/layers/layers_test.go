@@ -147,12 +147,6 @@ func TestHandlersImportNoOtherHandler(t *testing.T) {
 // maxLines bounds a package's production code.
 const maxLines = 6000
 
-// ratchet caps the packages still over maxLines at their size, so they
-// only shrink until they are split.
-var ratchet = map[string]int{
-	"/modules/llm": 6700,
-}
-
 // TestPackageSize fails when a package's non-test Go files hold more
 // than maxLines lines.
 func TestPackageSize(t *testing.T) {
@@ -165,12 +159,8 @@ func TestPackageSize(t *testing.T) {
 			}
 			n += bytes.Count(b, []byte("\n"))
 		}
-		limit := maxLines
-		if r, ok := ratchet[p.path]; ok {
-			limit = r
-		}
-		if n > limit {
-			t.Errorf("%s has %d lines of production code, over %d: split it", p.path, n, limit)
+		if n > maxLines {
+			t.Errorf("%s has %d lines of production code, over %d: split it", p.path, n, maxLines)
 		}
 	}
 }

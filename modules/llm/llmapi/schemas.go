@@ -1,10 +1,64 @@
-package llm
+package llmapi
 
 import "github.com/llmgw/llmgw/modules/llm/catalog"
 
+// adaptersSchema is the adapters member of a model in the OpenAPI
+// document.
+var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapters, each served under its own name; changing them replaces the replicas without downtime",
+	"items": obj(map[string]any{
+		"name":   typ("string", "the name clients ask for; no model's or other adapter's"),
+		"source": typ("string", "a local path, or mirror://model[/version[/file]] (fetched and checked like weights)"),
+		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
+	}, "name", "source")}
+
+var OverviewSchemas = map[string]OpSchemas{
+	"GET /llm/overview": {Response: obj(map[string]any{
+		"at": typ("string", "when the figures were read (RFC 3339)"),
+		"models": arr(obj(map[string]any{
+			"model":             typ("string", ""),
+			"state":             typ("string", "the model's state; empty for a name only the metrics know"),
+			"ready":             typ("integer", "ready replicas"),
+			"requests":          typ("integer", "requests the router answered since the start"),
+			"errors":            typ("integer", "of them, answers with status 400 or above"),
+			"prompt_tokens":     typ("integer", ""),
+			"completion_tokens": typ("integer", ""),
+			"ttft_ms":           typ("number", "mean time to first token of streamed answers, ms"),
+			"ttft_p50_ms":       typ("number", "median time to first token, estimated from the histogram's buckets, ms"),
+			"tokens_per_second": typ("number", "completion tokens per second of answering time"),
+		})),
+		"guardrails": obj(map[string]any{
+			"checks": arr(obj(map[string]any{
+				"check":    typ("string", "the check's name"),
+				"stage":    typ("string", "input or output"),
+				"outcomes": map[string]any{"type": "object", "additionalProperties": typ("integer", ""), "description": "count per outcome (passed, redacted, blocked, flagged, skipped, errored) since the start"},
+			})),
+			"findings": arr(obj(map[string]any{
+				"check":  typ("string", ""),
+				"kind":   typ("string", "what was found: EMAIL, CARD, a pattern's name …"),
+				"action": typ("string", "what the check did with it"),
+				"count":  typ("integer", "since the start"),
+			})),
+		}),
+	})},
+}
+
+var GuardHistorySchemas = map[string]OpSchemas{
+	"GET /llm/guardrails/history": {Response: obj(map[string]any{
+		"from":         typ("string", "start of the first step (RFC 3339)"),
+		"to":           typ("string", "end of the last step (RFC 3339)"),
+		"step_seconds": typ("integer", ""),
+		"series": arr(obj(map[string]any{
+			"check":   typ("string", ""),
+			"stage":   typ("string", "input or output"),
+			"outcome": typ("string", "passed, redacted, blocked, flagged, skipped or errored"),
+			"counts":  arr(typ("integer", "the outcomes in one step, oldest first")),
+		})),
+	})},
+}
+
 // opSchemas are the request and response schemas of the operations that
 // have them in the OpenAPI document, keyed by "METHOD path".
-type opSchemas struct{ request, response map[string]any }
+type OpSchemas struct{ Request, Response map[string]any }
 
 func obj(props map[string]any, required ...string) map[string]any {
 	o := map[string]any{"type": "object", "properties": props}
@@ -158,22 +212,22 @@ var settingsSchema = func() map[string]any {
 	return o
 }()
 
-var schemas = map[string]opSchemas{
-	"POST /llm/models/{name}/settings": {request: settingsSchema, response: rolloutSchema},
-	"POST /llm/models/{name}/restart":  {response: rolloutSchema},
-	"GET /llm/weights":                 {response: weightsSchema},
-	"POST /llm/weights/prune":          {request: obj(map[string]any{"dry_run": typ("boolean", "say what would be removed, remove nothing")}), response: pruneSchema},
-	"GET /llm/audit":                   {response: auditSchema},
-	"POST /llm/plan":                   {request: modelRequestSchema, response: planSchema},
-	"POST /llm/models":                 {request: modelRequestSchema},
+var Schemas = map[string]OpSchemas{
+	"POST /llm/models/{name}/settings": {Request: settingsSchema, Response: rolloutSchema},
+	"POST /llm/models/{name}/restart":  {Response: rolloutSchema},
+	"GET /llm/weights":                 {Response: weightsSchema},
+	"POST /llm/weights/prune":          {Request: obj(map[string]any{"dry_run": typ("boolean", "say what would be removed, remove nothing")}), Response: pruneSchema},
+	"GET /llm/audit":                   {Response: auditSchema},
+	"POST /llm/plan":                   {Request: modelRequestSchema, Response: planSchema},
+	"POST /llm/models":                 {Request: modelRequestSchema},
 	// Registry updates (updates.go).
-	"GET /llm/models/{name}/updates":   {response: modelUpdatesSchema},
-	"POST /llm/models/{name}/update":   {response: versionRolloutSchema},
-	"POST /llm/models/{name}/rollback": {response: versionRolloutSchema},
+	"GET /llm/models/{name}/updates":   {Response: modelUpdatesSchema},
+	"POST /llm/models/{name}/update":   {Response: versionRolloutSchema},
+	"POST /llm/models/{name}/rollback": {Response: versionRolloutSchema},
 	// GPUs as devices: the model listing, with each replica's devices.
-	"GET /llm/models":        {response: arr(modelStatusSchema)},
-	"GET /llm/models/{name}": {response: modelStatusSchema},
-	"GET /llm/node": {response: obj(map[string]any{"capacity": amountsSchema, "used": amountsSchema, "free": amountsSchema,
+	"GET /llm/models":        {Response: arr(modelStatusSchema)},
+	"GET /llm/models/{name}": {Response: modelStatusSchema},
+	"GET /llm/node": {Response: obj(map[string]any{"capacity": amountsSchema, "used": amountsSchema, "free": amountsSchema,
 		"gpu_devices": obj(map[string]any{
 			"all":  arr(typ("integer", "a GPU device the node hands out, as CUDA_VISIBLE_DEVICES names it")),
 			"free": arr(typ("integer", "a device no replica holds")),
@@ -241,19 +295,6 @@ var (
 	}, "kind", "path", "name", "source", "used", "keys")
 )
 
-func init() {
-	for _, p := range []string{"/llm/tenants/orgs", "/llm/tenants/orgs/{org}/teams", "/llm/tenants/orgs/{org}/teams/{team}/projects"} {
-		schemas["GET "+p] = opSchemas{response: arr(tenantLevelSchema)}
-		schemas["POST "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
-	}
-	schemas["GET /llm/tenants"] = opSchemas{response: arr(tenantLevelSchema)}
-	for _, p := range []string{"/llm/tenants/orgs/{org}", "/llm/tenants/orgs/{org}/teams/{team}", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}"} {
-		schemas["GET "+p] = opSchemas{response: tenantLevelSchema}
-		schemas["PUT "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
-		schemas["PATCH "+p] = opSchemas{request: tenantBodySchema, response: tenantLevelSchema}
-	}
-}
-
 // modelStatusSchema is a model's status (ModelStatus), with each
 // replica's cores and GPU devices.
 var modelStatusSchema = obj(map[string]any{
@@ -283,3 +324,16 @@ var modelStatusSchema = obj(map[string]any{
 		"started":  typ("string", "RFC 3339 time"),
 	}, "id", "state", "url", "inflight", "started")),
 }, "name", "engine", "state", "min", "max", "class", "replicas")
+
+func init() {
+	for _, p := range []string{"/llm/tenants/orgs", "/llm/tenants/orgs/{org}/teams", "/llm/tenants/orgs/{org}/teams/{team}/projects"} {
+		Schemas["GET "+p] = OpSchemas{Response: arr(tenantLevelSchema)}
+		Schemas["POST "+p] = OpSchemas{Request: tenantBodySchema, Response: tenantLevelSchema}
+	}
+	Schemas["GET /llm/tenants"] = OpSchemas{Response: arr(tenantLevelSchema)}
+	for _, p := range []string{"/llm/tenants/orgs/{org}", "/llm/tenants/orgs/{org}/teams/{team}", "/llm/tenants/orgs/{org}/teams/{team}/projects/{project}"} {
+		Schemas["GET "+p] = OpSchemas{Response: tenantLevelSchema}
+		Schemas["PUT "+p] = OpSchemas{Request: tenantBodySchema, Response: tenantLevelSchema}
+		Schemas["PATCH "+p] = OpSchemas{Request: tenantBodySchema, Response: tenantLevelSchema}
+	}
+}
