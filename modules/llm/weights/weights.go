@@ -457,7 +457,7 @@ func pickFile(m *catalog.Model, fe *mirror.Fetched, file string) (*mirror.Fetche
 
 // sourceCheckTimeout bounds the whole check of one source: a few requests,
 // never a download.
-var SourceCheckTimeout = 5 * time.Second
+const SourceCheckTimeout = 5 * time.Second
 
 // SourceError is a source that failed its check: what is wrong and how
 // to fix it. The admin API answers it with 422.
