@@ -455,7 +455,7 @@ func pickFile(m *catalog.Model, fe *mirror.Fetched, file string) (*mirror.Fetche
 	return fe, fe.Dir, nil
 }
 
-// sourceCheckTimeout bounds the whole check of one source: a few requests,
+// SourceCheckTimeout bounds the whole check of one source: a few requests,
 // never a download.
 const SourceCheckTimeout = 5 * time.Second
 
