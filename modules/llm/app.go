@@ -1,7 +1,11 @@
-// Package llm is the "llm" Caddy app: the model catalog, the fleet of
-// replicas that serve it, and the engine plugins that start them. The
-// request handlers (llm_router and the others) ask it for models and
-// replicas; admin.api.llm exposes it on Caddy's admin endpoint.
+// Package llm is the "llm" Caddy app: its lifecycle across reloads, the
+// Caddyfile option, the admin API (admin.api.llm), and the glue between
+// the layers it is built of: the catalog (catalog), keys and tenants
+// (tenancy), where replicas run (place), the replicas themselves (fleet),
+// the cluster (cluster), the weights mirror (weights), the admin API's
+// shapes (llmapi), the audit log (audit) and the guardrails' history
+// (guardhist). The request handlers (llm_router and the others) ask it for
+// models and replicas; nothing below it imports it.
 package llm
 
 import (
