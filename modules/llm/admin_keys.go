@@ -263,7 +263,8 @@ func asAPIError(err error) error {
 // getUsage answers GET /llm/usage?org=|team=|project=|key=…&from=&to= with
 // usage by model. from and to are RFC 3339; default the last 24 hours.
 func getUsage(w http.ResponseWriter, r *http.Request) error {
-	if _, err := current(r); err != nil {
+	a, err := current(r)
+	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
@@ -288,7 +289,7 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	models := map[string]*llmapi.Usage{}
 	var rerr error
-	usageReaders.Range(func(_, v any) bool {
+	a.shared.usageReaders.Range(func(_, v any) bool {
 		got, err := v.(UsageReader).ReadUsage(node, from, to)
 		if err != nil {
 			rerr = err
@@ -314,11 +315,12 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 
 // getCacheStats answers GET /llm/cache: each cache's entries and outcomes.
 func getCacheStats(w http.ResponseWriter, r *http.Request) error {
-	if _, err := current(r); err != nil {
+	a, err := current(r)
+	if err != nil {
 		return err
 	}
 	out := []any{}
-	caches.Range(func(_, v any) bool {
+	a.shared.caches.Range(func(_, v any) bool {
 		out = append(out, v.(CacheAdmin).CacheStats())
 		return true
 	})
@@ -341,7 +343,7 @@ func purgeCache(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	n := 0
-	caches.Range(func(_, v any) bool {
+	a.shared.caches.Range(func(_, v any) bool {
 		n += v.(CacheAdmin).Purge(req.Model, req.Scope)
 		return true
 	})

@@ -16,6 +16,9 @@ type procShared struct {
 	keysMu    sync.Mutex // runtime key and tenancy changes
 	updatesMu sync.Mutex // updates and rollbacks of model versions
 	checks    updateChecks
+
+	usageReaders sync.Map // id → UsageReader (usage.go)
+	caches       sync.Map // id → CacheAdmin (usage.go)
 }
 
 // sharedPool holds the process's one procShared value.

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
@@ -15,13 +14,13 @@ type UsageReader interface {
 	ReadUsage(node string, from, to time.Time) (map[string]*llmapi.Usage, error)
 }
 
-var usageReaders sync.Map // id → UsageReader
-
 // RegisterUsageReader makes r's usage readable through the admin API until
-// the returned function is called.
-func RegisterUsageReader(id string, r UsageReader) func() {
-	usageReaders.Store(id, r)
-	return func() { usageReaders.CompareAndDelete(id, r) }
+// the returned function is called. The readers are the process's: a
+// reader registered by a handler of the previous config stays until that
+// handler is cleaned up.
+func (a *App) RegisterUsageReader(id string, r UsageReader) func() {
+	a.shared.usageReaders.Store(id, r)
+	return func() { a.shared.usageReaders.CompareAndDelete(id, r) }
 }
 
 // CacheAdmin is what the admin API asks of a cache; llm_cache registers
@@ -33,11 +32,9 @@ type CacheAdmin interface {
 	Purge(model, scope string) int
 }
 
-var caches sync.Map // id → CacheAdmin
-
 // RegisterCache makes a cache's stats and purge reachable through the
 // admin API until the returned function is called.
-func RegisterCache(id string, c CacheAdmin) func() {
-	caches.Store(id, c)
-	return func() { caches.CompareAndDelete(id, c) }
+func (a *App) RegisterCache(id string, c CacheAdmin) func() {
+	a.shared.caches.Store(id, c)
+	return func() { a.shared.caches.CompareAndDelete(id, c) }
 }

@@ -22,12 +22,12 @@ type registration struct {
 
 // register makes s reachable through the admin API (GET /llm/cache,
 // POST /llm/cache/purge) until every returned release has been called.
-func register(id string, s *entries) (release func()) {
+func register(app *llm.App, id string, s *entries) (release func()) {
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
 	r := registered[s]
 	if r == nil {
-		r = &registration{unregister: llm.RegisterCache(id, s)}
+		r = &registration{unregister: app.RegisterCache(id, s)}
 		registered[s] = r
 	}
 	r.holders++

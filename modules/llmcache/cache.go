@@ -161,7 +161,7 @@ func (c *Cache) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.store = v.(*entries)
-	c.unregister = register(c.poolKey, c.store)
+	c.unregister = register(c.app, c.poolKey, c.store)
 	return registerMetrics(ctx.GetMetricsRegistry())
 }
 

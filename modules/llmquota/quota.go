@@ -121,7 +121,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 		}
 		q.fallback = fb.(*memoryStore)
 	}
-	q.unregister = llm.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
+	q.unregister = q.app.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
 	return registerMetrics(ctx.GetMetricsRegistry())
 }
 
