@@ -796,12 +796,46 @@ func (m *Member) round(l Local, started time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(m.cfg.Heartbeat), 2*time.Second))
 	defer cancel()
 	beat := l.Beat(m, started)
+	rd, err := m.publishBeat(ctx, beat)
+	if err != nil {
+		m.StoreLost(err)
+		return
+	}
+	names := rd.members.Val()
+	beats, err := m.readMembers(ctx, names)
+	if err != nil {
+		m.StoreLost(err)
+		return
+	}
+	m.storeBack(l)
+	nodes := m.readBeats(ctx, names, beats, beat)
+	nodes[m.cfg.Node] = beat
+	p, stale := m.adopt(nodes, rd)
+	if stale {
+		_ = m.Pull(ctx, l)
+	}
+	l.ApplyPlan(m, p, nodes)
+	if rd.leader.Val() == m.cfg.Node {
+		m.lead(ctx, l, nodes, p)
+	}
+}
+
+// roundRead is what a heartbeat round reads back from the store.
+type roundRead struct {
+	members               *redis.StringSliceCmd
+	version, plan, leader *redis.StringCmd
+}
+
+// publishBeat writes this node's signed heartbeat (telling every node to
+// read the heartbeats when a replica became ready), claims or renews the
+// leader lease, and reads the members, the state's version, the plan and
+// the leader, in one round trip.
+func (m *Member) publishBeat(ctx context.Context, beat *NodeBeat) (roundRead, error) {
 	b, _ := json.Marshal(beat)
 	b = signBeat(m.proof, b)
 	tell := m.tell.Swap(false)
 	ttl := time.Duration(m.cfg.NodeTTL)
-	var members *redis.StringSliceCmd
-	var ver, plan, leader *redis.StringCmd
+	var rd roundRead
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, m.key(kNodes), m.cfg.Node)
 		p.Set(ctx, m.key(kNode+m.cfg.Node), b, ttl)
@@ -810,61 +844,55 @@ func (m *Member) round(l Local, started time.Time) {
 		}
 		p.SetNX(ctx, m.key(kLeader), m.cfg.Node, ttl)
 		p.Eval(ctx, renewScript, []string{m.key(kLeader)}, m.cfg.Node, ttl.Milliseconds())
-		members = p.SMembers(ctx, m.key(kNodes))
-		ver = p.Get(ctx, m.key(kVersion))
-		plan = p.Get(ctx, m.key(kPlan))
-		leader = p.Get(ctx, m.key(kLeader))
+		rd.members = p.SMembers(ctx, m.key(kNodes))
+		rd.version = p.Get(ctx, m.key(kVersion))
+		rd.plan = p.Get(ctx, m.key(kPlan))
+		rd.leader = p.Get(ctx, m.key(kLeader))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		m.StoreLost(err)
-		return
+		return rd, err
 	}
-	var beats []any
-	names := members.Val()
-	if len(names) > 0 {
-		keys := make([]string, len(names))
-		for i, n := range names {
-			keys[i] = m.key(kNode + n)
-		}
-		beats, err = m.rdb.MGet(ctx, keys...).Result()
-		if err != nil {
-			m.StoreLost(err)
-			return
-		}
+	return rd, nil
+}
+
+// readMembers reads the heartbeats of the nodes names.
+func (m *Member) readMembers(ctx context.Context, names []string) ([]any, error) {
+	if len(names) == 0 {
+		return nil, nil
 	}
-	m.storeBack(l)
-	nodes := m.readBeats(ctx, names, beats, beat)
-	nodes[m.cfg.Node] = beat
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = m.key(kNode + n)
+	}
+	return m.rdb.MGet(ctx, keys...).Result()
+}
+
+// adopt takes the round's view of the cluster as this node's: the nodes,
+// the plan (the store's, else the one this node knows, which the leader
+// writes back; never an older one than it holds) and the leader. stale
+// says the shared state changed since this node applied it.
+func (m *Member) adopt(nodes map[string]*NodeBeat, rd roundRead) (Plan, bool) {
 	var p Plan
-	m.planLost = plan.Val() == ""
-	if s := plan.Val(); s != "" {
+	m.planLost = rd.plan.Val() == ""
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := rd.plan.Val(); s != "" {
 		_ = json.Unmarshal([]byte(s), &p)
 	} else {
 		// No plan in the store (a new cluster, or a store restarted
-		// without its data): keep the one this node knows, which the
-		// leader writes back.
-		m.mu.Lock()
+		// without its data): keep the one this node knows.
 		p = m.plan
-		m.mu.Unlock()
 	}
-	v, err := ver.Int64()
-	m.mu.Lock()
 	if p.Seq < m.plan.Seq {
 		p = m.plan // a newer one arrived since this round read it
 	}
-	m.nodes, m.plan, m.leader = nodes, p, leader.Val()
+	v, err := rd.version.Int64()
+	m.nodes, m.plan, m.leader = nodes, p, rd.leader.Val()
 	// A store without a version has lost the state this node has seen
 	// (pull writes it back); a cluster never changed has none to lose.
 	stale := v != m.version || errors.Is(err, redis.Nil) && m.version > 0
-	m.mu.Unlock()
-	if stale {
-		_ = m.Pull(ctx, l)
-	}
-	l.ApplyPlan(m, p, nodes)
-	if leader.Val() == m.cfg.Node {
-		m.lead(ctx, l, nodes, p)
-	}
+	return p, stale
 }
 
 // readBeats decodes the heartbeats read for names. A heartbeat whose
