@@ -175,10 +175,11 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// fail ends the test with what the page shows.
+// fail ends the test with what the page shows, and its screenshot named
+// after the test (the console tests may run side by side).
 func (b *browser) fail(what string, err error) {
 	b.t.Helper()
-	b.shot("failed")
+	b.shot("failed-" + strings.ReplaceAll(b.t.Name(), "/", "-"))
 	text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
 	b.t.Fatalf("%s: %v\nthe page shows:\n%s", what, err, text)
 }

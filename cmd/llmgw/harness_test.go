@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -24,9 +25,12 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
-// binary is the llmgw built once for the end-to-end tests.
+// binary is the llmgw built once for the end-to-end tests, in binDir
+// (this test process's own directory) unless LLMGW_TEST_BIN_DIR names
+// a directory where it was built already.
 var (
 	binary     string
+	binDir     string
 	buildFlags []string
 	// raceBuild is set when llmgw is built with the race detector.
 	raceBuild bool
@@ -34,15 +38,12 @@ var (
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "llmgw-e2e-")
+	if err == nil {
+		binDir = dir
+		binary, err = llmgwBinary(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "llmgw")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", binary, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building llmgw:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -50,16 +51,48 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// llmgwBinary builds llmgw into dir, or takes the one in
+// $LLMGW_TEST_BIN_DIR, built as these tests would build it: .ci/e2e runs
+// many test processes side by side and builds llmgw once for all of them.
+func llmgwBinary(dir string) (string, error) {
+	if pre := os.Getenv("LLMGW_TEST_BIN_DIR"); pre != "" {
+		path := filepath.Join(pre, "llmgw")
+		info, err := buildinfo.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("LLMGW_TEST_BIN_DIR: %w; build llmgw there first or unset it", err)
+		}
+		race := false
+		for _, s := range info.Settings {
+			race = race || (s.Key == "-race" && s.Value == "true")
+		}
+		if race != raceBuild {
+			return "", fmt.Errorf("LLMGW_TEST_BIN_DIR: %s is built with -race=%v and the tests run with -race=%v; build it as the tests run", path, race, raceBuild)
+		}
+		return path, nil
+	}
+	path := filepath.Join(dir, "llmgw")
+	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", path, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building llmgw: %w", err)
+	}
+	return path, nil
+}
+
 // freePort returns a free port for a server a test starts. It picks from
 // below the kernel's ephemeral range, where nothing else here picks:
 // engine plugins give their replicas ports the kernel chooses (port 0),
 // and a port chosen that way for a gateway could be handed to another
-// gateway's replica before the gateway binds it. Each port is handed out
-// once per test process.
+// gateway's replica before the gateway binds it. A port is the test's
+// until it ends: no other test, in this process or in another one
+// (.ci/e2e runs several side by side), is handed it meanwhile.
 func freePort(t *testing.T) int {
 	t.Helper()
 	for range portHigh - portLow {
 		p := portLow + int(nextPort.Add(1)%uint32(portHigh-portLow))
+		if !claimPort(t, p) {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
@@ -69,6 +102,29 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatalf("no free port in %d-%d", portLow, portHigh)
 	return 0
+}
+
+// claimPort takes port p for the rest of the test with a lock on a file
+// named after it in a directory every test process on this machine
+// shares, so that two processes never hand out the same port between
+// the check that it is free and the server binding it. The files stay:
+// removing a lock file would let two processes lock different files of
+// the same name. Without the directory it claims every port.
+func claimPort(t *testing.T, p int) bool {
+	dir := filepath.Join(os.TempDir(), "llmgw-test-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(p)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	t.Cleanup(func() { f.Close() })
+	return true
 }
 
 // The ports freePort hands out: below Linux's default ephemeral range

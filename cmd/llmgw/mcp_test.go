@@ -30,11 +30,15 @@ var (
 )
 
 // mcpServeBinary builds llmgw-bench, whose mcp-serve is the upstream MCP
-// server the tests put behind llmgw.
+// server the tests put behind llmgw, into this test process's own
+// directory, or takes the one in $LLMGW_TEST_BIN_DIR.
 func mcpServeBinary(t *testing.T) string {
 	t.Helper()
+	if pre := os.Getenv("LLMGW_TEST_BIN_DIR"); pre != "" {
+		return filepath.Join(pre, "llmgw-bench")
+	}
 	benchOnce.Do(func() {
-		benchBin = filepath.Join(filepath.Dir(binary), "llmgw-bench")
+		benchBin = filepath.Join(binDir, "llmgw-bench")
 		out, err := exec.Command("go", "build", "-o", benchBin, "../llmgw-bench").CombinedOutput()
 		if err != nil {
 			benchErr = fmt.Errorf("building llmgw-bench: %v\n%s", err, out)
