@@ -88,7 +88,7 @@ func ParseBlock(d *caddyfile.Dispenser, fn func(dir string) error) error {
 	return EachSubdirective(d, fn)
 }
 
-// eachSubdirective calls fn with the name of each subdirective of the block
+// EachSubdirective calls fn with the name of each subdirective of the block
 // the dispenser is at (the dispenser on it). A subdirective given twice is
 // an error unless repeatable names it.
 func EachSubdirective(d *caddyfile.Dispenser, fn func(dir string) error, repeatable ...string) error {

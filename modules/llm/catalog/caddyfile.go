@@ -230,7 +230,7 @@ func parsePrice(d *caddyfile.Dispenser, m *Model) error {
 	return nil
 }
 
-// parseUpdateCheck parses update_check <duration>|off.
+// ParseUpdateCheck parses update_check <duration>|off.
 func ParseUpdateCheck(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	var s string
 	if err := caddyfileutil.OneArg(d, &s); err != nil {

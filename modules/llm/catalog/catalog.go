@@ -45,7 +45,7 @@ type Adapter struct {
 // for a model.
 func (m *Model) AdapterOf() string { return m.adapterOf }
 
-// validateAdapters checks a model's adapters on their own; clashes with
+// ValidateAdapters checks a model's adapters on their own; clashes with
 // other names are the catalog's to find.
 func (m *Model) ValidateAdapters() error {
 	seen := map[string]bool{}
@@ -73,7 +73,7 @@ func (m *Model) ValidateAdapters() error {
 	return nil
 }
 
-// addAdapters gives each model's adapters a catalog entry of their own: the
+// AddAdapters gives each model's adapters a catalog entry of their own: the
 // model's settings under the adapter's name, without aliases, fallbacks
 // or canary. An adapter's name must be no model's name or alias.
 func (c *Catalog) AddAdapters(models []*Model) error {
@@ -98,7 +98,7 @@ func (c *Catalog) AddAdapters(models []*Model) error {
 	return nil
 }
 
-// checkAdapterEngine refuses adapters on a model whose engine cannot load
+// CheckAdapterEngine refuses adapters on a model whose engine cannot load
 // them.
 func CheckAdapterEngine(m *Model, info engine.Info) error {
 	if len(m.Adapters) > 0 && !slices.Contains(info.Capabilities, engine.CapAdapters) {
@@ -248,7 +248,7 @@ func (s *Scaling) MaxReplicas() int {
 	return *s.Max
 }
 
-// kept reports whether the model is kept in the catalog without running:
+// Kept reports whether the model is kept in the catalog without running:
 // max 0.
 func (s *Scaling) Kept() bool { return s.MaxReplicas() == 0 }
 
@@ -266,7 +266,7 @@ func (s *Scaling) Target() int {
 	return s.TargetConcurrency
 }
 
-// key is a hash of everything that shapes a model's replicas, so a reload
+// Key is a hash of everything that shapes a model's replicas, so a reload
 // that leaves them unchanged keeps its replicas.
 // Fields that only steer routing or placement (aliases, fallbacks,
 // canary, owner, class) or adding it (check_source) are left out: changing them keeps the model's
@@ -333,7 +333,7 @@ const (
 	maxOwnerLen    = 256
 )
 
-// checkSizes bounds the model's args, options, source and owner.
+// CheckSizes bounds the model's args, options, source and owner.
 func (m *Model) CheckSizes() error {
 	if len(m.Args) > maxArgs {
 		return fmt.Errorf("model %q: %d args; at most %d", m.Name, len(m.Args), maxArgs)
@@ -357,7 +357,7 @@ func (m *Model) CheckSizes() error {
 	return nil
 }
 
-// checkEngineSettings refuses options the model's engine does not declare
+// CheckEngineSettings refuses options the model's engine does not declare
 // and args that would move its replicas off loopback.
 func CheckEngineSettings(m *Model, info engine.Info) error {
 	if err := info.CheckOptions(m.Options); err != nil {
@@ -369,11 +369,11 @@ func CheckEngineSettings(m *Model, info engine.Info) error {
 	return CheckAdapterEngine(m, info)
 }
 
-// catalog indexes models by name and alias.
+// Catalog indexes models by name and alias.
 type Catalog struct {
 	ByName map[string]*Model
 	Names  []string // every name, alias and adapter, sorted
-	// adapters are the adapters' entries, by name (see addAdapters).
+	// Adapters are the adapters' entries, by name (see addAdapters).
 	Adapters map[string]*Model
 }
 
@@ -418,7 +418,7 @@ func NewCatalog(models []*Model) (*Catalog, error) {
 	return c, nil
 }
 
-// closest returns up to n catalog names nearest to name.
+// Closest returns up to n catalog names nearest to name.
 func (c *Catalog) Closest(name string, n int) []string {
 	type cand struct {
 		name string
@@ -463,7 +463,7 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// cloneOptions copies a model's options before they are changed.
+// CloneOptions copies a model's options before they are changed.
 func CloneOptions(o map[string]string) map[string]string {
 	if o == nil {
 		return map[string]string{}
@@ -512,7 +512,7 @@ func CheckName(kind, name string) error {
 	return nil
 }
 
-// checkEngineType bounds an engine type, which names a plugin file
+// CheckEngineType bounds an engine type, which names a plugin file
 // (llmgw-engine-<type>).
 func CheckEngineType(model, typ string) error {
 	for i := 0; i < len(typ); i++ {
@@ -541,7 +541,7 @@ func Bounded(s string) string {
 // MaxLogValue bounds a user-supplied value in a log line.
 const MaxLogValue = 256
 
-// boundedLog cuts s to MaxLogValue bytes for a log line, saying how much
+// BoundedLog cuts s to MaxLogValue bytes for a log line, saying how much
 // was left out.
 func BoundedLog(s string) string {
 	if len(s) <= MaxLogValue {
@@ -572,7 +572,7 @@ func (r Resources) Fits(in Resources) bool {
 
 func (r Resources) String() string { return r.Describe(r) }
 
-// describe names r's amounts of the kinds that like has.
+// Describe names r's amounts of the kinds that like has.
 func (r Resources) Describe(like Resources) string {
 	var parts []string
 	if like.Memory != 0 {
@@ -608,7 +608,7 @@ func ClassRank(c string) int {
 	return 2
 }
 
-// needs is what one replica of the model needs from the node.
+// Needs is what one replica of the model needs from the node.
 func (m *Model) Needs() Resources {
 	if m.Resources == nil {
 		return Resources{}
@@ -622,7 +622,7 @@ const (
 	FormatSafetensors = "safetensors"
 )
 
-// sourceFormat tells a local source's weight format: a GGUF file, or a
+// SourceFormat tells a local source's weight format: a GGUF file, or a
 // directory of safetensors. It returns "" for what it does not recognise
 // (and for URLs and engine-specific sources).
 func SourceFormat(source string) (string, error) {
@@ -654,7 +654,7 @@ func SourceFormat(source string) (string, error) {
 	return "", nil
 }
 
-// checkFormat refuses a model whose weights its engine cannot load, when
+// CheckFormat refuses a model whose weights its engine cannot load, when
 // the engine loads weight files (GGUF, safetensors) at all.
 func CheckFormat(m *Model, formats []string) error {
 	files := slices.Contains(formats, FormatGGUF) || slices.Contains(formats, FormatSafetensors)
@@ -707,7 +707,7 @@ func QuoteJoin(s []string) string {
 	return strings.Join(q, ", ")
 }
 
-// fileValues are a config model's source and options as the config file
+// FileValues are a config model's source and options as the config file
 // gives them, before settings changed at run time lay over them: only
 // these have their placeholders resolved.
 type FileValues struct {
@@ -715,7 +715,7 @@ type FileValues struct {
 	Options map[string]string
 }
 
-// engineValues are a model's source and options as its engine gets them:
+// EngineValues are a model's source and options as its engine gets them:
 // placeholders and secret references resolved. given are the values they
 // were resolved from, so a changed copy of the model is resolved again.
 type EngineValues struct {
@@ -725,7 +725,7 @@ type EngineValues struct {
 	Options      map[string]string
 }
 
-// engineSource is the source the engine gets.
+// EngineSource is the source the engine gets.
 func (m *Model) EngineSource() string {
 	if m.EngineVals != nil {
 		return m.EngineVals.Source
@@ -733,7 +733,7 @@ func (m *Model) EngineSource() string {
 	return m.Source
 }
 
-// engineOptions are the options the engine gets.
+// EngineOptions are the options the engine gets.
 func (m *Model) EngineOptions() map[string]string {
 	if m.EngineVals != nil {
 		return m.EngineVals.Options

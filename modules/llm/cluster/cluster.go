@@ -107,7 +107,7 @@ func (m *Member) ReadAudit(ctx context.Context, q audit.Query, max int) (llmapi.
 	return p, nil
 }
 
-// parse reads a cluster block:
+// Parse reads a cluster block:
 //
 //	cluster {
 //		redis redis://10.0.0.5:6379/0                   # or:
@@ -262,7 +262,7 @@ func (c *ClusterConfig) Provision() error {
 	return nil
 }
 
-// storeName says which store a node uses, for messages.
+// StoreName says which store a node uses, for messages.
 func (c *ClusterConfig) StoreName() string {
 	if c.Redis != "" {
 		if o, err := redis.ParseURL(c.Redis); err == nil {
@@ -303,7 +303,7 @@ const (
 	kLock    = "lock"    // held while a change is made
 )
 
-// storeDownError is what a change gets while the store cannot be reached.
+// StoreDownError is what a change gets while the store cannot be reached.
 type StoreDownError struct {
 	store string
 	err   error
@@ -313,7 +313,7 @@ func (e *StoreDownError) Error() string {
 	return fmt.Sprintf("the cluster store (%s) cannot be reached (%v): changes are refused until it answers again; requests are still served with the last known state", e.store, e.err)
 }
 
-// member is this node's membership in the cluster. It lives in a
+// Member is this node's membership in the cluster. It lives in a
 // UsagePool, keyed by the cluster config, so reloads keep its heartbeats,
 // its node-to-node endpoint and the replicas it knows on other nodes.
 type Member struct {
@@ -368,7 +368,7 @@ type Plan struct {
 	Seq int64 `json:"seq"`
 }
 
-// nodeBeat is a node's heartbeat: what it offers, what runs on it and
+// NodeBeat is a node's heartbeat: what it offers, what runs on it and
 // how its models are used.
 type NodeBeat struct {
 	Name     string               `json:"name"`
@@ -395,7 +395,7 @@ func Key(c *ClusterConfig) string {
 	return "cluster:" + hex.EncodeToString(sum[:])
 }
 
-// newMember connects to the store and starts the node-to-node endpoint.
+// NewMember connects to the store and starts the node-to-node endpoint.
 func NewMember(c ClusterConfig, logger *zap.Logger) (*Member, error) {
 	rdb, err := c.client()
 	if err != nil {
@@ -456,14 +456,14 @@ func (m *Member) start() {
 	go m.subscribe()
 }
 
-// storage is the app's state store on Redis: the keys the single-node
+// Storage is the app's state store on Redis: the keys the single-node
 // llmgw keeps in Caddy storage are fields of one hash, and every write
 // raises the version and tells the other nodes.
 func (m *Member) Storage() StateStore { return redisState{m} }
 
 type redisState struct{ m *Member }
 
-// snapshotKey carries, in a context, the state a pull is applying: the
+// SnapshotKey carries, in a context, the state a pull is applying: the
 // loads made while applying it read it, not the store again, so what is
 // applied is exactly what was read.
 type SnapshotKey struct{}
@@ -532,7 +532,7 @@ func (m *Member) StoreErr(err error) error {
 	return &StoreDownError{store: m.cfg.StoreName(), err: err}
 }
 
-// stateStore is where the app keeps what the admin API changes: Caddy
+// StateStore is where the app keeps what the admin API changes: Caddy
 // storage on one node, Redis in a cluster.
 type StateStore interface {
 	Load(ctx context.Context, key string) ([]byte, error)
@@ -543,7 +543,7 @@ type StateStore interface {
 // this node still holds it.
 const unlockScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
 
-// change runs fn while holding the cluster's change lock, after bringing
+// Change runs fn while holding the cluster's change lock, after bringing
 // this node's state up to date, so two administrators on two nodes
 // cannot overwrite each other's changes.
 func (m *Member) Change(ctx context.Context, l Local, fn func() error) error {
@@ -579,7 +579,7 @@ func (m *Member) Change(ctx context.Context, l Local, fn func() error) error {
 	return err
 }
 
-// sync applies the shared state if another node changed it. A pull
+// Sync applies the shared state if another node changed it. A pull
 // under way (started by a change message) is waited for first: it marks
 // its version applied before it has applied it.
 func (m *Member) Sync(ctx context.Context, l Local) error {
@@ -598,7 +598,7 @@ func (m *Member) Sync(ctx context.Context, l Local) error {
 	return m.Pull(ctx, l)
 }
 
-// pull reads the whole shared state and applies what changed.
+// Pull reads the whole shared state and applies what changed.
 func (m *Member) Pull(ctx context.Context, l Local) error {
 	m.pullMu.Lock() // one at a time, so an older read is never applied after a newer one
 	defer m.pullMu.Unlock()
@@ -668,12 +668,12 @@ func (m *Member) Pull(ctx context.Context, l Local) error {
 	return nil
 }
 
-// refreshKeys is called for a key this node does not know: it may have
+// RefreshKeys is called for a key this node does not know: it may have
 // been minted on another node a moment ago. It reports whether the
 // caller should look the key up again (refresh).
 func (m *Member) RefreshKeys(l Local) bool { return m.Refresh(l) }
 
-// refresh is called for a key or a model name this node does not know:
+// Refresh is called for a key or a model name this node does not know:
 // it may have been made on another node a moment ago, before its change
 // reached this one. It waits for a change being applied, checks the
 // store's version and applies a newer state; callers that arrive while a
@@ -754,7 +754,7 @@ func (m *Member) subscribe() {
 	}
 }
 
-// beatNow asks the loop for a heartbeat round now.
+// BeatNow asks the loop for a heartbeat round now.
 func (m *Member) BeatNow() {
 	select {
 	case m.kick <- struct{}{}:
@@ -1022,7 +1022,7 @@ func (m *Member) refreshPlan(ctx context.Context, l Local) {
 	l.ApplyPlan(m, p, nodes)
 }
 
-// storeLost notes that the store does not answer. Nothing is stopped:
+// StoreLost notes that the store does not answer. Nothing is stopped:
 // local replicas keep serving and remote ones stay known.
 func (m *Member) StoreLost(err error) {
 	m.mu.Lock()
@@ -1084,7 +1084,7 @@ func (m *Member) lead(ctx context.Context, l Local, nodes map[string]*NodeBeat, 
 	l.ApplyPlan(m, np, nodes)
 }
 
-// storeDown returns the store's error while it does not answer.
+// StoreDown returns the store's error while it does not answer.
 func (m *Member) StoreDown() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1117,10 +1117,10 @@ type PlanInputs struct {
 
 type localRef struct{ l Local }
 
-// attach makes l the app the member's loops serve.
+// Attach makes l the app the member's loops serve.
 func (m *Member) Attach(l Local) { m.attached.Store(&localRef{l}) }
 
-// detach forgets l, unless another app attached since.
+// Detach forgets l, unless another app attached since.
 func (m *Member) Detach(l Local) {
 	if r := m.attached.Load(); r != nil && r.l == l {
 		m.attached.CompareAndSwap(r, nil)
@@ -1135,23 +1135,23 @@ func (m *Member) app() Local {
 	return nil
 }
 
-// begin starts the member's loops once; later calls do nothing.
+// Begin starts the member's loops once; later calls do nothing.
 func (m *Member) Begin() { m.startOnce.Do(m.start) }
 
-// nodeName is this node's name in the cluster.
+// NodeName is this node's name in the cluster.
 func (m *Member) NodeName() string { return m.cfg.Node }
 
-// advertise is the address other nodes reach this node's endpoint at.
+// Advertise is the address other nodes reach this node's endpoint at.
 func (m *Member) Advertise() string { return m.cfg.Advertise }
 
-// setLocalStore keeps a copy of the shared state in s (Caddy storage).
+// SetLocalStore keeps a copy of the shared state in s (Caddy storage).
 func (m *Member) SetLocalStore(s StateStore) {
 	m.mu.Lock()
 	m.local = s
 	m.mu.Unlock()
 }
 
-// knows tells whether a node of that name has a heartbeat.
+// Knows tells whether a node of that name has a heartbeat.
 func (m *Member) Knows(name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1159,17 +1159,17 @@ func (m *Member) Knows(name string) bool {
 	return ok
 }
 
-// nodeCount is how many nodes the cluster has, this one included.
+// NodeCount is how many nodes the cluster has, this one included.
 func (m *Member) NodeCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.nodes) + 1
 }
 
-// peerTarget is another node as the node-to-node calls reach it.
+// PeerTarget is another node as the node-to-node calls reach it.
 type PeerTarget struct{ Name, Addr string }
 
-// liveNodes are the other nodes whose heartbeat is fresh.
+// LiveNodes are the other nodes whose heartbeat is fresh.
 func (m *Member) LiveNodes() []PeerTarget {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1182,21 +1182,21 @@ func (m *Member) LiveNodes() []PeerTarget {
 	return out
 }
 
-// snapshot is the heartbeats and the plan as this node last read them.
+// Snapshot is the heartbeats and the plan as this node last read them.
 func (m *Member) Snapshot() (map[string]*NodeBeat, Plan) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.nodes), m.plan
 }
 
-// appliedValue is the JSON of the shared state's field key as applied.
+// AppliedValue is the JSON of the shared state's field key as applied.
 func (m *Member) AppliedValue(key string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.applied[key]
 }
 
-// status is the body of GET /llm/nodes; drained names the drained nodes.
+// Status is the body of GET /llm/nodes; drained names the drained nodes.
 func (m *Member) Status(drained map[string]bool) llmapi.NodesStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -1213,7 +1213,7 @@ func (m *Member) Status(drained map[string]bool) llmapi.NodesStatus {
 	return st
 }
 
-// remoteReady are the ready replicas other nodes run, by model, from
+// RemoteReady are the ready replicas other nodes run, by model, from
 // their heartbeats: the member keeps one Replica per remote id, so a
 // replica's requests in flight are counted across plans.
 func (m *Member) RemoteReady(nodes map[string]*NodeBeat) map[string][]*fleet.Replica {
@@ -1252,14 +1252,14 @@ func (m *Member) RemoteReady(nodes map[string]*NodeBeat) map[string][]*fleet.Rep
 // attaches.
 func lookupNone(string) (*fleet.Replica, func(), bool) { return nil, nil, false }
 
-// serveApp has the peer endpoint find replicas with lookup and send the
+// ServeApp has the peer endpoint find replicas with lookup and send the
 // app's own routes to h (the app that starts calls it).
 func (m *Member) ServeApp(lookup PeerLookup, h http.Handler) {
 	m.peer.setLookup(lookup)
 	m.peer.setLocal(h)
 }
 
-// cachedWeights lists the weights in this node's cache as sources
+// CachedWeights lists the weights in this node's cache as sources
 // (mirror://model and mirror://model/version), rescanned every 10s: the
 // leader prefers a node that has them.
 func (m *Member) CachedWeights(mir *mirror.Mirror) []string {
@@ -1381,7 +1381,7 @@ func fieldTrusted(key []byte, field, value, sig string) bool {
 // the cluster's live nodes prove.
 var errSecretDiffers = errors.New("cluster secret differs from the other nodes'")
 
-// secretRefused checks, at start, that the live nodes of the cluster
+// SecretRefused checks, at start, that the live nodes of the cluster
 // prove this node's secret. Nodes of this name are this node (restarted)
 // and do not count. It returns an error naming the nodes when there are
 // live nodes and none proves the secret, nil otherwise (alone, or
@@ -1465,7 +1465,7 @@ func (m *Member) signedHSet(ctx context.Context, p redis.Pipeliner, field string
 	p.HSet(ctx, m.key(kState), field, value, proofField(field), fieldProof(m.proof, field, string(value)))
 }
 
-// announceReady is called by a fleet when one of its replicas becomes
+// AnnounceReady is called by a fleet when one of its replicas becomes
 // ready: the node heartbeats now and tells every node to read the
 // heartbeats (the changes channel's "nodes"), which they do at once.
 func (m *Member) AnnounceReady() {
@@ -1686,7 +1686,7 @@ func (s *redisStorage) Unlock(ctx context.Context, name string) error {
 	return nil
 }
 
-// sharedStorage is Caddy storage kept in the cluster's Redis.
+// SharedStorage is Caddy storage kept in the cluster's Redis.
 func (m *Member) SharedStorage() certmagic.Storage {
 	return &redisStorage{m: m, locks: map[string]string{}}
 }
@@ -1944,7 +1944,7 @@ func peerKey(listen, secret, nodeName, advertiseHost string) string {
 	return "peer:" + listen + ":" + hex.EncodeToString(sum[:8]) + ":" + nodeName + ":" + advertiseHost
 }
 
-// peerLookup finds a local replica by id and counts a request in flight on
+// PeerLookup finds a local replica by id and counts a request in flight on
 // it; release ends that request.
 type PeerLookup func(id string) (rep *fleet.Replica, release func(), ok bool)
 
@@ -2298,10 +2298,10 @@ func (s redisResponses) Delete(ctx context.Context, scope, id string) error {
 	return err
 }
 
-// responseStore keeps stored Responses in the cluster's Redis.
+// ResponseStore keeps stored Responses in the cluster's Redis.
 func (m *Member) ResponseStore() redisResponses { return redisResponses{m} }
 
-// peerCall sends a request to another node's node-to-node endpoint and
+// PeerCall sends a request to another node's node-to-node endpoint and
 // returns its answer's body.
 func (m *Member) PeerCall(ctx context.Context, method, addr, path string, body any) ([]byte, error) {
 	var rd io.Reader

@@ -31,7 +31,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// adapterSelector keeps to the replicas that loaded an adapter; with none
+// AdapterSelector keeps to the replicas that loaded an adapter; with none
 // (a replica started before the adapter was declared), the request waits
 // for one that has.
 type AdapterSelector struct {
@@ -168,7 +168,7 @@ func stopOrphan(r *Replica, grace time.Duration) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// hold takes a ready replica of the fleet that match selects, counting a
+// Hold takes a ready replica of the fleet that match selects, counting a
 // request in flight on it until the returned release.
 func (f *Fleet) Hold(match func(*Replica) bool) (*Replica, func(), bool) {
 	f.mu.Lock()
@@ -302,7 +302,7 @@ func (r *Replica) SetState(s State) { r.state.Store(s) }
 // State is the replica's state.
 func (r *Replica) State() State { s, _ := r.state.Load().(State); return s }
 
-// fleet runs the replicas of one model. It lives in a UsagePool, keyed by
+// Fleet runs the replicas of one model. It lives in a UsagePool, keyed by
 // the model's config, so reloads that leave the model alone keep it.
 type Fleet struct {
 	// model is the catalog entry; runtime changes (scale, settings) store
@@ -354,12 +354,12 @@ type Options struct {
 	StopGrace    time.Duration
 	Interval     time.Duration // supervision tick
 	DrainTimeout time.Duration // bound on a retired replica's last requests
-	// clustered fleets run only what the cluster's plan gives this node.
+	// Clustered fleets run only what the cluster's plan gives this node.
 	Clustered bool
-	// unavailable says why this node cannot run the model (its engine
+	// Unavailable says why this node cannot run the model (its engine
 	// plugin did not load here); other nodes of the cluster run it.
 	Unavailable error
-	// node is what the process's fleets share (default: a node of the
+	// Node is what the process's fleets share (default: a node of the
 	// fleet's own).
 	Node *Node
 }
@@ -380,12 +380,12 @@ func New(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o Options) *Fleet
 // m is the fleet's model as it is now (place.Holder).
 func (f *Fleet) Model() *catalog.Model { return f.model.Load() }
 
-// run starts supervision once; later calls (from reloads) do nothing.
+// Run starts supervision once; later calls (from reloads) do nothing.
 func (f *Fleet) Run() {
 	f.startOnce.Do(func() { go f.supervise() })
 }
 
-// notify wakes waiters; f.mu must be held.
+// Notify wakes waiters; f.mu must be held.
 func (f *Fleet) Notify() {
 	close(f.changed)
 	f.changed = make(chan struct{})
@@ -402,7 +402,7 @@ func (e *NoCapacityError) Error() string {
 	return fmt.Sprintf("model %q has no ready replica: %s", e.Model, e.Reason)
 }
 
-// acquire returns a ready replica chosen by sel, starting one if none runs,
+// Acquire returns a ready replica chosen by sel, starting one if none runs,
 // and holding the caller (bounded) until one is ready. A request that
 // could not reach avoid (when set) is not sent to it again while the
 // supervisor has not cleared it: it waits for another replica instead,
@@ -548,7 +548,7 @@ func (f *Fleet) Release(r *Replica) {
 	}
 }
 
-// reportFailure tells the fleet a request could not reach r, so it checks
+// ReportFailure tells the fleet a request could not reach r, so it checks
 // the replica (and its plugin) now rather than at the next tick.
 func (f *Fleet) ReportFailure(r *Replica) {
 	r.suspect.Store(now().Add(5 * time.Second).UnixNano())
@@ -569,7 +569,7 @@ func (f *Fleet) canStartLocked() bool {
 	return !f.stopped && f.ctx.Err() == nil && (f.lastErr == nil || !now().Before(f.retryAt))
 }
 
-// setStopped stops (or starts again) a model by an administrator's word:
+// SetStopped stops (or starts again) a model by an administrator's word:
 // stopped, its replicas drain and requests get 503 saying so.
 func (f *Fleet) SetStopped(stopped bool) {
 	f.mu.Lock()
@@ -589,7 +589,7 @@ func (f *Fleet) SetStopped(stopped bool) {
 	}
 }
 
-// restart replaces one replica: it drains, and a new one starts.
+// Restart replaces one replica: it drains, and a new one starts.
 func (f *Fleet) Restart(id string) bool {
 	f.mu.Lock()
 	var victim *Replica
@@ -855,7 +855,7 @@ func (d *drainSet) of(model string) []*Replica {
 	return d.byModel[model]
 }
 
-// waitDrained waits until the replicas the fleet retired have stopped
+// WaitDrained waits until the replicas the fleet retired have stopped
 // (each within the drain timeout), or ctx ends.
 func (f *Fleet) WaitDrained(ctx context.Context) {
 	done := make(chan struct{})
@@ -871,7 +871,7 @@ func (f *Fleet) removeLocked(r *Replica) {
 	f.replicas = slices.DeleteFunc(slices.Clone(f.replicas), func(x *Replica) bool { return x == r })
 }
 
-// setCluster gives the fleet its share of the cluster's plan: n replicas
+// SetCluster gives the fleet its share of the cluster's plan: n replicas
 // on this node, and the ready replicas of other nodes.
 func (f *Fleet) SetCluster(nodeName string, n int, remote []*Replica, why string, announce func()) {
 	f.mu.Lock()
@@ -1090,21 +1090,21 @@ func (f *Fleet) SetModel(m *catalog.Model) {
 	f.model.Store(m)
 }
 
-// roll replaces each replica the fleet has now with a new one started
+// Roll replaces each replica the fleet has now with a new one started
 // from the fleet's model as it is now. The new one starts beside the old
 // when the node has room; the old one drains once the new one is ready.
 func (f *Fleet) Roll(ctx context.Context, reason string) (llmapi.Rollout, error) {
 	return f.RollWith(ctx, reason, true)
 }
 
-// rollInPlace replaces each of the fleet's replicas: the old one drains
+// RollInPlace replaces each of the fleet's replicas: the old one drains
 // first and a new one takes its place, so that the node keeps the count
 // the cluster's plan gives it.
 func (f *Fleet) RollInPlace(ctx context.Context, reason string) (llmapi.Rollout, error) {
 	return f.RollWith(ctx, reason, false)
 }
 
-// rollWith is roll, starting new replicas beside the old only when
+// RollWith is roll, starting new replicas beside the old only when
 // beside is allowed (and the node has room).
 func (f *Fleet) RollWith(ctx context.Context, reason string, besideOK bool) (llmapi.Rollout, error) {
 	f.rolling.Lock()

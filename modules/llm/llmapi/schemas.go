@@ -56,7 +56,7 @@ var GuardHistorySchemas = map[string]OpSchemas{
 	})},
 }
 
-// opSchemas are the request and response schemas of the operations that
+// OpSchemas are the request and response schemas of the operations that
 // have them in the OpenAPI document, keyed by "METHOD path".
 type OpSchemas struct{ Request, Response map[string]any }
 

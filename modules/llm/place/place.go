@@ -20,7 +20,7 @@ import (
 	"github.com/llmgw/llmgw/plugins/engine"
 )
 
-// setGPUDevices sets the node's GPU devices: declared ones (which then
+// SetGPUDevices sets the node's GPU devices: declared ones (which then
 // also say how many GPUs the node has), else the indexes this process
 // sees in CUDA_VISIBLE_DEVICES, else 0 to the node's GPUs minus one.
 func (l *Ledger) SetGPUDevices(node *catalog.Resources, declared []int) error {
@@ -124,7 +124,7 @@ func (l *Ledger) deviceUseLocked() *llmapi.DeviceUse {
 	return u
 }
 
-// awaitGPUs waits until no replica stopped to make room for p (an
+// AwaitGPUs waits until no replica stopped to make room for p (an
 // evicted placement, still in the ledger until its process has stopped)
 // holds one of p's devices, at most limit: an engine that loads weights on
 // a GPU another process still fills would fail for want of memory.
@@ -206,14 +206,14 @@ type ownerLevel struct {
 	cap  tenancy.Capacity
 }
 
-// ownerTable holds the capacities of the active tenancy tree, by path
+// OwnerTable holds the capacities of the active tenancy tree, by path
 // (acme, acme/research, acme/research/alpha). Like the node's ledger it
 // is one per process: the active config's tree, changed at runtime.
 type OwnerTable struct {
 	levels map[string]ownerLevel
 }
 
-// newOwnerTable notes the capacity of every level of orgs that has one.
+// NewOwnerTable notes the capacity of every level of orgs that has one.
 func NewOwnerTable(orgs []*tenancy.Org) *OwnerTable {
 	t := &OwnerTable{levels: map[string]ownerLevel{}}
 	note := func(kind, path string, c *tenancy.Capacity) {
@@ -247,7 +247,7 @@ func ownerPaths(owner string) []string {
 	return out
 }
 
-// under says whether owner is path or a level below it.
+// Under says whether owner is path or a level below it.
 func Under(owner, path string) bool {
 	return strings.HasPrefix(owner, path) && (len(owner) == len(path) || owner[len(path)] == '/')
 }
@@ -349,7 +349,7 @@ func (l *Ledger) ownerCheckLocked(f Holder, need catalog.Resources) string {
 	return ownerCheck(l.owners.Load(), f.Model().Owner, l.places, need)
 }
 
-// useOf is what path's models hold on this node now.
+// UseOf is what path's models hold on this node now.
 func (l *Ledger) UseOf(path string) llmapi.OwnerUse {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -391,7 +391,7 @@ func (p *planner) ownerFull(pm *planModel) string {
 	return ""
 }
 
-// detectNode reads this machine's memory, cores and NVIDIA GPUs.
+// DetectNode reads this machine's memory, cores and NVIDIA GPUs.
 func DetectNode() catalog.Resources {
 	n := catalog.Resources{Cores: runtime.NumCPU()}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
@@ -410,7 +410,7 @@ func DetectNode() catalog.Resources {
 	return n
 }
 
-// placement is one replica's claim on the node: reserved when its start
+// Placement is one replica's claim on the node: reserved when its start
 // begins, bound to the replica once it runs, released when it stops.
 type Placement struct {
 	holder  Holder
@@ -423,7 +423,7 @@ type Placement struct {
 	owner   string // a planned placement's model owner (owners.go); others read their fleet's
 }
 
-// ledger places replicas on this node. There is one per process: the
+// Ledger places replicas on this node. There is one per process: the
 // node's capacity is the active config's, the placements are everyone's.
 type Ledger struct {
 	mu       sync.Mutex
@@ -434,7 +434,7 @@ type Ledger struct {
 	owners   atomic.Pointer[OwnerTable]
 }
 
-// setCapacity sets what the node has (declared, or detected) and whether
+// SetCapacity sets what the node has (declared, or detected) and whether
 // replicas are pinned to cores of their own.
 func (l *Ledger) SetCapacity(declared *catalog.Resources, pin bool) {
 	l.pin.Store(pin)
@@ -480,7 +480,7 @@ func (l *Ledger) Status() llmapi.NodeStatus {
 	return llmapi.NodeStatus{Capacity: AmountsOf(c), Used: AmountsOf(u), Free: AmountsOf(c.Add(u, -1)), GPUDevices: l.deviceUseLocked()}
 }
 
-// reserve claims room for one replica of f. When the node is full it
+// Reserve claims room for one replica of f. When the node is full it
 // picks replicas of lower classes to stop (idle ones first, newest
 // first); when even that is not enough it says why.
 func (l *Ledger) Reserve(f Holder) (*Placement, []*Placement, string) {
@@ -596,14 +596,14 @@ func (l *Ledger) freeCPUsLocked(n int, all []int) []int {
 	return out
 }
 
-// bind records the replica a placement became.
+// Bind records the replica a placement became.
 func (l *Ledger) Bind(p *Placement, r Running) {
 	l.mu.Lock()
 	p.rep = r
 	l.mu.Unlock()
 }
 
-// release gives a placement's room back.
+// Release gives a placement's room back.
 func (l *Ledger) Release(p *Placement) {
 	if p == nil {
 		return
@@ -613,20 +613,20 @@ func (l *Ledger) Release(p *Placement) {
 	l.places = slices.DeleteFunc(l.places, func(q *Placement) bool { return q == p })
 }
 
-// releaseReplica gives back the room of a replica that stopped.
+// ReleaseReplica gives back the room of a replica that stopped.
 func (l *Ledger) ReleaseReplica(r Running) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.places = slices.DeleteFunc(l.places, func(q *Placement) bool { return q.rep == r })
 }
 
-// planOn places n replicas of m on a copy of the ledger with fit, the
+// PlanOn places n replicas of m on a copy of the ledger with fit, the
 // function reserve uses, and changes nothing.
 func (l *Ledger) PlanOn(m *catalog.Model, n int, nodeName string) llmapi.Plan {
 	return l.PlanWithout(m, n, nodeName, nil)
 }
 
-// planWithout plans as planOn does, as if the replicas of without (when
+// PlanWithout plans as planOn does, as if the replicas of without (when
 // set) were gone: the room a replacement of all of them has.
 func (l *Ledger) PlanWithout(m *catalog.Model, n int, nodeName string, without Holder) llmapi.Plan {
 	l.mu.Lock()
@@ -731,7 +731,7 @@ type planner struct {
 	owners *OwnerTable // the owners' capacities
 }
 
-// plan returns, for every catalog model, the nodes its replicas run on
+// Plan returns, for every catalog model, the nodes its replicas run on
 // (one entry per replica), and for the models it could not fully place,
 // why. It is a pure function of its inputs, and a fixed point when
 // nothing changes: plan(plan(x)) equals plan(x).

@@ -45,7 +45,7 @@ func parseProject(d *caddyfile.Dispenser, p *Project) error {
 	}, func() {})
 }
 
-// parseCapacity parses a level's capacity block (memory, cores, gpus,
+// ParseCapacity parses a level's capacity block (memory, cores, gpus,
 // replicas); a second block on one level is refused.
 func ParseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 	if *dst != nil {
@@ -87,7 +87,7 @@ func ParseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 	return nil
 }
 
-// parseNode parses a block of limits and children; child handles the
+// ParseNode parses a block of limits and children; child handles the
 // subdirectives limits do not know.
 func ParseNode(d *caddyfile.Dispenser, lp **Limits, child func(dir string) (bool, error), done func()) error {
 	seen := map[string]bool{}

@@ -92,7 +92,7 @@ var tenantKinds = [...]string{"", "org", "team", "project"}
 
 func PathKind(path string) string { return tenantKinds[strings.Count(path, "/")+1] }
 
-// configPaths lists the levels the config declares.
+// ConfigPaths lists the levels the config declares.
 func ConfigPaths(orgs []*Org) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range orgs {
@@ -154,7 +154,7 @@ func Merge(config []*Org, entries []*Entry) (*Tree, map[string]string) {
 	return t, dropped
 }
 
-// checkEntryPath checks each name of a runtime level's path against the
+// CheckEntryPath checks each name of a runtime level's path against the
 // id rule.
 func CheckEntryPath(path string) error {
 	for i, name := range strings.Split(path, "/") {
@@ -165,7 +165,7 @@ func CheckEntryPath(path string) error {
 	return nil
 }
 
-// apply lays one entry on the tree, or says why it cannot.
+// Apply lays one entry on the tree, or says why it cannot.
 func (t *Tree) Apply(e *Entry) string {
 	parts := strings.Split(e.Path, "/")
 	if len(parts) > 3 {
@@ -215,7 +215,7 @@ func (t *Tree) Apply(e *Entry) string {
 	return ""
 }
 
-// find returns the level at path, its limits and capacity.
+// Find returns the level at path, its limits and capacity.
 func (t *Tree) Find(path string) (limits *Limits, capacity *Capacity, ok bool) {
 	parts := strings.Split(path, "/")
 	for _, o := range t.orgs {
@@ -242,7 +242,7 @@ func (t *Tree) Find(path string) (limits *Limits, capacity *Capacity, ok bool) {
 	return nil, nil, false
 }
 
-// children lists the paths of the levels right under path.
+// Children lists the paths of the levels right under path.
 func (t *Tree) Children(path string) []string {
 	var out []string
 	for _, p := range t.Paths() {
@@ -253,7 +253,7 @@ func (t *Tree) Children(path string) []string {
 	return out
 }
 
-// paths lists every level, in tree order.
+// Paths lists every level, in tree order.
 func (t *Tree) Paths() []string {
 	var out []string
 	for _, o := range t.orgs {
@@ -431,7 +431,7 @@ func hashKeyInto(dst *[2 * sha256.Size]byte, secret string) []byte {
 	return dst[:]
 }
 
-// keyring maps key hashes to tenants.
+// Keyring maps key hashes to tenants.
 type Keyring struct {
 	byHash   map[string]*Tenant
 	byID     map[string]*APIKey
@@ -498,7 +498,7 @@ func level(kind, name string, l *Limits) Level {
 	return lv
 }
 
-// add indexes a key under a project path.
+// Add indexes a key under a project path.
 func (kr *Keyring) Add(k *APIKey, project string) error {
 	levels, ok := kr.projects[project]
 	if !ok {
@@ -559,7 +559,7 @@ func (l *Limits) Validate() error {
 	return nil
 }
 
-// effective folds the levels into the tightest limits.
+// Effective folds the levels into the tightest limits.
 func Effective(levels []Level) Limits {
 	var e Limits
 	tight := func(cur *int64, v int64) {

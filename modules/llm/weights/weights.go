@@ -28,7 +28,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// adaptersNeedMirror says whether an adapter of the models comes through
+// AdaptersNeedMirror says whether an adapter of the models comes through
 // the mirror.
 func AdaptersNeedMirror(models []*catalog.Model) bool {
 	for _, m := range models {
@@ -45,7 +45,7 @@ func ViaMirror(src string) bool {
 	return IsMirrorSource(src) || strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
 }
 
-// withAdapterSources is models and, for each adapter, an entry with the
+// WithAdapterSources is models and, for each adapter, an entry with the
 // adapter's name and source: what uses a file of the node's weights
 // directory.
 func WithAdapterSources(models []*catalog.Model) []*catalog.Model {
@@ -61,7 +61,7 @@ func WithAdapterSources(models []*catalog.Model) []*catalog.Model {
 	return out
 }
 
-// mirrorRef is the mirror model (and version, if pinned) a catalog
+// MirrorRef is the mirror model (and version, if pinned) a catalog
 // model's weights come from, or ok false when they do not come through the
 // mirror.
 func MirrorRef(m *catalog.Model) (model, version string, ok bool) {
@@ -78,7 +78,7 @@ func MirrorRef(m *catalog.Model) (model, version string, ok bool) {
 	return "", "", false
 }
 
-// parse reads the mirror block of the llm global option:
+// Parse reads the mirror block of the llm global option:
 //
 //	mirror {
 //		store <name> dir <path>
@@ -278,7 +278,7 @@ func (h *mirrorHandle) Destruct() error {
 	return nil
 }
 
-// withDefaults fills in the defaults of a mirror config.
+// WithDefaults fills in the defaults of a mirror config.
 func (c *MirrorConfig) WithDefaults(dataDir string) MirrorConfig {
 	out := MirrorConfig{}
 	if c != nil {
@@ -379,7 +379,7 @@ func IsMirrorSource(s string) bool {
 	return strings.HasPrefix(s, "mirror://") || strings.HasPrefix(s, "hf://")
 }
 
-// resolveSource finds (or adds) the mirror version a source names and
+// ResolveSource finds (or adds) the mirror version a source names and
 // fetches it. mirror://m[/v[/file]] names a stored version; an hf:// or
 // URL source is added under the catalog model's name the first time and
 // found by its origin after that.
@@ -469,10 +469,10 @@ func sourceErr(format string, args ...any) error {
 	return &SourceError{msg: fmt.Sprintf(format, args...) + "; or add it with \"check_source\": false if only the nodes can reach it"}
 }
 
-// sourceChecker checks sources against what the app can reach.
+// SourceChecker checks sources against what the app can reach.
 type SourceChecker struct {
 	Client *http.Client
-	// urlClient fetches URL sources (default client): the egress
+	// URLClient fetches URL sources (default client): the egress
 	// policy's, for sources given at run time.
 	URLClient *http.Client
 	Mirror    *mirror.Mirror // nil when the app has none
@@ -480,7 +480,7 @@ type SourceChecker struct {
 	Token     string
 }
 
-// check looks at a model's source without downloading it: the file or
+// Check looks at a model's source without downloading it: the file or
 // URL exists and answers, the registry repository and file exist, the
 // mirror version exists, and the weights are in a format one of formats
 // (the engine's) names.
@@ -817,7 +817,7 @@ func (c *SourceChecker) getJSON(ctx context.Context, u string, v any) (string, e
 	return mirror.NextLink(resp.Header.Get("Link")), nil
 }
 
-// defaultUpdateCheck is how often the registry is asked by default.
+// DefaultUpdateCheck is how often the registry is asked by default.
 const DefaultUpdateCheck = 6 * time.Hour
 
 // trackedMirrorModel is the mirror model a catalog model's replicas
