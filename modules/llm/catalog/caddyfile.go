@@ -59,6 +59,7 @@ func parseAdapter(d *caddyfile.Dispenser, m *Model) error {
 	return nil
 }
 
+// ParseModelField reads one subdirective dir of a model block into m.
 func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	sc := func() *Scaling {
 		if m.Scaling == nil {

@@ -107,6 +107,8 @@ func CheckAdapterEngine(m *Model, info engine.Info) error {
 	return nil
 }
 
+// DefaultIdle is how long a replica of a model that scales to zero stays
+// up without requests.
 const DefaultIdle = 10 * time.Minute
 
 // Model is one catalog entry: a name clients ask for and how to serve it.
@@ -202,6 +204,7 @@ func (p *Price) CostMicros(prompt, completion int64) int64 {
 	return int64(math.Round(float64(prompt)*p.InputPerMillion + float64(completion)*p.OutputPerMillion))
 }
 
+// Validate checks the price is not negative.
 func (p *Price) Validate(model string) error {
 	if p != nil && (p.InputPerMillion < 0 || p.OutputPerMillion < 0) {
 		return fmt.Errorf("model %q: prices must not be negative", model)
@@ -229,6 +232,7 @@ type Scaling struct {
 	TargetConcurrency int `json:"target_concurrency,omitempty"`
 }
 
+// MinReplicas is the fewest replicas kept running (Min, or its default).
 func (s *Scaling) MinReplicas() int {
 	switch {
 	case s == nil:
@@ -241,6 +245,7 @@ func (s *Scaling) MinReplicas() int {
 	return 1
 }
 
+// MaxReplicas is the most replicas started (Max, or its default).
 func (s *Scaling) MaxReplicas() int {
 	if s == nil || s.Max == nil {
 		return max(s.MinReplicas(), 1)
@@ -252,6 +257,7 @@ func (s *Scaling) MaxReplicas() int {
 // max 0.
 func (s *Scaling) Kept() bool { return s.MaxReplicas() == 0 }
 
+// Idle is how long an unused replica above the minimum stays up.
 func (s *Scaling) Idle() caddy.Duration {
 	if s == nil || s.IdleTimeout == 0 {
 		return caddy.Duration(DefaultIdle)
@@ -259,6 +265,7 @@ func (s *Scaling) Idle() caddy.Duration {
 	return s.IdleTimeout
 }
 
+// Target is the requests in flight per replica above which another starts.
 func (s *Scaling) Target() int {
 	if s == nil || s.TargetConcurrency == 0 {
 		return 16
@@ -283,6 +290,8 @@ func (m *Model) Key(engineKey string) string {
 	return "model:" + m.Name + ":" + hex.EncodeToString(sum[:12])
 }
 
+// Validate checks the model on its own: its name, engine, sizes,
+// scaling, price and adapters.
 func (m *Model) Validate() error {
 	if err := CheckName("model name", m.Name); err != nil {
 		return err
@@ -377,6 +386,7 @@ type Catalog struct {
 	Adapters map[string]*Model
 }
 
+// NewCatalog validates models and indexes them by name, alias and adapter.
 func NewCatalog(models []*Model) (*Catalog, error) {
 	c := &Catalog{ByName: make(map[string]*Model)}
 	for _, m := range models {
@@ -562,10 +572,12 @@ type Resources struct {
 	GPUs   int   `json:"gpus,omitempty"`
 }
 
+// Add is r plus o times sign (1 or -1).
 func (r Resources) Add(o Resources, sign int64) Resources {
 	return Resources{Memory: r.Memory + sign*o.Memory, Cores: r.Cores + int(sign)*o.Cores, GPUs: r.GPUs + int(sign)*o.GPUs}
 }
 
+// Fits tells whether r fits in the room in.
 func (r Resources) Fits(in Resources) bool {
 	return r.Memory <= in.Memory && r.Cores <= in.Cores && r.GPUs <= in.GPUs
 }
@@ -598,6 +610,8 @@ const (
 	ClassOpportunistic = "opportunistic"
 )
 
+// ClassRank orders the classes: a higher rank may stop a lower one's
+// replicas for room.
 func ClassRank(c string) int {
 	switch c {
 	case ClassCritical:
@@ -678,6 +692,7 @@ func CheckFormat(m *Model, formats []string) error {
 	return nil
 }
 
+// ClassName is the class as shown (standard when empty).
 func ClassName(c string) string {
 	if c == "" {
 		return ClassStandard
@@ -699,6 +714,7 @@ func (e *UnknownModelError) Error() string {
 	return msg + " (GET /v1/models lists the models you can use)"
 }
 
+// QuoteJoin quotes each of s and joins them with commas.
 func QuoteJoin(s []string) string {
 	q := make([]string, len(s))
 	for i, x := range s {

@@ -212,6 +212,7 @@ type ClusterConfig struct {
 	NodeTTL caddy.Duration `json:"node_ttl,omitempty"`
 }
 
+// Provision applies the defaults and checks the config.
 func (c *ClusterConfig) Provision() error {
 	repl := caddy.NewReplacer()
 	for _, s := range []*string{&c.Redis, &c.Password, &c.SentinelPassword, &c.Secret, &c.Node, &c.Advertise, &c.Listen} {
@@ -383,12 +384,14 @@ type NodeBeat struct {
 	Cached   []string             `json:"cached,omitempty"`
 }
 
+// BeatLoad is what a heartbeat says about one model's use on its node.
 type BeatLoad struct {
 	Busy     bool      `json:"busy,omitempty"`
 	LastUsed time.Time `json:"last_used"`
 	Waiting  int       `json:"waiting,omitempty"`
 }
 
+// Key is the member pool's key of a cluster config.
 func Key(c *ClusterConfig) string {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
@@ -528,6 +531,7 @@ func (s redisState) Store(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
+// StoreErr says what a store error means to an operator.
 func (m *Member) StoreErr(err error) error {
 	return &StoreDownError{store: m.cfg.StoreName(), err: err}
 }
@@ -995,6 +999,7 @@ func (m *Member) forget(ctx context.Context, name string) {
 	}
 }
 
+// IsLeader tells whether this node holds the leader lease.
 func (m *Member) IsLeader() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -347,6 +347,7 @@ type Fleet struct {
 	kick   chan struct{}
 }
 
+// Options are how a fleet runs its replicas; the app sets them.
 type Options struct {
 	StartTimeout time.Duration // bound on one replica start
 	HoldTimeout  time.Duration // how long a request waits for a replica
@@ -364,6 +365,7 @@ type Options struct {
 	Node *Node
 }
 
+// New returns a fleet of model m run through plugin p; Run starts it.
 func New(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o Options) *Fleet {
 	if o.Node == nil {
 		o.Node = NewNode()
@@ -538,6 +540,7 @@ func (f *Fleet) unavailableLocked() error {
 	return nil
 }
 
+// Release ends a request on r.
 func (f *Fleet) Release(r *Replica) {
 	r.lastUsed.Store(now().UnixNano())
 	if r.inflight.Add(-1) == 0 && r.State() == ReplicaDraining {
@@ -1242,6 +1245,7 @@ func (LeastOutstanding) Select(ready []*Replica) *Replica {
 	return best
 }
 
+// Status describes the fleet for GET /llm/models.
 func (f *Fleet) Status() llmapi.ModelStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1313,6 +1317,7 @@ func (f *Fleet) supervise() {
 	}
 }
 
+// Tick runs one round of supervision now.
 func (f *Fleet) Tick() {
 	f.mu.Lock()
 	rs := append([]*Replica(nil), f.replicas...)

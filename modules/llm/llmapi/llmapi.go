@@ -138,6 +138,7 @@ type AuditPage struct {
 	Warning string `json:"warning,omitempty"`
 }
 
+// NodeReplica is a replica as its node's heartbeat describes it.
 type NodeReplica struct {
 	ID       string `json:"id"`
 	Model    string `json:"model"`
@@ -211,6 +212,7 @@ type OwnerUse struct {
 	Replicas int   `json:"replicas"`
 }
 
+// Add counts one more replica that needs r.
 func (u *OwnerUse) Add(r catalog.Resources) {
 	u.Memory += r.Memory
 	u.Cores += r.Cores

@@ -11,6 +11,7 @@ var adaptersSchema = map[string]any{"type": "array", "description": "LoRA adapte
 		"scale":  typ("number", "default 1; llamacpp only (vllm and ollama apply adapters at 1)"),
 	}, "name", "source")}
 
+// OverviewSchemas are the schemas of GET /llm/overview.
 var OverviewSchemas = map[string]OpSchemas{
 	"GET /llm/overview": {Response: obj(map[string]any{
 		"at": typ("string", "when the figures were read (RFC 3339)"),
@@ -42,6 +43,7 @@ var OverviewSchemas = map[string]OpSchemas{
 	})},
 }
 
+// GuardHistorySchemas are the schemas of GET /llm/guardrails/history.
 var GuardHistorySchemas = map[string]OpSchemas{
 	"GET /llm/guardrails/history": {Response: obj(map[string]any{
 		"from":         typ("string", "start of the first step (RFC 3339)"),
@@ -212,6 +214,8 @@ var settingsSchema = func() map[string]any {
 	return o
 }()
 
+// Schemas are the request and response schemas of the app's admin
+// operations, by "METHOD path"; written only in init.
 var Schemas = map[string]OpSchemas{
 	"POST /llm/models/{name}/settings": {Request: settingsSchema, Response: rolloutSchema},
 	"POST /llm/models/{name}/restart":  {Response: rolloutSchema},

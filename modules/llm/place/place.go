@@ -337,6 +337,7 @@ func overCapacity(c tenancy.Capacity, used llmapi.OwnerUse, need catalog.Resourc
 	return ""
 }
 
+// Plural is n what, with an s when n is not 1.
 func Plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
@@ -453,6 +454,7 @@ func (l *Ledger) SetCapacity(declared *catalog.Resources, pin bool) {
 	l.capacity.Store(&c)
 }
 
+// Capacity is what the node offers replicas: declared, else detected.
 func (l *Ledger) Capacity() catalog.Resources {
 	if c := l.capacity.Load(); c != nil {
 		return *c
@@ -471,8 +473,10 @@ func (l *Ledger) usedLocked() catalog.Resources {
 	return u
 }
 
+// AmountsOf is r as the admin API shows it.
 func AmountsOf(r catalog.Resources) llmapi.Amounts { return llmapi.Amounts(r) }
 
+// Status is the node's capacity, use, free room and GPU devices.
 func (l *Ledger) Status() llmapi.NodeStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
+// ParseTeam reads a team block of an organisation into t.
 func ParseTeam(d *caddyfile.Dispenser, t *Team) error {
 	if err := caddyfileutil.NameArg(d, &t.Name); err != nil {
 		return err

@@ -55,6 +55,7 @@ type Capacity struct {
 	Replicas int `json:"replicas,omitempty"`
 }
 
+// Validate checks the capacity is not negative.
 func (c *Capacity) Validate() error {
 	if c != nil && (c.Memory < 0 || c.Cores < 0 || c.GPUs < 0 || c.Replicas < 0) {
 		return fmt.Errorf("capacity must not be negative")
@@ -62,6 +63,7 @@ func (c *Capacity) Validate() error {
 	return nil
 }
 
+// IsZero tells whether c sets no bound.
 func (c *Capacity) IsZero() bool { return c == nil || *c == Capacity{} }
 
 // tenantEntry is one level of the tenancy tree created or changed through
@@ -90,6 +92,7 @@ type Tree struct {
 
 var tenantKinds = [...]string{"", "org", "team", "project"}
 
+// PathKind is the kind of the level at path: org, team or project.
 func PathKind(path string) string { return tenantKinds[strings.Count(path, "/")+1] }
 
 // ConfigPaths lists the levels the config declares.
@@ -438,6 +441,8 @@ type Keyring struct {
 	projects map[string][]Level // "org/team/project" → its levels, project first
 }
 
+// NewKeyring indexes the keys the config declares, checking names and
+// hashes.
 func NewKeyring(orgs []*Org) (*Keyring, error) {
 	kr := &Keyring{byHash: map[string]*Tenant{}, byID: map[string]*APIKey{}, projects: map[string][]Level{}}
 	seen := map[string]bool{}
@@ -536,6 +541,7 @@ func (kr *Keyring) Add(k *APIKey, project string) error {
 	return nil
 }
 
+// LimitsOf are the limits of levels, project first.
 func LimitsOf(levels []Level) []*Limits {
 	out := make([]*Limits, len(levels))
 	for i := range levels {
@@ -544,6 +550,7 @@ func LimitsOf(levels []Level) []*Limits {
 	return out
 }
 
+// Validate checks the limits are not negative and name known periods.
 func (l *Limits) Validate() error {
 	if l == nil {
 		return nil

@@ -41,6 +41,7 @@ func AdaptersNeedMirror(models []*catalog.Model) bool {
 	return false
 }
 
+// ViaMirror tells whether an adapter's source goes through the mirror.
 func ViaMirror(src string) bool {
 	return IsMirrorSource(src) || strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
 }
@@ -375,6 +376,8 @@ func NewMirror(c *MirrorConfig, dataDir string, logger *zap.Logger) (*mirror.Mir
 		Registry: cfg.Registry, RegistryToken: os.Getenv("HF_TOKEN"), Logger: logger})
 }
 
+// IsMirrorSource tells whether a model's source names the mirror or a
+// registry.
 func IsMirrorSource(s string) bool {
 	return strings.HasPrefix(s, "mirror://") || strings.HasPrefix(s, "hf://")
 }
@@ -841,6 +844,7 @@ type Use struct {
 	Why   map[string]string   // mirror model → why every version counts
 }
 
+// Keep tells whether a catalog model uses the mirror version.
 func (u Use) Keep(model, version string) bool {
 	return len(u.IDs[model+"/"+version]) > 0 || len(u.Whole[model]) > 0
 }
