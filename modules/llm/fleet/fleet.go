@@ -4,19 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,165 +19,10 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/place"
-	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/engine"
 	"github.com/llmgw/llmgw/plugins/host"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
-
-// AdapterSelector keeps to the replicas that loaded an adapter; with none
-// (a replica started before the adapter was declared), the request waits
-// for one that has.
-type AdapterSelector struct {
-	sel  Selector
-	name string
-}
-
-// Select implements Selector.
-func (s AdapterSelector) Select(ready []*Replica) *Replica {
-	with := make([]*Replica, 0, len(ready))
-	for _, r := range ready {
-		if _, ok := r.Adapters[s.name]; ok {
-			with = append(with, r)
-		}
-	}
-	if len(with) == 0 {
-		return nil
-	}
-	return s.sel.Select(with)
-}
-
-// AdapterMembers returns the request body members that apply the adapter
-// name on r (a JSON object), or nil when name is no adapter r loaded or
-// none are needed.
-func (r *Replica) AdapterMembers(name string) []byte {
-	m := r.Adapters[name]
-	if m == "" || m == "{}" {
-		return nil
-	}
-	return []byte(m)
-}
-
-// SetMembers sets the members of the JSON object members in the JSON
-// object body.
-func SetMembers(body, members []byte) ([]byte, error) {
-	var b, m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &b); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(members, &m); err != nil {
-		return nil, fmt.Errorf("an adapter's request members: %w", err)
-	}
-	for k, v := range m {
-		b[k] = v
-	}
-	return json.Marshal(b)
-}
-
-// fetchAdapters brings the model's adapters to the node: mirror sources
-// fetched to the node cache and verified, local paths made absolute. It
-// returns the adapters for the replica's spec and a release for when the
-// replica stops.
-func (f *Fleet) fetchAdapters(ctx context.Context) ([]engine.Adapter, func(), error) {
-	m := f.Model()
-	if len(m.Adapters) == 0 {
-		return nil, func() {}, nil
-	}
-	var releases []func()
-	release := func() {
-		for _, r := range releases {
-			r()
-		}
-	}
-	out := make([]engine.Adapter, 0, len(m.Adapters))
-	for _, a := range m.Adapters {
-		path := a.Source
-		if weights.ViaMirror(a.Source) {
-			mr := f.opts.Node.Mirror()
-			if mr == nil {
-				release()
-				return nil, nil, fmt.Errorf("model %q: adapter %q: source %s needs the mirror; configure it with a mirror block in the llm app", m.Name, a.Name, mirror.RedactURL(a.Source))
-			}
-			fe, p, err := weights.ResolveSource(ctx, mr, &catalog.Model{Name: a.Name, Source: a.Source}, f.logger)
-			if err != nil {
-				release()
-				return nil, nil, fmt.Errorf("model %q: adapter %q: %w", m.Name, a.Name, err)
-			}
-			releases = append(releases, fe.Release)
-			path = p
-		} else if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		out = append(out, engine.Adapter{Name: a.Name, Path: path, Scale: a.Scale})
-	}
-	return out, release, nil
-}
-
-// supervisor returns the engine plugin run that supervises r. Engine
-// servers outlive their plugin, so after a plugin restart the new run is
-// handed r first (engine.Adopt); from then on it answers Status and Stop
-// for r as for its own replicas. The error is host.ErrPluginDown while the
-// plugin is restarting, or why the new run could not take r.
-func (f *Fleet) supervisor(r *Replica) (engine.Engine, error) {
-	eng, epoch, err := f.plugin.Engine()
-	if err != nil || epoch == r.epoch.Load() {
-		return eng, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h := make(map[string]string, len(r.Header))
-	for k := range r.Header {
-		h[k] = strings.Join(r.Header[k], "\n")
-	}
-	err = engine.Adopt(ctx, eng, engine.Replica{ID: r.ID, BaseURL: r.BaseURL, PID: r.PID, Headers: h,
-		UpstreamModel: r.UpstreamModel, HealthURL: r.healthURL, Adapters: r.Adapters})
-	if err != nil {
-		return nil, err
-	}
-	r.epoch.Store(epoch)
-	f.logger.Info("replica adopted by the restarted engine plugin", zap.String("replica", r.ID), zap.Int64("pid", r.PID))
-	return eng, nil
-}
-
-// stopOrphan stops a local replica whose plugin cannot (it is down, or
-// could not adopt it): SIGTERM to the server's process group, then SIGKILL
-// after grace. A process that no longer leads its own group is not the
-// server any more (its id was reused) and is left alone.
-func stopOrphan(r *Replica, grace time.Duration) {
-	pid := int(r.PID)
-	if pid <= 0 {
-		return
-	}
-	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-		return
-	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
-
-// Hold takes a ready replica of the fleet that match selects, counting a
-// request in flight on it until the returned release.
-func (f *Fleet) Hold(match func(*Replica) bool) (*Replica, func(), bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.replicas {
-		if match(r) && r.State() == ReplicaReady {
-			r.inflight.Add(1)
-			r.lastUsed.Store(now().UnixNano())
-			f.lastUsed = now()
-			return r, func() { f.Release(r) }, true
-		}
-	}
-	return nil, nil, false
-}
 
 // State is a replica's state as the fleet sees it; its JSON and its
 // metrics label are the string.
@@ -938,15 +778,6 @@ func (r *Replica) ReplicaID() string { return r.ID }
 // StartedAt is when the replica started (place.Running).
 func (r *Replica) StartedAt() time.Time { return r.Started }
 
-// Node is what the fleets of one process share across reloads: the
-// ledger of the node's resources, the replicas still draining, and the
-// hooks of the app that runs now. The app keeps it in a UsagePool.
-type Node struct {
-	Ledger   *place.Ledger
-	draining *drainSet
-	running  atomic.Pointer[Hooks]
-}
-
 // Hooks are what a fleet asks of the app that runs it now. Fleets outlive
 // a config, so each app that starts sets its own (Node.SetHooks).
 type Hooks struct {
@@ -964,39 +795,6 @@ type Hooks struct {
 func NewNode() *Node {
 	return &Node{Ledger: &place.Ledger{}, draining: &drainSet{byModel: map[string][]*Replica{}}}
 }
-
-// SetHooks makes h the hooks of the app that runs now.
-func (n *Node) SetHooks(h *Hooks) { n.running.Store(h) }
-
-// Mirror is the running config's mirror, or nil.
-func (n *Node) Mirror() *mirror.Mirror {
-	if n == nil {
-		return nil
-	}
-	if h := n.running.Load(); h != nil {
-		return h.Mirror
-	}
-	return nil
-}
-
-// Draining are the replicas of model still finishing their requests.
-func (n *Node) Draining(model string) []*Replica { return n.draining.of(model) }
-
-func (n *Node) wantMore() {
-	if h := n.running.Load(); h != nil && h.WantMore != nil {
-		h.WantMore()
-	}
-}
-
-func (n *Node) storeDown() error {
-	if h := n.running.Load(); h != nil && h.StoreDown != nil {
-		return h.StoreDown()
-	}
-	return nil
-}
-
-// Destruct lets the pool drop the node; nothing runs in it.
-func (n *Node) Destruct() error { return nil }
 
 // Report is what a node's heartbeat says about one fleet.
 type Report struct {
@@ -1093,409 +891,8 @@ func (f *Fleet) SetModel(m *catalog.Model) {
 	f.model.Store(m)
 }
 
-// Roll replaces each replica the fleet has now with a new one started
-// from the fleet's model as it is now. The new one starts beside the old
-// when the node has room; the old one drains once the new one is ready.
-func (f *Fleet) Roll(ctx context.Context, reason string) (llmapi.Rollout, error) {
-	return f.RollWith(ctx, reason, true)
-}
-
-// RollInPlace replaces each of the fleet's replicas: the old one drains
-// first and a new one takes its place, so that the node keeps the count
-// the cluster's plan gives it.
-func (f *Fleet) RollInPlace(ctx context.Context, reason string) (llmapi.Rollout, error) {
-	return f.RollWith(ctx, reason, false)
-}
-
-// RollWith is roll, starting new replicas beside the old only when
-// beside is allowed (and the node has room).
-func (f *Fleet) RollWith(ctx context.Context, reason string, besideOK bool) (llmapi.Rollout, error) {
-	f.rolling.Lock()
-	defer f.rolling.Unlock()
-	f.mu.Lock()
-	old := slices.Clone(f.replicas)
-	f.mu.Unlock()
-	out := llmapi.Rollout{Replaced: []string{}, Started: []string{}}
-	known := map[*Replica]bool{}
-	for _, r := range old {
-		known[r] = true
-	}
-	for _, o := range old {
-		f.mu.Lock()
-		beside := besideOK && f.canStartLocked() && f.startLocked()
-		f.mu.Unlock()
-		if !beside {
-			out.OneAtATime = true
-			f.retire(o, reason)
-			out.Replaced = append(out.Replaced, o.ID)
-			if err := f.startWhenRoom(ctx); err != nil {
-				return out, err
-			}
-		}
-		r, err := f.awaitNew(ctx, known)
-		if err != nil {
-			return out, err
-		}
-		known[r] = true
-		out.Started = append(out.Started, r.ID)
-		if beside {
-			f.retire(o, reason)
-			out.Replaced = append(out.Replaced, o.ID)
-		}
-	}
-	return out, nil
-}
-
-// startWhenRoom starts a replica as soon as the node has room (a drained
-// replica freed it), unless one is already starting.
-func (f *Fleet) startWhenRoom(ctx context.Context) error {
-	for {
-		f.mu.Lock()
-		if f.starting > 0 {
-			f.mu.Unlock()
-			return nil
-		}
-		if f.canStartLocked() && f.startLocked() {
-			f.mu.Unlock()
-			return nil
-		}
-		why := f.waitFor
-		f.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("model %q: no room for its new replica: %s", f.Model().Name, why)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// awaitNew waits for a ready replica not in known.
-func (f *Fleet) awaitNew(ctx context.Context, known map[*Replica]bool) (*Replica, error) {
-	for {
-		f.mu.Lock()
-		for _, r := range f.replicas {
-			if !known[r] && r.State() == ReplicaReady {
-				f.mu.Unlock()
-				return r, nil
-			}
-		}
-		if f.starting == 0 {
-			err := f.lastErr
-			f.mu.Unlock()
-			if err == nil {
-				err = fmt.Errorf("no new replica is starting")
-			}
-			return nil, fmt.Errorf("model %q: its new replica did not start: %w", f.Model().Name, err)
-		}
-		ch := f.changed
-		f.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("model %q: its new replica was not ready in time", f.Model().Name)
-		}
-	}
-}
-
-// fetchWeights brings a model's weights to the node cache when its source
-// goes through the mirror, and returns the local path to give the engine
-// and a release for when the replica stops. Other sources pass unchanged.
-func (f *Fleet) fetchWeights(ctx context.Context) (string, func(), error) {
-	src := f.Model().EngineSource()
-	formats := f.plugin.Info().Formats
-	loadsFiles := slices.Contains(formats, catalog.FormatGGUF) || slices.Contains(formats, catalog.FormatSafetensors)
-	viaMirror := weights.IsMirrorSource(src) || (loadsFiles && (strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")))
-	if !viaMirror {
-		return src, func() {}, nil
-	}
-	mr := f.opts.Node.Mirror()
-	if mr == nil {
-		return "", nil, fmt.Errorf("model %q: source %s needs the mirror; configure it with a mirror block in the llm app", f.Model().Name, mirror.RedactURL(src))
-	}
-	fe, path, err := weights.ResolveSource(ctx, mr, f.Model(), f.logger)
-	if err != nil {
-		return "", nil, err
-	}
-	if loadsFiles && fe.Manifest.Format != "other" && !slices.Contains(formats, fe.Manifest.Format) {
-		fe.Release()
-		return "", nil, fmt.Errorf("model %q: engine %s cannot load %s weights (%s/%s); it loads %s", f.Model().Name, f.Model().Engine,
-			fe.Manifest.Format, fe.Manifest.Model, fe.Manifest.Version, strings.Join(formats, " or "))
-	}
-	return path, fe.Release, nil
-}
-
-// Selector chooses one of a model's ready replicas for a request. The
-// router's policies implement it.
-type Selector interface {
-	Select(ready []*Replica) *Replica
-}
-
-// LeastOutstanding picks the replica with the fewest requests in flight,
-// the first of them on a tie.
-type LeastOutstanding struct{}
-
-// Select implements Selector.
-func (LeastOutstanding) Select(ready []*Replica) *Replica {
-	best := ready[0]
-	for _, r := range ready[1:] {
-		if r.inflight.Load() < best.inflight.Load() {
-			best = r
-		}
-	}
-	return best
-}
-
-// Status describes the fleet for GET /llm/models.
-func (f *Fleet) Status() llmapi.ModelStatus {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := f.Model()
-	s := llmapi.ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
-		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
-		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
-		Adapters: m.Adapters}
-	if s.Class == "" {
-		s.Class = catalog.ClassStandard
-	}
-	for _, r := range slices.Concat(f.replicas, f.opts.Node.Draining(m.Name)) {
-		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: f.node,
-			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
-	}
-	for _, r := range f.remote {
-		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: r.Node,
-			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
-	}
-	switch {
-	case f.stopped:
-		s.State, s.Reason = "stopped", "an administrator stopped it"
-	case m.Scaling.Kept():
-		s.State, s.Reason = "stopped", keptReason(m.Name)
-	case len(f.replicas) > 0 || len(f.remote) > 0:
-		s.State = "ready"
-		// Why it has fewer than it should (an owner's capacity, say).
-		if f.clustered && f.planWhy != "" {
-			s.Reason = f.planWhy
-		} else if !f.clustered && f.waitFor != "" && f.starting == 0 {
-			s.Reason = f.waitFor
-		}
-	case f.clustered && f.planWhy != "":
-		s.State, s.Reason = "waiting", f.planWhy
-	case f.waitFor != "" && f.starting == 0:
-		s.State, s.Reason = "waiting", f.waitFor
-	case f.starting > 0:
-		s.State, s.Reason = "starting", "a replica is starting"
-	case f.lastErr != nil:
-		s.State, s.Reason = "failed", "last start failed: "+f.lastErr.Error()
-	case m.Scaling.MinReplicas() == 0:
-		s.State, s.Reason = "idle", "starts on its first request"
-	default:
-		s.State, s.Reason = "stopped", "no replica is running"
-	}
-	return s
-}
-
-// supervise keeps the fleet at its scaling bounds: it replaces replicas
-// that died (or whose plugin restarted), starts the minimum, and stops
-// replicas above the minimum that have been idle for the idle timeout.
-func (f *Fleet) supervise() {
-	defer close(f.done)
-	defer func() {
-		if r := recover(); r != nil {
-			f.logger.Error("fleet supervisor panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		}
-	}()
-	t := time.NewTicker(f.opts.Interval)
-	defer t.Stop()
-	for {
-		f.Tick()
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-		case <-f.kick:
-		}
-	}
-}
-
-// Tick runs one round of supervision now.
-func (f *Fleet) Tick() {
-	f.mu.Lock()
-	rs := append([]*Replica(nil), f.replicas...)
-	f.mu.Unlock()
-	for _, r := range rs {
-		if reason := f.check(r); reason != "" {
-			f.drop(r, reason)
-		}
-	}
-	f.mu.Lock()
-	clustered, want := f.clustered, f.assigned
-	f.mu.Unlock()
-	if clustered {
-		f.trimToAssigned()
-	} else {
-		f.trimTo(f.Model().Scaling.MaxReplicas(), "its model was scaled down to max "+strconv.Itoa(f.Model().Scaling.MaxReplicas()))
-		f.scaleDown()
-		want = f.Model().Scaling.MinReplicas()
-	}
-	f.mu.Lock()
-	if clustered && f.waitFor != "" && len(f.replicas)+f.starting >= want {
-		// The plan no longer asks this node for a replica it had no room
-		// for (it moved the entry elsewhere): the reason is stale, and in
-		// the heartbeat it would keep the planner from placing the model
-		// here ever again.
-		f.waitFor = ""
-		f.Notify()
-	}
-	for len(f.replicas)+f.starting < want && f.canStartLocked() {
-		if !f.startLocked() {
-			break
-		}
-	}
-	f.mu.Unlock()
-}
-
-// check returns why r is no longer usable, or "". The plugin's word
-// (Status) comes first; when the plugin cannot give it (it is down, hung or
-// restarting) the replica is judged by itself, over HTTP, so a plugin's
-// trouble never takes down a replica that still serves.
-func (f *Fleet) check(r *Replica) string {
-	eng, err := f.supervisor(r)
-	switch {
-	case errors.Is(err, host.ErrPluginDown):
-		if f.Reachable(r) {
-			if r.suspect.Load() != 0 {
-				f.clearSuspect(r)
-			}
-			return ""
-		}
-		return "its engine plugin is down and the replica does not answer"
-	case err != nil:
-		return "its engine plugin restarted and could not take it over: " + err.Error()
-	}
-	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
-	defer cancel()
-	st, err := eng.Status(ctx, r.ID)
-	switch {
-	case f.ctx.Err() != nil:
-		return ""
-	case err != nil:
-		f.plugin.Check()
-		if f.Reachable(r) {
-			return ""
-		}
-		return "status: " + err.Error()
-	case st.State == engine.StateExited || st.State == engine.StateFailed:
-		if st.Message == "" {
-			return st.State
-		}
-		return st.Message
-	}
-	if r.suspect.Load() != 0 {
-		if !f.Reachable(r) {
-			return "it does not answer"
-		}
-		f.clearSuspect(r)
-	}
-	return ""
-}
-
-// clearSuspect lets requests use r again, and wakes those that were
-// waiting for a replica other than r.
-func (f *Fleet) clearSuspect(r *Replica) {
-	r.suspect.Store(0)
-	f.mu.Lock()
-	f.Notify()
-	f.mu.Unlock()
-}
-
-// probeClient checks replicas directly; its timeout bounds a hung server.
-var probeClient = &http.Client{Timeout: 2 * time.Second}
-
-// Reachable reports whether r's server answers: 200 from its health URL
-// when the engine gave one, else any answer below 500 to GET
-// <base>/models, with the replica's headers.
-func (f *Fleet) Reachable(r *Replica) bool {
-	url, ok := r.BaseURL+"/models", func(code int) bool { return code < http.StatusInternalServerError }
-	if r.healthURL != "" {
-		url, ok = r.healthURL, func(code int) bool { return code == http.StatusOK }
-	}
-	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	for k, v := range r.Header {
-		req.Header[k] = v
-	}
-	resp, err := ClientFor(probeClient, r).Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	return ok(resp.StatusCode)
-}
-
-func (f *Fleet) drop(r *Replica, reason string) {
-	f.mu.Lock()
-	f.removeLocked(r)
-	f.Notify()
-	f.mu.Unlock()
-	f.logger.Info("replica lost", zap.String("replica", r.ID), zap.String("reason", reason))
-	go f.stopReplica(r)
-}
-
-func (f *Fleet) scaleDown() {
-	idle := time.Duration(f.Model().Scaling.Idle())
-	f.mu.Lock()
-	var stop []*Replica
-	keep := f.replicas[:0:0]
-	n := len(f.replicas)
-	for _, r := range f.replicas {
-		last := time.Unix(0, r.lastUsed.Load())
-		if n > f.Model().Scaling.MinReplicas() && r.inflight.Load() == 0 && f.waiting == 0 && now().Sub(last) >= idle {
-			stop = append(stop, r)
-			n--
-			continue
-		}
-		keep = append(keep, r)
-	}
-	f.replicas = keep
-	if len(stop) > 0 {
-		f.Notify()
-	}
-	f.mu.Unlock()
-	for _, r := range stop {
-		f.logger.Info("stopping idle replica", zap.String("replica", r.ID), zap.Duration("idle_timeout", idle))
-		go f.stopReplica(r)
-	}
-}
-
 // now is the clock; tests may replace it.
 var now = time.Now
-
-// The fleet's metrics; the app registers them.
-var (
-	MetricStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "llmgw", Name: "replica_starts_total",
-		Help: "Replica starts by model and outcome (ok or failed).",
-	}, []string{"model", "outcome"})
-	MetricQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "llmgw", Name: "queue_wait_seconds",
-		Help:    "How long requests waited for a replica (on-demand starts, restarts, full replicas).",
-		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-	}, []string{"model"})
-)
-
-// ClientFor is c, or a copy of c that reaches rep through rep.Transport
-// when it has one (a replica on another node).
-func ClientFor(c *http.Client, rep *Replica) *http.Client {
-	if rep.Transport == nil {
-		return c
-	}
-	cc := *c
-	cc.Transport = rep.Transport
-	return &cc
-}
 
 // NewAdapterSelector selects, with sel, among the replicas that loaded the
 // adapter name.
@@ -1523,3 +920,30 @@ func (f *Fleet) Kick() {
 // MarkRekeyed notes that the fleet was filed under a new pool key by a
 // live change: the Destruct of the key it leaves keeps it running.
 func (f *Fleet) MarkRekeyed() { f.rekeyed.Add(1) }
+
+// Hold takes a ready replica of the fleet that match selects, counting a
+// request in flight on it until the returned release.
+func (f *Fleet) Hold(match func(*Replica) bool) (*Replica, func(), bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.replicas {
+		if match(r) && r.State() == ReplicaReady {
+			r.inflight.Add(1)
+			r.lastUsed.Store(now().UnixNano())
+			f.lastUsed = now()
+			return r, func() { f.Release(r) }, true
+		}
+	}
+	return nil, nil, false
+}
+
+// ClientFor is c, or a copy of c that reaches rep through rep.Transport
+// when it has one (a replica on another node).
+func ClientFor(c *http.Client, rep *Replica) *http.Client {
+	if rep.Transport == nil {
+		return c
+	}
+	cc := *c
+	cc.Transport = rep.Transport
+	return &cc
+}
