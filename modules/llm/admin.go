@@ -36,7 +36,7 @@ func current(r *http.Request) (*App, error) {
 }
 
 func running() (*App, error) {
-	a := active.Load()
+	a := runningApp()
 	if a == nil {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("the llm app is not running; add an llm global option to the config")}
 	}

@@ -26,7 +26,7 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			return h(w, r)
 		}
-		a := active.Load()
+		a := runningApp()
 		if a == nil || a.cluster == nil {
 			return h(w, r)
 		}

@@ -51,7 +51,6 @@ var (
 	plugins = caddy.NewUsagePool()
 	fleets  = caddy.NewUsagePool()
 	nodes   = caddy.NewUsagePool() // the one Node of the process (fleet.go)
-	active  atomic.Pointer[App]
 )
 
 // App is the llm app. It holds the catalog of models, runs their replicas
@@ -422,7 +421,7 @@ func (a *App) Start() error {
 	for _, f := range v.fleets {
 		f.Run()
 	}
-	active.Store(a)
+	a.shared.running.Store(a)
 	if a.cluster != nil {
 		a.cluster.Attach(a.clusterSide())
 		a.cluster.ServeApp(a.lookupLocal, http.HandlerFunc(a.servePeerLocal))
@@ -442,7 +441,7 @@ func (a *App) Start() error {
 // Stop does nothing: shared state is released in Cleanup, after the next
 // config (if any) has taken what it keeps.
 func (a *App) Stop() error {
-	active.CompareAndSwap(a, nil)
+	a.shared.running.CompareAndSwap(a, nil)
 	if a.cluster != nil {
 		a.cluster.Detach(a.clusterSide())
 	}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -16,6 +17,11 @@ type procShared struct {
 	keysMu    sync.Mutex // runtime key and tenancy changes
 	updatesMu sync.Mutex // updates and rollbacks of model versions
 	checks    updateChecks
+
+	// running is the llm app that started last and has not stopped: the
+	// admin endpoint's routes, which Caddy calls without a context of
+	// their own, answer for it (runningApp).
+	running atomic.Pointer[App]
 
 	usageReaders sync.Map // id → UsageReader (usage.go)
 	caches       sync.Map // id → CacheAdmin (usage.go)
@@ -68,4 +74,17 @@ func (c *updateChecks) keepOnly(keep func(model string) bool) {
 			delete(c.last, name)
 		}
 	}
+}
+
+// runningApp is the llm app of the process that started last and has not
+// stopped, or nil. Caddy replaces its admin server before it provisions a
+// new config's apps, and a config that fails to start leaves the previous
+// apps running, so only the apps themselves know which one answers.
+func runningApp() *App {
+	var a *App
+	sharedPool.Range(func(_, v any) bool {
+		a = v.(*procShared).running.Load()
+		return false
+	})
+	return a
 }

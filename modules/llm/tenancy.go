@@ -125,7 +125,7 @@ func (a *App) changeTenants(ctx context.Context, fn func(t *tenancy.Tree, entrie
 // putOwners makes this app's tree the one whose capacities the node's
 // ledger checks, when this app is the one running.
 func (a *App) putOwners() {
-	if active.Load() == a {
+	if a.shared != nil && a.shared.running.Load() == a {
 		a.node.Ledger.SetOwners(place.NewOwnerTable(a.Tenancy()))
 	}
 }
