@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
 )
 
 // OneArg reads exactly one argument into dst.
@@ -105,5 +106,20 @@ func EachSubdirective(d *caddyfile.Dispenser, fn func(dir string) error, repeata
 			return err
 		}
 	}
+	return nil
+}
+
+// SizeArg reads one size argument such as 8GiB into dst; a bad one is an
+// error naming the subdirective name and an example size.
+func SizeArg(d *caddyfile.Dispenser, dst *int64, name, example string) error {
+	var s string
+	if err := OneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return d.Errf("%s %q is not a size such as %s", name, s, example)
+	}
+	*dst = int64(n)
 	return nil
 }

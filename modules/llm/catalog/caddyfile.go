@@ -8,7 +8,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
@@ -174,15 +173,9 @@ func ParseResources(d *caddyfile.Dispenser, r *Resources, node func(dir string) 
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch dir := d.Val(); dir {
 		case "memory":
-			var s string
-			if err := caddyfileutil.OneArg(d, &s); err != nil {
+			if err := caddyfileutil.SizeArg(d, &r.Memory, "memory", "8GiB"); err != nil {
 				return err
 			}
-			n, err := humanize.ParseBytes(s)
-			if err != nil {
-				return d.Errf("memory %q is not a size such as 8GiB", s)
-			}
-			r.Memory = int64(n)
 		case "cores":
 			if err := caddyfileutil.IntArg(d, &r.Cores, 0); err != nil {
 				return err

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
@@ -60,15 +59,9 @@ func ParseCapacity(d *caddyfile.Dispenser, dst **Capacity) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "memory":
-			var s string
-			if err := caddyfileutil.OneArg(d, &s); err != nil {
+			if err := caddyfileutil.SizeArg(d, &c.Memory, "memory", "64GiB"); err != nil {
 				return err
 			}
-			n, err := humanize.ParseBytes(s)
-			if err != nil {
-				return d.Errf("memory %q is not a size such as 64GiB", s)
-			}
-			c.Memory = int64(n)
 		case "cores":
 			if err := caddyfileutil.IntArg(d, &c.Cores, 1); err != nil {
 				return err

@@ -116,15 +116,7 @@ func (c *MirrorConfig) parseStore(d *caddyfile.Dispenser) error {
 			case "secret_key_env":
 				return caddyfileutil.OneArg(d, &sc.SecretKeyEnv)
 			case "part_size":
-				var s string
-				if err := caddyfileutil.OneArg(d, &s); err != nil {
-					return err
-				}
-				n, err := humanize.ParseBytes(s)
-				if err != nil {
-					return d.Errf("part_size %q is not a size such as 16MiB", s)
-				}
-				sc.PartSize = int64(n)
+				return caddyfileutil.SizeArg(d, &sc.PartSize, "part_size", "16MiB")
 			default:
 				return d.Errf("unrecognized s3 store subdirective %q", dir)
 			}
