@@ -70,6 +70,12 @@ type Request struct {
 	// the client's API unchanged (the engine speaks it, nothing watches).
 	Native bool
 
+	// FileSearch is a Responses request's file_search tool, nil when it
+	// has none; Retrieval what the knowledge base found for it (or for a
+	// chat request's knowledge bases), set before the model is asked.
+	FileSearch *FileSearch
+	Retrieval  *Retrieval
+
 	body []byte // the body as Set changed it; nil while unchanged
 }
 
