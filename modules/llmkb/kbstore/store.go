@@ -43,6 +43,9 @@ type VectorStore struct {
 	ID       string            `json:"id"`
 	Owner    string            `json:"owner"`
 	Shared   bool              `json:"shared,omitempty"` // seen by the tenants below Owner too
+	// Creator is the project whose key made a shared store: it may
+	// change it; the others it is shared with may only read it.
+	Creator  string            `json:"creator,omitempty"`
 	Name     string            `json:"name"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Embedder is the catalog model that embeds its chunks, "" for
@@ -98,6 +101,10 @@ type StoreFile struct {
 	// Attempts counts ingestions started: a restart resumes a file still
 	// in progress, and gives up on one that failed this many times.
 	Attempts int `json:"attempts"`
+	// Worker is the node ingesting it until LeaseUntil: another node
+	// takes it over once the lease has run out (the node stopped).
+	Worker     string    `json:"worker,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
 
 // LastError is why a file failed (OpenAI's last_error).
