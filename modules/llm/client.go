@@ -43,6 +43,23 @@ func (a *App) Embeddings(ctx context.Context, model string, texts []string) ([][
 	return vecs, nil
 }
 
+// Slots reports a catalog model's free and total request slots on its
+// ready replicas (see fleet.Fleet.Slots): background work such as a
+// knowledge base's import paces itself by them so that interactive
+// requests to the same model keep their replicas. A model without a
+// ready replica has none of either.
+func (a *App) Slots(model string) (free, total int) {
+	m, err := a.Lookup(model)
+	if err != nil {
+		return 0, 0
+	}
+	f, ok := a.v().fleets[m.Name]
+	if !ok {
+		return 0, 0
+	}
+	return f.Slots()
+}
+
 // ChatMessage is one message of a Chat call.
 type ChatMessage struct {
 	Role    string `json:"role"`

@@ -871,6 +871,23 @@ func (f *Fleet) ReadyCount() int {
 	return n
 }
 
+// Slots reports the requests its ready replicas (here and on other
+// nodes) may still take before each reaches the scaling target, and the
+// target summed over them: the free and total slots of the model.
+func (f *Fleet) Slots() (free, total int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	target := int64(f.Model().Scaling.Target())
+	for _, r := range slices.Concat(f.replicas, f.remote) {
+		if r.State() != ReplicaReady {
+			continue
+		}
+		total += int(target)
+		free += int(max(0, target-r.inflight.Load()))
+	}
+	return free, total
+}
+
 // LeastBusy is its ready replica with the fewest requests in flight, or
 // nil.
 func (f *Fleet) LeastBusy() *Replica {

@@ -40,9 +40,9 @@ type File struct {
 
 // VectorStore is a knowledge base (OpenAI's Vector Store plus its owner).
 type VectorStore struct {
-	ID       string            `json:"id"`
-	Owner    string            `json:"owner"`
-	Shared   bool              `json:"shared,omitempty"` // seen by the tenants below Owner too
+	ID     string `json:"id"`
+	Owner  string `json:"owner"`
+	Shared bool   `json:"shared,omitempty"` // seen by the tenants below Owner too
 	// Creator is the project whose key made a shared store: it may
 	// change it; the others it is shared with may only read it.
 	Creator  string            `json:"creator,omitempty"`
