@@ -7,7 +7,7 @@ import "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 // its standard ones, so they are registered here, together, in sequence:
 // each goes just before reverse_proxy, after the ones before it.
 func init() {
-	for _, dir := range []string{"llm_quota", "llm_guardrails", "llm_cache", "llm_router", "llm_mcp", "llm_admin", "llm_console"} {
+	for _, dir := range []string{"llm_quota", "llm_kb", "llm_guardrails", "llm_cache", "llm_router", "llm_mcp", "llm_admin", "llm_console"} {
 		httpcaddyfile.RegisterDirectiveOrder(dir, httpcaddyfile.Before, "reverse_proxy")
 	}
 }

@@ -15,7 +15,9 @@ import (
 type LogFields struct {
 	Key, API, Model, Replica, Engine, Cache, Guard string
 	// Tool is an MCP tool call's namespaced tool (server.tool).
-	Tool                           string
+	Tool string
+	// KB names the knowledge bases a request searched (vs_…,vs_…).
+	KB                             string
 	PromptTokens, CompletionTokens int64
 	HasUsage                       bool
 }
@@ -40,7 +42,7 @@ func Log(r *http.Request) *LogFields {
 func (f *LogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	for _, s := range [...]struct{ k, v string }{
 		{"llm_key", f.Key}, {"llm_api", f.API}, {"llm_model", f.Model}, {"llm_replica", f.Replica}, {"llm_engine", f.Engine},
-		{"llm_cache", f.Cache}, {"llm_guard", f.Guard}, {"llm_tool", f.Tool},
+		{"llm_cache", f.Cache}, {"llm_guard", f.Guard}, {"llm_tool", f.Tool}, {"llm_kb", f.KB},
 	} {
 		if s.v != "" {
 			enc.AddString(s.k, s.v)

@@ -127,7 +127,7 @@ func TestArrowsPointOneWay(t *testing.T) {
 // TestHandlersImportNoOtherHandler keeps the request handlers apart: each
 // imports the llm app and openai, never another handler family.
 func TestHandlersImportNoOtherHandler(t *testing.T) {
-	handlers := []string{"/modules/llmrouter", "/modules/llmguard", "/modules/llmquota", "/modules/llmcache", "/modules/llmmcp", "/modules/llmadmin", "/modules/llmconsole"}
+	handlers := []string{"/modules/llmrouter", "/modules/llmguard", "/modules/llmquota", "/modules/llmcache", "/modules/llmkb", "/modules/llmmcp", "/modules/llmadmin", "/modules/llmconsole"}
 	for _, p := range listPackages(t) {
 		for _, h := range handlers {
 			if !under(p.path, h) {

@@ -1,0 +1,146 @@
+package llmkb
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llmkb/kbindex"
+	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
+)
+
+// finish records how a file's ingestion ended: completed with its chunks
+// (and indexes them), failed for a reason in the file, or left in
+// progress to be taken again when the gateway stops or a part it needs
+// (the store, the embedder) failed and attempts remain.
+func (s *service) finish(ctx context.Context, sf *kbstore.StoreFile, chunks []kbstore.Chunk, err error) error {
+	var fail *failure
+	switch {
+	case err == nil:
+		return s.complete(ctx, sf, chunks)
+	case errors.As(err, &fail):
+		return s.fail(ctx, sf, fail.LastError)
+	case errors.Is(err, errLost):
+		return s.dropChunks(ctx, sf)
+	case ctx.Err() != nil:
+		return nil // stopping: the file is taken again at the next start
+	case sf.Attempts < maxAttempts:
+		s.spawn(func() { sleep(s.ctx, 5*time.Second); s.queue.push(kbstore.StoreFileID(sf.StoreID, sf.FileID)) })
+		return err
+	}
+	return s.fail(ctx, sf, kbstore.LastError{Code: "server_error", Message: err.Error()})
+}
+
+// complete marks a file completed and indexes its chunks, unless it left
+// the store meanwhile (then its chunks go).
+func (s *service) complete(ctx context.Context, sf *kbstore.StoreFile, chunks []kbstore.Chunk) error {
+	var usage int64
+	dims := 0
+	for _, c := range chunks {
+		usage += int64(len(c.Text) + 4*len(c.Vector))
+		dims = len(c.Vector)
+	}
+	var done *kbstore.StoreFile
+	err := update(ctx, s.store, kbstore.KindStoreFile, kbstore.StoreFileID(sf.StoreID, sf.FileID), func(cur *kbstore.StoreFile) (*kbstore.StoreFile, error) {
+		done = nil
+		if cur == nil || cur.Status != kbstore.InProgress || cur.Worker != s.node {
+			return cur, nil
+		}
+		cur.Status, cur.LastError, cur.UsageBytes, cur.Chunks, cur.Tokens = kbstore.Completed, nil, usage, len(chunks), sf.Tokens
+		cur.Worker, cur.LeaseUntil = "", time.Time{}
+		done = cur
+		return cur, nil
+	})
+	if err != nil {
+		return err
+	}
+	if done == nil {
+		return s.dropChunks(ctx, sf)
+	}
+	entries := make([]kbindex.Entry, len(chunks))
+	for i, c := range chunks {
+		entries[i] = kbindex.Entry{Ref: kbstore.ChunkRef{Store: c.Store, File: c.File, Seq: c.Seq}, Text: c.Text, Vector: c.Vector, Attrs: done.Attributes}
+	}
+	s.index().RemoveFile(sf.StoreID, sf.FileID)
+	s.index().Add(entries)
+	metricIngested.WithLabelValues(kbstore.Completed).Inc()
+	if dims > 0 {
+		s.noteDims(ctx, sf.StoreID, dims)
+	}
+	return s.bumpVersion(ctx, sf.StoreID)
+}
+
+// fail marks a file failed with why.
+func (s *service) fail(ctx context.Context, sf *kbstore.StoreFile, why kbstore.LastError) error {
+	err := update(ctx, s.store, kbstore.KindStoreFile, kbstore.StoreFileID(sf.StoreID, sf.FileID), func(cur *kbstore.StoreFile) (*kbstore.StoreFile, error) {
+		if cur == nil || cur.Status != kbstore.InProgress {
+			return cur, nil
+		}
+		cur.Status, cur.LastError, cur.Worker, cur.LeaseUntil = kbstore.Failed, &why, "", time.Time{}
+		return cur, nil
+	})
+	if err != nil {
+		return err
+	}
+	metricIngested.WithLabelValues(kbstore.Failed).Inc()
+	return s.store.DeleteChunks(ctx, sf.StoreID, sf.FileID)
+}
+
+// dropChunks deletes the chunks of a file that is no longer in the store
+// (or no longer this node's to ingest).
+func (s *service) dropChunks(ctx context.Context, sf *kbstore.StoreFile) error {
+	cur, err := getStoreFile(ctx, s.store, kbstore.StoreFileID(sf.StoreID, sf.FileID))
+	if err == nil && (cur.Status == kbstore.Completed || cur.Worker != s.node) {
+		return nil // done, or being done, by another node: its chunks are its own
+	}
+	return s.store.DeleteChunks(ctx, sf.StoreID, sf.FileID)
+}
+
+// noteDims records the length of a store's vectors the first time.
+func (s *service) noteDims(ctx context.Context, store string, dims int) {
+	_ = update(ctx, s.store, kbstore.KindStore, store, func(cur *kbstore.VectorStore) (*kbstore.VectorStore, error) {
+		if cur != nil && cur.Dims == 0 {
+			cur.Dims = dims
+		}
+		return cur, nil
+	})
+}
+
+// sweep queues the files in progress that no node holds (at start: those
+// cut by a stop; later: those of a node that stopped) and deletes files
+// past their expiry.
+func (s *service) sweep() {
+	for s.ctx.Err() == nil {
+		if err := s.sweepOnce(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.log().Warn("knowledge bases: looking for files to ingest", zap.Error(err))
+		}
+		sleep(s.ctx, sweepEvery)
+	}
+}
+
+func (s *service) sweepOnce(ctx context.Context) error {
+	now := time.Now()
+	files, err := list[kbstore.StoreFile](ctx, s.store, kbstore.KindStoreFile, "")
+	if err != nil {
+		return err
+	}
+	for _, sf := range files {
+		if sf.Status == kbstore.InProgress && (sf.Worker == s.node || now.After(sf.LeaseUntil)) {
+			s.queue.push(kbstore.StoreFileID(sf.StoreID, sf.FileID))
+		}
+	}
+	expired, err := list[kbstore.File](ctx, s.store, kbstore.KindFile, "")
+	if err != nil {
+		return err
+	}
+	for _, f := range expired {
+		if !f.ExpiresAt.IsZero() && now.After(f.ExpiresAt) {
+			if err := s.removeFile(ctx, f.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package llmkb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llmkb/docread"
+	"github.com/llmgw/llmgw/modules/llmkb/kbindex"
+	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
+)
+
+const (
+	ingestWorkers = 2                // files read and chunked at once
+	leaseFor      = 2 * time.Minute  // a node's hold on a file it ingests
+	maxAttempts   = 3                // ingestions started before a file fails
+	embedBatch    = 32               // chunks per embedding call
+	sweepEvery    = 30 * time.Second // leases run out and stores expired are looked for
+)
+
+// work ingests the queued files until the service stops.
+func (s *service) work() {
+	for {
+		id, ok := s.queue.pop()
+		if !ok {
+			return
+		}
+		if err := s.ingest(s.ctx, id); err != nil && s.ctx.Err() == nil {
+			s.log().Warn("knowledge bases: ingesting a file", zap.String("file", id), zap.Error(err))
+		}
+	}
+}
+
+// failure is an ingestion that failed for a reason in the file: it is
+// recorded on the file, not retried.
+type failure struct{ kbstore.LastError }
+
+func (f *failure) Error() string { return f.Message }
+
+// ingest reads, chunks, embeds and indexes one file of a store, unless
+// another node holds it or it is no longer in progress.
+func (s *service) ingest(ctx context.Context, id string) error {
+	if _, busy := s.busy.LoadOrStore(id, true); busy {
+		return nil
+	}
+	defer s.busy.Delete(id)
+	sf, ok, err := s.claim(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	vs, err := getVectorStore(ctx, s.store, sf.StoreID)
+	if err != nil {
+		return s.finish(ctx, sf, nil, err)
+	}
+	chunks, tokens, err := s.chunkFile(ctx, vs, sf)
+	if err == nil {
+		err = s.store.PutChunks(ctx, sf.StoreID, sf.FileID, chunks)
+	}
+	if err != nil {
+		return s.finish(ctx, sf, nil, err)
+	}
+	sf.Tokens = tokens
+	return s.finish(ctx, sf, chunks, nil)
+}
+
+// claim takes a file in progress for this node for a lease, counting the
+// attempt; false when another node holds it or it is done.
+func (s *service) claim(ctx context.Context, id string) (*kbstore.StoreFile, bool, error) {
+	var out *kbstore.StoreFile
+	now := time.Now()
+	err := update(ctx, s.store, kbstore.KindStoreFile, id, func(cur *kbstore.StoreFile) (*kbstore.StoreFile, error) {
+		out = nil
+		if cur == nil || cur.Status != kbstore.InProgress || (cur.Worker != s.node && now.Before(cur.LeaseUntil)) {
+			return cur, nil
+		}
+		cur.Attempts++
+		if cur.Attempts > maxAttempts {
+			cur.Status = kbstore.Failed
+			cur.LastError = &kbstore.LastError{Code: "server_error",
+				Message: fmt.Sprintf("ingestion was cut %d times (the gateway stopped while reading this file); add the file again", maxAttempts)}
+			return cur, nil
+		}
+		cur.Worker, cur.LeaseUntil = s.node, now.Add(leaseFor)
+		out = cur
+		return cur, nil
+	})
+	if errors.Is(err, kbstore.ErrNotFound) {
+		return nil, false, nil
+	}
+	return out, out != nil, err
+}
+
+// chunkFile reads a file's bytes and returns its chunks, embedded when
+// the store has an embedder, and the embedding tokens spent.
+func (s *service) chunkFile(ctx context.Context, vs *kbstore.VectorStore, sf *kbstore.StoreFile) ([]kbstore.Chunk, int64, error) {
+	f, err := getFile(ctx, s.store, sf.FileID)
+	if errors.Is(err, kbstore.ErrNotFound) {
+		return nil, 0, &failure{kbstore.LastError{Code: "invalid_file", Message: "the file was deleted before it was read"}}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := s.blobs.GetBlob(ctx, f.ID)
+	if err != nil {
+		return nil, 0, err
+	}
+	doc, err := docread.Read(f.Filename, data)
+	var de *docread.Error
+	if errors.As(err, &de) {
+		return nil, 0, &failure{kbstore.LastError{Code: lastErrorCode(de.Code), Message: de.Reason}}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	pieces := kbindex.Chunk(doc, kbindex.ChunkOptions{MaxTokens: sf.Chunking.MaxTokens, OverlapTokens: sf.Chunking.OverlapTokens})
+	if len(pieces) == 0 {
+		return nil, 0, &failure{kbstore.LastError{Code: "invalid_file", Message: "the file has no text to search"}}
+	}
+	chunks := make([]kbstore.Chunk, len(pieces))
+	var tokens int64
+	for i, p := range pieces {
+		chunks[i] = kbstore.Chunk{Store: sf.StoreID, File: sf.FileID, Seq: i, Text: p.Text, Tokens: p.Tokens}
+		tokens += int64(p.Tokens)
+	}
+	if vs.Embedder == "" {
+		return chunks, 0, nil
+	}
+	return chunks, tokens, s.embedChunks(ctx, vs.Embedder, sf, chunks)
+}
+
+// lastErrorCode maps a reader's code to OpenAI's last_error codes.
+func lastErrorCode(code string) string {
+	if code == "unsupported_file" {
+		return "unsupported_file"
+	}
+	return "invalid_file"
+}
+
+// embedChunks embeds chunks in batches, each when the embedder has free
+// slots, renewing the file's lease as it goes.
+func (s *service) embedChunks(ctx context.Context, model string, sf *kbstore.StoreFile, chunks []kbstore.Chunk) error {
+	for i := 0; i < len(chunks); i += embedBatch {
+		batch := chunks[i:min(i+embedBatch, len(chunks))]
+		texts := make([]string, len(batch))
+		for j, c := range batch {
+			texts[j] = c.Text
+		}
+		if err := s.waitForSlots(ctx, model); err != nil {
+			return err
+		}
+		vecs, err := s.app().Embeddings(ctx, model, texts)
+		if err != nil {
+			return err
+		}
+		for j := range batch {
+			batch[j].Vector = vecs[j]
+		}
+		if err := s.renew(ctx, sf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitForSlots paces an import by the embedder's free slots: it goes on
+// while more than half of its ready replicas' slots are free, so that
+// interactive requests to the same model always find room. A model with
+// no ready replica is asked at once (the call starts one).
+func (s *service) waitForSlots(ctx context.Context, model string) error {
+	wait := 20 * time.Millisecond
+	for {
+		free, total := s.app().Slots(model)
+		if total == 0 || free*2 > total {
+			return nil
+		}
+		sleep(ctx, wait)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		wait = min(wait*2, 500*time.Millisecond)
+	}
+}
+
+// renew extends this node's lease on a file it ingests.
+func (s *service) renew(ctx context.Context, sf *kbstore.StoreFile) error {
+	return update(ctx, s.store, kbstore.KindStoreFile, kbstore.StoreFileID(sf.StoreID, sf.FileID), func(cur *kbstore.StoreFile) (*kbstore.StoreFile, error) {
+		if cur == nil || cur.Status != kbstore.InProgress || cur.Worker != s.node {
+			return cur, errLost
+		}
+		cur.LeaseUntil = time.Now().Add(leaseFor)
+		return cur, nil
+	})
+}
+
+// errLost is a file that left the store, was cancelled or was taken by
+// another node while this one ingested it.
+var errLost = errors.New("the file left the store or was cancelled while it was ingested")

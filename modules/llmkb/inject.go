@@ -1,0 +1,111 @@
+package llmkb
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/llmgw/llmgw/modules/openai"
+)
+
+// message is a chat message as far as retrieval reads it.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// lastUserText is the text of the conversation's last user message: what
+// the knowledge bases are searched for.
+func lastUserText(messages json.RawMessage) string {
+	var msgs []message
+	if json.Unmarshal(messages, &msgs) != nil {
+		return ""
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return strings.TrimSpace(contentText(msgs[i].Content))
+		}
+	}
+	return ""
+}
+
+// contentText is a message content's text: the string, or the text parts.
+func contentText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "input_text" {
+			b.WriteString(p.Text)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// instructions open the passages given to the model.
+const instructions = "Answer using the numbered passages below, found in the user's knowledge bases for this question. " +
+	"Cite each passage you use with its number in square brackets, such as [1], right after what it supports. " +
+	"If the passages do not hold the answer, say so rather than guess."
+
+// passagesText is the system text that gives the model the passages;
+// stores names the stores searched and their versions, so that an answer
+// cached from it is never served once the documents changed.
+func passagesText(hits []passage, stores []string) string {
+	var b strings.Builder
+	b.WriteString(instructions)
+	fmt.Fprintf(&b, "\n\nKnowledge bases searched: %s.", strings.Join(stores, ", "))
+	if len(hits) == 0 {
+		b.WriteString("\n\nNo passage matched the question.")
+	}
+	for i, h := range hits {
+		fmt.Fprintf(&b, "\n\n[%d] %s\n%s", i+1, h.filename, strings.TrimSpace(h.text))
+	}
+	return b.String()
+}
+
+// inject gives the passages to the model: appended to the conversation's
+// leading system message when it is text, else in a system message of
+// their own before the conversation.
+func inject(req *openai.Request, hits []passage, stores []string) error {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
+		return err
+	}
+	text := passagesText(hits, stores)
+	var first message
+	var firstText string
+	if len(msgs) > 0 && json.Unmarshal(msgs[0], &first) == nil && (first.Role == "system" || first.Role == "developer") &&
+		json.Unmarshal(first.Content, &firstText) == nil {
+		merged, err := setContent(msgs[0], firstText+"\n\n"+text)
+		if err != nil {
+			return err
+		}
+		msgs[0] = merged
+	} else {
+		sys, _ := json.Marshal(map[string]string{"role": "system", "content": text})
+		msgs = append([]json.RawMessage{sys}, msgs...)
+	}
+	out, err := json.Marshal(msgs)
+	if err != nil {
+		return err
+	}
+	if err := req.Set("messages", out); err != nil {
+		return err
+	}
+	req.Messages, req.MessageCount = out, len(msgs)
+	return nil
+}
+
+// setContent replaces a message's content with text.
+func setContent(msg json.RawMessage, text string) (json.RawMessage, error) {
+	v, _ := json.Marshal(text)
+	return openai.SetMember(msg, "content", v)
+}
