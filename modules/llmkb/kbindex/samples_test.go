@@ -3,8 +3,8 @@ package kbindex
 // cl100k_base counts of the samples, measured once with the reference
 // tokenizer (js-tiktoken 1.0.21, cl100k_base).
 var tokenSamples = []struct {
-	name  string
-	text  string
+	name   string
+	text   string
 	tokens int
 }{
 	{"de1", `Mitarbeiterinnen und Mitarbeiter, die dienstlich reisen, buchen Flüge über das freigegebene Reiseportal spätestens vierzehn Tage vor Abflug. Für Flüge unter sechs Stunden gilt die Economy-Klasse; die Business-Klasse kann von der Bereichsleitung genehmigt werden, wenn die Reise über Nacht stattfindet und am nächsten Morgen gearbeitet wird.`, 93},
