@@ -44,7 +44,13 @@ func CountTokens(s string) int {
 	if s == "" {
 		return 0
 	}
-	german := detectTokens(s) == langDE
+	return max(1, int(tokenCost(s, detectTokens(s) == langDE)+0.5))
+}
+
+// tokenCost is CountTokens' estimate before rounding, for a text whose
+// language is known: the costs of the parts of a text add up to about
+// the cost of the whole.
+func tokenCost(s string, german bool) float64 {
 	var total float64
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -94,7 +100,7 @@ func CountTokens(s string) int {
 			i += n
 		}
 	}
-	return max(1, int(total+0.5))
+	return total
 }
 
 func isWordRune(r rune) bool {
