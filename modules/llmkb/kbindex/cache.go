@@ -52,7 +52,7 @@ func (c *VectorCache) Put(model, text string, v []float32) {
 		return
 	}
 	own := append([]float32(nil), v...)
-	c.c.Set(cacheKey(model, text), own, int64(len(own))*4+vectorOverhead+int64(len(model)+len(text)))
+	c.c.Set(cacheKey(model, text), own, int64(len(own))*4+vectorOverhead)
 }
 
 // wait applies the Puts made so far (for tests).

@@ -6,7 +6,9 @@ package kbindex
 func (s *shard) compact() {
 	if s.live == 0 {
 		files := s.files
-		*s = *newShard(s.id)
+		s.files, s.fileNum, s.terms, s.compounds = nil, map[string]uint32{}, map[string]*posting{}, map[string]struct{}{}
+		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale = nil, nil, nil, nil, nil
+		s.dead, s.sumLen, s.postings, s.dims = 0, 0, 0, 0
 		for _, f := range files {
 			if f.id != "" && f.attrs != nil {
 				s.fileNum[f.id] = uint32(len(s.files))
@@ -73,6 +75,7 @@ func (s *shard) compactPostings(newDoc []uint32) {
 		}
 		if k == 0 {
 			delete(s.terms, t)
+			delete(s.compounds, t)
 			continue
 		}
 		p.docs, p.tfs = shrink(p.docs[:k]), shrink(p.tfs[:k])

@@ -66,6 +66,9 @@ type shard struct {
 
 	terms    map[string]*posting
 	postings int64 // entries over all postings
+	// compounds holds the long terms of German chunks: a query word
+	// found at the start or end of one matches it (Kosten, Reisekosten).
+	compounds map[string]struct{}
 
 	dims  int       // of the store's vectors, 0 before the first
 	vecs  []int8    // dims a chunk, by chunk number
@@ -85,7 +88,7 @@ type posting struct {
 }
 
 func newShard(id string) *shard {
-	return &shard{id: id, fileNum: map[string]uint32{}, terms: map[string]*posting{}}
+	return &shard{id: id, fileNum: map[string]uint32{}, terms: map[string]*posting{}, compounds: map[string]struct{}{}}
 }
 
 // shard returns the store's shard, creating it when create is set.
@@ -110,6 +113,7 @@ type prepared struct {
 	ref    kbstore.ChunkRef
 	terms  []termTF
 	length int
+	german bool
 	vec    []int8
 	scale  float32
 	attrs  map[string]any
@@ -171,10 +175,10 @@ func prepare(entries []Entry) []prepared {
 }
 
 func (st *stemmer) prepare(e Entry, counts map[string]int, buf *[]string) prepared {
-	terms, _ := st.terms(e.Text, *buf)
+	terms, l := st.terms(e.Text, *buf)
 	*buf = terms
 	clear(counts)
-	p := prepared{ref: e.Ref, attrs: e.Attrs, length: len(terms)}
+	p := prepared{ref: e.Ref, attrs: e.Attrs, length: len(terms), german: l == langDE}
 	for _, t := range terms {
 		if counts[t] == 0 {
 			p.terms = append(p.terms, termTF{term: t})
@@ -212,6 +216,9 @@ func (s *shard) add(ps []prepared) {
 			if pt == nil {
 				pt = &posting{}
 				s.terms[t.term] = pt
+			}
+			if p.german && len(t.term) >= minCompound {
+				s.compounds[t.term] = struct{}{}
 			}
 			pt.docs = append(pt.docs, doc)
 			pt.tfs = append(pt.tfs, t.tf)

@@ -214,13 +214,52 @@ func (ix *Index) queryTerms(ss []searched, text string) (terms []qterm, norm, av
 			}
 		}
 		norm += best
-		if len(w.terms) > 0 && df(w.terms[len(w.terms)-1]) < n/100+2 {
-			for _, part := range st.splitCompound(w.word, func(t string) bool { return df(t) > 0 }) {
-				terms = append(terms, qterm{term: part, weight: compoundWeight, idf: idf(df(part))})
-			}
+		if len(w.terms) == 0 {
+			continue
+		}
+		de := w.terms[len(w.terms)-1] // the German stem when it may be German
+		var more []string
+		if df(de) < n/100+2 {
+			more = st.splitCompound(w.word, func(t string) bool { return df(t) > 0 })
+		}
+		more = append(more, compoundsWith(ss, de, w.terms)...)
+		for _, t := range more {
+			terms = append(terms, qterm{term: t, weight: compoundWeight, idf: idf(df(t))})
 		}
 	}
 	return terms, norm, avgLen
+}
+
+// minCompound is the shortest term of a German chunk taken for a
+// compound; minPart the shortest query stem looked for inside them.
+const (
+	minCompound     = 10
+	minPart         = 4
+	maxCompoundsHit = 32
+)
+
+// compoundsWith finds the compounds of German chunks that start or end
+// with the stem t (Reise → Reisekosten, Kosten → Reisekosten), leaving
+// out the word's own terms; at most maxCompoundsHit, shortest first.
+func compoundsWith(ss []searched, t string, own []string) []string {
+	if len(t) < minPart {
+		return nil
+	}
+	var out []string
+	for _, x := range ss {
+		for c := range x.s.compounds {
+			if c != t && (strings.HasPrefix(c, t) || strings.HasSuffix(c, t)) && !slices.Contains(own, c) && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	return out[:min(len(out), maxCompoundsHit)]
 }
 
 // bm25 adds the terms' BM25 scores to the chunks of the shard.
