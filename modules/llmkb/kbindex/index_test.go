@@ -257,7 +257,7 @@ func randVec(rng *rand.Rand, dims int) []float32 {
 // float cosine on clustered vectors of 384 dims (embeddings cluster: a
 // uniform random set is the worst case and no embedder's output).
 func TestQuantisedRecall(t *testing.T) {
-	const n, dims, queries = 20000, 384, 100
+	const n, dims, queries = 10000, 384, 60
 	rng := rand.New(rand.NewPCG(3, 4))
 	vecs := clusteredVectors(rng, n, dims, 200)
 	ix := New()
