@@ -82,6 +82,9 @@ var allowed = map[string][]string{
 	"/modules/internal": {"/modules/internal"},
 	"/modules/mcpwire":  {"/modules/internal", "/modules/openai"},
 	"/engines":          {"/engines", "/plugins"},
+
+	// The knowledge bases' chunking and search index.
+	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
