@@ -82,6 +82,8 @@ var allowed = map[string][]string{
 	"/modules/internal": {"/modules/internal"},
 	"/modules/mcpwire":  {"/modules/internal", "/modules/openai"},
 	"/engines":          {"/engines", "/plugins"},
+
+	"/modules/llmkb/docread": {"/modules/llmkb/docread"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
