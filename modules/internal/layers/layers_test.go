@@ -85,6 +85,7 @@ var allowed = map[string][]string{
 
 	// The knowledge bases' chunking and search index.
 	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
+	"/modules/llmkb/docread": {"/modules/llmkb/docread"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest

@@ -1,0 +1,121 @@
+package docread
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ledongthuc/pdf"
+)
+
+// Bounds on what a PDF may make the reader do.
+const (
+	maxPDFPages = 5000
+	maxPDFDepth = 32 // of the page tree
+)
+
+// readPDF reads a PDF's text layer, page by page, each page's text in
+// reading order (columns left to right, see layoutPage).
+func readPDF(data []byte) (*Document, error) {
+	r, err := openPDF(data)
+	if err != nil {
+		if bytes.Contains(data, []byte("/Encrypt")) {
+			return nil, &Error{Code: "encrypted", Reason: "the PDF is encrypted: it needs a password to open or its owner restricted copying its text; save it without a password and upload it again"}
+		}
+		return nil, invalid("PDF", err.Error())
+	}
+	pages, err := pdfPages(r)
+	if err != nil {
+		return nil, invalid("PDF", err.Error())
+	}
+	doc := &Document{Format: "pdf", Title: pdfTitle(r)}
+	images, broken := false, 0
+	for i, p := range pages {
+		glyphs, image, err := pageGlyphs(p)
+		if err != nil {
+			broken++
+			continue
+		}
+		images = images || image
+		doc.Blocks = append(doc.Blocks, layoutPage(glyphs, i+1)...)
+	}
+	switch {
+	case len(doc.Blocks) > 0:
+		return doc, nil
+	case broken > 0:
+		return nil, invalid("PDF", "the content of its pages cannot be parsed")
+	case images:
+		return nil, &Error{Code: "no_text", Reason: "the PDF has pictures of its pages but no text (a scan?): run OCR on it first (most scanner programs and PDF editors can) and upload the result"}
+	}
+	return nil, errNoText()
+}
+
+// openPDF opens the PDF; the library reports malformed input by panicking,
+// which is its way of returning an error, so it is turned into one here.
+func openPDF(data []byte) (r *pdf.Reader, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r, err = nil, fmt.Errorf("%v", v)
+		}
+	}()
+	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+}
+
+// pdfPages walks the page tree, bounded in depth and count so that a
+// cycle or a huge tree ends.
+func pdfPages(r *pdf.Reader) (pages []pdf.Value, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pages, err = nil, fmt.Errorf("%v", v)
+		}
+	}()
+	var walk func(n pdf.Value, depth int) error
+	walk = func(n pdf.Value, depth int) error {
+		if depth > maxPDFDepth || len(pages) >= maxPDFPages {
+			return errors.New("its page tree is too deep or too large")
+		}
+		if n.Key("Type").Name() == "Page" || n.Key("Kids").Kind() != pdf.Array {
+			pages = append(pages, n)
+			return nil
+		}
+		kids := n.Key("Kids")
+		for i := 0; i < kids.Len(); i++ {
+			if err := walk(kids.Index(i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err = walk(r.Trailer().Key("Root").Key("Pages"), 0)
+	return pages, err
+}
+
+// pageGlyphs is the text a page shows, glyph by glyph with positions,
+// and whether it draws an image (a scan has one per page). The library
+// reports malformed content by panicking; that is its error here.
+func pageGlyphs(p pdf.Value) (glyphs []pdf.Text, image bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			glyphs, err = nil, fmt.Errorf("%v", v)
+		}
+	}()
+	all, image := pageText(p)
+	for _, t := range all {
+		if strings.TrimSpace(t.S) == "" && t.S != " " || t.FontSize <= 0 || t.FontSize > 2000 {
+			continue
+		}
+		glyphs = append(glyphs, t)
+	}
+	return glyphs, image, nil
+}
+
+// pdfTitle is the title in the PDF's document information, if any.
+func pdfTitle(r *pdf.Reader) (title string) {
+	defer func() {
+		if recover() != nil {
+			title = ""
+		}
+	}()
+	return collapse(r.Trailer().Key("Info").Key("Title").Text())
+}

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Prints the PDF fixtures from the HTML beside this script with headless
+# Chromium, and encrypts one with qpdf. Run from this directory.
+set -e
+out=../..
+for f in report newsletter pricetable scan; do
+	chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer \
+		--print-to-pdf="$out/$f.pdf" "file://$PWD/$f.html" 2>/dev/null
+done
+qpdf --encrypt user owner 256 -- "$out/report.pdf" "$out/encrypted.pdf"
