@@ -76,12 +76,13 @@ var allowed = map[string][]string{
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
 	// Below every module.
-	"/mirror":           {"/mirror"},
-	"/plugins":          {"/plugins"},
-	"/modules/openai":   {"/modules/internal"},
-	"/modules/internal": {"/modules/internal"},
-	"/modules/mcpwire":  {"/modules/internal", "/modules/openai"},
-	"/engines":          {"/engines", "/plugins"},
+	"/mirror":                {"/mirror"},
+	"/plugins":               {"/plugins"},
+	"/modules/openai":        {"/modules/internal"},
+	"/modules/internal":      {"/modules/internal"},
+	"/modules/mcpwire":       {"/modules/internal", "/modules/openai"},
+	"/engines":               {"/engines", "/plugins"},
+	"/modules/llmkb/kbstore": {"/modules/llmkb/kbstore"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
