@@ -86,6 +86,13 @@ var allowed = map[string][]string{
 	// The knowledge bases' chunking and search index.
 	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
 	"/modules/llmkb/docread": {"/modules/llmkb/docread"},
+	"/mirror":                {"/mirror"},
+	"/plugins":               {"/plugins"},
+	"/modules/openai":        {"/modules/internal"},
+	"/modules/internal":      {"/modules/internal"},
+	"/modules/mcpwire":       {"/modules/internal", "/modules/openai"},
+	"/engines":               {"/engines", "/plugins"},
+	"/modules/llmkb/kbstore": {"/modules/llmkb/kbstore"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
