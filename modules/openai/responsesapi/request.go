@@ -23,12 +23,16 @@ import (
 // text.format (text, json_object, json_schema), max_output_tokens,
 // temperature, top_p, user, reasoning.effort, stream, store and
 // previous_response_id. metadata and truncation are echoed in the answer.
-// Reasoning items of the input are dropped: chat engines take no
-// reasoning back (some refuse it). Other tool types (web_search,
-// file_search, custom, …), input_file parts, images by file_id,
-// item_reference items, background mode, conversation and prompt
-// templates are refused with a 400 that names them. Other members (include,
-// service_tier, prompt_cache_key, …) are accepted and go nowhere.
+// The file_search tool is the gateway's own (filesearch.go): it sets
+// Request.FileSearch and never reaches the model. Reasoning and
+// file_search_call items of the input are dropped: chat engines take no
+// reasoning back (some refuse it), and an earlier search's passages
+// belonged to that turn. Other tool types (web_search, custom, …),
+// input_file parts, images by file_id, item_reference items, background
+// mode, conversation and prompt templates are refused with a 400 that
+// names them. Other members (service_tier, prompt_cache_key, include
+// values other than file_search_call.results, …) are accepted and go
+// nowhere.
 
 // respTurn is one Responses request translated to chat completions: what
 // its answer needs to be written back in the Responses API and stored. It
