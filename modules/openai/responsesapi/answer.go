@@ -12,10 +12,10 @@ import (
 
 // respItem is one output item of a response.
 type respItem struct {
-	kind   byte   // 'r' reasoning, 'm' message, 'f' function call
-	id     string // rs_…, msg_…, fc_…
+	kind   byte   // 'r' reasoning, 'm' message, 'f' function call, 's' file search
+	id     string // rs_…, msg_…, fc_…, fs_…
 	index  int    // output_index
-	text   []byte // the text, reasoning or arguments: a JSON string's inside, as the engine escaped it
+	text   []byte // the text, reasoning or arguments: a JSON string's inside, as the engine escaped it; a search: the whole item
 	callID []byte // function call: the call's id and name, JSON strings
 	name   []byte
 	chat   int // function call: its index in the chat stream
@@ -23,6 +23,7 @@ type respItem struct {
 	// deltaRef is what a stream's delta events of the item repeat:
 	// item_id, output_index and content_index.
 	deltaRef []byte
+	cite     *citer // a message's citations, nil when nothing was searched
 }
 
 // respOut is an answer's output: its items, how it finished and its usage.
@@ -32,10 +33,14 @@ type respOut struct {
 	usage   []byte // chat's usage object, nil when there is none
 	errCode []byte // a failed answer: its error's code and message, JSON strings
 	errMsg  []byte
+	cites   *citeSet // the passages messages cite, nil when nothing was searched
 }
 
 func (o *respOut) add(kind byte, prefix string) *respItem {
 	it := &respItem{kind: kind, id: newID(prefix), index: len(o.items), status: "in_progress"}
+	if o.cites != nil && kind == 'm' {
+		it.cite = &citer{set: o.cites}
+	}
 	o.items = append(o.items, it)
 	return it
 }
@@ -57,6 +62,9 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	msg := o.readChoice(body)
 	if openai.KindOf(msg) != openai.KindObject {
 		return nil, errNoMessage
+	}
+	if rv := t.retrieval(); rv != nil {
+		o.addSearch(rv, t.withResults())
 	}
 	var content, reasoning, calls []byte
 	_ = openai.EachMember(msg, func(k, v []byte) error {
@@ -80,12 +88,16 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	if openai.KindOf(content) == openai.KindString && (len(content) > 2 || openai.KindOf(calls) != openai.KindArray) {
 		it := o.add('m', "msg_")
 		it.text, it.status = content[1:len(content)-1], status
+		if it.cite != nil {
+			it.cite.feed(it.text)
+			it.cite.finish()
+		}
 	}
 	_ = openai.EachElement(calls, func(_ int, c []byte) error {
 		o.wholeCall(c)
 		return nil
 	})
-	if len(o.items) == 0 {
+	if len(o.items) == 0 || o.items[len(o.items)-1].kind == 's' {
 		o.add('m', "msg_").status = status
 	}
 	// One buffer of about the answer's size: the response echoes the
@@ -223,6 +235,9 @@ func orJSON(v []byte, def string) []byte {
 
 // appendItem writes an output item: whole (full), or as it starts.
 func (it *respItem) appendItem(b []byte, full bool) []byte {
+	if it.kind == 's' {
+		return it.appendSearchItem(b, full)
+	}
 	b = append(append(append(b, `{"id":"`...), it.id...), `","type":"`...)
 	status := it.status
 	if !full {
@@ -253,9 +268,13 @@ func (it *respItem) appendItem(b []byte, full bool) []byte {
 
 // appendPart writes the content part of a message or reasoning item.
 func (it *respItem) appendPart(b []byte) []byte {
-	if it.kind == 'r' {
+	switch {
+	case it.kind == 'r':
 		b = append(b, `{"type":"reasoning_text","text":"`...)
-	} else {
+	case it.cite != nil:
+		b = append(append(b, `{"type":"output_text","annotations":[`...), it.cite.annots...)
+		b = append(b, `],"logprobs":[],"text":"`...)
+	default:
 		b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":"`...)
 	}
 	return append(append(b, it.text...), `"}`...)

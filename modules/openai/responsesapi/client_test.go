@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -170,5 +171,90 @@ func TestResponsesClient(t *testing.T) {
 		Input: responses.ResponseNewParamsInputUnion{OfString: oai.String("more")}})
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Param != "previous_response_id" {
 		t.Fatalf("previous deleted: %v", err)
+	}
+}
+
+// TestFileSearchClient drives a searched request with openai-go over
+// HTTP, as a knowledge-base handler would serve it (Request.FileSearch
+// read, Request.Retrieval set before the answer): whole and streamed,
+// the file_search_call item and the citations in the client's own types,
+// and the items sent back in the next turn.
+func TestFileSearchClient(t *testing.T) {
+	SetResponseStore(newMemoryStore(100, 1<<20))
+	defer SetResponseStore(nil)
+	rv := testRetrieval()
+	text := "Reset it under Settings [1], or ask your admin [2]."
+	srv := chatServer(t, func(req *openai.Request) chatAnswer {
+		fs := req.FileSearch
+		if fs == nil || fmt.Sprint(fs.VectorStoreIDs) != "[kb_docs]" || fs.MaxNumResults != 5 || fs.ScoreThreshold != 0.2 || !fs.IncludeResults {
+			t.Errorf("the handler sees FileSearch %+v", fs)
+		} else {
+			req.Retrieval = rv
+		}
+		if strings.Contains(string(req.Raw), "file_search") {
+			t.Errorf("the file_search tool reached the model: %s", req.Raw)
+		}
+		return chatAnswer{content: text, finish: "stop", usage: `{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}`}
+	})
+	client := oai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	tool := responses.ToolParamOfFileSearch([]string{"kb_docs"})
+	tool.OfFileSearch.MaxNumResults = oai.Int(5)
+	tool.OfFileSearch.RankingOptions = responses.FileSearchToolRankingOptionsParam{ScoreThreshold: oai.Float(0.2), Ranker: "auto"}
+	params := responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfString: oai.String("how do I reset my password?")},
+		Tools: []responses.ToolUnionParam{tool}, Include: []responses.ResponseIncludable{responses.ResponseIncludableFileSearchCallResults}}
+	want := []citation{{"file-a", "a.md", 27}, {"file-b", `b "quoted".pdf`, 50}}
+
+	resp, err := client.Responses.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClientSearch(t, "whole", resp, text, want)
+
+	stream := client.Responses.NewStreaming(ctx, params)
+	var got []citation
+	var final responses.Response
+	for stream.Next() {
+		switch ev := stream.Current(); ev.Type {
+		case "response.output_text.annotation.added":
+			c := ev.Annotation.AsFileCitation()
+			got = append(got, citation{c.FileID, c.Filename, c.Index})
+		case "response.completed":
+			final = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("streamed: %v, annotations %v", err, got)
+	}
+	checkClientSearch(t, "streamed", &final, text, want)
+
+	// The Agents SDK sends the output items back as the next input.
+	input := responses.ResponseInputParam{
+		responses.ResponseInputItemParamOfMessage("how do I reset my password?", responses.EasyInputMessageRoleUser),
+		{OfFileSearchCall: new(resp.Output[0].AsFileSearchCall().ToParam())},
+		{OfOutputMessage: new(resp.Output[1].AsMessage().ToParam())},
+		responses.ResponseInputItemParamOfMessage("thanks", responses.EasyInputMessageRoleUser),
+	}
+	next := params
+	next.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
+	if resp, err = client.Responses.New(ctx, next); err != nil || resp.OutputText() != text {
+		t.Fatalf("items sent back: %v %+v", err, resp)
+	}
+}
+
+func checkClientSearch(t *testing.T, name string, resp *responses.Response, text string, want []citation) {
+	t.Helper()
+	fs := resp.Output[0].AsFileSearchCall()
+	if resp.Output[0].Type != "file_search_call" || fs.ID != "fs_test1" || fs.Status != "completed" || len(fs.Results) != 5 ||
+		fs.Results[0].Filename != "a.md" || fs.Results[0].Attributes["lang"].OfString != "en" || resp.OutputText() != text {
+		t.Fatalf("%s: got %s", name, resp.RawJSON())
+	}
+	var got []citation
+	for _, a := range resp.Output[1].AsMessage().Content[0].Annotations {
+		c := a.AsFileCitation()
+		got = append(got, citation{c.FileID, c.Filename, c.Index})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: got annotations %v, want %v", name, got, want)
 	}
 }

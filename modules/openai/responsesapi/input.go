@@ -106,13 +106,18 @@ func (c *chatMessages) item(at string, v []byte) error {
 		return c.functionOutput(at, &it)
 	case it.typ == "reasoning":
 		return nil // chat engines take no reasoning back
+	case it.typ == "file_search_call":
+		// An earlier turn's search: its passages were that turn's
+		// context and its answer is in the conversation; this turn
+		// searches again when it has the tool.
+		return nil
 	case it.typ == "item_reference":
 		return respUnsupported(at+".type", fmt.Sprintf("%s: item_reference is not supported by this gateway; send the items themselves, or use previous_response_id", at))
 	case it.typ == "":
 		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: at + ".type",
 			Message: at + " needs a type (such as \"message\" or \"function_call_output\") or a role"}
 	}
-	return respUnsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; send message, function_call or function_call_output items", at, it.typ))
+	return respUnsupported(at+".type", fmt.Sprintf("%s.type %q is not supported by this gateway; send message, function_call, function_call_output, reasoning or file_search_call items", at, it.typ))
 }
 
 func respUnsupported(param, msg string) *openai.Error {

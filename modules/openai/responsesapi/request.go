@@ -23,12 +23,16 @@ import (
 // text.format (text, json_object, json_schema), max_output_tokens,
 // temperature, top_p, user, reasoning.effort, stream, store and
 // previous_response_id. metadata and truncation are echoed in the answer.
-// Reasoning items of the input are dropped: chat engines take no
-// reasoning back (some refuse it). Other tool types (web_search,
-// file_search, custom, …), input_file parts, images by file_id,
-// item_reference items, background mode, conversation and prompt
-// templates are refused with a 400 that names them. Other members (include,
-// service_tier, prompt_cache_key, …) are accepted and go nowhere.
+// The file_search tool is the gateway's own (filesearch.go): it sets
+// Request.FileSearch and never reaches the model. Reasoning and
+// file_search_call items of the input are dropped: chat engines take no
+// reasoning back (some refuse it), and an earlier search's passages
+// belonged to that turn. Other tool types (web_search, custom, …),
+// input_file parts, images by file_id, item_reference items, background
+// mode, conversation and prompt templates are refused with a 400 that
+// names them. Other members (service_tier, prompt_cache_key, include
+// values other than file_search_call.results, …) are accepted and go
+// nowhere.
 
 // respTurn is one Responses request translated to chat completions: what
 // its answer needs to be written back in the Responses API and stored. It
@@ -51,6 +55,12 @@ type respTurn struct {
 	// the previous response's, then this turn's input (elements of a
 	// JSON array, without brackets). input is the client's input member.
 	convo, input []byte
+
+	// req is the request the turn translates: the answer reads the
+	// knowledge base's Retrieval there. fileSearch: tools has a
+	// file_search tool.
+	req        *openai.Request
+	fileSearch bool
 }
 
 // respParams is what parseResponses reads before it builds the chat body.
@@ -59,6 +69,13 @@ type respParams struct {
 	chatTools, chatToolChoice []byte
 	responseFormat            []byte
 	hasStream                 bool
+
+	// The file_search tool (nil when tool_choice is "none"), whether
+	// tools has one, include's file_search_call.results, and
+	// tool_choice's kind ("auto", "function", "file_search", …).
+	fileSearch                    *openai.FileSearch
+	hasFileSearch, includeResults bool
+	choice                        string
 }
 
 // parseResponses checks a Responses request and translates it to a chat
@@ -89,6 +106,9 @@ func parseResponses(r *http.Request, body []byte) (*openai.Request, error) {
 		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "missing_required_parameter", Param: "input",
 			Message: "you must provide an input parameter (a string or an array of input items)"}
 	}
+	if err := p.settleFileSearch(); err != nil {
+		return nil, err
+	}
 	if err := t.conversation(r.Context(), p.input); err != nil {
 		return nil, err
 	}
@@ -97,6 +117,7 @@ func parseResponses(r *http.Request, body []byte) (*openai.Request, error) {
 		return nil, err
 	}
 	req.API, req.Original, req.Translation = openai.APIResponses, body, t
+	req.FileSearch, t.req, t.fileSearch = p.fileSearch, req, p.hasFileSearch
 	return req, nil
 }
 
@@ -124,10 +145,17 @@ var respFields = map[string]respField{
 		p.input, t.input = v, openai.Compact(v)
 		return nil
 	},
-	"tools": translated(chatTools, func(t *respTurn, p *respParams) (*[]byte, *[]byte) { return &p.chatTools, &t.tools }),
-	"tool_choice": translated(chatToolChoice, func(t *respTurn, p *respParams) (*[]byte, *[]byte) {
-		return &p.chatToolChoice, &t.toolChoice
-	}),
+	"tools": func(t *respTurn, p *respParams, _ string, v []byte) error {
+		out, err := chatTools(p, v)
+		p.chatTools, t.tools = out, openai.Compact(v)
+		return err
+	},
+	"tool_choice": func(t *respTurn, p *respParams, _ string, v []byte) error {
+		out, kind, err := chatToolChoice(v)
+		p.chatToolChoice, p.choice, t.toolChoice = out, kind, openai.Compact(v)
+		return err
+	},
+	"include": func(_ *respTurn, p *respParams, _ string, v []byte) error { return readInclude(p, v) },
 	"text": translated(chatResponseFormat, func(t *respTurn, p *respParams) (*[]byte, *[]byte) {
 		return &p.responseFormat, &t.text
 	}),
@@ -238,8 +266,10 @@ func checkFloat(name string, v []byte, lo, hi float64) error {
 
 // chatTools translates Responses function tools
 // ({"type":"function","name",…}) to chat's ({"type":"function",
-// "function":{"name",…}}).
-func chatTools(v []byte) ([]byte, error) {
+// "function":{"name",…}}) and reads the file_search tool, which stays
+// with the gateway. With a file_search tool and no function tools the
+// chat request has no tools (nil).
+func chatTools(p *respParams, v []byte) ([]byte, error) {
 	if openai.KindOf(v) != openai.KindArray {
 		return nil, openai.TypeError("tools", "an array of tool objects")
 	}
@@ -250,28 +280,23 @@ func chatTools(v []byte) ([]byte, error) {
 		if openai.KindOf(tool) != openai.KindObject {
 			return openai.TypeError(at, "an object such as {\"type\":\"function\",\"name\":\"…\",\"parameters\":{…}}")
 		}
-		typ, fn := "", append(make([]byte, 0, len(tool)), '{')
-		err := openai.EachMember(tool, func(key, mv []byte) error {
-			switch k := string(key); k {
-			case "type":
-				typ = openai.StringValue(mv)
-			case "name", "description", "parameters", "strict":
-				if k == "name" && openai.KindOf(mv) != openai.KindString {
-					return openai.TypeError(at+".name", "a string")
-				}
-				if openai.KindOf(mv) == openai.KindNull {
-					return nil
-				}
-				fn = appendMember(fn, k, mv)
+		switch typ := openai.StringValue(openai.MemberOf(tool, "type")); typ {
+		case "function":
+		case "file_search":
+			if p.hasFileSearch {
+				return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: at,
+					Message: at + " is a second file_search tool; send one, with all its vector_store_ids"}
 			}
-			return nil
-		})
+			fs, err := readFileSearch(at, tool)
+			p.fileSearch, p.hasFileSearch = fs, true
+			return err
+		default:
+			return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_tool", Param: at + ".type",
+				Message: fmt.Sprintf("%s.type %q is not supported by this gateway: only function and file_search tools are; remove the tool or serve it as a function", at, typ)}
+		}
+		fn, err := functionTool(at, tool)
 		if err != nil {
 			return err
-		}
-		if typ != "function" {
-			return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "unsupported_tool", Param: at + ".type",
-				Message: fmt.Sprintf("%s.type %q is not supported by this gateway: only function tools are; remove the tool or serve it as a function", at, typ)}
 		}
 		if n++; n > 1 {
 			out = append(out, ',')
@@ -280,43 +305,64 @@ func chatTools(v []byte) ([]byte, error) {
 		out = append(append(out, fn...), "}}"...)
 		return nil
 	})
-	if err == nil && n > openai.MaxTools {
+	switch {
+	case err != nil:
+		return nil, err
+	case n > openai.MaxTools:
 		return nil, openai.RangeError("tools", fmt.Sprintf("an array of at most %d tools (it has %d)", openai.MaxTools, n))
+	case n == 0 && p.hasFileSearch:
+		return nil, nil
 	}
-	return append(out, ']'), err
+	return append(out, ']'), nil
 }
 
-// chatToolChoice translates tool_choice: "auto", "none" and "required"
-// as they are, {"type":"function","name":…} to chat's form.
-func chatToolChoice(v []byte) ([]byte, error) {
-	const want = `"auto", "none", "required" or {"type":"function","name":"…"}`
-	switch openai.KindOf(v) {
-	case openai.KindString:
-		if err := openai.CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
-			return nil, err
-		}
-		return v, nil
-	case openai.KindObject:
-	default:
-		return nil, openai.TypeError("tool_choice", want)
-	}
-	var typ string
-	var name []byte
-	_ = openai.EachMember(v, func(key, mv []byte) error {
-		switch string(key) {
-		case "type":
-			typ = openai.StringValue(mv)
-		case "name":
-			name = mv
+// functionTool returns a function tool's chat function object, without
+// its closing brace.
+func functionTool(at string, tool []byte) ([]byte, error) {
+	fn := append(make([]byte, 0, len(tool)), '{')
+	err := openai.EachMember(tool, func(key, mv []byte) error {
+		switch k := string(key); k {
+		case "name", "description", "parameters", "strict":
+			if k == "name" && openai.KindOf(mv) != openai.KindString {
+				return openai.TypeError(at+".name", "a string")
+			}
+			if openai.KindOf(mv) == openai.KindNull {
+				return nil
+			}
+			fn = appendMember(fn, k, mv)
 		}
 		return nil
 	})
+	return fn, err
+}
+
+// chatToolChoice translates tool_choice: "auto", "none" and "required"
+// as they are, {"type":"function","name":…} to chat's form;
+// {"type":"file_search"} is the gateway's (settleFileSearch). It returns
+// the choice's kind: the string, "function" or "file_search".
+func chatToolChoice(v []byte) (out []byte, kind string, err error) {
+	const want = `"auto", "none", "required", {"type":"function","name":"…"} or {"type":"file_search"}`
+	switch openai.KindOf(v) {
+	case openai.KindString:
+		if err := openai.CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
+			return nil, "", err
+		}
+		return v, openai.StringValue(v), nil
+	case openai.KindObject:
+	default:
+		return nil, "", openai.TypeError("tool_choice", want)
+	}
+	typ := openai.StringValue(openai.MemberOf(v, "type"))
+	if typ == "file_search" {
+		return nil, typ, nil
+	}
+	name := openai.MemberOf(v, "name")
 	if typ != "function" || openai.KindOf(name) != openai.KindString {
-		return nil, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
+		return nil, "", &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
 			Message: "tool_choice must be " + want + "; other tool types are not supported by this gateway"}
 	}
-	out := append(make([]byte, 0, len(name)+40), `{"type":"function","function":{"name":`...)
-	return append(append(out, name...), "}}"...), nil
+	out = append(make([]byte, 0, len(name)+40), `{"type":"function","function":{"name":`...)
+	return append(append(out, name...), "}}"...), typ, nil
 }
 
 // chatResponseFormat translates text.format to chat's response_format
@@ -441,8 +487,10 @@ func (t *respTurn) chatBody(p *respParams) []byte {
 // that speaks Responses: not when it continues a response this gateway
 // stored (only the translated request carries the conversation), nor
 // when it is to be stored (only a translated answer is), so that every
-// previous_response_id a client may send is in this gateway's store.
-func (t *respTurn) PassThrough() bool { return !t.store && len(t.previousID) == 0 }
+// previous_response_id a client may send is in this gateway's store; nor
+// with a file_search tool, which the gateway serves from its own
+// knowledge bases.
+func (t *respTurn) PassThrough() bool { return !t.store && len(t.previousID) == 0 && !t.fileSearch }
 
 // appendMember appends "key":value to an object being written, with a
 // comma unless it is the first member.

@@ -143,7 +143,7 @@ func TestResponsesRequestRejects(t *testing.T) {
 			"tools[1].type", "unsupported_tool", `"web_search" is not supported`},
 		{"tool name type", `{"model":"m","input":"x","tools":[{"type":"function","name":1}]}`, "tools[0].name", "invalid_type", "a string"},
 		{"tool_choice value", `{"model":"m","input":"x","tool_choice":"any"}`, "tool_choice", "invalid_value", "must be one of"},
-		{"tool_choice tool type", `{"model":"m","input":"x","tool_choice":{"type":"file_search"}}`, "tool_choice", "invalid_value", "other tool types"},
+		{"tool_choice tool type", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice", "invalid_value", "other tool types"},
 		{"format type", `{"model":"m","input":"x","text":{"format":{"type":"yaml"}}}`, "text.format.type", "invalid_value", "json_schema"},
 		{"max_output_tokens", `{"model":"m","input":"x","max_output_tokens":0}`, "max_output_tokens", "invalid_value", "at least 1"},
 		{"temperature", `{"model":"m","input":"x","temperature":3}`, "temperature", "invalid_value", "from 0 to 2"},

@@ -116,6 +116,8 @@ func itemPrefix(typ string) string {
 		return "fco"
 	case "reasoning":
 		return "rs"
+	case "file_search_call":
+		return "fs"
 	}
 	return "item"
 }

@@ -44,6 +44,9 @@ func newRespStream(t *respTurn) *respStream {
 	s := &respStream{t: t, out: make([]byte, 0, 4096)}
 	s.lifecycle("response.created", "in_progress")
 	s.lifecycle("response.in_progress", "in_progress")
+	if rv := t.retrieval(); rv != nil {
+		s.search(rv)
+	}
 	return s
 }
 
@@ -260,6 +263,11 @@ func (s *respStream) text(kind byte, v []byte) {
 	}
 	s.out = append(append(append(s.out, it.deltaRef...), v...), `,"logprobs":[]}`+"\n\n"...)
 	it.text = append(it.text, v[1:len(v)-1]...)
+	if it.cite != nil {
+		from := len(it.cite.starts)
+		it.cite.feed(v[1 : len(v)-1])
+		s.annotations(it, from)
+	}
 }
 
 // The starts of the most frequent events, up to their sequence_number.
@@ -332,6 +340,11 @@ func (s *respStream) close(it *respItem, status string) {
 		typ := "response.output_text.done"
 		if it.kind == 'r' {
 			typ = "response.reasoning_text.done"
+		}
+		if it.cite != nil {
+			from := len(it.cite.starts)
+			it.cite.finish()
+			s.annotations(it, from)
 		}
 		s.begin(typ)
 		s.ref(it)
@@ -437,10 +450,39 @@ func (s *respStream) partEvent(typ string, it *respItem, full bool) {
 	if full {
 		s.out = it.appendPart(s.out)
 	} else {
-		text := it.text
-		it.text = nil
+		text, cite := it.text, it.cite
+		it.text, it.cite = nil, nil
 		s.out = it.appendPart(s.out)
-		it.text = text
+		it.text, it.cite = text, cite
 	}
 	s.end()
+}
+
+// search writes the file_search_call item, first in the output: added,
+// in progress, searching, completed (unless the search failed), done.
+func (s *respStream) search(rv *openai.Retrieval) {
+	it := s.o.addSearch(rv, s.t.withResults())
+	s.itemEvent("response.output_item.added", it, false)
+	for _, typ := range [...]string{"response.file_search_call.in_progress", "response.file_search_call.searching",
+		"response.file_search_call.completed"} {
+		if typ == "response.file_search_call.completed" && it.status != "completed" {
+			break
+		}
+		s.begin(typ)
+		s.ref(it)
+		s.end()
+	}
+	s.itemEvent("response.output_item.done", it, true)
+}
+
+// annotations writes a message's annotations from the from-th on as
+// response.output_text.annotation.added events.
+func (s *respStream) annotations(it *respItem, from int) {
+	for k := from; k < len(it.cite.starts); k++ {
+		s.begin("response.output_text.annotation.added")
+		s.ref(it)
+		s.out = strconv.AppendInt(append(s.out, `,"content_index":0,"annotation_index":`...), int64(k), 10)
+		s.out = append(append(s.out, `,"annotation":`...), it.cite.annotation(k)...)
+		s.end()
+	}
 }

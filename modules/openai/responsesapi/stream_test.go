@@ -154,6 +154,11 @@ type checked struct {
 	args            map[string]string // call_id: arguments, from the deltas
 	calls           []string          // call_ids in output order
 	final           map[string]any    // the terminal event's response
+	// annots are the annotation.added events' annotations, and textAt
+	// the message's text the deltas had given when each arrived.
+	annots []map[string]any
+	textAt []string
+	search []string // the file_search_call events, by name
 }
 
 // checkEvents checks the documented order of a Responses stream and
@@ -221,6 +226,18 @@ func checkEvents(t testing.TB, evs []respEvent) checked {
 			} else if ev.data["arguments"] != c.args[st.callID] {
 				t.Fatalf("event %d: arguments.done %q, deltas made %q", i, ev.data["arguments"], c.args[st.callID])
 			}
+		case "response.file_search_call.in_progress", "response.file_search_call.searching", "response.file_search_call.completed":
+			if st == nil || st.typ != "file_search_call" || st.done || ev.data["output_index"] != st.index {
+				t.Fatalf("event %d: %s for %s out of order", i, ev.name, id)
+			}
+			c.search = append(c.search, ev.name)
+		case "response.output_text.annotation.added":
+			if st == nil || !st.partOpen || st.typ != "message" || ev.data["output_index"] != st.index ||
+				ev.data["content_index"] != float64(0) || ev.data["annotation_index"] != float64(len(c.annots)) {
+				t.Fatalf("event %d: %s out of order: %s", i, ev.name, ev.raw)
+			}
+			c.annots = append(c.annots, ev.data["annotation"].(map[string]any))
+			c.textAt = append(c.textAt, c.text)
 		case "response.output_item.done":
 			id = ev.data["item"].(map[string]any)["id"].(string)
 			if st = items[id]; st == nil || st.done || st.partOpen {
