@@ -83,16 +83,11 @@ var allowed = map[string][]string{
 	"/modules/mcpwire":  {"/modules/internal", "/modules/openai"},
 	"/engines":          {"/engines", "/plugins"},
 
-	// The knowledge bases' chunking and search index.
-	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
+	// The knowledge bases' parts: the document reader, the store, the
+	// chunking and search index; the handler (modules/llmkb) above them.
 	"/modules/llmkb/docread": {"/modules/llmkb/docread"},
-	"/mirror":                {"/mirror"},
-	"/plugins":               {"/plugins"},
-	"/modules/openai":        {"/modules/internal"},
-	"/modules/internal":      {"/modules/internal"},
-	"/modules/mcpwire":       {"/modules/internal", "/modules/openai"},
-	"/engines":               {"/engines", "/plugins"},
 	"/modules/llmkb/kbstore": {"/modules/llmkb/kbstore"},
+	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
