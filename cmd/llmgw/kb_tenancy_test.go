@@ -60,13 +60,16 @@ func TestKnowledgeBaseTenancy(t *testing.T) {
 	}
 	search := openai.VectorStoreSearchParams{Query: openai.VectorStoreSearchParamsQueryUnion{OfString: openai.String("stolen laptop")}}
 	for name, try := range map[string]func(c openai.Client) error{
-		"get store":      func(c openai.Client) error { _, err := c.VectorStores.Get(bg, own.ID); return err },
-		"search":         func(c openai.Client) error { _, err := c.VectorStores.Search(bg, own.ID, search); return err },
-		"delete store":   func(c openai.Client) error { _, err := c.VectorStores.Delete(bg, own.ID); return err },
-		"list its files": func(c openai.Client) error { _, err := c.VectorStores.Files.List(bg, own.ID, openai.VectorStoreFileListParams{}); return err },
-		"file content":   func(c openai.Client) error { _, err := c.Files.Content(bg, secret.ID); return err },
-		"get file":       func(c openai.Client) error { _, err := c.Files.Get(bg, secret.ID); return err },
-		"delete file":    func(c openai.Client) error { _, err := c.Files.Delete(bg, secret.ID); return err },
+		"get store":    func(c openai.Client) error { _, err := c.VectorStores.Get(bg, own.ID); return err },
+		"search":       func(c openai.Client) error { _, err := c.VectorStores.Search(bg, own.ID, search); return err },
+		"delete store": func(c openai.Client) error { _, err := c.VectorStores.Delete(bg, own.ID); return err },
+		"list its files": func(c openai.Client) error {
+			_, err := c.VectorStores.Files.List(bg, own.ID, openai.VectorStoreFileListParams{})
+			return err
+		},
+		"file content": func(c openai.Client) error { _, err := c.Files.Content(bg, secret.ID); return err },
+		"get file":     func(c openai.Client) error { _, err := c.Files.Get(bg, secret.ID); return err },
+		"delete file":  func(c openai.Client) error { _, err := c.Files.Delete(bg, secret.ID); return err },
 		"file_search": func(c openai.Client) error {
 			_, err := c.Responses.New(bg, responses.ResponseNewParams{Model: "sim-chat",
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("stolen laptop?")},

@@ -229,9 +229,9 @@ func firstText(res []openai.VectorStoreSearchResponse) string {
 // kbCheckResponses asks through the Responses API with file_search.
 func kbCheckResponses(t *testing.T, c openai.Client, store string) {
 	resp, err := c.Responses.New(bg, responses.ResponseNewParams{
-		Model: "sim-chat",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the nightly hotel limit in Berlin?")},
-		Tools: []responses.ToolUnionParam{{OfFileSearch: &responses.FileSearchToolParam{VectorStoreIDs: []string{store}}}},
+		Model:   "sim-chat",
+		Input:   responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the nightly hotel limit in Berlin?")},
+		Tools:   []responses.ToolUnionParam{{OfFileSearch: &responses.FileSearchToolParam{VectorStoreIDs: []string{store}}}},
 		Include: []responses.ResponseIncludable{responses.ResponseIncludableFileSearchCallResults},
 	})
 	if err != nil {
