@@ -136,8 +136,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42501" {
+		return fmt.Errorf("knowledge base store: creating the tables in PostgreSQL at %s: %w; grant the dsn's user the right to create tables in its database (GRANT CREATE ON SCHEMA public TO …)", s.addr, err)
+	}
 	if err != nil {
-		return fmt.Errorf("knowledge base store: creating the tables in PostgreSQL at %s: %w; the dsn's user needs the right to create tables in its database", s.addr, err)
+		return fmt.Errorf("knowledge base store: creating the tables in PostgreSQL at %s: %w", s.addr, err)
 	}
 	if version > len(migrations) {
 		return fmt.Errorf("knowledge base store: the tables in PostgreSQL at %s are of schema version %d, newer than this llmgw knows (%d): another node runs a newer llmgw; upgrade this one", s.addr, version, len(migrations))
