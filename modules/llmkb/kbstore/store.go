@@ -141,8 +141,10 @@ type ChunkRef struct {
 
 // Change is a change another node made, for the nodes that keep an
 // index in memory: chunks of a file put or deleted, a store deleted.
+// "resync" names nothing: the watch lost its connection and is back, so
+// changes may have been missed meanwhile; reload what is kept in memory.
 type Change struct {
-	Op    string // "chunks" (File's chunks replaced), "delete_file", "delete_store", "record"
+	Op    string // "chunks" (File's chunks replaced), "delete_file", "delete_store", "record", "resync"
 	Store string
 	File  string
 	Kind  string // for "record": the kind and id of the record changed
