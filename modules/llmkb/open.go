@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore/boltstore"
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore/dirblobs"
+	"github.com/llmgw/llmgw/modules/llmkb/kbstore/pgstore"
 )
 
 // openStore opens the embedded store in the data directory (PostgreSQL
@@ -32,7 +33,9 @@ func openStore(ctx context.Context, dsn string) (kbstore.Store, kbstore.Blobs, e
 
 // openPostgres opens the store shared by a cluster.
 func openPostgres(ctx context.Context, dsn string, blobs kbstore.Blobs) (kbstore.Store, kbstore.Blobs, error) {
-	_ = ctx
-	_ = dsn
-	return nil, nil, fmt.Errorf("llm_kb postgres: not available in this build")
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, blobs, nil
 }
