@@ -28,6 +28,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		max_file_size <size>        # such as 512MiB
 //		max_results   <n>
 //		index_memory  <size>
+//		ingest_lease  <duration>    # default 30s
 //		stores_for    <org[/team[/project]]> <vs_id>...   # repeatable
 //	}
 func (k *KB) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -45,6 +46,8 @@ func (k *KB) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return caddyfileutil.SizeArg(d, &k.MaxFileSize, dir, "512MiB")
 		case "index_memory":
 			return caddyfileutil.SizeArg(d, &k.IndexMemory, dir, "64MiB")
+		case "ingest_lease":
+			return caddyfileutil.DurationArg(d, &k.IngestLease)
 		case "max_results":
 			return caddyfileutil.IntArg(d, &k.MaxResults, 1)
 		case "stores_for":
@@ -58,7 +61,7 @@ func (k *KB) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			k.StoresFor[strings.Trim(args[0], "/")] = args[1:]
 			return nil
 		}
-		return d.Errf("unknown subdirective %q of llm_kb (embedder, postgres, max_file_size, max_results, index_memory, stores_for)", dir)
+		return d.Errf("unknown subdirective %q of llm_kb (embedder, postgres, max_file_size, max_results, index_memory, ingest_lease, stores_for)", dir)
 	}, "stores_for")
 }
 

@@ -14,11 +14,10 @@ import (
 )
 
 const (
-	ingestWorkers = 2                // files read and chunked at once
-	leaseFor      = 2 * time.Minute  // a node's hold on a file it ingests
-	maxAttempts   = 3                // ingestions started before a file fails
-	embedBatch    = 32               // chunks per embedding call
-	sweepEvery    = 30 * time.Second // leases run out and stores expired are looked for
+	ingestWorkers = 2               // files read and chunked at once
+	maxAttempts   = 3               // ingestions started before a file fails
+	embedBatch    = 32              // chunks per embedding call
+	sweepEvery    = 5 * time.Second // leases run out and stores expired are looked for
 )
 
 // work ingests the queued files until the service stops.
@@ -83,7 +82,7 @@ func (s *service) claim(ctx context.Context, id string) (*kbstore.StoreFile, boo
 				Message: fmt.Sprintf("ingestion was cut %d times (the gateway stopped while reading this file); add the file again", maxAttempts)}
 			return cur, nil
 		}
-		cur.Worker, cur.LeaseUntil = s.node, now.Add(leaseFor)
+		cur.Worker, cur.LeaseUntil = s.node, now.Add(s.lease())
 		out = cur
 		return cur, nil
 	})
@@ -190,7 +189,7 @@ func (s *service) renew(ctx context.Context, sf *kbstore.StoreFile) error {
 		if cur == nil || cur.Status != kbstore.InProgress || cur.Worker != s.node {
 			return cur, errLost
 		}
-		cur.LeaseUntil = time.Now().Add(leaseFor)
+		cur.LeaseUntil = time.Now().Add(s.lease())
 		return cur, nil
 	})
 }

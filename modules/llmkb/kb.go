@@ -50,6 +50,10 @@ type KB struct {
 	// org/team/project; the nearest entry wins) vector stores that their
 	// chat requests are answered from when the request names none.
 	StoresFor map[string][]string `json:"stores_for,omitempty"`
+	// IngestLease is how long a node holds a file it ingests without
+	// news: once it runs out (the node stopped) another node takes the
+	// file over. Default: 30s.
+	IngestLease caddy.Duration `json:"ingest_lease,omitempty"`
 
 	app     *llm.App
 	svc     *service
@@ -80,6 +84,9 @@ func (k *KB) Provision(ctx caddy.Context) error {
 	if k.MaxResults < 1 || k.MaxResults > 50 {
 		return fmt.Errorf("llm_kb: max_results %d: give 1 to 50", k.MaxResults)
 	}
+	if k.IngestLease == 0 {
+		k.IngestLease = caddy.Duration(30 * time.Second)
+	}
 	if k.IndexMemory == 0 {
 		k.IndexMemory = 64 << 20
 	}
@@ -104,7 +111,7 @@ func (k *KB) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("llm_kb: %w", err)
 	}
 	k.svc = v.(*service)
-	k.svc.use(k.app, k.logger)
+	k.svc.use(k.app, k.logger, time.Duration(k.IngestLease))
 	return registerMetrics(ctx.GetMetricsRegistry(), k.svc)
 }
 

@@ -41,6 +41,7 @@ type service struct {
 type deps struct {
 	app    *llm.App
 	logger *zap.Logger
+	lease  time.Duration
 }
 
 // openService opens the store (PostgreSQL when dsn is given, else the
@@ -54,7 +55,7 @@ func openService(dsn string, vectorMemory int64, logger *zap.Logger) (*service, 
 	}
 	s := &service{store: store, blobs: blobs, vectors: kbindex.NewVectorCache(vectorMemory),
 		queue: newQueue(), node: nodeID(), ctx: ctx, cancel: cancel}
-	s.deps.Store(&deps{logger: logger})
+	s.deps.Store(&deps{logger: logger, lease: 30 * time.Second})
 	s.ix.Store(kbindex.New())
 	if err := s.load(ctx, s.index()); err != nil {
 		s.Destruct()
@@ -74,13 +75,14 @@ func nodeID() string {
 }
 
 // use hands the service the latest configuration's app and logger.
-func (s *service) use(app *llm.App, logger *zap.Logger) {
-	s.deps.Store(&deps{app: app, logger: logger})
+func (s *service) use(app *llm.App, logger *zap.Logger, lease time.Duration) {
+	s.deps.Store(&deps{app: app, logger: logger, lease: lease})
 }
 
 func (s *service) app() *llm.App         { return s.deps.Load().app }
 func (s *service) log() *zap.Logger      { return s.deps.Load().logger }
 func (s *service) index() *kbindex.Index { return s.ix.Load() }
+func (s *service) lease() time.Duration  { return s.deps.Load().lease }
 func (s *service) spawn(fn func())       { s.wg.Add(1); go func() { defer s.wg.Done(); fn() }() }
 
 // start runs the ingestion workers, the watch of other nodes' changes
