@@ -276,11 +276,7 @@ func TestKnowledgeBaseNodeKilled(t *testing.T) {
 	killed := time.Now()
 	t.Logf("a killed holding %d files: %v", len(held), held)
 
-	var got *openai.VectorStoreFileBatch
-	waitFor(t, 90*time.Second, "the batch to end through b", func() bool {
-		got, err = k.cb.VectorStores.FileBatches.Get(bg, vs.ID, batch.ID)
-		return err == nil && got.Status != openai.VectorStoreFileBatchStatusInProgress
-	})
+	got := k.waitBatch(vs.ID, batch.ID)
 	t.Logf("the batch ended %v after a was killed", time.Since(killed).Round(time.Millisecond))
 	if fc := got.FileCounts; fc.Completed != int64(len(docs)) || fc.Total != int64(len(docs)) || fc.Failed != 0 {
 		t.Fatalf("the batch after a was killed: %s %+v; want all %d completed", got.Status, fc, len(docs))
@@ -320,6 +316,26 @@ func (k *kbCluster) killMidway(store, batch string) []string {
 		t.Fatalf("a held no file in progress when it was killed (as %s)", k.nodeA)
 	}
 	return held
+}
+
+// waitBatch waits through b until the batch is no longer in progress.
+func (k *kbCluster) waitBatch(store, batch string) *openai.VectorStoreFileBatch {
+	k.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		got, err := k.cb.VectorStores.FileBatches.Get(bg, store, batch)
+		if err == nil && got.Status != openai.VectorStoreFileBatchStatusInProgress {
+			return got
+		}
+		if time.Now().After(deadline) {
+			counts := fmt.Sprint(err)
+			if got != nil {
+				counts = got.FileCounts.RawJSON()
+			}
+			k.t.Fatalf("through b, the batch is still in progress after 90 s: %s; files held by a, killed: %v", counts, k.heldBy(k.nodeA))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // heldBy is the files in progress that node holds.
