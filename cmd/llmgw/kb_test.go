@@ -306,3 +306,38 @@ func kbCheckChat(t *testing.T, g *gateway, store string) {
 		t.Errorf("the streamed answer has no citations chunk before [DONE]: %s", sse.String())
 	}
 }
+
+// TestJSKnowledgeBases runs the official openai client for JavaScript,
+// unchanged, against llmgw's knowledge bases (testdata/jsclients/kb.mjs):
+// createAndPoll, uploadAndPoll, search with a filter, Responses with
+// file_search whole and streamed, chat with the knowledge header.
+func TestJSKnowledgeBases(t *testing.T) {
+	lib := jsClients(t)
+	work := t.TempDir()
+	for _, f := range []string{"lib.mjs", "kb.mjs"} {
+		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Abs(filepath.Join("testdata", "kb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LLMGW_KB_DOCS", docs)
+	g := startGatewayBefore(t, `
+		model gpt-4o-mini {
+			engine sim
+		}
+		model sim-embed {
+			engine sim
+		}`, "\t\tllm_kb {\n\t\t\tembedder sim-embed\n\t\t}\n")
+	g.waitReady()
+	runJSChecks(t, g, work, "kb.mjs")
+}
