@@ -12,6 +12,7 @@ import (
 const (
 	quotaID  = "http.handlers.llm_quota"
 	routerID = "http.handlers.llm_router"
+	kbID     = "http.handlers.llm_kb"
 )
 
 // checkRouteOrder refuses a config in which llm_router comes before
@@ -40,7 +41,7 @@ func checkRouteOrder(ctx caddy.Context) error {
 // checkRoutes checks one list of routes, which run in order, and the
 // lists nested in it.
 func checkRoutes(routes caddyhttp.RouteList) error {
-	router := false
+	router, kb := false, false
 	for _, rt := range routes {
 		for _, hd := range rt.Handlers {
 			if sr, ok := hd.(*caddyhttp.Subroute); ok {
@@ -56,9 +57,17 @@ func checkRoutes(routes caddyhttp.RouteList) error {
 			switch m.CaddyModule().ID {
 			case routerID:
 				router = true
+			case kbID:
+				if router {
+					return fmt.Errorf("llm_kb comes after llm_router in the same route, so it never runs (the router answers first); put it before: route { llm_quota … llm_kb … llm_router }")
+				}
+				kb = true
 			case quotaID:
 				if router {
 					return fmt.Errorf("llm_router comes before llm_quota in the same route, so llm_quota never runs and every request would be served without a key; put llm_quota first: route { llm_quota … llm_router }")
+				}
+				if kb {
+					return fmt.Errorf("llm_kb comes before llm_quota in the same route, so its files and vector stores would be served without a key and belong to no tenant; put llm_quota first: route { llm_quota … llm_kb … llm_router }")
 				}
 			}
 		}
