@@ -19,11 +19,12 @@ import (
 //   - when the text has no such marker, one per distinct file of the
 //     results (the first 3 files, in result order) at the text's end.
 //
-// The markers stay in the text. Offsets count Unicode code points of the
-// decoded text, as the API's reference ("the index in the output text")
-// and OpenAI's own Python examples (text[:index]) count characters: for
-// text in the Basic Multilingual Plane that equals JavaScript's UTF-16
-// string index; an emoji before a marker counts one.
+// The markers stay in the text. The API's reference names no unit ("the
+// index in the output text at which to insert the file citation"); the
+// offsets count characters, Unicode code points of the decoded text, as
+// a Python str is indexed. For text in the Basic Multilingual Plane that
+// equals JavaScript's UTF-16 string index; an emoji before a marker
+// counts one (two in UTF-16), and never the bytes of UTF-8.
 
 // maxCitedFiles bounds the annotations of a text without markers.
 const maxCitedFiles = 3
