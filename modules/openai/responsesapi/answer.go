@@ -220,7 +220,11 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 	b = appendMember(b, "tool_choice", orJSON(t.toolChoice, `"auto"`))
 	b = appendMember(b, "tools", orJSON(t.tools, "[]"))
 	b = appendMember(b, "top_p", orJSON(t.topP, "1"))
-	b = appendMember(b, "truncation", orJSON(t.truncation, `"disabled"`))
+	if t.truncateAuto {
+		b = append(b, `,"truncation":"auto"`...)
+	} else {
+		b = append(b, `,"truncation":"disabled"`...)
+	}
 	b = appendUsage(append(b, `,"usage":`...), o.usage)
 	b = appendMember(b, "user", orJSON(t.user, "null"))
 	return append(b, '}')

@@ -44,14 +44,15 @@ type respTurn struct {
 	created int64  // unix seconds
 	stream  bool
 	store   bool
-	// fileSearch: tools has a file_search tool.
-	fileSearch bool
+	// fileSearch: tools has a file_search tool. truncateAuto: the
+	// client sent truncation "auto" (echoed; "disabled" otherwise).
+	fileSearch, truncateAuto bool
 
 	// Members echoed in the response object: compact JSON as the client
 	// sent them, nil when absent.
-	model, instructions, tools, toolChoice, text, metadata     []byte
-	temperature, topP, maxOutput, previousID, user, truncation []byte
-	parallel, effort                                           []byte
+	model, instructions, tools, toolChoice, text, metadata []byte
+	temperature, topP, maxOutput, previousID, user         []byte
+	parallel, effort                                       []byte
 
 	// convo is the conversation in chat form without the instructions:
 	// the previous response's, then this turn's input (elements of a
@@ -184,7 +185,7 @@ var respFields = map[string]respField{
 		return checkFloat(key, v, 0, 1)
 	},
 	"truncation": func(t *respTurn, _ *respParams, key string, v []byte) error {
-		t.truncation = v
+		t.truncateAuto = string(v) == `"auto"`
 		return openai.CheckEnum(key, v, "auto", "disabled")
 	},
 	"reasoning":           func(t *respTurn, _ *respParams, _ string, v []byte) error { return t.reasoning(v) },
