@@ -180,9 +180,9 @@ func (c *citer) annotation(k int) []byte {
 	return a
 }
 
-// addSearch adds the file_search_call item, first in the output, and
+// search adds the file_search_call item, first in the output, and
 // prepares the citations of the message items that follow.
-func (o *respOut) addSearch(rv *openai.Retrieval, withResults bool) *respItem {
+func (t *respTurn) search(o *respOut, rv *openai.Retrieval) *respItem {
 	id := rv.CallID
 	if id == "" {
 		id = newID("fs_")
@@ -202,13 +202,13 @@ func (o *respOut) addSearch(rv *openai.Retrieval, withResults bool) *respItem {
 		b = append(b, q...)
 	}
 	b = append(b, `,"results":`...)
-	if withResults {
+	if t.withResults() {
 		b = appendResults(b, rv.Results)
 	} else {
 		b = append(b, "null"...)
 	}
 	it.text = append(b, '}')
-	o.cites = newCiteSet(rv)
+	t.cites = newCiteSet(rv)
 	return it
 }
 
