@@ -141,6 +141,9 @@ func (c *citer) cite() {
 }
 
 func (c *citer) add(result int) {
+	if c.annots == nil {
+		c.annots, c.starts = make([]byte, 0, 1024), make([]int, 0, 16)
+	}
 	c.starts = append(c.starts, len(c.annots))
 	if len(c.annots) > 0 {
 		c.annots = append(c.annots, ',')
