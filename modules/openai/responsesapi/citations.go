@@ -19,11 +19,12 @@ import (
 //   - when the text has no such marker, one per distinct file of the
 //     results (the first 3 files, in result order) at the text's end.
 //
-// The markers stay in the text. Offsets count Unicode code points of the
-// decoded text, as the API's reference ("the index in the output text")
-// and OpenAI's own Python examples (text[:index]) count characters: for
-// text in the Basic Multilingual Plane that equals JavaScript's UTF-16
-// string index; an emoji before a marker counts one.
+// The markers stay in the text. The API's reference names no unit ("the
+// index in the output text at which to insert the file citation"); the
+// offsets count characters, Unicode code points of the decoded text, as
+// a Python str is indexed. For text in the Basic Multilingual Plane that
+// equals JavaScript's UTF-16 string index; an emoji before a marker
+// counts one (two in UTF-16), and never the bytes of UTF-8.
 
 // maxCitedFiles bounds the annotations of a text without markers.
 const maxCitedFiles = 3
@@ -140,6 +141,9 @@ func (c *citer) cite() {
 }
 
 func (c *citer) add(result int) {
+	if c.annots == nil {
+		c.annots, c.starts = make([]byte, 0, 1024), make([]int, 0, 16)
+	}
 	c.starts = append(c.starts, len(c.annots))
 	if len(c.annots) > 0 {
 		c.annots = append(c.annots, ',')
@@ -179,9 +183,9 @@ func (c *citer) annotation(k int) []byte {
 	return a
 }
 
-// addSearch adds the file_search_call item, first in the output, and
+// search adds the file_search_call item, first in the output, and
 // prepares the citations of the message items that follow.
-func (o *respOut) addSearch(rv *openai.Retrieval, withResults bool) *respItem {
+func (t *respTurn) search(o *respOut, rv *openai.Retrieval) *respItem {
 	id := rv.CallID
 	if id == "" {
 		id = newID("fs_")
@@ -201,13 +205,13 @@ func (o *respOut) addSearch(rv *openai.Retrieval, withResults bool) *respItem {
 		b = append(b, q...)
 	}
 	b = append(b, `,"results":`...)
-	if withResults {
+	if t.withResults() {
 		b = appendResults(b, rv.Results)
 	} else {
 		b = append(b, "null"...)
 	}
 	it.text = append(b, '}')
-	o.cites = newCiteSet(rv)
+	t.cites = newCiteSet(rv)
 	return it
 }
 

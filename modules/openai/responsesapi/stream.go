@@ -247,6 +247,9 @@ func (s *respStream) text(kind byte, v []byte) {
 			prefix = "rs_"
 		}
 		it = s.o.add(kind, prefix)
+		if kind == 'm' && s.t.cites != nil {
+			it.cite = &citer{set: s.t.cites}
+		}
 		s.cur = it
 		s.itemEvent("response.output_item.added", it, false)
 		s.partEvent("response.content_part.added", it, false)
@@ -461,7 +464,7 @@ func (s *respStream) partEvent(typ string, it *respItem, full bool) {
 // search writes the file_search_call item, first in the output: added,
 // in progress, searching, completed (unless the search failed), done.
 func (s *respStream) search(rv *openai.Retrieval) {
-	it := s.o.addSearch(rv, s.t.withResults())
+	it := s.t.search(&s.o, rv)
 	s.itemEvent("response.output_item.added", it, false)
 	for _, typ := range [...]string{"response.file_search_call.in_progress", "response.file_search_call.searching",
 		"response.file_search_call.completed"} {
