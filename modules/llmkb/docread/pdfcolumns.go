@@ -40,7 +40,7 @@ func findGutters(frags []frag) []gutter {
 		switch {
 		case cover[x] <= allowed && x > 0 && x < len(cover)-2 && run < 0:
 			run = x
-		case (cover[x] > allowed || x == len(cover)-2) && run >= 0:
+		case cover[x] > allowed && run >= 0: // text on both sides
 			if x-run >= 8 {
 				gutters = append(gutters, gutter{lo + float64(run), lo + float64(x)})
 			}

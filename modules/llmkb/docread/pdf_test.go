@@ -1,0 +1,91 @@
+package docread
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestReadPDFTwoColumns: a newsletter set in two CSS columns under a
+// title reads column after column, and a paragraph that runs on from the
+// foot of the left column into the right one stays one paragraph.
+func TestReadPDFTwoColumns(t *testing.T) {
+	doc := readFixture(t, "newsletter.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "Harbour Newsletter, Spring Edition"),
+		h(3, "New ferry timetable"),
+		p("From the first of April the morning ferry leaves the north pier at 6:40 instead of 7:10. The change gives commuters a connection to the early train, which the town council asked for after last winter's survey. The evening ferry keeps its old times."),
+		h(3, "Lighthouse open days"),
+		p("The lighthouse on Gull Point opens to visitors on the last Sunday of every month from May to September. Volunteers guide groups of twelve up the spiral staircase of 143 steps. Children under eight must be carried or stay below with an adult."),
+		h(3, "Fish market moves"),
+		p("The repairs should be done by the end of June, when the market returns to the quay with two new covered stalls paid for by the regional grant."),
+	})
+	for _, b := range doc.Blocks {
+		if b.Page != 1 || b.Kind == TableRow {
+			t.Errorf("block %+v: want page 1 and no table rows", b)
+		}
+	}
+}
+
+// TestReadPDFColumnsDrawnRowByRow: a page whose content stream draws both
+// columns row by row (left line, right line) still reads as two articles,
+// which the stream order would interleave.
+func TestReadPDFColumnsDrawnRowByRow(t *testing.T) {
+	doc := readFixture(t, "bulletin-rows.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "Staff Bulletin, March"),
+		h(4, "Canteen prices change"),
+		p("From the first of March a lunch menu in the canteen costs 5.40 euros for staff and 7.90 euros for guests. Soup alone stays at 2.10 euros."),
+		p("The price of coffee does not change. Refill cups bought at the counter give the tenth coffee free."),
+		h(4, "Parking garage closed"),
+		p("The parking garage under building C closes for repairs from 12 to 23 May. Staff with a parking permit can use the visitor car park on Mill Road during those days."),
+		p("Bicycles can still be left in the racks at the entrance of building C, which stay open."),
+	})
+	if doc.Title != "Staff Bulletin" {
+		t.Errorf("title %q, want the document information's", doc.Title)
+	}
+}
+
+// TestReadPDFReport: one column, kerned serif text read as whole words,
+// headings by size, the page each block is on.
+func TestReadPDFReport(t *testing.T) {
+	doc := readFixture(t, "report.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "Quarterly Service Report"),
+		p("The gateway served 4.2 million requests in the third quarter, an increase of 18 percent over the second quarter. Median latency stayed below 240 milliseconds for every model in the catalog."),
+		h(2, "Incidents"),
+		p("Two incidents affected customers. On 14 August a certificate renewal failed on one edge node for 37 minutes; traffic moved to the other nodes automatically. On 2 September a model replica ran out of memory under a burst of long prompts."),
+		h(2, "Appendix: Contacts"),
+	})
+	i := slices.IndexFunc(doc.Blocks, func(b Block) bool { return b.Text == "Appendix: Contacts" })
+	if i < 0 || doc.Blocks[i].Page != 2 || doc.Blocks[0].Page != 1 {
+		t.Errorf("pages: %+v", doc.Blocks)
+	}
+}
+
+func TestReadPDFTable(t *testing.T) {
+	doc := readFixture(t, "pricetable.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "Price List 2025"),
+		p("All prices are per month and exclude VAT."),
+		row("Plan | Seats | Price"),
+		row("Starter | 5 | 49 EUR"),
+		row("Team | 25 | 199 EUR"),
+		row("Enterprise | unlimited | on request"),
+		p("Annual billing saves two months."),
+	})
+}
+
+// TestReadPDFDamaged: a truncated or garbled PDF is an invalid_file, not
+// a panic and not an empty document.
+func TestReadPDFDamaged(t *testing.T) {
+	whole := readFixtureBytes(t, "report.pdf")
+	for name, data := range map[string][]byte{
+		"truncated.pdf": whole[:len(whole)/3],
+		"garbled.pdf":   append([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\n"), []byte(strings.Repeat("x", 300))...),
+		"header.pdf":    []byte("%PDF-1.4"),
+	} {
+		_, err := Read(name, data)
+		wantError(t, err, "invalid_file", "the PDF file is damaged")
+	}
+}
