@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -21,7 +22,19 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add("x", []byte("\xff\xfe<\x00h\x00"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
-		doc, err := Read(name, data)
+		type res struct {
+			doc *Document
+			err error
+		}
+		ch := make(chan res, 1)
+		go func() { d, e := Read(name, data); ch <- res{d, e} }()
+		var r res
+		select {
+		case r = <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("hang")
+		}
+		doc, err := r.doc, r.err
 		if err != nil {
 			e, ok := err.(*Error)
 			if !ok || doc != nil {

@@ -89,3 +89,22 @@ func TestReadPDFDamaged(t *testing.T) {
 		wantError(t, err, "invalid_file", "the PDF file is damaged")
 	}
 }
+
+// TestReadPDFColumnsAboveTable: two columns of prose over a table that
+// spans the page: the columns read one after the other, the table's rows
+// whole, though some of its cells sit in the gutter's line and some not.
+func TestReadPDFColumnsAboveTable(t *testing.T) {
+	doc := readFixture(t, "datasheet.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "WidgetPro X300 Datasheet"),
+		h(2, "Overview"),
+		p("The X300 launches in May 2025 and can be used with all X200 accessories except the old docking station D1."),
+		h(2, "Highlights"),
+		p("The housing is waterproof to IP67: the device survives 30 minutes in one metre of water. The battery lasts up to 14 hours of continuous measurement and can be swapped in the field without tools. A drop from 1.5 metres onto concrete does not damage the device."),
+		h(2, "Specifications"),
+		row("Property | X300 | X200 for comparison"),
+		row("Weight | 1.5 kg | 1.2 kg"),
+		row("Display | 6-inch, 1000 nits | 5-inch, 500 nits"),
+		row("Price | 749 EUR | 499 EUR"),
+	})
+}
