@@ -81,3 +81,17 @@ func TestReadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReadUnknownEncoding: Russian in Windows-1251 is not passed on as the
+// accented Latin letters Windows-1252 would make of it; declared in an
+// HTML page it is read.
+func TestReadUnknownEncoding(t *testing.T) {
+	cp1251 := []byte("\xcf\xf0\xe8\xe2\xe5\xf2, \xec\xe8\xf0! \xdd\xf2\xee \xf2\xe5\xf1\xf2.") // Привет, мир! Это тест.
+	_, err := Read("privet.txt", cp1251)
+	wantError(t, err, "unsupported_file", "save it as UTF-8 and upload it again")
+	page := append([]byte(`<html><head><meta charset="windows-1251"></head><body><p>`), cp1251...)
+	doc, err := Read("privet.html", page)
+	if err != nil || doc.Blocks[0].Text != "Привет, мир! Это тест." {
+		t.Errorf("declared windows-1251: %v %v", doc, err)
+	}
+}
