@@ -108,3 +108,10 @@ func TestReadPDFColumnsAboveTable(t *testing.T) {
 		row("Price | 749 EUR | 499 EUR"),
 	})
 }
+
+// TestReadPDFOwnerRestricted: a PDF encrypted with only an owner password
+// (AES-128, opens without a password, copying restricted) is read.
+func TestReadPDFOwnerRestricted(t *testing.T) {
+	doc := readFixture(t, "restricted.pdf")
+	hasInOrder(t, doc.Blocks, []Block{h(1, "Quarterly Service Report"), h(2, "Incidents")})
+}

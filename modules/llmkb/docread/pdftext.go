@@ -7,8 +7,11 @@ import (
 	"github.com/ledongthuc/pdf"
 )
 
-// maxFormDepth bounds how deep forms drawn inside forms are followed.
-const maxFormDepth = 8
+// Bounds on what a page may make the reader do.
+const (
+	maxFormDepth = 8       // forms drawn inside forms
+	maxGlyphs    = 200_000 // glyphs read from one page
+)
 
 // matrix is a PDF transformation matrix [a b c d e f].
 type matrix [6]float64

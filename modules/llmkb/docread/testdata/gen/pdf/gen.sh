@@ -8,3 +8,4 @@ for f in report newsletter pricetable scan datasheet; do
 		--print-to-pdf="$out/$f.pdf" "file://$PWD/$f.html" 2>/dev/null
 done
 qpdf --encrypt user owner 256 -- "$out/report.pdf" "$out/encrypted.pdf"
+qpdf --encrypt "" owner 128 --use-aes=y -- "$out/report.pdf" "$out/restricted.pdf"
