@@ -31,15 +31,22 @@ func readPDF(data []byte) (*Document, error) {
 	}
 	doc := &Document{Format: "pdf", Title: pdfTitle(r)}
 	images, broken := false, 0
+	contents := make([]pageContent, len(pages))
 	for i, p := range pages {
-		glyphs, image, err := pageGlyphs(p)
+		c, err := pageGlyphs(p)
 		if err != nil {
 			broken++
 			continue
 		}
-		images = images || image
-		doc.Blocks = append(doc.Blocks, layoutPage(glyphs, i+1)...)
+		images = images || c.image
+		contents[i] = c
 	}
+	body := bodySize(contents)
+	laid := make([][]pageBlock, len(pages))
+	for i, c := range contents {
+		laid[i] = layoutPage(c, i+1, body)
+	}
+	doc.Blocks = dropRunning(laid)
 	switch {
 	case len(doc.Blocks) > 0:
 		return doc, nil
@@ -91,23 +98,57 @@ func pdfPages(r *pdf.Reader) (pages []pdf.Value, err error) {
 	return pages, err
 }
 
-// pageGlyphs is the text a page shows, glyph by glyph with positions,
-// and whether it draws an image (a scan has one per page). The library
-// reports malformed content by panicking; that is its error here.
-func pageGlyphs(p pdf.Value) (glyphs []pdf.Text, image bool, err error) {
+// inMargin tells whether a baseline lies in the page's top or bottom
+// margin, where running headers and footers are.
+func (c pageContent) inMargin(y float64) bool {
+	edge := marginOf * (c.top - c.bottom)
+	return y > c.top-edge || y < c.bottom+edge
+}
+
+// pageContent is what a page shows: its glyphs with positions, whether
+// it draws an image (a scan has one per page), and its height.
+type pageContent struct {
+	glyphs      []pdf.Text
+	image       bool
+	bottom, top float64 // of the page's media box
+}
+
+// pageGlyphs reads a page's content. The library reports malformed
+// content by panicking; that is its error here.
+func pageGlyphs(p pdf.Value) (c pageContent, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			glyphs, err = nil, fmt.Errorf("%v", v)
+			c, err = pageContent{}, fmt.Errorf("%v", v)
 		}
 	}()
 	all, image := pageText(p)
+	c = pageContent{image: image, bottom: 0, top: 792}
+	if box := inherited(p, "MediaBox"); box.Len() == 4 && box.Index(3).Float64()-box.Index(1).Float64() > 50 {
+		c.bottom, c.top = box.Index(1).Float64(), box.Index(3).Float64()
+	}
 	for _, t := range all {
 		if strings.TrimSpace(t.S) == "" && t.S != " " || t.FontSize <= 0 || t.FontSize > 2000 {
 			continue
 		}
-		glyphs = append(glyphs, t)
+		c.glyphs = append(c.glyphs, t)
 	}
-	return glyphs, image, nil
+	return c, nil
+}
+
+// inherited is a page's attribute, its own or the nearest ancestor's in
+// the page tree, which a cycle of parents cannot make endless.
+func inherited(page pdf.Value, key string) pdf.Value {
+	v := page
+	for range maxPDFDepth {
+		if v.IsNull() {
+			break
+		}
+		if r := v.Key(key); !r.IsNull() {
+			return r
+		}
+		v = v.Key("Parent")
+	}
+	return pdf.Value{}
 }
 
 // pdfTitle is the title in the PDF's document information, if any.

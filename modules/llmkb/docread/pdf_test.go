@@ -1,9 +1,11 @@
 package docread
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadPDFTwoColumns: a newsletter set in two CSS columns under a
@@ -114,4 +116,68 @@ func TestReadPDFColumnsAboveTable(t *testing.T) {
 func TestReadPDFOwnerRestricted(t *testing.T) {
 	doc := readFixture(t, "restricted.pdf")
 	hasInOrder(t, doc.Blocks, []Block{h(1, "Quarterly Service Report"), h(2, "Incidents")})
+}
+
+// minimalPDF writes objects 1… as a PDF with a correct cross-reference
+// table, object 1 the catalog.
+func minimalPDF(objs ...string) []byte {
+	var b strings.Builder
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return []byte(b.String())
+}
+
+// TestReadPDFParentCycle: a page that is its own parent (a crafted file)
+// is read instead of its resources looked up forever (a font it does not
+// name in resources is read as the standard encoding).
+func TestReadPDFParentCycle(t *testing.T) {
+	stream := "BT /F1 12 Tf 72 700 Td (Hello) Tj ET"
+	data := minimalPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
+	)
+	done := make(chan *Document, 1)
+	go func() {
+		doc, err := Read("cycle.pdf", data)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- doc
+	}()
+	select {
+	case doc := <-done:
+		hasInOrder(t, doc.Blocks, []Block{p("Hello")})
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not return")
+	}
+}
+
+// TestReadPDFRunningHeaders: a page printed from a browser has the date,
+// the title, the address and "1/2" in its margins on every page; none of
+// it is text of the document.
+func TestReadPDFRunningHeaders(t *testing.T) {
+	doc := readFixture(t, "report-printed.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(1, "Quarterly Service Report"),
+		h(2, "Incidents"),
+		h(2, "Appendix: Contacts"),
+		p("Operations on call: ops@example.com. Security reports: security@example.com."),
+	})
+	for _, s := range []string{"file://", "1/2", "2/2", "AM", "PM"} {
+		if strings.Contains(allText(doc), s) {
+			t.Errorf("text has %q of a running header or footer:%s", s, dump(doc.Blocks))
+		}
+	}
 }

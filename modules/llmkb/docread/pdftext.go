@@ -51,8 +51,7 @@ type textRun struct {
 // pageText is the glyphs a page shows, and whether it draws an image.
 func pageText(page pdf.Value) ([]pdf.Text, bool) {
 	t := &textRun{g: gstate{ctm: identity, scale: 1}}
-	p := pdf.Page{V: page}
-	t.content(p.V.Key("Contents"), p.Resources(), 0)
+	t.content(page.Key("Contents"), inherited(page, "Resources"), 0)
 	return t.glyphs, t.hasImage
 }
 
