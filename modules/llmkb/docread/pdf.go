@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
@@ -66,7 +67,34 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 			r, err = nil, fmt.Errorf("%v", v)
 		}
 	}()
-	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	return pdf.NewReader(&budgetReader{data: data, left: readBudget(len(data))}, int64(len(data)))
+}
+
+// readBudget is how many bytes the parser may read from a PDF of size n
+// in all: a well-formed file takes a few times its size; a crafted one
+// whose cross-reference sections point back at each other would read on
+// forever.
+func readBudget(n int) int64 { return 32*int64(n) + 8<<20 }
+
+// budgetReader is the PDF's bytes, readable up to a budget.
+type budgetReader struct {
+	data []byte
+	left int64
+}
+
+func (b *budgetReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off >= int64(len(b.data)) {
+		return 0, io.EOF
+	}
+	if b.left <= 0 {
+		return 0, errors.New("the parser read it over and over: it is built to make readers loop")
+	}
+	n := copy(p, b.data[off:])
+	b.left -= int64(n)
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // pdfPages walks the page tree, bounded in depth and count so that a

@@ -181,3 +181,25 @@ func TestReadPDFRunningHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPDFXrefCycle: a file whose cross-reference table names itself as
+// the previous one is refused as damaged instead of read forever.
+func TestReadPDFXrefCycle(t *testing.T) {
+	stream := "BT /F1 12 Tf 72 700 Td (Hello) Tj ET"
+	data := string(minimalPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
+	))
+	xref := strings.Index(data, "xref\n")
+	data = strings.Replace(data, "/Root 1 0 R >>", fmt.Sprintf("/Root 1 0 R /Prev %d >>", xref), 1)
+	done := make(chan error, 1)
+	go func() { _, err := Read("loop.pdf", []byte(data)); done <- err }()
+	select {
+	case err := <-done:
+		wantError(t, err, "invalid_file", "the PDF file is damaged")
+	case <-time.After(20 * time.Second):
+		t.Fatal("Read did not return")
+	}
+}
