@@ -30,33 +30,40 @@ func readPDF(data []byte) (*Document, error) {
 	if err != nil {
 		return nil, invalid("PDF", err.Error())
 	}
-	doc := &Document{Format: "pdf", Title: pdfTitle(r)}
-	images, broken := false, 0
-	contents := make([]pageContent, len(pages))
-	for i, p := range pages {
-		c, err := pageGlyphs(p)
-		if err != nil {
-			broken++
-			continue
-		}
-		images = images || c.image
-		contents[i] = c
-	}
+	contents, images, broken := readPages(pages)
 	body := bodySize(contents)
 	laid := make([][]pageBlock, len(pages))
 	for i, c := range contents {
 		laid[i] = layoutPage(c, i+1, body)
 	}
-	doc.Blocks = dropRunning(laid)
+	doc := &Document{Format: "pdf", Title: pdfTitle(r), Blocks: dropRunning(laid)}
 	switch {
 	case len(doc.Blocks) > 0:
 		return doc, nil
-	case broken > 0:
-		return nil, invalid("PDF", "the content of its pages cannot be parsed")
+	case broken != nil:
+		return nil, invalid("PDF", broken.Error())
 	case images:
 		return nil, &Error{Code: "no_text", Reason: "the PDF has pictures of its pages but no text (a scan?): run OCR on it first (most scanner programs and PDF editors can) and upload the result"}
 	}
 	return nil, errNoText()
+}
+
+// readPages reads each page's content; a page that cannot be read is
+// left empty and the first such error returned.
+func readPages(pages []pdf.Value) (contents []pageContent, images bool, broken error) {
+	contents = make([]pageContent, len(pages))
+	for i, p := range pages {
+		c, err := pageGlyphs(p)
+		if err != nil {
+			if broken == nil {
+				broken = fmt.Errorf("page %d: %w", i+1, err)
+			}
+			continue
+		}
+		images = images || c.image
+		contents[i] = c
+	}
+	return contents, images, broken
 }
 
 // openPDF opens the PDF; the library reports malformed input by panicking,
@@ -149,7 +156,10 @@ func pageGlyphs(p pdf.Value) (c pageContent, err error) {
 			c, err = pageContent{}, fmt.Errorf("%v", v)
 		}
 	}()
-	all, image := pageText(p)
+	all, image, err := pageText(p)
+	if err != nil {
+		return pageContent{}, err
+	}
 	c = pageContent{image: image, bottom: 0, top: 792}
 	if box := inherited(p, "MediaBox"); box.Len() == 4 && box.Index(3).Float64()-box.Index(1).Float64() > 50 {
 		c.bottom, c.top = box.Index(1).Float64(), box.Index(3).Float64()

@@ -1,6 +1,8 @@
 package docread
 
 import (
+	"bytes"
+	"compress/zlib"
 	"fmt"
 	"slices"
 	"strings"
@@ -202,4 +204,23 @@ func TestReadPDFXrefCycle(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Read did not return")
 	}
+}
+
+// TestReadPDFContentBomb: a page whose content stream unpacks to more
+// than 32 MB (a few kilobytes packed) is refused, not unpacked and
+// interpreted to the end.
+func TestReadPDFContentBomb(t *testing.T) {
+	var packed bytes.Buffer
+	zw := zlib.NewWriter(&packed)
+	zw.Write([]byte("BT /F1 12 Tf 72 700 Td (Hello) Tj ET\n"))
+	zw.Write(bytes.Repeat([]byte(" "), 40<<20))
+	zw.Close()
+	data := minimalPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", packed.Len(), packed.String()),
+	)
+	_, err := Read("bomb.pdf", data)
+	wantError(t, err, "invalid_file", "page 1: a page's content unpacks to more than 32 MB")
 }
