@@ -24,23 +24,27 @@ type para struct {
 // each other are one paragraph (a paragraph goes on in the next column
 // when it ended mid-sentence), a line larger than the body text or bold
 // is a heading, a line of several cells a table row.
-func linesToBlocks(lines []line, body float64) []Block {
-	var blocks []Block
+func linesToBlocks(lines []line, body float64, inMargin func(frag) bool) []pageBlock {
+	var blocks []pageBlock
 	var cur *para
 	flush := func() {
 		if cur != nil {
-			blocks = appendBlock(blocks, cur.kind, cur.level, cur.text)
+			blocks = appendBlock(blocks, cur.kind, cur.level, cur.text, false)
 		}
 		cur = nil
 	}
 	for _, l := range lines {
-		if len(l.frags) > 1 {
+		margin := inMargin(l.frags[0])
+		if len(l.frags) > 1 || margin {
 			flush()
-			cells := make([]string, len(l.frags))
+			kind, cells := TableRow, make([]string, len(l.frags))
 			for i, f := range l.frags {
 				cells[i] = f.text
 			}
-			blocks = appendBlock(blocks, TableRow, 0, tableRow(cells))
+			if len(cells) == 1 {
+				kind = Paragraph
+			}
+			blocks = appendBlock(blocks, kind, 0, tableRow(cells), margin)
 			continue
 		}
 		f := l.frags[0]
@@ -61,12 +65,12 @@ func linesToBlocks(lines []line, body float64) []Block {
 	return blocks
 }
 
-func appendBlock(blocks []Block, kind Kind, level int, text string) []Block {
+func appendBlock(blocks []pageBlock, kind Kind, level int, text string, margin bool) []pageBlock {
 	text = collapse(text)
 	if text == "" {
 		return blocks
 	}
-	return append(blocks, Block{Kind: kind, Level: level, Text: text})
+	return append(blocks, pageBlock{Block{Kind: kind, Level: level, Text: text}, margin})
 }
 
 // classifyLine tells a line's kind from its size against the body text's,
