@@ -7,13 +7,18 @@ import (
 
 // fusion merges keyword and vector results into one score in [0, 1].
 //
-// Two ways were measured on the labelled set of fusion_test.go (English
-// and German passages, queries that share words with their answer and
-// queries that only paraphrase it, vectors from a small synonym-aware
-// embedding): convex fusion of the two scores, α·cosine + (1−α)·keyword,
-// and reciprocal rank fusion (k = 60, scaled so that first in both lists
-// is 1). The numbers are in the package's documentation of the choice,
-// TestFusionChoice, which fails if the chosen one stops being the best.
+// Two ways were measured on the labelled set of fusion_test.go (28
+// English and German handbook passages, 25 queries: half share words or
+// codes with their answer, half only paraphrase it or ask in the other
+// language; vectors from a toy multilingual embedder with noise), by MRR:
+//
+//	keywords alone 0.667, vector alone 0.848
+//	convex α·cosine + (1−α)·keyword: α 0.3 0.980, 0.4 0.980, 0.5–0.7 1.000
+//	reciprocal rank fusion (k 10 or 60, scaled to [0, 1]): 0.953
+//
+// Convex fusion wins, and its score keeps a meaning a threshold can use
+// (RRF's depends only on ranks). α = 0.5 is the middle of the plateau.
+// TestFusionChoice fails if the default stops being the best tried.
 type fusion struct {
 	rrf   bool
 	alpha float64 // convex: the weight of the vector's cosine
