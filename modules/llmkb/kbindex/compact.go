@@ -7,8 +7,8 @@ func (s *shard) compact() {
 	if s.live == 0 {
 		files := s.files
 		s.files, s.fileNum, s.terms, s.compounds = nil, map[string]uint32{}, map[string]*posting{}, map[string]struct{}{}
-		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale = nil, nil, nil, nil, nil
-		s.dead, s.sumLen, s.postings, s.dims = 0, 0, 0, 0
+		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale, s.signs = nil, nil, nil, nil, nil, nil
+		s.dead, s.sumLen, s.postings, s.dims, s.sw = 0, 0, 0, 0, 0
 		for _, f := range files {
 			if f.id != "" && f.attrs != nil {
 				s.fileNum[f.id] = uint32(len(s.files))
@@ -32,6 +32,7 @@ func (s *shard) compact() {
 		if s.dims > 0 {
 			copy(s.vecs[int(n)*s.dims:int(n+1)*s.dims], s.vecs[d*s.dims:(d+1)*s.dims])
 			s.scale[n] = s.scale[d]
+			copy(s.signs[int(n)*s.sw:int(n+1)*s.sw], s.signs[d*s.sw:(d+1)*s.sw])
 		}
 		n++
 	}
@@ -41,6 +42,7 @@ func (s *shard) compact() {
 	if s.dims > 0 {
 		s.vecs = shrink(s.vecs[:int(n)*s.dims])
 		s.scale = shrink(s.scale[:n])
+		s.signs = shrink(s.signs[:int(n)*s.sw])
 	}
 	s.dead = 0
 	s.compactPostings(newDoc)

@@ -23,6 +23,9 @@ type Index struct {
 	stores map[string]*shard
 	accs   sync.Pool // *accumulator, reused by keyword searches
 	fusion fusion
+	// prefilterFrom is the number of vectors of a store from which its
+	// scan first ranks by the signs' Hamming distance (see vector.go).
+	prefilterFrom int
 }
 
 // Entry is one chunk to index.
@@ -42,7 +45,7 @@ type Stats struct {
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{stores: map[string]*shard{}, fusion: defaultFusion}
+	return &Index{stores: map[string]*shard{}, fusion: defaultFusion, prefilterFrom: defaultPrefilterFrom}
 }
 
 // deadFile marks a removed chunk until the store's postings are compacted.
@@ -73,6 +76,8 @@ type shard struct {
 	dims  int       // of the store's vectors, 0 before the first
 	vecs  []int8    // dims a chunk, by chunk number
 	scale []float32 // by chunk number: the dequantisation factor, 0 without a vector
+	sw    int       // words of signs a chunk: dims/64 rounded up
+	signs []uint64  // the signs of each vector's components, for the prefilter
 }
 
 type fileInfo struct {
@@ -229,23 +234,26 @@ func (s *shard) add(ps []prepared) {
 }
 
 func (s *shard) addVector(v []int8, scale float32) {
-	if s.dims == 0 && len(v) > 0 {
-		s.dims = len(v)
-		s.vecs = make([]int8, len(s.docFile)*s.dims, max(len(s.docFile), 1024)*s.dims)
-		s.scale = make([]float32, len(s.docFile))
-		s.vecs = s.vecs[:len(s.vecs)-s.dims] // the chunk being added is appended below
-		s.scale = s.scale[:len(s.scale)-1]
-	}
 	if s.dims == 0 {
-		return
+		if len(v) == 0 {
+			return
+		}
+		s.dims, s.sw = len(v), (len(v)+63)/64
+		prior := len(s.docFile) - 1 // chunks added before, without vectors
+		room := max(prior+1, 1024)
+		s.vecs = make([]int8, prior*s.dims, room*s.dims)
+		s.signs = make([]uint64, prior*s.sw, room*s.sw)
+		s.scale = make([]float32, prior, room)
 	}
 	if len(v) != s.dims {
 		v, scale = nil, 0
 	}
 	if v == nil {
 		s.vecs = append(s.vecs, make([]int8, s.dims)...)
+		s.signs = append(s.signs, make([]uint64, s.sw)...)
 	} else {
 		s.vecs = append(s.vecs, v...)
+		s.signs = appendSigns(s.signs, v)
 	}
 	s.scale = append(s.scale, scale)
 }
@@ -329,7 +337,7 @@ func (ix *Index) Stats() Stats {
 // maps by entry at Go's usual overheads.
 func (s *shard) bytes() int64 {
 	n := int64(cap(s.docFile))*4 + int64(cap(s.docSeq))*4 + int64(cap(s.docLen))*2
-	n += int64(cap(s.vecs)) + int64(cap(s.scale))*4
+	n += int64(cap(s.vecs)) + int64(cap(s.scale))*4 + int64(cap(s.signs))*8
 	n += int64(cap(s.files))*40 + int64(len(s.fileNum))*48
 	for t, p := range s.terms {
 		n += int64(len(t)) + 16 + 8 + 16 // key, string header, pointer, map slot

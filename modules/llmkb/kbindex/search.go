@@ -90,7 +90,7 @@ func (ix *Index) Search(q Query) []Hit {
 		vq, vscale = quantise(q.Vector)
 		for i := range ss {
 			if x := &ss[i]; x.s.dims == len(vq) && vscale != 0 {
-				x.vec = x.s.scanVectors(vq, vscale, depth, x.pass)
+				x.vec = x.s.scanVectors(vq, vscale, depth, x.pass, ix.prefilterFrom)
 			}
 		}
 	}
