@@ -72,7 +72,7 @@ func detect(ws []string, query bool) lang {
 		}
 	}
 	switch {
-	case de > en:
+	case de > en && (query || de >= 2): // one "bin" in code is no German text
 		return langDE
 	case en > de:
 		return langEN
