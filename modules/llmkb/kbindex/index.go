@@ -129,6 +129,10 @@ type termTF struct {
 	tf   uint16
 }
 
+// addBatch is the most chunks added under one hold of a store's lock, so
+// that searches of the store wait little behind a large file.
+const addBatch = 512
+
 // Add indexes entries of one or more files. A file's old entries must be
 // removed first (RemoveFile). A vector whose length differs from the
 // store's first one is left out (the chunk is found by keywords alone).
@@ -136,7 +140,7 @@ func (ix *Index) Add(entries []Entry) {
 	prep := prepare(entries)
 	for i := 0; i < len(prep); {
 		j := i
-		for j < len(prep) && prep[j].ref.Store == prep[i].ref.Store {
+		for j < len(prep) && j-i < addBatch && prep[j].ref.Store == prep[i].ref.Store {
 			j++
 		}
 		ix.shard(prep[i].ref.Store, true).add(prep[i:j])
