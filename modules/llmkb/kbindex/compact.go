@@ -68,20 +68,20 @@ func (s *shard) compactFiles() []uint32 {
 func (s *shard) compactPostings(newDoc []uint32) {
 	s.postings = 0
 	for t, p := range s.terms {
-		k := 0
-		for i, d := range p.docs {
-			if nd := newDoc[d]; nd != deadFile {
-				p.docs[k], p.tfs[k] = nd, p.tfs[i]
-				k++
+		var q posting
+		for it := p.iter(); it.next(); {
+			if nd := newDoc[it.doc]; nd != deadFile {
+				q.add(nd, uint16(it.tf))
 			}
 		}
-		if k == 0 {
+		if q.n == 0 {
 			delete(s.terms, t)
 			delete(s.compounds, t)
 			continue
 		}
-		p.docs, p.tfs = shrink(p.docs[:k]), shrink(p.tfs[:k])
-		s.postings += int64(k)
+		q.buf = shrink(q.buf)
+		*p = q
+		s.postings += int64(q.n)
 	}
 }
 

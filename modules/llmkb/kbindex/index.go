@@ -86,12 +86,6 @@ type fileInfo struct {
 	chunks int32
 }
 
-// posting lists the chunks a term occurs in and how often.
-type posting struct {
-	docs []uint32
-	tfs  []uint16
-}
-
 func newShard(id string) *shard {
 	return &shard{id: id, fileNum: map[string]uint32{}, terms: map[string]*posting{}, compounds: map[string]struct{}{}}
 }
@@ -229,8 +223,7 @@ func (s *shard) add(ps []prepared) {
 			if p.german && len(t.term) >= minCompound {
 				s.compounds[t.term] = struct{}{}
 			}
-			pt.docs = append(pt.docs, doc)
-			pt.tfs = append(pt.tfs, t.tf)
+			pt.add(doc, t.tf)
 		}
 		s.postings += int64(len(p.terms))
 		s.addVector(p.vec, p.scale)
@@ -345,7 +338,7 @@ func (s *shard) bytes() int64 {
 	n += int64(cap(s.files))*40 + int64(len(s.fileNum))*48
 	for t, p := range s.terms {
 		n += int64(len(t)) + 16 + 8 + 16 // key, string header, pointer, map slot
-		n += 48 + int64(cap(p.docs))*4 + int64(cap(p.tfs))*2
+		n += 40 + int64(cap(p.buf))
 	}
 	for _, f := range s.files {
 		n += int64(len(f.id)) + int64(len(f.attrs))*64

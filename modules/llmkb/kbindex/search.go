@@ -199,7 +199,7 @@ func (ix *Index) queryTerms(ss []searched, text string) (terms []qterm, norm, av
 		k := 0
 		for _, x := range ss {
 			if p := x.s.terms[t]; p != nil {
-				k += len(p.docs)
+				k += int(p.n)
 			}
 		}
 		return min(k, n)
@@ -273,12 +273,13 @@ func (s *shard) bm25(terms []qterm, avgLen float64, pass []bool, acc *accumulato
 		k1 := float32(bm25K1)
 		a := float32(bm25K1 * (1 - bm25B))
 		b := float32(bm25K1 * bm25B / avgLen)
-		for i, d := range p.docs {
+		for it := p.iter(); it.next(); {
+			d := it.doc
 			f := s.docFile[d]
 			if f == deadFile || pass != nil && !pass[f] {
 				continue
 			}
-			tf := float32(p.tfs[i])
+			tf := float32(it.tf)
 			sc := w * tf * (k1 + 1) / (tf + a + b*float32(s.docLen[d]))
 			if acc.score[d] == 0 {
 				acc.touched = append(acc.touched, d)
