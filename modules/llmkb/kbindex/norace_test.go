@@ -3,6 +3,7 @@
 package kbindex
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -47,4 +48,39 @@ func TestPrefilterRecall(t *testing.T) {
 			t.Errorf("%s: recall@10 %.3f, want %.2f or more", mode.name, recall, mode.want)
 		}
 	}
+}
+
+// TestVectorCacheKeepsRepeatedQueries: queries asked again and again stay
+// while a stream of one-off queries passes through a cache too small
+// for all of them (TinyLFU's admission). Not under -race, where the
+// sync.Pool that ristretto counts accesses in drops items on purpose.
+func TestVectorCacheKeepsRepeatedQueries(t *testing.T) {
+	c := NewVectorCache(1 << 20) // about 600 vectors of 384 floats
+	defer c.Close()
+	v := make([]float32, 384)
+	hot := func(i int) string { return fmt.Sprintf("what is the travel policy %d", i) }
+	for round := 0; round < 20; round++ {
+		for i := 0; i < 100; i++ {
+			if _, ok := c.Get("m", hot(i)); !ok {
+				c.Put("m", hot(i), v)
+			}
+		}
+		c.wait()
+	}
+	for i := 0; i < 20000; i++ {
+		key := fmt.Sprintf("one-off question %d", i)
+		c.Get("m", key)
+		c.Put("m", key, v)
+	}
+	c.wait()
+	kept := 0
+	for i := 0; i < 100; i++ {
+		if _, ok := c.Get("m", hot(i)); ok {
+			kept++
+		}
+	}
+	if kept < 80 {
+		t.Errorf("%d of 100 repeated queries kept after 20000 one-offs, want 80 or more", kept)
+	}
+	t.Logf("%d of 100 repeated queries kept after 20000 one-offs", kept)
 }
