@@ -7,7 +7,7 @@ func (s *shard) compact() {
 	if s.live == 0 {
 		files := s.files
 		s.files, s.fileNum, s.terms, s.compounds = nil, map[string]uint32{}, map[string]*posting{}, map[string]struct{}{}
-		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale, s.signs = nil, nil, nil, nil, nil, nil
+		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale, s.signs, s.mean = nil, nil, nil, nil, nil, nil, nil
 		s.dead, s.sumLen, s.postings, s.dims, s.sw = 0, 0, 0, 0, 0
 		for _, f := range files {
 			if f.id != "" && f.attrs != nil {

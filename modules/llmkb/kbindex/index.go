@@ -76,6 +76,7 @@ type shard struct {
 	dims  int       // of the store's vectors, 0 before the first
 	vecs  []int8    // dims a chunk, by chunk number
 	scale []float32 // by chunk number: the dequantisation factor, 0 without a vector
+	mean  []float32 // the direction the vectors are kept as differences from
 	sw    int       // words of signs a chunk: dims/64 rounded up
 	signs []uint64  // the signs of each vector's components, for the prefilter
 }
@@ -113,8 +114,7 @@ type prepared struct {
 	terms  []termTF
 	length int
 	german bool
-	vec    []int8
-	scale  float32
+	vec    []float32 // normalised
 	attrs  map[string]any
 }
 
@@ -192,7 +192,7 @@ func (st *stemmer) prepare(e Entry, counts map[string]int, buf *[]string) prepar
 		p.terms[i].tf = uint16(min(counts[p.terms[i].term], 0xffff))
 	}
 	if len(e.Vector) > 0 {
-		p.vec, p.scale = quantise(e.Vector)
+		p.vec = normalise(e.Vector)
 	}
 	return p
 }
@@ -201,6 +201,9 @@ func (st *stemmer) prepare(e Entry, counts map[string]int, buf *[]string) prepar
 func (s *shard) add(ps []prepared) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dims == 0 {
+		s.initVectors(ps)
+	}
 	for i := range ps {
 		p := &ps[i]
 		f := s.file(p.ref.File)
@@ -226,32 +229,54 @@ func (s *shard) add(ps []prepared) {
 			pt.add(doc, t.tf)
 		}
 		s.postings += int64(len(p.terms))
-		s.addVector(p.vec, p.scale)
+		s.addVector(p.vec)
 	}
 }
 
-func (s *shard) addVector(v []int8, scale float32) {
-	if s.dims == 0 {
-		if len(v) == 0 {
-			return
+// initVectors readies the shard for vectors of the first batch that has
+// some: their length, their mean, room, zeros for the chunks before.
+func (s *shard) initVectors(ps []prepared) {
+	n := 0
+	for _, p := range ps {
+		if p.vec == nil {
+			continue
 		}
-		s.dims, s.sw = len(v), (len(v)+63)/64
-		prior := len(s.docFile) - 1 // chunks added before, without vectors
-		room := max(prior+1, 1024)
-		s.vecs = make([]int8, prior*s.dims, room*s.dims)
-		s.signs = make([]uint64, prior*s.sw, room*s.sw)
-		s.scale = make([]float32, prior, room)
+		if s.dims == 0 {
+			s.dims, s.sw = len(p.vec), (len(p.vec)+63)/64
+			s.mean = make([]float32, s.dims)
+		}
+		if len(p.vec) == s.dims {
+			n++
+			for i, x := range p.vec {
+				s.mean[i] += x
+			}
+		}
+	}
+	if s.dims == 0 {
+		return
+	}
+	for i := range s.mean {
+		s.mean[i] /= float32(n)
+	}
+	prior, room := len(s.docFile), max(len(s.docFile)+len(ps), 1024)
+	s.vecs = make([]int8, prior*s.dims, room*s.dims)
+	s.signs = make([]uint64, prior*s.sw, room*s.sw)
+	s.scale = make([]float32, prior, room)
+}
+
+func (s *shard) addVector(v []float32) {
+	if s.dims == 0 {
+		return
 	}
 	if len(v) != s.dims {
-		v, scale = nil, 0
-	}
-	if v == nil {
 		s.vecs = append(s.vecs, make([]int8, s.dims)...)
 		s.signs = append(s.signs, make([]uint64, s.sw)...)
-	} else {
-		s.vecs = append(s.vecs, v...)
-		s.signs = appendSigns(s.signs, v)
+		s.scale = append(s.scale, 0)
+		return
 	}
+	q, scale := quantiseDiff(v, s.mean)
+	s.vecs = append(s.vecs, q...)
+	s.signs = appendSigns(s.signs, q)
 	s.scale = append(s.scale, scale)
 }
 

@@ -48,6 +48,7 @@ type searched struct {
 	acc  *accumulator // keyword scores, nil without keywords
 	kw   []cand       // best by keywords
 	vec  []cand       // best by vector
+	mu   float32      // the query vector's offset for the shard
 }
 
 // Search finds the chunks of the stores in q.Stores (and of no other
@@ -85,16 +86,14 @@ func (ix *Index) Search(q Query) []Hit {
 		depth = max(limit*20, 400)
 	}
 	kwNorm := ix.keywords(ss, q.Text, depth)
-	vq, vscale := []int8(nil), float32(0)
-	if len(q.Vector) > 0 {
-		vq, vscale = quantise(q.Vector)
-		for i := range ss {
-			if x := &ss[i]; x.s.dims == len(vq) && vscale != 0 {
-				x.vec = x.s.scanVectors(vq, vscale, depth, x.pass, ix.prefilterFrom)
-			}
+	vq := newVQuery(q.Vector)
+	for i := range ss {
+		if x := &ss[i]; vq != nil && x.s.dims == len(vq.q) {
+			x.mu = vq.offset(x.s)
+			x.vec = x.s.scanVectors(vq, x.mu, depth, x.pass, ix.prefilterFrom)
 		}
 	}
-	return finish(ss, ix.fuse(ss, kwNorm, vq, vscale), q, limit)
+	return finish(ss, ix.fuse(ss, kwNorm, vq), q, limit)
 }
 
 // lockStores read-locks the shards of the stores named, each once, in
@@ -298,7 +297,7 @@ type found struct {
 
 // fuse merges the keyword and vector candidates of every shard into one
 // scored list.
-func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) []found {
+func (ix *Index) fuse(ss []searched, kwNorm float64, vq *vquery) []found {
 	var kwList, vecList []found
 	for i, x := range ss {
 		for _, c := range x.kw {
@@ -309,7 +308,7 @@ func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) 
 		}
 	}
 	switch {
-	case len(vq) == 0 || vscale == 0:
+	case vq == nil:
 		return kwList
 	case kwNorm == 0:
 		return vecList
@@ -325,10 +324,10 @@ func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) 
 	}
 	vecOf := func(f found) float64 {
 		x := ss[f.shard]
-		if x.s.dims != len(vq) {
+		if x.s.dims != len(vq.q) {
 			return 0
 		}
-		return math.Max(0, x.s.cosine(f.doc, vq, vscale))
+		return math.Max(0, x.s.cosine(f.doc, vq, x.mu))
 	}
 	return ix.fusion.fuse(kwList, vecList, kwOf, vecOf)
 }
