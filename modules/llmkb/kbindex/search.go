@@ -213,10 +213,10 @@ func (ix *Index) queryTerms(ss []searched, text string) (terms []qterm, norm, av
 			}
 		}
 		norm += best
-		if len(w.terms) == 0 {
+		if !w.german {
 			continue
 		}
-		de := w.terms[len(w.terms)-1] // the German stem when it may be German
+		de := w.terms[len(w.terms)-1]
 		var more []string
 		if df(de) < n/100+2 {
 			more = st.splitCompound(w.word, func(t string) bool { return df(t) > 0 })
