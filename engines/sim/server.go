@@ -41,7 +41,10 @@ type ServerConfig struct {
 	TokensPerSecond float64
 	MaxTokens       int
 	EmbeddingDims   int
-	FailStatus      int
+	// EmbeddingDelay is how long each /v1/embeddings call takes before
+	// it answers (a call given up by its client ends at once).
+	EmbeddingDelay time.Duration
+	FailStatus     int
 	// Echo answers with the last message's text (the prompt for
 	// completions) cut into 3-byte pieces, one per token.
 	Echo bool
@@ -108,6 +111,7 @@ func parseFlags(args []string) (ServerConfig, string, error) {
 	fs.Float64Var(&cfg.TokensPerSecond, "tokens-per-second", 0, "token rate; 0 = unthrottled")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 16, "answer length when the request sets none")
 	fs.IntVar(&cfg.EmbeddingDims, "embedding-dims", 64, "embedding dimensions")
+	fs.DurationVar(&cfg.EmbeddingDelay, "embedding-delay", 0, "time each embeddings call takes")
 	fs.IntVar(&cfg.FailStatus, "fail-status", 0, "answer every generation request with this status")
 	fs.BoolVar(&cfg.Echo, "echo", false, "answer with the last message's text")
 	fs.BoolVar(&cfg.Reasoning, "reasoning", false, "start every chat answer with reasoning_content")
@@ -221,7 +225,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/v1/embeddings":
-		err = s.embeddings(w, &req)
+		err = s.embeddings(r.Context(), w, &req)
 	case "/v1/completions":
 		err = s.answer(w, r.Context(), &req, false)
 	default:
@@ -236,11 +240,20 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	s.completed.Add(1)
 }
 
-func (s *Server) embeddings(w http.ResponseWriter, req *request) error {
+func (s *Server) embeddings(ctx context.Context, w http.ResponseWriter, req *request) error {
 	inputs, err := req.inputs()
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return err
+	}
+	if d := s.cfg.EmbeddingDelay; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 	dims := s.cfg.EmbeddingDims
 	if req.Dimensions > 0 {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func call(t *testing.T, s *Server, path, body string) (int, map[string]any) {
@@ -140,5 +142,40 @@ func TestWeightsReported(t *testing.T) {
 	}
 	if got := head(filepath.Join(dir, "gone")); got != "unreadable" {
 		t.Errorf("a missing path: got %q", got)
+	}
+}
+
+// TestEmbeddingDelay sets embedding_delay as the engine passes it (a
+// replica flag): each embeddings call takes at least that long, and one
+// its client gives up ends then, not after the delay.
+func TestEmbeddingDelay(t *testing.T) {
+	cfg, _, err := parseFlags([]string{"--embedding-delay=300ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(cfg)
+	start := time.Now()
+	if code, out := call(t, s, "/v1/embeddings", `{"model":"e","input":["a","b"]}`); code != 200 || len(out["data"].([]any)) != 2 {
+		t.Fatalf("got %d %v", code, out)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("an embeddings call took %v, want at least the delay of 300ms", took)
+	}
+	if _, out := call(t, s, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`); out["choices"] == nil {
+		t.Errorf("chat with an embedding delay: %v", out)
+	}
+	slow := NewServer(ServerConfig{EmbeddingDelay: time.Hour})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/embeddings", strings.NewReader(`{"model":"e","input":"a"}`))
+		slow.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an embeddings call given up by its client still waits out the delay")
 	}
 }

@@ -67,6 +67,7 @@ var options = []struct {
 	{engine.Option{Name: "tokens_per_second", Type: engine.TypeNumber, Description: "token rate; 0 (the default) is as fast as possible"}, "tokens-per-second"},
 	{engine.Option{Name: "max_tokens", Type: engine.TypeInteger, Description: "answer length when the request sets none; default 16"}, "max-tokens"},
 	{engine.Option{Name: "embedding_dims", Type: engine.TypeInteger, Description: "embedding dimensions; default 64"}, "embedding-dims"},
+	{engine.Option{Name: "embedding_delay", Type: engine.TypeDuration, Description: "time each /v1/embeddings call takes, whatever its inputs; default 0"}, "embedding-delay"},
 	{engine.Option{Name: "fail_status", Type: engine.TypeInteger, Description: "answer every generation with this HTTP status"}, "fail-status"},
 	{engine.Option{Name: "echo", Type: engine.TypeBool, Description: "answer with the last message's text, in 3-byte pieces"}, "echo"},
 	{engine.Option{Name: "prefix_cache_tokens", Type: engine.TypeInteger, Description: "simulate an engine's prefix cache of this many tokens: usage reports cached_tokens (a simulator, not inference)"}, "prefix-cache-tokens"},

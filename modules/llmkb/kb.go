@@ -35,8 +35,8 @@ type KB struct {
 	// (/v1/embeddings). Default: none, keyword search alone.
 	Embedder string `json:"embedder,omitempty"`
 	// Postgres is a PostgreSQL connection string: every node of a cluster
-	// reads and writes the same knowledge bases there. Default: an
-	// embedded store in the data directory.
+	// reads and writes the same knowledge bases there, the files' bytes
+	// included. Default: an embedded store in the data directory.
 	Postgres string `json:"postgres,omitempty"`
 	// MaxFileSize bounds one uploaded file, in bytes. Default: 512 MiB.
 	MaxFileSize int64 `json:"max_file_size,omitempty"`

@@ -13,29 +13,25 @@ import (
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore/pgstore"
 )
 
-// openStore opens the embedded store in the data directory (PostgreSQL
-// at dsn when given); the files' bytes go to the data directory.
+// openStore opens the embedded store in the data directory, with the
+// files' bytes beside it; with a dsn, PostgreSQL keeps both, so that
+// every node of a cluster reads a file uploaded through any other.
 func openStore(ctx context.Context, dsn string) (kbstore.Store, kbstore.Blobs, error) {
+	if dsn != "" {
+		st, err := pgstore.Open(ctx, dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st, nil
+	}
 	dir := filepath.Join(caddy.AppDataDir(), "llm", "kb")
 	blobs, err := dirblobs.Open(filepath.Join(dir, "files"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the knowledge bases' files in %s: %w", dir, err)
 	}
-	if dsn != "" {
-		return openPostgres(ctx, dsn, blobs)
-	}
 	st, err := boltstore.Open(filepath.Join(dir, "kb.db"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the knowledge bases' store in %s: %w", dir, err)
-	}
-	return st, blobs, nil
-}
-
-// openPostgres opens the store shared by a cluster.
-func openPostgres(ctx context.Context, dsn string, blobs kbstore.Blobs) (kbstore.Store, kbstore.Blobs, error) {
-	st, err := pgstore.Open(ctx, dsn)
-	if err != nil {
-		return nil, nil, err
 	}
 	return st, blobs, nil
 }

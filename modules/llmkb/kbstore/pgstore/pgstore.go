@@ -4,8 +4,11 @@
 // Open creates the tables it needs when absent (llmgw_kb_schema holds
 // the versions of the migrations applied, in order, under an advisory
 // lock so that nodes starting together apply each once):
-// llmgw_kb_records (kind, id, body jsonb) and llmgw_kb_chunks (store,
-// file, seq, text, tokens, vector bytea of little-endian float32s).
+// llmgw_kb_records (kind, id, body jsonb), llmgw_kb_chunks (store,
+// file, seq, text, tokens, vector bytea of little-endian float32s) and
+// llmgw_kb_blobs (id, part, data bytea): the files' original bytes, in
+// parts of at most 1 MiB, so that every node reads a file uploaded
+// through any other (the Store is also a kbstore.Blobs).
 //
 // Every write that changes records or chunks also sends, in its own
 // transaction, a notification on the channel llmgw_kb: a small JSON
@@ -58,6 +61,12 @@ var migrations = []string{
 		tokens integer NOT NULL,
 		vector bytea,
 		PRIMARY KEY (store, file, seq)
+	)`,
+	`CREATE TABLE llmgw_kb_blobs (
+		id text COLLATE "C" NOT NULL,
+		part integer NOT NULL,
+		data bytea NOT NULL,
+		PRIMARY KEY (id, part)
 	)`,
 }
 
