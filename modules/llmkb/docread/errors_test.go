@@ -59,6 +59,7 @@ func TestReadErrors(t *testing.T) {
 		{"empty.html", []byte("<html><head><title>x</title><script>a()</script></head><body><nav>Home</nav></body></html>"), "no_text", "the file has no text"},
 		{"logo.png", png, "unsupported_file", "the file is a PNG image; knowledge bases read PDF, DOCX, HTML, Markdown and plain text"},
 		{"photo.txt", png, "unsupported_file", "is a PNG image"},
+		{"logo.svg", []byte(`<?xml version="1.0"?>` + "\n" + `<svg xmlns="http://www.w3.org/2000/svg"><text>Acme</text></svg>`), "unsupported_file", "the file is an SVG image; knowledge bases read"},
 		{"budget.xlsx", zipOf(t, "[Content_Types].xml", "xl/workbook.xml"), "unsupported_file", "the file is an Excel spreadsheet (XLSX)"},
 		{"deck.pptx", zipOf(t, "[Content_Types].xml", "ppt/presentation.xml"), "unsupported_file", "a PowerPoint presentation (PPTX): save it as PDF first"},
 		{"docs.zip", zipOf(t, "a.txt", "b.pdf"), "unsupported_file", "a ZIP archive: unpack it and upload the documents in it one by one"},

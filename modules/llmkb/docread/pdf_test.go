@@ -224,3 +224,21 @@ func TestReadPDFContentBomb(t *testing.T) {
 	_, err := Read("bomb.pdf", data)
 	wantError(t, err, "invalid_file", "page 1: a page's content unpacks to more than 32 MB")
 }
+
+// TestReadPDFLists: a list whose bullets Chromium draws as shapes has no
+// marker in the text; its items are still apart, because each ends a
+// sentence where the next item's first word would have fitted. A numbered
+// list's items are list items.
+func TestReadPDFLists(t *testing.T) {
+	doc := readFixture(t, "lists.pdf")
+	hasInOrder(t, doc.Blocks, []Block{
+		h(2, "Checklist"),
+		p("Before you leave the office:"),
+		p("Lock your screen and take your badge with you."),
+		p("Switch off the monitor. This long item wraps onto a second line because it goes on and on about what to switch off and why it matters."),
+		p("Close the windows."),
+		li("First numbered step."),
+		li("Second numbered step."),
+		p("Thank you."),
+	})
+}

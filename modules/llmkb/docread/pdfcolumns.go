@@ -161,8 +161,12 @@ func readingOrder(frags []frag, gutters []gutter) []line {
 	var spanning []frag
 	zones := columnZones(frags, gutters)
 	emit := func(group []frag) {
+		right := math.Inf(-1)
+		for _, f := range group {
+			right = math.Max(right, f.x1)
+		}
 		for i, b := range bandsOf(group) {
-			lines = append(lines, line{frags: b, newColumn: i == 0 && len(gutters) > 0})
+			lines = append(lines, line{frags: b, newColumn: i == 0 && len(gutters) > 0, right: right})
 		}
 	}
 	flushColumns := func() {

@@ -23,7 +23,8 @@ func (f frag) bottom() float64 { return f.y - 0.2*f.size }
 // of one band within one column, left to right.
 type line struct {
 	frags     []frag
-	newColumn bool // the first line of a column or of a section
+	newColumn bool    // the first line of a column or of a section
+	right     float64 // where the lines of its column end at the most
 }
 
 // layoutPage turns a page's glyphs into blocks in reading order: lines

@@ -3,7 +3,7 @@
 # Chromium, and encrypts one with qpdf. Run from this directory.
 set -e
 out=../..
-for f in report newsletter pricetable scan datasheet; do
+for f in report newsletter pricetable scan datasheet lists; do
 	chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer \
 		--print-to-pdf="$out/$f.pdf" "file://$PWD/$f.html" 2>/dev/null
 done
