@@ -134,6 +134,21 @@ func TestKnowledgeBases(t *testing.T) {
 	t.Run("search", func(t *testing.T) { kbCheckSearch(t, c, vs.ID, security.ID) })
 	t.Run("responses", func(t *testing.T) { kbCheckResponses(t, c, vs.ID) })
 	t.Run("chat", func(t *testing.T) { kbCheckChat(t, g, vs.ID) })
+	t.Run("metrics and log", func(t *testing.T) {
+		fams := scrape(t, g)
+		if v, _ := value(fams, "llmgw_kb_chunks", nil); v < 4 {
+			t.Errorf("llmgw_kb_chunks %v, want the store's chunks", v)
+		}
+		if v, _ := value(fams, "llmgw_kb_ingested_files_total", map[string]string{"status": "failed"}); v != 1 {
+			t.Errorf("llmgw_kb_ingested_files_total{status=failed} %v, want 1 (the picture)", v)
+		}
+		if fam, ok := fams["llmgw_kb_search_seconds"]; !ok || fam.GetMetric()[0].GetHistogram().GetSampleCount() == 0 {
+			t.Errorf("no search counted in llmgw_kb_search_seconds")
+		}
+		waitFor(t, 5*time.Second, "the access log to name the store searched", func() bool {
+			return strings.Contains(g.logs.String(), `"llm_kb":"`+vs.ID+`"`)
+		})
+	})
 
 	// Deleting a file takes its passages out of every store.
 	if _, err := c.Files.Delete(bg, travel.ID); err != nil {
