@@ -105,7 +105,7 @@ func (k *KB) Provision(ctx caddy.Context) error {
 		k.poolKey = "kb:" + filepath.Join(caddy.AppDataDir(), "llm", "kb")
 	}
 	v, _, err := pool.LoadOrNew(k.poolKey, func() (caddy.Destructor, error) {
-		return openService(k.Postgres, k.IndexMemory, k.logger)
+		return openService(k.Postgres, k.IndexMemory, k.app.MirrorStores(), k.logger)
 	})
 	if err != nil {
 		return fmt.Errorf("llm_kb: %w", err)
