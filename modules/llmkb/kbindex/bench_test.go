@@ -98,8 +98,14 @@ func (c *corpus) entries(store string, from, n int, vectors bool) []Entry {
 	return es
 }
 
-// build indexes n chunks in batches and reports the heap it holds.
+// build indexes n chunks in batches and logs the heap it holds.
 func build(b *testing.B, n int, vectors bool) *Index {
+	ix, _ := buildMeasured(b, n, vectors)
+	return ix
+}
+
+// buildMeasured indexes n chunks and returns the heap held a chunk.
+func buildMeasured(b *testing.B, n int, vectors bool) (*Index, float64) {
 	c := newCorpus(1)
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -112,9 +118,27 @@ func build(b *testing.B, n int, vectors bool) *Index {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	st := ix.Stats()
+	perChunk := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 	b.Logf("%d chunks (vectors %v): heap %.0f B/chunk, Stats.Bytes %.0f B/chunk, %d terms",
-		n, vectors, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), float64(st.Bytes)/float64(n), st.Terms)
-	return ix
+		n, vectors, perChunk, float64(st.Bytes)/float64(n), st.Terms)
+	return ix, perChunk
+}
+
+// BenchmarkMemory reports the heap the index holds a chunk at 100k
+// chunks (runtime.MemStats before and after, after a GC), with and
+// without 384-dim vectors. Run it with -benchtime 1x.
+func BenchmarkMemory(b *testing.B) {
+	for _, vectors := range []bool{false, true} {
+		b.Run(fmt.Sprintf("vectors=%v", vectors), func(b *testing.B) {
+			var per float64
+			for i := 0; i < b.N; i++ {
+				var ix *Index
+				ix, per = buildMeasured(b, 100000, vectors)
+				runtime.KeepAlive(ix)
+			}
+			b.ReportMetric(per, "B/chunk")
+		})
+	}
 }
 
 // queries are 1 to 4 words drawn from the middle of the vocabulary's

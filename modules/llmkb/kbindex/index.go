@@ -9,6 +9,7 @@ package kbindex
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
@@ -102,7 +103,7 @@ func (ix *Index) shard(store string, create bool) *shard {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if s = ix.stores[store]; s == nil {
-		s = newShard(store)
+		s = newShard(strings.Clone(store))
 		ix.stores[store] = s
 	}
 	return s
@@ -220,11 +221,14 @@ func (s *shard) add(ps []prepared) {
 		for _, t := range p.terms {
 			pt := s.terms[t.term]
 			if pt == nil {
+				// A term may be a slice of the chunk's text: the index
+				// keeps its own copy, never the text.
+				term := strings.Clone(t.term)
 				pt = &posting{}
-				s.terms[t.term] = pt
-			}
-			if p.german && len(t.term) >= minCompound {
-				s.compounds[t.term] = struct{}{}
+				s.terms[term] = pt
+				if p.german && len(term) >= minCompound {
+					s.compounds[term] = struct{}{}
+				}
 			}
 			pt.add(doc, t.tf)
 		}
@@ -286,6 +290,7 @@ func (s *shard) file(id string) uint32 {
 		return f
 	}
 	f := uint32(len(s.files))
+	id = strings.Clone(id)
 	s.files = append(s.files, fileInfo{id: id})
 	s.fileNum[id] = f
 	return f

@@ -19,3 +19,21 @@ func TestPostingRoundTrip(t *testing.T) {
 		t.Errorf("%d pairs read, n %d, want %d", i, p.n, len(docs))
 	}
 }
+
+func TestDot8Extremes(t *testing.T) {
+	for _, dims := range []int{3, 384, 1536, 3072, 4099} {
+		a, b := make([]int16, dims), make([]int8, dims)
+		for i := range a {
+			a[i], b[i] = 32767, 127
+		}
+		if got, want := dot8(a, b), int64(dims)*32767*127; got != want {
+			t.Errorf("%d dims at the extremes: %d, want %d", dims, got, want)
+		}
+		for i := range a {
+			a[i], b[i] = -32767, 127
+		}
+		if got, want := dot8(a, b), -int64(dims)*32767*127; got != want {
+			t.Errorf("%d dims, negative: %d, want %d", dims, got, want)
+		}
+	}
+}

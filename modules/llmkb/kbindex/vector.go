@@ -104,18 +104,26 @@ func (vq *vquery) offset(s *shard) float32 {
 // length.
 func dot8(a []int16, b []int8) int64 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 int64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += int64(int32(a[i]) * int32(b[i]))
-		s1 += int64(int32(a[i+1]) * int32(b[i+1]))
-		s2 += int64(int32(a[i+2]) * int32(b[i+2]))
-		s3 += int64(int32(a[i+3]) * int32(b[i+3]))
+	var total int64
+	// int32 sums over blocks of 1024: 256 terms of at most 32767·127
+	// each a sum, well inside int32.
+	for lo := 0; lo < len(a); lo += 1024 {
+		x, y := a[lo:min(lo+1024, len(a))], b[lo:min(lo+1024, len(a))]
+		y = y[:len(x)]
+		var s0, s1, s2, s3 int32
+		i := 0
+		for ; i+8 <= len(x); i += 8 {
+			s0 += int32(x[i])*int32(y[i]) + int32(x[i+4])*int32(y[i+4])
+			s1 += int32(x[i+1])*int32(y[i+1]) + int32(x[i+5])*int32(y[i+5])
+			s2 += int32(x[i+2])*int32(y[i+2]) + int32(x[i+6])*int32(y[i+6])
+			s3 += int32(x[i+3])*int32(y[i+3]) + int32(x[i+7])*int32(y[i+7])
+		}
+		for ; i < len(x); i++ {
+			s0 += int32(x[i]) * int32(y[i])
+		}
+		total += int64(s0) + int64(s1) + int64(s2) + int64(s3)
 	}
-	for ; i < len(a); i++ {
-		s0 += int64(int32(a[i]) * int32(b[i]))
-	}
-	return s0 + s1 + s2 + s3
+	return total
 }
 
 // cosine is the cosine of a chunk's vector with a query; mu is the
@@ -156,7 +164,7 @@ const (
 
 // parallelFrom is the number of chunks from which a scan is split across
 // the cores.
-const parallelFrom = 16384
+const parallelFrom = 4096
 
 // scanVectors returns the k chunks of the shard nearest to the query,
 // skipping removed chunks and those whose file fails the filter (pass).
