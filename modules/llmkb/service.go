@@ -161,10 +161,11 @@ func (s *service) apply(c kbstore.Change) {
 	case "chunks":
 		s.reindexFile(ctx, c.Store, c.File)
 	case "record":
-		if c.Kind == kbstore.KindStoreFile {
-			if sf, err := getStoreFile(ctx, s.store, c.ID); err == nil && sf.Status == kbstore.Completed {
-				s.index().SetAttributes(sf.StoreID, sf.FileID, sf.Attributes)
-			}
+		// A file's chunks are written before it is marked completed, so
+		// the "chunks" change finds it in progress: its completion (or
+		// new attributes, or its leaving) is this record's change.
+		if store, file, ok := cutLast(c.ID); ok && c.Kind == kbstore.KindStoreFile {
+			s.reindexFile(ctx, store, file)
 		}
 	case "resync":
 		// Changes were missed (PostgreSQL restarted): build afresh, and
