@@ -23,7 +23,7 @@ type respItem struct {
 	// deltaRef is what a stream's delta events of the item repeat:
 	// item_id, output_index and content_index.
 	deltaRef []byte
-	cite     *citer // a message's citations, nil when nothing was searched
+	cite     *openai.Citer // a message's citations, nil when nothing was searched
 }
 
 // respOut is an answer's output: its items, how it finished and its usage.
@@ -84,10 +84,9 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	if openai.KindOf(content) == openai.KindString && (len(content) > 2 || openai.KindOf(calls) != openai.KindArray) {
 		it := o.add('m', "msg_")
 		it.text, it.status = content[1:len(content)-1], status
-		if t.cites != nil {
-			it.cite = &citer{set: t.cites}
-			it.cite.feed(it.text)
-			it.cite.finish()
+		if it.cite = openai.NewCiter(t.retrieval()); it.cite != nil {
+			it.cite.FeedJSON(it.text)
+			it.cite.Finish()
 		}
 	}
 	_ = openai.EachElement(calls, func(_ int, c []byte) error {
@@ -273,7 +272,7 @@ func (it *respItem) appendPart(b []byte) []byte {
 	case it.kind == 'r':
 		b = append(b, `{"type":"reasoning_text","text":"`...)
 	case it.cite != nil:
-		b = append(append(b, `{"type":"output_text","annotations":[`...), it.cite.annots...)
+		b = it.cite.AppendAnnotations(append(b, `{"type":"output_text","annotations":[`...))
 		b = append(b, `],"logprobs":[],"text":"`...)
 	default:
 		b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":"`...)

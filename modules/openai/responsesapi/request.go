@@ -60,10 +60,8 @@ type respTurn struct {
 	convo, input []byte
 
 	// req is the request the turn translates: the answer reads the
-	// knowledge base's Retrieval there. cites are the passages its
-	// answer cites, set as the answer begins; nil without a search.
-	req   *openai.Request
-	cites *citeSet
+	// knowledge base's Retrieval there.
+	req *openai.Request
 }
 
 // respParams is what parseResponses reads before it builds the chat body.

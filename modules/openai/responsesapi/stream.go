@@ -247,8 +247,8 @@ func (s *respStream) text(kind byte, v []byte) {
 			prefix = "rs_"
 		}
 		it = s.o.add(kind, prefix)
-		if kind == 'm' && s.t.cites != nil {
-			it.cite = &citer{set: s.t.cites}
+		if kind == 'm' {
+			it.cite = openai.NewCiter(s.t.retrieval())
 		}
 		s.cur = it
 		s.itemEvent("response.output_item.added", it, false)
@@ -267,8 +267,8 @@ func (s *respStream) text(kind byte, v []byte) {
 	s.out = append(append(append(s.out, it.deltaRef...), v...), `,"logprobs":[]}`+"\n\n"...)
 	it.text = append(it.text, v[1:len(v)-1]...)
 	if it.cite != nil {
-		from := len(it.cite.starts)
-		it.cite.feed(v[1 : len(v)-1])
+		from := it.cite.Len()
+		it.cite.FeedJSON(v[1 : len(v)-1])
 		s.annotations(it, from)
 	}
 }
@@ -345,8 +345,8 @@ func (s *respStream) close(it *respItem, status string) {
 			typ = "response.reasoning_text.done"
 		}
 		if it.cite != nil {
-			from := len(it.cite.starts)
-			it.cite.finish()
+			from := it.cite.Len()
+			it.cite.Finish()
 			s.annotations(it, from)
 		}
 		s.begin(typ)
@@ -481,11 +481,11 @@ func (s *respStream) search(rv *openai.Retrieval) {
 // annotations writes a message's annotations from the from-th on as
 // response.output_text.annotation.added events.
 func (s *respStream) annotations(it *respItem, from int) {
-	for k := from; k < len(it.cite.starts); k++ {
+	for k := from; k < it.cite.Len(); k++ {
 		s.begin("response.output_text.annotation.added")
 		s.ref(it)
 		s.out = strconv.AppendInt(append(s.out, `,"content_index":0,"annotation_index":`...), int64(k), 10)
-		s.out = append(append(s.out, `,"annotation":`...), it.cite.annotation(k)...)
+		s.out = it.cite.AppendAnnotation(append(s.out, `,"annotation":`...), k)
 		s.end()
 	}
 }
