@@ -57,6 +57,7 @@ type KB struct {
 
 	app     *llm.App
 	svc     *service
+	unadmin func() // lets go of the admin routes (admin.go)
 	poolKey string
 	logger  *zap.Logger
 }
@@ -112,11 +113,15 @@ func (k *KB) Provision(ctx caddy.Context) error {
 	}
 	k.svc = v.(*service)
 	k.svc.use(k.app, k.logger, time.Duration(k.IngestLease))
+	k.unadmin = k.app.RegisterAdmin("kb", kbAdmin{k})
 	return registerMetrics(ctx.GetMetricsRegistry(), k.svc)
 }
 
 // Cleanup lets go of the service; the last handler using it closes it.
 func (k *KB) Cleanup() error {
+	if k.unadmin != nil {
+		k.unadmin()
+	}
 	if k.poolKey != "" {
 		_, _ = pool.Delete(k.poolKey)
 	}
