@@ -1,4 +1,7 @@
-package llm
+// Package routeorder checks the order of the llm handlers in a config's
+// routes: an order that would serve requests without a key, or a handler
+// that never runs, is refused when the config loads.
+package routeorder
 
 import (
 	"fmt"
@@ -15,13 +18,15 @@ const (
 	kbID     = "http.handlers.llm_kb"
 )
 
-// checkRouteOrder refuses a config in which llm_router comes before
+// Check refuses a config in which llm_router (or llm_kb) comes before
 // llm_quota in the same route: the router answers the request, so the
-// quota handler never runs and every request is served without a key.
+// quota handler never runs and every request is served without a key
+// (llm_kb would serve files and stores without one). llm_kb after
+// llm_router never runs, and is refused too.
 // A route with a router and no quota at all is allowed (an open route
 // on purpose); so are routes whose quota and router are in separate
 // branches.
-func checkRouteOrder(ctx caddy.Context) error {
+func Check(ctx caddy.Context) error {
 	app, err := ctx.AppIfConfigured("http")
 	if err != nil || app == nil {
 		return nil
