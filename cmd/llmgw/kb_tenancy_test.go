@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -166,4 +167,46 @@ func between(s, before, after string) string {
 	}
 	v, _, _ := strings.Cut(rest, after)
 	return v
+}
+
+// TestKnowledgeBaseQuota fills a project's kb_bytes and its team's
+// kb_files: the upload that would pass either is refused with a 429 that
+// names the level, its use and its limit; deleting a file makes room.
+func TestKnowledgeBaseQuota(t *testing.T) {
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	q := ""
+	g.quota = &q
+	g.before = "\t\tllm_kb\n"
+	g.writeConfig(kbModels+fmt.Sprintf(`
+		org acme {
+			team research {
+				kb_files 3
+				project alpha {
+					kb_bytes 1500
+					key ka %s
+				}
+				project beta {
+					key kb %s
+				}
+			}
+		}`, tenancy.HashKey("alpha-key"), tenancy.HashKey("beta-key")), "")
+	g.start()
+	g.waitReady()
+	alpha, beta := keyClient(g, "alpha-key"), keyClient(g, "beta-key")
+	travel := kbUpload(t, alpha, "travel-policy.md", nil) // 707 bytes
+	_, err := alpha.Files.New(bg, openai.FileNewParams{File: mustRead(t, "security.html"), Purpose: openai.FilePurposeAssistants})
+	var e *openai.Error
+	if !errors.As(err, &e) || e.StatusCode != http.StatusTooManyRequests || !strings.Contains(e.Message, "project acme/research/alpha") || !strings.Contains(e.Message, "kb_bytes") {
+		t.Fatalf("alpha passing its kb_bytes: want a 429 naming the project and kb_bytes, got %v", err)
+	}
+	kbUpload(t, beta, "onboarding.txt", nil)
+	kbUpload(t, beta, "reisekosten.txt", nil)
+	_, err = beta.Files.New(bg, openai.FileNewParams{File: mustRead(t, "security.html"), Purpose: openai.FilePurposeAssistants})
+	if !errors.As(err, &e) || e.StatusCode != http.StatusTooManyRequests || !strings.Contains(e.Message, "team acme/research holds 3 files") {
+		t.Fatalf("the team's fourth file: want a 429 naming the team's kb_files, got %v", err)
+	}
+	if _, err := alpha.Files.Delete(bg, travel.ID); err != nil {
+		t.Fatal(err)
+	}
+	kbUpload(t, beta, "security.html", nil)
 }

@@ -134,6 +134,21 @@ func TestKnowledgeBases(t *testing.T) {
 	t.Run("search", func(t *testing.T) { kbCheckSearch(t, c, vs.ID, security.ID) })
 	t.Run("responses", func(t *testing.T) { kbCheckResponses(t, c, vs.ID) })
 	t.Run("chat", func(t *testing.T) { kbCheckChat(t, g, vs.ID) })
+	t.Run("metrics and log", func(t *testing.T) {
+		fams := scrape(t, g)
+		if v, _ := value(fams, "llmgw_kb_chunks", nil); v < 4 {
+			t.Errorf("llmgw_kb_chunks %v, want the store's chunks", v)
+		}
+		if v, _ := value(fams, "llmgw_kb_ingested_files_total", map[string]string{"status": "failed"}); v != 1 {
+			t.Errorf("llmgw_kb_ingested_files_total{status=failed} %v, want 1 (the picture)", v)
+		}
+		if fam, ok := fams["llmgw_kb_search_seconds"]; !ok || fam.GetMetric()[0].GetHistogram().GetSampleCount() == 0 {
+			t.Errorf("no search counted in llmgw_kb_search_seconds")
+		}
+		waitFor(t, 5*time.Second, "the access log to name the store searched", func() bool {
+			return strings.Contains(g.logs.String(), `"llm_kb":"`+vs.ID+`"`)
+		})
+	})
 
 	// Deleting a file takes its passages out of every store.
 	if _, err := c.Files.Delete(bg, travel.ID); err != nil {
@@ -305,4 +320,39 @@ func kbCheckChat(t *testing.T, g *gateway, store string) {
 	if !strings.Contains(sse.String(), `"annotations"`) || !strings.HasSuffix(strings.TrimSpace(sse.String()), "data: [DONE]") {
 		t.Errorf("the streamed answer has no citations chunk before [DONE]: %s", sse.String())
 	}
+}
+
+// TestJSKnowledgeBases runs the official openai client for JavaScript,
+// unchanged, against llmgw's knowledge bases (testdata/jsclients/kb.mjs):
+// createAndPoll, uploadAndPoll, search with a filter, Responses with
+// file_search whole and streamed, chat with the knowledge header.
+func TestJSKnowledgeBases(t *testing.T) {
+	lib := jsClients(t)
+	work := t.TempDir()
+	for _, f := range []string{"lib.mjs", "kb.mjs"} {
+		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Abs(filepath.Join("testdata", "kb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LLMGW_KB_DOCS", docs)
+	g := startGatewayBefore(t, `
+		model gpt-4o-mini {
+			engine sim
+		}
+		model sim-embed {
+			engine sim
+		}`, "\t\tllm_kb {\n\t\t\tembedder sim-embed\n\t\t}\n")
+	g.waitReady()
+	runJSChecks(t, g, work, "kb.mjs")
 }

@@ -14,8 +14,22 @@ import (
 )
 
 // llm_router placed before llm_quota in a route would serve every request
-// without a key: such a config is refused at start, saying what to change.
+// without a key, and llm_kb before llm_quota would serve files and vector
+// stores without one; llm_kb after llm_router never runs: such configs
+// are refused at start, saying what to change.
 func TestRouterBeforeQuotaIsRefused(t *testing.T) {
+	for _, tc := range []struct{ route, want string }{
+		{"llm_router\n\t\tllm_quota", "llm_router comes before llm_quota"},
+		{"llm_kb\n\t\tllm_quota\n\t\tllm_router", "llm_kb comes before llm_quota"},
+		{"llm_quota\n\t\tllm_router\n\t\tllm_kb", "llm_kb comes after llm_router"},
+	} {
+		refusedOrder(t, tc.route, tc.want)
+	}
+}
+
+// refusedOrder starts llmgw with a /v1/* route of the handlers given and
+// wants it refused with want in its output.
+func refusedOrder(t *testing.T, route, want string) {
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
@@ -37,11 +51,10 @@ func TestRouterBeforeQuotaIsRefused(t *testing.T) {
 
 :%d {
 	route /v1/* {
-		llm_router
-		llm_quota
+		%s
 	}
 }
-`, freePort(t), filepath.Join(dir, "storage"), tenancy.HashKey("secret-1"), freePort(t))
+`, freePort(t), filepath.Join(dir, "storage"), tenancy.HashKey("secret-1"), freePort(t), route)
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +64,10 @@ func TestRouterBeforeQuotaIsRefused(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("llmgw started with llm_router before llm_quota:\n%s", out)
+		t.Fatalf("llmgw started with the route %q:\n%s", route, out)
 	}
-	if err == nil || !strings.Contains(string(out), "llm_router comes before llm_quota") {
-		t.Fatalf("got %v, want a refusal that names the order:\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("route %q: got %v, want a refusal that says %q:\n%s", route, err, want, out)
 	}
 }
 

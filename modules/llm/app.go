@@ -32,6 +32,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/routeorder"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
@@ -409,7 +410,7 @@ func (a *App) Validate() error { return nil }
 // Start starts the fleets' supervision; fleets kept from a previous config
 // are already running.
 func (a *App) Start() error {
-	if err := checkRouteOrder(a.cctx); err != nil { // routeorder.go
+	if err := routeorder.Check(a.cctx); err != nil {
 		return err
 	}
 	if err := a.lockDataDir(); err != nil { // lock.go

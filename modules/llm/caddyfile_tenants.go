@@ -40,6 +40,8 @@ import (
 //	tools               <server.tool|glob...>
 //	tool_calls_per_minute <n>
 //	tool_calls_per_day    <n>
+//	kb_bytes            <size>      # knowledge bases' files (llm_kb)
+//	kb_files            <n>
 func (a *App) parseOrg(d *caddyfile.Dispenser) error {
 	o := new(tenancy.Org)
 	if err := caddyfileutil.NameArg(d, &o.Name); err != nil {

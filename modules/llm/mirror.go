@@ -5,6 +5,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/llmgw/llmgw/mirror"
+
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -23,6 +25,16 @@ func (a *App) needsMirror() bool {
 		}
 	}
 	return false
+}
+
+// MirrorStores are the weights mirror's S3 stores, nil without a mirror:
+// other parts keep their own objects there (the knowledge bases' files),
+// under prefixes of their own.
+func (a *App) MirrorStores() []mirror.Store {
+	if a.mirror == nil {
+		return nil
+	}
+	return a.mirror.Stores()
 }
 
 // provisionMirror builds the mirror, or takes the one an earlier config

@@ -1,12 +1,14 @@
 package llm
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/llmgw/llmgw/modules/internal/adminroute"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
@@ -110,7 +112,19 @@ func (Admin) Routes() []caddy.AdminRoute {
 			routes = append(routes, caddy.AdminRoute{Pattern: op.pattern, Handler: h})
 		}
 	}
-	return routes
+	return append(routes, adminroute.Routes(func() (*adminroute.Registry, adminroute.AuditFunc, error) {
+		a, err := running() // the routes handlers declared, served by the running app
+		if err != nil {
+			return nil, nil, err
+		}
+		return &a.shared.handlers, a.audit, nil
+	})...)
+}
+
+// RegisterAdmin hands the routes a handler declared under /llm/<prefix>/
+// (adminroute.Declare) to h until the returned function is called.
+func (a *App) RegisterAdmin(prefix string, h caddy.AdminHandler) func() {
+	return a.shared.handlers.Register(prefix, h)
 }
 
 // OpenAPI returns the OpenAPI 3 document of the admin API: the llm app's
@@ -131,7 +145,7 @@ func OpenAPI() map[string]any {
 // schemaOf returns the schemas of the operation "METHOD path": the app's
 // (openapi_schemas.go), the overview's or the guardrails history's.
 func schemaOf(key string) llmapi.OpSchemas {
-	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas} {
+	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.KBSchemas} {
 		if s, ok := m[key]; ok {
 			return s
 		}
@@ -168,7 +182,7 @@ func describe(op AdminOperation, sch llmapi.OpSchemas) map[string]any {
 		if schema == nil {
 			schema = map[string]any{"type": "object"}
 		}
-		o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+		o["requestBody"] = map[string]any{"required": true, "content": map[string]any{cmp.Or(op.BodyType, "application/json"): map[string]any{
 			"schema": schema, "example": example}}}
 	}
 	return o

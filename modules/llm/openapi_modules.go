@@ -5,10 +5,11 @@ package llm
 // the OpenAPI document that GET /llm/openapi.json answers, so that the
 // document lists every admin route of the binary.
 type AdminOperation struct {
-	Method  string // GET, POST, …
-	Path    string // with {parameters}: /llm/mcp/servers/{name}
-	Summary string // what it does, its answer and its errors
-	Body    string // an example request body as JSON; "" for none
+	Method   string // GET, POST, …
+	Path     string // with {parameters}: /llm/mcp/servers/{name}
+	Summary  string // what it does, its answer and its errors
+	Body     string // an example request body as JSON; "" for none
+	BodyType string // the body's media type; default application/json
 }
 
 // moduleOperations are the operations other modules describe. Written in

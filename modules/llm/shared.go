@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/llmgw/llmgw/modules/internal/adminroute"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
@@ -23,8 +24,9 @@ type procShared struct {
 	// their own, answer for it (runningApp).
 	running atomic.Pointer[App]
 
-	usageReaders sync.Map // id → UsageReader (usage.go)
-	caches       sync.Map // id → CacheAdmin (usage.go)
+	usageReaders sync.Map            // id → UsageReader (usage.go)
+	caches       sync.Map            // id → CacheAdmin (usage.go)
+	handlers     adminroute.Registry // prefix → the handler of /llm/<prefix>/ (openapi.go)
 }
 
 // sharedPool holds the process's one procShared value.

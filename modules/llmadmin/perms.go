@@ -113,6 +113,15 @@ var rules = []rule{
 	{"GET /llm/mcp/servers/{name}/authorization", roleViewer, tenantNone},
 	{"DELETE /llm/mcp/servers/{name}/authorization", roleOperator, tenantNone},
 
+	// Knowledge bases (llm_kb's routes, served by the llm app).
+	{"GET /llm/kb/stores", roleViewer, tenantNone},
+	{"POST /llm/kb/stores", roleOperator, tenantNone},
+	{"GET /llm/kb/stores/{id}", roleViewer, tenantNone},
+	{"DELETE /llm/kb/stores/{id}", roleOperator, tenantNone},
+	{"POST /llm/kb/stores/{id}/files", roleOperator, tenantNone},
+	{"POST /llm/kb/stores/{id}/reindex", roleOperator, tenantNone},
+	{"POST /llm/kb/stores/{id}/search", roleViewer, tenantNone},
+
 	// Registry updates.
 	{"GET /llm/models/{name}/updates", roleViewer, tenantModel},
 	{"POST /llm/models/{name}/update", roleOperator, tenantNone},

@@ -231,6 +231,9 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	noCache, noStore := cacheControl(r)
 	scope := scopeOf(r, c.Scope)
+	if req.CacheScope != "" {
+		scope += "|" + req.CacheScope // what a handler before added to the prompt
+	}
 	q, err := newQuery(scope, m.Name, req, c.Semantic != nil, c.embedFunc(r))
 	if err != nil {
 		w.Header().Set(header, "bypass")

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -25,55 +24,14 @@ type fileCitation struct {
 	Index    int    `json:"index"`
 }
 
-// citations finds the passages text cites: each marker [n] (or [n, m],
-// or 【n】) of a passage given gives an annotation just after it. An
-// answer with no marker cites the files of the passages it was given (the
-// first three), at its end.
-func citations(text string, rt *openai.Retrieval) []citation {
-	var out []citation
-	for i := 0; i < len(text); i++ {
-		open, close := markerAt(text, i)
-		if open == 0 {
-			continue
-		}
-		end := strings.Index(text[i+open:], close)
-		if end < 0 || end > 16 {
-			continue
-		}
-		inner, after := text[i+open:i+open+end], i+open+end+len(close)
-		for _, f := range strings.Split(inner, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > len(rt.Results) {
-				continue
-			}
-			res := rt.Results[n-1]
-			out = append(out, citation{Type: "file_citation", FileCitation: fileCitation{FileID: res.FileID, Filename: res.Filename, Index: utf8.RuneCountInString(text[:after])}})
-		}
-	}
-	if len(out) > 0 || len(rt.Results) == 0 {
-		return out
-	}
-	seen := map[string]bool{}
-	end := utf8.RuneCountInString(text)
-	for _, res := range rt.Results {
-		if !seen[res.FileID] && len(seen) < 3 {
-			seen[res.FileID] = true
-			out = append(out, citation{Type: "file_citation", FileCitation: fileCitation{FileID: res.FileID, Filename: res.Filename, Index: end}})
-		}
+// chatCitations turns a citer's annotations into a chat answer's.
+func chatCitations(c *openai.Citer) []citation {
+	out := make([]citation, 0, c.Len())
+	for k, ct := range c.Citations() {
+		r := c.Result(k)
+		out = append(out, citation{Type: "file_citation", FileCitation: fileCitation{FileID: r.FileID, Filename: r.Filename, Index: int(ct.Index)}})
 	}
 	return out
-}
-
-// markerAt returns the lengths of the marker opening at i and its
-// closing, or 0.
-func markerAt(text string, i int) (int, string) {
-	switch {
-	case text[i] == '[':
-		return 1, "]"
-	case strings.HasPrefix(text[i:], "【"):
-		return len("【"), "】"
-	}
-	return 0, ""
 }
 
 // citationWriter adds citations to a chat completion: to each choice's
@@ -84,15 +42,15 @@ type citationWriter struct {
 	rt      *openai.Retrieval
 	status  int
 	stream  bool
-	held    bytes.Buffer // a whole answer; or a stream's unfinished event
-	text    strings.Builder
+	held    bytes.Buffer  // a whole answer; or a stream's unfinished event
+	cite    *openai.Citer // the first choice's text of a stream
 	id      string
 	model   string
 	created int64
 }
 
 func newCitationWriter(w http.ResponseWriter, rt *openai.Retrieval) *citationWriter {
-	return &citationWriter{ResponseWriter: w, rt: rt}
+	return &citationWriter{ResponseWriter: w, rt: rt, cite: openai.NewCiter(rt)}
 }
 
 // Unwrap gives http.ResponseController the writer underneath.
@@ -162,8 +120,8 @@ func (cw *citationWriter) event(ev []byte) error {
 		if json.Unmarshal(data, &chunk) == nil {
 			cw.id, cw.model, cw.created = chunk.ID, chunk.Model, chunk.Created
 			for _, c := range chunk.Choices {
-				if c.Index == 0 {
-					cw.text.WriteString(c.Delta.Content)
+				if c.Index == 0 && cw.cite != nil {
+					cw.cite.Feed(c.Delta.Content)
 				}
 			}
 		}
@@ -174,10 +132,13 @@ func (cw *citationWriter) event(ev []byte) error {
 
 // writeCitationChunk writes the stream's citations as one chunk.
 func (cw *citationWriter) writeCitationChunk() error {
-	cites := citations(cw.text.String(), cw.rt)
-	if len(cites) == 0 {
+	if cw.cite == nil {
 		return nil
 	}
+	if cw.cite.Finish(); cw.cite.Len() == 0 {
+		return nil
+	}
+	cites := chatCitations(cw.cite)
 	chunk := map[string]any{"id": cw.id, "object": "chat.completion.chunk", "created": cw.created, "model": cw.model,
 		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"annotations": cites}, "finish_reason": nil}}}
 	b, _ := json.Marshal(chunk)
@@ -217,8 +178,13 @@ func (cw *citationWriter) annotate(answer map[string]any) {
 			continue
 		}
 		text, _ := msg["content"].(string)
-		if cites := citations(text, cw.rt); len(cites) > 0 {
-			msg["annotations"] = cites
+		c := openai.NewCiter(cw.rt)
+		if c == nil {
+			return
+		}
+		c.Feed(text)
+		if c.Finish(); c.Len() > 0 {
+			msg["annotations"] = chatCitations(c)
 		}
 	}
 }

@@ -55,10 +55,14 @@ func (k *KB) createFile(w http.ResponseWriter, r *http.Request, _ []string) {
 		writeErr(w, e)
 		return
 	}
+	if e := k.checkQuota(r, int64(len(up.data))); e != nil {
+		writeErr(w, e)
+		return
+	}
 	c := callerOf(r)
 	sum := sha256.Sum256(up.data)
 	now := time.Now().UTC()
-	f := &kbstore.File{ID: "file-" + randID(24), Owner: c.project, Filename: up.filename, Bytes: int64(len(up.data)),
+	f := &kbstore.File{ID: "file-" + randID(24), Owner: c.project, Key: c.keyID, Filename: up.filename, Bytes: int64(len(up.data)),
 		Purpose: up.purpose, SHA256: hex.EncodeToString(sum[:]), CreatedAt: now}
 	if up.expiresIn > 0 {
 		f.ExpiresAt = now.Add(up.expiresIn)

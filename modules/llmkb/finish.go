@@ -1,7 +1,9 @@
 package llmkb
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -109,33 +111,47 @@ func (s *service) noteDims(ctx context.Context, store string, dims int) {
 }
 
 // sweep queues the files in progress that no node holds (at start: those
-// cut by a stop; later: those of a node that stopped) and deletes files
-// past their expiry.
+// cut by a stop; later: those of a node that stopped), and now and then
+// deletes files past their expiry.
 func (s *service) sweep() {
+	var lastExpiry time.Time
 	for s.ctx.Err() == nil {
-		if err := s.sweepOnce(s.ctx); err != nil && s.ctx.Err() == nil {
-			s.log().Warn("knowledge bases: looking for files to ingest", zap.Error(err))
+		err := s.resume(s.ctx)
+		if err == nil && time.Since(lastExpiry) > expireEvery {
+			lastExpiry = time.Now()
+			err = s.expire(s.ctx)
+		}
+		if err != nil && s.ctx.Err() == nil {
+			s.log().Warn("knowledge bases: looking for files to ingest or expire", zap.Error(err))
 		}
 		sleep(s.ctx, sweepEvery)
 	}
 }
 
-func (s *service) sweepOnce(ctx context.Context) error {
+// resume queues the files in progress that this node held or whose
+// holder's lease ran out.
+func (s *service) resume(ctx context.Context) error {
 	now := time.Now()
-	files, err := list[kbstore.StoreFile](ctx, s.store, kbstore.KindStoreFile, "")
-	if err != nil {
-		return err
-	}
-	for _, sf := range files {
-		if sf.Status == kbstore.InProgress && (sf.Worker == s.node || now.After(sf.LeaseUntil)) {
-			s.queue.push(kbstore.StoreFileID(sf.StoreID, sf.FileID))
+	return s.store.List(ctx, kbstore.KindStoreFile, "", func(id string, body []byte) error {
+		if !bytes.Contains(body, []byte(kbstore.InProgress)) {
+			return nil // most files are done: not decoded
 		}
-	}
-	expired, err := list[kbstore.File](ctx, s.store, kbstore.KindFile, "")
+		var sf kbstore.StoreFile
+		if json.Unmarshal(body, &sf) == nil && sf.Status == kbstore.InProgress && (sf.Worker == s.node || now.After(sf.LeaseUntil)) {
+			s.queue.push(id)
+		}
+		return nil
+	})
+}
+
+// expire deletes the files past their expires_after.
+func (s *service) expire(ctx context.Context) error {
+	now := time.Now()
+	files, err := list[kbstore.File](ctx, s.store, kbstore.KindFile, "")
 	if err != nil {
 		return err
 	}
-	for _, f := range expired {
+	for _, f := range files {
 		if !f.ExpiresAt.IsZero() && now.After(f.ExpiresAt) {
 			if err := s.removeFile(ctx, f.ID); err != nil {
 				return err

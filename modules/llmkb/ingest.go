@@ -17,7 +17,8 @@ const (
 	ingestWorkers = 2               // files read and chunked at once
 	maxAttempts   = 3               // ingestions started before a file fails
 	embedBatch    = 32              // chunks per embedding call
-	sweepEvery    = 5 * time.Second // leases run out and stores expired are looked for
+	sweepEvery    = 5 * time.Second // files whose lease ran out are looked for
+	expireEvery   = 5 * time.Minute // files past their expiry are looked for
 )
 
 // work ingests the queued files until the service stops.

@@ -71,9 +71,10 @@ func passagesText(hits []passage, stores []string) string {
 	return b.String()
 }
 
-// inject gives the passages to the model: appended to the conversation's
-// leading system message when it is text, else in a system message of
-// their own before the conversation.
+// inject gives the passages to the model: added to the conversation's
+// leading system (or developer) message, as text or as a text part, else
+// in a system message of their own before the conversation (one system
+// message: some chat templates take no more).
 func inject(req *openai.Request, hits []passage, stores []string) error {
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
@@ -81,18 +82,41 @@ func inject(req *openai.Request, hits []passage, stores []string) error {
 	}
 	text := passagesText(hits, stores)
 	var first message
-	var firstText string
-	if len(msgs) > 0 && json.Unmarshal(msgs[0], &first) == nil && (first.Role == "system" || first.Role == "developer") &&
-		json.Unmarshal(first.Content, &firstText) == nil {
-		merged, err := setContent(msgs[0], firstText+"\n\n"+text)
+	if len(msgs) > 0 && json.Unmarshal(msgs[0], &first) == nil && (first.Role == "system" || first.Role == "developer") {
+		merged, ok, err := addToContent(msgs[0], first.Content, text)
 		if err != nil {
 			return err
 		}
-		msgs[0] = merged
-	} else {
-		sys, _ := json.Marshal(map[string]string{"role": "system", "content": text})
-		msgs = append([]json.RawMessage{sys}, msgs...)
+		if ok {
+			msgs[0] = merged
+			return setMessages(req, msgs)
+		}
 	}
+	sys, _ := json.Marshal(map[string]string{"role": "system", "content": text})
+	return setMessages(req, append([]json.RawMessage{sys}, msgs...))
+}
+
+// addToContent appends text to a message's content, a string or an array
+// of parts; false for another shape.
+func addToContent(msg, content json.RawMessage, text string) (json.RawMessage, bool, error) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		v, _ := json.Marshal(s + "\n\n" + text)
+		out, err := openai.SetMember(msg, "content", v)
+		return out, err == nil, err
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(content, &parts) != nil {
+		return nil, false, nil
+	}
+	part, _ := json.Marshal(map[string]string{"type": "text", "text": text})
+	v, _ := json.Marshal(append(parts, part))
+	out, err := openai.SetMember(msg, "content", v)
+	return out, err == nil, err
+}
+
+// setMessages puts the messages in the request.
+func setMessages(req *openai.Request, msgs []json.RawMessage) error {
 	out, err := json.Marshal(msgs)
 	if err != nil {
 		return err
@@ -102,10 +126,4 @@ func inject(req *openai.Request, hits []passage, stores []string) error {
 	}
 	req.Messages, req.MessageCount = out, len(msgs)
 	return nil
-}
-
-// setContent replaces a message's content with text.
-func setContent(msg json.RawMessage, text string) (json.RawMessage, error) {
-	v, _ := json.Marshal(text)
-	return openai.SetMember(msg, "content", v)
 }

@@ -57,6 +57,7 @@ type KB struct {
 
 	app     *llm.App
 	svc     *service
+	unadmin func() // lets go of the admin routes (admin.go)
 	poolKey string
 	logger  *zap.Logger
 }
@@ -105,18 +106,22 @@ func (k *KB) Provision(ctx caddy.Context) error {
 		k.poolKey = "kb:" + filepath.Join(caddy.AppDataDir(), "llm", "kb")
 	}
 	v, _, err := pool.LoadOrNew(k.poolKey, func() (caddy.Destructor, error) {
-		return openService(k.Postgres, k.IndexMemory, k.logger)
+		return openService(k.Postgres, k.IndexMemory, k.app.MirrorStores(), k.logger)
 	})
 	if err != nil {
 		return fmt.Errorf("llm_kb: %w", err)
 	}
 	k.svc = v.(*service)
 	k.svc.use(k.app, k.logger, time.Duration(k.IngestLease))
+	k.unadmin = k.app.RegisterAdmin("kb", kbAdmin{k})
 	return registerMetrics(ctx.GetMetricsRegistry(), k.svc)
 }
 
 // Cleanup lets go of the service; the last handler using it closes it.
 func (k *KB) Cleanup() error {
+	if k.unadmin != nil {
+		k.unadmin()
+	}
 	if k.poolKey != "" {
 		_, _ = pool.Delete(k.poolKey)
 	}

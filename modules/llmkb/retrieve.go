@@ -84,6 +84,7 @@ func (k *KB) retrieve(w http.ResponseWriter, r *http.Request, next caddyhttp.Han
 	}
 	openai.Log(r).KB = strings.Join(a.ids, ",")
 	req.Retrieval = retrievalOf(hits, p.queries)
+	req.CacheScope = "kb:" + strings.Join(names, ",")
 	if err := inject(req, hits, names); err != nil {
 		openai.BadRequest("invalid_request", "adding the passages found to the messages: %v", err).WriteFor(w, r)
 		return nil

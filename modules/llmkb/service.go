@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llmkb/kbindex"
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
@@ -46,12 +47,15 @@ type deps struct {
 
 // openService opens the store (PostgreSQL when dsn is given, else the
 // embedded one), loads the index and starts ingesting.
-func openService(dsn string, vectorMemory int64, logger *zap.Logger) (*service, error) {
+func openService(dsn string, vectorMemory int64, mirrorStores []mirror.Store, logger *zap.Logger) (*service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store, blobs, err := openStore(ctx, dsn)
 	if err != nil {
 		cancel()
 		return nil, err
+	}
+	if len(mirrorStores) > 0 {
+		blobs = mirrorBlobs{stores: mirrorStores} // the files' bytes beside the weights, in S3
 	}
 	s := &service{store: store, blobs: blobs, vectors: kbindex.NewVectorCache(vectorMemory),
 		queue: newQueue(), node: nodeID(), ctx: ctx, cancel: cancel}

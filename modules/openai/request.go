@@ -75,6 +75,10 @@ type Request struct {
 	// chat request's knowledge bases), set before the model is asked.
 	FileSearch *FileSearch
 	Retrieval  *Retrieval
+	// CacheScope is what an answer depends on beside the client's body,
+	// set by a handler that adds to the prompt (the knowledge bases
+	// searched and their versions): a cache keys on it too.
+	CacheScope string
 
 	body []byte // the body as Set changed it; nil while unchanged
 }

@@ -64,15 +64,16 @@ func moduleRoot(t *testing.T) string {
 // the app's layers point one way: llm → cluster → fleet → place →
 // {tenancy, catalog}; weights → catalog; nothing below imports the app.
 var allowed = map[string][]string{
-	"/modules/llm/catalog":   {"/modules/internal", "/plugins/engine"},
-	"/modules/llm/tenancy":   {"/modules/llm/catalog", "/modules/internal"},
-	"/modules/llm/llmapi":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
-	"/modules/llm/place":     {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
-	"/modules/llm/weights":   {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
-	"/modules/llm/fleet":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
-	"/modules/llm/cluster":   {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
-	"/modules/llm/audit":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
-	"/modules/llm/guardhist": {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
+	"/modules/llm/catalog":    {"/modules/internal", "/plugins/engine"},
+	"/modules/llm/tenancy":    {"/modules/llm/catalog", "/modules/internal"},
+	"/modules/llm/llmapi":     {"/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
+	"/modules/llm/place":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
+	"/modules/llm/weights":    {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
+	"/modules/llm/fleet":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
+	"/modules/llm/cluster":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
+	"/modules/llm/audit":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
+	"/modules/llm/guardhist":  {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
+	"/modules/llm/routeorder": {},
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
 	// Below every module.

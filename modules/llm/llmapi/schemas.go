@@ -277,6 +277,7 @@ var (
 		"budget": typ("number", "in the currency of the catalog's prices"), "budget_period": map[string]any{"type": "string", "enum": []string{"day", "month"}},
 		"max_concurrent": typ("integer", ""), "models": arr(typ("string", "a catalog name, alias or glob")),
 		"tools": arr(typ("string", "server.tool or a glob")), "tool_calls_per_minute": typ("integer", ""), "tool_calls_per_day": typ("integer", ""),
+		"kb_bytes": typ("integer", "bytes of knowledge-base files"), "kb_files": typ("integer", "knowledge-base files"),
 	})
 	capacitySchema = obj(map[string]any{"memory": typ("integer", "bytes"), "cores": typ("integer", ""), "gpus": typ("integer", ""),
 		"replicas": typ("integer", "")})

@@ -133,6 +133,10 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		return i64(&l.ToolCallsPerMinute)
 	case "tool_calls_per_day":
 		return i64(&l.ToolCallsPerDay)
+	case "kb_bytes":
+		return caddyfileutil.SizeArg(d, &l.KBBytes, dir, "10GiB")
+	case "kb_files":
+		return i64(&l.KBFiles)
 	case "budget":
 		args := d.RemainingArgs()
 		if len(args) < 1 || len(args) > 2 {
@@ -151,5 +155,5 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		}
 		return nil
 	}
-	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, models, tools, tool_calls_per_minute and tool_calls_per_day", dir)
+	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, models, tools, tool_calls_per_minute, tool_calls_per_day, kb_bytes and kb_files", dir)
 }

@@ -47,6 +47,11 @@ type Limits struct {
 	ToolCallsPerMinute int64 `json:"tool_calls_per_minute,omitempty"`
 	// ToolCallsPerDay caps MCP tool calls in each UTC day.
 	ToolCallsPerDay int64 `json:"tool_calls_per_day,omitempty"`
+	// KBBytes caps the bytes of the files this node (and those below it)
+	// keeps for knowledge bases (llm_kb); KBFiles caps their number. An
+	// upload that would pass either is refused.
+	KBBytes int64 `json:"kb_bytes,omitempty"`
+	KBFiles int64 `json:"kb_files,omitempty"`
 }
 
 // Org is an organisation: the root of a tenancy tree.

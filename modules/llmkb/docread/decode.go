@@ -13,6 +13,12 @@ import (
 	xunicode "golang.org/x/text/encoding/unicode"
 )
 
+// errEncoding is text in a single-byte encoding other than the two
+// western ones guessed at.
+func errEncoding() error {
+	return &Error{Code: "unsupported_file", Reason: "the file is text in an encoding that cannot be told from its bytes (UTF-8, UTF-16 with a byte order mark, Windows-1252 and Windows-1250 can, and the charset an HTML page declares): save it as UTF-8 and upload it again"}
+}
+
 // decodeText turns the bytes of a text file into UTF-8: a BOM wins, then
 // valid UTF-8, then (for HTML) the charset its <meta> declares, then
 // Windows-1252 or Windows-1250, whichever reads as words. A file that is
@@ -29,7 +35,11 @@ func decodeText(data []byte, isHTML bool) (string, error) {
 	case utf8.Valid(data):
 		text = unmojibake(string(data))
 	default:
+		declared := isHTML && metaCharset(data) != ""
 		text = decodeLegacy(data, isHTML)
+		if !declared && isText(text) && !westernLooking(text) {
+			return "", errEncoding()
+		}
 	}
 	if !isText(text) {
 		return "", unsupported(describeBinary(data))
@@ -109,6 +119,23 @@ func wordScore(s string) int {
 		}
 	}
 	return score
+}
+
+// westernLooking tells whether a text decoded as Windows-1252 or -1250
+// reads as a language those are for: its letters are mostly ASCII. Greek
+// or Russian in their own single-byte encodings decode to a run of
+// accented Latin letters instead, which would be mojibake.
+func westernLooking(s string) bool {
+	letters, high := 0, 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			letters++
+			if r >= 0x80 {
+				high++
+			}
+		}
+	}
+	return high*100 <= letters*30
 }
 
 // unmojibake repairs UTF-8 that was decoded as Windows-1252 and saved as

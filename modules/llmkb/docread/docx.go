@@ -53,7 +53,7 @@ type xnode struct {
 	space string
 	attrs []xml.Attr
 	kids  []*xnode
-	chars string // the character data of a leaf (w:t)
+	chars []byte // the character data of a leaf (w:t)
 }
 
 func (n *xnode) child(name string) *xnode {
@@ -87,7 +87,7 @@ func (n *xnode) text() string {
 		return ""
 	}
 	var sb strings.Builder
-	sb.WriteString(n.chars)
+	sb.Write(n.chars)
 	for _, k := range n.kids {
 		sb.WriteString(k.text())
 	}
@@ -141,7 +141,7 @@ func parseXML(r io.Reader) (*xnode, error) {
 			}
 		case xml.CharData:
 			if top.name == "t" || top.name == "title" || top.name == "instrText" || top.name == "delText" {
-				top.chars += string(t)
+				top.chars = append(top.chars, t...)
 			}
 		}
 	}

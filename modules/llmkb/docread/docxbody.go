@@ -137,7 +137,7 @@ func runText(n *xnode, depth int) string {
 	for _, c := range n.kids {
 		switch c.name {
 		case "t":
-			sb.WriteString(c.chars)
+			sb.Write(c.chars)
 		case "tab", "br", "cr":
 			sb.WriteByte(' ')
 		case "noBreakHyphen":

@@ -95,7 +95,7 @@ func (w *htmlWalker) element(n *html.Node, depth int) bool {
 		}
 	case atom.Pre:
 		w.flush()
-		w.b.add(Code, 0, textOf(n, false))
+		w.b.add(Code, 0, preText(n))
 	case atom.Table:
 		if layoutTable(n) {
 			return false

@@ -36,6 +36,26 @@ func textOf(n *html.Node, lists bool) string {
 	return sb.String()
 }
 
+// preText is a <pre>'s text as it is, line breaks kept.
+func preText(n *html.Node) string {
+	var sb strings.Builder
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && depth < maxHTMLDepth; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				sb.WriteString(c.Data)
+			case c.DataAtom == atom.Br:
+				sb.WriteByte('\n')
+			default:
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return sb.String()
+}
+
 // htmlText is the text of a fragment of HTML (an HTML block in Markdown).
 func htmlText(s string) string {
 	nodes, err := html.ParseFragment(strings.NewReader(s), &html.Node{Type: html.ElementNode, Data: "body", DataAtom: atom.Body})

@@ -17,6 +17,7 @@ type para struct {
 	level int
 	size  float64
 	x0, y float64
+	x1    float64 // where its last line ends
 	text  string
 }
 
@@ -24,30 +25,34 @@ type para struct {
 // each other are one paragraph (a paragraph goes on in the next column
 // when it ended mid-sentence), a line larger than the body text or bold
 // is a heading, a line of several cells a table row.
-func linesToBlocks(lines []line, body float64) []Block {
-	var blocks []Block
+func linesToBlocks(lines []line, body float64, inMargin func(frag) bool) []pageBlock {
+	var blocks []pageBlock
 	var cur *para
 	flush := func() {
 		if cur != nil {
-			blocks = appendBlock(blocks, cur.kind, cur.level, cur.text)
+			blocks = appendBlock(blocks, cur.kind, cur.level, cur.text, false)
 		}
 		cur = nil
 	}
 	for _, l := range lines {
-		if len(l.frags) > 1 {
+		margin := inMargin(l.frags[0])
+		if len(l.frags) > 1 || margin {
 			flush()
-			cells := make([]string, len(l.frags))
+			kind, cells := TableRow, make([]string, len(l.frags))
 			for i, f := range l.frags {
 				cells[i] = f.text
 			}
-			blocks = appendBlock(blocks, TableRow, 0, tableRow(cells))
+			if len(cells) == 1 {
+				kind = Paragraph
+			}
+			blocks = appendBlock(blocks, kind, 0, tableRow(cells), margin)
 			continue
 		}
 		f := l.frags[0]
 		kind, level := classifyLine(f, body)
-		if cur != nil && continues(cur, f, kind, level, l.newColumn) {
+		if cur != nil && continues(cur, f, kind, level, l) {
 			cur.text = joinLines(cur.text, f.text)
-			cur.y = f.y
+			cur.y, cur.x1 = f.y, f.x1
 			continue
 		}
 		flush()
@@ -55,18 +60,18 @@ func linesToBlocks(lines []line, body float64) []Block {
 		if kind == ListItem {
 			text = pdfBullet.ReplaceAllString(text, "")
 		}
-		cur = &para{kind: kind, level: level, size: f.size, x0: f.x0, y: f.y, text: text}
+		cur = &para{kind: kind, level: level, size: f.size, x0: f.x0, x1: f.x1, y: f.y, text: text}
 	}
 	flush()
 	return blocks
 }
 
-func appendBlock(blocks []Block, kind Kind, level int, text string) []Block {
+func appendBlock(blocks []pageBlock, kind Kind, level int, text string, margin bool) []pageBlock {
 	text = collapse(text)
 	if text == "" {
 		return blocks
 	}
-	return append(blocks, Block{Kind: kind, Level: level, Text: text})
+	return append(blocks, pageBlock{Block{Kind: kind, Level: level, Text: text}, margin})
 }
 
 // classifyLine tells a line's kind from its size against the body text's,
@@ -88,8 +93,13 @@ func classifyLine(f frag, body float64) (Kind, int) {
 	return Paragraph, 0
 }
 
-// continues tells whether a line goes on the paragraph being built.
-func continues(cur *para, f frag, kind Kind, level int, newColumn bool) bool {
+// continues tells whether a line goes on the paragraph being built: a
+// line of the same kind and size close below, or at the top of the next
+// column when the paragraph stopped mid-sentence. A paragraph whose last
+// line ended a sentence short of the column's edge, where the next
+// line's first word would have fitted, is over (so are the items of a list
+// whose bullets are drawn, not written).
+func continues(cur *para, f frag, kind Kind, level int, l line) bool {
 	if math.Abs(cur.size-f.size) > 0.1*f.size {
 		return false
 	}
@@ -99,12 +109,26 @@ func continues(cur *para, f frag, kind Kind, level int, newColumn bool) bool {
 	if level != cur.level {
 		return false
 	}
-	if newColumn {
-		last, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(cur.text))
-		return cur.kind == Paragraph && !strings.ContainsRune(".!?:", last)
+	last, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(cur.text))
+	ended := strings.ContainsRune(".!?:", last)
+	if l.newColumn {
+		return cur.kind == Paragraph && !ended
+	}
+	if ended && cur.x1+firstWordWidth(f) < l.right-0.5*f.size {
+		return false // the next line's first word would have fitted
 	}
 	dy := cur.y - f.y
 	return dy > 0 && dy <= 1.6*f.size
+}
+
+// firstWordWidth is about how wide a line's first word and a space are.
+func firstWordWidth(f frag) float64 {
+	words := strings.Fields(f.text)
+	n := utf8.RuneCountInString(f.text)
+	if len(words) == 0 || n == 0 {
+		return 0
+	}
+	return (f.x1 - f.x0) / float64(n) * float64(utf8.RuneCountInString(words[0])+1)
 }
 
 // joinLines joins a paragraph's next line on, mending a word hyphenated

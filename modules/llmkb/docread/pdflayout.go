@@ -23,20 +23,21 @@ func (f frag) bottom() float64 { return f.y - 0.2*f.size }
 // of one band within one column, left to right.
 type line struct {
 	frags     []frag
-	newColumn bool // the first line of a column or of a section
+	newColumn bool    // the first line of a column or of a section
+	right     float64 // where the lines of its column end at the most
 }
 
 // layoutPage turns a page's glyphs into blocks in reading order: lines
 // grouped in bands, columns found by their gutters and read one after
 // the other, sections between text that spans the columns read top to
 // bottom.
-func layoutPage(glyphs []pdf.Text, page int) []Block {
-	frags := glyphFrags(glyphs)
+func layoutPage(c pageContent, page int, body float64) []pageBlock {
+	frags := glyphFrags(c.glyphs)
 	if len(frags) == 0 {
 		return nil
 	}
 	lines := readingOrder(frags, findGutters(frags))
-	blocks := linesToBlocks(lines, bodySize(glyphs))
+	blocks := linesToBlocks(lines, body, func(f frag) bool { return c.inMargin(f.y) })
 	for i := range blocks {
 		blocks[i].Page = page
 	}
@@ -117,15 +118,21 @@ func isBoldFont(name string) bool {
 	return strings.Contains(n, "bold") || strings.Contains(n, "black") || strings.Contains(n, "heavy")
 }
 
-// bodySize is the font size most of a page's glyphs have.
-func bodySize(glyphs []pdf.Text) float64 {
+// bodySize is the font size most of the document's glyphs have, those in
+// the pages' margins left out.
+func bodySize(pages []pageContent) float64 {
 	count := map[float64]int{}
 	best, n := 0.0, 0
-	for _, g := range glyphs {
-		s := math.Round(g.FontSize*2) / 2
-		count[s]++
-		if count[s] > n || count[s] == n && s < best {
-			best, n = s, count[s]
+	for _, c := range pages {
+		for _, g := range c.glyphs {
+			if c.inMargin(g.Y) {
+				continue
+			}
+			s := math.Round(g.FontSize*2) / 2
+			count[s]++
+			if count[s] > n || count[s] == n && s < best {
+				best, n = s, count[s]
+			}
 		}
 	}
 	return best

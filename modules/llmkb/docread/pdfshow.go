@@ -105,7 +105,7 @@ func (t *textRun) showArray(a pdf.Value) {
 // position past them.
 func (t *textRun) show(raw string) {
 	f := t.g.font
-	if f == nil {
+	if f == nil || len(t.glyphs) >= maxGlyphs {
 		return
 	}
 	step := 1

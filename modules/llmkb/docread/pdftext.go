@@ -1,14 +1,20 @@
 package docread
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
 )
 
-// maxFormDepth bounds how deep forms drawn inside forms are followed.
-const maxFormDepth = 8
+// Bounds on what a page may make the reader do.
+const (
+	maxFormDepth = 8        // forms drawn inside forms
+	maxGlyphs    = 200_000  // glyphs read from one page
+	maxContent   = 32 << 20 // bytes of a page's content streams, unpacked
+)
 
 // matrix is a PDF transformation matrix [a b c d e f].
 type matrix [6]float64
@@ -43,19 +49,23 @@ type textRun struct {
 	fonts    map[string]*pdfFont
 	glyphs   []pdf.Text
 	hasImage bool
+	err      error
 }
 
 // pageText is the glyphs a page shows, and whether it draws an image.
-func pageText(page pdf.Value) ([]pdf.Text, bool) {
+func pageText(page pdf.Value) ([]pdf.Text, bool, error) {
 	t := &textRun{g: gstate{ctm: identity, scale: 1}}
-	p := pdf.Page{V: page}
-	t.content(p.V.Key("Contents"), p.Resources(), 0)
-	return t.glyphs, t.hasImage
+	t.content(page.Key("Contents"), inherited(page, "Resources"), 0)
+	return t.glyphs, t.hasImage, t.err
 }
 
 // content interprets one content stream (or an array of them) drawn with
 // the given resources.
 func (t *textRun) content(strm, res pdf.Value, depth int) {
+	if unpackedSize(strm) > maxContent {
+		t.err = fmt.Errorf("a page's content unpacks to more than %d MB", maxContent>>20)
+		return
+	}
 	saved := t.fonts
 	t.fonts = map[string]*pdfFont{}
 	defer func() { t.fonts = saved }()
@@ -105,7 +115,7 @@ func (t *textRun) draw(x, res pdf.Value, depth int) {
 			return
 		}
 		saved, tm, tlm := t.g, t.tm, t.tlm
-		if m, ok := matrixOf(arrayValues(x.Key("Matrix"))); ok {
+		if m, ok := matrixOf(arrayValues(x.Key("Matrix"), 7)); ok {
 			t.g.ctm = m.mul(t.g.ctm)
 		}
 		if r := x.Key("Resources"); r.Kind() == pdf.Dict {
@@ -116,9 +126,30 @@ func (t *textRun) draw(x, res pdf.Value, depth int) {
 	}
 }
 
-func arrayValues(v pdf.Value) []pdf.Value {
-	out := make([]pdf.Value, 0, v.Len())
-	for i := 0; i < v.Len() && i < 16; i++ {
+// unpackedSize is how many bytes a content stream (or an array of them)
+// unpacks to, counted up to just past maxContent.
+func unpackedSize(strm pdf.Value) int64 {
+	streams := []pdf.Value{strm}
+	if strm.Kind() == pdf.Array {
+		streams = arrayValues(strm, 4096)
+	}
+	var n int64
+	for _, s := range streams {
+		rc := s.Reader()
+		m, _ := io.Copy(io.Discard, io.LimitReader(rc, maxContent+1-n))
+		rc.Close()
+		n += m
+		if n > maxContent {
+			break
+		}
+	}
+	return n
+}
+
+// arrayValues is an array's first elements, up to limit.
+func arrayValues(v pdf.Value, limit int) []pdf.Value {
+	out := make([]pdf.Value, 0, min(v.Len(), limit))
+	for i := 0; i < v.Len() && i < limit; i++ {
 		out = append(out, v.Index(i))
 	}
 	return out

@@ -86,6 +86,9 @@ func magicName(data []byte) string {
 			return "an AVI video"
 		}
 	}
+	if isSVG(data) {
+		return "an SVG image"
+	}
 	if len(data) >= 12 && string(data[4:8]) == "ftyp" {
 		if b := string(data[8:12]); b == "heic" || b == "heix" || b == "avif" || b == "mif1" {
 			return "a HEIC or AVIF image"
@@ -93,6 +96,16 @@ func magicName(data []byte) string {
 		return "an MP4 or QuickTime video"
 	}
 	return ""
+}
+
+// isSVG tells an SVG image (XML text) by its root element.
+func isSVG(data []byte) bool {
+	head := data[:min(len(data), 1024)]
+	head = bytes.TrimSpace(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")))
+	if bytes.HasPrefix(head, []byte("<?xml")) || bytes.HasPrefix(head, []byte("<!DOCTYPE svg")) || bytes.HasPrefix(head, []byte("<!--")) {
+		return bytes.Contains(head, []byte("<svg"))
+	}
+	return bytes.HasPrefix(head, []byte("<svg"))
 }
 
 // describeBinary names a file that is not text.

@@ -16,7 +16,7 @@ type ChunkOptions struct{ MaxTokens, OverlapTokens int }
 // Piece is one chunk of a document.
 type Piece struct {
 	Text   string // the chunk's text; a chunk starts with its heading path ("Travel policy > Hotels") on its first line when the document has headings
-	Tokens int
+	Tokens int    // CountTokens of Text, priced in the document's language
 }
 
 // unit is a paragraph, a list item, a heading inside a chunk, a table or
@@ -26,6 +26,7 @@ type unit struct {
 	tokens float64
 	table  bool
 	cont   bool // continues the paragraph before it (a sentence of a long one)
+	line   bool // continues the code before it (its lines end in newlines)
 }
 
 // chunker builds the chunks of one document.
@@ -116,13 +117,26 @@ func (c *chunker) setPath() {
 	for _, h := range c.stack {
 		parts = append(parts, h.text)
 	}
-	c.path = strings.Join(parts, " > ")
-	if c.path == "" {
-		c.path = c.title
+	if len(parts) == 0 && c.title != "" {
+		parts = []string{c.title}
 	}
-	c.pathTokens = 0
-	if c.path != "" {
+	// A path takes at most a quarter of a chunk: the nearest headings.
+	for {
+		c.path = strings.Join(parts, " > ")
+		c.pathTokens = 0
+		if c.path != "" {
+			c.pathTokens = c.count(c.path) + 1
+		}
+		if c.pathTokens <= c.max/4 {
+			return
+		}
+		if len(parts) > 1 {
+			parts = parts[1:]
+			continue
+		}
+		c.path = c.cutWords(c.path, c.max/4-1)[0]
 		c.pathTokens = c.count(c.path) + 1
+		return
 	}
 }
 
@@ -153,7 +167,7 @@ func (c *chunker) add(u unit, code bool) {
 		return
 	}
 	for i, p := range c.cut(u.text, code, c.budget()) {
-		c.place(unit{text: p, tokens: c.count(p), cont: i > 0 && !code})
+		c.place(unit{text: p, tokens: c.count(p), cont: i > 0 && !code, line: i > 0 && code})
 	}
 }
 
@@ -190,7 +204,7 @@ func (c *chunker) emit() []unit {
 		}
 		for i, u := range us {
 			switch {
-			case i == 0:
+			case i == 0, u.line:
 			case u.cont:
 				b.WriteByte(' ')
 			default:
@@ -216,6 +230,9 @@ func (c *chunker) overlapOf(us []unit, room float64) []unit {
 		u := us[i]
 		if u.table {
 			break
+		}
+		if u.line {
+			break // no overlap inside code
 		}
 		if total+u.tokens+1 <= limit {
 			taken = append(taken, u)

@@ -7,8 +7,8 @@ func (s *shard) compact() {
 	if s.live == 0 {
 		files := s.files
 		s.files, s.fileNum, s.terms, s.compounds = nil, map[string]uint32{}, map[string]*posting{}, map[string]struct{}{}
-		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale = nil, nil, nil, nil, nil
-		s.dead, s.sumLen, s.postings, s.dims = 0, 0, 0, 0
+		s.docFile, s.docSeq, s.docLen, s.vecs, s.scale, s.signs, s.mean = nil, nil, nil, nil, nil, nil, nil
+		s.dead, s.sumLen, s.postings, s.dims, s.sw = 0, 0, 0, 0, 0
 		for _, f := range files {
 			if f.id != "" && f.attrs != nil {
 				s.fileNum[f.id] = uint32(len(s.files))
@@ -32,6 +32,7 @@ func (s *shard) compact() {
 		if s.dims > 0 {
 			copy(s.vecs[int(n)*s.dims:int(n+1)*s.dims], s.vecs[d*s.dims:(d+1)*s.dims])
 			s.scale[n] = s.scale[d]
+			copy(s.signs[int(n)*s.sw:int(n+1)*s.sw], s.signs[d*s.sw:(d+1)*s.sw])
 		}
 		n++
 	}
@@ -41,6 +42,7 @@ func (s *shard) compact() {
 	if s.dims > 0 {
 		s.vecs = shrink(s.vecs[:int(n)*s.dims])
 		s.scale = shrink(s.scale[:n])
+		s.signs = shrink(s.signs[:int(n)*s.sw])
 	}
 	s.dead = 0
 	s.compactPostings(newDoc)
@@ -66,20 +68,20 @@ func (s *shard) compactFiles() []uint32 {
 func (s *shard) compactPostings(newDoc []uint32) {
 	s.postings = 0
 	for t, p := range s.terms {
-		k := 0
-		for i, d := range p.docs {
-			if nd := newDoc[d]; nd != deadFile {
-				p.docs[k], p.tfs[k] = nd, p.tfs[i]
-				k++
+		var q posting
+		for it := p.iter(); it.next(); {
+			if nd := newDoc[it.doc]; nd != deadFile {
+				q.add(nd, uint16(it.tf))
 			}
 		}
-		if k == 0 {
+		if q.n == 0 {
 			delete(s.terms, t)
 			delete(s.compounds, t)
 			continue
 		}
-		p.docs, p.tfs = shrink(p.docs[:k]), shrink(p.tfs[:k])
-		s.postings += int64(k)
+		q.buf = shrink(q.buf)
+		*p = q
+		s.postings += int64(q.n)
 	}
 }
 

@@ -171,7 +171,7 @@ func compare(attrs map[string]any, key, op string, want any) bool {
 		}
 		return false
 	}
-	c, ok := order(normalise(have), want)
+	c, ok := order(numeric(have), want)
 	if !ok {
 		return false
 	}
@@ -190,8 +190,8 @@ func compare(attrs map[string]any, key, op string, want any) bool {
 	return false
 }
 
-// normalise turns the numbers an attribute may hold into float64.
-func normalise(v any) any {
+// numeric turns the numbers an attribute may hold into float64.
+func numeric(v any) any {
 	switch x := v.(type) {
 	case int:
 		return float64(x)

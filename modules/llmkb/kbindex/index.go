@@ -9,6 +9,7 @@ package kbindex
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
@@ -23,6 +24,9 @@ type Index struct {
 	stores map[string]*shard
 	accs   sync.Pool // *accumulator, reused by keyword searches
 	fusion fusion
+	// prefilterFrom is the number of vectors of a store from which its
+	// scan first ranks by the signs' Hamming distance (see vector.go).
+	prefilterFrom int
 }
 
 // Entry is one chunk to index.
@@ -42,7 +46,7 @@ type Stats struct {
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{stores: map[string]*shard{}, fusion: defaultFusion}
+	return &Index{stores: map[string]*shard{}, fusion: defaultFusion, prefilterFrom: defaultPrefilterFrom}
 }
 
 // deadFile marks a removed chunk until the store's postings are compacted.
@@ -73,18 +77,15 @@ type shard struct {
 	dims  int       // of the store's vectors, 0 before the first
 	vecs  []int8    // dims a chunk, by chunk number
 	scale []float32 // by chunk number: the dequantisation factor, 0 without a vector
+	mean  []float32 // the direction the vectors are kept as differences from
+	sw    int       // words of signs a chunk: dims/64 rounded up
+	signs []uint64  // the signs of each vector's components, for the prefilter
 }
 
 type fileInfo struct {
 	id     string
 	attrs  map[string]any
 	chunks int32
-}
-
-// posting lists the chunks a term occurs in and how often.
-type posting struct {
-	docs []uint32
-	tfs  []uint16
 }
 
 func newShard(id string) *shard {
@@ -102,7 +103,7 @@ func (ix *Index) shard(store string, create bool) *shard {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if s = ix.stores[store]; s == nil {
-		s = newShard(store)
+		s = newShard(strings.Clone(store))
 		ix.stores[store] = s
 	}
 	return s
@@ -114,8 +115,7 @@ type prepared struct {
 	terms  []termTF
 	length int
 	german bool
-	vec    []int8
-	scale  float32
+	vec    []float32 // normalised
 	attrs  map[string]any
 }
 
@@ -124,6 +124,10 @@ type termTF struct {
 	tf   uint16
 }
 
+// addBatch is the most chunks added under one hold of a store's lock, so
+// that searches of the store wait little behind a large file.
+const addBatch = 512
+
 // Add indexes entries of one or more files. A file's old entries must be
 // removed first (RemoveFile). A vector whose length differs from the
 // store's first one is left out (the chunk is found by keywords alone).
@@ -131,7 +135,7 @@ func (ix *Index) Add(entries []Entry) {
 	prep := prepare(entries)
 	for i := 0; i < len(prep); {
 		j := i
-		for j < len(prep) && prep[j].ref.Store == prep[i].ref.Store {
+		for j < len(prep) && j-i < addBatch && prep[j].ref.Store == prep[i].ref.Store {
 			j++
 		}
 		ix.shard(prep[i].ref.Store, true).add(prep[i:j])
@@ -189,7 +193,7 @@ func (st *stemmer) prepare(e Entry, counts map[string]int, buf *[]string) prepar
 		p.terms[i].tf = uint16(min(counts[p.terms[i].term], 0xffff))
 	}
 	if len(e.Vector) > 0 {
-		p.vec, p.scale = quantise(e.Vector)
+		p.vec = normalise(e.Vector)
 	}
 	return p
 }
@@ -198,6 +202,9 @@ func (st *stemmer) prepare(e Entry, counts map[string]int, buf *[]string) prepar
 func (s *shard) add(ps []prepared) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dims == 0 {
+		s.initVectors(ps)
+	}
 	for i := range ps {
 		p := &ps[i]
 		f := s.file(p.ref.File)
@@ -214,39 +221,66 @@ func (s *shard) add(ps []prepared) {
 		for _, t := range p.terms {
 			pt := s.terms[t.term]
 			if pt == nil {
+				// A term may be a slice of the chunk's text: the index
+				// keeps its own copy, never the text.
+				term := strings.Clone(t.term)
 				pt = &posting{}
-				s.terms[t.term] = pt
+				s.terms[term] = pt
+				if p.german && len(term) >= minCompound {
+					s.compounds[term] = struct{}{}
+				}
 			}
-			if p.german && len(t.term) >= minCompound {
-				s.compounds[t.term] = struct{}{}
-			}
-			pt.docs = append(pt.docs, doc)
-			pt.tfs = append(pt.tfs, t.tf)
+			pt.add(doc, t.tf)
 		}
 		s.postings += int64(len(p.terms))
-		s.addVector(p.vec, p.scale)
+		s.addVector(p.vec)
 	}
 }
 
-func (s *shard) addVector(v []int8, scale float32) {
-	if s.dims == 0 && len(v) > 0 {
-		s.dims = len(v)
-		s.vecs = make([]int8, len(s.docFile)*s.dims, max(len(s.docFile), 1024)*s.dims)
-		s.scale = make([]float32, len(s.docFile))
-		s.vecs = s.vecs[:len(s.vecs)-s.dims] // the chunk being added is appended below
-		s.scale = s.scale[:len(s.scale)-1]
+// initVectors readies the shard for vectors of the first batch that has
+// some: their length, their mean, room, zeros for the chunks before.
+func (s *shard) initVectors(ps []prepared) {
+	n := 0
+	for _, p := range ps {
+		if p.vec == nil {
+			continue
+		}
+		if s.dims == 0 {
+			s.dims, s.sw = len(p.vec), (len(p.vec)+63)/64
+			s.mean = make([]float32, s.dims)
+		}
+		if len(p.vec) == s.dims {
+			n++
+			for i, x := range p.vec {
+				s.mean[i] += x
+			}
+		}
 	}
 	if s.dims == 0 {
 		return
 	}
+	for i := range s.mean {
+		s.mean[i] /= float32(n)
+	}
+	prior, room := len(s.docFile), max(len(s.docFile)+len(ps), 1024)
+	s.vecs = make([]int8, prior*s.dims, room*s.dims)
+	s.signs = make([]uint64, prior*s.sw, room*s.sw)
+	s.scale = make([]float32, prior, room)
+}
+
+func (s *shard) addVector(v []float32) {
+	if s.dims == 0 {
+		return
+	}
 	if len(v) != s.dims {
-		v, scale = nil, 0
-	}
-	if v == nil {
 		s.vecs = append(s.vecs, make([]int8, s.dims)...)
-	} else {
-		s.vecs = append(s.vecs, v...)
+		s.signs = append(s.signs, make([]uint64, s.sw)...)
+		s.scale = append(s.scale, 0)
+		return
 	}
+	q, scale := quantiseDiff(v, s.mean)
+	s.vecs = append(s.vecs, q...)
+	s.signs = appendSigns(s.signs, q)
 	s.scale = append(s.scale, scale)
 }
 
@@ -256,6 +290,7 @@ func (s *shard) file(id string) uint32 {
 		return f
 	}
 	f := uint32(len(s.files))
+	id = strings.Clone(id)
 	s.files = append(s.files, fileInfo{id: id})
 	s.fileNum[id] = f
 	return f
@@ -329,11 +364,11 @@ func (ix *Index) Stats() Stats {
 // maps by entry at Go's usual overheads.
 func (s *shard) bytes() int64 {
 	n := int64(cap(s.docFile))*4 + int64(cap(s.docSeq))*4 + int64(cap(s.docLen))*2
-	n += int64(cap(s.vecs)) + int64(cap(s.scale))*4
+	n += int64(cap(s.vecs)) + int64(cap(s.scale))*4 + int64(cap(s.signs))*8
 	n += int64(cap(s.files))*40 + int64(len(s.fileNum))*48
 	for t, p := range s.terms {
 		n += int64(len(t)) + 16 + 8 + 16 // key, string header, pointer, map slot
-		n += 48 + int64(cap(p.docs))*4 + int64(cap(p.tfs))*2
+		n += 40 + int64(cap(p.buf))
 	}
 	for _, f := range s.files {
 		n += int64(len(f.id)) + int64(len(f.attrs))*64

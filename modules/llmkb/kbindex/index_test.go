@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -391,5 +393,27 @@ func TestVectorCache(t *testing.T) {
 	nilCache.Put("m", "t", v)
 	if _, ok := nilCache.Get("m", "t"); ok {
 		t.Error("a nil cache returned a vector")
+	}
+}
+
+// TestIndexKeepsNoText: the index holds terms, not the chunks' text
+// (which the store has): a term that is a slice of an 8 MB text must not
+// keep the text alive.
+func TestIndexKeepsNoText(t *testing.T) {
+	ix := New()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	func() {
+		text := strings.Repeat("zebra ", 8<<20/6) + fmt.Sprint(rand.Int()) // built at run time, on the heap
+		ix.Add([]Entry{{Ref: ref("s", "file-with-a-long-name", 0), Text: text}})
+	}()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 2<<20 {
+		t.Errorf("the index holds %d bytes after indexing an 8 MB text: it keeps the text", held)
+	}
+	if top(ix.Search(Query{Stores: []string{"s"}, Text: "zebras"})) != ref("s", "file-with-a-long-name", 0) {
+		t.Error("the chunk is not found")
 	}
 }

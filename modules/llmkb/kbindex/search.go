@@ -48,6 +48,7 @@ type searched struct {
 	acc  *accumulator // keyword scores, nil without keywords
 	kw   []cand       // best by keywords
 	vec  []cand       // best by vector
+	mu   float32      // the query vector's offset for the shard
 }
 
 // Search finds the chunks of the stores in q.Stores (and of no other
@@ -85,16 +86,14 @@ func (ix *Index) Search(q Query) []Hit {
 		depth = max(limit*20, 400)
 	}
 	kwNorm := ix.keywords(ss, q.Text, depth)
-	vq, vscale := []int8(nil), float32(0)
-	if len(q.Vector) > 0 {
-		vq, vscale = quantise(q.Vector)
-		for i := range ss {
-			if x := &ss[i]; x.s.dims == len(vq) && vscale != 0 {
-				x.vec = x.s.scanVectors(vq, vscale, depth, x.pass)
-			}
+	vq := newVQuery(q.Vector)
+	for i := range ss {
+		if x := &ss[i]; vq != nil && x.s.dims == len(vq.q) {
+			x.mu = vq.offset(x.s)
+			x.vec = x.s.scanVectors(vq, x.mu, depth, x.pass, ix.prefilterFrom)
 		}
 	}
-	return finish(ss, ix.fuse(ss, kwNorm, vq, vscale), q, limit)
+	return finish(ss, ix.fuse(ss, kwNorm, vq), q, limit)
 }
 
 // lockStores read-locks the shards of the stores named, each once, in
@@ -199,7 +198,7 @@ func (ix *Index) queryTerms(ss []searched, text string) (terms []qterm, norm, av
 		k := 0
 		for _, x := range ss {
 			if p := x.s.terms[t]; p != nil {
-				k += len(p.docs)
+				k += int(p.n)
 			}
 		}
 		return min(k, n)
@@ -214,10 +213,10 @@ func (ix *Index) queryTerms(ss []searched, text string) (terms []qterm, norm, av
 			}
 		}
 		norm += best
-		if len(w.terms) == 0 {
+		if !w.german {
 			continue
 		}
-		de := w.terms[len(w.terms)-1] // the German stem when it may be German
+		de := w.terms[len(w.terms)-1]
 		var more []string
 		if df(de) < n/100+2 {
 			more = st.splitCompound(w.word, func(t string) bool { return df(t) > 0 })
@@ -273,12 +272,13 @@ func (s *shard) bm25(terms []qterm, avgLen float64, pass []bool, acc *accumulato
 		k1 := float32(bm25K1)
 		a := float32(bm25K1 * (1 - bm25B))
 		b := float32(bm25K1 * bm25B / avgLen)
-		for i, d := range p.docs {
+		for it := p.iter(); it.next(); {
+			d := it.doc
 			f := s.docFile[d]
 			if f == deadFile || pass != nil && !pass[f] {
 				continue
 			}
-			tf := float32(p.tfs[i])
+			tf := float32(it.tf)
 			sc := w * tf * (k1 + 1) / (tf + a + b*float32(s.docLen[d]))
 			if acc.score[d] == 0 {
 				acc.touched = append(acc.touched, d)
@@ -297,7 +297,7 @@ type found struct {
 
 // fuse merges the keyword and vector candidates of every shard into one
 // scored list.
-func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) []found {
+func (ix *Index) fuse(ss []searched, kwNorm float64, vq *vquery) []found {
 	var kwList, vecList []found
 	for i, x := range ss {
 		for _, c := range x.kw {
@@ -308,7 +308,7 @@ func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) 
 		}
 	}
 	switch {
-	case len(vq) == 0 || vscale == 0:
+	case vq == nil:
 		return kwList
 	case kwNorm == 0:
 		return vecList
@@ -324,10 +324,10 @@ func (ix *Index) fuse(ss []searched, kwNorm float64, vq []int8, vscale float32) 
 	}
 	vecOf := func(f found) float64 {
 		x := ss[f.shard]
-		if x.s.dims != len(vq) {
+		if x.s.dims != len(vq.q) {
 			return 0
 		}
-		return math.Max(0, x.s.cosine(f.doc, vq, vscale))
+		return math.Max(0, x.s.cosine(f.doc, vq, x.mu))
 	}
 	return ix.fusion.fuse(kwList, vecList, kwOf, vecOf)
 }

@@ -72,7 +72,7 @@ func detect(ws []string, query bool) lang {
 		}
 	}
 	switch {
-	case de > en:
+	case de > en && (query || de >= 2): // one "bin" in code is no German text
 		return langDE
 	case en > de:
 		return langEN
@@ -192,8 +192,9 @@ func (s *stemmer) terms(text string, buf []string) ([]string, lang) {
 
 // queryWord is one word of a query with the terms it matches.
 type queryWord struct {
-	word  string   // lowercase, as typed
-	terms []string // its stems: one per language it may be in
+	word   string   // lowercase, as typed
+	terms  []string // its stems: one per language it may be in
+	german bool     // it may be German: its last term is the German stem
 }
 
 // queryWords analyses a query: each word is stemmed in the query's
@@ -208,7 +209,7 @@ func (s *stemmer) queryWords(text string) []queryWord {
 			continue
 		}
 		seen[w] = true
-		q := queryWord{word: w}
+		q := queryWord{word: w, german: l != langEN}
 		if l != langDE {
 			q.terms = append(q.terms, s.stem(w, langEN))
 		}

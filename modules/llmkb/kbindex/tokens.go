@@ -56,22 +56,8 @@ func tokenCost(s string, german bool) float64 {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case isWordRune(r):
-			j := i
-			letters, accents, upper := 0, 0, 0
-			for j < len(s) {
-				r, n := utf8.DecodeRuneInString(s[j:])
-				if !isWordRune(r) {
-					break
-				}
-				letters++
-				if r >= utf8.RuneSelf {
-					accents++
-				} else if 'A' <= r && r <= 'Z' {
-					upper++
-				}
-				j += n
-			}
-			total += wordTokens(letters, accents, upper, german)
+			t, j := wordAt(s, i, german)
+			total += t
 			i = j
 		case '0' <= r && r <= '9':
 			j := i
@@ -101,6 +87,25 @@ func tokenCost(s string, german bool) float64 {
 		}
 	}
 	return total
+}
+
+// wordAt prices the word of letters at s[i:] and returns where it ends.
+func wordAt(s string, i int, german bool) (float64, int) {
+	letters, accents, upper := 0, 0, 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isWordRune(r) {
+			break
+		}
+		letters++
+		if r >= utf8.RuneSelf {
+			accents++
+		} else if 'A' <= r && r <= 'Z' {
+			upper++
+		}
+		i += n
+	}
+	return wordTokens(letters, accents, upper, german), i
 }
 
 func isWordRune(r rune) bool {

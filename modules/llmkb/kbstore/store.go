@@ -29,7 +29,8 @@ func StoreFileID(store, file string) string { return store + "/" + file }
 // File is an uploaded file (OpenAI's File object plus its owner).
 type File struct {
 	ID        string    `json:"id"`
-	Owner     string    `json:"owner"` // tenant path: "org/team/project", "" without keys
+	Owner     string    `json:"owner"`         // tenant path: "org/team/project", "" without keys
+	Key       string    `json:"key,omitempty"` // the id of the key that uploaded it
 	Filename  string    `json:"filename"`
 	Bytes     int64     `json:"bytes"`
 	Purpose   string    `json:"purpose"`

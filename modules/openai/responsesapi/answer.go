@@ -23,7 +23,7 @@ type respItem struct {
 	// deltaRef is what a stream's delta events of the item repeat:
 	// item_id, output_index and content_index.
 	deltaRef []byte
-	cite     *citer // a message's citations, nil when nothing was searched
+	cite     *openai.Citer // a message's citations, nil when nothing was searched
 }
 
 // respOut is an answer's output: its items, how it finished and its usage.
@@ -33,14 +33,10 @@ type respOut struct {
 	usage   []byte // chat's usage object, nil when there is none
 	errCode []byte // a failed answer: its error's code and message, JSON strings
 	errMsg  []byte
-	cites   *citeSet // the passages messages cite, nil when nothing was searched
 }
 
 func (o *respOut) add(kind byte, prefix string) *respItem {
 	it := &respItem{kind: kind, id: newID(prefix), index: len(o.items), status: "in_progress"}
-	if o.cites != nil && kind == 'm' {
-		it.cite = &citer{set: o.cites}
-	}
 	o.items = append(o.items, it)
 	return it
 }
@@ -64,7 +60,7 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 		return nil, errNoMessage
 	}
 	if rv := t.retrieval(); rv != nil {
-		o.addSearch(rv, t.withResults())
+		t.search(&o, rv)
 	}
 	var content, reasoning, calls []byte
 	_ = openai.EachMember(msg, func(k, v []byte) error {
@@ -88,9 +84,9 @@ func (t *respTurn) wholeAnswer(body []byte) ([]byte, error) {
 	if openai.KindOf(content) == openai.KindString && (len(content) > 2 || openai.KindOf(calls) != openai.KindArray) {
 		it := o.add('m', "msg_")
 		it.text, it.status = content[1:len(content)-1], status
-		if it.cite != nil {
-			it.cite.feed(it.text)
-			it.cite.finish()
+		if it.cite = openai.NewCiter(t.retrieval()); it.cite != nil {
+			it.cite.FeedJSON(it.text)
+			it.cite.Finish()
 		}
 	}
 	_ = openai.EachElement(calls, func(_ int, c []byte) error {
@@ -220,7 +216,11 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 	b = appendMember(b, "tool_choice", orJSON(t.toolChoice, `"auto"`))
 	b = appendMember(b, "tools", orJSON(t.tools, "[]"))
 	b = appendMember(b, "top_p", orJSON(t.topP, "1"))
-	b = appendMember(b, "truncation", orJSON(t.truncation, `"disabled"`))
+	if t.truncateAuto {
+		b = append(b, `,"truncation":"auto"`...)
+	} else {
+		b = append(b, `,"truncation":"disabled"`...)
+	}
 	b = appendUsage(append(b, `,"usage":`...), o.usage)
 	b = appendMember(b, "user", orJSON(t.user, "null"))
 	return append(b, '}')
@@ -272,7 +272,7 @@ func (it *respItem) appendPart(b []byte) []byte {
 	case it.kind == 'r':
 		b = append(b, `{"type":"reasoning_text","text":"`...)
 	case it.cite != nil:
-		b = append(append(b, `{"type":"output_text","annotations":[`...), it.cite.annots...)
+		b = it.cite.AppendAnnotations(append(b, `{"type":"output_text","annotations":[`...))
 		b = append(b, `],"logprobs":[],"text":"`...)
 	default:
 		b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":"`...)

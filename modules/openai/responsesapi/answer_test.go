@@ -184,3 +184,16 @@ func TestResponsesWholeOdd(t *testing.T) {
 		t.Errorf("got %d %q", rec.Code, rec.Body)
 	}
 }
+
+// TestResponsesTruncationEcho checks that the response echoes the
+// request's truncation, "disabled" when it had none.
+func TestResponsesTruncationEcho(t *testing.T) {
+	for _, tc := range []struct{ member, want string }{{`,"truncation":"auto"`, "auto"}, {`,"truncation":"disabled"`, "disabled"}, {"", "disabled"}} {
+		turn := newTurn(t, `{"model":"m","input":"x","store":false`+tc.member+`}`)
+		rec := serve(turn, 200, "application/json", [][]byte{[]byte(`{"choices":[{"index":0,"message":{"content":"y"},"finish_reason":"stop"}]}`)}, nil)
+		var resp responses.Response
+		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || string(resp.Truncation) != tc.want {
+			t.Errorf("truncation%s: got %v %q, want %q", tc.member, err, resp.Truncation, tc.want)
+		}
+	}
+}

@@ -87,3 +87,30 @@ func BenchmarkResponsesWhole(b *testing.B) {
 		_, _ = w.Write(answer)
 	}
 }
+
+// BenchmarkResponsesStreamSearched is BenchmarkResponsesStream after a
+// knowledge-base search: the file_search_call item first and the
+// answer's markers cited as they stream.
+func BenchmarkResponsesStreamSearched(b *testing.B) {
+	a := chatAnswer{content: strings.Repeat("The quick brown fox [1] jumps over the lazy dog [2, 3]. ", 20), finish: "stop",
+		usage: `{"prompt_tokens":20,"completion_tokens":256,"total_tokens":276}`}
+	events := bytes.SplitAfter(a.stream(rand.New(rand.NewPCG(1, 1))), []byte("\n\n"))
+	body := `{"model":"m","input":"hi","stream":true,"store":false,"tools":[{"type":"file_search","vector_store_ids":["kb"]}]}`
+	r := httptest.NewRequest(http.MethodPost, "/v1/responses", nil)
+	rv := testRetrieval()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := parseResponses(r, []byte(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Retrieval = rv
+		w := req.Translation.Writer(&discardWriter{h: http.Header{"Content-Type": {"text/event-stream"}}})
+		w.WriteHeader(200)
+		rc := http.NewResponseController(w)
+		for _, ev := range events {
+			_, _ = w.Write(ev)
+			_ = rc.Flush()
+		}
+	}
+}

@@ -175,7 +175,7 @@ func readInclude(p *respParams, v []byte) error {
 // gets tool_choice "auto" for its function tools, or none at all when
 // it has none.
 func (p *respParams) settleFileSearch() error {
-	if p.choice == "file_search" && p.fileSearch == nil {
+	if p.choice == choiceFileSearch && p.fileSearch == nil {
 		return &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
 			Message: "tool_choice {\"type\":\"file_search\"} needs a file_search tool in tools; add one, or use \"auto\""}
 	}
@@ -185,10 +185,10 @@ func (p *respParams) settleFileSearch() error {
 	switch {
 	case p.chatTools == nil:
 		p.chatToolChoice = nil
-	case p.choice == "required" || p.choice == "file_search":
+	case p.choice == choiceRequired || p.choice == choiceFileSearch:
 		p.chatToolChoice = []byte(`"auto"`)
 	}
-	if p.choice == "none" {
+	if p.choice == choiceNone {
 		p.fileSearch = nil
 		return nil
 	}

@@ -44,12 +44,15 @@ type respTurn struct {
 	created int64  // unix seconds
 	stream  bool
 	store   bool
+	// fileSearch: tools has a file_search tool. truncateAuto: the
+	// client sent truncation "auto" (echoed; "disabled" otherwise).
+	fileSearch, truncateAuto bool
 
 	// Members echoed in the response object: compact JSON as the client
 	// sent them, nil when absent.
-	model, instructions, tools, toolChoice, text, metadata     []byte
-	temperature, topP, maxOutput, previousID, user, truncation []byte
-	parallel, effort                                           []byte
+	model, instructions, tools, toolChoice, text, metadata []byte
+	temperature, topP, maxOutput, previousID, user         []byte
+	parallel, effort                                       []byte
 
 	// convo is the conversation in chat form without the instructions:
 	// the previous response's, then this turn's input (elements of a
@@ -57,10 +60,8 @@ type respTurn struct {
 	convo, input []byte
 
 	// req is the request the turn translates: the answer reads the
-	// knowledge base's Retrieval there. fileSearch: tools has a
-	// file_search tool.
-	req        *openai.Request
-	fileSearch bool
+	// knowledge base's Retrieval there.
+	req *openai.Request
 }
 
 // respParams is what parseResponses reads before it builds the chat body.
@@ -72,11 +73,22 @@ type respParams struct {
 
 	// The file_search tool (nil when tool_choice is "none"), whether
 	// tools has one, include's file_search_call.results, and
-	// tool_choice's kind ("auto", "function", "file_search", …).
-	fileSearch                    *openai.FileSearch
+	// tool_choice's kind.
 	hasFileSearch, includeResults bool
-	choice                        string
+	choice                        choiceKind
+	fileSearch                    *openai.FileSearch
 }
+
+// choiceKind is what tool_choice asks for.
+type choiceKind uint8
+
+const (
+	choiceAuto choiceKind = iota // also when absent
+	choiceNone
+	choiceRequired
+	choiceFunction
+	choiceFileSearch
+)
 
 // parseResponses checks a Responses request and translates it to a chat
 // completions request, which the handlers see as usual; the client's body
@@ -173,7 +185,7 @@ var respFields = map[string]respField{
 		return checkFloat(key, v, 0, 1)
 	},
 	"truncation": func(t *respTurn, _ *respParams, key string, v []byte) error {
-		t.truncation = v
+		t.truncateAuto = string(v) == `"auto"`
 		return openai.CheckEnum(key, v, "auto", "disabled")
 	},
 	"reasoning":           func(t *respTurn, _ *respParams, _ string, v []byte) error { return t.reasoning(v) },
@@ -339,30 +351,36 @@ func functionTool(at string, tool []byte) ([]byte, error) {
 // chatToolChoice translates tool_choice: "auto", "none" and "required"
 // as they are, {"type":"function","name":…} to chat's form;
 // {"type":"file_search"} is the gateway's (settleFileSearch). It returns
-// the choice's kind: the string, "function" or "file_search".
-func chatToolChoice(v []byte) (out []byte, kind string, err error) {
+// the choice's kind.
+func chatToolChoice(v []byte) (out []byte, kind choiceKind, err error) {
 	const want = `"auto", "none", "required", {"type":"function","name":"…"} or {"type":"file_search"}`
 	switch openai.KindOf(v) {
 	case openai.KindString:
 		if err := openai.CheckEnum("tool_choice", v, "auto", "none", "required"); err != nil {
-			return nil, "", err
+			return nil, 0, err
 		}
-		return v, openai.StringValue(v), nil
+		switch openai.StringValue(v) {
+		case "none":
+			kind = choiceNone
+		case "required":
+			kind = choiceRequired
+		}
+		return v, kind, nil
 	case openai.KindObject:
 	default:
-		return nil, "", openai.TypeError("tool_choice", want)
+		return nil, 0, openai.TypeError("tool_choice", want)
 	}
 	typ := openai.StringValue(openai.MemberOf(v, "type"))
 	if typ == "file_search" {
-		return nil, typ, nil
+		return nil, choiceFileSearch, nil
 	}
 	name := openai.MemberOf(v, "name")
 	if typ != "function" || openai.KindOf(name) != openai.KindString {
-		return nil, "", &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
+		return nil, 0, &openai.Error{Status: 400, Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice",
 			Message: "tool_choice must be " + want + "; other tool types are not supported by this gateway"}
 	}
 	out = append(make([]byte, 0, len(name)+40), `{"type":"function","function":{"name":`...)
-	return append(append(out, name...), "}}"...), typ, nil
+	return append(append(out, name...), "}}"...), choiceFunction, nil
 }
 
 // chatResponseFormat translates text.format to chat's response_format

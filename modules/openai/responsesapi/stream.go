@@ -247,6 +247,9 @@ func (s *respStream) text(kind byte, v []byte) {
 			prefix = "rs_"
 		}
 		it = s.o.add(kind, prefix)
+		if kind == 'm' {
+			it.cite = openai.NewCiter(s.t.retrieval())
+		}
 		s.cur = it
 		s.itemEvent("response.output_item.added", it, false)
 		s.partEvent("response.content_part.added", it, false)
@@ -264,8 +267,8 @@ func (s *respStream) text(kind byte, v []byte) {
 	s.out = append(append(append(s.out, it.deltaRef...), v...), `,"logprobs":[]}`+"\n\n"...)
 	it.text = append(it.text, v[1:len(v)-1]...)
 	if it.cite != nil {
-		from := len(it.cite.starts)
-		it.cite.feed(v[1 : len(v)-1])
+		from := it.cite.Len()
+		it.cite.FeedJSON(v[1 : len(v)-1])
 		s.annotations(it, from)
 	}
 }
@@ -342,8 +345,8 @@ func (s *respStream) close(it *respItem, status string) {
 			typ = "response.reasoning_text.done"
 		}
 		if it.cite != nil {
-			from := len(it.cite.starts)
-			it.cite.finish()
+			from := it.cite.Len()
+			it.cite.Finish()
 			s.annotations(it, from)
 		}
 		s.begin(typ)
@@ -461,7 +464,7 @@ func (s *respStream) partEvent(typ string, it *respItem, full bool) {
 // search writes the file_search_call item, first in the output: added,
 // in progress, searching, completed (unless the search failed), done.
 func (s *respStream) search(rv *openai.Retrieval) {
-	it := s.o.addSearch(rv, s.t.withResults())
+	it := s.t.search(&s.o, rv)
 	s.itemEvent("response.output_item.added", it, false)
 	for _, typ := range [...]string{"response.file_search_call.in_progress", "response.file_search_call.searching",
 		"response.file_search_call.completed"} {
@@ -478,11 +481,11 @@ func (s *respStream) search(rv *openai.Retrieval) {
 // annotations writes a message's annotations from the from-th on as
 // response.output_text.annotation.added events.
 func (s *respStream) annotations(it *respItem, from int) {
-	for k := from; k < len(it.cite.starts); k++ {
+	for k := from; k < it.cite.Len(); k++ {
 		s.begin("response.output_text.annotation.added")
 		s.ref(it)
 		s.out = strconv.AppendInt(append(s.out, `,"content_index":0,"annotation_index":`...), int64(k), 10)
-		s.out = append(append(s.out, `,"annotation":`...), it.cite.annotation(k)...)
+		s.out = it.cite.AppendAnnotation(append(s.out, `,"annotation":`...), k)
 		s.end()
 	}
 }
