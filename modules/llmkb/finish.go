@@ -65,8 +65,8 @@ func (s *service) complete(ctx context.Context, sf *kbstore.StoreFile, chunks []
 	for i, c := range chunks {
 		entries[i] = kbindex.Entry{Ref: kbstore.ChunkRef{Store: c.Store, File: c.File, Seq: c.Seq}, Text: c.Text, Vector: c.Vector, Attrs: done.Attributes}
 	}
-	s.index().RemoveFile(sf.StoreID, sf.FileID)
-	s.index().Add(entries)
+	s.changed().RemoveFile(sf.StoreID, sf.FileID)
+	s.changed().Add(entries)
 	metricIngested.WithLabelValues(kbstore.Completed).Inc()
 	if dims > 0 {
 		s.noteDims(ctx, sf.StoreID, dims)

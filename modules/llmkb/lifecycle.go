@@ -40,7 +40,7 @@ func (s *service) setAttributes(ctx context.Context, store, file string, attrs m
 		return cur, nil
 	})
 	if err == nil {
-		s.index().SetAttributes(store, file, attrs)
+		s.changed().SetAttributes(store, file, attrs)
 	}
 	return out, err
 }
@@ -68,7 +68,7 @@ func (s *service) removeStoreFile(ctx context.Context, store, file string) error
 	if err := s.store.DeleteChunks(ctx, store, file); err != nil {
 		return err
 	}
-	s.index().RemoveFile(store, file)
+	s.changed().RemoveFile(store, file)
 	return s.bumpVersion(ctx, store)
 }
 
@@ -114,7 +114,7 @@ func (s *service) removeStore(ctx context.Context, store string) error {
 	if err := s.store.DeleteChunks(ctx, store, ""); err != nil {
 		return err
 	}
-	s.index().RemoveStore(store)
+	s.changed().RemoveStore(store)
 	return s.store.Delete(ctx, kbstore.KindStore, store)
 }
 

@@ -29,8 +29,9 @@ type service struct {
 	ix      atomic.Pointer[kbindex.Index]
 	vectors *kbindex.VectorCache
 	queue   *queue
-	node    string   // this node, for ingestion leases: the same across restarts
-	busy    sync.Map // store-file ids this process ingests now
+	node    string       // this node, for ingestion leases: the same across restarts
+	busy    sync.Map     // store-file ids this process ingests now
+	changes atomic.Int64 // this node's changes to the index, for resync
 	deps    atomic.Pointer[deps]
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -86,8 +87,11 @@ func (s *service) use(app *llm.App, logger *zap.Logger, lease time.Duration) {
 func (s *service) app() *llm.App         { return s.deps.Load().app }
 func (s *service) log() *zap.Logger      { return s.deps.Load().logger }
 func (s *service) index() *kbindex.Index { return s.ix.Load() }
-func (s *service) lease() time.Duration  { return s.deps.Load().lease }
-func (s *service) spawn(fn func())       { s.wg.Add(1); go func() { defer s.wg.Done(); fn() }() }
+
+// changed is the index for a change this node makes.
+func (s *service) changed() *kbindex.Index { s.changes.Add(1); return s.ix.Load() }
+func (s *service) lease() time.Duration    { return s.deps.Load().lease }
+func (s *service) spawn(fn func())         { s.wg.Add(1); go func() { defer s.wg.Done(); fn() }() }
 
 // start runs the ingestion workers, the watch of other nodes' changes
 // and the sweeper of leases run out and stores expired.
@@ -168,15 +172,28 @@ func (s *service) apply(c kbstore.Change) {
 			s.reindexFile(ctx, store, file)
 		}
 	case "resync":
-		// Changes were missed (PostgreSQL restarted): build afresh, and
-		// swap once built so searches meanwhile see the old index.
+		s.resync(ctx)
+	}
+}
+
+// resync builds the index afresh when changes were missed (PostgreSQL
+// restarted), swapping it in once built so that searches meanwhile use
+// the old one. This node's own changes made during the build (which no
+// notice brings back) send it round again.
+func (s *service) resync(ctx context.Context) {
+	for range 3 {
+		before := s.changes.Load()
 		ix := kbindex.New()
 		if err := s.load(ctx, ix); err != nil {
 			s.log().Warn("knowledge bases: reloading the index", zap.Error(err))
 			return
 		}
-		s.ix.Store(ix)
+		if s.changes.Load() == before {
+			s.ix.Store(ix)
+			return
+		}
 	}
+	s.log().Warn("knowledge bases: the index kept changing while it was rebuilt; it is rebuilt at the next resync")
 }
 
 // reindexFile reads a completed file's chunks from the store into the
