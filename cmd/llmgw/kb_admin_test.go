@@ -21,9 +21,9 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
-// kbAdminSite runs llmgw with llm_kb on /v1/* and the admin routes on
-// the site behind llm_admin: ops (operator) and watcher (viewer); key
-// secret-1 is of project acme/research/alpha.
+// kbAdminSite runs llmgw with llm_kb on /v1/*, the admin routes on the
+// site behind llm_admin (ops: operator, watcher: viewer; sessions) and
+// the console; key secret-1 is of project acme/research/alpha.
 func kbAdminSite(t *testing.T) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}}
@@ -55,7 +55,13 @@ func kbAdminSite(t *testing.T) *gateway {
 		llm_admin {
 			token ops %s operator
 			token watcher %s viewer
+			session {
+				ttl 1h
+			}
 		}
+	}
+	route /console* {
+		llm_console
 	}
 }
 `, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), g.http, tenancy.HashKey("ops-token"), tenancy.HashKey("watcher-token"))
