@@ -13,7 +13,8 @@ import (
 // an operator: a shared knowledge base created from the form, a file
 // added with the file picker and one dropped on the page, each sent with
 // its progress and read to completed, then a search showing the file's
-// passage with its score.
+// passage with its score; then as a viewer, who has no control to change
+// them and whose forced upload is refused.
 func TestConsoleKnowledge(t *testing.T) {
 	b := newBrowser(t)
 	g := kbAdminSite(t)
@@ -42,6 +43,7 @@ func TestConsoleKnowledge(t *testing.T) {
 	})()`))
 	b.until("the dropped file sent", `document.querySelector('#kb-uploads li[data-file="travel.md"][data-upload="sent"]')`, 20*time.Second)
 	b.until("both files completed", `document.querySelectorAll('#kb-files tr[data-state="completed"]').length === 2`, 60*time.Second)
+	b.until("the uploads' lines saying so", `[...document.querySelectorAll('#kb-uploads [data-field="state"]')].map(e => e.textContent).join() === 'completed,completed'`, 10*time.Second)
 	b.until("the list's counts", `(document.querySelector('#kb-stores [data-field="files"]') || {}).textContent.includes('2 completed')`, 10*time.Second)
 	b.shot("knowledge")
 
@@ -51,4 +53,25 @@ func TestConsoleKnowledge(t *testing.T) {
 		return li && /\d/.test(li.querySelector('[data-field="score"]').textContent) && li.querySelector('.passage').textContent.length > 10;
 	})()`, 10*time.Second)
 	b.shot("knowledge-search")
+
+	// A viewer sees the stores and searches, with no control to change
+	// them; an upload forced from the page is refused by the server.
+	b.do("signing out", chromedp.Click(chromedp.ID("signout")))
+	b.signIn(g.base, "watcher-token")
+	b.open("knowledge")
+	b.do("opening the store", chromedp.Click(chromedp.CSS("#kb-stores button[data-open]")))
+	b.until("the store's files", `document.querySelectorAll('#kb-files tr[data-state="completed"]').length === 2 && document.querySelector('#kb-search-form')`, 10*time.Second)
+	if n := eval[int](b, `document.querySelectorAll('#kb-drop, #kb-create-form, #kb-delete, #kb-reindex').length`); n != 0 {
+		t.Errorf("a viewer sees %d controls that change knowledge bases", n)
+	}
+	forced := `(async () => {
+		const s = await (await fetch('/llm/auth/session')).json();
+		const id = document.querySelector('#kb-stores tr[data-store]').dataset.store;
+		const fd = new FormData(); fd.append('file', new File(['x'], 'x.txt'), 'x.txt');
+		const r = await fetch('/llm/kb/stores/' + id + '/files', {method: 'POST', body: fd, headers: {'X-CSRF-Token': s.csrf_token}});
+		return r.status;
+	})()`
+	if code := eval[int](b, forced); code != 403 {
+		t.Errorf("a viewer's forced upload: got %d, want 403", code)
+	}
 }

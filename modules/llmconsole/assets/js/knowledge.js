@@ -33,8 +33,10 @@ function upload(store, file, row) {
     });
     x.addEventListener('load', () => {
       let detail = '';
-      try { detail = (JSON.parse(x.responseText) || {}).error || ''; } catch (e) { detail = x.responseText.slice(0, 300); }
+      let sent = {};
+      try { sent = JSON.parse(x.responseText) || {}; detail = sent.error || ''; } catch (e) { detail = x.responseText.slice(0, 300); }
       const ok = x.status >= 200 && x.status < 300;
+      if (ok && sent.id) row.setAttribute('data-id', sent.id);
       bar.value = ok ? 1 : bar.value;
       row.setAttribute('data-upload', ok ? 'sent' : 'failed');
       state.className = ok ? 'muted' : 'error';
@@ -165,6 +167,12 @@ export async function knowledge(root, app) {
     if (!selected) return;
     const d = await api('GET', `/llm/kb/stores/${encodeURIComponent(selected)}`);
     title.textContent = t('kb.store', { name: d.name || d.id, tenant: d.tenant });
+    for (const f of d.files) { // an upload's line follows its file until it is read
+      const st = detail.querySelector(`#kb-uploads li[data-id="${CSS.escape(f.id)}"] [data-field="state"]`);
+      if (!st || f.status === 'in_progress') continue;
+      st.className = f.status === 'completed' ? 'muted' : 'error';
+      st.textContent = f.error ? `${t(`kb.state.${f.status}`)}: ${f.error}` : t(`kb.state.${f.status}`);
+    }
     filesBox.replaceChildren(d.files.length
       ? table([t('kb.col.file'), t('kb.col.state'), t('kb.col.error'), h('th', { class: 'num' }, t('kb.col.bytes')), h('th', { class: 'num' }, t('kb.col.chunks')), t('kb.col.added')], d.files.map(fileRow))
       : h('p', {}, t('kb.nofiles')));
