@@ -250,7 +250,9 @@ func (d ttfts) String() string {
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	p := func(q float64) float64 { return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000 }
+	p := func(q float64) float64 {
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
+	}
 	return fmt.Sprintf("%d streams, TTFT p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms", len(s), p(0.5), p(0.95), p(0.99), p(1))
 }
 
