@@ -230,9 +230,9 @@ func TestKnowledgeBaseImportChatTTFT(t *testing.T) {
 	t.Logf("4 clients, chat alone: %s", kbChatLoad(t, g, 4, window))
 	t.Logf("2 clients, chat alone: %s", kbChatLoad(t, g, 2, window))
 	done := kbStartImport(t, c, ids)
-	busy := kbChatLoad(t, g, 4, window)
+	busy, starts := kbChatLoadAt(t, g, 4, window)
 	chunks := kbChunks(t, g)
-	t.Logf("4 clients, chat during the import: %s; %.0f chunks indexed meanwhile", busy, chunks)
+	t.Logf("4 clients, chat during the import: %s; %.0f chunks indexed meanwhile; answers over 80ms by second: %v", busy, chunks, slowBy(starts, busy, 80*time.Millisecond))
 	busy = kbChatLoad(t, g, 2, window)
 	t.Logf("2 clients, chat during the import: %s; %.0f chunks indexed meanwhile", busy, kbChunks(t, g)-chunks)
 	took := done(20 * time.Minute)
@@ -243,6 +243,21 @@ func TestKnowledgeBaseImportChatTTFT(t *testing.T) {
 
 // ttfts are times to first token.
 type ttfts []time.Duration
+
+// slowBy counts the answers slower than limit by second of the window.
+func slowBy(starts []time.Duration, d ttfts, limit time.Duration) []int {
+	var out []int
+	for i, s := range starts {
+		sec := int(s / time.Second)
+		for len(out) <= sec {
+			out = append(out, 0)
+		}
+		if d[i] > limit {
+			out[sec]++
+		}
+	}
+	return out
+}
 
 func (d ttfts) String() string {
 	if len(d) == 0 {
@@ -259,14 +274,24 @@ func (d ttfts) String() string {
 // kbChatLoad runs clients streaming chat answers back to back for d and
 // returns their times to the first content chunk.
 func kbChatLoad(t *testing.T, g *gateway, clients int, d time.Duration) ttfts {
+	all, _ := kbChatLoadAt(t, g, clients, d)
+	return all
+}
+
+// kbChatLoadAt is kbChatLoad with when each stream started, from the
+// window's start.
+func kbChatLoadAt(t *testing.T, g *gateway, clients int, d time.Duration) (ttfts, []time.Duration) {
 	t.Helper()
 	var mu sync.Mutex
 	var all ttfts
+	var starts []time.Duration
+	begin := time.Now()
 	var wg sync.WaitGroup
 	end := time.Now().Add(d)
 	for i := range clients {
 		wg.Go(func() {
 			for k := 0; time.Now().Before(end); k++ {
+				at := time.Since(begin)
 				ttft, err := kbStreamTTFT(g, fmt.Sprintf("client %d asks question %d about the travel policy", i, k))
 				if err != nil {
 					t.Error(err)
@@ -274,12 +299,13 @@ func kbChatLoad(t *testing.T, g *gateway, clients int, d time.Duration) ttfts {
 				}
 				mu.Lock()
 				all = append(all, ttft)
+				starts = append(starts, at)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return all
+	return all, starts
 }
 
 // kbStreamTTFT streams one chat answer and returns the time to its first
