@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +21,9 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
-// kbAdminSite runs llmgw with llm_kb on /v1/* and the admin routes on
-// the site behind llm_admin: ops (operator) and watcher (viewer); key
-// secret-1 is of project acme/research/alpha.
+// kbAdminSite runs llmgw with llm_kb on /v1/*, the admin routes on the
+// site behind llm_admin (ops: operator, watcher: viewer; sessions) and
+// the console; key secret-1 is of project acme/research/alpha.
 func kbAdminSite(t *testing.T) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}}
@@ -54,7 +55,13 @@ func kbAdminSite(t *testing.T) *gateway {
 		llm_admin {
 			token ops %s operator
 			token watcher %s viewer
+			session {
+				ttl 1h
+			}
 		}
+	}
+	route /console* {
+		llm_console
 	}
 }
 `, g.admin, filepath.Join(g.dir, "storage"), tenancy.HashKey("secret-1"), g.http, tenancy.HashKey("ops-token"), tenancy.HashKey("watcher-token"))
@@ -235,4 +242,49 @@ func kbAdminWait(t *testing.T, g *gateway, id string, n int, version int64) llma
 		t.Fatalf("the store's detail: %+v", d)
 	}
 	return d
+}
+
+// TestKBCtlAddFolder runs llmgw ctl kb against a site's llm_admin: a
+// shared knowledge base created, a folder added (its readable files in
+// subfolders too, a broken PDF failing with its reason, a photo left
+// out), listed, searched and deleted.
+func TestKBCtlAddFolder(t *testing.T) {
+	g := kbAdminSite(t)
+	ctl := func(args ...string) (string, error) {
+		cmd := exec.Command(binary, append([]string{"ctl", "--url", g.base}, args...)...)
+		cmd.Env = append(os.Environ(), "LLMGW_ADMIN_TOKEN=ops-token", "LLMGW_ADMIN_URL=", "LLMGW_ADMIN=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := ctl("kb", "create", "--tenant", "acme/research", "--share", "handbook")
+	if err != nil || !strings.Contains(out, "created for acme/research, shared with every project below it") {
+		t.Fatalf("kb create: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	for _, f := range []struct{ from, to string }{{"security.html", "security.html"}, {"travel-policy.md", "policies/travel-policy.md"}, {"onboarding.txt", "policies/people/onboarding.txt"}} {
+		data, err := os.ReadFile(filepath.Join("testdata", "kb", f.from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, f.to)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, f.to), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "policies", "broken.pdf"), []byte("%PDF-1.7\n\x00\x01\x02 cut off here"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "photo.png"), []byte("\x89PNG"), 0o644)
+	out, err = ctl("kb", "add", "handbook", dir)
+	if err == nil || !strings.Contains(out, "4 files added to vs_") || !strings.Contains(out, "3 completed, 1 failed") ||
+		!strings.Contains(out, "failed policies/broken.pdf: ") || !strings.Contains(out, "uploaded policies/people/onboarding.txt") || strings.Contains(out, "photo.png") {
+		t.Fatalf("kb add: %v\n%s", err, out)
+	}
+	if out, err = ctl("kb", "list", "--tenant", "acme"); err != nil || !strings.Contains(out, "4 (3 completed, 1 failed)") {
+		t.Fatalf("kb list: %v\n%s", err, out)
+	}
+	if out, err = ctl("kb", "search", "handbook", "password rotation"); err != nil || !strings.Contains(out, "1. security.html  (score ") {
+		t.Fatalf("kb search: %v\n%s", err, out)
+	}
+	if out, err = ctl("kb", "delete", "handbook"); err != nil || !strings.Contains(out, "deleted") {
+		t.Fatalf("kb delete: %v\n%s", err, out)
+	}
 }

@@ -4,6 +4,8 @@ import { t } from './i18n.js';
 
 let csrf = '';
 export function setCSRF(token) { csrf = token || ''; }
+// csrfToken is the session's token, for requests made without api().
+export function csrfToken() { return csrf; }
 
 export class APIError extends Error {
   constructor(status, detail, retryAfter) {

@@ -11,6 +11,7 @@ import { keys } from './keys.js';
 import { usage } from './usage.js';
 import { cache, mirror } from './store.js';
 import { guardrails } from './guardrails.js';
+import { knowledge } from './knowledge.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -24,6 +25,7 @@ const pages = {
   usage: [usage, all],
   cache: [cache, staff],
   guardrails: [guardrails, staff],
+  knowledge: [knowledge, staff],
   mirror: [mirror, staff],
   nodes: [nodes, staff],
 };
