@@ -262,7 +262,7 @@ const kbSlowModels = `
 func TestKnowledgeBaseNodeKilled(t *testing.T) {
 	k := startKBCluster(t, kbSlowModels)
 	docs := kbDocs(300)
-	ids := kbUploadAll(t, k.ca, docs)
+	ids := kbUploadReports(t, k.ca, docs)
 	vs, err := k.ca.VectorStores.New(bg, openai.VectorStoreNewParams{Name: openai.String("project reports")})
 	if err != nil {
 		t.Fatal(err)
@@ -377,9 +377,9 @@ func (k *kbCluster) checkChunks(store string, ids []string) {
 	}
 }
 
-// kbUploadAll uploads docs through c, eight at a time, and returns their
+// kbUploadReports uploads docs through c, eight at a time, and returns their
 // ids in order.
-func kbUploadAll(t *testing.T, c openai.Client, docs []kbDoc) []string {
+func kbUploadReports(t *testing.T, c openai.Client, docs []kbReport) []string {
 	t.Helper()
 	ids := make([]string, len(docs))
 	errs := make(chan error, len(docs))
@@ -403,8 +403,8 @@ func kbUploadAll(t *testing.T, c openai.Client, docs []kbDoc) []string {
 	return ids
 }
 
-// kbDoc is a generated document.
-type kbDoc struct{ name, text string }
+// kbReport is a generated document.
+type kbReport struct{ name, text string }
 
 var (
 	kbColours = []string{"Amber", "Cobalt", "Crimson", "Indigo", "Jade", "Onyx", "Saffron", "Silver", "Teal", "Umber",
@@ -427,8 +427,8 @@ func kbCodename(i int) string {
 
 // kbDocs makes n status reports of projects (n at most 300), Markdown
 // and plain text by turns, of several chunks each.
-func kbDocs(n int) []kbDoc {
-	docs := make([]kbDoc, n)
+func kbDocs(n int) []kbReport {
+	docs := make([]kbReport, n)
 	for i := range docs {
 		code := kbCodename(i)
 		pick := func(list []string, salt int) string { return list[(i*7+salt*13+i/5)%len(list)] }
@@ -440,9 +440,9 @@ func kbDocs(n int) []kbDoc {
 			"Questions about %s go to %s.", code, pick(kbTeams, 8), 1+i%28, code, pick(kbPeople, 9))
 		slug := strings.ToLower(strings.ReplaceAll(code, " ", "-"))
 		if i%2 == 0 {
-			docs[i] = kbDoc{slug + "-status.md", fmt.Sprintf("# %s status report\n\n## Summary\n\n%s\n\n## Risks\n\n%s\n\n## Next steps\n\n%s\n", code, facts, risks, next)}
+			docs[i] = kbReport{slug + "-status.md", fmt.Sprintf("# %s status report\n\n## Summary\n\n%s\n\n## Risks\n\n%s\n\n## Next steps\n\n%s\n", code, facts, risks, next)}
 		} else {
-			docs[i] = kbDoc{slug + "-status.txt", fmt.Sprintf("STATUS REPORT: %s\n\n%s\n\n%s\n\n%s\n", strings.ToUpper(code), facts, risks, next)}
+			docs[i] = kbReport{slug + "-status.txt", fmt.Sprintf("STATUS REPORT: %s\n\n%s\n\n%s\n\n%s\n", strings.ToUpper(code), facts, risks, next)}
 		}
 	}
 	return docs
