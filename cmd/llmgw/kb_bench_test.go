@@ -205,10 +205,12 @@ func kbBenchEmbedder(delay string) string {
 // TestKnowledgeBaseImportChatTTFT serves one sim model as both the chat
 // model and the embedder (ttft 50ms, 200 tokens/s, 50ms an embedding
 // call, one replica with 4 slots) and measures the time to first token
-// of 4 clients streaming answers back to back, without an import and
-// while 1,000 files are imported into a store embedded by that model,
-// then again alone once the import has ended (on shared cores the tail
-// moves between windows by itself).
+// of 4 and of 2 clients streaming answers back to back, without an import
+// and while 1,000 files are imported into a store embedded by that model,
+// then of 4 again once the import has ended (on shared cores the tail
+// moves between windows by itself). It logs how many chunks the import
+// indexed during each window: the pacing holds it back while chat keeps
+// half of the slots busy.
 func TestKnowledgeBaseImportChatTTFT(t *testing.T) {
 	n := kbBench(t, 1000)
 	models := `

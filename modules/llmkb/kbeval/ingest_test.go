@@ -19,7 +19,9 @@ import (
 // committed bbolt transaction per file, as the handler does). One op is
 // the whole corpus; MB/s counts the files' bytes. "sim-vectors" adds the
 // sim engine's Embed in process (64 dims), so it shows the cost of
-// carrying vectors through, not of an embedding model.
+// carrying vectors through, not of an embedding model; "keywords-no-store"
+// leaves bbolt out, to tell the CPU's part from the disk's (each file's
+// transaction is fsynced).
 //
 //	go test -run '^$' -bench Ingest ./modules/llmkb/kbeval
 func BenchmarkIngest(b *testing.B) {
@@ -31,13 +33,17 @@ func BenchmarkIngest(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
 		embed embedder
-	}{{"keywords", nil}, {"sim-vectors", simEmbed}} {
+		store bool
+	}{{"keywords", nil, true}, {"sim-vectors", simEmbed, true}, {"keywords-no-store", nil, false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			st, err := boltstore.Open(filepath.Join(b.TempDir(), "kb.db"))
-			if err != nil {
-				b.Fatal(err)
+			var st *boltstore.Store
+			if mode.store {
+				var err error
+				if st, err = boltstore.Open(filepath.Join(b.TempDir(), "kb.db")); err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
 			}
-			defer st.Close()
 			ix := kbindex.New()
 			b.SetBytes(size)
 			chunks := 0
@@ -78,8 +84,9 @@ func readCorpusFiles(tb testing.TB) []corpusFile {
 	return files
 }
 
-// ingestOne reads, chunks, stores and indexes one file, as the handler's
-// ingest and complete do; it returns the number of chunks.
+// ingestOne reads, chunks, stores (unless st is nil) and indexes one
+// file, as the handler's ingest and complete do; it returns the number of
+// chunks.
 func ingestOne(b *testing.B, st *boltstore.Store, ix *kbindex.Index, store string, f corpusFile, embed embedder) int {
 	doc, err := docread.Read(f.name, f.data)
 	if err != nil {
@@ -95,8 +102,10 @@ func ingestOne(b *testing.B, st *boltstore.Store, ix *kbindex.Index, store strin
 		}
 		entries[i] = kbindex.Entry{Ref: kbstore.ChunkRef{Store: store, File: f.name, Seq: i}, Text: p.Text, Vector: chunks[i].Vector}
 	}
-	if err := st.PutChunks(context.Background(), store, f.name, chunks); err != nil {
-		b.Fatal(err)
+	if st != nil {
+		if err := st.PutChunks(context.Background(), store, f.name, chunks); err != nil {
+			b.Fatal(err)
+		}
 	}
 	ix.Add(entries)
 	return len(chunks)
