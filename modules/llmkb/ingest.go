@@ -148,10 +148,12 @@ func (s *service) embedChunks(ctx context.Context, model string, sf *kbstore.Sto
 		for j, c := range batch {
 			texts[j] = c.Text
 		}
-		if err := s.waitForSlots(ctx, model); err != nil {
+		done, err := s.waitForSlots(ctx, model)
+		if err != nil {
 			return err
 		}
 		vecs, err := s.app().Embeddings(ctx, model, texts)
+		done()
 		if err != nil {
 			return err
 		}
@@ -165,20 +167,28 @@ func (s *service) embedChunks(ctx context.Context, model string, sf *kbstore.Sto
 	return nil
 }
 
-// waitForSlots paces an import by the embedder's free slots: it goes on
+// waitForSlots paces an import by the embedder's free slots: a batch goes
 // while more than half of its ready replicas' slots are free, so that
-// interactive requests to the same model always find room. A model with
-// no ready replica is asked at once (the call starts one).
-func (s *service) waitForSlots(ctx context.Context, model string) error {
+// interactive requests to the same model always find room; when they are
+// busier, one batch at a time still goes while two slots are free, so
+// that an import under steady traffic moves on. A model with no ready
+// replica is asked at once (the call starts one). The function returned
+// ends the batch.
+func (s *service) waitForSlots(ctx context.Context, model string) (func(), error) {
+	done := func() { s.embedding.Add(-1) }
 	wait := 20 * time.Millisecond
 	for {
-		free, total := s.app().Slots(model)
+		free, total := s.deps.Load().slots(model)
 		if total == 0 || free*2 > total {
-			return nil
+			s.embedding.Add(1)
+			return done, nil
+		}
+		if free >= 2 && s.embedding.CompareAndSwap(0, 1) {
+			return done, nil
 		}
 		sleep(ctx, wait)
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		wait = min(wait*2, 500*time.Millisecond)
 	}

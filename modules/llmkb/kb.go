@@ -105,14 +105,15 @@ func (k *KB) Provision(ctx caddy.Context) error {
 	if k.Postgres == "" {
 		k.poolKey = "kb:" + filepath.Join(caddy.AppDataDir(), "llm", "kb")
 	}
+	d := newDeps(k.app, k.logger, time.Duration(k.IngestLease))
 	v, _, err := pool.LoadOrNew(k.poolKey, func() (caddy.Destructor, error) {
-		return openService(k.Postgres, k.IndexMemory, k.app.MirrorStores(), k.logger)
+		return openService(k.Postgres, k.IndexMemory, k.app.MirrorStores(), d)
 	})
 	if err != nil {
 		return fmt.Errorf("llm_kb: %w", err)
 	}
 	k.svc = v.(*service)
-	k.svc.use(k.app, k.logger, time.Duration(k.IngestLease))
+	k.svc.use(d)
 	k.unadmin = k.app.RegisterAdmin("kb", kbAdmin{k})
 	return registerMetrics(ctx.GetMetricsRegistry(), k.svc)
 }

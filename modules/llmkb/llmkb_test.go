@@ -1,10 +1,13 @@
 package llmkb
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 	"github.com/llmgw/llmgw/modules/openai"
@@ -183,5 +186,47 @@ func TestInject(t *testing.T) {
 		if req.MessageCount != len(got.Messages) {
 			t.Errorf("MessageCount %d, messages %d", req.MessageCount, len(got.Messages))
 		}
+	}
+}
+
+// TestPacing checks when an import's embedding batch may go: while more
+// than half the embedder's slots are free, any number; busier, one at a
+// time while two slots are free; else none until slots free up.
+func TestPacing(t *testing.T) {
+	var free, total atomic.Int32
+	s := &service{}
+	s.deps.Store(&deps{slots: func(string) (int, int) { return int(free.Load()), int(total.Load()) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	goes := func() bool {
+		c, stop := context.WithTimeout(ctx, 60*time.Millisecond)
+		defer stop()
+		done, err := s.waitForSlots(c, "m")
+		if err == nil {
+			t.Cleanup(done)
+		}
+		return err == nil
+	}
+	free.Store(3)
+	total.Store(4)
+	if !goes() || !goes() {
+		t.Fatalf("3 of 4 slots free: batches must go")
+	}
+	free.Store(2)
+	s.embedding.Store(0)
+	if !goes() {
+		t.Fatalf("2 of 4 free and no batch in flight: one must go")
+	}
+	if goes() {
+		t.Fatalf("2 of 4 free and a batch in flight: another went")
+	}
+	s.embedding.Store(0)
+	free.Store(1)
+	if goes() {
+		t.Fatalf("1 of 4 free: a batch went")
+	}
+	total.Store(0)
+	if !goes() {
+		t.Fatalf("no ready replica: the batch must go (its call starts one)")
 	}
 }

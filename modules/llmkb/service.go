@@ -24,18 +24,19 @@ import (
 // handler that names it, and kept across reloads (its ingestion queue
 // and index survive them).
 type service struct {
-	store   kbstore.Store
-	blobs   kbstore.Blobs
-	ix      atomic.Pointer[kbindex.Index]
-	vectors *kbindex.VectorCache
-	queue   *queue
-	node    string       // this node, for ingestion leases: the same across restarts
-	busy    sync.Map     // store-file ids this process ingests now
-	changes atomic.Int64 // this node's changes to the index, for resync
-	deps    atomic.Pointer[deps]
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	store     kbstore.Store
+	blobs     kbstore.Blobs
+	ix        atomic.Pointer[kbindex.Index]
+	vectors   *kbindex.VectorCache
+	queue     *queue
+	node      string       // this node, for ingestion leases: the same across restarts
+	busy      sync.Map     // store-file ids this process ingests now
+	changes   atomic.Int64 // this node's changes to the index, for resync
+	embedding atomic.Int32 // embedding batches of imports in flight
+	deps      atomic.Pointer[deps]
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // deps is what the latest configuration hands the service: the llm app
@@ -44,11 +45,12 @@ type deps struct {
 	app    *llm.App
 	logger *zap.Logger
 	lease  time.Duration
+	slots  func(model string) (free, total int) // the app's Slots
 }
 
 // openService opens the store (PostgreSQL when dsn is given, else the
 // embedded one), loads the index and starts ingesting.
-func openService(dsn string, vectorMemory int64, mirrorStores []mirror.Store, logger *zap.Logger) (*service, error) {
+func openService(dsn string, vectorMemory int64, mirrorStores []mirror.Store, d *deps) (*service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store, blobs, err := openStore(ctx, dsn)
 	if err != nil {
@@ -60,7 +62,7 @@ func openService(dsn string, vectorMemory int64, mirrorStores []mirror.Store, lo
 	}
 	s := &service{store: store, blobs: blobs, vectors: kbindex.NewVectorCache(vectorMemory),
 		queue: newQueue(), node: nodeID(), ctx: ctx, cancel: cancel}
-	s.deps.Store(&deps{logger: logger, lease: 30 * time.Second})
+	s.deps.Store(d) // before the workers start: they embed through it
 	s.ix.Store(kbindex.New())
 	if err := s.load(ctx, s.index()); err != nil {
 		s.Destruct()
@@ -80,8 +82,11 @@ func nodeID() string {
 }
 
 // use hands the service the latest configuration's app and logger.
-func (s *service) use(app *llm.App, logger *zap.Logger, lease time.Duration) {
-	s.deps.Store(&deps{app: app, logger: logger, lease: lease})
+func (s *service) use(d *deps) { s.deps.Store(d) }
+
+// newDeps is what a configuration hands the service.
+func newDeps(app *llm.App, logger *zap.Logger, lease time.Duration) *deps {
+	return &deps{app: app, logger: logger, lease: lease, slots: app.Slots}
 }
 
 func (s *service) app() *llm.App         { return s.deps.Load().app }
