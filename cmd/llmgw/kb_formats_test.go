@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -104,7 +105,7 @@ func mustReadFile(t *testing.T, path string) []byte {
 // TestKnowledgeBaseBadInput sends what clients get wrong: each answer is
 // a 4xx in OpenAI's error shape that says what was wrong.
 func TestKnowledgeBaseBadInput(t *testing.T) {
-	g := startGatewayBefore(t, kbModels, "\t\tllm_kb\n")
+	g := startGatewayBefore(t, kbModels, "\t\tllm_kb {\n\t\t\tmax_file_size 4KiB\n\t\t}\n")
 	g.waitReady()
 	c := g.client()
 	vs, err := c.VectorStores.New(bg, openai.VectorStoreNewParams{Name: openai.String("x")})
@@ -148,6 +149,11 @@ func TestKnowledgeBaseBadInput(t *testing.T) {
 		if resp.StatusCode != tc.status || json.Unmarshal(b, &shape) != nil || !strings.Contains(shape.Error.Message, tc.want) || shape.Error.Type == "" {
 			t.Errorf("%s %s %s: %d %s, want %d with %q", tc.method, tc.path, tc.body, resp.StatusCode, b, tc.status, tc.want)
 		}
+	}
+	big := bytes.Repeat([]byte("All work and no play makes Jack a dull boy.\n"), 500)
+	_, err = c.Files.New(bg, openai.FileNewParams{File: openai.File(bytes.NewReader(big), "big.txt", "text/plain"), Purpose: openai.FilePurposeAssistants})
+	if e := (*openai.Error)(nil); !errors.As(err, &e) || e.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(e.Message, "limit of 4.0 KiB (llm_kb max_file_size)") {
+		t.Errorf("a file over max_file_size: want 413 naming max_file_size, got %v", err)
 	}
 	// A multipart upload without a purpose, and one with a purpose not kept.
 	for _, tc := range []struct{ purpose, want string }{{"", "no purpose"}, {"fine-tune", "is not kept by this gateway"}} {

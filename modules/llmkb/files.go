@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -82,6 +84,7 @@ func (k *KB) createFile(w http.ResponseWriter, r *http.Request, _ []string) {
 // readUpload reads the parts of a multipart upload: file, purpose and
 // expires_after[anchor|seconds].
 func (k *KB) readUpload(w http.ResponseWriter, r *http.Request) (*upload, *openai.Error) {
+	r.Body = http.MaxBytesReader(w, r.Body, k.MaxFileSize+1<<20) // the file, its form fields and headers
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, openai.BadRequest("invalid_request", "an upload is a multipart/form-data body with the parts file and purpose: %v", err)
@@ -91,6 +94,10 @@ func (k *KB) readUpload(w http.ResponseWriter, r *http.Request) (*upload, *opena
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, tooLarge(k.MaxFileSize)
 		}
 		if err != nil {
 			return nil, openai.BadRequest("invalid_request", "reading the multipart body: %v", err)
@@ -120,12 +127,12 @@ func (k *KB) readPart(part *multipart.Part, up *upload) *openai.Error {
 			return badParam("file", "the file part has no filename: give one (it tells the format, and search results name it)")
 		}
 		data, err := io.ReadAll(io.LimitReader(part, k.MaxFileSize+1))
+		var tooBig *http.MaxBytesError
+		if int64(len(data)) > k.MaxFileSize || errors.As(err, &tooBig) {
+			return tooLarge(k.MaxFileSize)
+		}
 		if err != nil {
 			return openai.BadRequest("invalid_request", "reading the file: %v", err)
-		}
-		if int64(len(data)) > k.MaxFileSize {
-			return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "file_too_large", Param: "file",
-				Message: fmt.Sprintf("the file is larger than this gateway's limit of %d MiB (llm_kb max_file_size)", k.MaxFileSize>>20)}
 		}
 		up.data = data
 	case "purpose":
@@ -143,6 +150,12 @@ func (k *KB) readPart(part *multipart.Part, up *upload) *openai.Error {
 		}
 	}
 	return nil
+}
+
+// tooLarge is the 413 of an upload over max_file_size.
+func tooLarge(limit int64) *openai.Error {
+	return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "file_too_large", Param: "file",
+		Message: fmt.Sprintf("the file is larger than this gateway's limit of %s (llm_kb max_file_size)", humanize.IBytes(uint64(limit)))}
 }
 
 // formValue is a small form part's value.
