@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -336,8 +337,11 @@ const tenantVar = "llm.tenant"
 func SetTenant(r *http.Request, t *Tenant) { caddyhttp.SetVar(r.Context(), tenantVar, t) }
 
 // TenantOf returns the tenant llm_quota resolved, if it ran.
-func TenantOf(r *http.Request) (*Tenant, bool) {
-	t, ok := caddyhttp.GetVar(r.Context(), tenantVar).(*Tenant)
+func TenantOf(r *http.Request) (*Tenant, bool) { return TenantIn(r.Context()) }
+
+// TenantIn is TenantOf for code that has only the request's context.
+func TenantIn(ctx context.Context) (*Tenant, bool) {
+	t, ok := caddyhttp.GetVar(ctx, tenantVar).(*Tenant)
 	return t, ok
 }
 
@@ -346,6 +350,13 @@ func TenantOf(r *http.Request) (*Tenant, bool) {
 func (kr *Keyring) HasProject(path string) bool {
 	_, ok := kr.projects[path]
 	return ok
+}
+
+// Project returns the levels of the project at path ("org/team/
+// project"), project first; the caller must not change them.
+func (kr *Keyring) Project(path string) ([]Level, bool) {
+	levels, ok := kr.projects[path]
+	return levels, ok
 }
 
 // Key is the key with the given id.
