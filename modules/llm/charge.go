@@ -3,8 +3,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -106,30 +104,12 @@ func (a *App) Room(ctx context.Context, key, project string) error {
 	return err
 }
 
-// chargedTenant is the tenant a charge for a key counts at: the key's,
-// or, for a key revoked or deleted since, its project's levels.
+// chargedTenant is the tenant a charge for a key counts at.
 func (a *App) chargedTenant(keyID, project string) (*tenancy.Tenant, bool) {
-	kr := a.keys.Load()
-	if kr == nil {
-		return nil, false
+	if kr := a.keys.Load(); kr != nil {
+		return kr.Spender(keyID, project)
 	}
-	k, known := kr.Key(keyID)
-	if known && k.Revoked == nil {
-		if t, ok := kr.ByHash(strings.ToLower(k.SHA256)); ok {
-			return t, true
-		}
-	}
-	if known && k.Project != "" {
-		project = k.Project
-	}
-	levels, ok := kr.Project(project)
-	if !ok {
-		return nil, false
-	}
-	parts := strings.SplitN(project, "/", 3)
-	t := &tenancy.Tenant{KeyID: keyID, Org: parts[0], Team: parts[0] + "/" + parts[1], Project: project, Levels: slices.Clone(levels)}
-	t.Effective = tenancy.Effective(t.Levels)
-	return t, true
+	return nil, false
 }
 
 func (a *App) debug(msg string, fields ...zap.Field) {

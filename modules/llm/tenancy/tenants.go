@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -352,11 +353,28 @@ func (kr *Keyring) HasProject(path string) bool {
 	return ok
 }
 
-// Project returns the levels of the project at path ("org/team/
-// project"), project first; the caller must not change them.
-func (kr *Keyring) Project(path string) ([]Level, bool) {
-	levels, ok := kr.projects[path]
-	return levels, ok
+// Spender is the tenant that tokens spent for a key outside a request
+// (see llm.App.Charge) count at: the key's, or, for a key revoked or
+// deleted since, its project's levels, the project being the revoked
+// key's or, for a deleted key, the one given ("org/team/project").
+func (kr *Keyring) Spender(keyID, project string) (*Tenant, bool) {
+	k, known := kr.byID[keyID]
+	if known && k.Revoked == nil {
+		if t, ok := kr.byHash[strings.ToLower(k.SHA256)]; ok {
+			return t, true
+		}
+	}
+	if known && k.Project != "" {
+		project = k.Project
+	}
+	levels, ok := kr.projects[project]
+	if !ok {
+		return nil, false
+	}
+	parts := strings.SplitN(project, "/", 3)
+	t := &Tenant{KeyID: keyID, Org: parts[0], Team: parts[0] + "/" + parts[1], Project: project, Levels: slices.Clone(levels)}
+	t.Effective = Effective(t.Levels)
+	return t, true
 }
 
 // Key is the key with the given id.
