@@ -17,11 +17,15 @@ import (
 // the project), a query embedded for a search is charged and a cached
 // one is not, and once the import has used the day's tokens, the key's
 // next chat request is refused with the quota's 429 and a file added
-// then fails naming the limit.
+// then fails naming the limit; with the counters in memory and in Redis.
 func TestKnowledgeBaseChargesEmbeddings(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { kbCheckCharges(t, "default_max_tokens 5") })
+	t.Run("redis", func(t *testing.T) { kbCheckCharges(t, "default_max_tokens 5\n\t\t\tstore "+startRedis(t).url()) })
+}
+
+func kbCheckCharges(t *testing.T, quota string) {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
-	q := "default_max_tokens 5"
-	g.quota = &q
+	g.quota = &quota
 	g.before = "\t\tllm_kb {\n\t\t\tembedder sim-embed\n\t\t}\n"
 	models := strings.Replace(kbModels, "option embedding_dims 256", "option embedding_dims 256\n\t\t\tprice 1 0", 1)
 	g.writeConfig(models+fmt.Sprintf(`
