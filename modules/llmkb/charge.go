@@ -28,14 +28,15 @@ func (s *service) charge(ctx context.Context, key, project, model string, tokens
 // a level above it) has used up its tokens per day or its budget: the
 // import would spend tokens the tenant no longer has. The file fails at
 // once, with the limit named in its last_error, rather than waiting up
-// to a day or a month for the window to renew; it can be added again
-// then. A store that cannot be read does not stop an import.
+// to a day or a month for the window to renew; once it renews, the file
+// can be removed from the store and added again. A quota store that
+// cannot be read does not stop an import.
 func (s *service) checkRoom(ctx context.Context, f *kbstore.File) error {
 	err := s.app().Room(ctx, f.Key, f.Owner)
 	var le *llm.LimitError
 	if errors.As(err, &le) {
 		return &failure{kbstore.LastError{Code: le.Code, Message: fmt.Sprintf(
-			"embedding this file counts against the tokens of the key that uploaded it (%s), and %s; add the file to the store again then", f.Key, le.Message)}}
+			"embedding this file counts against the tokens of the key that uploaded it (%s), and %s; then remove the file from the store and add it again", f.Key, le.Message)}}
 	}
 	if err != nil {
 		if c := s.log().Check(zapcore.DebugLevel, "knowledge bases: reading the uploading key's limits; embedding anyway"); c != nil {
