@@ -20,14 +20,25 @@ var modelClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 6
 // Embeddings asks a catalog model (by name or alias) for the embeddings
 // of texts, through one of its replicas chosen as the router would.
 func (a *App) Embeddings(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	vecs, _, err := a.EmbeddingsUsage(ctx, model, texts)
+	return vecs, err
+}
+
+// EmbeddingsUsage is Embeddings that also returns the prompt tokens the
+// model reports having used (its usage.prompt_tokens; 0 when it reports
+// none), for modules that charge them to a tenant (see Charge).
+func (a *App) EmbeddingsUsage(ctx context.Context, model string, texts []string) ([][]float32, int64, error) {
 	var out struct {
 		Data []struct {
 			Index     int       `json:"index"`
 			Embedding []float32 `json:"embedding"`
 		} `json:"data"`
+		Usage struct {
+			PromptTokens int64 `json:"prompt_tokens"`
+		} `json:"usage"`
 	}
 	if err := a.call(ctx, model, "/embeddings", map[string]any{"input": texts}, &out); err != nil {
-		return nil, fmt.Errorf("embedding with %q: %w", model, err)
+		return nil, 0, fmt.Errorf("embedding with %q: %w", model, err)
 	}
 	vecs := make([][]float32, len(texts))
 	for _, d := range out.Data {
@@ -37,10 +48,10 @@ func (a *App) Embeddings(ctx context.Context, model string, texts []string) ([][
 	}
 	for i, v := range vecs {
 		if v == nil {
-			return nil, fmt.Errorf("embedding with %q: no vector for input %d", model, i)
+			return nil, 0, fmt.Errorf("embedding with %q: no vector for input %d", model, i)
 		}
 	}
-	return vecs, nil
+	return vecs, max(out.Usage.PromptTokens, 0), nil
 }
 
 // Slots reports a catalog model's free and total request slots on its

@@ -26,6 +26,7 @@ type procShared struct {
 
 	usageReaders sync.Map            // id → UsageReader (usage.go)
 	caches       sync.Map            // id → CacheAdmin (usage.go)
+	chargers     sync.Map            // id → Charger (charge.go)
 	handlers     adminroute.Registry // prefix → the handler of /llm/<prefix>/ (openapi.go)
 }
 

@@ -1,6 +1,7 @@
 package llmkb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,11 @@ func (s *service) chunkFile(ctx context.Context, vs *kbstore.VectorStore, sf *kb
 	if err != nil {
 		return nil, 0, err
 	}
+	if vs.Embedder != "" {
+		if err := s.checkRoom(ctx, f); err != nil {
+			return nil, 0, err
+		}
+	}
 	data, err := s.blobs.GetBlob(ctx, f.ID)
 	if err != nil {
 		return nil, 0, err
@@ -120,15 +126,14 @@ func (s *service) chunkFile(ctx context.Context, vs *kbstore.VectorStore, sf *kb
 		return nil, 0, &failure{kbstore.LastError{Code: "invalid_file", Message: "the file has no text to search"}}
 	}
 	chunks := make([]kbstore.Chunk, len(pieces))
-	var tokens int64
 	for i, p := range pieces {
 		chunks[i] = kbstore.Chunk{Store: sf.StoreID, File: sf.FileID, Seq: i, Text: p.Text, Tokens: p.Tokens}
-		tokens += int64(p.Tokens)
 	}
 	if vs.Embedder == "" {
 		return chunks, 0, nil
 	}
-	return chunks, tokens, s.embedChunks(ctx, vs.Embedder, sf, chunks)
+	tokens, err := s.embedChunks(ctx, vs.Embedder, f, sf, chunks)
+	return chunks, tokens, err
 }
 
 // lastErrorCode maps a reader's code to OpenAI's last_error codes.
@@ -140,31 +145,38 @@ func lastErrorCode(code string) string {
 }
 
 // embedChunks embeds chunks in batches, each when the embedder has free
-// slots, renewing the file's lease as it goes.
-func (s *service) embedChunks(ctx context.Context, model string, sf *kbstore.StoreFile, chunks []kbstore.Chunk) error {
+// slots, renewing the file's lease as it goes, and charges each batch's
+// tokens to the key that uploaded the file. It returns the tokens spent.
+func (s *service) embedChunks(ctx context.Context, model string, f *kbstore.File, sf *kbstore.StoreFile, chunks []kbstore.Chunk) (int64, error) {
+	var spent int64
 	for i := 0; i < len(chunks); i += embedBatch {
 		batch := chunks[i:min(i+embedBatch, len(chunks))]
 		texts := make([]string, len(batch))
+		var estimate int64
 		for j, c := range batch {
 			texts[j] = c.Text
+			estimate += int64(c.Tokens)
 		}
 		done, err := s.waitForSlots(ctx, model)
 		if err != nil {
-			return err
+			return spent, err
 		}
-		vecs, err := s.app().Embeddings(ctx, model, texts)
+		vecs, used, err := s.app().EmbeddingsUsage(ctx, model, texts)
 		done()
 		if err != nil {
-			return err
+			return spent, err
 		}
+		used = cmp.Or(used, estimate) // an embedder that reports no usage
+		spent += used
+		s.charge(ctx, f.Key, f.Owner, model, used)
 		for j := range batch {
 			batch[j].Vector = vecs[j]
 		}
 		if err := s.renew(ctx, sf); err != nil {
-			return err
+			return spent, err
 		}
 	}
-	return nil
+	return spent, nil
 }
 
 // waitForSlots paces an import by the embedder's free slots: a batch goes

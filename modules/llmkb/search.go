@@ -1,6 +1,7 @@
 package llmkb
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llmkb/kbindex"
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 	"github.com/llmgw/llmgw/modules/openai"
@@ -91,7 +93,8 @@ func byEmbedder(stores []*kbstore.VectorStore) map[string][]string {
 }
 
 // queryVector embeds a query with model, from the cache when it was
-// asked lately; nil for keywords alone.
+// asked lately; nil for keywords alone. The tokens of an embedding made
+// are charged to the caller's key; a cached one costs nothing.
 func (s *service) queryVector(ctx context.Context, model, q string) []float32 {
 	if model == "" {
 		return nil
@@ -99,10 +102,13 @@ func (s *service) queryVector(ctx context.Context, model, q string) []float32 {
 	if v, ok := s.vectors.Get(model, q); ok {
 		return v
 	}
-	vecs, err := s.app().Embeddings(ctx, model, []string{q})
+	vecs, used, err := s.app().EmbeddingsUsage(ctx, model, []string{q})
 	if err != nil {
 		s.log().Warn("knowledge bases: embedding a query; searching by keywords alone", zap.String("embedder", model), zap.Error(err))
 		return nil
+	}
+	if t, ok := tenancy.TenantIn(ctx); ok {
+		s.charge(ctx, t.KeyID, t.Project, model, cmp.Or(used, int64(kbindex.CountTokens(q))))
 	}
 	s.vectors.Put(model, q, vecs[0])
 	return vecs[0]

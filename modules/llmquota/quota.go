@@ -121,7 +121,9 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 		}
 		q.fallback = fb.(*memoryStore)
 	}
-	q.unregister = q.app.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
+	unreadUsage := q.app.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
+	unregisterCharger := q.registerCharger()
+	q.unregister = func() { unreadUsage(); unregisterCharger() }
 	return registerMetrics(ctx.GetMetricsRegistry())
 }
 

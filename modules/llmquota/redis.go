@@ -299,7 +299,10 @@ func (s *redisStore) loadScripts(ctx context.Context) error {
 	if err := admitScript.Load(ctx, s.client).Err(); err != nil {
 		return err
 	}
-	return settleScript.Load(ctx, s.client).Err()
+	if err := settleScript.Load(ctx, s.client).Err(); err != nil {
+		return err
+	}
+	return chargeScript.Load(ctx, s.client).Err()
 }
 
 // admitScript checks every level, then counts at every level, or nothing.
@@ -468,6 +471,9 @@ func (s *redisStore) settle(_ context.Context, st *settlement) error {
 
 // settleCmd is the settlement's script call, built like admitCmd's.
 func settleCmd(ctx context.Context, st *settlement) *redis.Cmd {
+	if st.charge {
+		return chargeCmd(ctx, st)
+	}
 	a := st.adm
 	args := make([]any, 0, 3+6*len(a.levels)+1+6+len(a.levels))
 	args = append(args, "evalsha", settleScript.Hash(), 6*len(a.levels)+1)

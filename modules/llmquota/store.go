@@ -81,6 +81,9 @@ type settlement struct {
 	prompt     int64
 	completion int64
 	costMicros int64
+	// charge is tokens spent outside a request (charge.go): counted
+	// without a reservation to replace and without a lease to end.
+	charge bool
 }
 
 // store keeps the counters. memoryStore serves one instance; redisStore
@@ -328,23 +331,28 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 		if n.leases != nil {
 			delete(n.leases, a)
 		}
-		u := n.lastUsage
-		if u == nil || n.lastKey != uk {
-			if n.ledger == nil {
-				n.ledger = map[ledgerKey]*llmapi.Usage{}
-			}
-			if u = n.ledger[uk]; u == nil {
-				u = &llmapi.Usage{}
-				n.ledger[uk] = u
-			}
-			n.lastKey, n.lastUsage = uk, u
-		}
-		u.Requests++
-		u.InputTokens += s.prompt
-		u.OutputTokens += s.completion
-		u.CostMicros += s.costMicros
+		n.record(uk, s)
 	}
 	return nil
+}
+
+// record adds a settlement to the node's usage of its hour and model.
+func (n *nodeCounters) record(uk ledgerKey, s *settlement) {
+	u := n.lastUsage
+	if u == nil || n.lastKey != uk {
+		if n.ledger == nil {
+			n.ledger = map[ledgerKey]*llmapi.Usage{}
+		}
+		if u = n.ledger[uk]; u == nil {
+			u = &llmapi.Usage{}
+			n.ledger[uk] = u
+		}
+		n.lastKey, n.lastUsage = uk, u
+	}
+	u.Requests++
+	u.InputTokens += s.prompt
+	u.OutputTokens += s.completion
+	u.CostMicros += s.costMicros
 }
 
 // ReadUsage implements llm.UsageReader.

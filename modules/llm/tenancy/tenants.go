@@ -1,11 +1,13 @@
 package tenancy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -336,8 +338,11 @@ const tenantVar = "llm.tenant"
 func SetTenant(r *http.Request, t *Tenant) { caddyhttp.SetVar(r.Context(), tenantVar, t) }
 
 // TenantOf returns the tenant llm_quota resolved, if it ran.
-func TenantOf(r *http.Request) (*Tenant, bool) {
-	t, ok := caddyhttp.GetVar(r.Context(), tenantVar).(*Tenant)
+func TenantOf(r *http.Request) (*Tenant, bool) { return TenantIn(r.Context()) }
+
+// TenantIn is TenantOf for code that has only the request's context.
+func TenantIn(ctx context.Context) (*Tenant, bool) {
+	t, ok := caddyhttp.GetVar(ctx, tenantVar).(*Tenant)
 	return t, ok
 }
 
@@ -346,6 +351,30 @@ func TenantOf(r *http.Request) (*Tenant, bool) {
 func (kr *Keyring) HasProject(path string) bool {
 	_, ok := kr.projects[path]
 	return ok
+}
+
+// Spender is the tenant that tokens spent for a key outside a request
+// (see llm.App.Charge) count at: the key's, or, for a key revoked or
+// deleted since, its project's levels, the project being the revoked
+// key's or, for a deleted key, the one given ("org/team/project").
+func (kr *Keyring) Spender(keyID, project string) (*Tenant, bool) {
+	k, known := kr.byID[keyID]
+	if known && k.Revoked == nil {
+		if t, ok := kr.byHash[strings.ToLower(k.SHA256)]; ok {
+			return t, true
+		}
+	}
+	if known && k.Project != "" {
+		project = k.Project
+	}
+	levels, ok := kr.projects[project]
+	if !ok {
+		return nil, false
+	}
+	parts := strings.SplitN(project, "/", 3)
+	t := &Tenant{KeyID: keyID, Org: parts[0], Team: parts[0] + "/" + parts[1], Project: project, Levels: slices.Clone(levels)}
+	t.Effective = Effective(t.Levels)
+	return t, true
 }
 
 // Key is the key with the given id.
