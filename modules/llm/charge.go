@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -12,48 +11,10 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
-// Charger counts the tokens a module spends for a tenant outside a
-// request (a knowledge base embedding its files and its queries) into
-// the tenant's limits and usage; llm_quota registers its counter store.
-type Charger interface {
-	// Charge counts prompt tokens of model m, and their cost at its
-	// price, at every level of t, as a request's usage is settled but
-	// without a reservation and without taking a request slot.
-	Charge(ctx context.Context, t *tenancy.Tenant, m *catalog.Model, promptTokens int64) error
-	// Room returns a *LimitError when a level of t has used up its
-	// tokens per day or its budget, nil while there is room.
-	Room(ctx context.Context, t *tenancy.Tenant) error
-}
-
-// Charge is tokens a module spent for a key outside a request.
-type Charge struct {
-	// Key is the id of the key the tokens were spent for; without one
-	// nothing is charged.
-	Key string
-	// Project is the key's project ("org/team/project"): its levels are
-	// charged when the key has since been deleted.
-	Project string
-	// Model is the catalog model (name or alias) that used the tokens.
-	Model        string
-	PromptTokens int64
-}
-
-// LimitError is a level of a tenant that has no room for more tokens.
-type LimitError struct {
-	// Code is rate_limit_exceeded (tokens per day) or
-	// insufficient_quota (budget), as llm_quota's 429s say.
-	Code string
-	// Message names the level and its limit, and when it renews.
-	Message    string
-	RetryAfter time.Duration
-}
-
-func (e *LimitError) Error() string { return e.Message }
-
 // RegisterCharger hands the charges of modules to c until the returned
 // function is called. The chargers are the process's, as the usage
 // readers are; each counter store registers once, under its own id.
-func (a *App) RegisterCharger(id string, c Charger) func() {
+func (a *App) RegisterCharger(id string, c tenancy.Charger) func() {
 	a.shared.chargers.Store(id, c)
 	return func() { a.shared.chargers.CompareAndDelete(id, c) }
 }
@@ -62,7 +23,7 @@ func (a *App) RegisterCharger(id string, c Charger) func() {
 // through the registered chargers; without llm_quota it does nothing. A
 // revoked key's project is charged; a deleted key's project too, when
 // c names it; else the charge is dropped (and logged at debug level).
-func (a *App) Charge(ctx context.Context, c Charge) error {
+func (a *App) Charge(ctx context.Context, c tenancy.Charge) error {
 	if c.Key == "" || c.PromptTokens <= 0 {
 		return nil
 	}
@@ -78,7 +39,7 @@ func (a *App) Charge(ctx context.Context, c Charge) error {
 	}
 	var errs []error
 	a.shared.chargers.Range(func(_, v any) bool {
-		errs = append(errs, v.(Charger).Charge(ctx, t, m, c.PromptTokens))
+		errs = append(errs, v.(tenancy.Charger).Charge(ctx, t, m, c.PromptTokens))
 		return true
 	})
 	return errors.Join(errs...)
@@ -98,7 +59,7 @@ func (a *App) Room(ctx context.Context, key, project string) error {
 	}
 	var err error
 	a.shared.chargers.Range(func(_, v any) bool {
-		err = v.(Charger).Room(ctx, t)
+		err = v.(tenancy.Charger).Room(ctx, t)
 		return err == nil
 	})
 	return err

@@ -57,7 +57,7 @@ func TestChargeResolvesTheKey(t *testing.T) {
 	a := &App{view: new(atomic.Pointer[view]), keys: new(atomic.Pointer[tenancy.Keyring]), shared: &procShared{}, logger: zap.New(core)}
 	a.view.Store(&view{cat: cat})
 	a.keys.Store(kr)
-	if err := a.Charge(t.Context(), Charge{Key: "ka", Model: "embed", PromptTokens: 5}); err != nil {
+	if err := a.Charge(t.Context(), tenancy.Charge{Key: "ka", Model: "embed", PromptTokens: 5}); err != nil {
 		t.Fatal(err) // no charger: nothing happens
 	}
 	rc := &recordingCharger{}
@@ -65,16 +65,16 @@ func TestChargeResolvesTheKey(t *testing.T) {
 	project := []string{"p:acme/research/alpha", "t:acme/research", "o:acme"}
 	for _, tc := range []struct {
 		name   string
-		charge Charge
+		charge tenancy.Charge
 		want   []string // levels charged, nil for none
 	}{
-		{"active key", Charge{Key: "ka", Model: "embed", PromptTokens: 7}, append([]string{"k:ka"}, project...)},
-		{"revoked key", Charge{Key: "kr", Model: "embed", PromptTokens: 7}, project},
-		{"deleted key, project known", Charge{Key: "kd", Project: "acme/research/alpha", Model: "embed", PromptTokens: 7}, project},
-		{"deleted key, project unknown", Charge{Key: "kd", Model: "embed", PromptTokens: 7}, nil},
-		{"deleted key, project deleted", Charge{Key: "kd", Project: "acme/research/gone", Model: "embed", PromptTokens: 7}, nil},
-		{"no key", Charge{Project: "acme/research/alpha", Model: "embed", PromptTokens: 7}, nil},
-		{"no tokens", Charge{Key: "ka", Model: "embed"}, nil},
+		{"active key", tenancy.Charge{Key: "ka", Model: "embed", PromptTokens: 7}, append([]string{"k:ka"}, project...)},
+		{"revoked key", tenancy.Charge{Key: "kr", Model: "embed", PromptTokens: 7}, project},
+		{"deleted key, project known", tenancy.Charge{Key: "kd", Project: "acme/research/alpha", Model: "embed", PromptTokens: 7}, project},
+		{"deleted key, project unknown", tenancy.Charge{Key: "kd", Model: "embed", PromptTokens: 7}, nil},
+		{"deleted key, project deleted", tenancy.Charge{Key: "kd", Project: "acme/research/gone", Model: "embed", PromptTokens: 7}, nil},
+		{"no key", tenancy.Charge{Project: "acme/research/alpha", Model: "embed", PromptTokens: 7}, nil},
+		{"no tokens", tenancy.Charge{Key: "ka", Model: "embed"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc.got = nil
@@ -100,7 +100,7 @@ func TestChargeResolvesTheKey(t *testing.T) {
 	}
 	unregister()
 	rc.got = nil
-	_ = a.Charge(t.Context(), Charge{Key: "ka", Model: "embed", PromptTokens: 7})
+	_ = a.Charge(t.Context(), tenancy.Charge{Key: "ka", Model: "embed", PromptTokens: 7})
 	if len(rc.got) != 0 {
 		t.Errorf("an unregistered charger was charged")
 	}

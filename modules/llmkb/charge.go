@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 )
 
@@ -17,7 +17,7 @@ import (
 // uploaded a file, or the one that asked a query. Nothing is charged
 // for work without a key.
 func (s *service) charge(ctx context.Context, key, project, model string, tokens int64) {
-	err := s.app().Charge(context.WithoutCancel(ctx), llm.Charge{Key: key, Project: project, Model: model, PromptTokens: tokens})
+	err := s.app().Charge(context.WithoutCancel(ctx), tenancy.Charge{Key: key, Project: project, Model: model, PromptTokens: tokens})
 	if err != nil {
 		s.log().Warn("knowledge bases: charging embedding tokens", zap.String("key", key), zap.String("embedder", model),
 			zap.Int64("prompt_tokens", tokens), zap.Error(err))
@@ -33,7 +33,7 @@ func (s *service) charge(ctx context.Context, key, project, model string, tokens
 // cannot be read does not stop an import.
 func (s *service) checkRoom(ctx context.Context, f *kbstore.File) error {
 	err := s.app().Room(ctx, f.Key, f.Owner)
-	var le *llm.LimitError
+	var le *tenancy.LimitError
 	if errors.As(err, &le) {
 		return &failure{kbstore.LastError{Code: le.Code, Message: fmt.Sprintf(
 			"embedding this file counts against the tokens of the key that uploaded it (%s), and %s; then remove the file from the store and add it again", f.Key, le.Message)}}

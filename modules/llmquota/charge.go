@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -72,14 +71,14 @@ func (c *charger) Room(ctx context.Context, t *tenancy.Tenant) error {
 }
 
 // limitError names a level's used-up limit as llm_quota's 429 does.
-func limitError(at time.Time, lp levelPlan, kind int) *llm.LimitError {
+func limitError(at time.Time, lp levelPlan, kind int) *tenancy.LimitError {
 	retry := resetIn(at, kind, lp.level.Limits.BudgetPeriod)
 	who := fmt.Sprintf("the %s %s", lp.level.Kind, lp.level.Name)
 	if kind == kindBudget {
-		return &llm.LimitError{Code: "insufficient_quota", RetryAfter: retry, Message: fmt.Sprintf("%s has spent its %sly budget of %.2f; it renews in %s",
+		return &tenancy.LimitError{Code: "insufficient_quota", RetryAfter: retry, Message: fmt.Sprintf("%s has spent its %sly budget of %.2f; it renews in %s",
 			who, lp.level.Limits.BudgetPeriod, float64(lp.limits[3])/1e6, retry.Round(time.Second))}
 	}
-	return &llm.LimitError{Code: "rate_limit_exceeded", RetryAfter: retry, Message: fmt.Sprintf("%s has reached its limit of %d %s; it renews in %s",
+	return &tenancy.LimitError{Code: "rate_limit_exceeded", RetryAfter: retry, Message: fmt.Sprintf("%s has reached its limit of %d %s; it renews in %s",
 		who, lp.limits[2], kindNames[kind], retry.Round(time.Second))}
 }
 
@@ -211,7 +210,7 @@ func chargeCmd(ctx context.Context, st *settlement) *redis.Cmd {
 
 // Interface guards
 var (
-	_ llm.Charger = (*charger)(nil)
-	_ chargeStore = (*memoryStore)(nil)
-	_ chargeStore = (*redisStore)(nil)
+	_ tenancy.Charger = (*charger)(nil)
+	_ chargeStore     = (*memoryStore)(nil)
+	_ chargeStore     = (*redisStore)(nil)
 )

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
@@ -77,7 +76,7 @@ func TestChargeCountsIntoLimitsAndUsage(t *testing.T) {
 			if err := c.Charge(t.Context(), tenant, embed, 50); err != nil {
 				t.Fatal(err)
 			}
-			var le *llm.LimitError
+			var le *tenancy.LimitError
 			err = c.Room(t.Context(), tenant)
 			if !errors.As(err, &le) || le.Code != "rate_limit_exceeded" || !strings.Contains(le.Message, "project "+project.Name+" has reached its limit of 100 tokens per day") {
 				t.Fatalf("room after 110 of 100 tokens: got %v, want the project's tokens per day named", err)
