@@ -99,7 +99,7 @@ func TestEngineSettingsCheckedAtLoad(t *testing.T) {
 		return "{\n\tadmin off\n\tllm {\n\t\tmodel " + name + " {\n\t\t\tengine sim\n\t\t\t" + body + "\n\t\t}\n\t}\n}\n:0 {\n\tllm_router\n}\n"
 	}
 	for _, tc := range []struct{ name, model, body, want string }{
-		{"misspelled option", "chat", "option tokens_per_secnd 20", `model \"chat\": engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second, max_tokens, embedding_dims, fail_status, echo`},
+		{"misspelled option", "chat", "option tokens_per_secnd 20", `model \"chat\": engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second, max_tokens, embedding_dims, embedding_delay, fail_status, echo`},
 		{"option type", "chat", "option ttft soon", `model \"chat\": engine sim option ttft: \"soon\" is not a duration`},
 		{"listen in args", "chat", "args --listen 0.0.0.0:9", `model \"chat\": engine sim: args must not set --listen (\"--listen\"): engine servers listen only on loopback, on a port llmgw chooses`},
 		{"unknown flag", "chat", "args --flash-attn", `engine sim has no flag --flash-attn; its flags are --ttft`},

@@ -126,6 +126,7 @@ func (s *service) bumpVersion(ctx context.Context, store string) error {
 			return nil, nil
 		}
 		cur.Version++
+		s.noteVersion(store, cur.Version) // may run again: the last run's is the one written
 		return cur, nil
 	})
 	return err

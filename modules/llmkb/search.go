@@ -38,6 +38,9 @@ type passage struct {
 // embedder embeds the queries (keywords alone when it has none, or when
 // it fails), hits of several queries keep their best score.
 func (s *service) search(ctx context.Context, stores []*kbstore.VectorStore, p searchParams) ([]passage, error) {
+	for _, vs := range stores {
+		s.caughtUp(ctx, vs)
+	}
 	best := map[kbstore.ChunkRef]float64{}
 	for model, ids := range byEmbedder(stores) {
 		for _, q := range p.queries {

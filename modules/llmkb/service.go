@@ -33,6 +33,7 @@ type service struct {
 	busy      sync.Map     // store-file ids this process ingests now
 	changes   atomic.Int64 // this node's changes to the index, for resync
 	embedding atomic.Int32 // embedding batches of imports in flight
+	versions  sync.Map     // store id → the version its changes in the index are up to
 	deps      atomic.Pointer[deps]
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -119,8 +120,12 @@ func (s *service) Destruct() error {
 
 // load builds the index from every chunk in the store.
 func (s *service) load(ctx context.Context, ix *kbindex.Index) error {
+	stores, err := list[kbstore.VectorStore](ctx, s.store, kbstore.KindStore, "")
+	if err != nil {
+		return err
+	}
 	attrs := map[kbstore.ChunkRef]map[string]any{}
-	err := s.store.List(ctx, kbstore.KindStoreFile, "", func(_ string, body []byte) error {
+	err = s.store.List(ctx, kbstore.KindStoreFile, "", func(_ string, body []byte) error {
 		var sf kbstore.StoreFile
 		if json.Unmarshal(body, &sf) == nil && sf.Status == kbstore.Completed {
 			attrs[kbstore.ChunkRef{Store: sf.StoreID, File: sf.FileID}] = sf.Attributes
@@ -144,6 +149,9 @@ func (s *service) load(ctx context.Context, ix *kbindex.Index) error {
 		return nil
 	})
 	ix.Add(batch)
+	for _, vs := range stores {
+		s.noteVersion(vs.ID, vs.Version) // read before its files: the index holds at least this
+	}
 	return err
 }
 
@@ -175,6 +183,11 @@ func (s *service) apply(c kbstore.Change) {
 		// new attributes, or its leaving) is this record's change.
 		if store, file, ok := cutLast(c.ID); ok && c.Kind == kbstore.KindStoreFile {
 			s.reindexFile(ctx, store, file)
+		}
+		if c.Kind == kbstore.KindStore {
+			if vs, err := getVectorStore(ctx, s.store, c.ID); err == nil {
+				s.noteVersion(vs.ID, vs.Version) // after its files' notices
+			}
 		}
 	case "resync":
 		s.resync(ctx)
