@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -70,7 +71,7 @@ func runJSChecks(t *testing.T, g *gateway, work, script string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "LLMGW_BASE="+g.base+"/v1", "LLMGW_KEY=none")
+	cmd.Env = append(os.Environ(), "LLMGW_BASE="+g.base+"/v1", "LLMGW_KEY="+cmp.Or(os.Getenv("LLMGW_JS_KEY"), "none"))
 	out, err := cmd.Output()
 	if ctx.Err() != nil {
 		t.Fatalf("the checks did not finish in 3 minutes: %s", out)

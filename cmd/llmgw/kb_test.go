@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -325,7 +326,9 @@ func kbCheckChat(t *testing.T, g *gateway, store string) {
 // TestJSKnowledgeBases runs the official openai client for JavaScript,
 // unchanged, against llmgw's knowledge bases (testdata/jsclients/kb.mjs):
 // createAndPoll, uploadAndPoll, search with a filter, Responses with
-// file_search whole and streamed, chat with the knowledge header.
+// file_search whole and streamed, chat with the knowledge header. The
+// gateway runs the demo config, Caddyfile.example (its key, guardrails,
+// cache and sim embedder), on free ports.
 func TestJSKnowledgeBases(t *testing.T) {
 	lib := jsClients(t)
 	work := t.TempDir()
@@ -346,13 +349,29 @@ func TestJSKnowledgeBases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LLMGW_KB_DOCS", docs)
-	g := startGatewayBefore(t, `
-		model gpt-4o-mini {
-			engine sim
-		}
-		model sim-embed {
-			engine sim
-		}`, "\t\tllm_kb {\n\t\t\tembedder sim-embed\n\t\t}\n")
-	g.waitReady()
+	t.Setenv("LLMGW_JS_KEY", "sk-llmgw-example-key-change-me")
+	g := startExample(t)
 	runJSChecks(t, g, work, "kb.mjs")
+}
+
+// startExample runs Caddyfile.example with its admin endpoint and site
+// on free ports.
+func startExample(t *testing.T) *gateway {
+	t.Helper()
+	raw, err := os.ReadFile("../../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	cfg := strings.Replace(string(raw), "admin localhost:2019", fmt.Sprintf("admin 127.0.0.1:%d", g.admin), 1)
+	cfg = strings.Replace(cfg, "\n:8080 {", fmt.Sprintf("\n:%d {", g.http), 1)
+	if cfg == string(raw) || !strings.Contains(cfg, fmt.Sprintf(":%d {", g.http)) {
+		t.Fatalf("Caddyfile.example no longer has the admin address and site this test moves")
+	}
+	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.start()
+	g.waitReady()
+	return g
 }
