@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -209,4 +213,34 @@ func TestKnowledgeBaseQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	kbUpload(t, beta, "security.html", nil)
+
+	// An operator's upload into alpha's store counts at alpha's levels too.
+	vs, err := alpha.VectorStores.New(bg, openai.VectorStoreNewParams{Name: openai.String("alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := kbAdminUpload(t, g, vs.ID, "travel-policy.md"); code != http.StatusTooManyRequests || !strings.Contains(string(body), "team acme/research holds 3 files") {
+		t.Errorf("an operator's upload past the team's kb_files: want 429 naming it, got %d %s", code, body)
+	}
+}
+
+// kbAdminUpload uploads a file of testdata/kb into a store through the
+// admin API.
+func kbAdminUpload(t *testing.T, g *gateway, store, name string) (int, []byte) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", name)
+	_, _ = fw.Write(mustReadFile(t, filepath.Join("testdata", "kb", name)))
+	mw.Close()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/llm/kb/stores/%s/files", g.admin, store), &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-Llmgw-Actor", "tests")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

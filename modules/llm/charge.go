@@ -65,6 +65,12 @@ func (a *App) Room(ctx context.Context, key, project string) error {
 	return err
 }
 
+// ProjectTenant is a project's tenant (its levels, with no key), for
+// work done for the project without a key, such as an operator's upload.
+func (a *App) ProjectTenant(project string) (*tenancy.Tenant, bool) {
+	return a.chargedTenant("", project)
+}
+
 // chargedTenant is the tenant a charge for a key counts at.
 func (a *App) chargedTenant(keyID, project string) (*tenancy.Tenant, bool) {
 	if kr := a.keys.Load(); kr != nil {

@@ -30,6 +30,11 @@ func (a kbAdmin) upload(w http.ResponseWriter, r *http.Request, vs *kbstore.Vect
 	if vs.Creator != "" {
 		owner = vs.Creator
 	}
+	if t, ok := a.k.app.ProjectTenant(owner); ok {
+		if e := a.k.checkLevels(r.Context(), t, int64(len(data))); e != nil {
+			return adminErr(e.Status, "%s", e.Message)
+		}
+	}
 	sum := sha256.Sum256(data)
 	f := &kbstore.File{ID: "file-" + randID(24), Owner: owner, Filename: name, Bytes: int64(len(data)),
 		Purpose: "assistants", SHA256: hex.EncodeToString(sum[:]), CreatedAt: time.Now().UTC()}

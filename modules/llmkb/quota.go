@@ -1,6 +1,7 @@
 package llmkb
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,10 +19,18 @@ import (
 // the projects below).
 func (k *KB) checkQuota(r *http.Request, size int64) *openai.Error {
 	t, ok := tenancy.TenantOf(r)
-	if !ok || !hasKBLimits(t.Levels) {
+	if !ok {
 		return nil
 	}
-	files, err := list[kbstore.File](r.Context(), k.svc.store, kbstore.KindFile, "")
+	return k.checkLevels(r.Context(), t, size)
+}
+
+// checkLevels is checkQuota for a tenant's levels.
+func (k *KB) checkLevels(ctx context.Context, t *tenancy.Tenant, size int64) *openai.Error {
+	if !hasKBLimits(t.Levels) {
+		return nil
+	}
+	files, err := list[kbstore.File](ctx, k.svc.store, kbstore.KindFile, "")
 	if err != nil {
 		return serverError("counting the files your limits cover", err)
 	}
