@@ -72,6 +72,12 @@ func TestReadmeThreeNodes(t *testing.T) {
 	}
 	admin := strings.TrimPrefix(envOf(env["n2"], "ADMIN_PORT"), "ADMIN_PORT=")
 	env["n2 by LLMGW_ADMIN"] = append(slices.Clone(env["n2"]), "LLMGW_ADMIN=127.0.0.1:"+admin)
+	// Each node may serve chat with its own replica before it has seen
+	// the others' heartbeats: wait until n2 knows all three.
+	waitFor(t, 30*time.Second, "n2 to see the three nodes", func() bool {
+		out := ctl("n2", "--admin", "127.0.0.1:"+admin, "nodes")
+		return strings.Contains(out, "n1") && strings.Contains(out, "n3")
+	})
 	for _, out := range []string{ctl("n2", "--admin", "127.0.0.1:"+admin, "nodes"), ctl("n2", "--config", file, "nodes"),
 		ctl("n2 by LLMGW_ADMIN", "nodes")} {
 		if !strings.Contains(out, "n1") || !strings.Contains(out, "n3") {
