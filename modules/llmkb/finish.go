@@ -35,15 +35,20 @@ func (s *service) finish(ctx context.Context, sf *kbstore.StoreFile, chunks []kb
 	return s.fail(ctx, sf, kbstore.LastError{Code: "server_error", Message: err.Error()})
 }
 
-// complete marks a file completed and indexes its chunks, unless it left
-// the store meanwhile (then its chunks go).
+// complete indexes a file's chunks and marks it completed, unless it left
+// the store meanwhile (then its chunks go). The index has them before the
+// record says completed, so that whoever sees the file completed finds it.
 func (s *service) complete(ctx context.Context, sf *kbstore.StoreFile, chunks []kbstore.Chunk) error {
 	var usage int64
 	dims := 0
-	for _, c := range chunks {
+	entries := make([]kbindex.Entry, len(chunks))
+	for i, c := range chunks {
 		usage += int64(len(c.Text) + 4*len(c.Vector))
 		dims = len(c.Vector)
+		entries[i] = kbindex.Entry{Ref: kbstore.ChunkRef{Store: c.Store, File: c.File, Seq: c.Seq}, Text: c.Text, Vector: c.Vector, Attrs: sf.Attributes}
 	}
+	s.changed().RemoveFile(sf.StoreID, sf.FileID)
+	s.changed().Add(entries)
 	var done *kbstore.StoreFile
 	err := update(ctx, s.store, kbstore.KindStoreFile, kbstore.StoreFileID(sf.StoreID, sf.FileID), func(cur *kbstore.StoreFile) (*kbstore.StoreFile, error) {
 		done = nil
@@ -55,18 +60,14 @@ func (s *service) complete(ctx context.Context, sf *kbstore.StoreFile, chunks []
 		done = cur
 		return cur, nil
 	})
-	if err != nil {
-		return err
-	}
-	if done == nil {
+	if err != nil || done == nil {
+		s.changed().RemoveFile(sf.StoreID, sf.FileID)
+		if err != nil {
+			return err
+		}
 		return s.dropChunks(ctx, sf)
 	}
-	entries := make([]kbindex.Entry, len(chunks))
-	for i, c := range chunks {
-		entries[i] = kbindex.Entry{Ref: kbstore.ChunkRef{Store: c.Store, File: c.File, Seq: c.Seq}, Text: c.Text, Vector: c.Vector, Attrs: done.Attributes}
-	}
-	s.changed().RemoveFile(sf.StoreID, sf.FileID)
-	s.changed().Add(entries)
+	s.changed().SetAttributes(sf.StoreID, sf.FileID, done.Attributes) // changed while it was read
 	metricIngested.WithLabelValues(kbstore.Completed).Inc()
 	if dims > 0 {
 		s.noteDims(ctx, sf.StoreID, dims)
