@@ -3,6 +3,7 @@ package llmkb
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmgw/llmgw/modules/openai"
@@ -15,15 +16,13 @@ type message struct {
 }
 
 // lastUserText is the text of the conversation's last user message: what
-// the knowledge bases are searched for.
-func lastUserText(messages json.RawMessage) string {
-	var msgs []message
-	if json.Unmarshal(messages, &msgs) != nil {
-		return ""
-	}
+// the knowledge bases are searched for. Only the messages from the end to
+// that one are decoded.
+func lastUserText(msgs []json.RawMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return strings.TrimSpace(contentText(msgs[i].Content))
+		var m message
+		if json.Unmarshal(msgs[i], &m) == nil && m.Role == "user" {
+			return strings.TrimSpace(contentText(m.Content))
 		}
 	}
 	return ""
@@ -75,11 +74,8 @@ func passagesText(hits []passage, stores []string) string {
 // leading system (or developer) message, as text or as a text part, else
 // in a system message of their own before the conversation (one system
 // message: some chat templates take no more).
-func inject(req *openai.Request, hits []passage, stores []string) error {
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
-		return err
-	}
+func inject(req *openai.Request, msgs []json.RawMessage, hits []passage, stores []string) error {
+	msgs = slices.Clone(msgs)
 	text := passagesText(hits, stores)
 	var first message
 	if len(msgs) > 0 && json.Unmarshal(msgs[0], &first) == nil && (first.Role == "system" || first.Role == "developer") {

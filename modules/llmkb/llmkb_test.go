@@ -168,10 +168,14 @@ func TestInject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q := lastUserText(req.Messages); q != "what is alpha?" {
+		var msgs []json.RawMessage
+		if err := json.Unmarshal(req.Messages, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		if q := lastUserText(msgs); q != "what is alpha?" {
 			t.Errorf("the question of %s: %q", tc.messages, q)
 		}
-		if err := inject(req, hits, []string{"vs_1@2"}); err != nil {
+		if err := inject(req, msgs, hits, []string{"vs_1@2"}); err != nil {
 			t.Fatal(err)
 		}
 		body, _ := req.UpstreamBody("")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 
 	"github.com/llmgw/llmgw/modules/llmkb/kbstore"
 )
@@ -75,9 +74,6 @@ func getFile(ctx context.Context, st kbstore.Store, id string) (*kbstore.File, e
 	f := new(kbstore.File)
 	return f, get(ctx, st, kbstore.KindFile, id, f)
 }
-
-// errStop ends a List early.
-var errStop = errors.New("stop")
 
 const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

@@ -65,7 +65,11 @@ func (k *KB) retrieve(w http.ResponseWriter, r *http.Request, next caddyhttp.Han
 		e.WriteFor(w, r)
 		return nil
 	}
-	if q := lastUserText(req.Messages); q != "" {
+	var msgs []json.RawMessage // split once: read for the question, then added to
+	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
+		return next.ServeHTTP(w, r) // the router answers a malformed request
+	}
+	if q := lastUserText(msgs); q != "" {
 		p.queries = []string{q}
 	}
 	if len(p.queries) == 0 {
@@ -85,7 +89,7 @@ func (k *KB) retrieve(w http.ResponseWriter, r *http.Request, next caddyhttp.Han
 	openai.Log(r).KB = strings.Join(a.ids, ",")
 	req.Retrieval = retrievalOf(hits, p.queries)
 	req.CacheScope = "kb:" + strings.Join(names, ",")
-	if err := inject(req, hits, names); err != nil {
+	if err := inject(req, msgs, hits, names); err != nil {
 		openai.BadRequest("invalid_request", "adding the passages found to the messages: %v", err).WriteFor(w, r)
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,34 +57,12 @@ func (s *service) search(ctx context.Context, stores []*kbstore.VectorStore, p s
 		hits = append(hits, passage{ref: ref, score: score})
 	}
 	slices.SortFunc(hits, func(a, b passage) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return compareRefs(a.ref, b.ref)
+		return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.ref.Store, b.ref.Store),
+			strings.Compare(a.ref.File, b.ref.File), cmp.Compare(a.ref.Seq, b.ref.Seq))
 	})
 	hits = hits[:min(len(hits), p.limit)]
 	s.touch(stores)
 	return hits, s.fill(ctx, hits)
-}
-
-func compareRefs(a, b kbstore.ChunkRef) int {
-	switch {
-	case a.Store != b.Store:
-		return cmpStr(a.Store, b.Store)
-	case a.File != b.File:
-		return cmpStr(a.File, b.File)
-	}
-	return a.Seq - b.Seq
-}
-
-func cmpStr(a, b string) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // byEmbedder groups store ids by their embedder ("" for keywords alone).
