@@ -32,6 +32,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -124,6 +125,10 @@ type App struct {
 	// it. A model's own update_check overrides it. Default: 6h; -1 (off
 	// in the Caddyfile): never.
 	UpdateCheck caddy.Duration `json:"update_check,omitempty"`
+	// RequestLog keeps every request the llm handlers answer; see
+	// reqlog.Config. Default: on, 7 days, at most 1,000,000 records, no
+	// bodies.
+	RequestLog *reqlog.Config `json:"request_log,omitempty"`
 	// Secrets are values the config file names, so that what is given at
 	// run time through the admin API can use them without holding them:
 	// a value "secret:<name>" stands for the secret. Values may use
@@ -147,24 +152,26 @@ type App struct {
 	ctx     context.Context // the config's: done when it is unloaded
 	cctx    caddy.Context   // the same, to find the other apps at Start
 
-	storage      cluster.StateStore // Caddy storage, or Redis in a cluster
-	local        certmagic.Storage
-	cluster      *cluster.Member
-	clusterKey   string
-	declared     []*catalog.Model // the config's models, before settings changed at runtime
-	mirror       *mirror.Mirror
-	node         *fleet.Node // what the process's fleets share (fleet.go)
-	shared       *procShared // what the process's apps share (shared.go)
-	nodeReleased bool        // Cleanup gave node and shared back
-	mirrorKey    string
-	keys         *atomic.Pointer[tenancy.Keyring]
-	runtimeKeys  []*tenancy.APIKey
-	tenants      *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
-	lockKey      string                        // the data directory's lock, once Start took it
-	secrets      map[string]string             // Secrets, resolved
-	egress       *egress.Policy                // what URLs set at run time may reach
-	auditLog     *audit.Log                    // the audit log (audit.go)
-	guardHist    *guardhist.History            // the guardrails' history (guardhist.go)
+	storage       cluster.StateStore // Caddy storage, or Redis in a cluster
+	local         certmagic.Storage
+	cluster       *cluster.Member
+	clusterKey    string
+	declared      []*catalog.Model // the config's models, before settings changed at runtime
+	mirror        *mirror.Mirror
+	node          *fleet.Node // what the process's fleets share (fleet.go)
+	shared        *procShared // what the process's apps share (shared.go)
+	nodeReleased  bool        // Cleanup gave node and shared back
+	mirrorKey     string
+	keys          *atomic.Pointer[tenancy.Keyring]
+	runtimeKeys   []*tenancy.APIKey
+	tenants       *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
+	lockKey       string                        // the data directory's lock, once Start took it
+	secrets       map[string]string             // Secrets, resolved
+	egress        *egress.Policy                // what URLs set at run time may reach
+	auditLog      *audit.Log                    // the audit log (audit.go)
+	guardHist     *guardhist.History            // the guardrails' history (guardhist.go)
+	reqLog        *reqlog.Log                   // the request log (requests.go); nil when off
+	reqLogRelease func()
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -220,7 +227,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
-	a.openAudit() // audit.go
+	a.openAudit()                              // audit.go
+	if err := a.openRequestLog(); err != nil { // requests.go
+		return err
+	}
 	a.declared = a.Models
 	markFileValues(a.Models)
 	if err := a.provisionSecrets(); err != nil {
@@ -463,6 +473,9 @@ func (a *App) Cleanup() error {
 	}
 	a.auditLog.Close()
 	a.guardHist.Close()
+	if a.reqLogRelease != nil {
+		a.reqLogRelease() // before the cluster member it may write to
+	}
 	if a.mu == nil {
 		return nil // Provision never ran
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
+	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -116,6 +117,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return a.Audit.Parse(d)
 		case "secret":
 			return a.parseSecret(d) // secrets.go
+		case "request_log":
+			a.RequestLog = new(reqlog.Config)
+			return a.RequestLog.UnmarshalCaddyfile(d)
 		case "runtime_hosts":
 			if !d.NextArg() {
 				return d.ArgErr()

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/llmgw/llmgw/modules/llm/fleet"
+	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -72,7 +73,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{fleet.MetricStarts, fleet.MetricQueueWait, fleetCollector{a}, mirrorCollector{a.node}} {
+	for _, c := range append([]prometheus.Collector{fleet.MetricStarts, fleet.MetricQueueWait, fleetCollector{a}, mirrorCollector{a.node}}, reqlog.Collectors()...) {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

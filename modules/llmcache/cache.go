@@ -215,6 +215,10 @@ const defaultThreshold = 0.9
 // ServeHTTP answers from the cache or passes the request on, keeping the
 // answer when it completes.
 func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	w, tracked := openai.Track(w, r)
+	if tracked != nil {
+		defer c.app.RecordRequest(tracked)
+	}
 	w, req, err := openai.Enter(w, r)
 	if err != nil || req.Endpoint == openai.Embeddings || req.CountOnly {
 		return next.ServeHTTP(w, r)

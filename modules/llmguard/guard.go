@@ -185,6 +185,10 @@ func (s *state) record(sc *Scope, stage Stage, outcome, reason string) {
 
 // ServeHTTP checks the prompt, then the answer on its way out.
 func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	w, tracked := openai.Track(w, r)
+	if tracked != nil {
+		defer g.app.RecordRequest(tracked)
+	}
 	w, req, err := openai.Enter(w, r)
 	if errors.Is(err, openai.ErrNotGenerating) {
 		if body, err := mcpwire.Read(r); err == nil && body.ToolCalls() > 0 {

@@ -25,6 +25,10 @@ func (k *KB) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 		k.serveAPI(w, r, rest)
 		return nil
 	}
+	w, tracked := openai.Track(w, r)
+	if tracked != nil {
+		defer k.app.RecordRequest(tracked)
+	}
 	return k.retrieve(w, r, next)
 }
 

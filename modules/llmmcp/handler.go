@@ -71,6 +71,7 @@ type Handler struct {
 	AllowCommands []string `json:"allow_commands,omitempty"`
 
 	gw     *gateway
+	app    *llm.App // for the request log; nil without the llm app
 	key    string
 	logger *zap.Logger
 }
@@ -191,6 +192,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	h.app = app
 	warnToolGlobs(h.logger, app, h.Servers, h.Separator) // names.go
 	opts := gatewayOptions{sessionTimeout: time.Duration(h.SessionTimeout), sep: h.Separator, allow: h.AllowCommands, app: app}
 	v, _, err := gateways.LoadOrNew(h.key, func() (caddy.Destructor, error) {
@@ -436,6 +438,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 	learnRedirect(r, h.SSEPath)
+	if h.app != nil {
+		var tracked *openai.Tracked
+		if w, tracked = openai.Track(w, r); tracked != nil {
+			defer h.app.RecordRequest(tracked)
+		}
+	}
 	t, _ := tenancy.TenantOf(r)
 	var call *rpcCall
 	if r.Method == http.MethodPost {

@@ -176,13 +176,18 @@ func (q *Quota) Cleanup() error {
 // ServeHTTP admits the request against every level of its key, calls the
 // next handler, and settles the real usage.
 func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	w, tracked := openai.Track(w, r)
+	if tracked != nil {
+		defer q.app.RecordRequest(tracked)
+	}
 	tenant, err := q.app.Authenticate(bearer(r))
 	if err != nil {
 		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).WriteFor(w, r)
 		return nil
 	}
 	tenancy.SetTenant(r, tenant)
-	openai.Log(r).Key = tenant.KeyID
+	lf := openai.Log(r)
+	lf.Key, lf.Tenant, lf.KeepBodies = tenant.KeyID, tenantPath(tenant), q.keepsBodies(tenant)
 	w, req, err := openai.Enter(w, r)
 	if errors.Is(err, openai.ErrNotGenerating) {
 		if q.serveMCP(w, r, tenant) {
@@ -265,6 +270,18 @@ func (w *settleWriter) Write(b []byte) (int, error) {
 		w.settle()
 	}
 	return w.ResponseWriterWrapper.Write(b)
+}
+
+type pathMemo struct{}
+
+// tenantPath is the tenant's org/team/project, made once per tenant.
+func tenantPath(t *tenancy.Tenant) string {
+	return t.Memo(pathMemo{}, func() any { return t.Org + "/" + t.Team + "/" + t.Project }).(string)
+}
+
+// keepsBodies says whether the request log keeps the tenant's bodies.
+func (q *Quota) keepsBodies(t *tenancy.Tenant) bool {
+	return q.app.KeepsBodies(tenantPath(t))
 }
 
 // bearer is the request's key: Authorization: Bearer, or x-api-key as

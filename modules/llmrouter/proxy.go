@@ -45,8 +45,16 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		rt.writeError(w, r, err, start)
 		return
 	}
-	if served, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m), start); !served {
+	served, name, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m), start)
+	if !served {
 		rt.writeError(w, r, last, start)
+		return
+	}
+	if name != m.Name {
+		lf := openai.Log(r)
+		if lf.Route = "fallback"; m.Canary != nil && name == m.Canary.Model {
+			lf.Route = "canary"
+		}
 	}
 }
 
@@ -55,7 +63,8 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *openai.Request, *catalog.Model, error) {
 	w, req, err := openai.Enter(w, r)
 	if req != nil {
-		openai.Log(r).API = req.APIName()
+		lf := openai.Log(r)
+		lf.API, lf.Asked, lf.Stream = req.APIName(), req.Model, req.Stream
 	}
 	if err != nil {
 		return w, req, nil, err
@@ -75,11 +84,11 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 }
 
 // tryCandidates sends the request to the candidates in turn until one
-// serves it, and reports whether one did and, if not, why the last one
-// failed. A replica that could not be reached is followed, up to twice,
+// serves it, and reports whether one did (and which) and, if not, why the
+// last one failed. A replica that could not be reached is followed, up to twice,
 // by another replica of the same candidate; a client that left or a
 // first_byte_timeout ends the tries.
-func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, start time.Time) (bool, error) {
+func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, start time.Time) (bool, string, error) {
 	var last error
 	retries := 0
 	var failed *fleet.Replica // a replica of candidates[i] that could not be reached
@@ -97,7 +106,7 @@ func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *ope
 		a := rt.proxy(w, r, req, rep, name, i == len(candidates)-1, start)
 		release()
 		if a.served {
-			return true, nil
+			return true, name, nil
 		}
 		last = a.err
 		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
@@ -118,7 +127,7 @@ func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *ope
 			c.Write(zap.String("model", name), zap.String("fallback", candidates[i+1]), zap.Error(a.err))
 		}
 	}
-	return false, last
+	return false, "", last
 }
 
 // selector is the policy that picks a replica of the candidate name for
@@ -205,6 +214,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	if err != nil {
 		return attempt{err: openai.BadRequest("invalid_json", "re-encoding the request: %v", err)}
 	}
+	openai.Log(r).KeepRequest(body)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	if sctx, span, ok := openai.StartSpan(ctx, "llm.upstream"); ok {
@@ -353,7 +363,11 @@ func drain(body io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(body, 64<
 // Server-Timing (and, with expose_replica, the replica's), its body
 // translated as mode says, streamed or whole, and the request's metrics.
 func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) {
-	eng := rt.engineOf(rep.Model)
+	var eng string
+	var price *catalog.Price
+	if m, err := rt.app.Lookup(rep.Model); err == nil {
+		eng, price = m.Engine, m.Price
+	}
 	h := w.Header()
 	copyHeader(h, resp.Header)
 	h.Add("Server-Timing", serverTiming(sent.Sub(start), ttfb))
@@ -367,7 +381,7 @@ func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Req
 	conv := translation(req, resp, mode, stream)
 	var st *streamState
 	if stream {
-		st = &streamState{native: mode == viaNative}
+		st = &streamState{native: mode == viaNative, log: openai.Log(r)}
 		rt.stream(w, r, req, resp, st)
 	} else {
 		rt.whole(w, r, resp, mode == viaNative, conv)
@@ -375,6 +389,10 @@ func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Req
 	if resp.StatusCode == http.StatusOK {
 		u, _ := openai.GetUsage(r)
 		observe(rep.Model, start, sent, st, u.PromptTokens, u.CompletionTokens)
+		if price != nil {
+			lf := openai.Log(r)
+			lf.CostMicros, lf.HasCost = price.CostMicros(u.PromptTokens, u.CompletionTokens), true
+		}
 	}
 }
 
@@ -484,6 +502,7 @@ func (rt *Router) whole(w http.ResponseWriter, r *http.Request, resp *http.Respo
 			setUsage(r, u)
 		}
 	}
+	openai.Log(r).KeepResponse(out)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(out)
@@ -564,6 +583,7 @@ type streamState struct {
 	sawDone  bool
 	native   bool         // events in the client's API, forwarded as they are
 	usage    openai.Usage // a native stream's usage so far
+	log      *openai.LogFields
 }
 
 func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *openai.Request, event []byte, st *streamState) bool {
@@ -589,6 +609,7 @@ func (rt *Router) forwardEvent(w http.ResponseWriter, r *http.Request, req *open
 			}
 		}
 	}
+	st.log.KeepResponse(event)
 	_, err := w.Write(event)
 	return err == nil
 }
@@ -638,7 +659,7 @@ func setVars(r *http.Request, rep *fleet.Replica, engine string) {
 		repl.Set("http.llm.replica", rep.ID)
 	}
 	lf := openai.Log(r)
-	lf.Model, lf.Replica, lf.Engine = rep.Model, rep.ID, engine
+	lf.Model, lf.Replica, lf.Engine, lf.ReplicaNode = rep.Model, rep.ID, engine, rep.Node
 }
 
 func setUsage(r *http.Request, u openai.Usage) {
@@ -649,7 +670,7 @@ func setUsage(r *http.Request, u openai.Usage) {
 		repl.Set("http.llm.usage.total_tokens", u.TotalTokens)
 	}
 	lf := openai.Log(r)
-	lf.PromptTokens, lf.CompletionTokens, lf.HasUsage = u.PromptTokens, u.CompletionTokens, true
+	lf.PromptTokens, lf.CompletionTokens, lf.HasUsage, lf.CachedTokens = u.PromptTokens, u.CompletionTokens, true, u.CachedTokens
 }
 
 type upstreamError struct {

@@ -156,6 +156,10 @@ func (rt *Router) Cleanup() error {
 // ServeHTTP serves the OpenAI API. It ends the chain for /v1/ paths it
 // knows and answers others with an OpenAI-shaped 404.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	w, tracked := openai.Track(w, r)
+	if tracked != nil {
+		defer rt.app.RecordRequest(tracked)
+	}
 	start := time.Now()
 	path := r.URL.Path
 	i := strings.Index(path, "/v1/")

@@ -61,6 +61,7 @@ func (e *Error) Write(w http.ResponseWriter) {
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
+	noteError(w, e.Code)
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(e.JSON())
 }
@@ -68,6 +69,7 @@ func (e *Error) Write(w http.ResponseWriter) {
 // WriteEvent writes the error as an SSE event, for errors after the first
 // streamed byte.
 func (e *Error) WriteEvent(w http.ResponseWriter) {
+	noteError(w, e.Code)
 	buf := make([]byte, 0, 256)
 	buf = append(buf, "data: "...)
 	buf = append(buf, e.JSON()...)

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -20,6 +22,40 @@ type LogFields struct {
 	KB                             string
 	PromptTokens, CompletionTokens int64
 	HasUsage                       bool
+
+	// The request log's fields (see Tracked), set on every request the
+	// log follows.
+	RequestID string
+	// Tenant is the key's project path (org/team/project).
+	Tenant string
+	// Asked is the model as the request named it.
+	Asked string
+	// ReplicaNode is the node of a replica on another node ("" for this
+	// node's).
+	ReplicaNode string
+	// Route says how the model that served was reached when not as
+	// asked: "fallback" or "canary".
+	Route string
+	// ErrCode is the error's code when the answer is an error.
+	ErrCode      string
+	CachedTokens int64
+	// CostMicros is the answer's cost in millionths of the catalog's
+	// currency; HasCost says the model has a price.
+	CostMicros int64
+	HasCost    bool
+	Stream     bool
+	// Status is the answer's HTTP status (0 until one is written).
+	Status int
+	// Start is when the first llm handler saw the request, First when
+	// the answer's first byte was written, End when the last handler
+	// returned.
+	Start, First, End time.Time
+	// ReqBody and RespBody are the bodies the request log keeps for a
+	// tenant that asked for them (the request as forwarded, after
+	// redaction; the answer as the engine gave it), each bounded.
+	ReqBody, RespBody []byte
+	// KeepBodies says the request's tenant keeps bodies in the log.
+	KeepBodies bool
 }
 
 const logVar = "llm.log"
@@ -31,11 +67,36 @@ func Log(r *http.Request) *LogFields {
 		return f
 	}
 	f := new(LogFields)
+	addLogFields(r, f)
+	return f
+}
+
+// addLogFields makes f the request's log fields.
+func addLogFields(r *http.Request, f *LogFields) {
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
 		extra.Add(zap.Inline(f))
 	}
 	caddyhttp.SetVar(r.Context(), logVar, f)
-	return f
+}
+
+// MaxLoggedBody bounds each body the request log keeps; one byte more is
+// kept, to tell that a body was cut.
+const MaxLoggedBody = 64 << 10
+
+// KeepRequest keeps the request's body as forwarded, when the request's
+// tenant keeps bodies.
+func (f *LogFields) KeepRequest(b []byte) {
+	if f.KeepBodies {
+		f.ReqBody = append(f.ReqBody[:0], b[:min(len(b), MaxLoggedBody+1)]...)
+	}
+}
+
+// KeepResponse adds b to the answer's body kept, when the request's
+// tenant keeps bodies, up to the bound.
+func (f *LogFields) KeepResponse(b []byte) {
+	if f.KeepBodies && len(f.RespBody) <= MaxLoggedBody {
+		f.RespBody = append(f.RespBody, b[:min(len(b), MaxLoggedBody+1-len(f.RespBody))]...)
+	}
 }
 
 // MarshalLogObject writes the fields that are set.
@@ -52,5 +113,26 @@ func (f *LogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddInt64("llm_prompt_tokens", f.PromptTokens)
 		enc.AddInt64("llm_completion_tokens", f.CompletionTokens)
 	}
+	f.marshalRequestLog(enc)
 	return nil
+}
+
+// marshalRequestLog writes the fields the request log follows: the
+// request id, the route taken, the cost and the time to first byte.
+func (f *LogFields) marshalRequestLog(enc zapcore.ObjectEncoder) {
+	if f.RequestID != "" {
+		enc.AddString("llm_request_id", f.RequestID)
+	}
+	if f.Route != "" {
+		enc.AddString("llm_route", f.Route)
+	}
+	if f.Route != "" && f.Asked != "" {
+		enc.AddString("llm_asked", f.Asked)
+	}
+	if f.HasCost {
+		enc.AddString("llm_cost", strconv.FormatFloat(float64(f.CostMicros)/1e6, 'f', -1, 64))
+	}
+	if !f.First.IsZero() && !f.Start.IsZero() {
+		enc.AddFloat64("llm_ttft_ms", float64(f.First.Sub(f.Start).Microseconds())/1000)
+	}
 }

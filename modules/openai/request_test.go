@@ -141,7 +141,7 @@ func TestFindUsage(t *testing.T) {
 		{"absent", `{"choices":[]}`, Usage{}, false},
 		{"in content only", `{"content":"the \"usage\" word"}`, Usage{}, false},
 		{"embeddings", `{"data":[],"usage":{"prompt_tokens":6,"total_tokens":6}}`, Usage{PromptTokens: 6, CompletionTokens: 0, TotalTokens: 6}, true},
-		{"nested details", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1,"x":"}"}}`, Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6}, true},
+		{"nested details", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":1,"x":"}"}}`, Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6, CachedTokens: 2}, true},
 		{"cut off", `{"usage":{"prompt_tokens":5`, Usage{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,9 @@ type Usage struct {
 	Estimated bool `json:"-"`
 	// Cached is set when llm_cache answered: no model did the work.
 	Cached bool `json:"-"`
+	// CachedTokens are the prompt's tokens the engine had cached
+	// (prompt_tokens_details.cached_tokens).
+	CachedTokens int64 `json:"-"`
 }
 
 const usageVar = "llm.usage"
@@ -55,10 +58,17 @@ func FindUsage(b []byte) (Usage, bool) {
 	if end < 0 {
 		return Usage{}, false
 	}
-	var u Usage
-	if err := json.Unmarshal(rest[:end], &u); err != nil {
+	var w struct {
+		Usage
+		Details struct {
+			Cached int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
+	if err := json.Unmarshal(rest[:end], &w); err != nil {
 		return Usage{}, false
 	}
+	u := w.Usage
+	u.CachedTokens = w.Details.Cached
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}

@@ -70,10 +70,11 @@ var allowed = map[string][]string{
 	"/modules/llm/place":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
 	"/modules/llm/weights":    {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
 	"/modules/llm/fleet":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
-	"/modules/llm/cluster":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
+	"/modules/llm/cluster":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/llm/reqlog", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
 	"/modules/llm/audit":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/guardhist":  {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/routeorder": {},
+	"/modules/llm/reqlog":     {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},

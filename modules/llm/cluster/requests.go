@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/reqlog"
+)
+
+// The request log of a cluster is one Redis stream every node appends to
+// (requests), with an index from request id to stream id and the kept
+// bodies in keys that expire (requests:id:<id>, requests:body:<id>).
+
+// RequestLog is the cluster's request log store.
+func (m *Member) RequestLog() reqlog.Store { return requestStore{m} }
+
+// RequestLogKey names the cluster's log, so configs of one cluster share
+// it.
+func (m *Member) RequestLogKey() string { return "redis:" + m.prefix + "requests" }
+
+type requestStore struct{ m *Member }
+
+// readBatch is how many records one read of the stream takes.
+const readBatch = 512
+
+// Append adds es to the stream, bounded by count (approximately, as
+// Redis trims whole nodes) and by age.
+func (s requestStore) Append(ctx context.Context, es []reqlog.Entry, keep reqlog.Retention) error {
+	stream := s.m.key("requests")
+	p := s.m.rdb.Pipeline()
+	minID := ""
+	if keep.MaxAge > 0 {
+		minID = strconv.FormatInt(time.Now().Add(-keep.MaxAge).UnixMilli(), 10)
+	}
+	for i := range es {
+		v, err := json.Marshal(&es[i].Rec)
+		if err != nil {
+			return err
+		}
+		add := p.XAdd(ctx, &redis.XAddArgs{Stream: stream, MaxLen: int64(keep.MaxRecords), Approx: keep.MaxRecords > 0, Values: []any{"r", v}})
+		_ = add // the id is read after Exec
+		if es[i].Bodies != nil && keep.BodyMaxAge > 0 {
+			bv, _ := json.Marshal(es[i].Bodies)
+			p.Set(ctx, s.m.key("requests:body:"+es[i].Rec.ID), bv, keep.BodyMaxAge)
+		}
+	}
+	if minID != "" {
+		p.XTrimMinIDApprox(ctx, stream, minID, 0)
+	}
+	cmds, err := p.Exec(ctx)
+	if err != nil {
+		return err
+	}
+	return s.index(ctx, es, cmds, keep.MaxAge)
+}
+
+// index maps each request id to its stream id, for Get.
+func (s requestStore) index(ctx context.Context, es []reqlog.Entry, cmds []redis.Cmder, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = reqlog.DefaultMaxAge
+	}
+	p := s.m.rdb.Pipeline()
+	i := 0
+	for _, c := range cmds {
+		if x, ok := c.(*redis.StringCmd); ok && c.Name() == "xadd" && i < len(es) {
+			p.Set(ctx, s.m.key("requests:id:"+es[i].Rec.ID), x.Val(), ttl)
+			i++
+		}
+	}
+	_, err := p.Exec(ctx)
+	return err
+}
+
+// Page reads the stream newest first from f.Before, or oldest first
+// after f.After, in batches, until the page is full or the stream ends.
+func (s requestStore) Page(ctx context.Context, f reqlog.Filter) (llmapi.RequestPage, error) {
+	p := reqlog.NewPager(f)
+	stream := s.m.key("requests")
+	for from := cmp(f.Before+f.After, f.After != ""); ; {
+		if err := checkCursor(from); err != nil {
+			return p.Page(), err
+		}
+		var msgs []redis.XMessage
+		var err error
+		if f.After != "" {
+			msgs, err = s.m.rdb.XRangeN(ctx, stream, from, "+", readBatch).Result()
+		} else {
+			msgs, err = s.m.rdb.XRevRangeN(ctx, stream, from, "-", readBatch).Result()
+		}
+		if err != nil {
+			return p.Page(), err
+		}
+		for _, msg := range msgs {
+			raw, _ := msg.Values["r"].(string)
+			if !p.Add(msg.ID, []byte(raw)) {
+				return p.Page(), nil
+			}
+		}
+		if len(msgs) < readBatch {
+			return p.Page(), nil
+		}
+		from = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// cmp is the first bound of a read: exclusive of the cursor, or the
+// stream's end.
+func cmp(cursor string, forward bool) string {
+	switch {
+	case cursor != "":
+		return "(" + cursor
+	case forward:
+		return "-"
+	}
+	return "+"
+}
+
+// checkCursor refuses a cursor that is not a stream id.
+func checkCursor(bound string) error {
+	c := strings.TrimPrefix(bound, "(")
+	if c == "+" || c == "-" {
+		return nil
+	}
+	ms, seq, ok := strings.Cut(c, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil || !ok {
+		return fmt.Errorf("%w: %q", reqlog.ErrCursor, c)
+	}
+	if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+		return fmt.Errorf("%w: %q", reqlog.ErrCursor, c)
+	}
+	return nil
+}
+
+// Get reads one request by id, with its bodies when they are kept.
+func (s requestStore) Get(ctx context.Context, id string) (llmapi.RequestDetail, error) {
+	sid, err := s.m.rdb.Get(ctx, s.m.key("requests:id:"+id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return llmapi.RequestDetail{}, reqlog.ErrNotFound
+	}
+	if err != nil {
+		return llmapi.RequestDetail{}, err
+	}
+	msgs, err := s.m.rdb.XRange(ctx, s.m.key("requests"), sid, sid).Result()
+	if err != nil {
+		return llmapi.RequestDetail{}, err
+	}
+	if len(msgs) == 0 {
+		return llmapi.RequestDetail{}, reqlog.ErrNotFound
+	}
+	var rec llmapi.RequestRecord
+	raw, _ := msgs[0].Values["r"].(string)
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return llmapi.RequestDetail{}, err
+	}
+	var bodies *reqlog.Bodies
+	if bv, err := s.m.rdb.Get(ctx, s.m.key("requests:body:"+id)).Bytes(); err == nil {
+		bodies = new(reqlog.Bodies)
+		_ = json.Unmarshal(bv, bodies)
+	}
+	return reqlog.Detail(rec, bodies), nil
+}
+
+// Close does nothing: the client is the member's.
+func (requestStore) Close() error { return nil }

@@ -1,0 +1,222 @@
+package reqlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+)
+
+// The buckets of a Bolt file: records by key (the answer's end in Unix
+// nanoseconds and a sequence number, 16 bytes big-endian, so keys sort
+// by end), keys by request id, and kept bodies by key.
+var (
+	bucketRecords = []byte("records")
+	bucketIDs     = []byte("ids")
+	bucketBodies  = []byte("bodies")
+)
+
+// Bolt is the log of a single node, in a bbolt file. Append is called
+// by one goroutine (the Log's); reads run beside it.
+type Bolt struct {
+	db  *bolt.DB
+	seq uint64 // the next key's sequence; Append's goroutine only
+	n   int    // records held; Append's goroutine only
+}
+
+// OpenBolt opens (or makes) the log's file.
+func OpenBolt(path string) (*Bolt, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("opening the request log %s: %w", path, err)
+	}
+	b := &Bolt{db: db, seq: rand.Uint64() >> 16}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketRecords, bucketIDs, bucketBodies} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		b.n = tx.Bucket(bucketRecords).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("opening the request log %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Close closes the file.
+func (b *Bolt) Close() error { return b.db.Close() }
+
+func (b *Bolt) key(end time.Time) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(end.UnixNano()))
+	b.seq++
+	binary.BigEndian.PutUint64(k[8:], b.seq)
+	return k
+}
+
+// Append writes es and then applies keep, in one transaction.
+func (b *Bolt) Append(_ context.Context, es []Entry, keep Retention) error {
+	added := 0
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		recs, ids, bodies := tx.Bucket(bucketRecords), tx.Bucket(bucketIDs), tx.Bucket(bucketBodies)
+		for i := range es {
+			k := b.key(es[i].Rec.End)
+			v, err := json.Marshal(&es[i].Rec)
+			if err != nil {
+				return err
+			}
+			if err := recs.Put(k, v); err != nil {
+				return err
+			}
+			if err := ids.Put([]byte(es[i].Rec.ID), k); err != nil {
+				return err
+			}
+			if es[i].Bodies != nil {
+				bv, _ := json.Marshal(es[i].Bodies)
+				if err := bodies.Put(k, bv); err != nil {
+					return err
+				}
+			}
+			added++
+		}
+		return b.trim(tx, keep, &added)
+	})
+	if err == nil {
+		b.n += added
+	}
+	return err
+}
+
+// trim drops the records beyond keep (oldest first) and the bodies
+// older than its body age. added counts the records added less those
+// dropped.
+func (b *Bolt) trim(tx *bolt.Tx, keep Retention, added *int) error {
+	now := time.Now()
+	recs, ids := tx.Bucket(bucketRecords), tx.Bucket(bucketIDs)
+	c := recs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.First() {
+		tooMany := keep.MaxRecords > 0 && b.n+*added > keep.MaxRecords
+		tooOld := keep.MaxAge > 0 && keyTime(k).Before(now.Add(-keep.MaxAge))
+		if !tooMany && !tooOld {
+			break
+		}
+		if id := idOf(v); id != nil {
+			_ = ids.Delete(id)
+		}
+		_ = tx.Bucket(bucketBodies).Delete(k)
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		*added--
+	}
+	if keep.BodyMaxAge <= 0 {
+		return nil
+	}
+	bc := tx.Bucket(bucketBodies).Cursor()
+	for k, _ := bc.First(); k != nil && keyTime(k).Before(now.Add(-keep.BodyMaxAge)); k, _ = bc.First() {
+		if err := bc.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func keyTime(k []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(k))) }
+
+// idOf reads the request id a record's JSON starts with.
+func idOf(v []byte) []byte {
+	rest, ok := bytes.CutPrefix(v, []byte(`{"id":"`))
+	if !ok {
+		return nil
+	}
+	if i := bytes.IndexByte(rest, '"'); i > 0 {
+		return rest[:i]
+	}
+	return nil
+}
+
+// Page reads a page: newest first from f.Before (or the end), or oldest
+// first after f.After.
+func (b *Bolt) Page(_ context.Context, f Filter) (llmapi.RequestPage, error) {
+	p := NewPager(f)
+	from, err := cursorKey(f.Before + f.After)
+	if err != nil {
+		return p.Page(), err
+	}
+	err = b.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRecords).Cursor()
+		if f.After != "" {
+			k, v := c.Seek(from)
+			if k != nil && bytes.Equal(k, from) {
+				k, v = c.Next()
+			}
+			for ; k != nil && p.Add(hex.EncodeToString(k), v); k, v = c.Next() {
+			}
+			return nil
+		}
+		k, v := c.Last()
+		if from != nil {
+			if k, v = c.Seek(from); k == nil {
+				k, v = c.Last()
+			}
+			for k != nil && bytes.Compare(k, from) >= 0 {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil && p.Add(hex.EncodeToString(k), v); k, v = c.Prev() {
+		}
+		return nil
+	})
+	return p.Page(), err
+}
+
+// cursorKey reads a cursor this store gave; "" is none.
+func cursorKey(c string) ([]byte, error) {
+	if c == "" {
+		return nil, nil
+	}
+	k, err := hex.DecodeString(c)
+	if err != nil || len(k) != 16 {
+		return nil, fmt.Errorf("%w: %q", ErrCursor, c)
+	}
+	return k, nil
+}
+
+// Get reads a record by request id.
+func (b *Bolt) Get(_ context.Context, id string) (llmapi.RequestDetail, error) {
+	var d llmapi.RequestDetail
+	err := b.db.View(func(tx *bolt.Tx) error {
+		k := tx.Bucket(bucketIDs).Get([]byte(id))
+		if k == nil {
+			return ErrNotFound
+		}
+		v := tx.Bucket(bucketRecords).Get(k)
+		if v == nil {
+			return ErrNotFound
+		}
+		var rec llmapi.RequestRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		var bodies *Bodies
+		if bv := tx.Bucket(bucketBodies).Get(k); bv != nil {
+			bodies = new(Bodies)
+			_ = json.Unmarshal(bv, bodies)
+		}
+		d = Detail(rec, bodies)
+		return nil
+	})
+	return d, err
+}
