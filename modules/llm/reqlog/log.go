@@ -194,7 +194,9 @@ func (l *Log) finish(pending []Entry) {
 }
 
 // Page reads a page of the log.
-func (l *Log) Page(ctx context.Context, f Filter) (llmapi.RequestPage, error) { return l.store.Page(ctx, f) }
+func (l *Log) Page(ctx context.Context, f Filter) (llmapi.RequestPage, error) {
+	return l.store.Page(ctx, f)
+}
 
 // Get reads one request.
 func (l *Log) Get(ctx context.Context, id string) (llmapi.RequestDetail, error) {
