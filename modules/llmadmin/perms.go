@@ -43,6 +43,7 @@ const (
 	tenantKeyCreate                     // the body's project is the tenant's
 	tenantKey                           // the key of the path is the tenant's
 	tenantUsage                         // every node of the query is the tenant's
+	tenantRequests                      // the request log, narrowed to the tenant's requests
 )
 
 func (t tenantAccess) filters() bool { return t == tenantModels || t == tenantKeys }
@@ -89,6 +90,8 @@ var rules = []rule{
 	{"PUT /llm/keys/{id}/limits", roleAdmin, tenantKey},
 	{"GET /llm/usage", roleViewer, tenantUsage},
 	{"GET /llm/audit", roleViewer, tenantNone},
+	{"GET /llm/requests", roleViewer, tenantRequests},
+	{"GET /llm/requests/{id}", roleViewer, tenantRequests},
 
 	{"GET /llm/cache", roleViewer, tenantNone},
 	{"POST /llm/cache/purge", roleOperator, tenantNone},

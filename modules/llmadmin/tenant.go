@@ -140,6 +140,8 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 	case tenantKey:
 		keyID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/keys/"), "/")
 		return h.checkKey(r, id, keyID)
+	case tenantRequests:
+		return narrowRequests(id, r)
 	case tenantUsage:
 		q := r.URL.Query()
 		named := false
@@ -160,6 +162,26 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 		if !named {
 			return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("name a node inside %s: ?%s=%s, or a project or key of it", s, s.level, s.path)}
 		}
+	}
+	return nil
+}
+
+// narrowRequests narrows a tenant admin's read of the request log to
+// its tenant: tenant= is set to the scope when absent, and must be inside
+// it when given. The log answers a request outside it as one it does not
+// hold.
+func narrowRequests(id *identity, r *http.Request) error {
+	q := r.URL.Query()
+	s := id.scope
+	t := strings.Trim(q.Get("tenant"), "/")
+	if t == "" {
+		q.Set("tenant", strings.Join(s.parts, "/"))
+		r.URL.RawQuery = q.Encode()
+		return nil
+	}
+	kind := [...]string{"", "org", "team", "project"}[min(strings.Count(t, "/")+1, 3)]
+	if !s.holds(kind, t) {
+		return forbidden("tenant %q is outside %s; %s reads the requests of %s only", catalog.Bounded(t), s, id.actor, strings.Join(s.parts, "/"))
 	}
 	return nil
 }

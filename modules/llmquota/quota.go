@@ -5,6 +5,7 @@ package llmquota
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -198,6 +199,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		return next.ServeHTTP(w, r) // the router answers with the error
 	}
+	lf.Asked = req.Model
 	m, err := q.app.LookupLatest(req.Model) // a model added on another node a moment ago too
 	if err != nil {
 		return next.ServeHTTP(w, r) // the router answers 404 with close names
@@ -272,11 +274,9 @@ func (w *settleWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriterWrapper.Write(b)
 }
 
-type pathMemo struct{}
-
-// tenantPath is the tenant's org/team/project, made once per tenant.
+// tenantPath is the tenant's deepest node's path (org/team/project).
 func tenantPath(t *tenancy.Tenant) string {
-	return t.Memo(pathMemo{}, func() any { return t.Org + "/" + t.Team + "/" + t.Project }).(string)
+	return cmp.Or(t.Project, t.Team, t.Org)
 }
 
 // keepsBodies says whether the request log keeps the tenant's bodies.

@@ -29,7 +29,8 @@ func (l *Log) ServeList(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ServeOne answers GET /llm/requests/{id}: one request, with its bodies
-// when they were kept and have not expired.
+// when they were kept and have not expired. With ?tenant= (as llm_admin
+// sets it for a tenant admin) a request of another tenant is not found.
 func (l *Log) ServeOne(w http.ResponseWriter, r *http.Request, id string) error {
 	if l == nil {
 		return apiErr(http.StatusNotFound, "the request log is off in this config (request_log off); remove that to keep one")
@@ -38,6 +39,9 @@ func (l *Log) ServeOne(w http.ResponseWriter, r *http.Request, id string) error 
 		return apiErr(http.StatusBadRequest, "name a request by its id (req_…, the X-Request-Id of its answer)")
 	}
 	d, err := l.Get(r.Context(), id)
+	if t := r.URL.Query().Get("tenant"); err == nil && t != "" && d.Tenant != t && !strings.HasPrefix(d.Tenant, t+"/") {
+		err = ErrNotFound // another tenant's, answered as one the log does not hold
+	}
 	if errors.Is(err, ErrNotFound) {
 		return apiErr(http.StatusNotFound, "request %s is not in the log: it is older than the log keeps, or was never answered here (GET /llm/requests lists the ones kept)", id)
 	}
