@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -135,6 +136,12 @@ type model struct {
 // base URL. The config is stopped when the test ends.
 func startRouter(t testing.TB, router string, models ...model) string {
 	t.Helper()
+	return startRouterApp(t, nil, router, models...)
+}
+
+// startRouterApp is startRouter with more fields of the llm app's JSON.
+func startRouterApp(t testing.TB, app map[string]any, router string, models ...model) string {
+	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	var ms []map[string]any
@@ -150,6 +157,8 @@ func startRouter(t testing.TB, router string, models ...model) string {
 			"fallbacks": m.fallbacks, "scaling": map[string]int{"min": 1, "max": 1}})
 	}
 	port := freePort(t)
+	llmApp := map[string]any{"models": ms, "hold_timeout": "1s"}
+	maps.Copy(llmApp, app)
 	handler := map[string]any{"handler": "llm_router"}
 	if router != "" {
 		if err := json.Unmarshal([]byte(router), &handler); err != nil {
@@ -161,7 +170,7 @@ func startRouter(t testing.TB, router string, models ...model) string {
 		"admin":   map[string]any{"disabled": true},
 		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}},
 		"apps": map[string]any{
-			"llm": map[string]any{"models": ms, "hold_timeout": "1s"},
+			"llm": llmApp,
 			"http": map[string]any{"servers": map[string]any{"s": map[string]any{
 				"listen": []string{fmt.Sprintf("127.0.0.1:%d", port)},
 				"routes": []any{map[string]any{"handle": []any{handler}}},
