@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -381,5 +382,65 @@ func TestRequestLogOneLogForTwoNodes(t *testing.T) {
 	}
 	if other := readLog(t, admin2, "node=n1"); len(other) != nodes["n1"] {
 		t.Errorf("node n2 reads %d of n1's requests, want %d", len(other), nodes["n1"])
+	}
+}
+
+func TestCtlRequestsFindsAndFollows(t *testing.T) {
+	g := startQuotaGateway(t, quotaModels+requestLogTenants, "")
+	admin := fmt.Sprintf("http://127.0.0.1:%d", g.admin)
+	sent, _ := fire(t, []string{g.base}, 60, 4, nil)
+	waitLogged(t, admin, 60)
+
+	// The failed requests of one key in the last hour.
+	out, err := ctlRun(t, g, "requests", "--key", "k1", "--status", "error", "--since", "1h")
+	if err != nil {
+		t.Fatalf("ctl requests: %v\n%s", err, out)
+	}
+	for _, s := range sent {
+		in := strings.Contains(out, s.id)
+		if want := s.key == "secret-1" && s.status >= 400; in != want {
+			t.Errorf("request %s (%s, %d) listed: %v, want %v\n%s", s.id, s.key, s.status, in, want, out)
+		}
+	}
+	if !strings.Contains(out, "404 model_not_found") || !strings.Contains(out, "403 model_not_allowed") {
+		t.Errorf("the failures are listed without their codes:\n%s", out)
+	}
+	if out, err := ctlRun(t, g, "requests", "--status", "6xx"); err == nil || !strings.Contains(out, "status") {
+		t.Errorf("a bad status: %v\n%s", err, out)
+	}
+
+	// --follow prints what comes, once each.
+	var buf syncBuffer
+	cmd := exec.Command(binary, "ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin), "requests", "--follow", "--every", "200ms", "--limit", "1")
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	time.Sleep(500 * time.Millisecond)
+	more, _ := fire(t, []string{g.base}, 20, 2, nil)
+	waitFor(t, 20*time.Second, "ctl requests --follow to print the new requests", func() bool {
+		for _, s := range more {
+			if !strings.Contains(buf.String(), s.id) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(600 * time.Millisecond)
+	for _, s := range more {
+		if n := strings.Count(buf.String(), s.id); n != 1 {
+			t.Errorf("request %s printed %d times:\n%s", s.id, n, buf.String())
+		}
+	}
+	// ctl requests show: one request with its bodies (acme keeps them).
+	for _, s := range more {
+		if s.key == "secret-1" && s.status == 200 {
+			out, err := ctlRun(t, g, "requests", "show", s.id)
+			if err != nil || !strings.Contains(out, "request body:") || !strings.Contains(out, "capital of France") {
+				t.Errorf("ctl requests show: %v\n%s", err, out)
+			}
+			break
+		}
 	}
 }

@@ -64,6 +64,9 @@ type RequestPage struct {
 	// when there is none yet.
 	Next    string `json:"next,omitempty"`
 	HasMore bool   `json:"has_more"`
+	// Newest is the cursor of the newest record read, on a page read
+	// newest first: after= it follows what comes next.
+	Newest string `json:"newest,omitempty"`
 	// Scanned counts the records read to fill the page; a page stops
 	// early (HasMore, with Next) when it scanned the most one page may.
 	Scanned int `json:"scanned"`

@@ -81,9 +81,12 @@ func parseTime(name, v string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return now.Add(-d), nil
 	}
+	if n, err := strconv.Atoi(strings.TrimSuffix(v, "d")); err == nil && n > 0 && strings.HasSuffix(v, "d") {
+		return now.AddDate(0, 0, -n), nil
+	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return t, fmt.Errorf("%s %q: use an RFC 3339 time (2026-12-05T10:00:00Z) or a duration back from now (90m, 24h)", name, v)
+		return t, fmt.Errorf("%s %q: use an RFC 3339 time (2026-12-05T10:00:00Z) or a duration back from now (90m, 24h, 7d)", name, v)
 	}
 	return t, nil
 }
@@ -154,6 +157,9 @@ func (p *Pager) Add(cursor string, raw []byte) bool {
 	}
 	p.page.Scanned++
 	p.last = cursor
+	if p.page.Scanned == 1 && p.f.After == "" {
+		p.page.Newest = cursor
+	}
 	if p.key != nil && !bytes.Contains(raw, p.key) {
 		return p.goOn()
 	}
