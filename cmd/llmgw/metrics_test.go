@@ -129,3 +129,34 @@ func TestTracePropagatesToTheEngine(t *testing.T) {
 		t.Errorf("the engine got traceparent %q, want a W3C trace context", tp)
 	}
 }
+
+// A configured model's series are there, at 0, before its first request:
+// a dashboard shows it, and rates have a sample to start from.
+func TestMetricsZeroBeforeFirstRequest(t *testing.T) {
+	g := startGateway(t, simModels, "")
+	fams := scrape(t, g)
+	for _, model := range []string{"sim-chat", "sim-embed"} {
+		for _, tc := range []struct {
+			name   string
+			labels map[string]string
+		}{
+			{"llmgw_requests_total", map[string]string{"model": model, "engine": "sim", "api": "chat_completions", "status": "200"}},
+			{"llmgw_tokens_total", map[string]string{"model": model, "kind": "prompt"}},
+			{"llmgw_tokens_total", map[string]string{"model": model, "kind": "completion"}},
+			{"llmgw_request_duration_seconds", map[string]string{"model": model}},
+			{"llmgw_upstream_duration_seconds", map[string]string{"model": model}},
+			{"llmgw_time_to_first_token_seconds", map[string]string{"model": model}},
+			{"llmgw_inter_token_latency_seconds", map[string]string{"model": model}},
+			{"llmgw_replica_starts_total", map[string]string{"model": model, "outcome": "ok"}},
+			{"llmgw_replica_starts_total", map[string]string{"model": model, "outcome": "failed"}},
+			{"llmgw_queue_wait_seconds", map[string]string{"model": model}},
+		} {
+			got, ok := value(fams, tc.name, tc.labels)
+			if !ok {
+				t.Errorf("%s%v: missing before the first request, want it at 0", tc.name, tc.labels)
+			} else if got != 0 && tc.labels["outcome"] != "ok" { // a replica may have started at boot
+				t.Errorf("%s%v: got %v, want 0", tc.name, tc.labels, got)
+			}
+		}
+	}
+}
