@@ -160,3 +160,38 @@ func TestMetricsZeroBeforeFirstRequest(t *testing.T) {
 		}
 	}
 }
+
+// llmgw_quota_store_up follows the Redis store: 1 while it answers, 0
+// from the first request that could not reach it, 1 once it is back. The
+// label names the store without its password.
+func TestQuotaStoreUpMetric(t *testing.T) {
+	redis := startRedis(t)
+	store := fmt.Sprintf("redis://:hunter2@127.0.0.1:%d/0", redis.port)
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "\t\t\tstore "+store)
+	labels := map[string]string{"store": fmt.Sprintf("redis://127.0.0.1:%d/0", redis.port)}
+	up := func() float64 {
+		v, ok := value(scrape(t, g), "llmgw_quota_store_up", labels)
+		if !ok {
+			t.Fatalf("llmgw_quota_store_up%v is missing", labels)
+		}
+		return v
+	}
+	if _, e := chatErr(keyClient(g, "secret-1"), "sim-chat"); e != nil {
+		t.Fatalf("before the outage: %v", e)
+	}
+	if v := up(); v != 1 {
+		t.Errorf("while Redis answers: got %v, want 1", v)
+	}
+	redis.stop()
+	if _, e := chatErr(keyClient(g, "secret-1"), "sim-chat"); e == nil || e.StatusCode != 503 {
+		t.Fatalf("during the outage: got %+v, want 503", e)
+	}
+	if v := up(); v != 0 {
+		t.Errorf("during the outage: got %v, want 0", v)
+	}
+	redis.start()
+	waitFor(t, 10*time.Second, "the store to be up again", func() bool { return up() == 1 })
+	if _, body := adminDo(t, g, "GET", "/metrics", ""); bytes.Contains(body, []byte("hunter2")) {
+		t.Error("/metrics shows the store's password")
+	}
+}
