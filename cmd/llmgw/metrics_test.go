@@ -134,8 +134,20 @@ func TestTracePropagatesToTheEngine(t *testing.T) {
 // a dashboard shows it, and rates have a sample to start from.
 func TestMetricsZeroBeforeFirstRequest(t *testing.T) {
 	g := startGateway(t, simModels, "")
-	fams := scrape(t, g)
-	for _, model := range []string{"sim-chat", "sim-embed"} {
+	checkZeroSeries(t, scrape(t, g), "sim-chat", "sim-embed")
+	// A model added at runtime: from the next scrape on.
+	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"added","engine":"sim","scaling":{"min":0,"max":1}}`); code != 200 && code != 201 {
+		t.Fatalf("adding a model: %d %s", code, body)
+	}
+	scrape(t, g)
+	checkZeroSeries(t, scrape(t, g), "added")
+}
+
+// checkZeroSeries asserts that the models' series are there at 0 (starts
+// that succeeded may have happened).
+func checkZeroSeries(t *testing.T, fams map[string]*dto.MetricFamily, models ...string) {
+	t.Helper()
+	for _, model := range models {
 		for _, tc := range []struct {
 			name   string
 			labels map[string]string

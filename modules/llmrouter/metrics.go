@@ -45,12 +45,12 @@ var (
 	}, []string{"model"})
 )
 
-func registerMetrics(reg *prometheus.Registry) error {
+func registerMetrics(reg *prometheus.Registry, app *llm.App) error {
 	if reg == nil {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal,
-		metricPrefixTokens, metricPrefixPicks} {
+		metricPrefixTokens, metricPrefixPicks, catalogSeries{app}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err
@@ -102,6 +102,16 @@ func requestCounter(model, engine, api string, status int) prometheus.Counter {
 	}
 	return v.(prometheus.Counter)
 }
+
+// catalogSeries makes the series of models added at runtime (POST
+// /llm/models, which does not provision the router again) when the
+// registry is scraped: they read 0 from the next scrape on. It reports
+// no metric of its own.
+type catalogSeries struct{ app *llm.App }
+
+func (catalogSeries) Describe(chan<- *prometheus.Desc) {}
+
+func (c catalogSeries) Collect(chan<- prometheus.Metric) { initModelMetrics(c.app) }
 
 // initModelMetrics makes the series of every catalog model, reading 0,
 // when a config is provisioned: a model's successful chat completions,

@@ -126,7 +126,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return err
 	}
 	rt.transport = v.(*pooledTransport).Transport
-	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+	if err := registerMetrics(ctx.GetMetricsRegistry(), rt.app); err != nil {
 		return err
 	}
 	initModelMetrics(rt.app)
