@@ -17,7 +17,7 @@ const metricsPattern = "GET /llm/metrics"
 
 func init() {
 	llm.DescribeAdminOperations(llm.AdminOperation{Method: "GET", Path: "/llm/metrics",
-		Summary: "llm_admin only: the Prometheus metrics of the admin endpoint's /metrics (text exposition format), for a Prometheus scraping with a token (bearer_token in its scrape config); needs the viewer role, a tenant admin may not read it (403)"})
+		Summary: "llm_admin only: the Prometheus metrics of the admin endpoint's /metrics (text exposition format), for a Prometheus scraping with a token (authorization: credentials in its scrape config); needs the viewer role, a tenant admin may not read it (403)"})
 }
 
 // metricsHandler serves the running config's metrics registry, the one
