@@ -66,6 +66,30 @@ func TestPrometheusDashboardAndAlerts(t *testing.T) {
 		t.Errorf("the model variable's label_values(llmgw_requests_total, model): got %s, want broken and sim-chat", got)
 	}
 	checkRulesLoaded(t, prom)
+	checkErrorAlertPending(t, g, prom)
+}
+
+// checkErrorAlertPending fails the broken model once more, now that its
+// 5xx series has a sample, and waits for LlmgwHighErrorRate to be
+// pending for it (it fires after 10 minutes): the rule matches what the
+// gateway reports.
+func checkErrorAlertPending(t *testing.T, g *gateway, prom *promServer) {
+	t.Helper()
+	if _, e := chatErr(keyClient(g, "secret-1"), "broken"); e == nil || e.StatusCode != 500 {
+		t.Fatalf("broken: got %+v, want 500", e)
+	}
+	waitFor(t, 30*time.Second, "LlmgwHighErrorRate to be pending for the broken model", func() bool {
+		r := prom.alertRules(t)["LlmgwHighErrorRate"]
+		for _, a := range r.Alerts {
+			if a.Labels["model"] == "broken" && (a.State == "pending" || a.State == "firing") {
+				return true
+			}
+		}
+		return false
+	})
+	if res := prom.query(t, `llmgw_requests_total{model="sim-chat",status="200"} >= 3`); len(res) != 1 {
+		t.Errorf("sim-chat's answers: got %s, want one series at 3 or more", res)
+	}
 }
 
 func emptyReason(expr string) string {
@@ -403,7 +427,11 @@ func checkRulesLoaded(t *testing.T, p *promServer) {
 
 // promRule is an alert rule as /api/v1/rules reports it.
 type promRule struct {
-	Name, Health, LastError string
+	Name, State, Health, LastError string
+	Alerts                         []struct {
+		Labels map[string]string
+		State  string
+	}
 }
 
 // alertRules are the alert rules Prometheus loaded, by name.
