@@ -129,3 +129,81 @@ func TestTracePropagatesToTheEngine(t *testing.T) {
 		t.Errorf("the engine got traceparent %q, want a W3C trace context", tp)
 	}
 }
+
+// A configured model's series are there, at 0, before its first request:
+// a dashboard shows it, and rates have a sample to start from.
+func TestMetricsZeroBeforeFirstRequest(t *testing.T) {
+	g := startGateway(t, simModels, "")
+	checkZeroSeries(t, scrape(t, g), "sim-chat", "sim-embed")
+	// A model added at runtime: from the next scrape on.
+	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"added","engine":"sim","scaling":{"min":0,"max":1}}`); code != 200 && code != 201 {
+		t.Fatalf("adding a model: %d %s", code, body)
+	}
+	scrape(t, g)
+	checkZeroSeries(t, scrape(t, g), "added")
+}
+
+// checkZeroSeries asserts that the models' series are there at 0 (starts
+// that succeeded may have happened).
+func checkZeroSeries(t *testing.T, fams map[string]*dto.MetricFamily, models ...string) {
+	t.Helper()
+	for _, model := range models {
+		for _, tc := range []struct {
+			name   string
+			labels map[string]string
+		}{
+			{"llmgw_requests_total", map[string]string{"model": model, "engine": "sim", "api": "chat_completions", "status": "200"}},
+			{"llmgw_tokens_total", map[string]string{"model": model, "kind": "prompt"}},
+			{"llmgw_tokens_total", map[string]string{"model": model, "kind": "completion"}},
+			{"llmgw_request_duration_seconds", map[string]string{"model": model}},
+			{"llmgw_upstream_duration_seconds", map[string]string{"model": model}},
+			{"llmgw_time_to_first_token_seconds", map[string]string{"model": model}},
+			{"llmgw_inter_token_latency_seconds", map[string]string{"model": model}},
+			{"llmgw_replica_starts_total", map[string]string{"model": model, "outcome": "ok"}},
+			{"llmgw_replica_starts_total", map[string]string{"model": model, "outcome": "failed"}},
+			{"llmgw_queue_wait_seconds", map[string]string{"model": model}},
+		} {
+			got, ok := value(fams, tc.name, tc.labels)
+			if !ok {
+				t.Errorf("%s%v: missing before the first request, want it at 0", tc.name, tc.labels)
+			} else if got != 0 && tc.labels["outcome"] != "ok" { // a replica may have started at boot
+				t.Errorf("%s%v: got %v, want 0", tc.name, tc.labels, got)
+			}
+		}
+	}
+}
+
+// llmgw_quota_store_up follows the Redis store: 1 while it answers, 0
+// from the first request that could not reach it, 1 once it is back. The
+// label names the store without its password.
+func TestQuotaStoreUpMetric(t *testing.T) {
+	redis := startRedis(t)
+	store := fmt.Sprintf("redis://:hunter2@127.0.0.1:%d/0", redis.port)
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "\t\t\tstore "+store)
+	labels := map[string]string{"store": fmt.Sprintf("redis://127.0.0.1:%d/0", redis.port)}
+	up := func() float64 {
+		v, ok := value(scrape(t, g), "llmgw_quota_store_up", labels)
+		if !ok {
+			t.Fatalf("llmgw_quota_store_up%v is missing", labels)
+		}
+		return v
+	}
+	if _, e := chatErr(keyClient(g, "secret-1"), "sim-chat"); e != nil {
+		t.Fatalf("before the outage: %v", e)
+	}
+	if v := up(); v != 1 {
+		t.Errorf("while Redis answers: got %v, want 1", v)
+	}
+	redis.stop()
+	if _, e := chatErr(keyClient(g, "secret-1"), "sim-chat"); e == nil || e.StatusCode != 503 {
+		t.Fatalf("during the outage: got %+v, want 503", e)
+	}
+	if v := up(); v != 0 {
+		t.Errorf("during the outage: got %v, want 0", v)
+	}
+	redis.start()
+	waitFor(t, 10*time.Second, "the store to be up again", func() bool { return up() == 1 })
+	if _, body := adminDo(t, g, "GET", "/metrics", ""); bytes.Contains(body, []byte("hunter2")) {
+		t.Error("/metrics shows the store's password")
+	}
+}

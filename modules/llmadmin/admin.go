@@ -262,6 +262,7 @@ func (h *Handler) Cleanup() error {
 // adds a route adds it here too.
 func collectRoutes(ctx caddy.Context) (mux *http.ServeMux, err error) {
 	mux = http.NewServeMux()
+	mux.Handle(metricsPattern, metricsHandler(ctx))
 	defer func() {
 		if p := recover(); p != nil { // a pattern registered twice
 			err = fmt.Errorf("llm_admin: collecting the admin routes: %v", p)

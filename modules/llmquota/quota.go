@@ -125,7 +125,7 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 	unreadUsage := q.app.RegisterUsageReader(fmt.Sprintf("llm_quota:%p", q), q.store)
 	unregisterCharger := q.registerCharger()
 	q.unregister = func() { unreadUsage(); unregisterCharger() }
-	return registerMetrics(ctx.GetMetricsRegistry())
+	return registerMetrics(ctx.GetMetricsRegistry(), newStoreUp(q.Store, q.store))
 }
 
 // loadStore returns the pooled store for a URL, so counters survive reloads.

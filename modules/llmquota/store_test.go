@@ -196,3 +196,18 @@ func TestNodeKeysFollowBudgetPeriod(t *testing.T) {
 		t.Errorf("budget key after the period changed: %v, want %s", got, want)
 	}
 }
+
+func TestStoreLabelHasNoCredentials(t *testing.T) {
+	for _, tc := range []struct{ name, store, want string }{
+		{"default", "", "memory"},
+		{"memory", "memory", "memory"},
+		{"redis", "redis://127.0.0.1:6379", "redis://127.0.0.1:6379"},
+		{"password and database", "redis://:hunter2@redis.internal:6379/2", "redis://redis.internal:6379/2"},
+		{"user and password", "rediss://llmgw:hunter2@redis.internal:6380", "rediss://redis.internal:6380"},
+		{"sentinel", "redis://u:hunter2@s1:26379?master_name=mymaster&addr=s2:26379", "redis://s1:26379"},
+	} {
+		if got := storeLabel(tc.store); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

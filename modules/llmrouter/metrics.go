@@ -2,12 +2,14 @@ package llmrouter
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -43,12 +45,12 @@ var (
 	}, []string{"model"})
 )
 
-func registerMetrics(reg *prometheus.Registry) error {
+func registerMetrics(reg *prometheus.Registry, app *llm.App) error {
 	if reg == nil {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal,
-		metricPrefixTokens, metricPrefixPicks} {
+		metricPrefixTokens, metricPrefixPicks, catalogSeries{app}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err
@@ -87,12 +89,44 @@ func metricsFor(model string) *modelMetrics {
 // countRequest counts an answer; api is the API's name (Request.API, or
 // the endpoint for chat completions' family).
 func countRequest(model, engine, api string, status int) {
+	requestCounter(model, engine, api, status).Inc()
+}
+
+// requestCounter is the child of llmgw_requests_total for an answer,
+// made on first use.
+func requestCounter(model, engine, api string, status int) prometheus.Counter {
 	k := statusKey{model, engine, api, status}
 	v, ok := byStatus.Load(k)
 	if !ok {
 		v, _ = byStatus.LoadOrStore(k, metricRequests.WithLabelValues(model, engine, apiLabel(api), strconv.Itoa(status)))
 	}
-	v.(prometheus.Counter).Inc()
+	return v.(prometheus.Counter)
+}
+
+// catalogSeries makes the series of models added at runtime (POST
+// /llm/models, which does not provision the router again) when the
+// registry is scraped: they read 0 from the next scrape on. It reports
+// no metric of its own.
+type catalogSeries struct{ app *llm.App }
+
+func (catalogSeries) Describe(chan<- *prometheus.Desc) {}
+
+func (c catalogSeries) Collect(chan<- prometheus.Metric) { initModelMetrics(c.app) }
+
+// initModelMetrics makes the series of every catalog model, reading 0,
+// when a config is provisioned: a model's successful chat completions,
+// its tokens and its latency histograms. A dashboard then shows a model
+// no one asked yet, and rates and ratios have a first sample to start
+// from (a counter that appears at 1 has no increase for Prometheus).
+func initModelMetrics(app *llm.App) {
+	for _, s := range app.Status() {
+		engine := ""
+		if m, err := app.Lookup(s.Name); err == nil {
+			engine = m.Engine
+		}
+		metricsFor(s.Name)
+		requestCounter(s.Name, engine, openai.ChatCompletions, http.StatusOK)
+	}
 }
 
 // observe records one served answer.

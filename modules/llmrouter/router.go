@@ -126,7 +126,11 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return err
 	}
 	rt.transport = v.(*pooledTransport).Transport
-	return registerMetrics(ctx.GetMetricsRegistry())
+	if err := registerMetrics(ctx.GetMetricsRegistry(), rt.app); err != nil {
+		return err
+	}
+	initModelMetrics(rt.app)
+	return nil
 }
 
 // engineOf names a catalog model's engine, for metrics.

@@ -214,6 +214,7 @@ func New(m *catalog.Model, p *host.Plugin, logger *zap.Logger, o Options) *Fleet
 		logger: logger.With(zap.String("model", m.Name)), lastUsed: now(), created: now(),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	f.model.Store(m)
+	initMetrics(m.Name)
 	f.clustered = o.Clustered
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	return f

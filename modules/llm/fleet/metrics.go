@@ -16,3 +16,13 @@ var (
 		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 	}, []string{"model"})
 )
+
+// initMetrics makes a model's series, reading 0, when its fleet is made:
+// starts that succeeded and failed, and the queue's wait. An alert on
+// increase(llmgw_replica_starts_total{outcome="failed"}[…]) then fires on
+// a model's first failed start too.
+func initMetrics(model string) {
+	MetricStarts.WithLabelValues(model, "ok")
+	MetricStarts.WithLabelValues(model, "failed")
+	MetricQueueWait.WithLabelValues(model)
+}
