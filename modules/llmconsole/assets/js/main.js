@@ -12,6 +12,7 @@ import { usage } from './usage.js';
 import { cache, mirror } from './store.js';
 import { guardrails } from './guardrails.js';
 import { knowledge } from './knowledge.js';
+import { requests } from './requests.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -23,6 +24,7 @@ const pages = {
   models: [models, all],
   keys: [keys, all],
   usage: [usage, all],
+  requests: [requests, all],
   cache: [cache, staff],
   guardrails: [guardrails, staff],
   knowledge: [knowledge, staff],
