@@ -25,6 +25,7 @@ type procShared struct {
 	running atomic.Pointer[App]
 
 	usageReaders sync.Map            // id → UsageReader (usage.go)
+	sessions     sync.Map            // id → SessionAuth (usage.go)
 	caches       sync.Map            // id → CacheAdmin (usage.go)
 	chargers     sync.Map            // id → Charger (charge.go)
 	handlers     adminroute.Registry // prefix → the handler of /llm/<prefix>/ (openapi.go)

@@ -83,6 +83,7 @@ type Handler struct {
 
 	ids        []*identity
 	limiterKey string
+	unregister func() // of the sessions usable on /v1 (playground.go)
 	routes     *http.ServeMux // the admin routes, as on the admin endpoint
 	app        *llm.App
 	limiter    *limiter
@@ -206,6 +207,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		storage = s
 	}
 	h.sessions = &sessionStore{storage: storage, ttl: ttl, idle: idle, logger: h.logger.Named("session")}
+	if h.app != nil {
+		h.unregister = h.app.RegisterSessions(fmt.Sprintf("llm_admin:%p", h), playground{h})
+	}
 	return nil
 }
 
@@ -251,6 +255,9 @@ var limiters = caddy.NewUsagePool()
 
 // Cleanup releases the limiter.
 func (h *Handler) Cleanup() error {
+	if h.unregister != nil {
+		h.unregister()
+	}
 	if h.limiterKey != "" {
 		_, _ = limiters.Delete(h.limiterKey)
 	}

@@ -181,7 +181,7 @@ func (q *Quota) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if tracked != nil {
 		defer q.app.RecordRequest(tracked)
 	}
-	tenant, err := q.app.Authenticate(bearer(r))
+	tenant, err := q.authenticate(r)
 	if err != nil {
 		(&openai.Error{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: err.Error()}).WriteFor(w, r)
 		return nil
@@ -282,6 +282,18 @@ func tenantPath(t *tenancy.Tenant) string {
 // keepsBodies says whether the request log keeps the tenant's bodies.
 func (q *Quota) keepsBodies(t *tenancy.Tenant) bool {
 	return q.app.KeepsBodies(tenantPath(t))
+}
+
+// authenticate finds the request's tenant by its key or, without one, by
+// the console session it carries (the playground; llm.App.SessionTenant).
+func (q *Quota) authenticate(r *http.Request) (*tenancy.Tenant, error) {
+	key := bearer(r)
+	if key == "" {
+		if t, ok, err := q.app.SessionTenant(r); ok || err != nil {
+			return t, err
+		}
+	}
+	return q.app.Authenticate(key)
 }
 
 // bearer is the request's key: Authorization: Bearer, or x-api-key as

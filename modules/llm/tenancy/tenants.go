@@ -377,6 +377,34 @@ func (kr *Keyring) Spender(keyID, project string) (*Tenant, bool) {
 	return t, true
 }
 
+// NodeTenant is the tenant a console session acts as (the playground):
+// keyID names it ("console:<actor>"), node (org, org/team or
+// org/team/project) gives the levels whose limits it counts at; "" is a
+// session of the gateway's own staff, with no limits. A node that holds
+// no project (so no known levels) is not found.
+func (kr *Keyring) NodeTenant(keyID, node string) (*Tenant, bool) {
+	if node == "" {
+		return &Tenant{KeyID: keyID}, true
+	}
+	parts := strings.Split(node, "/")
+	for project, levels := range kr.projects {
+		if project != node && !strings.HasPrefix(project, node+"/") {
+			continue
+		}
+		keep := levels[len(levels)-len(parts):] // project first, org last
+		t := &Tenant{KeyID: keyID, Org: parts[0], Levels: slices.Clone(keep)}
+		if len(parts) > 1 {
+			t.Team = parts[0] + "/" + parts[1]
+		}
+		if len(parts) > 2 {
+			t.Project = node
+		}
+		t.Effective = Effective(t.Levels)
+		return t, true
+	}
+	return nil, false
+}
+
 // Key is the key with the given id.
 func (kr *Keyring) Key(id string) (*APIKey, bool) {
 	k, ok := kr.byID[id]

@@ -13,6 +13,7 @@ import { cache, mirror } from './store.js';
 import { guardrails } from './guardrails.js';
 import { knowledge } from './knowledge.js';
 import { requests } from './requests.js';
+import { playground } from './playground.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -25,6 +26,7 @@ const pages = {
   keys: [keys, all],
   usage: [usage, all],
   requests: [requests, all],
+  playground: [playground, (r) => r !== 'viewer'],
   cache: [cache, staff],
   guardrails: [guardrails, staff],
   knowledge: [knowledge, staff],
