@@ -12,6 +12,9 @@ import { usage } from './usage.js';
 import { cache, mirror } from './store.js';
 import { guardrails } from './guardrails.js';
 import { knowledge } from './knowledge.js';
+import { audit } from './audit.js';
+import { mcp } from './mcp.js';
+import { tenants } from './tenants.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -28,6 +31,9 @@ const pages = {
   knowledge: [knowledge, staff],
   mirror: [mirror, staff],
   nodes: [nodes, staff],
+  tenants: [tenants, staff],
+  mcp: [mcp, staff],
+  audit: [audit, staff],
 };
 
 const app = {
