@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,8 +236,13 @@ func consoleNarrow(t *testing.T, b *browser) {
 	cdpCall(b, "a phone's width", emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 375, Height: 800, DeviceScaleFactor: 1, Mobile: true})
 	defer cdpCall(b, "the desktop's width", emulation.ClearDeviceMetricsOverride, cdp.Empty{})
 	pages := strings.Split(eval[string](b, `[...document.querySelectorAll('#nav a')].map(a => a.dataset.page).join(',')`), ",")
-	if len(pages) < 10 {
+	if len(pages) < 9 {
 		t.Fatalf("the admin's pages: %v", pages)
+	}
+	for _, want := range []string{"tenants", "mcp", "audit"} {
+		if !slices.Contains(pages, want) {
+			t.Errorf("the admin's pages %v lack %s", pages, want)
+		}
 	}
 	for _, p := range pages {
 		b.open(p)
@@ -267,13 +273,18 @@ func consoleDark(t *testing.T, b *browser) {
 	light := eval[string](b, background)
 	dark("dark")
 	defer dark("")
-	b.open("tenants")
+	b.open("nodes")
 	if got := eval[string](b, background); got == light || got != "rgb(15, 20, 32)" {
 		t.Errorf("the page's background in the dark theme: got %s (light: %s)", got, light)
 	}
-	if got := eval[string](b, `getComputedStyle(document.querySelector('#tenants-tree table')).backgroundColor`); got != "rgb(23, 30, 46)" {
+	if got := eval[string](b, `getComputedStyle(document.querySelector('#nodes-table table')).backgroundColor`); got != "rgb(23, 30, 46)" {
 		t.Errorf("a table's background in the dark theme: got %s", got)
 	}
+	if got := eval[string](b, `getComputedStyle(document.querySelector('#nodes-table td')).color`); got != "rgb(227, 231, 239)" {
+		t.Errorf("a table's text in the dark theme: got %s", got)
+	}
+	b.shot("dark-nodes")
+	b.open("tenants")
 	b.shot("dark-tenants")
 	b.open("mcp")
 	b.shot("dark-mcp")
@@ -283,7 +294,7 @@ func consoleDark(t *testing.T, b *browser) {
 // toast per failed poll) and the data is greyed; when it is back, the
 // banner goes.
 func consoleUnreachable(t *testing.T, b *browser, g *gateway) {
-	b.open("tenants")
+	b.open("nodes")
 	g.stop()
 	b.until("the banner", `!document.getElementById('offline').hidden`, 15*time.Second)
 	time.Sleep(12 * time.Second) // several polls of the page fail meanwhile
@@ -293,7 +304,7 @@ func consoleUnreachable(t *testing.T, b *browser, g *gateway) {
 	if n := eval[int](b, `document.querySelectorAll('#toast div.error').length`); n != 0 {
 		t.Errorf("error toasts while the gateway is down: %d, want none", n)
 	}
-	if !eval[bool](b, `document.getElementById('main').classList.contains('stale') && !!document.querySelector('tr[data-tenant="acme"]')`) {
+	if !eval[bool](b, `document.getElementById('main').classList.contains('stale') && !!document.querySelector('#nodes-table table')`) {
 		t.Error("the data on screen is not kept and greyed while the gateway is down")
 	}
 	if got := b.text("#offline"); !strings.Contains(got, "does not answer") {
