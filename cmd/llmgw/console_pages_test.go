@@ -115,6 +115,7 @@ func TestConsolePages(t *testing.T) {
 			part(t)
 		})
 	}
+	run("loading", func(t *testing.T) { consoleLoading(t, b) })
 	run("tenants", func(t *testing.T) { consoleTenants(t, b) })
 	run("mcp", func(t *testing.T) { consoleMCP(t, b) })
 	run("audit", func(t *testing.T) { consoleAudit(t, b, g) })
@@ -139,6 +140,23 @@ func TestConsolePages(t *testing.T) {
 		}
 	})
 	t.Logf("screenshots in %s", b.artefacts)
+}
+
+// consoleLoading: a page shows Loading… until its first data is read,
+// and no longer after.
+func consoleLoading(t *testing.T, b *browser) {
+	b.do("watching the page for the loading line", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.seenLoading = [];
+		new MutationObserver((changes) => { for (const c of changes) for (const n of c.addedNodes) {
+			if (n.id === 'page-loading') window.seenLoading.push(n.textContent + '|' + !!document.querySelector('#main > section[data-ready]'));
+		} }).observe(document.getElementById('main'), { childList: true }); })()`))
+	b.open("nodes")
+	if got := eval[string](b, `window.seenLoading.join(',')`); got != "Loading…|false" {
+		t.Errorf("the loading line while the nodes page's first data loads: got %q, want Loading…|false", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#page-loading').length`); n != 0 {
+		t.Errorf("the loading line is still there after the page was drawn")
+	}
 }
 
 // consoleTenants: the configured tree, in order, with its limits and
