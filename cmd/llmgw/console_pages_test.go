@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
@@ -121,6 +122,7 @@ func TestConsolePages(t *testing.T) {
 	run("audit", func(t *testing.T) { consoleAudit(t, b, g) })
 	run("375px", func(t *testing.T) { consoleNarrow(t, b) })
 	run("dark", func(t *testing.T) { consoleDark(t, b) })
+	run("failing refresh", func(t *testing.T) { consoleFailingRefresh(t, b) })
 	run("unreachable", func(t *testing.T) { consoleUnreachable(t, b, g) })
 	run("roles", func(t *testing.T) {
 		b.do("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-token")))
@@ -306,6 +308,37 @@ func consoleDark(t *testing.T, b *browser) {
 	b.shot("dark-tenants")
 	b.open("mcp")
 	b.shot("dark-mcp")
+}
+
+// consoleFailingRefresh: a refresh the gateway answers with an error
+// (here the browser answers /llm/node* with a 503 in the admin API's
+// shape) shows one line with the reason at the top of the page, not a
+// toast per refresh, and the line goes when a refresh works again.
+func consoleFailingRefresh(t *testing.T, b *browser) {
+	b.open("nodes")
+	paused := chromedp.Events(b.ctx, fetch.RequestPaused)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(b.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: 503,
+				ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}},
+				Body:            []byte(`{"error":"the cluster's store does not answer; check redis"}`)})
+		}
+	}()
+	cdpCall(b, "answering /llm/node* with 503", fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/llm/node*"}}})
+	b.until("the error line", `((document.getElementById('page-error') || {}).textContent || '') === "The gateway cannot do this now; try again shortly. — the cluster's store does not answer; check redis"`, 10*time.Second)
+	time.Sleep(9 * time.Second) // two more refreshes fail
+	if n := eval[int](b, `document.querySelectorAll('#page-error').length + document.querySelectorAll('#toast div.error').length`); n != 1 {
+		t.Errorf("error lines and toasts after three failed refreshes: %d, want the one line", n)
+	}
+	if !eval[bool](b, `!!document.querySelector('#nodes-table table')`) {
+		t.Error("the nodes drawn before are gone")
+	}
+	b.shot("failing-refresh")
+	cdpCall(b, "letting /llm/node* through", fetch.Disable, cdp.Empty{})
+	b.until("the error line gone", `!document.getElementById('page-error')`, 10*time.Second)
 }
 
 // consoleUnreachable: when the gateway stops, one banner says so (no
