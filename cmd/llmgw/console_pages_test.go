@@ -222,6 +222,8 @@ func consoleMCP(t *testing.T, b *browser) {
 		t.Fatalf("consenting at %s: %d %s", authURL, status, page)
 	}
 	b.until("k1's token authorised", `document.querySelector('[data-oauth="secure"] tr[data-tenant="key:k1"] [data-state="authorized"]')`, 15*time.Second)
+	b.until("the consent link replaced", `!document.querySelector('[data-oauth="secure"] a[data-field="authorization-url"]') &&
+		document.querySelector('[data-oauth="secure"] [data-field="authorize-result"]').textContent === 'Authorised for key:k1.'`, 10*time.Second)
 	b.shot("mcp")
 }
 

@@ -68,9 +68,17 @@ function tokenRows(name, st, app, done) {
 }
 
 // authoriseForm starts OAuth for a tenant (or the shared token): the
-// address to consent at is shown as a link to open.
+// address to consent at is shown as a link to open, until settle sees
+// the tenant authorised since.
 function authoriseForm(name, shared, app, done) {
   const out = h('div', { 'data-field': 'authorize-result' });
+  let pending = null; // {who, since} of the consent asked for
+  const settle = (st) => {
+    const got = pending && (st.tenants || []).find((x) => (x.name ? `${x.level}:${x.name}` : 'shared') === pending.who);
+    if (!got || got.state !== 'authorized' || Date.parse(got.authorized_at) < pending.since - 5000) return;
+    out.replaceChildren(h('p', {}, t('mcp.oauth.done', { who: pending.who })));
+    pending = null;
+  };
   const level = h('select', { 'data-field': 'level' }, LEVELS.map((l) => h('option', { value: l }, t(`mcp.level.${l}`))));
   const who = h('input', { 'data-field': 'name', required: true, placeholder: 'k1 · acme/research/alpha' });
   const parts = shared ? [] : [h('label', { class: 'field' }, t('mcp.oauth.level'), level), h('label', { class: 'field' }, t('mcp.oauth.name'), who)];
@@ -86,11 +94,12 @@ function authoriseForm(name, shared, app, done) {
         return;
       }
       if (!/^https?:\/\//i.test(r.authorization_url || '')) throw new Error(t('mcp.oauth.badurl'));
+      pending = { who: r.tenant, since: Date.now() };
       out.replaceChildren(h('p', {}, t('mcp.oauth.open', { who: r.tenant, time: time(r.expires_at) })),
         h('p', {}, h('a', { href: r.authorization_url, target: '_blank', rel: 'noopener noreferrer', class: 'button primary', 'data-field': 'authorization-url' }, t('mcp.oauth.openlink'))));
     } catch (err) { app.fail(err); }
   });
-  return h('div', {}, f, out);
+  return { el: h('div', {}, f, out), settle };
 }
 
 // oauthCard is a server's OAuth part: kept across polls (its form keeps
@@ -99,11 +108,13 @@ function oauthCard(s, app, done) {
   const state = h('div', { 'data-field': 'tokens' });
   const head = h('p', { class: 'muted' });
   const shared = s.oauth === 'shared';
+  const form = app.may('operate') ? authoriseForm(s.name, shared, app, done) : null;
   const card = h('div', { class: 'card', 'data-oauth': s.name }, h('h2', {}, t('mcp.oauth.title', { name: s.name })), head, state,
-    app.may('operate') ? authoriseForm(s.name, shared, app, done) : null);
+    form ? form.el : null);
   async function update() {
     const st = await api('GET', path(s.name, '/authorization'));
     head.textContent = t('mcp.oauth.head', { grant: st.grant, tokens: t(`mcp.oauth.${st.tokens}`), issuer: st.issuer || '–', client: st.client_id || '–' });
+    if (form) form.settle(st);
     const rows = tokenRows(s.name, st, app, done);
     const heads = ['mcp.oauth.tenant', 'col.state', 'mcp.oauth.expires', 'mcp.oauth.refresh', 'mcp.oauth.refreshes', 'mcp.oauth.error'].concat(app.may('operate') ? ['col.actions'] : []);
     state.replaceChildren(rows.length ? table(heads.map((k) => h('th', {}, t(k))), rows)
