@@ -54,3 +54,9 @@ export function armed(label, confirmLabel, act, attrs) {
   });
   return b;
 }
+
+// empty is a page's (or a part's) empty state: what is missing, and what
+// to do about it.
+export function empty(text, ...more) {
+  return h('div', { class: 'empty', 'data-empty': '' }, h('p', {}, text), more);
+}

@@ -3,7 +3,7 @@
 // server refuses it anyway.
 import { h } from './dom.js';
 import { t, setLang, pick, remember, LANGS, lang } from './i18n.js';
-import { api, setCSRF, explain, APIError, forget } from './api.js';
+import { api, setCSRF, explain, APIError, forget, onReach } from './api.js';
 import { signin } from './signin.js';
 import { overview, nodes } from './overview.js';
 import { models } from './models.js';
@@ -14,6 +14,9 @@ import { guardrails } from './guardrails.js';
 import { knowledge } from './knowledge.js';
 import { requests } from './requests.js';
 import { playground } from './playground.js';
+import { audit } from './audit.js';
+import { mcp } from './mcp.js';
+import { tenants } from './tenants.js';
 
 // pages: id → [mount, who may see it]. A page's mount(root, app) builds it
 // and returns {refresh, every, stop}: refresh is called every `every` ms,
@@ -32,6 +35,9 @@ const pages = {
   knowledge: [knowledge, staff],
   mirror: [mirror, staff],
   nodes: [nodes, staff],
+  tenants: [tenants, staff],
+  mcp: [mcp, staff],
+  audit: [audit, staff],
 };
 
 const app = {
@@ -56,6 +62,7 @@ const app = {
       show('signin', t('signin.expired'));
       return;
     }
+    if (err instanceof APIError && err.status === 0) return; // the banner says so, once
     app.toast(explain(err), true);
   },
   signedIn(sess) { return signedIn(sess); },
@@ -77,10 +84,47 @@ function schedule() {
   timer = setTimeout(async () => {
     const me = active;
     if (!document.hidden) {
-      try { await me.refresh(); } catch (e) { app.fail(e); }
+      try { await me.refresh(); pageError(null); } catch (e) { if (me === active) polled(e); }
     }
     if (me === active) schedule();
   }, active.every || 4000);
+}
+
+// polled shows a failed poll: in the page, once, not as a toast per poll.
+function polled(err) {
+  if (err instanceof APIError && (err.status === 401 || err.status === 0)) app.fail(err);
+  else pageError(err);
+}
+
+// pageError shows (or, given null, removes) the open page's error line.
+function pageError(err) {
+  const root = document.querySelector('#main > section');
+  const line = document.getElementById('page-error');
+  if (!err) { if (line) line.remove(); return; }
+  const msg = explain(err);
+  if (line) { line.textContent = msg; return; }
+  if (root) root.prepend(h('p', { class: 'error banner-error', id: 'page-error', role: 'alert' }, msg));
+}
+
+// The gateway's reachability: while it does not answer, one banner
+// stands over the page, the data on screen is greyed as stale, and the
+// session route is tried every few seconds; when it answers again the
+// banner goes, and a page that could not be drawn is drawn.
+let probe = 0;
+let broken = ''; // the page whose first data could not be read
+
+function reachable(ok) {
+  const bar = document.getElementById('offline');
+  if (!bar || ok === bar.hidden) return;
+  bar.hidden = ok;
+  document.getElementById('main').classList.toggle('stale', !ok);
+  clearInterval(probe);
+  probe = 0;
+  if (!ok) {
+    probe = setInterval(() => { api('GET', '/llm/auth/session').catch(() => {}); }, 3000);
+    return;
+  }
+  if (broken && app.session) show(broken);
 }
 
 function renderHeader() {
@@ -98,6 +142,7 @@ function renderHeader() {
   const who = document.getElementById('who');
   who.textContent = app.session ? t('who', { name: app.session.name || app.session.identity, role: t(`role.${app.session.role}`) }) : '';
   document.getElementById('signout').textContent = t('signout');
+  document.getElementById('offline').textContent = t('state.offline');
 }
 
 async function show(id, message) {
@@ -124,14 +169,20 @@ async function show(id, message) {
   }
   renderHeader();
   const root = h('section', { id: `page-${id}` });
-  main.append(root);
+  const loading = h('p', { class: 'loading', id: 'page-loading', role: 'status' }, t('state.loading'));
+  main.append(root, loading);
   const started = performance.now();
   let page = null;
+  broken = '';
   try {
     page = await entry[0](root, app);
   } catch (e) {
-    if (seq === shown) app.fail(e);
+    if (seq === shown) {
+      if (e instanceof APIError && e.status === 0) broken = id;
+      polled(e);
+    }
   }
+  loading.remove();
   if (seq !== shown) return; // another page was asked for meanwhile
   active = page;
   root.setAttribute('data-ready', String(Math.round(performance.now() - started)));
@@ -168,6 +219,8 @@ async function signOut() {
 }
 
 async function boot() {
+  document.getElementById('main').before(h('div', { id: 'offline', class: 'banner', role: 'alert', hidden: true }));
+  onReach(reachable);
   await setLang(pick(''));
   document.getElementById('lang').addEventListener('change', (e) => changeLang(e.target.value));
   document.getElementById('signout').addEventListener('click', signOut);
