@@ -34,6 +34,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
+	"github.com/llmgw/llmgw/modules/llm/traffic"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
 )
@@ -165,6 +166,7 @@ type App struct {
 	egress       *egress.Policy                // what URLs set at run time may reach
 	auditLog     *audit.Log                    // the audit log (audit.go)
 	guardHist    *guardhist.History            // the guardrails' history (guardhist.go)
+	traffic      *traffic.History              // the answers' history (traffic.go)
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -431,6 +433,7 @@ func (a *App) Start() error {
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
+	a.startTraffic()   // traffic.go
 	if a.cluster != nil {
 		a.cluster.Begin()
 		a.cluster.BeatNow()
@@ -463,6 +466,7 @@ func (a *App) Cleanup() error {
 	}
 	a.auditLog.Close()
 	a.guardHist.Close()
+	a.traffic.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}

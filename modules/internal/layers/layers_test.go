@@ -70,9 +70,10 @@ var allowed = map[string][]string{
 	"/modules/llm/place":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
 	"/modules/llm/weights":    {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
 	"/modules/llm/fleet":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
-	"/modules/llm/cluster":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
+	"/modules/llm/cluster":    {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/fleet", "/modules/llm/weights", "/modules/llm/audit", "/modules/llm/guardhist", "/modules/llm/traffic", "/modules/internal", "/modules/openai", "/mirror", "/plugins"},
 	"/modules/llm/audit":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/guardhist":  {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
+	"/modules/llm/traffic":    {"/modules/llm/guardhist", "/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/routeorder": {},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	// The command-line client speaks the admin API's JSON: never the app.
