@@ -79,7 +79,7 @@ func readOverviewMetrics(line func(string) *llmapi.ModelOverview, guard *llmapi.
 				continue
 			}
 			switch f.GetName() {
-			case "llmgw_requests_total":
+			case "llmgw_requests_total", "llmgw_guardrail_refused_requests_total": // the router's answers, and the prompts the guardrails blocked
 				n := int64(m.GetCounter().GetValue())
 				o := line(model)
 				o.Requests += n

@@ -42,16 +42,12 @@ func totals(families []*dto.MetricFamily) map[string]int64 {
 				continue
 			}
 			switch f.GetName() {
-			case "llmgw_requests_total":
+			case "llmgw_requests_total", "llmgw_guardrail_refused_requests_total":
 				n := int64(m.GetCounter().GetValue())
 				out[Key(model, fRequests)] += n
 				if k := statusField(label(m, "status")); k != "" {
 					out[Key(model, k)] += n
 				}
-			case "llmgw_guardrail_refused_requests_total":
-				n := int64(m.GetCounter().GetValue())
-				out[Key(model, fRequests)] += n
-				out[Key(model, fClientErrors)] += n
 			case "llmgw_tokens_total":
 				if label(m, "kind") == "completion" {
 					out[Key(model, fTokens)] += int64(m.GetCounter().GetValue())
