@@ -219,3 +219,39 @@ func TestTrafficCluster(t *testing.T) {
 		t.Errorf("replicas ready overall: %v, want 4\n%s", ready(all.lastReady), body)
 	}
 }
+
+// TestUsageSurvivesRestart: on a single node the usage llm_quota records
+// is kept in Caddy storage; a gateway stopped gracefully and started again
+// on the same data shows the same usage.
+func TestUsageSurvivesRestart(t *testing.T) {
+	g := startQuotaGateway(t, quotaModels+tenancyBlock("", "", "", ""), "")
+	c := keyClient(g, "secret-1")
+	for i := range 3 {
+		if _, e := chatErr(c, "sim-chat"); e != nil {
+			t.Fatalf("request %d: %v", i+1, e)
+		}
+	}
+	type usage struct {
+		Total  llmapi.Usage            `json:"total"`
+		Models map[string]llmapi.Usage `json:"models"`
+	}
+	var before, after usage
+	g.adminGet("/llm/usage?project=acme/research/alpha", &before)
+	if before.Total.Requests != 3 || before.Total.OutputTokens == 0 {
+		t.Fatalf("usage before the restart: %+v, want 3 requests with tokens", before.Total)
+	}
+	g.stop()
+	g.start()
+	g.adminGet("/llm/usage?project=acme/research/alpha", &after)
+	if after.Total != before.Total || after.Models["sim-chat"] != before.Models["sim-chat"] {
+		t.Errorf("usage after a restart: %+v, want %+v as before", after, before)
+	}
+	// It goes on counting from there.
+	if _, e := chatErr(c, "sim-chat"); e != nil {
+		t.Fatal(e)
+	}
+	g.adminGet("/llm/usage?project=acme/research/alpha", &after)
+	if after.Total.Requests != 4 {
+		t.Errorf("usage after one more request: %+v, want 4 requests", after.Total)
+	}
+}
