@@ -86,6 +86,10 @@ func readOverviewMetrics(line func(string) *llmapi.ModelOverview, guard *llmapi.
 				if code, _ := strconv.Atoi(label(m, "status")); code >= 400 {
 					o.Errors += n
 				}
+			case "llmgw_cache_requests_total": // answers the cache gave: the router never saw them
+				if o := label(m, "outcome"); o == "hit-exact" || o == "hit-semantic" {
+					line(model).Requests += int64(m.GetCounter().GetValue())
+				}
 			case "llmgw_tokens_total":
 				n := int64(m.GetCounter().GetValue())
 				if label(m, "kind") == "prompt" {

@@ -19,7 +19,7 @@ var OverviewSchemas = map[string]OpSchemas{
 			"model":             typ("string", ""),
 			"state":             typ("string", "the model's state; empty for a name only the metrics know"),
 			"ready":             typ("integer", "ready replicas"),
-			"requests":          typ("integer", "requests the router answered since the start, and prompts the guardrails blocked"),
+			"requests":          typ("integer", "requests the router answered since the start, with the prompts the guardrails blocked and the cache's hits"),
 			"errors":            typ("integer", "of them, answers with status 400 or above"),
 			"prompt_tokens":     typ("integer", ""),
 			"completion_tokens": typ("integer", ""),

@@ -29,10 +29,12 @@ func splitKey(k string) (model, field string, ok bool) {
 	return strings.Cut(k, sep)
 }
 
-// Families are the metrics the history samples, by name: the router's
+// totals reads the counters the history follows: the router's
 // (llmgw_requests_total, llmgw_request_duration_seconds,
-// llmgw_time_to_first_token_seconds, llmgw_tokens_total) and the
-// guardrails' refusals (llmgw_guardrail_refused_requests_total).
+// llmgw_time_to_first_token_seconds, llmgw_tokens_total), the
+// guardrails' refusals (llmgw_guardrail_refused_requests_total) and the
+// cache's hits (llmgw_cache_requests_total): every answer a model's
+// request got, as llm_quota's usage counts them.
 func totals(families []*dto.MetricFamily) map[string]int64 {
 	out := map[string]int64{}
 	for _, f := range families {
@@ -47,6 +49,10 @@ func totals(families []*dto.MetricFamily) map[string]int64 {
 				out[Key(model, fRequests)] += n
 				if k := statusField(label(m, "status")); k != "" {
 					out[Key(model, k)] += n
+				}
+			case "llmgw_cache_requests_total": // answers the cache gave: the router never saw them
+				if o := label(m, "outcome"); o == "hit-exact" || o == "hit-semantic" {
+					out[Key(model, fRequests)] += int64(m.GetCounter().GetValue())
 				}
 			case "llmgw_tokens_total":
 				if label(m, "kind") == "completion" {
