@@ -75,6 +75,7 @@ var rules = []rule{
 	{"GET /llm/engines", roleViewer, tenantNone},
 	{"GET /llm/overview", roleViewer, tenantNone},
 	{"GET /llm/guardrails/history", roleViewer, tenantNone},
+	{"GET /llm/traffic", roleViewer, tenantNone},
 
 	{"GET /llm/nodes", roleViewer, tenantNone},
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},
