@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +150,19 @@ func TestTraffic(t *testing.T) {
 	}
 	if b := sumTraffic(one.Overall); b.requests != 3 || b.errors != 3 {
 		t.Errorf("broken: %+v, want 3 requests, all errors\n%s", b, body)
+	}
+	// After a reload, one more answer: counted once, what came before
+	// not again.
+	out, err := exec.Command(binary, "reload", "--force", "--config", filepath.Join(g.dir, "Caddyfile"),
+		"--address", fmt.Sprintf("127.0.0.1:%d", g.admin)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("reload: %v\n%s", err, out)
+	}
+	if code := trafficAsk(t, g, "chat", "hello", false); code != 200 {
+		t.Fatalf("chat after a reload: %d", code)
+	}
+	if _, h, body = readTraffic(t, g, "?window=1h&step=5m"); sumTraffic(h.Overall).requests != 9 {
+		t.Errorf("after a reload and one more request: %+v, want 9 requests\n%s", sumTraffic(h.Overall), body)
 	}
 	for _, q := range []string{"?window=48h", "?step=30s", "?window=1h&step=2h"} {
 		if code, _, body := readTraffic(t, g, q); code != 400 || !strings.Contains(body, "error") {
