@@ -3,9 +3,9 @@
 // the layers it is built of: the catalog (catalog), keys and tenants
 // (tenancy), where replicas run (place), the replicas themselves (fleet),
 // the cluster (cluster), the weights mirror (weights), the admin API's
-// shapes (llmapi), the audit log (audit) and the guardrails' history
-// (guardhist). The request handlers (llm_router and the others) ask it for
-// models and replicas; nothing below it imports it.
+// shapes (llmapi), the audit log (audit), the guardrails' and the answers'
+// histories (guardhist, traffic). The request handlers (llm_router and the
+// others) ask it for models and replicas; nothing below it imports it.
 package llm
 
 import (
@@ -453,8 +453,8 @@ func (a *App) Stop() error {
 }
 
 // Cleanup releases this config's hold on fleets and plugins, the audit
-// log's segment and the guardrails' history; those no config uses any
-// more are stopped or forgotten.
+// log's segment and the guardrails' and answers' histories; those no
+// config uses any more are stopped or forgotten.
 func (a *App) Cleanup() error {
 	if a.node != nil {
 		// a.node stays set: goroutines of this config may still read it.
