@@ -79,12 +79,16 @@ func readOverviewMetrics(line func(string) *llmapi.ModelOverview, guard *llmapi.
 				continue
 			}
 			switch f.GetName() {
-			case "llmgw_requests_total":
+			case "llmgw_requests_total", "llmgw_guardrail_refused_requests_total": // the router's answers, and the prompts the guardrails blocked
 				n := int64(m.GetCounter().GetValue())
 				o := line(model)
 				o.Requests += n
 				if code, _ := strconv.Atoi(label(m, "status")); code >= 400 {
 					o.Errors += n
+				}
+			case "llmgw_cache_requests_total": // answers the cache gave: the router never saw them
+				if o := label(m, "outcome"); o == "hit-exact" || o == "hit-semantic" {
+					line(model).Requests += int64(m.GetCounter().GetValue())
 				}
 			case "llmgw_tokens_total":
 				n := int64(m.GetCounter().GetValue())

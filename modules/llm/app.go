@@ -3,9 +3,9 @@
 // the layers it is built of: the catalog (catalog), keys and tenants
 // (tenancy), where replicas run (place), the replicas themselves (fleet),
 // the cluster (cluster), the weights mirror (weights), the admin API's
-// shapes (llmapi), the audit log (audit) and the guardrails' history
-// (guardhist). The request handlers (llm_router and the others) ask it for
-// models and replicas; nothing below it imports it.
+// shapes (llmapi), the audit log (audit), the guardrails' and the answers'
+// histories (guardhist, traffic). The request handlers (llm_router and the
+// others) ask it for models and replicas; nothing below it imports it.
 package llm
 
 import (
@@ -35,6 +35,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
+	"github.com/llmgw/llmgw/modules/llm/traffic"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 	"github.com/llmgw/llmgw/plugins/host"
 )
@@ -172,6 +173,7 @@ type App struct {
 	guardHist     *guardhist.History            // the guardrails' history (guardhist.go)
 	reqLog        *reqlog.Log                   // the request log (requests.go); nil when off
 	reqLogRelease func()
+	traffic       *traffic.History // the answers' history (traffic.go)
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -441,6 +443,7 @@ func (a *App) Start() error {
 	go a.checkUpdatesEvery(a.ctx) // updates.go
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
+	a.startTraffic()   // traffic.go
 	if a.cluster != nil {
 		a.cluster.Begin()
 		a.cluster.BeatNow()
@@ -460,8 +463,8 @@ func (a *App) Stop() error {
 }
 
 // Cleanup releases this config's hold on fleets and plugins, the audit
-// log's segment and the guardrails' history; those no config uses any
-// more are stopped or forgotten.
+// log's segment and the guardrails' and answers' histories; those no
+// config uses any more are stopped or forgotten.
 func (a *App) Cleanup() error {
 	if a.node != nil {
 		// a.node stays set: goroutines of this config may still read it.
@@ -476,6 +479,7 @@ func (a *App) Cleanup() error {
 	if a.reqLogRelease != nil {
 		a.reqLogRelease() // before the cluster member it may write to
 	}
+	a.traffic.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}

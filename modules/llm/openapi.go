@@ -88,12 +88,13 @@ var appOperations = []operation{
 }
 
 // adminOperations is the admin API's table, in the order the routes and
-// the document list them: the app's operations, the overview's
+// the document list them: the app's operations, the traffic history's
+// (traffic.go), the request log's (requests.go), the overview's
 // (admin_overview.go), the guardrails history's (guardhist.go), and last
 // the OpenAPI document, which reads the table. It is built on each call,
 // so that no table is written after it is made.
 func adminOperations() []operation {
-	return slices.Concat(appOperations, overviewOperations, guardHistoryOperations, requestOperations, []operation{
+	return slices.Concat(appOperations, trafficOperations, requestOperations, overviewOperations, guardHistoryOperations, []operation{
 		{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", getOpenAPI, ""},
 	})
 }
@@ -145,7 +146,7 @@ func OpenAPI() map[string]any {
 // schemaOf returns the schemas of the operation "METHOD path": the app's
 // (openapi_schemas.go), the overview's or the guardrails history's.
 func schemaOf(key string) llmapi.OpSchemas {
-	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.KBSchemas} {
+	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.TrafficSchemas, llmapi.KBSchemas} {
 		if s, ok := m[key]; ok {
 			return s
 		}

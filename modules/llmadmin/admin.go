@@ -83,7 +83,7 @@ type Handler struct {
 
 	ids        []*identity
 	limiterKey string
-	unregister func() // of the sessions usable on /v1 (playground.go)
+	unregister func()         // of the sessions usable on /v1 (playground.go)
 	routes     *http.ServeMux // the admin routes, as on the admin endpoint
 	app        *llm.App
 	limiter    *limiter

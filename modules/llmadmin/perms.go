@@ -77,6 +77,7 @@ var rules = []rule{
 	{"GET /llm/overview", roleViewer, tenantNone},
 	{"GET /llm/guardrails/history", roleViewer, tenantNone},
 	{metricsPattern, roleViewer, tenantNone},
+	{"GET /llm/traffic", roleViewer, tenantNone},
 
 	{"GET /llm/nodes", roleViewer, tenantNone},
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},

@@ -221,6 +221,7 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	observeDuration(Input, took.Seconds())
 	if blocked != nil {
 		st.finish(r)
+		metricRefused.WithLabelValues(st.model, strconv.Itoa(blocked.Status)).Inc()
 		w.Header().Add("Server-Timing", timing("guard", took))
 		blocked.Write(w)
 		return nil

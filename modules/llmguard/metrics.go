@@ -17,6 +17,15 @@ var (
 		Namespace: "llmgw", Subsystem: "guardrail", Name: "findings_total",
 		Help: "Values guardrail checks found, by check, kind (EMAIL, CARD, a pattern's name …) and action.",
 	}, []string{"check", "kind", "action"})
+	// metricRefused counts the requests the guardrails answered before
+	// the router, whose llmgw_requests_total does not see them: a prompt
+	// blocked. Its labels are those of llmgw_requests_total that the
+	// overview and the traffic history read (model, status), so they
+	// count these requests as the answers they are.
+	metricRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llmgw", Subsystem: "guardrail", Name: "refused_requests_total",
+		Help: "Requests the guardrails answered with an error before the router (a blocked prompt), by catalog model and HTTP status; llmgw_requests_total does not count them.",
+	}, []string{"model", "status"})
 	metricDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "llmgw", Subsystem: "guardrail", Name: "duration_seconds",
 		Help:    "Time guardrails took per request and stage (output: summed over a stream's chunks).",
@@ -29,7 +38,7 @@ func registerMetrics(reg *prometheus.Registry) error {
 		return nil
 	}
 	var are prometheus.AlreadyRegisteredError
-	for _, c := range []prometheus.Collector{metricChecks, metricFindings, metricDuration} {
+	for _, c := range []prometheus.Collector{metricChecks, metricFindings, metricRefused, metricDuration} {
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err
 		}

@@ -107,6 +107,7 @@ func (m *memoryStore) charge(_ context.Context, s *settlement) error {
 	w := windowsAt(a.now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.usageChanged = true
 	for _, lp := range a.levels {
 		n := m.node(lp.level.Node())
 		n.tokensMinute.add(w.minute, s.prompt)

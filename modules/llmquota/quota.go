@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/certmagic"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
@@ -110,13 +111,17 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 		return err // the llm app's own error: Caddy makes one if none is configured
 	}
 	q.app = a.(*llm.App)
-	st, err := q.loadStore(q.Store)
+	var storage certmagic.Storage
+	if q.Store == "" || q.Store == "memory" {
+		storage = ctx.Storage()
+	}
+	st, err := q.loadStore(q.Store, storage)
 	if err != nil {
 		return err
 	}
 	q.store = st
 	if q.OnStoreError == "allow" {
-		fb, err := q.loadStore("memory")
+		fb, err := q.loadStore("memory", nil)
 		if err != nil {
 			return err
 		}
@@ -128,15 +133,25 @@ func (q *Quota) Provision(ctx caddy.Context) error {
 	return registerMetrics(ctx.GetMetricsRegistry(), newStoreUp(q.Store, q.store))
 }
 
-// loadStore returns the pooled store for a URL, so counters survive reloads.
-func (q *Quota) loadStore(url string) (store, error) {
+// loadStore returns the pooled store for a URL, so counters survive
+// reloads. The primary memory store (not the fallback while Redis is down)
+// keeps its usage in storage.
+func (q *Quota) loadStore(url string, storage certmagic.Storage) (store, error) {
+	primary := storage != nil
 	key := "store:" + url
 	if url == "" || url == "memory" {
 		key = "store:memory"
 	}
 	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		if key == "store:memory" {
-			return newMemoryStore(), nil
+			m := newMemoryStore()
+			if primary { // usage outlives a restart (persist.go)
+				if err := m.persistUsage(storage, q.logger); err != nil {
+					_ = m.Destruct()
+					return nil, err
+				}
+			}
+			return m, nil
 		}
 		return newRedisStore(url)
 	})

@@ -130,6 +130,8 @@ type memoryStore struct {
 	nodes map[string]*nodeCounters
 	done  chan struct{}
 	memoryTools
+	file         *usageFile // where usage is saved (persist.go); nil: nowhere
+	usageChanged bool       // since the last save
 }
 
 // nodeCounters are one node's windows, in-flight leases and usage.
@@ -197,8 +199,11 @@ func newMemoryStore() *memoryStore {
 	return m
 }
 
+// Destruct stops the sweep and saves the usage: the last config let go
+// of the store (the process stops, or the store is no longer used).
 func (m *memoryStore) Destruct() error {
 	close(m.done)
+	m.saveUsage()
 	return nil
 }
 
@@ -222,6 +227,7 @@ func (m *memoryStore) sweep() {
 			return
 		case <-t.C:
 		}
+		m.saveUsage()
 		cut := now()
 		oldest := cut.Add(-90*24*time.Hour).Unix() / 3600
 		m.mu.Lock()
@@ -317,6 +323,7 @@ func (m *memoryStore) settle(_ context.Context, s *settlement) error {
 	w := windowsAt(a.now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.usageChanged = true
 	for _, lp := range a.levels {
 		n := lp.mem
 		if n.tokensMinute.id == w.minute {

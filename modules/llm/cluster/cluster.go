@@ -27,6 +27,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/traffic"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -1216,6 +1217,56 @@ func (m *Member) ReadMinutes(ctx context.Context, from, to int64, add func(minut
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				add(from+int64(i), k, n)
 			}
+		}
+	}
+	return nil
+}
+
+// AddTraffic adds a minute's increase to the cluster's traffic history
+// (llmgw:<cluster>:traffic:<minute>) and sets this node's gauges of the
+// minute (…:traffic:g:<minute>, a field per node and key).
+func (m *Member) AddTraffic(ctx context.Context, minute int64, delta, gauges map[string]int64) error {
+	at := strconv.FormatInt(minute, 10)
+	key, gkey := m.key("traffic:"+at), m.key("traffic:g:"+at)
+	p := m.rdb.TxPipeline()
+	for k, d := range delta {
+		p.HIncrBy(ctx, key, k, d)
+	}
+	for k, n := range gauges {
+		p.HSet(ctx, gkey, m.cfg.Node+"\x1e"+k, n)
+	}
+	p.Expire(ctx, key, traffic.TTL)
+	p.Expire(ctx, gkey, traffic.TTL)
+	_, err := p.Exec(ctx)
+	return err
+}
+
+// ReadTraffic adds the cluster's traffic minutes in [from, to): the
+// counts, then each node's gauges.
+func (m *Member) ReadTraffic(ctx context.Context, from, to int64, add func(minute int64, node, key string, n int64)) error {
+	p := m.rdb.Pipeline()
+	for min := from; min < to; min++ {
+		at := strconv.FormatInt(min, 10)
+		p.HGetAll(ctx, m.key("traffic:"+at))
+		p.HGetAll(ctx, m.key("traffic:g:"+at))
+	}
+	cmds, err := p.Exec(ctx)
+	if err != nil {
+		return err
+	}
+	for i, c := range cmds {
+		for k, v := range c.(*redis.MapStringStringCmd).Val() {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			node := ""
+			if i%2 == 1 {
+				if node, k, _ = strings.Cut(k, "\x1e"); k == "" {
+					continue
+				}
+			}
+			add(from+int64(i/2), node, k, n)
 		}
 	}
 	return nil

@@ -173,6 +173,44 @@ type GuardSeries struct {
 	Counts  []int64 `json:"counts"`
 }
 
+// Traffic is the answer of GET /llm/traffic: the router's answers over
+// time, overall and per model, one point per step.
+type Traffic struct {
+	From        time.Time       `json:"from"`
+	To          time.Time       `json:"to"`
+	StepSeconds int64           `json:"step_seconds"`
+	Overall     TrafficSeries   `json:"overall"`
+	Models      []TrafficSeries `json:"models"`
+}
+
+// TrafficSeries is one model's points (Model empty: every model's).
+type TrafficSeries struct {
+	Model  string         `json:"model,omitempty"`
+	Points []TrafficPoint `json:"points"`
+}
+
+// TrafficPoint is one step. Errors are answers with status 500 or above
+// and 429 (the gateway failed or was out of capacity); client errors are
+// the other answers of 400 or above (among them requests the guardrails
+// blocked). Quantiles are null in a step without an answer; replicas
+// ready is null in a step no node sampled.
+type TrafficPoint struct {
+	At                    time.Time `json:"at"`
+	Requests              int64     `json:"requests"`
+	RequestsPerSecond     float64   `json:"requests_per_second"`
+	Errors                int64     `json:"errors"`
+	ErrorsPerSecond       float64   `json:"errors_per_second"`
+	ClientErrors          int64     `json:"client_errors"`
+	ClientErrorsPerSecond float64   `json:"client_errors_per_second"`
+	LatencyP50Millis      *float64  `json:"latency_p50_ms"`
+	LatencyP95Millis      *float64  `json:"latency_p95_ms"`
+	TTFTP50Millis         *float64  `json:"ttft_p50_ms"`
+	TTFTP95Millis         *float64  `json:"ttft_p95_ms"`
+	CompletionTokens      int64     `json:"completion_tokens"`
+	TokensPerSecond       float64   `json:"tokens_per_second"`
+	ReplicasReady         *int64    `json:"replicas_ready"`
+}
+
 // KeyInfo is what the admin API shows of a key: never its secret.
 type KeyInfo struct {
 	ID        string          `json:"id"`

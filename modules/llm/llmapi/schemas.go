@@ -19,7 +19,7 @@ var OverviewSchemas = map[string]OpSchemas{
 			"model":             typ("string", ""),
 			"state":             typ("string", "the model's state; empty for a name only the metrics know"),
 			"ready":             typ("integer", "ready replicas"),
-			"requests":          typ("integer", "requests the router answered since the start"),
+			"requests":          typ("integer", "requests the router answered since the start, with the prompts the guardrails blocked and the cache's hits"),
 			"errors":            typ("integer", "of them, answers with status 400 or above"),
 			"prompt_tokens":     typ("integer", ""),
 			"completion_tokens": typ("integer", ""),
@@ -57,6 +57,37 @@ var GuardHistorySchemas = map[string]OpSchemas{
 		})),
 	})},
 }
+
+// TrafficSchemas are the schemas of GET /llm/traffic.
+var TrafficSchemas = map[string]OpSchemas{
+	"GET /llm/traffic": {Response: obj(map[string]any{
+		"from":         typ("string", "start of the first step (RFC 3339)"),
+		"to":           typ("string", "end of the last step (RFC 3339)"),
+		"step_seconds": typ("integer", ""),
+		"overall":      trafficSeriesSchema,
+		"models":       arr(trafficSeriesSchema),
+	})},
+}
+
+var trafficSeriesSchema = obj(map[string]any{
+	"model": typ("string", "the catalog model; absent in overall"),
+	"points": arr(obj(map[string]any{
+		"at":                       typ("string", "start of the step (RFC 3339)"),
+		"requests":                 typ("integer", "answers in the step"),
+		"requests_per_second":      typ("number", "over the step (the last step: its part so far)"),
+		"errors":                   typ("integer", "answers with status 500 or above, and 429"),
+		"errors_per_second":        typ("number", ""),
+		"client_errors":            typ("integer", "the other answers with status 400 or above, among them requests the guardrails blocked"),
+		"client_errors_per_second": typ("number", ""),
+		"latency_p50_ms":           typ("number", "median time to the answer's last byte, from the histogram's buckets; null without answers"),
+		"latency_p95_ms":           typ("number", ""),
+		"ttft_p50_ms":              typ("number", "median time to first token of streamed answers; null without any"),
+		"ttft_p95_ms":              typ("number", ""),
+		"completion_tokens":        typ("integer", ""),
+		"tokens_per_second":        typ("number", "completion tokens per second of the step"),
+		"replicas_ready":           typ("integer", "the last count of the step, summed over nodes; null when none was sampled"),
+	})),
+})
 
 // OpSchemas are the request and response schemas of the operations that
 // have them in the OpenAPI document, keyed by "METHOD path".
