@@ -25,7 +25,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
-	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
@@ -34,6 +33,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
+	"github.com/llmgw/llmgw/modules/llm/secrets"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/traffic"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -167,8 +167,7 @@ type App struct {
 	runtimeKeys   []*tenancy.APIKey
 	tenants       *atomic.Pointer[tenancy.Tree] // the tenancy tree in force (tenancy.go)
 	lockKey       string                        // the data directory's lock, once Start took it
-	secrets       map[string]string             // Secrets, resolved
-	egress        *egress.Policy                // what URLs set at run time may reach
+	secrets       *secrets.Set                  // Secrets, resolved, and what URLs set at run time may reach
 	auditLog      *audit.Log                    // the audit log (audit.go)
 	guardHist     *guardhist.History            // the guardrails' history (guardhist.go)
 	reqLog        *reqlog.Log                   // the request log (requests.go); nil when off

@@ -47,20 +47,20 @@ func TestMergeTenancy(t *testing.T) {
 func TestParseTenantRoute(t *testing.T) {
 	cases := []struct {
 		path string
-		want tenantRoute
+		want tenancy.Route
 		ok   bool
 	}{
-		{"/llm/tenants", tenantRoute{}, true},
-		{"/llm/tenants/orgs", tenantRoute{kind: "org"}, true},
-		{"/llm/tenants/orgs/acme", tenantRoute{kind: "org", path: "acme"}, true},
-		{"/llm/tenants/orgs/acme/teams", tenantRoute{kind: "team", parent: "acme"}, true},
-		{"/llm/tenants/orgs/acme/teams/r/projects/p", tenantRoute{kind: "project", parent: "acme/r", path: "acme/r/p"}, true},
-		{"/llm/tenants/teams", tenantRoute{}, false},
-		{"/llm/tenants/orgs/acme/projects", tenantRoute{}, false},
-		{"/llm/tenants/orgs/acme/teams/r/projects/p/keys", tenantRoute{}, false},
+		{"/llm/tenants", tenancy.Route{}, true},
+		{"/llm/tenants/orgs", tenancy.Route{Kind: "org"}, true},
+		{"/llm/tenants/orgs/acme", tenancy.Route{Kind: "org", Path: "acme"}, true},
+		{"/llm/tenants/orgs/acme/teams", tenancy.Route{Kind: "team", Parent: "acme"}, true},
+		{"/llm/tenants/orgs/acme/teams/r/projects/p", tenancy.Route{Kind: "project", Parent: "acme/r", Path: "acme/r/p"}, true},
+		{"/llm/tenants/teams", tenancy.Route{}, false},
+		{"/llm/tenants/orgs/acme/projects", tenancy.Route{}, false},
+		{"/llm/tenants/orgs/acme/teams/r/projects/p/keys", tenancy.Route{}, false},
 	}
 	for _, tc := range cases {
-		got, ok := parseTenantRoute(tc.path)
+		got, ok := tenancy.ParseRoute(tc.path)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("%s: got %+v %v, want %+v %v", tc.path, got, ok, tc.want, tc.ok)
 		}

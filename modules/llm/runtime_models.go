@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/secrets"
 )
 
 // modelsStorageKey keeps the models added through the admin API.
@@ -260,7 +261,7 @@ func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) erro
 		return err
 	}
 	logged := st
-	logged.Options = maskOptions(st.Options) // credentials never reach the audit log
+	logged.Options = secrets.MaskOptions(st.Options) // credentials never reach the audit log
 	b, _ := json.Marshal(logged)
 	if !st.reshapes() {
 		a.audit(r, "model settings changed", zap.String("model", name), zap.ByteString("settings", b))

@@ -2,12 +2,9 @@ package llm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -15,83 +12,23 @@ import (
 
 	"github.com/llmgw/llmgw/modules/internal/egress"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/secrets"
 
 	"github.com/llmgw/llmgw/mirror"
 )
 
-// Values the admin API takes at run time are taken as they are: what a
-// caller can make llmgw read (its environment, its files) is the config
-// file's decision. A placeholder such as {env.NAME} or {file.path} is
-// resolved only in the config file; at run time a secret is given as
-// the value itself (never shown back), or as secret:NAME, naming a
-// secret the config file declares:
-//
-//	llm {
-//		secret openai_key {env.OPENAI_API_KEY}
-//	}
-//
-// and then "api_key": "secret:openai_key" in a model added at run time.
-
-// secretRef is the prefix of a value that names a declared secret.
-const secretRef = "secret:"
-
-// placeholder finds a Caddy global placeholder ({env.X}, {file./p},
-// {system.hostname}, {time.now}) in a value; an engine template's
-// "{{ .Prompt }}" is not one.
-var placeholder = regexp.MustCompile(`\{[a-z_]+\.[^{}\s]*\}`)
-
-// errRuntimePlaceholder is the error of a value given at run time that
-// holds a placeholder.
-var errRuntimePlaceholder = fmt.Errorf("placeholders such as {env.NAME} and {file.path} are resolved only in the config file; at run time give the value itself, or secret:NAME for a secret the config file declares (llm { secret NAME <value> })")
+// What the admin API may make llmgw read is the config file's decision
+// (package secrets): its declared secrets, values at run time taken as
+// they are, and runtime_hosts for the URLs set at run time.
 
 // parseSecret parses "secret <name> <value>" in the llm block.
-func (a *App) parseSecret(d *caddyfile.Dispenser) error {
-	var name, value string
-	if !d.Args(&name, &value) || d.NextArg() {
-		return d.ArgErr()
-	}
-	if err := checkSecretName(name); err != nil {
-		return d.Err(err.Error())
-	}
-	if _, dup := a.Secrets[name]; dup {
-		return d.Errf("secret %q is declared twice", name)
-	}
-	if a.Secrets == nil {
-		a.Secrets = map[string]string{}
-	}
-	a.Secrets[name] = value
-	return nil
-}
+func (a *App) parseSecret(d *caddyfile.Dispenser) error { return secrets.Parse(d, &a.Secrets) }
 
-func checkSecretName(name string) error {
-	if name == "" || len(name) > 64 {
-		return fmt.Errorf("secret name %q: use 1 to 64 letters, digits, '-' and '_'", name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("secret name %q: use 1 to 64 letters, digits, '-' and '_'", name)
-		}
-	}
-	return nil
-}
-
-// provisionSecrets resolves the declared secrets' placeholders and makes
-// the policy of URLs set at run time.
-func (a *App) provisionSecrets() error {
-	repl := caddy.NewReplacer()
-	a.secrets = make(map[string]string, len(a.Secrets))
-	for name, v := range a.Secrets {
-		if err := checkSecretName(name); err != nil {
-			return err
-		}
-		a.secrets[name] = repl.ReplaceKnown(v, "")
-	}
-	p, err := egress.New(a.RuntimeHosts, "llm { runtime_hosts <host or range> }")
-	if err != nil {
-		return fmt.Errorf("runtime_hosts: %w", err)
-	}
-	a.egress = p
-	return nil
+// provisionSecrets resolves the declared secrets and makes the policy of
+// URLs set at run time.
+func (a *App) provisionSecrets() (err error) {
+	a.secrets, err = secrets.New(a.Secrets, a.RuntimeHosts)
+	return err
 }
 
 // Secret returns the value of a secret the config file declares.
@@ -99,80 +36,29 @@ func (a *App) Secret(name string) (string, bool) {
 	if a == nil {
 		return "", false
 	}
-	v, ok := a.secrets[name]
-	return v, ok
+	return a.secrets.Secret(name)
 }
 
-// RuntimeValue is what a value given through the admin API stands for:
-// the value itself, or the declared secret that secret:NAME names. A
-// value with a placeholder is refused: see errRuntimePlaceholder.
-func (a *App) RuntimeValue(v string) (string, error) {
-	if name, ok := strings.CutPrefix(v, secretRef); ok {
-		s, found := a.Secret(name)
-		if !found {
-			return "", fmt.Errorf("%s names no secret the config file declares; declare it with llm { secret %s <value> }", v, name)
-		}
-		return s, nil
-	}
-	if placeholder.MatchString(v) {
-		return "", errRuntimePlaceholder
-	}
-	return v, nil
-}
+// RuntimeValue is what a value given through the admin API stands for
+// (secrets.Set.RuntimeValue).
+func (a *App) RuntimeValue(v string) (string, error) { return a.secrets.RuntimeValue(v) }
 
-// FileValue is what a value from the config file stands for: its
-// placeholders resolved, or the declared secret that secret:NAME names.
+// FileValue is what a value from the config file stands for
+// (secrets.Set.FileValue).
 func (a *App) FileValue(repl *caddy.Replacer, v string) (string, error) {
-	if strings.HasPrefix(v, secretRef) {
-		return a.RuntimeValue(v)
-	}
-	return repl.ReplaceKnown(v, ""), nil
+	return a.secrets.FileValue(repl, v)
 }
 
 // Egress is the policy of URLs set at run time (see package egress).
 func (a *App) Egress() *egress.Policy {
-	if a == nil || a.egress == nil {
-		p, _ := egress.New(nil, "llm { runtime_hosts <host or range> }")
-		return p
+	if a == nil {
+		return (*secrets.Set)(nil).Egress()
 	}
-	return a.egress
+	return a.secrets.Egress()
 }
 
-// Masked is how a secret given at run time is shown back: never its
-// value, only a fingerprint that tells two values apart.
-func Masked(v string) string {
-	if v == "" || strings.HasPrefix(v, secretRef) {
-		return v
-	}
-	sum := sha256.Sum256([]byte(v))
-	return "*** sha256:" + hex.EncodeToString(sum[:4])
-}
-
-// secretOption says whether an engine option holds a credential, to be
-// masked wherever it is shown (the audit log).
-func secretOption(key string) bool {
-	k := strings.ToLower(key)
-	for _, s := range []string{"key", "token", "secret", "password", "auth", "credential"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// maskOptions returns opts with credentials masked.
-func maskOptions(opts map[string]string) map[string]string {
-	if opts == nil {
-		return nil
-	}
-	out := maps.Clone(opts)
-	for k, v := range out {
-		if secretOption(k) {
-			out[k] = Masked(v)
-		}
-	}
-	return out
-}
+// Masked is how a secret given at run time is shown back (secrets.Masked).
+func Masked(v string) string { return secrets.Masked(v) }
 
 // resolveModel resolves m's source and options for its engine: values
 // from the config file with their placeholders, values given at run time
@@ -246,16 +132,7 @@ func (a *App) checkRuntimeModel(ctx context.Context, m *catalog.Model, opts map[
 }
 
 func (a *App) checkRuntimeValue(ctx context.Context, what, v string, isURL bool) error {
-	s, err := a.RuntimeValue(v)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if isURL && (strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")) {
-		if _, err := a.Egress().CheckURL(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	return nil
+	return a.secrets.CheckValue(ctx, what, v, isURL)
 }
 
 // mirrorSourceContext checks a source given to POST /llm/mirror/versions

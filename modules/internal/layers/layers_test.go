@@ -75,6 +75,7 @@ var allowed = map[string][]string{
 	"/modules/llm/guardhist":  {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/traffic":    {"/modules/llm/guardhist", "/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/routeorder": {},
+	"/modules/llm/secrets":    {"/modules/internal"},
 	"/modules/llm/reqlog":     {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	// The command-line client speaks the admin API's JSON: never the app.
