@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -443,4 +444,45 @@ func TestCtlRequestsFindsAndFollows(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestRequestLogRedisAway: while the cluster's Redis does not answer, the
+// nodes keep serving and their records wait; once it answers again every
+// request is in the one log, once (a batch Redis carried out before its
+// answer timed out is not added twice).
+func TestRequestLogRedisAway(t *testing.T) {
+	c := startCluster(t, 2, quotaModels+requestLogTenants)
+	bases := []string{c.nodes["n1"].base, c.nodes["n2"].base}
+	admin1 := fmt.Sprintf("http://127.0.0.1:%d", c.nodes["n1"].admin)
+	before, _ := fire(t, bases, 400, 16, nil)
+	waitLogged(t, admin1, 400)
+
+	pid := c.redis.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	during, _ := fire(t, bases, 300, 8, nil)
+	served := 0
+	for _, s := range during {
+		if s.status == 200 {
+			served++
+		}
+	}
+	if served == 0 {
+		t.Fatal("no request was answered while Redis was away")
+	}
+	time.Sleep(4 * time.Second) // past the client's read timeout: writes failed and wait
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	if !strings.Contains(c.nodes["n1"].logs.String()+c.nodes["n2"].logs.String(), "records wait in memory") {
+		t.Error("no node's request log waited for Redis: the outage was not seen")
+	}
+	logged := waitLogged(t, admin1, 700)
+	checkRecorded(t, append(before, during...), 0, logged)
 }

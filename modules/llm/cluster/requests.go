@@ -31,49 +31,47 @@ type requestStore struct{ m *Member }
 // readBatch is how many records one read of the stream takes.
 const readBatch = 512
 
+// appendOne adds one record to the stream unless its request id is
+// known (so a batch sent again after a timeout that Redis did carry out
+// adds nothing twice), with the index from its id and its bodies.
+// KEYS: stream, id key, body key; ARGV: record, max records (0: no
+// bound), the index's TTL in ms, bodies ("" for none), their TTL in ms.
+var appendOne = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local sid
+if tonumber(ARGV[2]) > 0 then
+	sid = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[1])
+else
+	sid = redis.call('XADD', KEYS[1], '*', 'r', ARGV[1])
+end
+redis.call('SET', KEYS[2], sid, 'PX', ARGV[3])
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5]) end
+return 1`)
+
 // Append adds es to the stream, bounded by count (approximately, as
 // Redis trims whole nodes) and by age.
 func (s requestStore) Append(ctx context.Context, es []reqlog.Entry, keep reqlog.Retention) error {
 	stream := s.m.key("requests")
-	p := s.m.rdb.Pipeline()
-	minID := ""
-	if keep.MaxAge > 0 {
-		minID = strconv.FormatInt(time.Now().Add(-keep.MaxAge).UnixMilli(), 10)
+	ttl := keep.MaxAge
+	if ttl <= 0 {
+		ttl = reqlog.DefaultMaxAge
 	}
+	p := s.m.rdb.Pipeline()
 	for i := range es {
 		v, err := json.Marshal(&es[i].Rec)
 		if err != nil {
 			return err
 		}
-		add := p.XAdd(ctx, &redis.XAddArgs{Stream: stream, MaxLen: int64(keep.MaxRecords), Approx: keep.MaxRecords > 0, Values: []any{"r", v}})
-		_ = add // the id is read after Exec
+		var bodies []byte
 		if es[i].Bodies != nil && keep.BodyMaxAge > 0 {
-			bv, _ := json.Marshal(es[i].Bodies)
-			p.Set(ctx, s.m.key("requests:body:"+es[i].Rec.ID), bv, keep.BodyMaxAge)
+			bodies, _ = json.Marshal(es[i].Bodies)
 		}
+		id := es[i].Rec.ID
+		appendOne.Eval(ctx, p, []string{stream, s.m.key("requests:id:" + id), s.m.key("requests:body:" + id)},
+			v, keep.MaxRecords, ttl.Milliseconds(), bodies, keep.BodyMaxAge.Milliseconds())
 	}
-	if minID != "" {
-		p.XTrimMinIDApprox(ctx, stream, minID, 0)
-	}
-	cmds, err := p.Exec(ctx)
-	if err != nil {
-		return err
-	}
-	return s.index(ctx, es, cmds, keep.MaxAge)
-}
-
-// index maps each request id to its stream id, for Get.
-func (s requestStore) index(ctx context.Context, es []reqlog.Entry, cmds []redis.Cmder, ttl time.Duration) error {
-	if ttl <= 0 {
-		ttl = reqlog.DefaultMaxAge
-	}
-	p := s.m.rdb.Pipeline()
-	i := 0
-	for _, c := range cmds {
-		if x, ok := c.(*redis.StringCmd); ok && c.Name() == "xadd" && i < len(es) {
-			p.Set(ctx, s.m.key("requests:id:"+es[i].Rec.ID), x.Val(), ttl)
-			i++
-		}
+	if keep.MaxAge > 0 {
+		p.XTrimMinIDApprox(ctx, stream, strconv.FormatInt(time.Now().Add(-keep.MaxAge).UnixMilli(), 10), 0)
 	}
 	_, err := p.Exec(ctx)
 	return err
