@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -485,4 +487,55 @@ func TestRequestLogRedisAway(t *testing.T) {
 	}
 	logged := waitLogged(t, admin1, 700)
 	checkRecorded(t, append(before, during...), 0, logged)
+}
+
+// TestRequestLogToolCallsAndRedactedBodies: MCP tool calls are in the
+// log with their tool; a tenant's kept bodies are the request as the
+// guardrails redacted it, never the address the client sent.
+func TestRequestLogToolCallsAndRedactedBodies(t *testing.T) {
+	remote := startMCPUpstream(t, "remote")
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	t.Setenv("MCP_TEST_TOKEN", "s3cret-upstream")
+	cfg := mcpConfig(g, remote, "")
+	cfg = strings.Replace(cfg, "\t\truntime_hosts 127.0.0.1\n", "\t\truntime_hosts 127.0.0.1\n\t\trequest_log {\n\t\t\tbodies acme\n\t\t}\n"+guardModels+"\n", 1)
+	cfg = strings.Replace(cfg, "\t\tllm_quota\n\t\tllm_router\n", "\t\tllm_quota\n"+guardBlock+"\n\t\tllm_router\n", 1)
+	if err := os.WriteFile(filepath.Join(g.dir, "Caddyfile"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.start()
+	admin := fmt.Sprintf("http://127.0.0.1:%d", g.admin)
+
+	s := mcpClient(t, g.base+"/mcp", "secret-2", false, nil)
+	if _, err := s.CallTool(bg, &mcp.CallToolParams{Name: "local__add", Arguments: map[string]any{"a": 2, "b": 3}}); err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	var p llmapi.RequestPage
+	waitFor(t, 10*time.Second, "the tool call in the log", func() bool {
+		getJSON(t, admin+"/llm/requests?api=mcp&key=k2", &p)
+		return len(p.Data) > 0
+	})
+	if r := p.Data[0]; r.Tool != "local__add" || r.Tenant != "acme/research/alpha" || r.Status != 200 {
+		t.Errorf("the tool call's record: %+v", r)
+	}
+
+	const email = "ana.lopez@example.com"
+	code, id, body := chatAs(t, g, "secret-1", "echo", "Please write to "+email+" about the invoice.")
+	if code != 200 || !strings.Contains(body, email) {
+		t.Fatalf("the client's answer (the address restored): %d %s", code, body)
+	}
+	var d llmapi.RequestDetail
+	waitFor(t, 10*time.Second, "the chat in the log", func() bool {
+		resp, err := http.Get(admin + "/llm/requests/" + id)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&d) == nil
+	})
+	if !d.Bodies || !strings.Contains(d.RequestBody, "invoice") || !strings.Contains(d.ResponseBody, "invoice") {
+		t.Fatalf("the kept bodies: %+v", d)
+	}
+	if strings.Contains(d.RequestBody, email) || strings.Contains(d.ResponseBody, email) || !strings.Contains(d.Guard, "pii/input:redacted") {
+		t.Errorf("the log keeps the address the guardrails redacted (guard %q):\nrequest %s\nanswer %s", d.Guard, d.RequestBody, d.ResponseBody)
+	}
 }
