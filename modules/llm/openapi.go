@@ -146,7 +146,7 @@ func OpenAPI() map[string]any {
 // schemaOf returns the schemas of the operation "METHOD path": the app's
 // (openapi_schemas.go), the overview's or the guardrails history's.
 func schemaOf(key string) llmapi.OpSchemas {
-	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.TrafficSchemas, llmapi.KBSchemas} {
+	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.TrafficSchemas, llmapi.RequestSchemas, llmapi.KBSchemas} {
 		if s, ok := m[key]; ok {
 			return s
 		}

@@ -80,3 +80,37 @@ type RequestDetail struct {
 	// BodiesTruncated says a body was cut at the log's bound.
 	BodiesTruncated bool `json:"bodies_truncated,omitempty"`
 }
+
+// requestRecordSchema is RequestRecord's schema.
+func requestRecordSchema() map[string]any {
+	p := map[string]any{
+		"id": typ("string", "the request id (req_…), the X-Request-Id of its answer"), "time": typ("string", "arrival (RFC 3339)"),
+		"end": typ("string", "the answer's end (RFC 3339)"), "node": typ("string", "the node that took it"),
+		"api": typ("string", "chat/completions, completions, embeddings, responses, messages, mcp…"), "key_id": typ("string", ""),
+		"tenant": typ("string", "org/team/project"), "model": typ("string", "as asked"), "served": typ("string", "the catalog model that answered"),
+		"route": typ("string", "fallback or canary when not the model asked"), "replica": typ("string", ""), "replica_node": typ("string", ""),
+		"engine": typ("string", ""), "stream": typ("boolean", ""), "status": typ("integer", "HTTP status"), "error": typ("string", "the error's code"),
+		"prompt_tokens": typ("integer", ""), "completion_tokens": typ("integer", ""), "cached_tokens": typ("integer", ""),
+		"cost": typ("number", "at the catalog's prices"), "latency_ms": typ("number", ""), "ttft_ms": typ("number", "to the answer's first byte"),
+		"cache": typ("string", "the cache's outcome"), "guard": typ("string", "the guardrails' outcomes"), "tool": typ("string", "an MCP tool call's tool"),
+		"kb": typ("string", "the vector stores searched"), "bodies": typ("boolean", "its bodies are kept"),
+	}
+	return obj(p, "id", "time", "end", "status", "latency_ms")
+}
+
+// RequestSchemas are the schemas of the request log's routes.
+var RequestSchemas = map[string]OpSchemas{
+	"GET /llm/requests": {Response: obj(map[string]any{
+		"object": typ("string", "list"), "data": arr(requestRecordSchema()),
+		"next": typ("string", "the cursor of the next page: before= (or after= when following)"), "has_more": typ("boolean", ""),
+		"newest": typ("string", "the cursor of the newest record read, to follow with after="), "scanned": typ("integer", "records read for the page"),
+	})},
+	"GET /llm/requests/{id}": {Response: func() map[string]any {
+		s := requestRecordSchema()
+		props := s["properties"].(map[string]any)
+		props["request_body"] = typ("string", "as forwarded to the model, after redaction; when kept")
+		props["response_body"] = typ("string", "as the model gave it; when kept")
+		props["bodies_truncated"] = typ("boolean", "cut at 64 KiB")
+		return s
+	}()},
+}
