@@ -103,14 +103,7 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 	if err != nil {
 		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
 	}
-	probe := engine.ProbeFor(rep, interval)
-	if dep := spec.Options["azure_deployment"]; dep != "" {
-		// A deployment has no model list; its resource has.
-		base, query, _ := strings.Cut(rep.BaseURL, "?")
-		resource, _, _ := strings.Cut(base, "/deployments/")
-		probe.URL = resource + "/models?" + query
-	}
-	e.Watch(spec.ReplicaID, probe)
+	e.Watch(spec.ReplicaID, engine.ProbeFor(rep, interval))
 	return rep, nil
 }
 

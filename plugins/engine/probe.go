@@ -29,8 +29,14 @@ type Probe struct {
 
 // ProbeFor is the probe of replica r: GET <base URL>/models (before a
 // query the base carries), with the first of each header's alternatives.
+// An Azure OpenAI deployment has no model list; its resource's
+// (<resource>/openai/models?api-version=…) is probed instead.
 func ProbeFor(r Replica, interval time.Duration) Probe {
 	p := Probe{URL: JoinURL(r.BaseURL, "models"), Header: map[string]string{}, Interval: interval}
+	if base, query, _ := strings.Cut(r.BaseURL, "?"); strings.Contains(base, "/openai/deployments/") {
+		resource, _, _ := strings.Cut(base, "/deployments/")
+		p.URL = JoinURL(resource+"?"+query, "models")
+	}
 	for k, v := range r.Headers {
 		p.Header[k], _, _ = strings.Cut(v, "\n")
 	}
