@@ -133,7 +133,8 @@ func TestStatusProbes(t *testing.T) {
 		{"live", map[string]string{"base_url": provider.URL + "/v1", "api_key": "k,other"}, ""},
 		{"azure deployment", map[string]string{"base_url": provider.URL, "azure_deployment": "d", "api_version": "v", "api_key": "k"}, ""},
 		{"wrong key", map[string]string{"base_url": provider.URL + "/v1", "api_key": "nope"}, "the provider refused the key: GET " + provider.URL + "/v1/models answered 401; check api_key"},
-		{"no version in base_url", map[string]string{"base_url": provider.URL, "api_key": "k"}, "answered 404: base_url is not the provider's API"},
+		{"first key refused, second taken", map[string]string{"base_url": provider.URL + "/v1", "api_key": "old,k"}, ""},
+		{"every key refused", map[string]string{"base_url": provider.URL + "/v1", "api_key": "old,nope"}, "the provider refused each of its 2 keys: the provider refused the key"},
 		{"dead", map[string]string{"base_url": dead.URL + "/v1", "api_key": "k"}, "unreachable: GET " + dead.URL + "/v1/models: "},
 		{"probing off", map[string]string{"base_url": dead.URL + "/v1", "probe_interval": "0"}, ""},
 	} {

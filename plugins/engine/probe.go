@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -20,8 +21,11 @@ const ProbeTimeout = 2 * time.Second
 // Probe is how an outside provider is checked: a cheap GET (its model
 // list) with the replica's key.
 type Probe struct {
-	URL    string            // such as https://api.openai.com/v1/models
-	Header map[string]string // sent with it; one value each (the first key)
+	URL string // such as https://api.openai.com/v1/models
+	// Header is sent with it; a value of several lines is a list of
+	// alternatives (keys, see Replica.Headers), tried in turn while the
+	// provider refuses them.
+	Header map[string]string
 	// Interval between probes; 0 means DefaultProbeInterval, negative
 	// means never (the provider is taken for ready).
 	Interval time.Duration
@@ -37,9 +41,7 @@ func ProbeFor(r Replica, interval time.Duration) Probe {
 		resource, _, _ := strings.Cut(base, "/deployments/")
 		p.URL = JoinURL(resource+"?"+query, "models")
 	}
-	for k, v := range r.Headers {
-		p.Header[k], _, _ = strings.Cut(v, "\n")
-	}
+	maps.Copy(p.Header, r.Headers)
 	return p
 }
 
@@ -64,13 +66,33 @@ type ProbeResult struct {
 	At     time.Time `json:"at"`
 }
 
-// Check probes p once with client (nil: http.DefaultClient), bounded by
-// ProbeTimeout. Any answer but 401, 403, 404 and 5xx counts as ready: a
-// provider that rate-limits (429) still answers.
+// Check probes p with client (nil: http.DefaultClient), each try bounded
+// by ProbeTimeout, trying the next key while the provider refuses one.
+// Any answer but 401, 403 and 5xx counts as ready: a provider that
+// rate-limits (429) or has no model list (404) still answers.
 func (p Probe) Check(ctx context.Context, client *http.Client) ProbeResult {
 	if client == nil {
 		client = http.DefaultClient
 	}
+	keys := 1
+	for _, v := range p.Header {
+		keys = max(keys, strings.Count(v, "\n")+1)
+	}
+	var res ProbeResult
+	for key := range keys {
+		res = p.try(ctx, client, key)
+		if res.Status != http.StatusUnauthorized && res.Status != http.StatusForbidden {
+			break
+		}
+	}
+	if keys > 1 && res.State == StateFailing && res.Status != 0 && res.Status < 500 {
+		res.Reason = fmt.Sprintf("the provider refused each of its %d keys: %s", keys, res.Reason)
+	}
+	return res
+}
+
+// try probes once, with alternative key of each header.
+func (p Probe) try(ctx context.Context, client *http.Client, key int) ProbeResult {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	res := ProbeResult{URL: p.URL, At: time.Now()}
@@ -80,7 +102,8 @@ func (p Probe) Check(ctx context.Context, client *http.Client) ProbeResult {
 		return res
 	}
 	for k, v := range p.Header {
-		req.Header.Set(k, v)
+		alts := strings.Split(v, "\n")
+		req.Header.Set(k, alts[key%len(alts)])
 	}
 	resp, err := client.Do(req)
 	res.Latency = time.Since(res.At)
@@ -116,8 +139,6 @@ func answerReason(url string, code int) string {
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return fmt.Sprintf("the provider refused the key: GET %s answered %d; check api_key", url, code)
-	case code == http.StatusNotFound:
-		return fmt.Sprintf("GET %s answered 404: base_url is not the provider's API; it usually ends in a version, such as /v1", url)
 	case code >= 500:
 		return fmt.Sprintf("the provider is failing: GET %s answered %d; wait for it, or check base_url", url, code)
 	}

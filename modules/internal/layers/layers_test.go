@@ -74,6 +74,7 @@ var allowed = map[string][]string{
 	"/modules/llm/audit":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/guardhist":  {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/routeorder": {},
+	"/modules/llm/enginelist": {"/modules/llm/llmapi", "/plugins"},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/engine"
@@ -83,9 +84,7 @@ func (f *Fleet) Test(ctx context.Context, client *http.Client) llmapi.ModelTest 
 	for _, r := range rs {
 		headers := map[string]string{}
 		for k, v := range r.Header {
-			if len(v) > 0 {
-				headers[k] = v[0]
-			}
+			headers[k] = strings.Join(v, "\n") // alternatives, as the engine gave them
 		}
 		res := engine.ProbeFor(engine.Replica{BaseURL: r.BaseURL, Headers: headers}, 0).Check(ctx, ClientFor(client, r))
 		out.Replicas = append(out.Replicas, llmapi.ReplicaTest{Replica: r.ID, URL: res.URL, Status: res.Status,
