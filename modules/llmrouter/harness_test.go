@@ -139,7 +139,9 @@ func startRouter(t testing.TB, router string, models ...model) string {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	var ms []map[string]any
 	for _, m := range models {
-		opts := map[string]string{"base_url": m.baseURL}
+		// Probing off: these tests send requests to providers that fail
+		// on purpose, before any health check would have marked them.
+		opts := map[string]string{"base_url": m.baseURL, "probe_interval": "0"}
 		if m.apiKey != "" {
 			opts["api_key"] = m.apiKey
 		}
