@@ -45,7 +45,7 @@ var info = engine.Info{Type: "openai", Version: Version, Protocol: engine.Protoc
 	Formats:      []string{"remote"},
 	Options: []engine.Option{
 		{Name: "base_url", Required: true, Example: "https://api.openai.com/v1", Description: "the provider's API, such as https://api.openai.com/v1 (required)"},
-		{Name: "api_key", Secret: true, Example: "{env.OPENAI_API_KEY}", Description: "sent as Authorization: Bearer (or in api_key_header); several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; use a placeholder such as {env.OPENAI_API_KEY}"},
+		{Name: "api_key", Secret: true, Description: "sent as Authorization: Bearer (or in api_key_header); several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; in the config file use a placeholder such as {env.OPENAI_API_KEY}; added at run time, the key itself or secret:NAME (a secret the config declares), never shown back"},
 		{Name: "speaks", Description: "APIs the provider serves itself besides chat completions, such as responses (OpenAI does): requests in them pass through unchanged when nothing in the gateway needs their chat form; default: none, they are translated"},
 		{Name: "model", Description: "the provider's name for the model; default: the catalog name"},
 		{Name: "azure_deployment", Description: "Azure OpenAI: the deployment's name; base_url is then the resource's URL, such as https://<resource>.openai.azure.com, and api_version is required"},
@@ -57,7 +57,7 @@ var info = engine.Info{Type: "openai", Version: Version, Protocol: engine.Protoc
 engine: openai
 options:
   base_url: https://api.openai.com/v1
-  api_key: "{env.OPENAI_API_KEY}"
+  api_key: secret:openai_key # a secret the config declares, or the key itself
   model: gpt-4o-mini
 scaling:
   min: 1
