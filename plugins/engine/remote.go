@@ -14,6 +14,8 @@ import (
 type Remote struct {
 	// Client sends the probes; nil: a client of its own.
 	Client *http.Client
+	// Now is the clock that says when a probe is due; nil: time.Now.
+	Now func() time.Time
 
 	mu       sync.Mutex
 	replicas map[string]*remoteReplica
@@ -55,13 +57,18 @@ func (e *Remote) Status(ctx context.Context, id string) (Status, error) {
 		e.mu.Unlock()
 		return Status{}, ErrUnknownReplica
 	}
-	due := r.probe.Interval > 0 && !r.busy && time.Since(r.last.At) >= r.probe.Interval
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	due := r.probe.Interval > 0 && !r.busy && (r.last.At.IsZero() || now().Sub(r.last.At) >= r.probe.Interval)
 	if due {
 		r.busy = true
 	}
 	e.mu.Unlock()
 	if due {
 		res := r.probe.Check(ctx, e.Client)
+		res.At = now()
 		e.mu.Lock()
 		r.busy = false
 		if ctx.Err() == nil { // a cancelled Status tells nothing of the provider
