@@ -205,6 +205,9 @@ func checkEngineList(t *testing.T, g *gateway) {
 		if !ok || !notHere && (e.Error != "" || len(e.Options) == 0 || e.Version == "") {
 			t.Errorf("engine %s: got %+v, want it listed with its options", typ, e)
 		}
+		if e.Error == "" && e.Example == "" {
+			t.Errorf("engine %s has no example model", typ)
+		}
 		if e.Running != (typ == "sim") {
 			t.Errorf("engine %s: running %v", typ, e.Running)
 		}
