@@ -124,7 +124,7 @@ func getEngines(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	types := enginelist.Installed(slices.Collect(maps.Keys(firstParty)), slices.Collect(maps.Keys(a.Engines)), a.PluginDir)
-	return writeJSON(w, enginelist.List(r.Context(), types, enginelist.Source{Command: a.engineCommand,
+	return writeJSON(w, enginelist.List(r.Context(), types, enginelist.Source{Command: a.engineCommand, Cache: a.described,
 		Running: func(typ string) (engine.Info, int, bool) {
 			if p, ok := a.engines.get(typ); ok {
 				return p.Info(), p.PID(), true

@@ -40,6 +40,46 @@ func Installed(builtIn, configured []string, dir string) []string {
 	return slices.Compact(types)
 }
 
+// DescribeTTL is how long what an engine that is not running said of
+// itself is kept: its plugin file is not run again for every list.
+const DescribeTTL = time.Minute
+
+// Cache keeps what engines that are not running said of themselves, by
+// command. The zero value is ready to use.
+type Cache struct {
+	mu sync.Mutex
+	m  map[string]described
+}
+
+type described struct {
+	info engine.Info
+	err  error
+	at   time.Time
+}
+
+// describe runs host.Describe unless the same command answered within
+// DescribeTTL.
+func (c *Cache) describe(ctx context.Context, argv []string, sum string) (engine.Info, error) {
+	key := strings.Join(argv, "\x00") + "\x00" + sum
+	c.mu.Lock()
+	d, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && time.Since(d.at) < DescribeTTL {
+		return d.info, d.err
+	}
+	info, err := host.Describe(ctx, argv, sum)
+	if ctx.Err() != nil {
+		return info, err // cut short: not the engine's answer
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]described{}
+	}
+	c.m[key] = described{info: info, err: err, at: time.Now()}
+	return info, err
+}
+
 // Source is how an engine type is learnt about.
 type Source struct {
 	// Running returns the Info and process id of the type's plugin when
@@ -47,6 +87,8 @@ type Source struct {
 	Running func(typ string) (engine.Info, int, bool)
 	// Command returns how to run the type's plugin and its sha256.
 	Command func(typ string) (argv []string, sum string, err error)
+	// Cache keeps what plugins that are not running said; nil: none.
+	Cache *Cache
 }
 
 // List describes each of types: a running one by its plugin, the others
@@ -68,7 +110,10 @@ func List(ctx context.Context, types []string, src Source) []llmapi.EngineStatus
 			out[i] = llmapi.EngineStatus{Type: typ}
 			argv, sum, err := src.Command(typ)
 			var info engine.Info
-			if err == nil {
+			switch {
+			case err == nil && src.Cache != nil:
+				info, err = src.Cache.describe(ctx, argv, sum)
+			case err == nil:
 				info, err = host.Describe(ctx, argv, sum)
 			}
 			if err != nil {

@@ -65,3 +65,24 @@ func TestList(t *testing.T) {
 		t.Errorf("a plugin with another sha256: got %+v", got[0])
 	}
 }
+
+// With a cache, a plugin file is run once for lists within DescribeTTL.
+func TestListCache(t *testing.T) {
+	dir := t.TempDir()
+	plugin, runs := filepath.Join(dir, "llmgw-engine-x"), filepath.Join(dir, "runs")
+	script := "#!/bin/sh\necho run >> " + runs + "\necho '{\"type\":\"x\",\"version\":\"1\"}'\n"
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Cache: &Cache{},
+		Running: func(string) (engine.Info, int, bool) { return engine.Info{}, 0, false },
+		Command: func(string) ([]string, string, error) { return []string{plugin}, "", nil }}
+	for range 3 {
+		if got := List(context.Background(), []string{"x"}, src); got[0].Version != "1" {
+			t.Fatalf("got %+v", got[0])
+		}
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "run\n" {
+		t.Errorf("the plugin ran %q, want once", b)
+	}
+}
