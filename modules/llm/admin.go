@@ -81,7 +81,7 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 		case "restart":
 			return a.restartModel(w, r, name)
 		case "test":
-			return a.testModel(w, name)
+			return a.testModel(w, r, name)
 		}
 		return a.modelAction(w, r, name, action)
 	}
