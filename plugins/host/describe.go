@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -13,7 +14,8 @@ import (
 
 // Describe runs an engine plugin that is not running with the argument
 // describe and reads its Info (see engine.Serve), checking the file's
-// sha256 first when sum is set. ctx bounds the run.
+// sha256 first when sum is set. ctx bounds the run. An engine that cannot
+// run here (its server's binary is missing) returns its Info and why.
 func Describe(ctx context.Context, argv []string, sum string) (engine.Info, error) {
 	if len(argv) == 0 {
 		return engine.Info{}, fmt.Errorf("describing an engine: no command")
@@ -30,14 +32,19 @@ func Describe(ctx context.Context, argv []string, sum string) (engine.Info, erro
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:len(argv):len(argv)], "describe")...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return engine.Info{}, fmt.Errorf("%s describe: %w: %s", argv[0], err, bound(strings.TrimSpace(stderr.String())))
+	runErr := cmd.Run()
+	var d engine.Described
+	if err := json.Unmarshal(stdout.Bytes(), &d); err != nil || d.Type == "" {
+		if runErr != nil {
+			return engine.Info{}, fmt.Errorf("%s describe: %w: %s", argv[0], runErr, bound(strings.TrimSpace(stderr.String())))
+		}
+		return engine.Info{}, fmt.Errorf("%s describe did not answer with JSON: %v", argv[0], err)
 	}
-	var info engine.Info
-	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
-		return engine.Info{}, fmt.Errorf("%s describe did not answer with JSON: %w", argv[0], err)
+	if d.Error != "" {
+		// It names itself and its options, and why it cannot run here.
+		return d.Info, errors.New(d.Error)
 	}
-	return info, nil
+	return d.Info, runErr
 }
 
 // bound keeps at most 256 bytes of a plugin's message.

@@ -116,11 +116,12 @@ func List(ctx context.Context, types []string, src Source) []llmapi.EngineStatus
 			case err == nil:
 				info, err = host.Describe(ctx, argv, sum)
 			}
+			if info.Type != "" {
+				out[i] = status(typ, info) // its options, even when it cannot run here
+			}
 			if err != nil {
 				out[i].Error = err.Error()
-				return
 			}
-			out[i] = status(typ, info)
 		}()
 	}
 	wg.Wait()
