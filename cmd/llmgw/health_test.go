@@ -176,6 +176,9 @@ func TestAddModelChecks(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Errorf("a sim model with numbers and a boolean for options: %d %s", code, raw)
 	}
+	if code, raw := adminDo(t, g, "POST", "/llm/models/simnum/settings", `{"options":{"max_tokens":20}}`); code != http.StatusOK {
+		t.Errorf("changing an option to a number: %d %s", code, raw)
+	}
 
 	file := filepath.Join(t.TempDir(), "model.yaml")
 	yaml := fmt.Sprintf("name: fromyaml\nengine: openai\noptions:\n  base_url: %s/v1\n  api_key: %s\n  model: 50\nscaling:\n  min: 1\n  max: 50\n", provider, standinKey)
