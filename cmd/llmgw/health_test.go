@@ -99,17 +99,17 @@ func TestProviderHealth(t *testing.T) {
 		}
 	}
 
-	deadM := waitModelState(t, g, "dead", "failing", 10*time.Second)
+	deadM := waitModelState(t, g, "dead", "failing", 20*time.Second)
 	wantWhy := "unreachable: GET " + dead + "/models: "
 	if !strings.Contains(deadM.Reason, wantWhy) || !strings.Contains(deadM.Reason, "check base_url") ||
 		len(deadM.Replicas) != 1 || deadM.Replicas[0].State != "failing" || deadM.Replicas[0].Reason != deadM.Reason {
 		t.Errorf("dead provider: got %+v, want failing with %q", deadM, wantWhy)
 	}
-	wrong := waitModelState(t, g, "wrongkey", "failing", 10*time.Second)
+	wrong := waitModelState(t, g, "wrongkey", "failing", 20*time.Second)
 	if !strings.Contains(wrong.Reason, "the provider refused the key: GET "+provider+"/v1/models answered 401; check api_key") {
 		t.Errorf("wrong key: got %q", wrong.Reason)
 	}
-	live := waitModelState(t, g, "live", "ready", 10*time.Second)
+	live := waitModelState(t, g, "live", "ready", 20*time.Second)
 	if live.Replicas[0].State != "ready" || live.Reason != "" {
 		t.Errorf("live provider: got %+v", live)
 	}
@@ -188,7 +188,7 @@ func TestAddModelChecks(t *testing.T) {
 	if out, err := ctlRun(t, g, "model", "add", "-f", file); err != nil {
 		t.Errorf("ctl model add of a YAML file with numbers: %v\n%s", err, out)
 	}
-	waitModelState(t, g, "fromyaml", "ready", 10*time.Second)
+	waitModelState(t, g, "fromyaml", "ready", 20*time.Second)
 }
 
 // checkEngineList: GET /llm/engines lists every built-in engine, running
