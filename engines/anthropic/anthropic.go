@@ -40,11 +40,21 @@ var info = engine.Info{Type: "anthropic", Version: Version, Protocol: engine.Pro
 	Formats:      []string{"remote"},
 	Options: []engine.Option{
 		{Name: "base_url", Description: "the provider's API; default " + DefaultBaseURL},
-		{Name: "api_key", Description: "sent as x-api-key; several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; use a placeholder such as {env.ANTHROPIC_API_KEY}"},
+		{Name: "api_key", Secret: true, Description: "sent as x-api-key; several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; in the config file use a placeholder such as {env.ANTHROPIC_API_KEY}; added at run time, the key itself or secret:NAME (a secret the config declares), never shown back"},
 		{Name: "version", Description: "sent as anthropic-version; default " + DefaultVersion},
 		{Name: "beta", Description: "sent as anthropic-beta, such as a comma-separated list of beta features; default: none"},
 		{Name: "model", Description: "the provider's name for the model, such as claude-sonnet-4-5; default: the catalog name"},
+		engine.ProbeIntervalOption,
 	},
+	Example: `name: claude-sonnet
+engine: anthropic
+options:
+  api_key: secret:anthropic_key # a secret the config declares, or the key itself
+  model: claude-sonnet-4-5
+scaling:
+  min: 1
+  max: 1
+`,
 }
 
 // Info describes the engine.
@@ -84,6 +94,10 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 		headers["anthropic-beta"] = b
 	}
 	rep := engine.Replica{ID: spec.ReplicaID, BaseURL: base, Headers: headers, UpstreamModel: spec.Options["model"]}
-	e.Add(spec.ReplicaID)
+	interval, err := engine.ProbeInterval(spec.Options)
+	if err != nil {
+		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
+	}
+	e.Watch(spec.ReplicaID, engine.ProbeFor(rep, interval))
 	return rep, nil
 }

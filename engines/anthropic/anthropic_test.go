@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,7 +13,16 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	opts := enginetest.Options{Spec: engine.ReplicaSpec{Model: "m", Options: map[string]string{"api_key": "k"}}}
+	// A stand-in for Anthropic's API: it lists models for key k.
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("x-api-key") != "k" || r.Header.Get("anthropic-version") == "" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":[]}`))
+	}))
+	t.Cleanup(provider.Close)
+	opts := enginetest.Options{Spec: engine.ReplicaSpec{Model: "m", Options: map[string]string{"api_key": "k", "base_url": provider.URL + "/v1"}}}
 	t.Run("direct", func(t *testing.T) { enginetest.Run(t, New(), opts) })
 	t.Run("grpc", func(t *testing.T) { enginetest.Run(t, enginetest.OverGRPC(t, New()), opts) })
 }
@@ -26,7 +37,7 @@ func TestInfo(t *testing.T) {
 		names = append(names, o.Name)
 	}
 	if info.Type != "anthropic" || !cmp.Equal(info.Capabilities, []string{engine.CapMessages}) || !cmp.Equal(info.Formats, []string{"remote"}) ||
-		!cmp.Equal(names, []string{"base_url", "api_key", "version", "beta", "model"}) {
+		!cmp.Equal(names, []string{"base_url", "api_key", "version", "beta", "model", "probe_interval"}) {
 		t.Errorf("got %+v", info)
 	}
 }

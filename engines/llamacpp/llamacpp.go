@@ -66,6 +66,17 @@ var info = engine.Info{Type: "llamacpp", Version: Version, Protocol: engine.Prot
 	// llama-server's listen address (a host ending in .sock is a Unix
 	// socket) and port; neither has a short form.
 	ReservedArgs: []string{"--host", "--port"},
+	Example: `name: qwen-small
+engine: llamacpp
+source: mirror://qwen2.5-0.5b/v1
+context_length: 4096
+resources:
+  memory: 2147483648
+  cores: 4
+scaling:
+  min: 1
+  max: 2
+`,
 }
 
 // CheckWeights refuses sources llama-server cannot load: anything but a

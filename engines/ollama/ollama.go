@@ -65,6 +65,15 @@ var info = engine.Info{Type: "ollama", Version: Version, Protocol: engine.Protoc
 		{Name: "flash_attention", Type: engine.TypeBool, Description: "run attention without materialising it (OLLAMA_FLASH_ATTENTION); with many slots of long prompts on CPUs, each slot's attention then costs its own tokens, not every used cell's"},
 		{Name: "kv_cache_type", Description: "the K/V cache's type: f16 (Ollama's default), q8_0 or q4_0 (OLLAMA_KV_CACHE_TYPE; needs flash_attention)"},
 	},
+	Example: `name: qwen-small
+engine: ollama
+source: mirror://qwen2.5-0.5b/v1
+options:
+  param_temperature: 0.2
+scaling:
+  min: 0
+  max: 1
+`,
 }
 
 // DefaultTemplate is the chat template for GGUF files that carry none:

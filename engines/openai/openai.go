@@ -44,14 +44,25 @@ var info = engine.Info{Type: "openai", Version: Version, Protocol: engine.Protoc
 	Capabilities: []string{engine.CapChat, engine.CapCompletions, engine.CapEmbeddings},
 	Formats:      []string{"remote"},
 	Options: []engine.Option{
-		{Name: "base_url", Description: "the provider's API, such as https://api.openai.com/v1 (required)"},
-		{Name: "api_key", Description: "sent as Authorization: Bearer (or in api_key_header); several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; use a placeholder such as {env.OPENAI_API_KEY}"},
+		{Name: "base_url", Required: true, Example: "https://api.openai.com/v1", Description: "the provider's API, such as https://api.openai.com/v1 (required)"},
+		{Name: "api_key", Secret: true, Description: "sent as Authorization: Bearer (or in api_key_header); several keys separated by commas are used in turn, moving on when the provider answers 401 or 429; in the config file use a placeholder such as {env.OPENAI_API_KEY}; added at run time, the key itself or secret:NAME (a secret the config declares), never shown back"},
 		{Name: "speaks", Description: "APIs the provider serves itself besides chat completions, such as responses (OpenAI does): requests in them pass through unchanged when nothing in the gateway needs their chat form; default: none, they are translated"},
 		{Name: "model", Description: "the provider's name for the model; default: the catalog name"},
 		{Name: "azure_deployment", Description: "Azure OpenAI: the deployment's name; base_url is then the resource's URL, such as https://<resource>.openai.azure.com, and api_version is required"},
 		{Name: "api_version", Description: "Azure OpenAI: sent as the api-version query parameter, such as 2024-10-21; default: none"},
 		{Name: "api_key_header", Description: "the header that carries api_key: Authorization (as Bearer <key>) or another name, such as api-key (the key alone); default: api-key for Azure (azure_deployment set, or a host under .azure.com), else Authorization"},
+		engine.ProbeIntervalOption,
 	},
+	Example: `name: gpt-4o-mini
+engine: openai
+options:
+  base_url: https://api.openai.com/v1
+  api_key: secret:openai_key # a secret the config declares, or the key itself
+  model: gpt-4o-mini
+scaling:
+  min: 1
+  max: 1
+`,
 }
 
 // Start checks the provider settings. Options: base_url (required, e.g.
@@ -88,7 +99,11 @@ func (e *Engine) Start(_ context.Context, spec engine.ReplicaSpec) (engine.Repli
 		}
 		rep.Headers = map[string]string{h: engine.Alternatives(keys)}
 	}
-	e.Add(spec.ReplicaID)
+	interval, err := engine.ProbeInterval(spec.Options)
+	if err != nil {
+		return engine.Replica{}, fmt.Errorf("model %q: %w", spec.Model, err)
+	}
+	e.Watch(spec.ReplicaID, engine.ProbeFor(rep, interval))
 	return rep, nil
 }
 

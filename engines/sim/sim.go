@@ -50,6 +50,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 		Formats:      []string{"sim"},
 		ReservedArgs: []string{"-listen", "--listen", "-context-length", "--context-length", "-weights", "--weights"},
 		ArgFlags:     flags,
+		Example:      "name: demo\nengine: sim\noptions:\n  tokens_per_second: 50\n  max_tokens: 64\nscaling:\n  min: 1\n  max: 2\n",
 	}
 	for _, o := range options {
 		info.Options = append(info.Options, o.Option)

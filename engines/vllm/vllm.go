@@ -61,6 +61,16 @@ var info = engine.Info{Type: "vllm", Version: Version, Protocol: engine.Protocol
 	// vllm serve's listen address, port and Unix socket. Python's argparse
 	// also takes abbreviations (--ho), which CheckArgs refuses too.
 	ReservedArgs: []string{"--host", "--port", "--uds"},
+	Example: `name: llama-8b
+engine: vllm
+source: hf://meta-llama/Llama-3.1-8B-Instruct
+context_length: 8192
+resources:
+  gpus: 1
+scaling:
+  min: 1
+  max: 1
+`,
 }
 
 // pickle are weight formats that run code when loaded.

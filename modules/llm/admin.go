@@ -3,12 +3,15 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/enginelist"
+	"github.com/llmgw/llmgw/plugins/engine"
 )
 
 func init() {
@@ -77,6 +80,8 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 			return a.setModel(w, r, name)
 		case "restart":
 			return a.restartModel(w, r, name)
+		case "test":
+			return a.testModel(w, r, name)
 		}
 		return a.modelAction(w, r, name, action)
 	}
@@ -110,20 +115,22 @@ func getNode(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, a.node.Ledger.Status())
 }
 
+// getEngines lists every engine: those running for a model, and the
+// others installed (built in, configured, plugin files) as they describe
+// themselves.
 func getEngines(w http.ResponseWriter, r *http.Request) error {
 	a, err := current(r)
 	if err != nil {
 		return err
 	}
-	out := []llmapi.EngineStatus{}
-	types, ps := a.engines.all()
-	for i, typ := range types {
-		p := ps[i]
-		i := p.Info()
-		out = append(out, llmapi.EngineStatus{Type: typ, Version: i.Version, PID: p.PID(),
-			Capabilities: i.Capabilities, Formats: i.Formats, Options: i.Options, ReservedArgs: i.ReservedArgs})
-	}
-	return writeJSON(w, out)
+	types := enginelist.Installed(slices.Collect(maps.Keys(firstParty)), slices.Collect(maps.Keys(a.Engines)), a.PluginDir)
+	return writeJSON(w, enginelist.List(r.Context(), types, enginelist.Source{Command: a.engineCommand, Cache: a.described,
+		Running: func(typ string) (engine.Info, int, bool) {
+			if p, ok := a.engines.get(typ); ok {
+				return p.Info(), p.PID(), true
+			}
+			return engine.Info{}, 0, false
+		}}))
 }
 
 func writeJSON(w http.ResponseWriter, v any) error {

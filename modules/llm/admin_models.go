@@ -55,6 +55,16 @@ func (a *App) saveStopped(ctx context.Context) error {
 }
 
 // modelAction answers POST /llm/models/<name>/stop|start.
+// testModel answers POST /llm/models/<name>/test: the model's replicas
+// on this node probed now, as their health checks do (fleet.Test).
+func (a *App) testModel(w http.ResponseWriter, r *http.Request, name string) error {
+	m, err := a.Lookup(name)
+	if err != nil {
+		return apiErr(http.StatusNotFound, "%v", err)
+	}
+	return writeJSON(w, a.v().fleets[m.Name].Test(r.Context(), &http.Client{}))
+}
+
 func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action string) error {
 	m, err := a.Lookup(name)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
+	"github.com/llmgw/llmgw/modules/llm/enginelist"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
@@ -145,13 +146,14 @@ type App struct {
 	// config file are not limited. Default: none.
 	RuntimeHosts []string `json:"runtime_hosts,omitempty"`
 
-	view    *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
-	mu      *sync.Mutex           // serializes runtime model changes; guards the fields below
-	fkeys   map[string]string     // model name → its fleet's pool key
-	engines *engineSet            // engineset.go
-	logger  *zap.Logger
-	ctx     context.Context // the config's: done when it is unloaded
-	cctx    caddy.Context   // the same, to find the other apps at Start
+	view      *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
+	mu        *sync.Mutex           // serializes runtime model changes; guards the fields below
+	fkeys     map[string]string     // model name → its fleet's pool key
+	engines   *engineSet            // engineset.go
+	described *enginelist.Cache     // what engines not running said of themselves (GET /llm/engines)
+	logger    *zap.Logger
+	ctx       context.Context // the config's: done when it is unloaded
+	cctx      caddy.Context   // the same, to find the other apps at Start
 
 	storage       cluster.StateStore // Caddy storage, or Redis in a cluster
 	local         certmagic.Storage
@@ -244,7 +246,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
-	a.engines = newEngineSet()
+	a.engines, a.described = newEngineSet(), &enginelist.Cache{}
 	a.tenants = new(atomic.Pointer[tenancy.Tree])
 	if err := a.loadTenants(ctx); err != nil { // before the keys: runtime projects hold keys
 		return err

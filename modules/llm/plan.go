@@ -1,13 +1,16 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 
 	"go.uber.org/zap"
@@ -25,7 +28,12 @@ import (
 // model in its JSON shape.
 func decodeModel(w http.ResponseWriter, r *http.Request) (*catalog.Model, error) {
 	var m catalog.Model
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxModelBody))
+	if err != nil {
+		return nil, apiErr(http.StatusBadRequest, "reading the model: %v", err)
+	}
+	// A number where a string goes (an option's 50) is that string.
+	dec := json.NewDecoder(bytes.NewReader(jsonerr.Lenient(body, reflect.TypeOf(m))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, apiErr(http.StatusBadRequest, "the body must be a model in JSON, as in the config's apps.llm.models: %s", jsonerr.Describe(err))

@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"reflect"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -239,7 +242,11 @@ type ModelSettings struct {
 // resources to the next placement. Replicas keep running.
 func (a *App) setModel(w http.ResponseWriter, r *http.Request, name string) error {
 	var st ModelSettings
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxModelBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxModelBody))
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "reading the settings: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(jsonerr.Lenient(body, reflect.TypeOf(st)))) // an option's 50 is "50"
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
 		return apiErr(http.StatusBadRequest, `the body must be like {"class":"critical","owner":"acme/research","fallbacks":["b"],"canary":{"model":"m2","share":0.1}}: %s`, jsonerr.Describe(err))

@@ -38,7 +38,7 @@ func (c *ctl) models() *cobra.Command {
 func (c *ctl) model() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
 	cmd.AddCommand(c.modelPlan())
-	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter())
+	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest())
 	cmd.AddCommand(c.modelUpdateCommands()...)
 	cmd.AddCommand(c.modelStopStart()...)
 	return cmd

@@ -48,7 +48,8 @@ func (c *ctl) replicaList() *cobra.Command {
 		}}
 }
 
-// engines is "llmgw ctl engines": the engine plugins, sorted by type.
+// engines is "llmgw ctl engines": every engine, running (for a model)
+// or installed, or why it cannot run here, sorted by type.
 func (c *ctl) engines() *cobra.Command {
 	return &cobra.Command{Use: "engines", Short: "Lists the engine plugins", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -59,9 +60,16 @@ func (c *ctl) engines() *cobra.Command {
 			sort.Slice(es, func(i, j int) bool { return es[i].Type < es[j].Type })
 			var rows [][]string
 			for _, e := range es {
-				rows = append(rows, []string{e.Type, e.Version, fmt.Sprint(e.PID), strings.Join(e.Capabilities, ","), strings.Join(e.Formats, ",")})
+				state, pid := "installed", "-"
+				switch {
+				case e.Running:
+					state, pid = "running", fmt.Sprint(e.PID)
+				case e.Error != "":
+					state = "cannot run"
+				}
+				rows = append(rows, []string{e.Type, e.Version, state, pid, strings.Join(e.Capabilities, ","), strings.Join(e.Formats, ","), e.Error})
 			}
-			c.table("ENGINE\tVERSION\tPID\tCAPABILITIES\tFORMATS", rows)
+			c.table("ENGINE\tVERSION\tSTATE\tPID\tCAPABILITIES\tFORMATS\tNOTE", rows)
 			return nil
 		}}
 }

@@ -16,8 +16,10 @@ func TestReplicasAndEngines(t *testing.T) {
 		}}}},
 		"POST /llm/replicas/chat-1/restart": {body: map[string]any{}},
 		"GET /llm/engines": {body: []llmapi.EngineStatus{
-			{Type: "sim", Version: "1.0", PID: 7, Capabilities: []string{"chat"}, Formats: []string{"sim"}},
-			{Type: "llamacpp", Version: "b100", PID: 8, Capabilities: []string{"chat", "embeddings"}, Formats: []string{"gguf"}},
+			{Type: "sim", Version: "1.0", PID: 7, Capabilities: []string{"chat"}, Formats: []string{"sim"}, Running: true},
+			{Type: "llamacpp", Version: "b100", PID: 8, Capabilities: []string{"chat", "embeddings"}, Formats: []string{"gguf"}, Running: true},
+			{Type: "openai", Version: "0.1.0", Capabilities: []string{"chat"}, Formats: []string{"remote"}},
+			{Type: "vllm", Error: "vllm not found on PATH"},
 		}},
 	})
 	out, _, err := run(t, a, "replicas")
@@ -36,8 +38,10 @@ func TestReplicasAndEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "ctl engines", out, lines(
-		"ENGINE    VERSION  PID  CAPABILITIES     FORMATS",
-		"llamacpp  b100     8    chat,embeddings  gguf",
-		"sim       1.0      7    chat             sim"))
+		"ENGINE    VERSION  STATE       PID  CAPABILITIES     FORMATS  NOTE",
+		"llamacpp  b100     running     8    chat,embeddings  gguf     ",
+		"openai    0.1.0    installed   -    chat             remote   ",
+		"sim       1.0      running     7    chat             sim      ",
+		"vllm               cannot run  -                              vllm not found on PATH"))
 	checkSent(t, a, "GET /llm/models", "POST /llm/replicas/chat-1/restart", "GET /llm/engines")
 }

@@ -146,7 +146,9 @@ func startRouterApp(t testing.TB, app map[string]any, router string, models ...m
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	var ms []map[string]any
 	for _, m := range models {
-		opts := map[string]string{"base_url": m.baseURL}
+		// Probing off: these tests send requests to providers that fail
+		// on purpose, before any health check would have marked them.
+		opts := map[string]string{"base_url": m.baseURL, "probe_interval": "0"}
 		if m.apiKey != "" {
 			opts["api_key"] = m.apiKey
 		}

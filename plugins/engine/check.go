@@ -34,12 +34,15 @@ func (i Info) option(name string) (Option, bool) {
 	return Option{}, false
 }
 
-// CheckOptions refuses an option the engine does not declare, or a value
-// not of the option's type. An engine that declares no options is not
-// checked.
+// CheckOptions refuses an option the engine does not declare, a value
+// not of the option's type, or a model without a required option. An
+// engine that declares no options is not checked.
 func (i Info) CheckOptions(opts map[string]string) error {
 	if len(i.Options) == 0 {
 		return nil
+	}
+	if err := i.checkRequired(opts); err != nil {
+		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		o, ok := i.option(k)
@@ -49,6 +52,22 @@ func (i Info) CheckOptions(opts map[string]string) error {
 		if err := checkValue(o.Type, opts[k]); err != nil {
 			return fmt.Errorf("engine %s option %s: %w", i.Type, k, err)
 		}
+	}
+	return nil
+}
+
+// checkRequired refuses options without a required one (empty counts as
+// missing).
+func (i Info) checkRequired(opts map[string]string) error {
+	for _, o := range i.Options {
+		if !o.Required || strings.HasSuffix(o.Name, "*") || strings.TrimSpace(opts[o.Name]) != "" {
+			continue
+		}
+		hint := ""
+		if o.Example != "" {
+			hint = ", such as " + o.Example
+		}
+		return fmt.Errorf("engine %s needs option %s%s; set it in the model's options (%s)", i.Type, o.Name, hint, o.Description)
 	}
 	return nil
 }

@@ -89,3 +89,35 @@ func TestCheckErrorsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A model without a required option is refused with the option's name,
+// an example and what it is for; a placeholder counts as set.
+func TestCheckOptionsRequired(t *testing.T) {
+	info := Info{Type: "openai", Options: []Option{
+		{Name: "base_url", Required: true, Example: "https://api.openai.com/v1", Description: "the provider's API"},
+		{Name: "api_key", Secret: true},
+	}}
+	for _, tc := range []struct {
+		name string
+		opts map[string]string
+		want string // "" = accepted
+	}{
+		{"missing", map[string]string{"api_key": "k"}, "engine openai needs option base_url, such as https://api.openai.com/v1; set it in the model's options (the provider's API)"},
+		{"empty", map[string]string{"base_url": " "}, "needs option base_url"},
+		{"set", map[string]string{"base_url": "http://x/v1"}, ""},
+		{"placeholder", map[string]string{"base_url": "{env.BASE}"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := info.CheckOptions(tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want accepted", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}

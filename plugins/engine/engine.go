@@ -59,7 +59,13 @@ const (
 	StateReady    = "ready"
 	StateFailed   = "failed"
 	StateExited   = "exited"
-	StateUnknown  = "unknown"
+	// StateFailing: the replica exists but does not serve now (an outside
+	// provider that does not answer, or refuses its key); Message says
+	// why. The gateway keeps it, sends it no request, and uses it again
+	// once Status says ready. Gateways older than this state took it for
+	// ready.
+	StateFailing = "failing"
+	StateUnknown = "unknown"
 )
 
 // ErrUnknownReplica is returned by Status and Stop for an id the engine
@@ -102,6 +108,9 @@ type Info struct {
 	// ArgFlags, when set, are the only flags a model's args may carry
 	// (values after them are not checked). Empty: any flag not reserved.
 	ArgFlags []string `json:"arg_flags,omitempty"`
+	// Example is a model of this engine, as YAML (the admin API's model
+	// shape), shown to operators who add one.
+	Example string `json:"example,omitempty"`
 }
 
 // Option is one engine-specific model option.
@@ -113,6 +122,14 @@ type Option struct {
 	Type string `json:"type,omitempty"`
 	// Description for operators: what it does, its default.
 	Description string `json:"description,omitempty"`
+	// Required: a model of this engine must set it; the gateway refuses
+	// one without it when it is added or loaded.
+	Required bool `json:"required,omitempty"`
+	// Secret: its value is a credential (a key). The gateway never shows
+	// it back, and forms ask for it in a password field.
+	Secret bool `json:"secret,omitempty"`
+	// Example is a value to show, such as https://api.openai.com/v1.
+	Example string `json:"example,omitempty"`
 }
 
 // Option value types.

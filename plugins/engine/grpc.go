@@ -39,9 +39,10 @@ func (g *grpcClient) Info(ctx context.Context) (Info, error) {
 		return Info{}, fromStatus(err)
 	}
 	info := Info{Type: r.Type, Version: r.Version, Protocol: ProtocolVersion,
-		Capabilities: r.Capabilities, Formats: r.Formats, ReservedArgs: r.ReservedArgs, ArgFlags: r.ArgFlags}
+		Capabilities: r.Capabilities, Formats: r.Formats, ReservedArgs: r.ReservedArgs, ArgFlags: r.ArgFlags, Example: r.Example}
 	for _, o := range r.Options {
-		info.Options = append(info.Options, Option{Name: o.GetName(), Type: o.GetType(), Description: o.GetDescription()})
+		info.Options = append(info.Options, Option{Name: o.GetName(), Type: o.GetType(), Description: o.GetDescription(),
+			Required: o.GetRequired(), Secret: o.GetSecret(), Example: o.GetExample()})
 	}
 	return info, nil
 }
@@ -118,9 +119,10 @@ func (g *grpcServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoRespo
 		return nil, toStatus(err)
 	}
 	r := &pb.InfoResponse{Type: i.Type, Version: i.Version, Capabilities: i.Capabilities, Formats: i.Formats,
-		ReservedArgs: i.ReservedArgs, ArgFlags: i.ArgFlags}
+		ReservedArgs: i.ReservedArgs, ArgFlags: i.ArgFlags, Example: i.Example}
 	for _, o := range i.Options {
-		r.Options = append(r.Options, &pb.Option{Name: o.Name, Type: o.Type, Description: o.Description})
+		r.Options = append(r.Options, &pb.Option{Name: o.Name, Type: o.Type, Description: o.Description,
+			Required: o.Required, Secret: o.Secret, Example: o.Example})
 	}
 	return r, nil
 }

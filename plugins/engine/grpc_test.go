@@ -22,8 +22,9 @@ func (infoOnly) Stop(context.Context, string, time.Duration) error { return nil 
 // Info's declarations cross the plugin protocol whole.
 func TestInfoOverGRPC(t *testing.T) {
 	want := Info{Type: "x", Version: "1", Protocol: ProtocolVersion, Capabilities: []string{CapChat}, Formats: []string{"gguf"},
-		Options:      []Option{{Name: "ttft", Type: TypeDuration, Description: "time to first token"}, {Name: "param_*"}},
-		ReservedArgs: []string{"--host", "--port"}, ArgFlags: []string{"--ttft"}}
+		Options: []Option{{Name: "ttft", Type: TypeDuration, Description: "time to first token"}, {Name: "param_*"},
+			{Name: "base_url", Required: true, Example: "https://api.example.com/v1"}, {Name: "api_key", Secret: true}},
+		ReservedArgs: []string{"--host", "--port"}, ArgFlags: []string{"--ttft"}, Example: "name: x\nengine: x\n"}
 	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &GRPCPlugin{Impl: infoOnly{want}}})
 	t.Cleanup(func() { _ = client.Close() })
 	raw, err := client.Dispense(PluginName)

@@ -85,12 +85,31 @@ func watchGateway(impl Engine) {
 	}()
 }
 
-// Describe writes impl's Info as one line of JSON.
+// Described is what describe prints: the engine's Info and, when it
+// cannot run here (its server's binary is missing), why.
+type Described struct {
+	Info
+	Error string `json:"error,omitempty"`
+}
+
+// Describe writes impl's Info as one line of JSON. When Info fails but
+// still names the engine, the line carries the Info and the error, and
+// the error is returned too (the command exits 1).
 func Describe(impl Engine, w io.Writer) error {
 	info, err := impl.Info(context.Background())
-	if err != nil {
+	if err != nil && info.Type == "" {
 		return fmt.Errorf("describing engine: %w", err)
 	}
 	info.Protocol = ProtocolVersion
-	return json.NewEncoder(w).Encode(info)
+	d := Described{Info: info}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	if werr := json.NewEncoder(w).Encode(d); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fmt.Errorf("describing engine: %w", err)
+	}
+	return nil
 }

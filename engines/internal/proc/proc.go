@@ -480,13 +480,12 @@ func (s *Servers) Init(logger hclog.Logger, name, typ string, startTimeout time.
 	s.Bin, s.BinErr = FindBin(os.Getenv("LLMGW_ENGINE_BIN"), name, typ)
 }
 
-// Describe returns info, or why the engine server's binary is missing.
+// Describe returns info, and why the engine server's binary is missing:
+// the engine cannot run, and says what it would take (engine.Describe
+// shows both).
 func (s *Servers) Describe(info engine.Info) (engine.Info, error) {
-	if s.BinErr != nil {
-		return engine.Info{}, s.BinErr
-	}
 	info.Protocol = engine.ProtocolVersion
-	return info, nil
+	return info, s.BinErr
 }
 
 // Status reports a replica's state.

@@ -2,6 +2,7 @@ package jsonerr
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,29 @@ func TestDescribe(t *testing.T) {
 				t.Fatalf("got %q: it names Go types", got)
 			}
 		})
+	}
+}
+
+// Numbers and booleans where strings are wanted become strings; numbers
+// where numbers are wanted stay numbers, exact.
+func TestLenient(t *testing.T) {
+	type scaling struct {
+		Max *int `json:"max,omitempty"`
+	}
+	type model struct {
+		Name    string            `json:"name"`
+		Options map[string]string `json:"options,omitempty"`
+		Args    []string          `json:"args,omitempty"`
+		Scaling *scaling          `json:"scaling,omitempty"`
+		Share   float64           `json:"share"`
+	}
+	in := `{"name":7,"options":{"max_tokens":50,"on":true,"rate":0.25,"s":"x"},"args":["--n",4],"scaling":{"max":50},"share":12345678901234567890,"other":1}`
+	got := string(Lenient([]byte(in), reflect.TypeOf(model{})))
+	want := `{"args":["--n","4"],"name":"7","options":{"max_tokens":"50","on":"true","rate":"0.25","s":"x"},"other":1,"scaling":{"max":50},"share":12345678901234567890}`
+	if got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if got := string(Lenient([]byte(`{"name":`), reflect.TypeOf(model{}))); got != `{"name":` {
+		t.Errorf("not JSON: got %s, want it unchanged", got)
 	}
 }

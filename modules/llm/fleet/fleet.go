@@ -62,6 +62,7 @@ type Replica struct {
 	epoch     atomic.Uint64
 	healthURL string
 	state     atomic.Value // State
+	reason    atomic.Value // string: why it is failing (health.go)
 	inflight  atomic.Int64
 	lastUsed  atomic.Int64 // unix nanos
 	// suspect (unix nanos) is until when a replica a request could not
@@ -330,7 +331,8 @@ func (f *Fleet) pickLocked(sel Selector, avoid *Replica) *Replica {
 			f.wantMore = true
 			f.opts.Node.wantMore()
 		}
-	case busy && len(f.replicas)+f.starting < f.Model().Scaling.MaxReplicas() && f.canStartLocked():
+	case busy && len(f.replicas)+f.starting < f.Model().Scaling.MaxReplicas() && f.canStartLocked() && f.failingLocked() == "":
+		// (A provider known failing gets no second replica of itself.)
 		f.startLocked()
 	}
 	if len(ready) == 0 {
@@ -369,6 +371,9 @@ func (f *Fleet) unavailableLocked() error {
 		if f.planWhy != "" {
 			return &NoCapacityError{Model: f.Model().Name, Reason: f.planWhy, RetryAfter: 10 * time.Second}
 		}
+	}
+	if why := f.failingLocked(); why != "" {
+		return &NoCapacityError{Model: f.Model().Name, Reason: "its provider is failing: " + why, RetryAfter: 10 * time.Second}
 	}
 	if !f.clustered && f.waitFor != "" && f.starting == 0 && len(f.replicas) == 0 {
 		return &NoCapacityError{Model: f.Model().Name, Reason: f.waitFor, RetryAfter: 10 * time.Second}

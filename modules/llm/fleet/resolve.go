@@ -42,7 +42,7 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 	}
 	for _, r := range slices.Concat(f.replicas, f.opts.Node.Draining(m.Name)) {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: f.node,
-			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
+			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started, Reason: r.Reason()})
 	}
 	for _, r := range f.remote {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: r.Node,
@@ -53,6 +53,8 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 		s.State, s.Reason = "stopped", "an administrator stopped it"
 	case m.Scaling.Kept():
 		s.State, s.Reason = "stopped", keptReason(m.Name)
+	case f.failingLocked() != "":
+		s.State, s.Reason = "failing", f.failingLocked()
 	case len(f.replicas) > 0 || len(f.remote) > 0:
 		s.State = "ready"
 		// Why it has fewer than it should (an owner's capacity, say).

@@ -109,6 +109,8 @@ func (f *Fleet) check(r *Replica) string {
 			return st.State
 		}
 		return st.Message
+	case st.State == engine.StateFailing || r.State() == ReplicaFailing:
+		f.health(r, st)
 	}
 	if r.suspect.Load() != 0 {
 		if !f.Reachable(r) {

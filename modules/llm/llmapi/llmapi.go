@@ -20,6 +20,14 @@ type EngineStatus struct {
 	Options []engine.Option `json:"options,omitempty"`
 	// ReservedArgs are the server flags a model's args must not carry.
 	ReservedArgs []string `json:"reserved_args,omitempty"`
+	// Example is a model of the engine, as YAML in the shape of POST
+	// /llm/models.
+	Example string `json:"example,omitempty"`
+	// Running is false for an engine that is installed (built in, or a
+	// plugin file) but whose plugin runs for no model now; Error says why
+	// it could not be asked, if it could not.
+	Running bool   `json:"running"`
+	Error   string `json:"error,omitempty"`
 }
 
 // KeyPage is a page of GET /llm/keys?limit=…&after=…&q=…&under=…:
@@ -344,6 +352,30 @@ type ReplicaStatus struct {
 	GPUs     []int     `json:"gpus,omitempty"` // the GPU devices it holds
 	Inflight int64     `json:"inflight"`
 	Started  time.Time `json:"started"`
+	// Reason says why a failing replica (an outside provider that does
+	// not answer, refuses its key or fails) gets no request.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ModelTest is the answer of POST /llm/models/{name}/test: what probing
+// each of the model's replicas on this node found. OK is true when one of
+// them serves; Reason says why none does.
+type ModelTest struct {
+	Model    string        `json:"model"`
+	OK       bool          `json:"ok"`
+	Reason   string        `json:"reason,omitempty"`
+	Replicas []ReplicaTest `json:"replicas"`
+}
+
+// ReplicaTest is one probe of a replica: GET <base URL>/models with its key.
+type ReplicaTest struct {
+	Replica string `json:"replica"`
+	URL     string `json:"url"`              // what was tried (no key in it)
+	Status  int    `json:"status,omitempty"` // the HTTP status; 0: no answer
+	// LatencyMS is how long the answer took, in milliseconds.
+	LatencyMS float64 `json:"latency_ms"`
+	State     string  `json:"state"` // ready or failing
+	Reason    string  `json:"reason,omitempty"`
 }
 
 // AddedModel is the answer of POST /llm/models: the model's status and

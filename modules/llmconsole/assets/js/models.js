@@ -1,35 +1,75 @@
-// Models: state, replicas and their nodes, reasons, canary; add (form or
-// pasted JSON/YAML, the body of POST /llm/models), scale, stop/start,
-// remove; in a model's "Manage" panel: its canary share, a restart
+// Models: state, replicas and their nodes, reasons (an outside provider
+// failing its health check says why), canary; add (a form with the chosen
+// engine's options, secrets in password fields, or pasted JSON/YAML, the
+// body of POST /llm/models), test connection, scale, stop/start, remove; in a model's "Manage" panel: its canary share, a restart
 // without downtime, and its registry updates and rollback.
 import { h, table, armed } from './dom.js';
 import { t, num } from './i18n.js';
 import { api, explain } from './api.js';
 import { parseYAML } from './yaml.js';
 
+// engineFields draws the declared options of the chosen engine as
+// fields (secrets as password fields, never filled from the gateway) and
+// its example model, which fills the paste form.
+function engineFields(e, box, example, paste) {
+  const opts = (e && e.options || []).filter((o) => !o.name.endsWith('*'));
+  box.replaceChildren(...opts.map((o) => {
+    const input = h('input', { id: `model-opt-${o.name}`, 'data-option': o.name, type: o.secret ? 'password' : 'text',
+      autocomplete: o.secret ? 'new-password' : 'off', required: !!o.required, placeholder: o.example || '' });
+    return h('label', { class: 'field option' }, o.required ? `${o.name} *` : o.name, input,
+      o.secret ? h('span', { class: 'muted' }, t('models.option.secret')) : null,
+      o.description ? h('span', { class: 'muted help' }, o.description) : null);
+  }));
+  if (e && e.error) box.append(h('p', { class: 'muted', 'data-field': 'engine-error' }, e.error));
+  const use = h('button', { type: 'button', 'data-act': 'use-example' }, t('models.example.use'));
+  use.addEventListener('click', () => { paste.value = e.example; paste.focus(); });
+  example.replaceChildren(...(e && e.example ? [h('p', { class: 'muted' }, t('models.example', { engine: e.type })),
+    h('pre', { 'data-field': 'engine-example' }, e.example), use] : []));
+}
+
 function addForm(app, done) {
   const name = h('input', { name: 'name', id: 'model-name', required: true });
-  const engine = h('input', { name: 'engine', id: 'model-engine', list: 'engine-list', required: true });
+  const engine = h('input', { name: 'engine', id: 'model-engine', list: 'engine-list', required: true, autocomplete: 'off' });
   const source = h('input', { name: 'source', id: 'model-source' });
   const min = h('input', { name: 'min', id: 'model-min', type: 'number', min: 0, value: 1, class: 'small' });
   const max = h('input', { name: 'max', id: 'model-max', type: 'number', min: 0, value: 1, class: 'small' });
   const list = h('datalist', { id: 'engine-list' });
-  api('GET', '/llm/engines').then((es) => list.replaceChildren(...(es || []).map((e) => h('option', { value: e.type })))).catch(() => {});
+  const options = h('div', { id: 'model-options', class: 'options' });
+  const example = h('div', { id: 'model-example' });
+  const text = h('textarea', { id: 'model-body', spellcheck: 'false', placeholder: 'name: chat\nengine: sim\nscaling:\n  min: 1' });
+  let engines = [];
+  let drawn = '';
+  const chosen = () => {
+    const e = engines.find((x) => x.type === engine.value.trim());
+    if ((e ? e.type : '') === drawn) return;
+    drawn = e ? e.type : '';
+    engineFields(e, options, example, text);
+  };
+  engine.addEventListener('input', chosen);
+  engine.addEventListener('change', chosen);
+  api('GET', '/llm/engines').then((es) => {
+    engines = es || [];
+    list.replaceChildren(...engines.map((e) => h('option', { value: e.type }, e.error ? t('models.engine.notrunnable', { engine: e.type }) : e.type)));
+    drawn = '-';
+    chosen();
+  }).catch(() => {});
   const f = h('form', { class: 'inline', id: 'model-add-form' },
     h('label', { class: 'field' }, t('models.name'), name),
     h('label', { class: 'field' }, t('models.engine'), engine), list,
     h('label', { class: 'field' }, t('models.source'), source),
     h('label', { class: 'field' }, t('models.min'), min),
     h('label', { class: 'field' }, t('models.max'), max),
-    h('button', { type: 'submit', class: 'primary' }, t('models.add')));
+    h('button', { type: 'submit', class: 'primary' }, t('models.add')), options);
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     const body = { name: name.value.trim(), engine: engine.value.trim(), scaling: { min: Number(min.value), max: Number(max.value) } };
     if (source.value.trim()) body.source = source.value.trim();
-    await send(app, body, () => { f.reset(); done(); });
+    for (const input of options.querySelectorAll('[data-option]')) {
+      if (input.value.trim()) (body.options = body.options || {})[input.dataset.option] = input.value.trim();
+    }
+    await send(app, body, () => { f.reset(); drawn = '-'; chosen(); done(); });
   });
 
-  const text = h('textarea', { id: 'model-body', spellcheck: 'false', placeholder: 'name: chat\nengine: sim\nscaling:\n  min: 1' });
   const file = h('input', { type: 'file', id: 'model-file', accept: '.yaml,.yml,.json' });
   file.addEventListener('change', async () => { if (file.files[0]) text.value = await file.files[0].text(); });
   const g = h('form', { id: 'model-paste-form' },
@@ -47,7 +87,7 @@ function addForm(app, done) {
     }
     await send(app, body, () => { g.reset(); done(); });
   });
-  return h('div', { class: 'card', id: 'model-add' }, h('h2', {}, t('models.addtitle')), f, h('p', { class: 'muted' }, t('models.orpaste')), g);
+  return h('div', { class: 'card', id: 'model-add' }, h('h2', {}, t('models.addtitle')), f, example, h('p', { class: 'muted' }, t('models.orpaste')), g);
 }
 
 async function send(app, body, ok) {
@@ -74,10 +114,30 @@ function replicas(m) {
   if (!m.replicas || !m.replicas.length) return h('span', { class: 'muted' }, '–');
   return m.replicas.map((r) => h('div', { class: 'replica' },
     h('span', { class: `state ${r.state}` }, t(`state.${r.state}`)), ' ',
-    r.node ? t('models.on', { node: r.node }) : '', r.inflight ? ` · ${t('models.inflight', { n: r.inflight })}` : ''));
+    r.node ? t('models.on', { node: r.node }) : '', r.inflight ? ` · ${t('models.inflight', { n: r.inflight })}` : '',
+    r.reason ? h('div', { class: 'muted', 'data-field': 'replica-reason' }, r.reason) : null));
 }
 
-function actions(app, m, reload, list, open) {
+// testButton asks the gateway to probe the model's replicas now (POST
+// …/test) and keeps what it found in tests, shown in the model's row.
+function testButton(app, m, tests, reload) {
+  const b = h('button', { type: 'button', 'data-act': 'test' }, t('models.test'));
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      const r = await api('POST', `/llm/models/${encodeURIComponent(m.name)}/test`);
+      const rep = (r.replicas || []).find((x) => x.state === 'ready') || (r.replicas || [])[0];
+      const msg = r.ok ? t('models.test.ok', { name: m.name, status: rep.status, ms: num(rep.latency_ms, 0), url: rep.url })
+        : t('models.test.failed', { name: m.name, reason: r.reason });
+      tests.set(m.name, { ok: r.ok, msg });
+      app.toast(msg, !r.ok);
+      await reload();
+    } catch (e) { app.fail(e); } finally { b.disabled = false; }
+  });
+  return b;
+}
+
+function actions(app, m, reload, list, open, tests) {
   if (!app.may('operate')) return null;
   const act = (path, body) => async () => {
     try { await api('POST', `/llm/models/${encodeURIComponent(m.name)}/${path}`, body); await reload(); } catch (e) { app.fail(e); }
@@ -96,7 +156,7 @@ function actions(app, m, reload, list, open) {
       await reload();
     } catch (e) { app.fail(e); }
   }, { 'data-act': 'remove', disabled: !m.runtime, title: m.runtime ? '' : t('models.configonly') });
-  return [h('div', { class: 'actions' }, min, max, scale, stop, start, remove,
+  return [h('div', { class: 'actions' }, min, max, scale, stop, start, testButton(app, m, tests, reload), remove,
     h('label', { class: 'muted' }, purge, ` ${t('models.purge')}`)), manage(app, m, list, reload, open)];
 }
 
@@ -170,6 +230,7 @@ export async function models(root, app) {
   root.append(box);
   let shown = ''; // the last list drawn, to keep inputs while nothing changed
   const open = new Set(); // models whose Manage panel is open
+  const tests = new Map(); // what Test connection last found, by model
 
   async function refresh(force) {
     const list = await api('GET', '/llm/models');
@@ -182,11 +243,12 @@ export async function models(root, app) {
         m.canary ? h('div', { class: 'muted', 'data-field': 'canary' }, t('models.canary.shown', { canary: m.canary.model, share: num(m.canary.share * 100, 1) })) : null),
       h('td', {}, m.engine, m.source ? h('div', { class: 'muted' }, m.source) : null),
       h('td', {}, h('span', { class: `state ${m.state}`, 'data-state': m.state }, t(`state.${m.state}`)),
-        m.reason ? h('div', { class: 'muted' }, reason(m.reason)) : null),
+        m.reason ? h('div', { class: 'muted', 'data-field': 'reason' }, reason(m.reason)) : null,
+        tests.has(m.name) ? h('div', { class: `test-result ${tests.get(m.name).ok ? 'ok' : 'bad'}`, 'data-field': 'test-result' }, tests.get(m.name).msg) : null),
       h('td', {}, replicas(m)),
       h('td', { class: 'num' }, `${num(m.min, 0)}–${num(m.max, 0)}`),
       h('td', {}, m.class ? t(`class.${m.class}`) : '', m.owner ? h('div', { class: 'muted' }, m.owner) : null),
-      app.may('operate') ? h('td', {}, actions(app, m, () => refresh(true), list, open)) : null));
+      app.may('operate') ? h('td', {}, actions(app, m, () => refresh(true), list, open, tests)) : null));
     const heads = ['col.model', 'col.engine', 'col.state', 'col.replicas', 'col.scaling', 'col.class']
       .concat(app.may('operate') ? ['col.actions'] : []).map((k) => h('th', {}, t(k)));
     box.replaceChildren(rows.length ? table(heads, rows) : h('p', {}, t('models.empty')));

@@ -72,7 +72,9 @@ type InfoResponse struct {
 	// address and port: the gateway chooses them).
 	ReservedArgs []string `protobuf:"bytes,6,rep,name=reserved_args,json=reservedArgs,proto3" json:"reserved_args,omitempty"`
 	// When set, the only flags a model's args may carry.
-	ArgFlags      []string `protobuf:"bytes,7,rep,name=arg_flags,json=argFlags,proto3" json:"arg_flags,omitempty"`
+	ArgFlags []string `protobuf:"bytes,7,rep,name=arg_flags,json=argFlags,proto3" json:"arg_flags,omitempty"`
+	// An example model of this engine, as YAML, for operators' forms.
+	Example       string `protobuf:"bytes,8,opt,name=example,proto3" json:"example,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,12 +158,25 @@ func (x *InfoResponse) GetArgFlags() []string {
 	return nil
 }
 
+func (x *InfoResponse) GetExample() string {
+	if x != nil {
+		return x.Example
+	}
+	return ""
+}
+
 // Option is one engine-specific model option.
 type Option struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // a trailing * names a family: param_*
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // string, integer, number, bool, duration
-	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // a trailing * names a family: param_*
+	Type        string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // string, integer, number, bool, duration
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// A model of this engine must set it (older plugins: never set).
+	Required bool `protobuf:"varint,4,opt,name=required,proto3" json:"required,omitempty"`
+	// Its value is a credential: the gateway never shows it back.
+	Secret bool `protobuf:"varint,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	// A value to show as an example, such as https://api.openai.com/v1.
+	Example       string `protobuf:"bytes,6,opt,name=example,proto3" json:"example,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +228,27 @@ func (x *Option) GetType() string {
 func (x *Option) GetDescription() string {
 	if x != nil {
 		return x.Description
+	}
+	return ""
+}
+
+func (x *Option) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+func (x *Option) GetSecret() bool {
+	if x != nil {
+		return x.Secret
+	}
+	return false
+}
+
+func (x *Option) GetExample() string {
+	if x != nil {
+		return x.Example
 	}
 	return ""
 }
@@ -849,7 +885,7 @@ var File_engine_proto protoreflect.FileDescriptor
 const file_engine_proto_rawDesc = "" +
 	"\n" +
 	"\fengine.proto\x12\x0fllmgw.engine.v1\"\r\n" +
-	"\vInfoRequest\"\xef\x01\n" +
+	"\vInfoRequest\"\x89\x02\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
@@ -857,11 +893,15 @@ const file_engine_proto_rawDesc = "" +
 	"\aformats\x18\x04 \x03(\tR\aformats\x121\n" +
 	"\aoptions\x18\x05 \x03(\v2\x17.llmgw.engine.v1.OptionR\aoptions\x12#\n" +
 	"\rreserved_args\x18\x06 \x03(\tR\freservedArgs\x12\x1b\n" +
-	"\targ_flags\x18\a \x03(\tR\bargFlags\"R\n" +
+	"\targ_flags\x18\a \x03(\tR\bargFlags\x12\x18\n" +
+	"\aexample\x18\b \x01(\tR\aexample\"\xa0\x01\n" +
 	"\x06Option\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xe7\x03\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1a\n" +
+	"\brequired\x18\x04 \x01(\bR\brequired\x12\x16\n" +
+	"\x06secret\x18\x05 \x01(\bR\x06secret\x12\x18\n" +
+	"\aexample\x18\x06 \x01(\tR\aexample\"\xe7\x03\n" +
 	"\fStartRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
