@@ -137,8 +137,8 @@ func TestConsolePages(t *testing.T) {
 		}
 		b.do("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-token")))
 		b.signIn(g.base, "lead-token")
-		if nav := eval[string](b, `[...document.querySelectorAll('#nav a')].map(a => a.dataset.page).join(',')`); nav != "models,keys,usage" {
-			t.Errorf("a tenant admin's pages: got %s, want models,keys,usage", nav)
+		if nav := eval[string](b, `[...document.querySelectorAll('#nav a')].map(a => a.dataset.page).join(',')`); nav != "models,keys,usage,requests,playground" {
+			t.Errorf("a tenant admin's pages: got %s, want models,keys,usage,requests,playground", nav)
 		}
 	})
 	t.Logf("screenshots in %s", b.artefacts)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -506,6 +507,7 @@ func TestRequestLogToolCallsAndRedactedBodies(t *testing.T) {
 	admin := fmt.Sprintf("http://127.0.0.1:%d", g.admin)
 
 	s := mcpClient(t, g.base+"/mcp", "secret-2", false, nil)
+	waitFor(t, 30*time.Second, "the local server's tools", func() bool { return slices.Contains(toolNames(t, s), "local__add") })
 	if _, err := s.CallTool(bg, &mcp.CallToolParams{Name: "local__add", Arguments: map[string]any{"a": 2, "b": 3}}); err != nil {
 		t.Fatalf("tools/call: %v", err)
 	}

@@ -34,7 +34,7 @@ type Bolt struct {
 
 // OpenBolt opens (or makes) the log's file.
 func OpenBolt(path string) (*Bolt, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("opening the request log %s: %w", path, err)
 	}

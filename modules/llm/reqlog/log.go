@@ -41,11 +41,13 @@ func Collectors() []prometheus.Collector {
 // Log takes the requests the handlers hand it and writes them to its
 // store off the request path.
 type Log struct {
-	in    chan *openai.Tracked
-	store Store
-	node  string
-	keep  atomic.Pointer[Retention]
-	log   *zap.Logger
+	in      chan *openai.Tracked
+	open    func() (Store, error)
+	store   atomic.Pointer[Store] // nil until open succeeded
+	opening sync.Mutex            // one open at a time
+	node    string
+	keep    atomic.Pointer[Retention]
+	log     *zap.Logger
 
 	stop     chan struct{}
 	finished chan struct{}
@@ -60,7 +62,10 @@ type Options struct {
 	// Key names the store (its file, or the cluster's stream): configs
 	// with the same key share one Log.
 	Key string
-	// Open opens the store, the first time the key is used.
+	// Open opens the store. The log's goroutine calls it before its
+	// first write, and again until it succeeds: a config that is only
+	// checked (llmgw validate), or a second llmgw on the same data
+	// directory, never waits for the file.
 	Open   func() (Store, error)
 	Node   string
 	Keep   Retention
@@ -71,11 +76,7 @@ type Options struct {
 // o's retention. Release (the returned function) when the config stops.
 func Open(o Options) (*Log, func(), error) {
 	v, _, err := logs.LoadOrNew(o.Key, func() (caddy.Destructor, error) {
-		s, err := o.Open()
-		if err != nil {
-			return nil, err
-		}
-		l := &Log{in: make(chan *openai.Tracked, queueLen), store: s, node: o.Node, log: o.Logger,
+		l := &Log{in: make(chan *openai.Tracked, queueLen), open: o.Open, node: o.Node, log: o.Logger,
 			stop: make(chan struct{}), finished: make(chan struct{})}
 		go l.run()
 		return l, nil
@@ -105,7 +106,28 @@ func (l *Log) Add(t *openai.Tracked) {
 func (l *Log) Destruct() error {
 	l.once.Do(func() { close(l.stop) })
 	<-l.finished
-	return l.store.Close()
+	if s := l.store.Load(); s != nil {
+		return (*s).Close()
+	}
+	return nil
+}
+
+// opened returns the store, opening it if it is not yet.
+func (l *Log) opened() (Store, error) {
+	if s := l.store.Load(); s != nil {
+		return *s, nil
+	}
+	l.opening.Lock()
+	defer l.opening.Unlock()
+	if s := l.store.Load(); s != nil {
+		return *s, nil
+	}
+	s, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	l.store.Store(&s)
+	return s, nil
 }
 
 // run writes batches until stopped.
@@ -151,9 +173,12 @@ func (l *Log) write(pending []Entry, failing bool) ([]Entry, bool) {
 	if len(pending) == 0 {
 		return pending, failing
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := l.store.Append(ctx, pending, *l.keep.Load())
-	cancel()
+	s, err := l.opened()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = s.Append(ctx, pending, *l.keep.Load())
+		cancel()
+	}
 	if err != nil {
 		if !failing {
 			l.log.Error("writing the request log; records wait in memory until the store answers", zap.Int("waiting", len(pending)), zap.Error(err))
@@ -195,12 +220,20 @@ func (l *Log) finish(pending []Entry) {
 
 // Page reads a page of the log.
 func (l *Log) Page(ctx context.Context, f Filter) (llmapi.RequestPage, error) {
-	return l.store.Page(ctx, f)
+	s, err := l.opened()
+	if err != nil {
+		return llmapi.RequestPage{}, err
+	}
+	return s.Page(ctx, f)
 }
 
 // Get reads one request.
 func (l *Log) Get(ctx context.Context, id string) (llmapi.RequestDetail, error) {
-	return l.store.Get(ctx, id)
+	s, err := l.opened()
+	if err != nil {
+		return llmapi.RequestDetail{}, err
+	}
+	return s.Get(ctx, id)
 }
 
 // Queued counts the requests handed over and not yet taken to be written.
