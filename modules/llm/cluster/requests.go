@@ -58,7 +58,7 @@ func (s requestStore) Append(ctx context.Context, es []reqlog.Entry, keep reqlog
 	}
 	p := s.m.rdb.Pipeline()
 	for i := range es {
-		v, err := json.Marshal(&es[i].Rec)
+		v, err := reqlog.Encode(&es[i].Rec)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s requestStore) Get(ctx context.Context, id string) (llmapi.RequestDetail,
 	}
 	var rec llmapi.RequestRecord
 	raw, _ := msgs[0].Values["r"].(string)
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+	if err := reqlog.Decode([]byte(raw), &rec); err != nil {
 		return llmapi.RequestDetail{}, err
 	}
 	var bodies *reqlog.Bodies

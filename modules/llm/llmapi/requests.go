@@ -10,8 +10,8 @@ type RequestRecord struct {
 	// ID is the request id, answered to the client in X-Request-Id.
 	ID string `json:"id"`
 	// Time is when the request arrived; End when its answer ended.
-	Time time.Time `json:"time"`
-	End  time.Time `json:"end"`
+	Time time.Time `json:"time,omitzero"`
+	End  time.Time `json:"end,omitzero"`
 	// Node is the node that took the request.
 	Node string `json:"node,omitempty"`
 	// API is chat/completions, completions, embeddings, responses,

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,10 +18,10 @@ import (
 
 // The buckets of a Bolt file: records by key (the answer's end in Unix
 // nanoseconds and a sequence number, 16 bytes big-endian, so keys sort
-// by end), keys by request id, and kept bodies by key.
+// by end) and kept bodies by key. A request is found by its id from the
+// arrival its id holds: its answer ended after it.
 var (
 	bucketRecords = []byte("records")
-	bucketIDs     = []byte("ids")
 	bucketBodies  = []byte("bodies")
 )
 
@@ -40,7 +41,8 @@ func OpenBolt(path string) (*Bolt, error) {
 	}
 	b := &Bolt{db: db, seq: rand.Uint64() >> 16}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketRecords, bucketIDs, bucketBodies} {
+		_ = tx.DeleteBucket([]byte("ids")) // an index files of earlier versions kept
+		for _, name := range [][]byte{bucketRecords, bucketBodies} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -70,19 +72,16 @@ func (b *Bolt) key(end time.Time) []byte {
 func (b *Bolt) Append(_ context.Context, es []Entry, keep Retention) error {
 	added := 0
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		recs, ids, bodies := tx.Bucket(bucketRecords), tx.Bucket(bucketIDs), tx.Bucket(bucketBodies)
-		// Keys come in order (ids nearly so): full pages split less.
-		recs.FillPercent, ids.FillPercent, bodies.FillPercent = 1, 0.9, 1
+		recs, bodies := tx.Bucket(bucketRecords), tx.Bucket(bucketBodies)
+		// Keys come in order: full pages split less.
+		recs.FillPercent, bodies.FillPercent = 1, 1
 		for i := range es {
 			k := b.key(es[i].Rec.End)
-			v, err := json.Marshal(&es[i].Rec)
+			v, err := Encode(&es[i].Rec)
 			if err != nil {
 				return err
 			}
 			if err := recs.Put(k, v); err != nil {
-				return err
-			}
-			if err := ids.Put([]byte(es[i].Rec.ID), k); err != nil {
 				return err
 			}
 			if es[i].Bodies != nil {
@@ -106,29 +105,36 @@ func (b *Bolt) Append(_ context.Context, es []Entry, keep Retention) error {
 // dropped.
 func (b *Bolt) trim(tx *bolt.Tx, keep Retention, added *int) error {
 	now := time.Now()
-	recs, ids := tx.Bucket(bucketRecords), tx.Bucket(bucketIDs)
+	recs, bodies := tx.Bucket(bucketRecords), tx.Bucket(bucketBodies)
+	// The keys to drop are read in one pass, then dropped: a cursor's
+	// Next after its Delete skips a key.
+	var drop [][]byte
 	c := recs.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.First() {
-		tooMany := keep.MaxRecords > 0 && b.n+*added > keep.MaxRecords
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		tooMany := keep.MaxRecords > 0 && b.n+*added-len(drop) > keep.MaxRecords
 		tooOld := keep.MaxAge > 0 && keyTime(k).Before(now.Add(-keep.MaxAge))
 		if !tooMany && !tooOld {
 			break
 		}
-		if id := idOf(v); id != nil {
-			_ = ids.Delete(id)
-		}
-		_ = tx.Bucket(bucketBodies).Delete(k)
-		if err := c.Delete(); err != nil {
+		drop = append(drop, k)
+	}
+	for _, k := range drop {
+		_ = bodies.Delete(k)
+		if err := recs.Delete(k); err != nil {
 			return err
 		}
-		*added--
 	}
+	*added -= len(drop)
 	if keep.BodyMaxAge <= 0 {
 		return nil
 	}
-	bc := tx.Bucket(bucketBodies).Cursor()
-	for k, _ := bc.First(); k != nil && keyTime(k).Before(now.Add(-keep.BodyMaxAge)); k, _ = bc.First() {
-		if err := bc.Delete(); err != nil {
+	drop = drop[:0]
+	bc := bodies.Cursor()
+	for k, _ := bc.First(); k != nil && keyTime(k).Before(now.Add(-keep.BodyMaxAge)); k, _ = bc.Next() {
+		drop = append(drop, k)
+	}
+	for _, k := range drop {
+		if err := bodies.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -136,6 +142,34 @@ func (b *Bolt) trim(tx *bolt.Tx, keep Retention, added *int) error {
 }
 
 func keyTime(k []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(k))) }
+
+// arrival is the arrival a request id holds (openai.NewRequestID):
+// req_ and 12 hex digits of Unix milliseconds.
+func arrival(id string) (time.Time, bool) {
+	if len(id) < 16 || id[:4] != "req_" {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseUint(id[4:16], 16, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
+}
+
+// findFrom finds the record of id among those that ended from its
+// arrival on, reading at most maxScan of them (only their ids).
+func findFrom(c *bolt.Cursor, arrived time.Time, id []byte) (k, v []byte) {
+	var from [8]byte
+	binary.BigEndian.PutUint64(from[:], uint64(arrived.UnixNano()))
+	n := 0
+	for k, v = c.Seek(from[:]); k != nil && n < maxScan; k, v = c.Next() {
+		if bytes.Equal(idOf(v), id) {
+			return k, v
+		}
+		n++
+	}
+	return nil, nil
+}
 
 // idOf reads the request id a record's JSON starts with.
 func idOf(v []byte) []byte {
@@ -199,17 +233,17 @@ func cursorKey(c string) ([]byte, error) {
 // Get reads a record by request id.
 func (b *Bolt) Get(_ context.Context, id string) (llmapi.RequestDetail, error) {
 	var d llmapi.RequestDetail
+	arrived, ok := arrival(id)
+	if !ok {
+		return d, ErrNotFound
+	}
 	err := b.db.View(func(tx *bolt.Tx) error {
-		k := tx.Bucket(bucketIDs).Get([]byte(id))
+		k, v := findFrom(tx.Bucket(bucketRecords).Cursor(), arrived, []byte(id))
 		if k == nil {
 			return ErrNotFound
 		}
-		v := tx.Bucket(bucketRecords).Get(k)
-		if v == nil {
-			return ErrNotFound
-		}
 		var rec llmapi.RequestRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
+		if err := Decode(v, &rec); err != nil {
 			return err
 		}
 		var bodies *Bodies

@@ -14,13 +14,22 @@ import (
 
 // entries makes n records ending a millisecond apart from at, cycling
 // through three keys, two tenants, statuses and models.
-func entries(n int, at time.Time) []Entry {
+func entries(n int, at time.Time) []Entry { return entriesFrom(0, n, at) }
+
+// reqID is the id of the i-th request of entries arriving at.
+func reqID(i int, arrived time.Time) string {
+	return fmt.Sprintf("req_%012x%016d", arrived.UnixMilli(), i)
+}
+
+// entriesFrom is entries numbered from first.
+func entriesFrom(first, n int, at time.Time) []Entry {
 	es := make([]Entry, n)
 	statuses := []int{200, 200, 429, 502, 200}
-	for i := range es {
+	for j := range es {
+		i := first + j
 		end := at.Add(time.Duration(i) * time.Millisecond)
-		es[i] = Entry{Rec: llmapi.RequestRecord{
-			ID: fmt.Sprintf("req_%06d", i), Time: end.Add(-time.Second), End: end, API: "chat/completions",
+		es[j] = Entry{Rec: llmapi.RequestRecord{
+			ID: reqID(i, end.Add(-time.Second)), Time: end.Add(-time.Second), End: end, API: "chat/completions",
 			KeyID: fmt.Sprintf("key-%d", i%3), Tenant: []string{"acme/research/alpha", "globex/ops/web"}[i%2],
 			Model: "chat", Served: []string{"chat", "chat-small"}[i%2], Status: statuses[i%len(statuses)],
 		}}
@@ -28,7 +37,7 @@ func entries(n int, at time.Time) []Entry {
 	return es
 }
 
-func openTest(t *testing.T) *Bolt {
+func openTest(t testing.TB) *Bolt {
 	t.Helper()
 	b, err := OpenBolt(filepath.Join(t.TempDir(), "requests.db"))
 	if err != nil {
@@ -100,7 +109,7 @@ func TestBoltFilters(t *testing.T) {
 		"status=5xx":                     20,
 		"status=error":                   40,
 		"key=key-1&status=error":         13,
-		"q=REQ_00009":                    10,
+		"q=0000000000000042":             1,
 		"since=1h":                       100,
 		"until=2h":                       0,
 		"tenant=globex&model=chat-small": 50,
@@ -119,11 +128,11 @@ func TestBoltFollowsNewRecordsOldestFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := page(t, b, "limit=2") // the newest two, then follow from the newest
-	if p.Data[0].ID != "req_000003" {
+	if p.Data[0].ID != es[3].Rec.ID {
 		t.Fatalf("newest is %s", p.Data[0].ID)
 	}
 	follow := page(t, b, "after="+p.Next) // from the second newest on
-	if len(follow.Data) != 1 || follow.Data[0].ID != "req_000003" {
+	if len(follow.Data) != 1 || follow.Data[0].ID != es[3].Rec.ID {
 		t.Fatalf("follow after the second newest: %+v", follow.Data)
 	}
 	cursor := follow.Next
@@ -131,7 +140,7 @@ func TestBoltFollowsNewRecordsOldestFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := page(t, b, "after="+cursor)
-	if len(next.Data) != 6 || next.Data[0].ID != "req_000004" || next.Data[5].ID != "req_000009" {
+	if len(next.Data) != 6 || next.Data[0].ID != es[4].Rec.ID || next.Data[5].ID != es[9].Rec.ID {
 		t.Fatalf("followed %d records", len(next.Data))
 	}
 	if again := page(t, b, "after="+next.Next); len(again.Data) != 0 || again.Next != next.Next {
@@ -150,10 +159,7 @@ func TestBoltRetention(t *testing.T) {
 	if err := b.Append(context.Background(), es, Retention{}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := entries(150, time.Now().Add(-time.Minute))
-	for i := range fresh {
-		fresh[i].Rec.ID = fmt.Sprintf("req_new%04d", i)
-	}
+	fresh := entriesFrom(1000, 150, time.Now().Add(-time.Minute-time.Second))
 	fresh[149].Bodies = &Bodies{Request: "q2", Response: "a2"}
 	if err := b.Append(context.Background(), fresh, keep); err != nil {
 		t.Fatal(err)
@@ -162,13 +168,13 @@ func TestBoltRetention(t *testing.T) {
 	if len(p.Data) != 100 || b.n != 100 {
 		t.Fatalf("kept %d records (counted %d), want the newest 100", len(p.Data), b.n)
 	}
-	if p.Data[99].ID != "req_new0050" {
-		t.Fatalf("oldest kept is %s, want req_new0050", p.Data[99].ID)
+	if p.Data[99].ID != fresh[50].Rec.ID {
+		t.Fatalf("oldest kept is %s, want %s", p.Data[99].ID, fresh[50].Rec.ID)
 	}
-	if _, err := b.Get(context.Background(), "req_000001"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.Get(context.Background(), es[1].Rec.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a dropped record is still found: %v", err)
 	}
-	d, err := b.Get(context.Background(), "req_new0149")
+	d, err := b.Get(context.Background(), fresh[149].Rec.ID)
 	if err != nil || d.RequestBody != "q2" || d.ResponseBody != "a2" {
 		t.Fatalf("kept bodies: %+v %v", d, err)
 	}

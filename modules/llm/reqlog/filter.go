@@ -164,7 +164,7 @@ func (p *Pager) Add(cursor string, raw []byte) bool {
 		return p.goOn()
 	}
 	var rec llmapi.RequestRecord
-	if json.Unmarshal(raw, &rec) == nil && p.f.match(&rec) {
+	if Decode(raw, &rec) == nil && p.f.match(&rec) {
 		p.page.Data = append(p.page.Data, rec)
 		if len(p.page.Data) >= p.f.Limit {
 			p.stopped = true

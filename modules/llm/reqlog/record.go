@@ -1,6 +1,7 @@
 package reqlog
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
@@ -21,6 +22,32 @@ type Bodies struct {
 	Request   string `json:"request,omitempty"`
 	Response  string `json:"response,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// stored is a record as the stores keep it: its times as Unix
+// nanoseconds, which encode and decode several times faster than RFC 3339
+// text.
+type stored struct {
+	llmapi.RequestRecord
+	T int64 `json:"t"`
+	E int64 `json:"e"`
+}
+
+// Encode is a record as the stores keep it. Its JSON starts with the
+// request id ({"id":"req_…).
+func Encode(rec *llmapi.RequestRecord) ([]byte, error) {
+	return appendRecord(make([]byte, 0, 512), rec), nil
+}
+
+// Decode reads a record Encode wrote.
+func Decode(raw []byte, rec *llmapi.RequestRecord) error {
+	var s stored
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	*rec = s.RequestRecord
+	rec.Time, rec.End = time.Unix(0, s.T).UTC(), time.Unix(0, s.E).UTC()
+	return nil
 }
 
 // entryOf makes the record of a tracked request; node names this node.
