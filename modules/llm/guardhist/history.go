@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/minutes"
 )
 
+// ring names the history's minutes kept on this node (package minutes).
+const ring = "guardhist"
+
 const (
-	minutes = 24 * 60 // a day of minutes
 	// TTL is how long the cluster's store keeps a minute.
 	TTL = 25 * time.Hour
 )
@@ -46,35 +48,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// record is the process's last totals and, on a single node (or when the
-// cluster's store did not take a minute), its minutes. It outlives
-// configs, as the counters do.
-type record struct {
-	mu   sync.Mutex
-	last map[string]int64 // the totals at the last sample, by key
-	mins [minutes]minute
-}
-
-// minute is one minute's increase by key; at is its Unix minute.
-type minute struct {
-	at     int64
-	counts map[string]int64
-}
-
-// Destruct does nothing: the record is memory only.
-func (r *record) Destruct() error { return nil }
-
-// records holds the one record: the counters it follows are the
-// process's.
-var records = caddy.NewUsagePool()
-
-const recordKey = "guardhist"
-
 // History is the guardrails' history as one config samples and reads it.
 type History struct {
 	o     Options
-	rec   *record
-	taken bool // rec is held in records
+	rec   *minutes.Ring
+	taken bool // rec is held
 }
 
 // Open returns the history of a config; Close lets go of it when the
@@ -86,39 +64,20 @@ func Open(o Options) *History {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	v, _, _ := records.LoadOrNew(recordKey, func() (caddy.Destructor, error) {
-		return &record{last: map[string]int64{}}, nil
-	})
-	return &History{o: o, rec: v.(*record), taken: true}
+	return &History{o: o, rec: minutes.Acquire(ring), taken: true}
 }
 
 // Close lets go of the record; the last config's close forgets it.
 func (h *History) Close() {
 	if h != nil && h.taken {
-		_, _ = records.Delete(recordKey)
+		minutes.Release(ring)
 		h.taken = false
 	}
 }
 
 // Run samples once a minute until ctx is done.
 func (h *History) Run(ctx context.Context) {
-	defer func() {
-		if v := recover(); v != nil {
-			h.o.Logger.Error("guardrails history: sampling stopped", zap.Any("panic", v), zap.Stack("stack"))
-		}
-	}()
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := h.Sample(ctx, h.o.Now()); err != nil {
-				h.o.Logger.Warn("guardrails history: sampling", zap.Error(err))
-			}
-		}
-	}
+	minutes.Run(ctx, "guardrails history", h.o.Logger, h.o.Now, h.Sample)
 }
 
 // Sample reads the guardrails' totals and adds their increase since the
@@ -129,7 +88,7 @@ func (h *History) Sample(ctx context.Context, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	delta := h.rec.increase(checks)
+	delta := h.rec.Increase(totals(checks))
 	if len(delta) == 0 {
 		return nil
 	}
@@ -141,59 +100,19 @@ func (h *History) Sample(ctx context.Context, t time.Time) error {
 		}
 		h.o.Logger.Warn("guardrails history: the cluster store did not take this minute; kept on this node only", zap.Error(err))
 	}
-	h.rec.add(at, delta)
+	h.rec.Add(at, delta, nil)
 	return nil
 }
 
-// increase is what the totals counted since the last sample, by key.
-func (r *record) increase(checks []llmapi.GuardrailChecks) map[string]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// The counters count from the start of the process. A check a config
-	// lacks is missing from its registry; its last total is kept, so that
-	// it does not count twice when it comes back.
-	delta := map[string]int64{}
+// totals are the checks' outcomes by key (see Key).
+func totals(checks []llmapi.GuardrailChecks) map[string]int64 {
+	out := map[string]int64{}
 	for _, c := range checks {
 		for o, n := range c.Outcomes {
-			k := Key(c.Check, c.Stage, o)
-			d := n - r.last[k]
-			if d < 0 {
-				d = n // a counter that started again
-			}
-			r.last[k] = n
-			if d > 0 {
-				delta[k] = d
-			}
+			out[Key(c.Check, c.Stage, o)] = n
 		}
 	}
-	return delta
-}
-
-// add adds a minute's increase to the minutes kept on this node.
-func (r *record) add(at int64, delta map[string]int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := &r.mins[at%minutes]
-	if m.at != at || m.counts == nil {
-		*m = minute{at: at, counts: map[string]int64{}}
-	}
-	for k, d := range delta {
-		m.counts[k] += d
-	}
-}
-
-// read adds the minutes in [from, to) (Unix minutes) kept on this node.
-func (r *record) read(from, to int64, add func(minute int64, key string, n int64)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range r.mins {
-		m := &r.mins[i]
-		if m.at >= from && m.at < to {
-			for k, n := range m.counts {
-				add(m.at, k, n)
-			}
-		}
-	}
+	return out
 }
 
 // Range is the span GET /llm/guardrails/history asks for.
@@ -251,7 +170,7 @@ func (h *History) Read(ctx context.Context, rng Range) (*llmapi.GuardHistory, er
 			return nil, err
 		}
 	}
-	h.rec.read(from, to, add) // minutes the cluster store did not take
+	h.rec.Read(from, to, add, nil) // minutes the cluster store did not take
 	slices.SortFunc(out.Series, func(x, y llmapi.GuardSeries) int {
 		return strings.Compare(Key(x.Check, x.Stage, x.Outcome), Key(y.Check, y.Stage, y.Outcome))
 	})
@@ -276,6 +195,3 @@ func series(out *llmapi.GuardHistory, from, stepMin, steps int64) func(minute in
 		out.Series[i].Counts[(minute-from)/stepMin] += n
 	}
 }
-
-// Interface guards
-var _ caddy.Destructor = (*record)(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -12,13 +11,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/minutes"
 )
 
-const (
-	minutes = 24 * 60 // a day of minutes
-	// TTL is how long the cluster's store keeps a minute.
-	TTL = 25 * time.Hour
-)
+// TTL is how long the cluster's store keeps a minute.
+const TTL = 25 * time.Hour
+
+// ring names the history's minutes kept on this node (package minutes).
+const ring = "traffic"
 
 // Store is the cluster's history, which every node adds its increase to
 // and sets its gauges in. The cluster member implements it.
@@ -52,36 +52,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// record is the process's last totals and, on a single node (or when the
-// cluster's store did not take a minute), its minutes. It outlives
-// configs, as the counters do.
-type record struct {
-	mu   sync.Mutex
-	last map[string]int64 // the totals at the last sample, by key
-	mins [minutes]minute
-}
-
-// minute is one minute's increase and last gauges by key; at is its Unix
-// minute.
-type minute struct {
-	at             int64
-	counts, gauges map[string]int64
-}
-
-// Destruct does nothing: the record is memory only.
-func (r *record) Destruct() error { return nil }
-
-// records holds the one record: the counters it follows are the
-// process's.
-var records = caddy.NewUsagePool()
-
-const recordKey = "traffic"
-
 // History is the traffic's history as one config samples and reads it.
 type History struct {
 	o     Options
-	rec   *record
-	taken bool // rec is held in records
+	rec   *minutes.Ring
+	taken bool // rec is held
 }
 
 // Open returns the history of a config; Close lets go of it when the
@@ -99,39 +74,20 @@ func Open(o Options) *History {
 	if o.Status == nil {
 		o.Status = func() []llmapi.ModelStatus { return nil }
 	}
-	v, _, _ := records.LoadOrNew(recordKey, func() (caddy.Destructor, error) {
-		return &record{last: map[string]int64{}}, nil
-	})
-	return &History{o: o, rec: v.(*record), taken: true}
+	return &History{o: o, rec: minutes.Acquire(ring), taken: true}
 }
 
 // Close lets go of the record; the last config's close forgets it.
 func (h *History) Close() {
 	if h != nil && h.taken {
-		_, _ = records.Delete(recordKey)
+		minutes.Release(ring)
 		h.taken = false
 	}
 }
 
 // Run samples once a minute until ctx is done.
 func (h *History) Run(ctx context.Context) {
-	defer func() {
-		if v := recover(); v != nil {
-			h.o.Logger.Error("traffic history: sampling stopped", zap.Any("panic", v), zap.Stack("stack"))
-		}
-	}()
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := h.Sample(ctx, h.o.Now()); err != nil {
-				h.o.Logger.Warn("traffic history: sampling", zap.Error(err))
-			}
-		}
-	}
+	minutes.Run(ctx, "traffic history", h.o.Logger, h.o.Now, h.Sample)
 }
 
 // Sample reads the metrics and adds their increase since the last sample
@@ -142,7 +98,7 @@ func (h *History) Sample(ctx context.Context, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	delta := h.rec.increase(totals(families))
+	delta := h.rec.Increase(totals(families))
 	gauges := map[string]int64{}
 	for _, s := range h.o.Status() {
 		n := int64(0)
@@ -161,7 +117,7 @@ func (h *History) Sample(ctx context.Context, t time.Time) error {
 		}
 		h.o.Logger.Warn("traffic history: the cluster store did not take this minute; kept on this node only", zap.Error(err))
 	}
-	h.rec.add(at, delta, gauges)
+	h.rec.Add(at, delta, gauges)
 	return nil
 }
 
@@ -175,84 +131,27 @@ func gatherActive() ([]*dto.MetricFamily, error) {
 	return nil, nil
 }
 
-// increase is what the totals counted since the last sample, by key. A
-// key a config lacks keeps its last total, so that it does not count
-// twice when it comes back.
-func (r *record) increase(now map[string]int64) map[string]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delta := map[string]int64{}
-	for k, n := range now {
-		d := n - r.last[k]
-		if d < 0 {
-			d = n // a counter that started again
-		}
-		r.last[k] = n
-		if d > 0 {
-			delta[k] = d
-		}
-	}
-	return delta
-}
-
-// add adds a minute's increase to the minutes kept on this node and sets
-// its gauges.
-func (r *record) add(at int64, delta, gauges map[string]int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := &r.mins[at%minutes]
-	if m.at != at || m.counts == nil {
-		*m = minute{at: at, counts: map[string]int64{}, gauges: map[string]int64{}}
-	}
-	for k, d := range delta {
-		m.counts[k] += d
-	}
-	for k, n := range gauges {
-		m.gauges[k] = n
-	}
-}
-
-// read adds the minutes in [from, to) (Unix minutes) kept on this node;
-// its gauges are those of node.
-func (r *record) read(from, to int64, node string, add func(minute int64, node, key string, n int64)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range r.mins {
-		m := &r.mins[i]
-		if m.at < from || m.at >= to {
-			continue
-		}
-		for k, n := range m.counts {
-			add(m.at, "", k, n)
-		}
-		for k, n := range m.gauges {
-			add(m.at, node, k, n)
-		}
-	}
-}
-
 // bounds are the buckets' upper bounds of each histogram field the
 // process's metrics have: a minute keeps only the buckets that counted,
 // and a quantile interpolates from the bound below its bucket, counted
 // or not.
-func (r *record) bounds() map[string][]float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// bounds are the buckets' upper bounds of each histogram field the
+// process's metrics have: a minute keeps only the buckets that counted,
+// and a quantile interpolates from the bound below its bucket, counted
+// or not.
+func bounds(r *minutes.Ring) map[string][]float64 {
 	out := map[string][]float64{}
 	seen := map[string]bool{}
-	for k := range r.last {
+	r.Keys(func(k string) {
 		_, field, _ := splitKey(k)
 		kind, le, ok := strings.Cut(field, sep)
 		if !ok || seen[field] {
-			continue
+			return
 		}
 		seen[field] = true
 		if f, err := strconv.ParseFloat(le, 64); err == nil {
 			out[kind] = append(out[kind], f)
 		}
-	}
+	})
 	return out
 }
-
-// Interface guards
-var _ caddy.Destructor = (*record)(nil)

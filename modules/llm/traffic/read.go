@@ -94,7 +94,7 @@ func (h *History) Read(ctx context.Context, rng Range, model string) (*llmapi.Tr
 	to := t.Unix()/60 + 1 // the current minute included
 	to += (stepMin - to%stepMin) % stepMin
 	from := to - n*stepMin
-	s := &steps{from: from, stepMin: stepMin, n: n, now: t.Unix(), model: model, bounds: h.rec.bounds(), byModel: map[string][]*step{}}
+	s := &steps{from: from, stepMin: stepMin, n: n, now: t.Unix(), model: model, bounds: bounds(h.rec), byModel: map[string][]*step{}}
 	if h.o.Store != nil {
 		if err := h.o.Store.ReadTraffic(ctx, from, to, s.add); err != nil {
 			return nil, err
@@ -104,7 +104,8 @@ func (h *History) Read(ctx context.Context, rng Range, model string) (*llmapi.Tr
 	if node == "" {
 		node = "."
 	}
-	h.rec.read(from, to, node, s.add) // minutes the cluster store did not take
+	// The minutes the cluster store did not take.
+	h.rec.Read(from, to, func(m int64, k string, n int64) { s.add(m, "", k, n) }, func(m int64, k string, n int64) { s.add(m, node, k, n) })
 	out := &llmapi.Traffic{From: time.Unix(from*60, 0).UTC(), To: time.Unix(to*60, 0).UTC(), StepSeconds: stepMin * 60,
 		Models: []llmapi.TrafficSeries{}}
 	total := make([]*step, n)
