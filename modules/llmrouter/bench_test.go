@@ -27,14 +27,12 @@ func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(status int)      { d.status = status }
 func (d *discard) Flush()                      {}
 
-// BenchmarkProxy is one request through ServeHTTP to a replica of the
-// llm app (an openai-engine model whose provider is an HTTP server),
-// whole and streamed: the router's own work per request, with the
-// upstream's round trip.
-func BenchmarkProxy(b *testing.B) {
+// benchProvider is an outside provider answering a chat completion
+// whole, or streamed in 16 chunks.
+func benchProvider(b *testing.B) *provider {
 	whole := chatAnswer("p")
 	stream := strings.Repeat("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok\"}}]}\n\n", 16) + "data: [DONE]\n\n"
-	p := startProvider(b, "p", func(w http.ResponseWriter, r *http.Request) {
+	return startProvider(b, "p", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Accept") == "text/event-stream" {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, stream)
@@ -42,6 +40,14 @@ func BenchmarkProxy(b *testing.B) {
 		}
 		answerWith(200, whole)(w, r)
 	})
+}
+
+// BenchmarkProxy is one request through ServeHTTP to a replica of the
+// llm app (an openai-engine model whose provider is an HTTP server),
+// whole and streamed: the router's own work per request, with the
+// upstream's round trip.
+func BenchmarkProxy(b *testing.B) {
+	p := benchProvider(b)
 	startRouter(b, "", model{name: "m", baseURL: p.url})
 	rt := new(Router)
 	if err := rt.Provision(caddy.ActiveContext()); err != nil {
@@ -59,7 +65,9 @@ func BenchmarkProxy(b *testing.B) {
 			w := &discard{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {
-				r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/v1/chat/completions", strings.NewReader(bc.body))
+				// With the variables Caddy gives every request.
+				ctx := context.WithValue(context.Background(), caddyhttp.VarsCtxKey, map[string]any{})
+				r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(bc.body))
 				r.Header.Set("Content-Type", "application/json")
 				clear(w.h)
 				w.status = 0
@@ -77,16 +85,7 @@ func BenchmarkProxy(b *testing.B) {
 // request). Besides ns/op it reports cpu-ns/op: the process's CPU time
 // per request, on every thread, so the log's writer counts too.
 func BenchmarkRequestLog(b *testing.B) {
-	whole := chatAnswer("p")
-	stream := strings.Repeat("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok\"}}]}\n\n", 16) + "data: [DONE]\n\n"
-	p := startProvider(b, "p", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Accept") == "text/event-stream" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, stream)
-			return
-		}
-		answerWith(200, whole)(w, r)
-	})
+	p := benchProvider(b)
 	for _, log := range []string{"off", "on"} {
 		for _, bc := range []struct{ name, body string }{
 			{"whole", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
