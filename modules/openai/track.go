@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -58,6 +59,10 @@ func (t *Tracked) Write(b []byte) (int, error) {
 	}
 	return t.ResponseWriter.Write(b)
 }
+
+// ReadFrom copies through Write, so that a copied answer's status and
+// first byte are noted too.
+func (t *Tracked) ReadFrom(r io.Reader) (int64, error) { return io.Copy(writerOnly{t}, r) }
 
 // Flush flushes the writer beneath.
 func (t *Tracked) Flush() { _ = http.NewResponseController(t.ResponseWriter).Flush() }
