@@ -14,11 +14,15 @@ import (
 // TestConsoleThroughASecondNode: with two nodes sharing Redis, the
 // console of the second node shows what went through the first: its
 // failed requests in the Requests page, its errors in the Overview's
-// chart; and the playground answers through the second node.
+// chart; the playground answers through the second node; and an outside
+// provider added through its form goes ready, or red with the reason
+// when its URL is wrong.
 func TestConsoleThroughASecondNode(t *testing.T) {
 	b := newBrowser(t)
 	defer b.noDialogs()
+	provider, dead := startListingProvider(t), deadURL(t)
 	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{}, models: `
+		runtime_hosts 127.0.0.1
 		model sim-chat {
 			engine sim
 			option max_tokens 8
@@ -80,4 +84,21 @@ func TestConsoleThroughASecondNode(t *testing.T) {
 	b.until("an answer with its TTFT and outcomes", `(() => { const p = document.getElementById('pg-answer-a');
 		return p.hasAttribute('data-ttft') && p.querySelector('[data-field="outcomes"]'); })()`, 30*time.Second)
 	b.shot("cluster-playground")
+
+	b.open("models")
+	add := func(name, baseURL string) {
+		b.do("adding "+name+" through the form", chromedp.SendKeys(chromedp.ID("model-name"), name),
+			chromedp.SendKeys(chromedp.ID("model-engine"), "openai"), chromedp.WaitVisible(chromedp.ID("model-opt-base_url")),
+			chromedp.SendKeys(chromedp.ID("model-opt-base_url"), baseURL), chromedp.SendKeys(chromedp.ID("model-opt-api_key"), standinKey),
+			chromedp.SendKeys(chromedp.ID("model-opt-probe_interval"), "300ms"),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('model-add-form').requestSubmit()`))
+	}
+	add("standin-gpt", provider+"/v1")
+	b.until("the provider ready", `document.querySelector('tr[data-model="standin-gpt"] [data-state="ready"]')`, 30*time.Second)
+	add("standin-dead", dead)
+	b.until("the wrong URL red", `document.querySelector('tr[data-model="standin-dead"] [data-state="failing"]')`, 30*time.Second)
+	if why := b.text(`tr[data-model="standin-dead"] [data-field="reason"]`); !strings.Contains(why, "unreachable") || !strings.Contains(why, "check base_url") {
+		t.Errorf("the failing provider's reason on n2's console: %q", why)
+	}
+	b.shot("cluster-models-provider")
 }

@@ -62,13 +62,30 @@ func (a *App) ReportFailure(r *fleet.Replica) {
 // Status reports every model, in catalog order.
 func (a *App) Status() []llmapi.ModelStatus {
 	v := a.v()
+	var elsewhere map[string][]llmapi.ReplicaStatus
+	if a.cluster != nil {
+		elsewhere = a.cluster.RemoteUnready()
+	}
 	out := make([]llmapi.ModelStatus, 0, len(v.models))
 	for _, m := range v.models {
 		st := v.fleets[m.Name].Status()
 		st.Runtime = v.runtime[m.Name]
+		addElsewhere(&st, elsewhere[m.Name])
 		out = append(out, st)
 	}
 	return out
+}
+
+// addElsewhere adds the replicas other nodes run that are not ready; a
+// model none of whose replicas is ready anywhere, with one failing on
+// another node, is failing for that one's reason.
+func addElsewhere(st *llmapi.ModelStatus, rs []llmapi.ReplicaStatus) {
+	st.Replicas = append(st.Replicas, rs...)
+	for _, r := range rs {
+		if r.State == string(fleet.ReplicaFailing) && st.State != "ready" && st.State != "failing" {
+			st.State, st.Reason = "failing", r.Reason
+		}
+	}
 }
 
 // Speaks reports whether a model's replicas serve an API themselves:

@@ -1139,6 +1139,24 @@ func (m *Member) Status(drained map[string]bool) llmapi.NodesStatus {
 	return st
 }
 
+// RemoteUnready are the replicas other nodes run that are not ready
+// (starting, draining, failing with why), by model, from their
+// heartbeats: for the models' status, never for requests.
+func (m *Member) RemoteUnready() map[string][]llmapi.ReplicaStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]llmapi.ReplicaStatus{}
+	for _, nb := range m.nodes {
+		for _, br := range nb.Replicas {
+			if nb.Name != m.cfg.Node && fleet.State(br.State) != fleet.ReplicaReady {
+				out[br.Model] = append(out[br.Model], llmapi.ReplicaStatus{ID: br.ID, State: br.State, Node: nb.Name,
+					GPUs: br.GPUs, Inflight: br.Inflight, Started: br.Started, Reason: br.Reason})
+			}
+		}
+	}
+	return out
+}
+
 // RemoteReady are the ready replicas other nodes run, by model, from
 // their heartbeats: the member keeps one Replica per remote id, so a
 // replica's requests in flight are counted across plans.

@@ -827,7 +827,7 @@ func (f *Fleet) TakeReport() Report {
 	var rp Report
 	for _, r := range f.replicas {
 		rp.Replicas = append(rp.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
-			State: string(r.State()), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs})
+			State: string(r.State()), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs, Reason: r.Reason()})
 	}
 	rp.Used = f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
 	rp.Busy, rp.LastUsed, rp.Waiting = f.wantMore || f.waiting > 0, f.lastUsed, f.waiting

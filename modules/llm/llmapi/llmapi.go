@@ -157,6 +157,8 @@ type NodeReplica struct {
 	Inflight int64             `json:"inflight"`
 	Started  time.Time         `json:"started"`
 	GPUs     []int             `json:"gpus,omitempty"` // the devices it holds on its node
+	// Reason is why a failing replica fails.
+	Reason string `json:"reason,omitempty"`
 }
 
 // DeviceUse lists a node's GPU devices and those no replica holds.
