@@ -7,9 +7,10 @@ import (
 	"regexp"
 	"sort"
 
-	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llmctl"
 )
 
 // The command tree is built here rather than by caddycmd.Main so that
@@ -48,13 +49,12 @@ func llmgwText(s string) string { return caddyWord.ReplaceAllString(s, "${1}llmg
 
 // rootCommand builds the command tree.
 func rootCommand() *cobra.Command {
-	_, version := caddy.Version()
 	root := &cobra.Command{
 		Use:          "llmgw",
 		Long:         rootLong,
 		Example:      rootExample,
 		SilenceUsage: true, // not after a failed start
-		Version:      version,
+		Version:      llmctl.Build().Line(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	all := caddycmd.Commands()
@@ -64,6 +64,9 @@ func rootCommand() *cobra.Command {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if replaced[name] {
+			continue
+		}
 		c := all[name]
 		cmd := &cobra.Command{Use: c.Name + " " + c.Usage, Short: c.Short, Long: c.Long}
 		if c.CobraFunc != nil {
@@ -74,9 +77,16 @@ func rootCommand() *cobra.Command {
 		}
 		root.AddCommand(cmd)
 	}
+	root.AddCommand(llmctl.VersionCommand())
+	root.AddCommand(llmctl.CaddyOnly()...)
 	rename(root)
 	return root
 }
+
+// replaced are Caddy's commands llmgw has its own of: version (llmgw's
+// version first), and those that would swap llmgw for a plain Caddy
+// (llmctl.CaddyOnly).
+var replaced = map[string]bool{"version": true, "upgrade": true, "add-package": true, "remove-package": true}
 
 // rename rewrites a command's texts, and its subcommands', to say llmgw.
 func rename(c *cobra.Command) {
