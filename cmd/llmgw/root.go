@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -88,12 +89,28 @@ func rootCommand() *cobra.Command {
 // (llmctl.CaddyOnly).
 var replaced = map[string]bool{"version": true, "upgrade": true, "add-package": true, "remove-package": true}
 
-// rename rewrites a command's texts, and its subcommands', to say llmgw.
+// rename rewrites a command's texts, and its subcommands', to say llmgw,
+// and makes a group of commands (llmgw ctl, llmgw ctl model, …) refuse a
+// subcommand it does not have instead of printing its help and
+// succeeding.
 func rename(c *cobra.Command) {
 	c.Use, c.Short, c.Long, c.Example = llmgwText(c.Use), llmgwText(c.Short), llmgwText(c.Long), llmgwText(c.Example)
+	if c.HasSubCommands() && !c.Runnable() && c.HasParent() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = unknownSubcommand
+	}
 	for _, sub := range c.Commands() {
 		rename(sub)
 	}
+}
+
+// unknownSubcommand is a command group run with no subcommand (its help)
+// or an unknown one (an error naming it).
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return fmt.Errorf("unknown command %q for %q; %q lists its commands", args[0], cmd.CommandPath(), cmd.CommandPath()+" --help")
 }
 
 // execute runs the command line and exits with the command's status.

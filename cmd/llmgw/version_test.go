@@ -46,6 +46,14 @@ func TestVersionIsLlmgws(t *testing.T) {
 		}
 	}
 
+	// A subcommand a group lacks is an error, as an unknown command is.
+	for _, args := range [][]string{{"nosuch"}, {"ctl", "nosuch"}, {"ctl", "model", "nosuch"}, {"mirror", "nosuch"}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `unknown command "nosuch"`) {
+			t.Errorf("llmgw %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
 	// A release build: the version and commit it was stamped with.
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "llmgw")
