@@ -541,3 +541,29 @@ func TestRequestLogToolCallsAndRedactedBodies(t *testing.T) {
 		t.Errorf("the log keeps the address the guardrails redacted (guard %q):\nrequest %s\nanswer %s", d.Guard, d.RequestBody, d.ResponseBody)
 	}
 }
+
+// TestAdminSiteNewRoutesAsAttacker tries the admin routes this release
+// adds with roles below the one each needs and with ids no request has.
+func TestAdminSiteNewRoutesAsAttacker(t *testing.T) {
+	g := adminSite(t)
+	for _, c := range []struct {
+		token, method, path string
+		want                int
+	}{
+		{"watcher-token", "POST", "/llm/models/sim-chat/test", 403}, // probing is an operator's
+		{"lead-token", "POST", "/llm/models/sim-chat/test", 403},
+		{"lead-token", "GET", "/llm/traffic", 403}, // every tenant's traffic
+		{"lead-token", "GET", "/llm/metrics", 403},
+		{"watcher-token", "GET", "/llm/traffic", 200},
+		{"root-token", "GET", "/llm/requests/" + strings.Repeat("a", 10000), 400},
+		{"root-token", "GET", "/llm/requests/req_%2e%2e%2fnodes", 400},
+		{"root-token", "GET", "/llm/requests/req_ffffffffffff0000000000000000", 404},
+		{"root-token", "GET", "/llm/requests?before=../../etc", 400},
+		{"lead-token", "GET", "/llm/requests/req_ffffffffffff0000000000000000", 404},
+	} {
+		code, _, body := siteCall(t, g, c.token, c.method, c.path, "")
+		if code != c.want {
+			t.Errorf("%s %s as %s: %d %s, want %d", c.method, c.path[:min(len(c.path), 60)], c.token, code, body, c.want)
+		}
+	}
+}

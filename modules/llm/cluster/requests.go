@@ -22,10 +22,6 @@ import (
 // RequestLog is the cluster's request log store.
 func (m *Member) RequestLog() reqlog.Store { return requestStore{m} }
 
-// RequestLogKey names the cluster's log, so configs of one cluster share
-// it.
-func (m *Member) RequestLogKey() string { return "redis:" + m.prefix + "requests" }
-
 type requestStore struct{ m *Member }
 
 // readBatch is how many records one read of the stream takes.
@@ -82,7 +78,7 @@ func (s requestStore) Append(ctx context.Context, es []reqlog.Entry, keep reqlog
 func (s requestStore) Page(ctx context.Context, f reqlog.Filter) (llmapi.RequestPage, error) {
 	p := reqlog.NewPager(f)
 	stream := s.m.key("requests")
-	for from := cmp(f.Before+f.After, f.After != ""); ; {
+	for from := firstBound(f.Before+f.After, f.After != ""); ; {
 		if err := checkCursor(from); err != nil {
 			return p.Page(), err
 		}
@@ -109,9 +105,9 @@ func (s requestStore) Page(ctx context.Context, f reqlog.Filter) (llmapi.Request
 	}
 }
 
-// cmp is the first bound of a read: exclusive of the cursor, or the
-// stream's end.
-func cmp(cursor string, forward bool) string {
+// firstBound is the first bound of a read: exclusive of the cursor, or
+// the stream's end.
+func firstBound(cursor string, forward bool) string {
 	switch {
 	case cursor != "":
 		return "(" + cursor

@@ -235,6 +235,3 @@ func (l *Log) Get(ctx context.Context, id string) (llmapi.RequestDetail, error) 
 	}
 	return s.Get(ctx, id)
 }
-
-// Queued counts the requests handed over and not yet taken to be written.
-func (l *Log) Queued() int { return len(l.in) }
