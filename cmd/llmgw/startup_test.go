@@ -72,28 +72,10 @@ func TestSecondInstanceRefused(t *testing.T) {
 		}`, "")
 	second := func() {
 		t.Helper()
-		cmd := exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
-		cmd.Env = g.cmd.Env
-		var out syncBuffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				t.Fatalf("the second llmgw exited without an error:\n%s", out.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Fatalf("a second llmgw with the same config is running:\n%s", out.String())
-		}
+		out := runRefused(t, g)
 		want := fmt.Sprintf("another llmgw (pid %d) is running with the data directory", g.cmd.Process.Pid)
-		if !strings.Contains(out.String(), want) {
-			t.Fatalf("the second llmgw's error does not say %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Fatalf("the second llmgw's error does not say %q:\n%s", want, out)
 		}
 	}
 	second()
@@ -111,6 +93,63 @@ func TestSecondInstanceRefused(t *testing.T) {
 	g.stop()
 	g.start()
 	chatOnce(t, g, "n")
+}
+
+// runRefused runs g's config in a second llmgw process, which must exit
+// with an error; it returns what that process printed.
+func runRefused(t *testing.T, g *gateway) string {
+	t.Helper()
+	cmd := exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
+	cmd.Env = g.cmd.Env
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("llmgw exited without an error:\n%s", out.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("llmgw started where it should have refused:\n%s", out.String())
+	}
+	return out.String()
+}
+
+// An llmgw refuses a data directory whose state a newer llmgw wrote in a
+// layout it does not know, naming that version; the marker it refused is
+// left as it was, and the same data directory starts again once the
+// marker is of a layout it knows (as after upgrading to that version).
+func TestNewerStateRefused(t *testing.T) {
+	g := startGateway(t, `
+		model m {
+			engine sim
+		}`, "")
+	marker := filepath.Join(g.dir, "data", "caddy", "llmgw", "state-format.json")
+	b, err := os.ReadFile(marker)
+	if err != nil || !strings.Contains(string(b), `"layout":1`) {
+		t.Fatalf("the data directory has no state marker (%v): %s", err, b)
+	}
+	g.stop()
+	newer := `{"layout":99,"version":"v9.9.9","at":"2030-01-01T00:00:00Z"}`
+	if err := os.WriteFile(marker, []byte(newer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := runRefused(t, g)
+	if want := "was written by llmgw v9.9.9 (state layout 99)"; !strings.Contains(out, want) || !strings.Contains(out, "run v9.9.9 or a later release") {
+		t.Fatalf("the refusal does not say %q and what to do:\n%s", want, out)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != newer {
+		t.Fatalf("the refused start changed the marker: %s", b)
+	}
+	_ = os.WriteFile(marker, b, 0o600)
+	g.start()
+	chatOnce(t, g, "m")
 }
 
 // Help texts name the command llmgw, also those that come from Caddy.

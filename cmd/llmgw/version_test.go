@@ -58,7 +58,7 @@ func TestVersionIsLlmgws(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "llmgw")
 	build := exec.Command("go", "build", "-o", bin, "-ldflags",
-		"-X github.com/llmgw/llmgw/modules/llmctl.version=v9.8.7 -X github.com/llmgw/llmgw/modules/llmctl.commit=0123456789abcdef0123", ".")
+		"-X github.com/llmgw/llmgw/modules/internal/buildinfo.version=v9.8.7 -X github.com/llmgw/llmgw/modules/internal/buildinfo.commit=0123456789abcdef0123", ".")
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building a stamped llmgw: %v\n%s", err, out)

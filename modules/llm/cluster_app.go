@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/internal/buildinfo"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
@@ -27,7 +28,7 @@ const drainedStorageKey = "llmgw/drained-nodes.json"
 // beat is this node's heartbeat.
 func (a *App) beat(m *cluster.Member, started time.Time) *cluster.NodeBeat {
 	st := a.node.Ledger.Status()
-	nb := &cluster.NodeBeat{Name: m.NodeName(), Addr: m.Advertise(), At: now(), Started: started,
+	nb := &cluster.NodeBeat{Name: m.NodeName(), Addr: m.Advertise(), Version: buildinfo.Get().Version, At: now(), Started: started,
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]cluster.BeatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {

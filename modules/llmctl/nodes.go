@@ -1,8 +1,11 @@
 package llmctl
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -34,11 +37,14 @@ func (c *ctl) nodes() *cobra.Command {
 				if n.Drained {
 					flags = append(flags, "drained")
 				}
-				rows = append(rows, []string{n.Name, n.Address, n.Age, fmt.Sprintf("%d/%d", n.Used.Cores, n.Capacity.Cores),
+				rows = append(rows, []string{n.Name, cmp.Or(n.Version, "-"), n.Address, n.Age, fmt.Sprintf("%d/%d", n.Used.Cores, n.Capacity.Cores),
 					fmt.Sprintf("%s/%s", humanize.IBytes(uint64(max(n.Used.Memory, 0))), humanize.IBytes(uint64(max(n.Capacity.Memory, 0)))),
 					fmt.Sprint(len(n.Replicas)), strings.Join(flags, ",")})
 			}
-			c.table("NODE\tADDRESS\tHEARTBEAT AGE\tCORES\tMEMORY\tREPLICAS\t", rows)
+			c.table("NODE\tVERSION\tADDRESS\tHEARTBEAT AGE\tCORES\tMEMORY\tREPLICAS\t", rows)
+			if line := versionsLine(st.Versions); line != "" {
+				fmt.Fprintln(c.out, line)
+			}
 			for m, why := range st.Unplaced {
 				fmt.Fprintf(c.out, "not fully placed: %s: %s\n", m, why)
 			}
@@ -59,4 +65,19 @@ func (c *ctl) nodes() *cobra.Command {
 			}})
 	}
 	return cmd
+}
+
+// versionsLine says which nodes run which llmgw release when they run
+// more than one; "" when they all run the same.
+func versionsLine(by map[string][]string) string {
+	if len(by) < 2 {
+		return ""
+	}
+	vs := slices.Sorted(maps.Keys(by))
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v + " on " + strings.Join(by[v], ", ")
+	}
+	return "warning: the nodes run different llmgw releases: " + strings.Join(parts, "; ") +
+		" (an upgrade under way, or a node left behind: llmgw ctl cluster upgrade)"
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -295,6 +296,7 @@ type Plan struct {
 type NodeBeat struct {
 	Name     string               `json:"name"`
 	Addr     string               `json:"addr"`
+	Version  string               `json:"version,omitempty"` // the node's llmgw release
 	At       time.Time            `json:"at"`
 	Started  time.Time            `json:"started"`
 	Capacity llmapi.Amounts       `json:"capacity"`
@@ -1131,12 +1133,30 @@ func (m *Member) Status(drained map[string]bool) llmapi.NodesStatus {
 		st.StoreError = m.StoreErr(m.down).Error()
 	}
 	for _, nb := range m.nodes {
-		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Self: nb.Name == m.cfg.Node,
+		st.Nodes = append(st.Nodes, llmapi.NodeInfo{Name: nb.Name, Address: nb.Addr, Version: nb.Version, Self: nb.Name == m.cfg.Node,
 			Leader: nb.Name == m.leader, Drained: drained[nb.Name], Heartbeat: nb.At,
 			Age: now().Sub(nb.At).Round(time.Millisecond).String(), Started: nb.Started,
 			Capacity: nb.Capacity, Used: nb.Used, Replicas: nb.Replicas, Failing: nb.Failing})
 	}
+	st.Versions = mixedVersions(st.Nodes)
 	return st
+}
+
+// mixedVersions names the nodes of each llmgw release when the nodes run
+// more than one; nil when they all run the same.
+func mixedVersions(nodes []llmapi.NodeInfo) map[string][]string {
+	by := map[string][]string{}
+	for _, n := range nodes {
+		v := cmp.Or(n.Version, "unknown (before v0.16)")
+		by[v] = append(by[v], n.Name)
+	}
+	if len(by) < 2 {
+		return nil
+	}
+	for _, names := range by {
+		slices.Sort(names)
+	}
+	return by
 }
 
 // RemoteUnready are the replicas other nodes run that are not ready

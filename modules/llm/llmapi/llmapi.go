@@ -51,8 +51,11 @@ type MirrorView struct {
 
 // NodeInfo is what GET /llm/nodes says about one node.
 type NodeInfo struct {
-	Name      string        `json:"name"`
-	Address   string        `json:"address"`
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	// Version is the node's llmgw release; nodes of different versions
+	// in one cluster are shown by NodesStatus.Versions.
+	Version   string        `json:"version,omitempty"`
 	Self      bool          `json:"self,omitempty"`
 	Leader    bool          `json:"leader,omitempty"`
 	Drained   bool          `json:"drained,omitempty"`
@@ -77,6 +80,9 @@ type NodesStatus struct {
 	Nodes      []NodeInfo          `json:"nodes"`
 	Plan       map[string][]string `json:"plan"`
 	Unplaced   map[string]string   `json:"unplaced,omitempty"`
+	// Versions names the nodes of each llmgw release when the nodes run
+	// more than one (an upgrade under way, or one left behind).
+	Versions map[string][]string `json:"versions,omitempty"`
 }
 
 // GuardrailOverview is the guardrails' part of GET /llm/overview: the
