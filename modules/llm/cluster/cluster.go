@@ -22,6 +22,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
+	"github.com/llmgw/llmgw/modules/internal/buildinfo"
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
@@ -338,6 +339,10 @@ func NewMember(c ClusterConfig, logger *zap.Logger) (*Member, error) {
 		transport: newPeerTransport(cliTLS, logger.Named("peer")), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		applied: map[string]string{}, nodes: map[string]*NodeBeat{}, remote: map[string]*fleet.Replica{}, gone: map[string]time.Time{}}
+	if err := m.checkFormat(buildinfo.Get().Version); err != nil { // statefmt.go
+		rdb.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	m.peer, err = startPeer(c.Listen, srvTLS, c.Node, lookupNone, logger.Named("peer"))
 	if err != nil {
 		rdb.Close()

@@ -244,8 +244,13 @@ func (p *planner) shrink(pm *planModel) {
 }
 
 // settle drops the model's entries on draining nodes once its live
-// entries have as many ready replicas as it should have.
+// entries have as many ready replicas as it should have, or at once when
+// every node is draining (a cluster stopped: nothing is to run).
 func (p *planner) settle(pm *planModel, ld Load) {
+	if !slices.ContainsFunc(p.nodes, func(n Node) bool { return !n.Draining }) {
+		pm.entries = pm.entries[:0]
+		return
+	}
 	for _, idx := range pm.entries {
 		if !p.nodes[idx].Draining {
 			p.mine[idx]++

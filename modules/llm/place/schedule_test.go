@@ -255,6 +255,15 @@ func TestPlanDrain(t *testing.T) {
 		cur = next
 	}
 
+	// Every node draining (ctl cluster stop drained the last one): the
+	// replicas left stop, there being nowhere to move them.
+	all := []Node{drainingNode(cnode("a", 64, 16, 0)), drainingNode(cnode("d", 64, 16, 0))}
+	cur = map[string][]string{"llama-3.1-8b": {"a", "a", "d"}}
+	next, _ := Plan(all, models, cur, ready(map[string]int{"a": 2, "d": 1}), nil, t0, nil)
+	if got := next["llama-3.1-8b"]; len(got) != 0 {
+		t.Fatalf("every node draining: replicas kept on %v", got)
+	}
+
 	// Nothing new goes to a draining node, even when it is the only one
 	// with room; the why names it.
 	nodes = []Node{cnode("a", 8, 16, 0), drainingNode(cnode("c", 64, 16, 0))}
