@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // version and commit are llmgw's, stamped by a release build:
@@ -20,15 +21,25 @@ import (
 // them, the module's build information gives what it has.
 var version, commit string
 
-// BuildInfo is what this llmgw binary is.
-type BuildInfo struct {
-	Version  string `json:"version"`
-	Commit   string `json:"commit,omitempty"`
-	Modified bool   `json:"modified,omitempty"` // built from a tree with changes not committed
-	Caddy    string `json:"caddy"`
-	Go       string `json:"go"`
-	Platform string `json:"platform"`
+// BuildInfo is what this llmgw binary is (llmapi.BuildInfo, which GET
+// /llm/version answers too).
+type BuildInfo = llmapi.BuildInfo
+
+func init() {
+	caddy.RegisterModule(buildModule{})
 }
+
+// buildModule is llm.build_info: it hands the running llmgw's build to
+// the llm app (GET /llm/version), which does not import this package.
+type buildModule struct{}
+
+// CaddyModule returns the Caddy module information.
+func (buildModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "llm.build_info", New: func() caddy.Module { return buildModule{} }}
+}
+
+// BuildInfo is Build().
+func (buildModule) BuildInfo() BuildInfo { return Build() }
 
 // Build is this binary's build information.
 func Build() BuildInfo {
@@ -53,23 +64,6 @@ func Build() BuildInfo {
 	return b
 }
 
-// Line is the build in one line: llmgw v0.16.0 (commit 1a2b3c4d5e6f, caddy v2.10.2, go1.26 linux/amd64).
-func (b BuildInfo) Line() string {
-	var parts []string
-	if b.Commit != "" {
-		c := b.Commit
-		if len(c) > 12 {
-			c = c[:12]
-		}
-		if b.Modified {
-			c += "+changes"
-		}
-		parts = append(parts, "commit "+c)
-	}
-	parts = append(parts, "caddy "+b.Caddy, b.Go+" "+b.Platform)
-	return fmt.Sprintf("llmgw %s (%s)", b.Version, strings.Join(parts, ", "))
-}
-
 // VersionCommand is "llmgw version": llmgw's version and commit, and the
 // Caddy and Go inside.
 func VersionCommand() *cobra.Command {
@@ -89,19 +83,22 @@ func VersionCommand() *cobra.Command {
 }
 
 // CaddyOnly are Caddy's commands that would replace this binary with a
-// plain Caddy (upgrade, add-package, remove-package download a Caddy
-// build): in llmgw they refuse and say what to do instead. They are
-// hidden from the help.
+// plain Caddy (add-package, remove-package download a Caddy build): in
+// llmgw they refuse and say what to do instead. They are hidden from the
+// help. Caddy's upgrade is replaced by llmgw's (UpgradeCommand).
 func CaddyOnly() []*cobra.Command {
 	var out []*cobra.Command
-	for _, name := range []string{"upgrade", "add-package", "remove-package"} {
+	for _, name := range []string{"add-package", "remove-package"} {
 		out = append(out, &cobra.Command{Use: name, Hidden: true, DisableFlagParsing: true,
 			Short: "Caddy's " + name + ", which would replace llmgw with a plain Caddy: refused",
 			RunE: func(*cobra.Command, []string) error {
 				return fmt.Errorf("llmgw %s is Caddy's command, which would replace this llmgw (%s) with a plain Caddy build without the llm modules; "+
-					"to change llmgw's version, replace the binary with another llmgw release (or build one: go build ./cmd/llmgw); "+
+					"to change llmgw's version, use llmgw upgrade (or build one: go build ./cmd/llmgw); "+
 					"to add Caddy modules, build llmgw with them (xcaddy build --with github.com/llmgw/llmgw --with <module>)", name, Build().Version)
 			}})
 	}
 	return out
 }
+
+// Interface guards
+var _ llmapi.BuildSource = buildModule{}
