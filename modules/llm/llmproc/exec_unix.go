@@ -38,8 +38,8 @@ func reexecOnExit(logger *zap.Logger) {
 			logger.Error("restarting: not re-running llmgw; it exits", zap.Error(err))
 			return
 		}
-		logger.Info("restarting: re-running llmgw", zap.String("binary", exe), zap.Strings("args", os.Args[1:]))
-		err = syscall.Exec(exe, os.Args, os.Environ())
+		logger.Info("restarting: re-running llmgw", zap.String("binary", exe), zap.Strings("args", restartArgs(os.Args)[1:]))
+		err = syscall.Exec(exe, restartArgs(os.Args), os.Environ())
 		logger.Error("restarting: re-running llmgw failed; it exits", zap.String("binary", exe), zap.Error(err))
 	})
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -115,4 +116,22 @@ func ownBinary() (string, error) {
 
 func apiErr(status int, format string, args ...any) error {
 	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
+}
+
+// restartArgs are the arguments the process runs again with: its own,
+// without run's --pingback, by which "llmgw start" learns that the
+// process it started is serving (that start has long returned, and the
+// pingback would fail the new start).
+func restartArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--pingback" || a == "-pingback":
+			i++ // and its value
+		case strings.HasPrefix(a, "--pingback=") || strings.HasPrefix(a, "-pingback="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
