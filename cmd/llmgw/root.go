@@ -78,15 +78,15 @@ func rootCommand() *cobra.Command {
 		}
 		root.AddCommand(cmd)
 	}
-	root.AddCommand(llmctl.VersionCommand())
+	root.AddCommand(llmctl.VersionCommand(), llmctl.UpgradeCommand())
 	root.AddCommand(llmctl.CaddyOnly()...)
 	rename(root)
 	return root
 }
 
 // replaced are Caddy's commands llmgw has its own of: version (llmgw's
-// version first), and those that would swap llmgw for a plain Caddy
-// (llmctl.CaddyOnly).
+// version first), upgrade (to a signed llmgw release), and those that
+// would swap llmgw for a plain Caddy (llmctl.CaddyOnly).
 var replaced = map[string]bool{"version": true, "upgrade": true, "add-package": true, "remove-package": true}
 
 // rename rewrites a command's texts, and its subcommands', to say llmgw,

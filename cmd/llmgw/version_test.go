@@ -12,8 +12,8 @@ import (
 
 // TestVersionIsLlmgws: llmgw version (and --version) names llmgw's version
 // and commit with the Caddy and Go inside; a release build's stamp shows.
-// Caddy's upgrade, add-package and remove-package, which would replace
-// llmgw with a plain Caddy, refuse, leave the binary as it was, and are
+// Caddy's add-package and remove-package, which would replace llmgw
+// with a plain Caddy, refuse, leave the binary as it was, and are
 // not in the help.
 func TestVersionIsLlmgws(t *testing.T) {
 	out, err := exec.Command(binary, "version").CombinedOutput()
@@ -30,7 +30,7 @@ func TestVersionIsLlmgws(t *testing.T) {
 	}
 
 	before := fileSum(t, binary)
-	for _, args := range [][]string{{"upgrade"}, {"add-package", "github.com/caddy-dns/cloudflare"}, {"remove-package", "github.com/llmgw/llmgw"}} {
+	for _, args := range [][]string{{"add-package", "github.com/caddy-dns/cloudflare"}, {"remove-package", "github.com/llmgw/llmgw"}} {
 		out, err := exec.Command(binary, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "would replace this llmgw") || !strings.Contains(string(out), "xcaddy build --with github.com/llmgw/llmgw") {
 			t.Errorf("llmgw %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -40,7 +40,7 @@ func TestVersionIsLlmgws(t *testing.T) {
 		t.Error("the binary changed")
 	}
 	help, _ := exec.Command(binary, "help").CombinedOutput()
-	for _, name := range []string{"add-package", "remove-package", "upgrade"} {
+	for _, name := range []string{"add-package", "remove-package"} {
 		if strings.Contains(string(help), "  "+name+" ") {
 			t.Errorf("the help lists %s:\n%s", name, help)
 		}

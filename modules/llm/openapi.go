@@ -95,7 +95,7 @@ var appOperations = []operation{
 // the OpenAPI document, which reads the table. It is built on each call,
 // so that no table is written after it is made.
 func adminOperations() []operation {
-	return slices.Concat(appOperations, trafficOperations, requestOperations, overviewOperations, guardHistoryOperations, []operation{
+	return slices.Concat(appOperations, processOperations, trafficOperations, requestOperations, overviewOperations, guardHistoryOperations, []operation{
 		{"GET", "/llm/openapi.json", "This document", "/llm/openapi.json", getOpenAPI, ""},
 	})
 }

@@ -84,6 +84,10 @@ var rules = []rule{
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},
 	{"POST /llm/nodes/{name}/undrain", roleOperator, tenantNone},
 	{"GET /llm/node", roleViewer, tenantNone},
+	// The process: its build, and its restart in place (admin only: it
+	// stops the node's serving for as long as its open requests last).
+	{"GET /llm/version", roleViewer, tenantNone},
+	{"POST /llm/restart", roleAdmin, tenantNone},
 
 	{"GET /llm/keys", roleViewer, tenantKeys},
 	{"POST /llm/keys", roleAdmin, tenantKeyCreate},

@@ -109,6 +109,9 @@ func TestAuthorize(t *testing.T) {
 		{"POST", "/llm/mcp/servers", []string{"admin", "operator"}},
 		{"GET", "/llm/mcp/servers/x/authorization", []string{"admin", "operator", "viewer"}},
 		{"GET", "/llm/engines", []string{"admin", "operator", "viewer"}},
+		// the process: a restart in place stops the node's serving for a while
+		{"POST", "/llm/restart", []string{"admin"}},
+		{"GET", "/llm/version", []string{"admin", "operator", "viewer"}},
 		// not in the table: admin only
 		{"PUT", "/llm/models", []string{"admin"}},
 		{"POST", "/llm/some/new/route", []string{"admin"}},

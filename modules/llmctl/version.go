@@ -35,17 +35,17 @@ func VersionCommand() *cobra.Command {
 }
 
 // CaddyOnly are Caddy's commands that would replace this binary with a
-// plain Caddy (upgrade, add-package, remove-package download a Caddy
-// build): in llmgw they refuse and say what to do instead. They are
-// hidden from the help.
+// plain Caddy (add-package, remove-package download a Caddy build): in
+// llmgw they refuse and say what to do instead. They are hidden from the
+// help. Caddy's upgrade is replaced by llmgw's (UpgradeCommand).
 func CaddyOnly() []*cobra.Command {
 	var out []*cobra.Command
-	for _, name := range []string{"upgrade", "add-package", "remove-package"} {
+	for _, name := range []string{"add-package", "remove-package"} {
 		out = append(out, &cobra.Command{Use: name, Hidden: true, DisableFlagParsing: true,
 			Short: "Caddy's " + name + ", which would replace llmgw with a plain Caddy: refused",
 			RunE: func(*cobra.Command, []string) error {
 				return fmt.Errorf("llmgw %s is Caddy's command, which would replace this llmgw (%s) with a plain Caddy build without the llm modules; "+
-					"to change llmgw's version, replace the binary with another llmgw release (or build one: go build ./cmd/llmgw); "+
+					"to change llmgw's version, use llmgw upgrade (or build one: go build ./cmd/llmgw); "+
 					"to add Caddy modules, build llmgw with them (xcaddy build --with github.com/llmgw/llmgw --with <module>)", name, Build().Version)
 			}})
 	}

@@ -29,6 +29,9 @@ type Info struct {
 	Caddy    string `json:"caddy"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// PID is the process's id, in GET /llm/version only: an in-place
+	// restart (POST /llm/restart) keeps it.
+	PID int `json:"pid,omitempty"`
 }
 
 // Get is this binary's build information.

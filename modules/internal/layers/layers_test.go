@@ -66,7 +66,7 @@ func moduleRoot(t *testing.T) string {
 var allowed = map[string][]string{
 	"/modules/llm/catalog":    {"/modules/internal", "/plugins/engine"},
 	"/modules/llm/tenancy":    {"/modules/llm/catalog", "/modules/internal"},
-	"/modules/llm/llmapi":     {"/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
+	"/modules/llm/llmapi":     {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/internal", "/mirror", "/plugins/engine"},
 	"/modules/llm/place":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
 	"/modules/llm/weights":    {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
 	"/modules/llm/fleet":      {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},
@@ -80,6 +80,7 @@ var allowed = map[string][]string{
 	"/modules/llm/reqlog":     {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/enginelist": {"/modules/llm/llmapi", "/plugins"},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
+	"/modules/llm/llmproc":    {"/modules/llm/llmapi", "/modules/internal"},
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
 	// Below every module.
