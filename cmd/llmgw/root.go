@@ -79,6 +79,7 @@ func rootCommand() *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	root.AddCommand(llmctl.VersionCommand())
+	root.AddCommand(llmctl.SetupCommand())
 	root.AddCommand(llmctl.CaddyOnly()...)
 	rename(root)
 	return root
