@@ -41,7 +41,7 @@ type setupFile struct {
 type caddyfileData struct {
 	*setupAnswers
 	Unit, OllamaBase, Org, Team, Project, QuotaStore, Site string
-	Cluster, Mirror                                  bool
+	Cluster, Mirror                                        bool
 }
 
 // renderCaddyfile is the Caddyfile for the answers.
