@@ -348,8 +348,7 @@ func TestSetupInteractive(t *testing.T) {
 	term.answer("")
 	term.expect("an LDAP URL (ldaps://host:636), or none [none]: ")
 	term.answer("")
-	term.expect("Write 4 files? (Y/n): ")
-	term.answer("")
+	term.steps([]step{{"Write 4 files? (Y/n): ", ""}})
 	term.expect("API key")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("setup: %v\n%s", err, term.all())
@@ -368,4 +367,104 @@ func TestSetupInteractive(t *testing.T) {
 	verifyUnit(t, filepath.Join(s.units, "llmgw.service"))
 	assertMode(t, filepath.Join(s.dir, "llmgw.env"), 0o600)
 	assertMode(t, filepath.Join(s.dir, "setup.json"), 0o600)
+}
+
+// step is a question setup shows and a person's answer.
+type step struct{ prompt, answer string }
+
+func (p *terminal) steps(steps []step) {
+	p.t.Helper()
+	for _, s := range steps {
+		p.expect(s.prompt)
+		p.answer(s.answer)
+	}
+}
+
+// rerunSteps answers every question of a re-run with Enter but the
+// address.
+func rerunSteps(addr string) []step {
+	return []step{
+		{"Address [" + addr + "]: ", ""}, {"(sim-chat)? (Y/n): ", ""}, {"or none [none]: ", ""},
+		{"Make a first API key? (Y/n): ", ""}, {"[acme/research/alpha]: ", ""}, {"Set up a mirror? (y/N): ", ""},
+		{"node of a cluster? (y/N): ", ""}, {"Serve the console? (Y/n): ", ""}, {"issuer URL, or none [none]: ", ""},
+		{"or none [none]: ", ""},
+	}
+}
+
+// TestSetupInteractiveRerun runs setup again on a terminal: Enter on
+// every question changes nothing and says so; another address shows the
+// line it would change and, declined, writes nothing.
+func TestSetupInteractiveRerun(t *testing.T) {
+	s := newSetupDirs(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.http)
+	out, err := runSetup(t, s.flags("--listen", addr, "--tenant", "acme/research/alpha")...)
+	if err != nil {
+		t.Fatalf("llmgw setup: %v\n%s", err, out)
+	}
+	before := snapshot(t, s.dir, s.units)
+
+	term, cmd := startTerminal(t, s.flags()...)
+	term.expect("The answers of the last setup")
+	term.steps(rerunSteps(addr))
+	term.expect("Nothing to change")
+	if err := cmd.Wait(); err != nil || tokenLine.MatchString(term.all()) {
+		t.Fatalf("a re-run answered with Enter: %v\n%s", err, term.all())
+	}
+
+	other := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	term, cmd = startTerminal(t, s.flags()...)
+	steps := rerunSteps(addr)
+	steps[0].answer = other
+	term.steps(steps)
+	term.expect("- http://" + addr + " {")
+	term.expect("+ http://" + other + " {")
+	term.steps([]step{{"Write 2 files? (y/N): ", "n"}})
+	term.expect("Nothing was written.")
+	_ = cmd.Wait()
+	if after := snapshot(t, s.dir, s.units); !equalMaps(before, after) {
+		t.Fatalf("a declined re-run changed files:\n%s", term.all())
+	}
+}
+
+// TestSetupEveryPart sets up every part from flags (an outside provider,
+// a mirror of a directory and S3, a node of a Sentinel-watched cluster,
+// OpenID Connect and LDAP sign-in): llmgw validate accepts the
+// Caddyfile with the variables llmgw.env names set, and no credential
+// is in the Caddyfile.
+func TestSetupEveryPart(t *testing.T) {
+	s := newSetupDirs(t)
+	out, err := runSetup(t, s.flags("--yes", "--listen", fmt.Sprintf(":%d", s.http), "--provider", "openai",
+		"--mirror-dir", filepath.Join(s.dir, "weights"), "--s3-endpoint", "127.0.0.1:9000", "--s3-bucket", "weights",
+		"--sentinel", "127.0.0.1:26379,127.0.0.1:26380", "--sentinel-master", "mymaster", "--node", "n1", "--advertise", "127.0.0.1:7443",
+		"--redis-password-env", "REDIS_PASSWORD", "--oidc-issuer", "https://login.example.com/realms/staff", "--oidc-secret-env", "OIDC_SECRET",
+		"--ldap-url", "ldaps://ldap.example.com", "--ldap-base-dn", "ou=people,dc=example,dc=com",
+		"--ldap-admin-group", "cn=LLM Admins,ou=groups,dc=example,dc=com", "--ldap-bind-dn", "cn=llmgw,dc=example,dc=com")...)
+	if err != nil {
+		t.Fatalf("llmgw setup: %v\n%s", err, out)
+	}
+	caddyfile, _ := os.ReadFile(filepath.Join(s.dir, "Caddyfile"))
+	env, _ := os.ReadFile(filepath.Join(s.dir, "llmgw.env"))
+	for _, want := range []string{"#OPENAI_API_KEY=", "#S3_ACCESS_KEY=", "#REDIS_PASSWORD=", "#OIDC_SECRET=", "#LDAP_BIND_PASSWORD="} {
+		if !bytes.Contains(env, []byte(want)) {
+			t.Errorf("llmgw.env lacks %q:\n%s", want, env)
+		}
+	}
+	secret := regexp.MustCompile(`(?m)^LLMGW_CLUSTER_SECRET=([0-9a-f]{64})$`).FindSubmatch(env)
+	if secret == nil || bytes.Contains(caddyfile, secret[1]) {
+		t.Fatalf("no 64-hex cluster secret in llmgw.env, or it is in the Caddyfile:\n%s", env)
+	}
+	for _, want := range []string{"api_key {env.OPENAI_API_KEY}", "password {env.REDIS_PASSWORD}", "secret {env.LLMGW_CLUSTER_SECRET}",
+		"client_secret {env.OIDC_SECRET}", "bind_password {env.LDAP_BIND_PASSWORD}", "access_key_env S3_ACCESS_KEY",
+		`role admin "cn=LLM Admins,ou=groups,dc=example,dc=com"`, "sentinel mymaster 127.0.0.1:26379 127.0.0.1:26380"} {
+		if !bytes.Contains(caddyfile, []byte(want)) {
+			t.Errorf("the Caddyfile lacks %q:\n%s", want, caddyfile)
+		}
+	}
+	cmd := exec.Command(binary, "validate", "--config", filepath.Join(s.dir, "Caddyfile"))
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+s.data, "LLMGW_CLUSTER_SECRET="+string(secret[1]),
+		"OPENAI_API_KEY=sk-test", "OIDC_SECRET=x", "LDAP_BIND_PASSWORD=x", "REDIS_PASSWORD=x")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid configuration") {
+		t.Fatalf("llmgw validate: %v\n%s", err, out)
+	}
+	verifyUnit(t, filepath.Join(s.units, "llmgw-node@.service"))
 }

@@ -131,7 +131,7 @@ func (r *setupRun) bindMoreFlags(cmd *cobra.Command) {
 	f.StringVar(&a.LDAPURL, "ldap-url", "", "sign-in against this LDAP directory: ldaps://host:636")
 	f.StringVar(&a.LDAPBaseDN, "ldap-base-dn", "", "where to search for people")
 	f.StringVar(&a.LDAPBindDN, "ldap-bind-dn", "", "the DN to search as (default: anonymous)")
-	f.StringVar(&a.LDAPPassword, "ldap-password-env", "LDAP_BIND_PASSWORD", "the environment variable of the bind DN's password")
+	f.StringVar(&a.LDAPPassword, "ldap-password-env", a.LDAPPassword, "the environment variable of the bind DN's password")
 	f.StringVar(&a.LDAPAdmin, "ldap-admin-group", "", "the DN of the group whose members are admins")
 	f.BoolVarP(&r.yes, "yes", "y", false, "ask nothing; write the changes without confirmation")
 	f.BoolVar(&r.enable, "enable", false, "create the user, install the binary, enable and (re)start the unit (as root)")

@@ -76,7 +76,7 @@ func defaultAnswers() setupAnswers {
 		User: "llmgw", Binary: "/usr/local/bin/llmgw", Sim: true, OllamaURL: "http://127.0.0.1:11434",
 		Key: true, Tenant: "default/main/first", KeyID: "first", Console: true,
 		S3KeyEnv: "S3_ACCESS_KEY", S3SecretEnv: "S3_SECRET_KEY", ClusterName: "llmgw", SecretEnv: "LLMGW_CLUSTER_SECRET",
-		OIDCClient: "llmgw", OIDCAdmin: "llm-admins"}
+		OIDCClient: "llmgw", OIDCAdmin: "llm-admins", LDAPPassword: "LDAP_BIND_PASSWORD"}
 	if os.Geteuid() == 0 {
 		a.Units = "/etc/systemd/system"
 	}

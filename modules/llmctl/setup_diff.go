@@ -79,12 +79,12 @@ func diffOps(a, b []string) []diffOp {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			ops = append(ops, diffOp{' ', a[i]})
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, diffOp{'+', b[j]})
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, diffOp{'-', a[i]})
 			i++
+		default:
+			ops = append(ops, diffOp{'+', b[j]})
+			j++
 		}
 	}
 	return ops

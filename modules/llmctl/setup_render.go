@@ -2,6 +2,8 @@ package llmctl
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"embed"
 	"fmt"
 	"os"
@@ -53,7 +55,9 @@ func renderCaddyfile(a *setupAnswers) ([]byte, error) {
 		d.Org, d.Team, d.Project = p[0], p[1], p[2]
 	}
 	d.QuotaStore = a.Redis
-	if len(a.Sentinels) > 0 {
+	if a.RedisPwEnv != "" {
+		d.QuotaStore = "" // its URL would carry the password into the config and logs
+	} else if len(a.Sentinels) > 0 {
 		d.QuotaStore = "redis://" + a.Sentinels[0] + "?master_name=" + a.Master
 		for _, s := range a.Sentinels[1:] {
 			d.QuotaStore += "&addr=" + s
@@ -248,8 +252,11 @@ func clusterSecret(a *setupAnswers, env []byte) (string, error) {
 		}
 		return v, nil
 	}
-	s, err := tenancy.NewSecret()
-	return strings.TrimPrefix(s, tenancy.SecretPrefix), err
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making the cluster secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // plan is every file the answers need, in the order they are written.

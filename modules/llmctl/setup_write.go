@@ -105,15 +105,22 @@ func (r *setupRun) confirm(p *prompter, cs []change) (bool, error) {
 	case r.yes:
 		return true, nil
 	case p != nil:
-		ok, err := p.yes(fmt.Sprintf("\nWrite %d files?", len(cs)), existing == 0)
+		ok, err := p.yes(fmt.Sprintf("\nWrite %s?", plural(len(cs), "file")), existing == 0)
 		if err == nil && !ok {
 			fmt.Fprintln(r.out, "Nothing was written.")
 		}
 		return ok, err
 	case existing > 0:
-		return false, fmt.Errorf("setup: %d files exist and would change (shown above); nothing was written: run again with --yes to write them", existing)
+		return false, fmt.Errorf("setup: %s would change (shown above); nothing was written: run again with --yes to write the changes", plural(existing, "existing file"))
 	}
 	return true, nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func fileList(files []setupFile) string {
