@@ -3,8 +3,8 @@ package llmctl
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
