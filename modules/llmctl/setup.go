@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -147,18 +148,27 @@ func (r *setupRun) given(names ...string) bool {
 // answers are the last run's answers (or the defaults) with the flags
 // given laid over them.
 func (r *setupRun) answers() (setupAnswers, bool, error) {
-	a, found, err := loadState(r.flags.Dir)
+	dir, err := filepath.Abs(r.flags.Dir)
+	if err != nil {
+		return setupAnswers{}, false, fmt.Errorf("setup: --dir %q: %w", r.flags.Dir, err)
+	}
+	a, found, err := loadState(dir)
 	if err != nil {
 		return a, false, err
 	}
 	if !found {
 		a = defaultAnswers()
-		a.Dir = r.flags.Dir
+		a.Dir = dir
 	}
 	dst, src := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&r.flags).Elem()
 	for flag, field := range flagFields {
 		if r.given(flag) {
 			dst.FieldByName(field).Set(src.FieldByName(field))
+		}
+	}
+	for _, p := range []*string{&a.Dir, &a.Data, &a.Units, &a.Binary, &a.MirrorDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p, _ = filepath.Abs(*p) // the unit and the Caddyfile need absolute paths
 		}
 	}
 	if r.newToken {

@@ -21,18 +21,24 @@ func lineDiff(w io.Writer, old, new string, mask bool) {
 			}
 		}
 	}
+	skipped := false
 	for i, op := range ops {
 		if !show[i] {
-			if i > 0 && show[i-1] {
-				fmt.Fprintln(w, "  …")
-			}
+			skipped = true
 			continue
+		}
+		if skipped {
+			fmt.Fprintln(w, "  …")
+			skipped = false
 		}
 		line := op.line
 		if mask {
 			line = maskValue(line)
 		}
 		fmt.Fprintf(w, "%c %s\n", op.kind, line)
+	}
+	if skipped {
+		fmt.Fprintln(w, "  …")
 	}
 }
 

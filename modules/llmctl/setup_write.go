@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -134,15 +135,26 @@ func fileList(files []setupFile) string {
 // writeFile writes a file whole or not at all (a temp file renamed), with
 // its mode.
 func writeFile(f setupFile) error {
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", f.Path, err)
+	err := replaceFile(f)
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("writing %s: %w; run setup as root (sudo), or give directories you may write (--dir, --units)", f.Path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", f.Path, err)
 	}
+	return nil
+}
+
+func replaceFile(f setupFile) error {
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".*")
+	if err != nil {
+		return err
+	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(f.Mode); err == nil {
+	if err = tmp.Chmod(f.Mode); err == nil {
 		_, err = tmp.Write(f.Content)
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -151,10 +163,7 @@ func writeFile(f setupFile) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), f.Path)
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", f.Path, err)
-	}
-	return nil
+	return err
 }
 
 // finish prints the secrets made by this run (once), what to do next,
