@@ -90,7 +90,7 @@ func (r *setupRun) bindFlags(cmd *cobra.Command) {
 	f.StringVar(&a.Data, "data", a.Data, "the data directory (storage, runtime keys, the node cache of weights)")
 	f.StringVar(&a.Listen, "listen", a.Listen, "the site's address: :8080, 127.0.0.1:8080, or a host name for HTTPS")
 	f.StringVar(&a.Admin, "admin", a.Admin, "the local admin endpoint (llmgw ctl, reload)")
-	f.StringVar(&a.Units, "units", a.Units, `where the systemd unit goes ("" for none; default /etc/systemd/system as root)`)
+	f.StringVar(&a.Units, "units", a.Units, `where the systemd unit goes ("" for none; as root the default is /etc/systemd/system)`)
 	f.StringVar(&a.User, "user", a.User, "the user the service runs as")
 	f.StringVar(&a.Binary, "bin", a.Binary, "the llmgw binary the unit runs")
 	f.StringSliceVar(&r.models, "models", []string{"sim"}, "what to serve: sim, ollama (every model of the local Ollama server), none")
