@@ -78,7 +78,7 @@ func rootCommand() *cobra.Command {
 		}
 		root.AddCommand(cmd)
 	}
-	root.AddCommand(llmctl.VersionCommand(), llmctl.UpgradeCommand())
+	root.AddCommand(llmctl.VersionCommand(), llmctl.UpgradeCommand(), llmctl.SetupCommand())
 	root.AddCommand(llmctl.CaddyOnly()...)
 	rename(root)
 	return root

@@ -82,7 +82,7 @@ var allowed = map[string][]string{
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	"/modules/llm/llmproc":    {"/modules/llm/llmapi", "/modules/internal"},
 	// The command-line client speaks the admin API's JSON: never the app.
-	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
+	"/modules/llmctl": {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/place", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
 	// Below every module.
 	"/mirror":           {"/mirror"},
 	"/plugins":          {"/plugins"},
