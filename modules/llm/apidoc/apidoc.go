@@ -8,7 +8,6 @@ package apidoc
 import (
 	"cmp"
 	"encoding/json"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -41,7 +40,7 @@ const (
 
 // Document returns the OpenAPI 3.0 document of ops.
 func Document(ops []Op) map[string]any {
-	s := &schemas{components: map[string]any{}, names: map[reflect.Type]string{}}
+	s := &schemas{components: map[string]any{}, names: map[named]string{}}
 	paths := map[string]any{}
 	for _, op := range ops {
 		p, _ := paths[op.Path].(map[string]any)
@@ -103,7 +102,9 @@ func (s *schemas) describe(op Op) map[string]any {
 	if op.Body != "" || op.Request != nil {
 		media := map[string]any{"schema": map[string]any{"type": "object"}}
 		if op.Request != nil {
+			s.input = true
 			media["schema"] = s.ref(id0+"Request", s.of(op.Request))
+			s.input = false
 		}
 		if op.Body != "" {
 			var example any = op.Body

@@ -15,7 +15,17 @@ import (
 // described once.
 type schemas struct {
 	components map[string]any
-	names      map[reflect.Type]string
+	names      map[named]string
+	// input is set while a request body is described: a client may
+	// leave out any field, so none is required, and its components are
+	// named <Name>Input.
+	input bool
+}
+
+// named is a struct's component: as an answer or as a request body.
+type named struct {
+	t     reflect.Type
+	input bool
 }
 
 var (
@@ -105,14 +115,17 @@ func (s *schemas) component(t reflect.Type) map[string]any {
 	if t.Name() == "" {
 		return s.object(t)
 	}
-	name, ok := s.names[t]
+	name, ok := s.names[named{t, s.input}]
 	if !ok {
 		base := strings.ToUpper(t.Name()[:1]) + t.Name()[1:]
+		if s.input {
+			base += "Input"
+		}
 		name = base
 		for i := 2; s.components[name] != nil; i++ {
 			name = base + strconv.Itoa(i)
 		}
-		s.names[t] = name
+		s.names[named{t, s.input}] = name
 		s.components[name] = map[string]any{} // a type that refers to itself
 		s.components[name] = s.object(t)
 	}
@@ -156,7 +169,7 @@ func (s *schemas) fields(t reflect.Type, props map[string]any, required *[]strin
 			sch = map[string]any{"type": "string"}
 		}
 		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
-		if !omit {
+		if !omit && !s.input {
 			*required = append(*required, name)
 			switch ft.Kind() {
 			case reflect.Slice, reflect.Map, reflect.Interface:
