@@ -1,16 +1,13 @@
 package llm
 
 import (
-	"cmp"
-	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmgw/llmgw/modules/internal/adminroute"
+	"github.com/llmgw/llmgw/modules/llm/apidoc"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
-	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // operation is one admin API operation. The admin routes and the OpenAPI
@@ -130,64 +127,18 @@ func (a *App) RegisterAdmin(prefix string, h caddy.AdminHandler) func() {
 }
 
 // OpenAPI returns the OpenAPI 3 document of the admin API: the llm app's
-// routes and those other modules describe (DescribeAdminOperations).
-func OpenAPI() map[string]any {
-	paths := map[string]any{}
-	for _, op := range AdminOperations() {
-		p, _ := paths[op.Path].(map[string]any)
-		if p == nil {
-			p = map[string]any{}
-			paths[op.Path] = p
-		}
-		p[strings.ToLower(op.Method)] = describe(op, schemaOf(op.Method+" "+op.Path))
-	}
-	return map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "llmgw admin API", "version": "1"}, "paths": paths}
-}
+// routes and those other modules describe (DescribeAdminOperations), each
+// with its request and response schemas (apidoc.AppBodies for the app's).
+func OpenAPI() map[string]any { return apidoc.Document(DocumentedOperations()) }
 
-// schemaOf returns the schemas of the operation "METHOD path": the app's
-// (openapi_schemas.go), the overview's or the guardrails history's.
-func schemaOf(key string) llmapi.OpSchemas {
-	for _, m := range []map[string]llmapi.OpSchemas{llmapi.Schemas, llmapi.OverviewSchemas, llmapi.GuardHistorySchemas, llmapi.TrafficSchemas, llmapi.RequestSchemas, llmapi.KBSchemas} {
-		if s, ok := m[key]; ok {
-			return s
-		}
+// DocumentedOperations are AdminOperations as the document has them.
+func DocumentedOperations() []apidoc.Op {
+	ops := AdminOperations()
+	doc := make([]apidoc.Op, len(ops))
+	for i, op := range ops {
+		doc[i] = apidoc.Op(op)
 	}
-	return llmapi.OpSchemas{}
-}
-
-// describe makes the document's entry of one operation.
-func describe(op AdminOperation, sch llmapi.OpSchemas) map[string]any {
-	ok := map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{}}}
-	if sch.Response != nil {
-		ok = map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": sch.Response}}}
-	}
-	o := map[string]any{"summary": op.Summary, "responses": map[string]any{
-		"200": ok,
-		"4XX": map[string]any{"description": "An error, as {\"error\": \"what is wrong and how to fix it\"}"},
-	}}
-	var params []any
-	for _, seg := range strings.Split(op.Path, "/") {
-		if strings.HasPrefix(seg, "{") {
-			params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
-				"schema": map[string]any{"type": "string"}})
-		}
-	}
-	params = append(params, map[string]any{"name": "X-Llmgw-Actor", "in": "header", "required": false,
-		"description": "who makes the change, for the audit log", "schema": map[string]any{"type": "string"}})
-	o["parameters"] = params
-	if op.Body != "" {
-		var example any = op.Body
-		if json.Valid([]byte(op.Body)) {
-			example = json.RawMessage(op.Body)
-		}
-		schema := sch.Request
-		if schema == nil {
-			schema = map[string]any{"type": "object"}
-		}
-		o["requestBody"] = map[string]any{"required": true, "content": map[string]any{cmp.Or(op.BodyType, "application/json"): map[string]any{
-			"schema": schema, "example": example}}}
-	}
-	return o
+	return doc
 }
 
 func getOpenAPI(w http.ResponseWriter, r *http.Request) error {

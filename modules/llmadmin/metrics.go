@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/apidoc"
 )
 
 // metricsPattern serves the metrics of the admin endpoint's /metrics on
@@ -16,7 +17,7 @@ import (
 const metricsPattern = "GET /llm/metrics"
 
 func init() {
-	llm.DescribeAdminOperations(llm.AdminOperation{Method: "GET", Path: "/llm/metrics",
+	llm.DescribeAdminOperations(llm.AdminOperation{Method: "GET", Path: "/llm/metrics", Response: apidoc.Text,
 		Summary: "llm_admin only: the Prometheus metrics of the admin endpoint's /metrics (text exposition format), for a Prometheus scraping with a token (authorization: credentials in its scrape config); needs the viewer role, a tenant admin may not read it (403)"})
 }
 

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/apidoc"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
 
@@ -468,13 +469,13 @@ func (h *Handler) fromSession(r *http.Request) (*identity, *session, error) {
 // authRoutes are llm_admin's own routes, served before the permission
 // table: they need no role. GET /llm/openapi.json lists them.
 var authRoutes = []llm.AdminOperation{
-	{Method: "GET", Path: "/llm/auth/methods", Summary: "llm_admin only, no credential needed: the sign-in methods on offer ({\"methods\":[\"token\",\"ldap\",\"oidc\"],\"oidc\":{\"name\":…,\"start\":…}})"},
-	{Method: "POST", Path: "/llm/auth/login", Summary: "llm_admin only, no credential needed: sign in with a token or an LDAP username and password; answers the identity, role, csrf_token and expires_at, with the cookie llmgw_session (HttpOnly, Secure, SameSite=Strict). 401 on a wrong credential; 429 with Retry-After once a client or username has had max_failures of them in failure_window", Body: `{"method":"token","token":"…"}`},
-	{Method: "GET", Path: "/llm/auth/session", Summary: "llm_admin only: the session of the cookie llmgw_session, as sign-in answers it; 401 when it has ended"},
-	{Method: "POST", Path: "/llm/auth/logout", Summary: "llm_admin only: end the cookie's session (?everywhere=1: every session of the identity); needs X-CSRF-Token; 204"},
-	{Method: "POST", Path: "/llm/auth/lang", Summary: "llm_admin only: keep a language choice for the identity (a session cookie with X-CSRF-Token, or a bearer token); \"\" follows the browser; 204", Body: `{"lang":"de"}`},
-	{Method: "GET", Path: "/llm/auth/oidc/start", Summary: "llm_admin only, no credential needed: start an OpenID Connect sign-in (?return=<path of this site>); a redirect to the provider"},
-	{Method: "GET", Path: "/llm/auth/oidc/callback", Summary: "llm_admin only: where the OpenID provider sends the browser back (?code=&state=); starts a session and redirects to the return path"},
+	{Method: "GET", Path: "/llm/auth/methods", Response: methodsBody{}, Summary: "llm_admin only, no credential needed: the sign-in methods on offer ({\"methods\":[\"token\",\"ldap\",\"oidc\"],\"oidc\":{\"name\":…,\"start\":…}})"},
+	{Method: "POST", Path: "/llm/auth/login", Request: loginRequest{}, Response: sessionBody{}, Summary: "llm_admin only, no credential needed: sign in with a token or an LDAP username and password; answers the identity, role, csrf_token and expires_at, with the cookie llmgw_session (HttpOnly, Secure, SameSite=Strict). 401 on a wrong credential; 429 with Retry-After once a client or username has had max_failures of them in failure_window", Body: `{"method":"token","token":"…"}`},
+	{Method: "GET", Path: "/llm/auth/session", Response: sessionBody{}, Summary: "llm_admin only: the session of the cookie llmgw_session, as sign-in answers it; 401 when it has ended"},
+	{Method: "POST", Path: "/llm/auth/logout", Response: apidoc.NoContent, Summary: "llm_admin only: end the cookie's session (?everywhere=1: every session of the identity); needs X-CSRF-Token; 204"},
+	{Method: "POST", Path: "/llm/auth/lang", Request: map[string]any{"type": "object", "required": []string{"lang"}, "properties": map[string]any{"lang": map[string]any{"type": "string", "description": "a language tag such as de; \"\" follows the browser"}}}, Response: apidoc.NoContent, Summary: "llm_admin only: keep a language choice for the identity (a session cookie with X-CSRF-Token, or a bearer token); \"\" follows the browser; 204", Body: `{"lang":"de"}`},
+	{Method: "GET", Path: "/llm/auth/oidc/start", Response: apidoc.Redirect, Summary: "llm_admin only, no credential needed: start an OpenID Connect sign-in (?return=<path of this site>); a redirect to the provider"},
+	{Method: "GET", Path: "/llm/auth/oidc/callback", Response: apidoc.Redirect, Summary: "llm_admin only: where the OpenID provider sends the browser back (?code=&state=); starts a session and redirects to the return path"},
 }
 
 // authMethod is the method of one of authRoutes, "" for another path.

@@ -1,7 +1,6 @@
 package llmctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -54,7 +53,7 @@ func (c *ctl) adapterList() *cobra.Command {
 				if as == nil {
 					as = []*catalog.Adapter{}
 				}
-				return json.NewEncoder(c.out).Encode(as)
+				return c.print(as)
 			}
 			var rows [][]string
 			for _, a := range as {

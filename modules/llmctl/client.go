@@ -13,16 +13,15 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 )
 
 // ctl is "llmgw ctl": its global flags, and where it prints.
 type ctl struct {
 	admin  string
 	config string // a config file whose admin address is used when admin is empty
-	json   bool
+	from   string // where the address came from, once resolved
+	json   bool   // print the answers (--output json or yaml), not tables
+	output string // --output: table, json or yaml
 	url    string // a site's llm_admin, where the /llm routes are
 	token  string
 	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
@@ -34,29 +33,24 @@ type ctl struct {
 }
 
 // endpoint returns the URL of an admin path (/llm/…), and the endpoint's
-// name and a hint for errors: the site's llm_admin with --url, else
-// --admin.
-func (c *ctl) endpoint(path string) (target, where, hint string) {
+// name and a hint for errors: a site's llm_admin or the admin endpoint,
+// found as addressOrder says.
+func (c *ctl) endpoint(path string) (target, where, hint string, err error) {
+	if err := c.resolve(); err != nil {
+		return "", "", "", err
+	}
 	if c.url == "" {
-		if c.admin == "" {
-			c.admin = caddy.DefaultAdminListen
-			if c.config != "" {
-				if addr, err := caddycmd.DetermineAdminAPIAddress("", nil, c.config, ""); err == nil {
-					c.admin = addr
-				}
-			}
-		}
 		base := c.admin
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
 		}
-		return base + path, "llmgw's admin endpoint at " + c.admin, "is llmgw running, and is --admin right?"
+		return base + path, "llmgw's admin endpoint at " + c.admin + " (from " + c.from + ")", "is llmgw running, and is --admin right?", nil
 	}
 	base := strings.TrimSuffix(c.url, "/")
 	if u, err := url.Parse(base); err == nil && u.Path == "" {
 		base += "/llm"
 	}
-	return base + strings.TrimPrefix(path, "/llm"), "llm_admin at " + c.url, "is --url right (the address of the site's /llm routes)?"
+	return base + strings.TrimPrefix(path, "/llm"), "llm_admin at " + c.url + " (from " + c.from + ")", "is --url right (the address of the site's /llm routes)?", nil
 }
 
 func loopback(host string) bool {
@@ -90,8 +84,7 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
 	}
 	if c.json {
-		_, err := c.out.Write(raw)
-		return err
+		return emit(c.out, c.output, raw)
 	}
 	if out != nil && len(raw) > 0 {
 		return json.Unmarshal(raw, out)
@@ -117,7 +110,10 @@ func (c *ctl) request(method, path string, body any) (req *http.Request, where, 
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	target, where, hint := c.endpoint(path)
+	target, where, hint, err := c.endpoint(path)
+	if err != nil {
+		return nil, "", "", err
+	}
 	req, err = http.NewRequest(method, target, rd)
 	if err != nil {
 		return nil, "", "", err
@@ -149,6 +145,9 @@ func hostHint(msg, admin string) string {
 	return fmt.Sprintf("; Caddy's admin endpoint accepts only the hosts its origins list (by default, on a loopback address: localhost, 127.0.0.1 and ::1): "+
 		"list this one in the config's admin option (admin %s { origins %s }), or listen on 127.0.0.1", admin, admin)
 }
+
+// print writes v in the --output format (json or yaml).
+func (c *ctl) print(v any) error { return printValue(c.out, c.output, v) }
 
 // table prints rows under a header, in columns.
 func (c *ctl) table(header string, rows [][]string) {

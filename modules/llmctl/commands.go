@@ -16,10 +16,11 @@ func Commands() []caddycmd.Command {
 			Short: "Operates a running llmgw through its admin endpoint",
 			Long: `
 Reads and changes a running llmgw through the llm routes of its admin
-endpoint: --admin, else $LLMGW_ADMIN, else the admin address of the config
-file --config names (as llmgw reload reads it), else localhost:2019.
-Tables by default, --json for scripts. Changes are logged with the OS user
-as the actor.
+endpoint. Tables by default; -o json or -o yaml (--json is -o json) for
+scripts. Changes are logged with the OS user as the actor. It exits 0 only
+when the command succeeded.
+
+` + addressOrder + `
 
 With --url (or LLMGW_ADMIN_URL) it talks to a site's llm_admin handler
 instead, such as https://gw.example.com/llm, sending --token (or
@@ -36,10 +37,10 @@ token's id as the actor.`,
 
 // register puts ctl's flags and subcommands on cmd.
 func (c *ctl) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&c.admin, "admin", os.Getenv("LLMGW_ADMIN"), "the admin endpoint's address (default $LLMGW_ADMIN, else the --config file's, else localhost:2019)")
+	cmd.PersistentFlags().StringVar(&c.admin, "admin", "", "the admin endpoint's address (default: $LLMGW_ADMIN_URL, $LLMGW_ADMIN, the --config file's, the running llmgw's autosaved config's, localhost:2019)")
 	cmd.PersistentFlags().StringVar(&c.config, "config", "", "a config file whose admin address to use, as llmgw reload --config does")
-	cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON")
-	cmd.PersistentFlags().StringVar(&c.url, "url", os.Getenv("LLMGW_ADMIN_URL"), "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
+	outputFlags(cmd, &c.output, &c.json)
+	cmd.PersistentFlags().StringVar(&c.url, "url", "", "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
 	cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
 	cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp(), c.audit(), c.requests(), c.weights(),
 		c.tenants(), c.kb(), c.cluster())

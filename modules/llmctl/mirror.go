@@ -46,7 +46,8 @@ every store that answers, and copied to the others by sync.`,
 // mirrorCmd is "llmgw mirror": its global flags, and where it prints.
 type mirrorCmd struct {
 	config, adapter string
-	json            bool
+	json            bool   // print JSON or YAML (--output), not tables
+	output          string // --output: table, json or yaml
 	out, errOut     io.Writer
 }
 
@@ -54,7 +55,7 @@ type mirrorCmd struct {
 func (mc *mirrorCmd) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&mc.config, "config", "c", "", "the config file (default ./Caddyfile)")
 	cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
-	cmd.PersistentFlags().BoolVar(&mc.json, "json", false, "print JSON")
+	outputFlags(cmd, &mc.output, &mc.json)
 	cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.fetch(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
 }
 
@@ -114,11 +115,7 @@ func (mc *mirrorCmd) mirrorConfig() (*weights.MirrorConfig, error) {
 	return cfg.Apps.LLM.Mirror, nil
 }
 
-func (mc *mirrorCmd) print(v any) error {
-	enc := json.NewEncoder(mc.out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (mc *mirrorCmd) print(v any) error { return printValue(mc.out, mc.output, v) }
 
 // run opens the mirror the config names and runs f with a context that
 // ends on Ctrl-C.

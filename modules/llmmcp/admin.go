@@ -100,7 +100,7 @@ func gatewaysNow() []*gateway {
 // Status lists every server of every running llm_mcp handler, by name.
 func Status() []ServerStatus {
 	seen := map[string]bool{}
-	var out []ServerStatus
+	out := []ServerStatus{} // [] when there is none, never null
 	for _, g := range gatewaysNow() {
 		g.mu.Lock()
 		for name, u := range g.upstreams {

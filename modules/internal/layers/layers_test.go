@@ -79,6 +79,7 @@ var allowed = map[string][]string{
 	"/modules/llm/secrets":    {"/modules/internal"},
 	"/modules/llm/reqlog":     {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/enginelist": {"/modules/llm/llmapi", "/plugins"},
+	"/modules/llm/apidoc":     {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
 	"/modules/llm/modelcall":  {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	"/modules/llm/llmproc":    {"/modules/llm/llmapi", "/modules/internal"},
 	// The command-line client speaks the admin API's JSON: never the app.

@@ -24,7 +24,7 @@ var OverviewSchemas = map[string]OpSchemas{
 			"prompt_tokens":     typ("integer", ""),
 			"completion_tokens": typ("integer", ""),
 			"ttft_ms":           typ("number", "mean time to first token of streamed answers, ms"),
-			"ttft_p50_ms":       typ("number", "median time to first token, estimated from the histogram's buckets, ms"),
+			"ttft_p50_ms":       nullTyp("number", "median time to first token, estimated from the histogram's buckets, ms"),
 			"tokens_per_second": typ("number", "completion tokens per second of answering time"),
 		})),
 		"guardrails": obj(map[string]any{
@@ -79,13 +79,13 @@ var trafficSeriesSchema = obj(map[string]any{
 		"errors_per_second":        typ("number", ""),
 		"client_errors":            typ("integer", "the other answers with status 400 or above, among them requests the guardrails blocked"),
 		"client_errors_per_second": typ("number", ""),
-		"latency_p50_ms":           typ("number", "median time to the answer's last byte, from the histogram's buckets; null without answers"),
-		"latency_p95_ms":           typ("number", ""),
-		"ttft_p50_ms":              typ("number", "median time to first token of streamed answers; null without any"),
-		"ttft_p95_ms":              typ("number", ""),
+		"latency_p50_ms":           nullTyp("number", "median time to the answer's last byte, from the histogram's buckets; null without answers"),
+		"latency_p95_ms":           nullTyp("number", ""),
+		"ttft_p50_ms":              nullTyp("number", "median time to first token of streamed answers; null without any"),
+		"ttft_p95_ms":              nullTyp("number", ""),
 		"completion_tokens":        typ("integer", ""),
 		"tokens_per_second":        typ("number", "completion tokens per second of the step"),
-		"replicas_ready":           typ("integer", "the last count of the step, summed over nodes; null when none was sampled"),
+		"replicas_ready":           nullTyp("integer", "the last count of the step, summed over nodes; null when none was sampled"),
 	})),
 })
 
@@ -106,6 +106,13 @@ func typ(t, desc string) map[string]any {
 	if desc != "" {
 		o["description"] = desc
 	}
+	return o
+}
+
+// nullTyp is typ for a value that may be null.
+func nullTyp(t, desc string) map[string]any {
+	o := typ(t, desc)
+	o["nullable"] = true
 	return o
 }
 
