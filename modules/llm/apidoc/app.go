@@ -79,6 +79,8 @@ func appTypes() map[string]Bodies {
 		"POST /llm/models/{name}/test":                                   {Response: llmapi.ModelTest{}},
 		"POST /llm/replicas/{id}/restart":                                {Response: obj(map[string]any{"restarted": typ("string")}, "restarted")},
 		"GET /llm/engines":                                               {Response: []llmapi.EngineStatus{}},
+		"GET /llm/version":                                               {Response: llmapi.BuildInfo{}},
+		"POST /llm/restart":                                              {Response: llmapi.Restarting{}, Code: 202},
 		"GET /llm/nodes":                                                 {Response: llmapi.NodesStatus{}},
 		"POST /llm/nodes/{name}/drain":                                   {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},
 		"POST /llm/nodes/{name}/undrain":                                 {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},

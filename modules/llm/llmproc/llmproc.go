@@ -34,14 +34,6 @@ func Version(w http.ResponseWriter, r *http.Request) error {
 	return json.NewEncoder(w).Encode(b)
 }
 
-// Restarting is POST /llm/restart's answer (202).
-type Restarting struct {
-	Status  string           `json:"status"` // "restarting"
-	Binary  string           `json:"binary"` // the file it re-runs: the process's own
-	PID     int              `json:"pid"`    // kept by the restart
-	Running llmapi.BuildInfo `json:"running"`
-}
-
 // Restart answers POST /llm/restart: 202, then the process stops taking
 // requests, waits for the open ones (streams included) to end as Caddy's
 // graceful stop does, and re-runs its own binary with its own arguments
@@ -67,7 +59,7 @@ func Restart(w http.ResponseWriter, r *http.Request, logger *zap.Logger) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
-	if err := json.NewEncoder(w).Encode(Restarting{Status: "restarting", Binary: exe, PID: os.Getpid(), Running: Build()}); err != nil {
+	if err := json.NewEncoder(w).Encode(llmapi.Restarting{Status: "restarting", Binary: exe, PID: os.Getpid(), Running: Build()}); err != nil {
 		return err
 	}
 	logger.Info("restarting in place: waiting for open requests to end", zap.String("binary", exe), zap.Int("pid", os.Getpid()))
