@@ -58,6 +58,8 @@ func renderModule(m *module) []byte {
 	fmt.Fprintf(&b, "- JSON: %s\n", jsonPlace(m))
 	if where := directiveWhere(m); where != "" {
 		fmt.Fprintf(&b, "- Caddyfile: `%s`, %s\n", m.Directive, where)
+	} else if host := hostOf(m.ID); host != "" && m.InlineKey != "" {
+		fmt.Fprintf(&b, "- Caddyfile: `%s %s`, inside [`%s`](%s)\n", m.InlineKey, directiveName(m.ID), directiveName(host), pageName(host))
 	}
 	b.WriteString("- [All modules](config.md)\n")
 	if m.Directive != "" {
