@@ -30,7 +30,7 @@ var (
 )
 
 // TestExampleConfigsStart runs every example config of the repository
-// (Caddyfile*.example at its root) as written, with only its admin
+// (Caddyfile*.example at its root, Caddyfile* under deploy/) as written, with only its admin
 // address and its sites' ports moved to free ports: llmgw fmt leaves it
 // unchanged, llmgw validate accepts it, llmgw run starts it, its model
 // answers a chat with the example's key, and, where it serves the
@@ -39,9 +39,9 @@ var (
 // (TestManualCaddyfilesAdapt); the three-node example of
 // docs/cluster.md runs in TestReadmeThreeNodes.
 func TestExampleConfigsStart(t *testing.T) {
-	files, err := filepath.Glob("../../Caddyfile*.example")
-	if err != nil || len(files) < 2 {
-		t.Fatalf("want Caddyfile.example and Caddyfile.console.example at the root, found %v (%v)", files, err)
+	files := exampleConfigs(t)
+	if len(files) < 2 {
+		t.Fatalf("want Caddyfile.example and Caddyfile.console.example at the root, found %v", files)
 	}
 	const token = "console-example-token-0123456789abcdef"
 	sum := sha256.Sum256([]byte(token))
@@ -62,6 +62,26 @@ func TestExampleConfigsStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exampleConfigs lists the example configs: Caddyfile*.example at the
+// root and any Caddyfile* under deploy/.
+func exampleConfigs(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../Caddyfile*.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir("../../deploy", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "Caddyfile") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // startExampleConfig validates and runs an example config with its
