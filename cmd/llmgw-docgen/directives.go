@@ -188,10 +188,14 @@ func returns(b *ast.BlockStmt) bool {
 	return ok
 }
 
-// dirTest reads `dir == "x"` and `dir != "x"`.
+// dirTest reads `dir == "x"` and `dir != "x"` (not d.Val(), which a
+// parser compares with its own directive's name too).
 func dirTest(cond ast.Expr) (name, op string) {
 	be, ok := cond.(*ast.BinaryExpr)
-	if !ok || (be.Op != token.EQL && be.Op != token.NEQ) || !isDirectiveSwitch(be.X) {
+	if !ok || (be.Op != token.EQL && be.Op != token.NEQ) {
+		return "", ""
+	}
+	if id, ok := be.X.(*ast.Ident); !ok || id.Name != "dir" { // d.Val() may be the directive's own name
 		return "", ""
 	}
 	lit, ok := be.Y.(*ast.BasicLit)
