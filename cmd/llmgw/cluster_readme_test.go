@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// TestReadmeThreeNodes runs the README's three nodes on one machine as
-// written, with the test's Redis, ports and directory put in: the nodes
-// form one cluster, every front end serves the model, and llmgw ctl and
+// TestReadmeThreeNodes runs the manual's three nodes on one machine
+// (docs/cluster.md) as written, with the test's Redis, ports and
+// directory put in: the nodes form one cluster, every front end serves the model, and llmgw ctl and
 // llmgw reload reach a node at its admin address.
 func TestReadmeThreeNodes(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestReadmeThreeNodes(t *testing.T) {
 	_, rest, ok := strings.Cut(string(readme), first)
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no three-node example starting with " + first)
+		t.Fatal("docs/cluster.md has no three-node example starting with " + first)
 	}
 	r := startRedis(t)
 	dir := t.TempDir()
@@ -100,7 +100,7 @@ func envOf(env []string, name string) string {
 	return ""
 }
 
-// chatThrough asks the front end on port for chat, as the README's curl
+// chatThrough asks the front end on port for chat, as docs/cluster.md's curl
 // does, and returns the status and the node its answer names.
 func chatThrough(port int) (int, string) {
 	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port), "application/json",

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,27 +14,35 @@ import (
 	"github.com/openai/openai-go/v3"
 )
 
-// readmeSections cuts the project's README into its sections: real
-// Markdown documents of every length, with code blocks and tables.
-func readmeSections(t *testing.T, n int) map[string][]byte {
+// manualSections cuts the project's manual (README.md and docs/*.md)
+// into its sections: real Markdown documents of every length, with code
+// blocks and tables.
+func manualSections(t *testing.T, n int) map[string][]byte {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
 	}
+	sort.Strings(files)
 	out := map[string][]byte{}
-	heading := regexp.MustCompile(`(?m)^#{2,3} `)
-	idx := heading.FindAllIndex(raw, -1)
-	for i := 0; i < len(idx) && len(out) < n; i++ {
-		end := len(raw)
-		if i+1 < len(idx) {
-			end = idx[i+1][0]
+	heading := regexp.MustCompile(`(?m)^#{1,3} `)
+	for _, f := range append([]string{"../../README.md"}, files...) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sec := raw[idx[i][0]:end]
-		if len(bytes.TrimSpace(sec)) < 200 {
-			continue
+		idx := heading.FindAllIndex(raw, -1)
+		for i := 0; i < len(idx) && len(out) < n; i++ {
+			end := len(raw)
+			if i+1 < len(idx) {
+				end = idx[i+1][0]
+			}
+			sec := raw[idx[i][0]:end]
+			if len(bytes.TrimSpace(sec)) < 200 {
+				continue
+			}
+			out[fmt.Sprintf("section-%02d.md", len(out))] = sec
 		}
-		out[fmt.Sprintf("section-%02d.md", i)] = sec
 	}
 	return out
 }
@@ -52,7 +62,7 @@ func TestKnowledgeBaseImportSurvivesKill(t *testing.T) {
 	g := startGatewayBefore(t, models, "\t\tllm_kb {\n\t\t\tembedder sim-embed\n\t\t}\n")
 	g.waitReady()
 	c := g.client()
-	docs := readmeSections(t, 24)
+	docs := manualSections(t, 24)
 	var ids []string
 	for name, data := range docs {
 		ids = append(ids, kbUpload(t, c, name, data).ID)
