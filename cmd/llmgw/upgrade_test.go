@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
-	"github.com/llmgw/llmgw/modules/llmctl/release"
+	"github.com/llmgw/llmgw/release"
 )
 
 // stampedBinary builds llmgw stamped with version into dir/llmgw.

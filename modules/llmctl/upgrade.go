@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmgw/llmgw/modules/llmctl/release"
+	"github.com/llmgw/llmgw/release"
 )
 
 // ReleaseKey is the minisign public key llmgw's releases are signed with
 // (deploy/release.pub). llmgw upgrade trusts it, and the keys --key adds.
-const ReleaseKey = "RWTe9hyop62mNMFsqE3i53Wq+kavd6HpLB7BqIHJIdTNMilin+9bO1t1"
+const ReleaseKey = release.ProjectKey
 
 // upgrader is "llmgw upgrade": its flags, and the admin client that asks
 // the running llmgw to restart.
@@ -77,7 +77,7 @@ func (u *upgrader) run(args []string) error {
 	case u.rollback && len(args) > 0:
 		return fmt.Errorf("upgrade: --rollback takes no version or file (it puts %s.previous back)", bin)
 	case u.rollback:
-		err = rollbackBinary(bin)
+		err = release.Rollback(bin)
 	case len(args) == 0:
 		return fmt.Errorf("upgrade: name a version (with --from), a release tarball or an https URL; or --rollback")
 	default:
@@ -129,7 +129,7 @@ func (u *upgrader) install(src, bin string) error {
 	if err != nil {
 		return err
 	}
-	return replaceBinary(bin, newBin)
+	return release.Replace(bin, newBin)
 }
 
 // trusted are the keys a release may be signed with.

@@ -1,17 +1,7 @@
 package llmctl
 
 import (
-	"archive/tar"
-	"bytes"
-	"cmp"
-	"compress/gzip"
-	"crypto/sha256"
-	"debug/elf"
-	"debug/macho"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/modules/llmctl/release"
+	"github.com/llmgw/llmgw/release"
 )
 
 const (
@@ -112,74 +102,11 @@ func fetchRelease(loc location) (*fetched, error) {
 }
 
 // check verifies the signature of the sums, the tarball's sum and its
-// binary's platform, and returns the binary.
+// binary's platform, and returns the binary (release.Open).
 func (r *fetched) check(keys []release.PublicKey) ([]byte, error) {
-	sig, err := release.ParseSignature(r.sig)
+	bin, err := release.Open(release.Files{Tarball: r.tarball, Sums: r.sums, Sig: r.sig, Name: r.loc.name, From: r.loc.base}, keys)
 	if err != nil {
-		return nil, fmt.Errorf("upgrade: %s/SHA256SUMS.minisig: %w", r.loc.base, err)
-	}
-	if err := release.Verify(r.sums, sig, keys...); err != nil {
-		return nil, fmt.Errorf("upgrade: refused: SHA256SUMS of %s: %w; nothing was changed", r.loc.base, err)
-	}
-	sum := sha256.Sum256(r.tarball)
-	want, ok := sumOf(r.sums, r.loc.name)
-	if !ok {
-		return nil, fmt.Errorf("upgrade: refused: %s is not in the signed SHA256SUMS; nothing was changed", r.loc.name)
-	}
-	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, fmt.Errorf("upgrade: refused: %s has SHA-256 %s, the signed SHA256SUMS says %s (damaged or changed); nothing was changed", r.loc, got, want)
-	}
-	bin, err := binaryOf(r.tarball)
-	if err != nil {
-		return nil, fmt.Errorf("upgrade: %s: %w", r.loc.name, err)
-	}
-	if p := platformOf(bin); p != runtime.GOOS+"/"+runtime.GOARCH {
-		return nil, fmt.Errorf("upgrade: refused: the binary of %s is for %s, this machine is %s/%s; take the llmgw_<version>_%s_%s tarball; nothing was changed",
-			r.loc.name, p, runtime.GOOS, runtime.GOARCH, runtime.GOOS, runtime.GOARCH)
+		return nil, fmt.Errorf("upgrade: %w", err)
 	}
 	return bin, nil
-}
-
-// sumOf finds name's hex SHA-256 in a sha256sum listing.
-func sumOf(sums []byte, name string) (string, bool) {
-	for _, line := range strings.Split(string(sums), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.TrimPrefix(f[1], "*") == name {
-			return strings.ToLower(f[0]), true
-		}
-	}
-	return "", false
-}
-
-// binaryOf is the llmgw binary of a release tarball (<top dir>/llmgw).
-func binaryOf(tgz []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(tgz))
-	if err != nil {
-		return nil, fmt.Errorf("not a gzip tarball: %w", err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("no llmgw binary in it (want llmgw_<version>_<os>_<arch>/llmgw)")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the tarball: %w", err)
-		}
-		if dir, file := path.Split(h.Name); file == "llmgw" && strings.Count(dir, "/") == 1 && h.Typeflag == tar.TypeReg {
-			return readAllLimit(tr, maxTarball, h.Name)
-		}
-	}
-}
-
-// platformOf names a binary's os/arch from its header.
-func platformOf(bin []byte) string {
-	if f, err := elf.NewFile(bytes.NewReader(bin)); err == nil {
-		arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm"}[f.Machine]
-		return "linux/" + cmp.Or(arch, f.Machine.String())
-	}
-	if f, err := macho.NewFile(bytes.NewReader(bin)); err == nil {
-		arch := map[macho.Cpu]string{macho.CpuAmd64: "amd64", macho.CpuArm64: "arm64"}[f.Cpu]
-		return "darwin/" + cmp.Or(arch, f.Cpu.String())
-	}
-	return "an unknown platform (not an ELF or Mach-O executable)"
 }

@@ -1,6 +1,6 @@
 // Command releasesign is the release script's signer (scripts/release
 // runs it); it is not part of llmgw. It writes minisign-compatible keys
-// and signatures (modules/llmctl/release):
+// and signatures (release):
 //
 //	go run ./scripts/releasesign keygen SECRET_FILE PUBLIC_FILE
 //	go run ./scripts/releasesign sign SECRET_FILE FILE TRUSTED_COMMENT
@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/llmgw/llmgw/modules/llmctl/release"
+	"github.com/llmgw/llmgw/release"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/modules/llmctl/release"
+	"github.com/llmgw/llmgw/release"
 )
 
 // TestReleaseIsReproducible runs scripts/release twice for linux/amd64

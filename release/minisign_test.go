@@ -100,3 +100,15 @@ func TestMinisignInterop(t *testing.T) {
 		t.Errorf("minisign's signature: %v (trusted comment %q)", err, sig.TrustedComment)
 	}
 }
+
+// The key llmgw trusts is the one the repository publishes.
+func TestProjectKeyIsPublished(t *testing.T) {
+	b, err := os.ReadFile("../deploy/release.pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ParsePublicKey(string(b))
+	if err != nil || k.String() != ProjectKey {
+		t.Fatalf("deploy/release.pub (%v) is not ProjectKey %s:\n%s", err, ProjectKey, b)
+	}
+}
