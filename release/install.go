@@ -35,23 +35,32 @@ type Files struct {
 // MaxTarball bounds a release tarball (they are tens of MB).
 const MaxTarball = 1 << 30
 
-// Open verifies the signature of the sums with keys, the tarball's sum
-// and its binary's platform (this machine's), and returns the binary.
-func Open(f Files, keys []PublicKey) ([]byte, error) {
+// Check verifies the signature of the sums with keys and the tarball's
+// sum in them.
+func Check(f Files, keys []PublicKey) error {
 	sig, err := ParseSignature(f.Sig)
 	if err != nil {
-		return nil, fmt.Errorf("%s/SHA256SUMS.minisig: %w", f.From, err)
+		return fmt.Errorf("%s/SHA256SUMS.minisig: %w", f.From, err)
 	}
 	if err := Verify(f.Sums, sig, keys...); err != nil {
-		return nil, fmt.Errorf("refused: SHA256SUMS of %s: %w; nothing was changed", f.From, err)
+		return fmt.Errorf("refused: SHA256SUMS of %s: %w; nothing was changed", f.From, err)
 	}
 	sum := sha256.Sum256(f.Tarball)
 	want, ok := sumOf(f.Sums, f.Name)
 	if !ok {
-		return nil, fmt.Errorf("refused: %s is not in the signed SHA256SUMS; nothing was changed", f.Name)
+		return fmt.Errorf("refused: %s is not in the signed SHA256SUMS; nothing was changed", f.Name)
 	}
 	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, fmt.Errorf("refused: %s/%s has SHA-256 %s, the signed SHA256SUMS says %s (damaged or changed); nothing was changed", f.From, f.Name, got, want)
+		return fmt.Errorf("refused: %s/%s has SHA-256 %s, the signed SHA256SUMS says %s (damaged or changed); nothing was changed", f.From, f.Name, got, want)
+	}
+	return nil
+}
+
+// Open checks the release (Check) and its binary's platform (this
+// machine's), and returns the binary.
+func Open(f Files, keys []PublicKey) ([]byte, error) {
+	if err := Check(f, keys); err != nil {
+		return nil, err
 	}
 	bin, err := binaryOf(f.Tarball)
 	if err != nil {
@@ -231,4 +240,16 @@ func writeErr(path string, err error) error {
 		return fmt.Errorf("upgrade: no permission to write beside %s (%v): run with sudo, or as the user that owns it; nothing was changed", path, err)
 	}
 	return fmt.Errorf("upgrade: writing beside %s: %w", path, err)
+}
+
+// VersionOf is the version in a release tarball's name
+// (llmgw_<version>_<os>_<arch>.tar.gz), which the signed sums list.
+func VersionOf(name string) string {
+	v := strings.TrimSuffix(strings.TrimPrefix(name, "llmgw_"), ".tar.gz")
+	for range 2 { // _<arch>, then _<os>
+		if i := strings.LastIndexByte(v, '_'); i > 0 {
+			v = v[:i]
+		}
+	}
+	return v
 }

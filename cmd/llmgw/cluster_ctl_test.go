@@ -27,6 +27,11 @@ func TestClusterStopStart(t *testing.T) {
 		})
 	}
 	leader := n1.nodes().Leader
+	// A change refused in a cluster answers with its reason (it once
+	// closed the connection instead).
+	if out, err := ctlRun(t, n1, "node", "drain", "nosuch"); err == nil || !strings.Contains(out, `no node "nosuch" in the cluster`) {
+		t.Fatalf("ctl node drain of an unknown node: %v\n%s", err, out)
+	}
 	out, err := ctlRun(t, n1, "cluster", "status")
 	if err != nil || !regexpLine(out, "n1", "v", "serving", "1") || !strings.Contains(out, "leader "+leader) {
 		t.Fatalf("ctl cluster status: %v\n%s", err, out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -152,6 +153,7 @@ type gateway struct {
 	quota  *string // llm_quota's block, when it runs
 	before string  // more directives before the router
 	routes string  // more routes of the site, after /v1/*
+	bin    string  // the llmgw binary it runs; default: the tests' (binary)
 }
 
 func (g *gateway) quotaDirective() string {
@@ -216,7 +218,7 @@ func (g *gateway) start() {
 	t.Helper()
 	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.http)
 	g.exited = make(chan struct{})
-	g.cmd = exec.Command(binary, "run", "--config", filepath.Join(g.dir, "Caddyfile"))
+	g.cmd = exec.Command(cmp.Or(g.bin, binary), "run", "--config", filepath.Join(g.dir, "Caddyfile"))
 	g.cmd.Env = append(os.Environ(), "HOME="+g.dir, "XDG_DATA_HOME="+filepath.Join(g.dir, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(g.dir, "config"))
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs

@@ -33,7 +33,9 @@ func clusterChange(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
 		var handlerErr error
 		err := a.cluster.Change(r.Context(), a.clusterSide(), func() error { handlerErr = h(w, r); return handlerErr })
 		var busy *cluster.UnavailableError
-		if err != handlerErr && errors.As(err, &busy) {
+		// errors.Is, not ==: an error of the handler may be a
+		// caddy.APIError, which == cannot compare (it holds a slice).
+		if errors.As(err, &busy) && !errors.Is(err, handlerErr) {
 			return apiErr(http.StatusServiceUnavailable, "%v", busy)
 		}
 		return err
@@ -60,11 +62,14 @@ func nodeAction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name, action, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/nodes/"), "/")
-	if !ok || r.Method != http.MethodPost || (action != "drain" && action != "undrain") {
-		return apiErr(http.StatusNotFound, "use POST /llm/nodes/<name>/drain or /undrain")
+	if !ok || r.Method != http.MethodPost || (action != "drain" && action != "undrain" && action != "upgrade") {
+		return apiErr(http.StatusNotFound, "use POST /llm/nodes/<name>/drain, /undrain or /upgrade")
 	}
 	if a.cluster == nil {
 		return apiErr(http.StatusNotFound, "this llmgw is not in a cluster (no cluster block in the llm option)")
+	}
+	if action == "upgrade" {
+		return a.nodeUpgrade(w, r, name) // node_upgrade.go
 	}
 	var names []string
 	b, err := a.storage.Load(r.Context(), drainedStorageKey)

@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/nodeupgrade"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"go.uber.org/zap"
 )
@@ -322,8 +323,12 @@ func (c clusterSide) PlanInputs(nodes map[string]*cluster.NodeBeat) cluster.Plan
 // servePeerLocal answers the app's own routes on the node-to-node
 // endpoint.
 func (a *App) servePeerLocal(w http.ResponseWriter, r *http.Request) {
-	if r.URL.EscapedPath() == "/models/roll" {
+	switch r.URL.EscapedPath() {
+	case "/models/roll":
 		a.servePeerRoll(w, r)
+		return
+	case cluster.UpgradePath:
+		nodeupgrade.ServePeer(w, r, a.cluster, a.logger.Named("upgrade"))
 		return
 	}
 	a.servePeerWeights(w, r)

@@ -83,6 +83,9 @@ var rules = []rule{
 	{"GET /llm/nodes", roleViewer, tenantNone},
 	{"POST /llm/nodes/{name}/drain", roleOperator, tenantNone},
 	{"POST /llm/nodes/{name}/undrain", roleOperator, tenantNone},
+	// A release for a node: admin only (it replaces the binary, with a
+	// release signed by a key the node's config trusts, and restarts it).
+	{"POST /llm/nodes/{name}/upgrade", roleAdmin, tenantNone},
 	{"GET /llm/node", roleViewer, tenantNone},
 	// The process: its build, and its restart in place (admin only: it
 	// stops the node's serving for as long as its open requests last).

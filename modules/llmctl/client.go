@@ -104,11 +104,22 @@ func (c *ctl) read(path string, out any) error {
 // request builds a call's request: the JSON body, the OS user as the
 // actor, and the token, which never crosses the network in plain http.
 // where and hint name the endpoint for errors.
+// rawBody is a request body sent as it is, not as JSON.
+type rawBody struct {
+	contentType string
+	data        []byte
+}
+
 func (c *ctl) request(method, path string, body any) (req *http.Request, where, hint string, err error) {
 	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+	ctype := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case rawBody:
+		rd, ctype = bytes.NewReader(b.data), b.contentType
+	default:
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
 	}
 	target, where, hint, err := c.endpoint(path)
 	if err != nil {
@@ -118,7 +129,7 @@ func (c *ctl) request(method, path string, body any) (req *http.Request, where, 
 	if err != nil {
 		return nil, "", "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	if u, err := user.Current(); err == nil {
 		req.Header.Set("X-Llmgw-Actor", u.Username)
 	}

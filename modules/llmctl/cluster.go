@@ -26,7 +26,7 @@ replicas stop. The llmgw processes keep running (they take no replicas
 and answer model requests with 503): stop them then with the service
 manager (systemctl stop llmgw) if the machines go down. start undrains
 them, the leader first, and waits until every model is placed.`,
-		Example: "  $ llmgw ctl cluster status\n  $ llmgw ctl cluster stop\n  $ llmgw ctl cluster start --timeout 10m"}
+		Example: "  $ llmgw ctl cluster status\n  $ llmgw ctl cluster stop\n  $ llmgw ctl cluster start --timeout 10m\n  $ llmgw ctl cluster upgrade ./llmgw_v0.16.0_linux_amd64.tar.gz"}
 	var timeout time.Duration
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for one node's replicas to move or start")
 	status := &cobra.Command{Use: "status", Short: "Lists the nodes with their release, state and replicas, and the models not placed", Args: cobra.NoArgs,
@@ -38,7 +38,7 @@ them, the leader first, and waits until every model is placed.`,
 	start := &cobra.Command{Use: "start", Short: "Undrains every node, the leader first, and waits until every model is placed", Args: cobra.NoArgs,
 		Example: "  $ llmgw ctl cluster start",
 		RunE:    func(*cobra.Command, []string) error { return c.clusterStart(timeout) }}
-	cmd.AddCommand(status, stop, start)
+	cmd.AddCommand(status, stop, start, c.clusterUpgrade(&timeout))
 	return cmd
 }
 

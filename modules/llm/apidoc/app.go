@@ -81,6 +81,7 @@ func appTypes() map[string]Bodies {
 		"GET /llm/engines":                                               {Response: []llmapi.EngineStatus{}},
 		"GET /llm/version":                                               {Response: llmapi.BuildInfo{}},
 		"POST /llm/restart":                                              {Response: llmapi.Restarting{}, Code: 202},
+		"POST /llm/nodes/{name}/upgrade":                                 {Response: llmapi.NodeUpgrade{}},
 		"GET /llm/nodes":                                                 {Response: llmapi.NodesStatus{}},
 		"POST /llm/nodes/{name}/drain":                                   {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},
 		"POST /llm/nodes/{name}/undrain":                                 {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},

@@ -20,6 +20,7 @@ import (
 //		secret {env.LLMGW_CLUSTER_SECRET}              # the same on every node
 //		heartbeat 1s
 //		node_ttl 5s
+//		release_key RWQ…                              # more keys ctl cluster upgrade's releases may be signed by
 //	}
 func (c *ClusterConfig) Parse(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
@@ -58,8 +59,15 @@ func (c *ClusterConfig) Parse(d *caddyfile.Dispenser) error {
 			return caddyfileutil.DurationArg(d, &c.Heartbeat)
 		case "node_ttl":
 			return caddyfileutil.DurationArg(d, &c.NodeTTL)
+		case "release_key":
+			var k string
+			if err := caddyfileutil.OneArg(d, &k); err != nil {
+				return err
+			}
+			c.ReleaseKeys = append(c.ReleaseKeys, k)
+			return nil
 		default:
-			return d.Errf("unrecognized cluster subdirective %q; see the README's Cluster section", dir)
+			return d.Errf("unrecognized cluster subdirective %q; see docs/cluster.md", dir)
 		}
 	})
 }

@@ -133,6 +133,10 @@ type ClusterConfig struct {
 	// NodeTTL is how long a node that stopped reporting counts as alive;
 	// after it, its replicas are placed elsewhere. Default: 5s.
 	NodeTTL caddy.Duration `json:"node_ttl,omitempty"`
+	// ReleaseKeys are minisign public keys (RW…) this node also accepts
+	// releases signed by when "llmgw ctl cluster upgrade" sends it one,
+	// beside llmgw's own release key: for an operator's own builds.
+	ReleaseKeys []string `json:"release_keys,omitempty"`
 }
 
 // Provision applies the defaults and checks the config.
@@ -161,6 +165,9 @@ func (c *ClusterConfig) Provision() error {
 	}
 	if err := catalog.CheckName("node", c.Node); err != nil {
 		return fmt.Errorf("cluster: %v", err)
+	}
+	if _, err := c.TrustedKeys(); err != nil {
+		return err
 	}
 	if c.Advertise == "" {
 		return errors.New("cluster: advertise host:port is required: the address other nodes reach this node at")

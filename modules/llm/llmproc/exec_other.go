@@ -13,3 +13,6 @@ func restartable() error {
 }
 
 func reexecOnExit(*zap.Logger) {}
+
+// RestartSoon is not available off Unix.
+func RestartSoon(*zap.Logger) (string, error) { return "", restartable() }

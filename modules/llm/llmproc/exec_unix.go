@@ -46,3 +46,35 @@ func reexecOnExit(logger *zap.Logger) {
 		logger.Error("restarting: signalling the stop", zap.Error(err))
 	}
 }
+
+// ExitRestart is the status llmgw exits with to be started again by its
+// service manager (a unit's Restart=on-failure) after a cluster upgrade
+// replaced its binary.
+const ExitRestart = 75
+
+// RestartSoon restarts the process once its open requests and streams
+// end, with the binary now at its path: in place, or under systemd's
+// notify protocol by exiting with ExitRestart for the unit to start it
+// again. It says which.
+func RestartSoon(logger *zap.Logger) (string, error) {
+	if caddy.Exiting() {
+		return "", apiErr(http.StatusConflict, "restarting: llmgw is already stopping or restarting; wait for it")
+	}
+	if _, err := ownBinary(); err != nil {
+		return "", err
+	}
+	if os.Getenv("NOTIFY_SOCKET") == "" {
+		go reexecOnExit(logger)
+		return "in place", nil
+	}
+	caddy.OnExit(func(context.Context) {
+		logger.Info("restarting: exiting for the service manager to start llmgw again", zap.Int("status", ExitRestart))
+		os.Exit(ExitRestart)
+	})
+	go func() {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			logger.Error("restarting: signalling the stop", zap.Error(err))
+		}
+	}()
+	return "by its service manager (exit status 75, Restart=on-failure)", nil
+}
