@@ -86,6 +86,6 @@ func Verify(data []byte, sig Signature, keys ...PublicKey) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("signed by key %s, which is not trusted (trusted: %s); give its public key with --key FILE if you trust it: %w",
+	return fmt.Errorf("signed by key %s, which is not trusted (trusted: %s); if it is yours, trust its public key (llmgw upgrade --key FILE; on a cluster node, release_key in its cluster block): %w",
 		sig.KeyID, strings.Join(ids, ", "), ErrBadSignature)
 }

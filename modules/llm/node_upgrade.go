@@ -11,10 +11,12 @@ import (
 
 // nodeUpgrade answers POST /llm/nodes/<name>/upgrade (nodeupgrade.Serve).
 func (a *App) nodeUpgrade(w http.ResponseWriter, r *http.Request, name string) error {
-	out, err := nodeupgrade.Serve(w, r, a.cluster, name, cluster.UpgradePath, a.logger.Named("upgrade"))
+	out, restart, err := nodeupgrade.Serve(w, r, a.cluster, name, cluster.UpgradePath, a.logger.Named("upgrade"))
 	if err != nil {
 		return err
 	}
 	a.audit(r, "node upgraded", zap.String("node", name), zap.String("from", out.From), zap.String("to", out.To))
-	return writeJSON(w, out)
+	err = writeJSON(w, out)
+	nodeupgrade.Answered(w, restart)
+	return err
 }

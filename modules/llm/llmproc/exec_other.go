@@ -15,4 +15,4 @@ func restartable() error {
 func reexecOnExit(*zap.Logger) {}
 
 // RestartSoon is not available off Unix.
-func RestartSoon(*zap.Logger) (string, error) { return "", restartable() }
+func RestartSoon(*zap.Logger) (string, func(), error) { return "", nil, restartable() }

@@ -52,29 +52,30 @@ func reexecOnExit(logger *zap.Logger) {
 // replaced its binary.
 const ExitRestart = 75
 
-// RestartSoon restarts the process once its open requests and streams
-// end, with the binary now at its path: in place, or under systemd's
-// notify protocol by exiting with ExitRestart for the unit to start it
-// again. It says which.
-func RestartSoon(logger *zap.Logger) (string, error) {
+// RestartSoon readies a restart of the process with the binary now at
+// its path, once its open requests and streams end: in place, or under
+// systemd's notify protocol by exiting with ExitRestart for the unit to
+// start it again. It says which; start begins it (after the answer that
+// announces it is written: the stop closes the admin endpoint).
+func RestartSoon(logger *zap.Logger) (how string, start func(), err error) {
 	if caddy.Exiting() {
-		return "", apiErr(http.StatusConflict, "restarting: llmgw is already stopping or restarting; wait for it")
+		return "", nil, apiErr(http.StatusConflict, "restarting: llmgw is already stopping or restarting; wait for it")
 	}
 	if _, err := ownBinary(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if os.Getenv("NOTIFY_SOCKET") == "" {
-		go reexecOnExit(logger)
-		return "in place", nil
+		return "in place", func() { go reexecOnExit(logger) }, nil
 	}
-	caddy.OnExit(func(context.Context) {
-		logger.Info("restarting: exiting for the service manager to start llmgw again", zap.Int("status", ExitRestart))
-		os.Exit(ExitRestart)
-	})
-	go func() {
-		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-			logger.Error("restarting: signalling the stop", zap.Error(err))
-		}
-	}()
-	return "by its service manager (exit status 75, Restart=on-failure)", nil
+	return "by its service manager (exit status 75, Restart=on-failure)", func() {
+		caddy.OnExit(func(context.Context) {
+			logger.Info("restarting: exiting for the service manager to start llmgw again", zap.Int("status", ExitRestart))
+			os.Exit(ExitRestart)
+		})
+		go func() {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				logger.Error("restarting: signalling the stop", zap.Error(err))
+			}
+		}()
+	}, nil
 }

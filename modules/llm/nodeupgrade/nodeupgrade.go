@@ -83,31 +83,33 @@ func readPart(p *multipart.Part, f *release.Files) error {
 	return nil
 }
 
-// Install checks the release with keys, replaces the process's own binary
-// with the release's and schedules the restart; node names this node.
-func Install(f release.Files, keys []release.PublicKey, node string, logger *zap.Logger) (llmapi.NodeUpgrade, error) {
-	out := llmapi.NodeUpgrade{Node: node, From: buildinfo.Get().Version, To: release.VersionOf(f.Name)}
+// Install checks the release with keys and replaces the process's own
+// binary with the release's; restart begins the restart, to be called
+// once the answer is written. node names this node.
+func Install(f release.Files, keys []release.PublicKey, node string, logger *zap.Logger) (out llmapi.NodeUpgrade, restart func(), err error) {
+	out = llmapi.NodeUpgrade{Node: node, From: buildinfo.Get().Version, To: release.VersionOf(f.Name)}
 	f.From = "the release sent to node " + node
 	bin, err := release.Open(f, keys)
 	if err != nil {
-		return out, apiErr(http.StatusBadRequest, "upgrade: node %s: %v", node, err)
+		return out, nil, apiErr(http.StatusBadRequest, "upgrade: node %s: %v", node, err)
+	}
+	how, restart, err := llmproc.RestartSoon(logger)
+	if err != nil {
+		return out, nil, fmt.Errorf("upgrade: node %s: %w; nothing was changed", node, err)
 	}
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
 	}
 	if err != nil {
-		return out, apiErr(http.StatusInternalServerError, "upgrade: node %s: finding its own binary: %v", node, err)
+		return out, nil, apiErr(http.StatusInternalServerError, "upgrade: node %s: finding its own binary: %v", node, err)
 	}
 	if err := release.Replace(exe, bin); err != nil {
-		return out, apiErr(http.StatusInternalServerError, "upgrade: node %s: %v", node, err)
+		return out, nil, apiErr(http.StatusInternalServerError, "upgrade: node %s: %v", node, err)
 	}
-	out.Binary = exe
+	out.Binary, out.Restart = exe, how
 	logger.Info("release installed; restarting once open requests end", zap.String("from", out.From), zap.String("to", out.To), zap.String("binary", exe))
-	if out.Restart, err = llmproc.RestartSoon(logger); err != nil {
-		return out, fmt.Errorf("upgrade: node %s: the binary is replaced (the old one is %s.previous) but %w", node, exe, err)
-	}
-	return out, nil
+	return out, restart, nil
 }
 
 func apiErr(status int, format string, args ...any) error {
@@ -126,11 +128,19 @@ type Cluster interface {
 // Serve answers POST /llm/nodes/<name>/upgrade: this node installs the
 // release in r's body, or hands the body to node name through the
 // node-to-node endpoint (at peerPath), where that node installs it.
-func Serve(w http.ResponseWriter, r *http.Request, c Cluster, name, peerPath string, logger *zap.Logger) (llmapi.NodeUpgrade, error) {
+// restart, when not nil, begins this node's restart once the answer is
+// written.
+func Serve(w http.ResponseWriter, r *http.Request, c Cluster, name, peerPath string, logger *zap.Logger) (out llmapi.NodeUpgrade, restart func(), err error) {
 	r.Body = http.MaxBytesReader(w, r.Body, release.MaxTarball+4<<20)
 	if name == c.NodeName() {
 		return installHere(r, c, logger)
 	}
+	out, err = forward(r, c, name, peerPath)
+	return out, nil, err
+}
+
+// forward hands r's body to node name, which installs the release.
+func forward(r *http.Request, c Cluster, name, peerPath string) (llmapi.NodeUpgrade, error) {
 	var out llmapi.NodeUpgrade
 	addr, ok := c.PeerAddr(name)
 	if !ok {
@@ -150,10 +160,10 @@ func Serve(w http.ResponseWriter, r *http.Request, c Cluster, name, peerPath str
 	return out, nil
 }
 
-func installHere(r *http.Request, c Cluster, logger *zap.Logger) (llmapi.NodeUpgrade, error) {
+func installHere(r *http.Request, c Cluster, logger *zap.Logger) (llmapi.NodeUpgrade, func(), error) {
 	f, err := Read(r)
 	if err != nil {
-		return llmapi.NodeUpgrade{}, err
+		return llmapi.NodeUpgrade{}, nil, err
 	}
 	return Install(f, c.TrustedKeys(), c.NodeName(), logger)
 }
@@ -161,7 +171,7 @@ func installHere(r *http.Request, c Cluster, logger *zap.Logger) (llmapi.NodeUpg
 // ServePeer answers another node's POST at peerPath: this node installs
 // the release.
 func ServePeer(w http.ResponseWriter, r *http.Request, c Cluster, logger *zap.Logger) {
-	out, err := installHere(r, c, logger)
+	out, restart, err := installHere(r, c, logger)
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
 		status := http.StatusInternalServerError
@@ -174,4 +184,14 @@ func ServePeer(w http.ResponseWriter, r *http.Request, c Cluster, logger *zap.Lo
 		return
 	}
 	_ = json.NewEncoder(w).Encode(out)
+	Answered(w, restart)
+}
+
+// Answered flushes the answer written to w, then begins the restart.
+func Answered(w http.ResponseWriter, restart func()) {
+	if restart == nil {
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
+	restart()
 }
