@@ -80,6 +80,12 @@ func verifyUnit(t *testing.T, path string) {
 // running gateway takes the printed key for a chat completion and the
 // printed admin token on its admin API and console.
 func TestSetupFlags(t *testing.T) {
+	help, _ := runSetup(t, "setup", "--help")
+	for _, want := range []string{"Examples:", "--listen", "--models", "--redis", "--sentinel", "--mirror-dir", "--s3-bucket", "--console", "--oidc-issuer", "--ldap-url", "--units", "--enable", "--yes"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("llmgw setup --help lacks %q:\n%s", want, help)
+		}
+	}
 	s := newSetupDirs(t)
 	out, err := runSetup(t, s.flags("--yes", "--models", "sim", "--listen", fmt.Sprintf("127.0.0.1:%d", s.http))...)
 	if err != nil {
