@@ -35,11 +35,12 @@ func (s *setupDirs) flags(more ...string) []string {
 		"--admin", fmt.Sprintf("127.0.0.1:%d", s.admin), "--ollama-url", "http://127.0.0.1:1"}, more...)
 }
 
-// runSetup runs llmgw setup with standard input that is not a terminal.
+// runSetup runs llmgw setup with standard input that is not a terminal,
+// away from the repository (setup needs nothing of it).
 func runSetup(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin, cmd.Dir = strings.NewReader(""), t.TempDir()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -261,6 +262,7 @@ type terminal struct {
 
 func startTerminal(t *testing.T, args ...string) (*terminal, *exec.Cmd) {
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir()
 	f, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
