@@ -32,13 +32,16 @@ Caddyfile (the global llm { … } option and the llm_* directives).
 	- 'llmgw validate --config Caddyfile' checks a config without serving.
 	- 'llmgw ctl' operates a running llmgw (models, keys, usage, cache);
 	  'llmgw mirror' manages the weights mirror.
+	- 'llmgw setup' sets up this machine: a Caddyfile, its secrets and a
+	  systemd unit, asking or from flags.
 
 One llmgw runs per data directory; a second one with the same data
 directory refuses to start. The commands that come from Caddy behave as
 Caddy's, documented at https://caddyserver.com/docs/command-line (where
 it says caddy, read llmgw).`
 
-const rootExample = `  $ llmgw run --config Caddyfile
+const rootExample = `  $ sudo llmgw setup
+  $ llmgw run --config Caddyfile
   $ llmgw reload --config Caddyfile
   $ llmgw ctl models
   $ llmgw stop`

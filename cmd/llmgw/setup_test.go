@@ -35,11 +35,12 @@ func (s *setupDirs) flags(more ...string) []string {
 		"--admin", fmt.Sprintf("127.0.0.1:%d", s.admin), "--ollama-url", "http://127.0.0.1:1"}, more...)
 }
 
-// runSetup runs llmgw setup with standard input that is not a terminal.
+// runSetup runs llmgw setup with standard input that is not a terminal,
+// away from the repository (setup needs nothing of it).
 func runSetup(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin, cmd.Dir = strings.NewReader(""), t.TempDir()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -80,6 +81,12 @@ func verifyUnit(t *testing.T, path string) {
 // running gateway takes the printed key for a chat completion and the
 // printed admin token on its admin API and console.
 func TestSetupFlags(t *testing.T) {
+	help, _ := runSetup(t, "setup", "--help")
+	for _, want := range []string{"Examples:", "--listen", "--models", "--redis", "--sentinel", "--mirror-dir", "--s3-bucket", "--console", "--oidc-issuer", "--ldap-url", "--units", "--enable", "--yes"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("llmgw setup --help lacks %q:\n%s", want, help)
+		}
+	}
 	s := newSetupDirs(t)
 	out, err := runSetup(t, s.flags("--yes", "--models", "sim", "--listen", fmt.Sprintf("127.0.0.1:%d", s.http))...)
 	if err != nil {
@@ -255,6 +262,7 @@ type terminal struct {
 
 func startTerminal(t *testing.T, args ...string) (*terminal, *exec.Cmd) {
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir()
 	f, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)

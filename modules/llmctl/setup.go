@@ -174,8 +174,8 @@ func (r *setupRun) answers() (setupAnswers, bool, error) {
 	if r.newToken {
 		a.TokenHash = ""
 	}
-	if r.newKey || r.given("tenant", "key-id") && (a.Tenant != r.flags.Tenant || a.KeyID != r.flags.KeyID) {
-		a.KeyHash = ""
+	if r.newKey {
+		a.KeyHash = "" // a new --tenant or --key-id moves the same key
 	}
 	return a, found, nil
 }

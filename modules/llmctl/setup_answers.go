@@ -68,6 +68,8 @@ type setupAnswers struct {
 	LDAPBindDN   string `json:"ldap_bind_dn,omitempty"`
 	LDAPPassword string `json:"ldap_password_env,omitempty"`
 	LDAPAdmin    string `json:"ldap_admin_group,omitempty"`
+
+	rerun bool // read from an earlier run's setup.json
 }
 
 // defaultAnswers are the answers of a first run before any flag.
@@ -101,7 +103,7 @@ func loadState(dir string) (setupAnswers, bool, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return a, false, fmt.Errorf("reading %s: %w; remove it to start afresh", filepath.Join(dir, "setup.json"), err)
 	}
-	a.Dir = dir
+	a.Dir, a.rerun = dir, true
 	return a, true, nil
 }
 

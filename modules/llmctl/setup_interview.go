@@ -40,7 +40,7 @@ func askModels(p *prompter, a *setupAnswers, m machine, given func(...string) bo
 		return err
 	}
 	if m.Ollama && len(m.OllamaModels) > 0 {
-		use, err := p.yes(fmt.Sprintf("Serve the models of the Ollama server at %s (%s)?", a.OllamaURL, strings.Join(m.OllamaModels, ", ")), len(a.OllamaModels) > 0 || a.KeyHash == "")
+		use, err := p.yes(fmt.Sprintf("Serve the models of the Ollama server at %s (%s)?", a.OllamaURL, strings.Join(m.OllamaModels, ", ")), len(a.OllamaModels) > 0 || !a.rerun)
 		if err != nil {
 			return err
 		}

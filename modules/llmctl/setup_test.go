@@ -2,6 +2,8 @@ package llmctl
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,5 +85,36 @@ func TestSetupChecks(t *testing.T) {
 	a := defaultAnswers()
 	if err := a.check(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+}
+
+// TestSetupInstallsBinary: --enable copies the running binary to --bin
+// when nothing is there, executable, and leaves one that is.
+func TestSetupInstallsBinary(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := defaultAnswers()
+	a.Binary = filepath.Join(t.TempDir(), "bin", "llmgw")
+	var out strings.Builder
+	r := &setupRun{out: &out}
+	if err := r.installBinary(&a); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(a.Binary)
+	want, _ := os.ReadFile(self)
+	info, err := os.Stat(a.Binary)
+	if err != nil || !bytes.Equal(got, want) || info.Mode().Perm() != 0o755 {
+		t.Fatalf("installed %s: %v, mode %v, same bytes %v", a.Binary, err, info.Mode(), bytes.Equal(got, want))
+	}
+	if err := os.WriteFile(a.Binary, []byte("kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.installBinary(&a); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(a.Binary); string(got) != "kept" {
+		t.Errorf("a binary already there was replaced")
 	}
 }
