@@ -3,10 +3,8 @@ package llm
 import (
 	"net/http"
 
-	"github.com/caddyserver/caddy/v2"
-
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
-	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/overview"
 )
 
 // The guardrails' outcomes over time (package guardhist): sampled once a
@@ -22,29 +20,12 @@ var guardHistoryOperations = []operation{
 // previous config's, if any, hands on, and samples it once a minute while
 // the config runs.
 func (a *App) startGuardHist() {
-	o := guardhist.Options{Totals: guardrailTotals, Logger: a.logger, Now: now}
+	o := guardhist.Options{Totals: overview.GuardrailTotals, Logger: a.logger, Now: now}
 	if a.cluster != nil {
 		o.Store = a.cluster
 	}
 	a.guardHist = guardhist.Open(o)
 	go a.guardHist.Run(a.ctx)
-}
-
-// guardrailTotals reads the guardrails' counters from the running
-// config's metrics registry.
-func guardrailTotals() ([]llmapi.GuardrailChecks, error) {
-	var g llmapi.GuardrailOverview
-	ctx := caddy.ActiveContext()
-	if reg := ctx.GetMetricsRegistry(); reg != nil {
-		families, err := reg.Gather()
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range families {
-			readGuardrailMetrics(f, &g) // admin_overview.go
-		}
-	}
-	return g.Checks, nil
 }
 
 func getGuardHistory(w http.ResponseWriter, r *http.Request) error {

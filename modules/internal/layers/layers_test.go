@@ -77,6 +77,7 @@ var allowed = map[string][]string{
 	"/modules/llm/traffic":     {"/modules/llm/guardhist", "/modules/llm/minutes", "/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/routeorder":  {},
 	"/modules/llm/secrets":     {"/modules/internal"},
+	"/modules/llm/overview":    {"/modules/llm/llmapi"},
 	"/modules/llm/reqlog":      {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/enginelist":  {"/modules/llm/llmapi", "/plugins"},
 	"/modules/llm/apidoc":      {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
