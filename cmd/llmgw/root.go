@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmgw/llmgw/modules/llmctl"
+	"github.com/llmgw/llmgw/modules/llmctl/setup"
 )
 
 // The command tree is built here rather than by caddycmd.Main so that
@@ -81,7 +82,7 @@ func rootCommand() *cobra.Command {
 		}
 		root.AddCommand(cmd)
 	}
-	root.AddCommand(llmctl.VersionCommand(), llmctl.UpgradeCommand(), llmctl.SetupCommand())
+	root.AddCommand(llmctl.VersionCommand(), llmctl.UpgradeCommand(), setup.Command())
 	root.AddCommand(llmctl.CaddyOnly()...)
 	rename(root)
 	return root

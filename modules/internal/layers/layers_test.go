@@ -85,7 +85,8 @@ var allowed = map[string][]string{
 	"/modules/llm/llmproc":     {"/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/nodeupgrade": {"/modules/llm/llmapi", "/modules/llm/llmproc", "/modules/internal", "/release"},
 	// The command-line client speaks the admin API's JSON: never the app.
-	"/modules/llmctl": {"/release", "/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/place", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
+	"/modules/llmctl/setup": {"/modules/llm/place", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/internal"},
+	"/modules/llmctl":       {"/release", "/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/place", "/modules/llm/tenancy", "/modules/llm/weights", "/modules/internal", "/mirror"},
 	// Below every module.
 	"/mirror":           {"/mirror"},
 	"/plugins":          {"/plugins"},

@@ -1,4 +1,4 @@
-package llmctl
+package setup
 
 import (
 	"fmt"

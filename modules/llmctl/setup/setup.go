@@ -1,4 +1,4 @@
-package llmctl
+package setup
 
 import (
 	"bufio"
@@ -58,8 +58,8 @@ type setupRun struct {
 	out      io.Writer
 }
 
-// SetupCommand is "llmgw setup".
-func SetupCommand() *cobra.Command {
+// Command is "llmgw setup".
+func Command() *cobra.Command {
 	r := &setupRun{flags: defaultAnswers()}
 	cmd := &cobra.Command{Use: "setup", Short: "Sets up llmgw on this machine: config, secrets and a systemd unit, asking or from flags",
 		Long: setupLong, Example: setupExample, Args: cobra.NoArgs,

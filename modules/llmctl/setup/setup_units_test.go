@@ -1,4 +1,4 @@
-package llmctl
+package setup
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestShippedUnitsAreSetups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("..", "..", "deploy", "systemd", a.unitName(false))
+		path := filepath.Join("..", "..", "..", "deploy", "systemd", a.unitName(false))
 		if os.Getenv("LLMGW_UPDATE_UNITS") == "1" {
 			if err := os.WriteFile(path, got, 0o644); err != nil {
 				t.Fatal(err)
@@ -63,7 +63,7 @@ func TestUnitsVerify(t *testing.T) {
 	}
 	units := map[string][]byte{}
 	for _, name := range []string{"llmgw.service", "llmgw-node@.service"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "systemd", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "systemd", name))
 		if err != nil {
 			t.Fatal(err)
 		}
