@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +22,14 @@ import (
 	"github.com/llmgw/llmgw/modules/llmctl/release"
 )
 
-// stampedBinary builds llmgw stamped with version into dir/llmgw.
+// stampedBinary builds llmgw stamped with version into dir/llmgw, as a
+// release is built (no -race: a race-instrumented llmgw upgrade takes
+// longer to read a release than the test's streams last).
 func stampedBinary(t *testing.T, dir, version string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "llmgw")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, "-ldflags",
-		"-X github.com/llmgw/llmgw/modules/llmctl.version="+version+" -X github.com/llmgw/llmgw/modules/llmctl.commit=0123456789abcdef", ".")...)
+	build := exec.Command("go", "build", "-o", bin, "-trimpath", "-ldflags",
+		"-s -w -X github.com/llmgw/llmgw/modules/llmctl.version="+version+" -X github.com/llmgw/llmgw/modules/llmctl.commit=0123456789abcdef", ".")
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building llmgw %s: %v\n%s", version, err, out)
@@ -134,18 +137,8 @@ func TestUpgradeUnderStreams(t *testing.T) {
 		t.Fatalf("GET /llm/version before: %+v, want v0.0.1 with a pid", before)
 	}
 
-	const n, tokens = 32, 60 // 3s at 20 tokens/s
-	streams := openStreams(t, g, "chat", n, tokens)
-	started := time.Now()
-	upgrade := exec.Command(installed, "upgrade", tgz, "--key", pub, "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin))
-	out, err := upgrade.CombinedOutput()
-	if err != nil {
-		t.Fatalf("llmgw upgrade: %v\n%s", err, out)
-	}
-	checkStreams(t, "upgrade", streams, n, tokens)
-	if took := time.Since(started); took < time.Second {
-		t.Errorf("the upgrade returned after %s: before the streams could end", took)
-	}
+	admin := fmt.Sprintf("127.0.0.1:%d", g.admin)
+	out := upgradeUnderStreams(t, g, "upgrade", installed, "upgrade", tgz, "--key", pub, "--admin", admin)
 	after := g.version()
 	if after.Version != "v0.0.2" || after.PID != before.PID {
 		t.Errorf("GET /llm/version after the upgrade: %+v, want v0.0.2 with pid %d\n%s", after, before.PID, out)
@@ -154,18 +147,56 @@ func TestUpgradeUnderStreams(t *testing.T) {
 		t.Errorf("after the upgrade: want %s to be v0.0.2 and its .previous v0.0.1", installed)
 	}
 
-	streams = openStreams(t, g, "chat", n, tokens)
-	out, err = exec.Command(installed, "upgrade", "--rollback", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("llmgw upgrade --rollback: %v\n%s", err, out)
-	}
-	checkStreams(t, "rollback", streams, n, tokens)
+	out = upgradeUnderStreams(t, g, "rollback", installed, "upgrade", "--rollback", "--admin", admin)
 	if back := g.version(); back.Version != "v0.0.1" || back.PID != before.PID {
 		t.Errorf("GET /llm/version after the rollback: %+v, want v0.0.1 with pid %d\n%s", back, before.PID, out)
 	}
 	if !sameFile(t, installed, v1) || !sameFile(t, installed+".previous", v2) {
 		t.Errorf("after the rollback: want %s to be v0.0.1 and its .previous v0.0.2", installed)
 	}
+}
+
+// upgradeUnderStreams opens 32 streams of 8 s, runs llmgw with args
+// while they are open, and checks that llmgw was asked to restart while
+// they were (the command says "is restarting") and that every stream
+// ended complete. It returns the command's output.
+func upgradeUnderStreams(t *testing.T, g *gateway, what, bin string, args ...string) string {
+	t.Helper()
+	const n, tokens = 32, 160 // 8 s at 20 tokens/s
+	streams := openStreams(t, g, "chat", n, tokens)
+	ended := make(chan streamResult, n)
+	var last atomic.Int64
+	go func() {
+		for range n {
+			r := <-streams
+			last.Store(time.Now().UnixNano())
+			ended <- r
+		}
+	}()
+	var out syncBuffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var asked time.Time
+	for asked.IsZero() && cmd.ProcessState == nil {
+		if strings.Contains(out.String(), "is restarting") {
+			asked = time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+		if !processAlive(cmd.Process.Pid) {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: llmgw %s: %v\n%s", what, strings.Join(args, " "), err, out.String())
+	}
+	checkStreams(t, what, ended, n, tokens)
+	if asked.IsZero() || last.Load() < asked.UnixNano() {
+		t.Errorf("%s: the restart was asked for at %v, after the last stream ended: the test proves nothing\n%s", what, asked, out.String())
+	}
+	return out.String()
 }
 
 func copyExec(t *testing.T, src, dst string) {
