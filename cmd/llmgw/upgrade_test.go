@@ -334,3 +334,27 @@ func appendFile(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRestartThroughLLMAdmin: on a site's llm_admin, POST /llm/restart
+// needs the admin role: an operator, a viewer and a tenant admin get a
+// 403 naming the role it needs, and llmgw goes on (same PID); a viewer
+// reads GET /llm/version.
+func TestRestartThroughLLMAdmin(t *testing.T) {
+	g := adminSite(t)
+	before := g.version()
+	for _, token := range []string{"ops-token", "watcher-token", "lead-token"} {
+		code, _, body := siteCall(t, g, token, "POST", "/llm/restart", "")
+		if code != http.StatusForbidden || !strings.Contains(body, "needs the admin role") {
+			t.Errorf("POST /llm/restart with %s: got %d %s, want 403 saying it needs the admin role", token, code, body)
+		}
+	}
+	code, _, body := siteCall(t, g, "watcher-token", "GET", "/llm/version", "")
+	var b llmapi.BuildInfo
+	if code != 200 || json.Unmarshal([]byte(body), &b) != nil || b.PID != before.PID || b.Version == "" {
+		t.Errorf("GET /llm/version as a viewer: got %d %s, want the build with pid %d", code, body, before.PID)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(g.logs.String(), "restarting in place") {
+		t.Error("llmgw began a restart for a caller without the admin role")
+	}
+}
