@@ -105,3 +105,28 @@ func TestPlatformOf(t *testing.T) {
 		t.Errorf("a script: got %s", got)
 	}
 }
+
+// TestRestartService: --service runs systemctl restart <unit> (here a
+// systemctl of the test's on PATH that records its arguments), and says
+// what failed when it fails.
+func TestRestartService(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "args")
+	script := "#!/bin/sh\necho \"$@\" >" + record + "\n[ \"$2\" = broken ] && { echo 'Unit broken.service not found.' >&2; exit 5; }\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "systemctl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out strings.Builder
+	u := &upgrader{ctl: ctl{out: &out}, service: "llmgw"}
+	if err := u.restart(BuildInfo{Version: "v1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(record); string(b) != "restart llmgw\n" {
+		t.Errorf("systemctl ran with %q, want restart llmgw", b)
+	}
+	u.service = "broken"
+	if err := u.restart(BuildInfo{}); err == nil || !strings.Contains(err.Error(), "Unit broken.service not found") || !strings.Contains(err.Error(), "restart the service yourself") {
+		t.Errorf("a failing systemctl: got %v", err)
+	}
+}
