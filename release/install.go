@@ -172,7 +172,7 @@ func Rollback(bin string) error {
 		return writeErr(bin, err)
 	}
 	if err := os.Rename(tmp, prev); err != nil {
-		return writeErr(prev, err)
+		return fmt.Errorf("upgrade: --rollback: %s is back, but keeping the binary it replaced as %s failed (%w); that binary is at %s", bin, prev, err, tmp)
 	}
 	return syncDir(filepath.Dir(bin))
 }

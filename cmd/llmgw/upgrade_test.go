@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +22,14 @@ import (
 	"github.com/llmgw/llmgw/release"
 )
 
-// stampedBinary builds llmgw stamped with version into dir/llmgw.
+// stampedBinary builds llmgw stamped with version into dir/llmgw, as a
+// release is built (no -race: a race-instrumented llmgw upgrade takes
+// longer to read a release than the test's streams last).
 func stampedBinary(t *testing.T, dir, version string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "llmgw")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, "-ldflags",
-		"-X github.com/llmgw/llmgw/modules/internal/buildinfo.version="+version+" -X github.com/llmgw/llmgw/modules/internal/buildinfo.commit=0123456789abcdef", ".")...)
+	build := exec.Command("go", "build", "-o", bin, "-trimpath", "-ldflags",
+		"-s -w -X github.com/llmgw/llmgw/modules/internal/buildinfo.version="+version+" -X github.com/llmgw/llmgw/modules/internal/buildinfo.commit=0123456789abcdef", ".")
 	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building llmgw %s: %v\n%s", version, err, out)
@@ -41,7 +44,7 @@ func releaseDir(t *testing.T, dir, version, platform string, bin []byte, sk rele
 	t.Helper()
 	name := "llmgw_" + version + "_" + strings.ReplaceAll(platform, "/", "_")
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a -race llmgw is large
 	tw := tar.NewWriter(zw)
 	for _, f := range []struct {
 		name string
@@ -134,18 +137,8 @@ func TestUpgradeUnderStreams(t *testing.T) {
 		t.Fatalf("GET /llm/version before: %+v, want v0.0.1 with a pid", before)
 	}
 
-	const n, tokens = 32, 60 // 3s at 20 tokens/s
-	streams := openStreams(t, g, "chat", n, tokens)
-	started := time.Now()
-	upgrade := exec.Command(installed, "upgrade", tgz, "--key", pub, "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin))
-	out, err := upgrade.CombinedOutput()
-	if err != nil {
-		t.Fatalf("llmgw upgrade: %v\n%s", err, out)
-	}
-	checkStreams(t, "upgrade", streams, n, tokens)
-	if took := time.Since(started); took < time.Second {
-		t.Errorf("the upgrade returned after %s: before the streams could end", took)
-	}
+	admin := fmt.Sprintf("127.0.0.1:%d", g.admin)
+	out := upgradeUnderStreams(t, g, "upgrade", installed, "upgrade", tgz, "--key", pub, "--admin", admin)
 	after := g.version()
 	if after.Version != "v0.0.2" || after.PID != before.PID {
 		t.Errorf("GET /llm/version after the upgrade: %+v, want v0.0.2 with pid %d\n%s", after, before.PID, out)
@@ -154,18 +147,56 @@ func TestUpgradeUnderStreams(t *testing.T) {
 		t.Errorf("after the upgrade: want %s to be v0.0.2 and its .previous v0.0.1", installed)
 	}
 
-	streams = openStreams(t, g, "chat", n, tokens)
-	out, err = exec.Command(installed, "upgrade", "--rollback", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("llmgw upgrade --rollback: %v\n%s", err, out)
-	}
-	checkStreams(t, "rollback", streams, n, tokens)
+	out = upgradeUnderStreams(t, g, "rollback", installed, "upgrade", "--rollback", "--admin", admin)
 	if back := g.version(); back.Version != "v0.0.1" || back.PID != before.PID {
 		t.Errorf("GET /llm/version after the rollback: %+v, want v0.0.1 with pid %d\n%s", back, before.PID, out)
 	}
 	if !sameFile(t, installed, v1) || !sameFile(t, installed+".previous", v2) {
 		t.Errorf("after the rollback: want %s to be v0.0.1 and its .previous v0.0.2", installed)
 	}
+}
+
+// upgradeUnderStreams opens 32 streams of 8 s, runs llmgw with args
+// while they are open, and checks that llmgw was asked to restart while
+// they were (the command says "is restarting") and that every stream
+// ended complete. It returns the command's output.
+func upgradeUnderStreams(t *testing.T, g *gateway, what, bin string, args ...string) string {
+	t.Helper()
+	const n, tokens = 32, 160 // 8 s at 20 tokens/s
+	streams := openStreams(t, g, "chat", n, tokens)
+	ended := make(chan streamResult, n)
+	var last atomic.Int64
+	go func() {
+		for range n {
+			r := <-streams
+			last.Store(time.Now().UnixNano())
+			ended <- r
+		}
+	}()
+	var out syncBuffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var asked time.Time
+	for asked.IsZero() && cmd.ProcessState == nil {
+		if strings.Contains(out.String(), "is restarting") {
+			asked = time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+		if !processAlive(cmd.Process.Pid) {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: llmgw %s: %v\n%s", what, strings.Join(args, " "), err, out.String())
+	}
+	checkStreams(t, what, ended, n, tokens)
+	if asked.IsZero() || last.Load() < asked.UnixNano() {
+		t.Errorf("%s: the restart was asked for at %v, after the last stream ended: the test proves nothing\n%s", what, asked, out.String())
+	}
+	return out.String()
 }
 
 func copyExec(t *testing.T, src, dst string) {
@@ -241,9 +272,17 @@ func TestUpgradeRefuses(t *testing.T) {
 	copyExec(t, binary, installed)
 	trustedKey, pub := testKey(t, dir, "trusted")
 	strangerKey, _ := testKey(t, dir, "stranger")
-	good, _ := os.ReadFile(binary)
+	// The checks of the signature and the sums come before the binary is
+	// read: any bytes do. The platform's needs an executable of another
+	// architecture: a small one of this machine's (true) with its ELF
+	// e_machine changed.
+	good := []byte("not read: refused before")
 	platform := runtime.GOOS + "/" + runtime.GOARCH
-	other := append([]byte(nil), good...)
+	truePath, err := exec.LookPath("true")
+	if runtime.GOOS != "linux" || err != nil {
+		t.Skip("needs Linux and its true(1)")
+	}
+	other, _ := os.ReadFile(truePath)
 	other[18], other[19] = 0xB7, 0 // ELF e_machine: arm64
 	otherName := "linux/arm64"
 	if runtime.GOARCH == "arm64" {
@@ -293,5 +332,29 @@ func appendFile(t *testing.T, path, s string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestartThroughLLMAdmin: on a site's llm_admin, POST /llm/restart
+// needs the admin role: an operator, a viewer and a tenant admin get a
+// 403 naming the role it needs, and llmgw goes on (same PID); a viewer
+// reads GET /llm/version.
+func TestRestartThroughLLMAdmin(t *testing.T) {
+	g := adminSite(t)
+	before := g.version()
+	for _, token := range []string{"ops-token", "watcher-token", "lead-token"} {
+		code, _, body := siteCall(t, g, token, "POST", "/llm/restart", "")
+		if code != http.StatusForbidden || !strings.Contains(body, "needs the admin role") {
+			t.Errorf("POST /llm/restart with %s: got %d %s, want 403 saying it needs the admin role", token, code, body)
+		}
+	}
+	code, _, body := siteCall(t, g, "watcher-token", "GET", "/llm/version", "")
+	var b llmapi.BuildInfo
+	if code != 200 || json.Unmarshal([]byte(body), &b) != nil || b.PID != before.PID || b.Version == "" {
+		t.Errorf("GET /llm/version as a viewer: got %d %s, want the build with pid %d", code, body, before.PID)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(g.logs.String(), "restarting in place") {
+		t.Error("llmgw began a restart for a caller without the admin role")
 	}
 }

@@ -2,8 +2,10 @@ package llmctl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,8 +190,13 @@ func (u *upgrader) restart(want BuildInfo) error {
 func (u *upgrader) restartInPlace(want BuildInfo) error {
 	var before BuildInfo
 	if err := u.read("/llm/version", &before); err != nil {
-		fmt.Fprintf(u.out, "no running llmgw answers (%v): the new binary runs at its next start\n", err)
-		return nil
+		var unreachable *url.Error
+		if errors.As(err, &unreachable) {
+			fmt.Fprintf(u.out, "no running llmgw answers (%v): the new binary runs at its next start\n", err)
+			return nil
+		}
+		return fmt.Errorf("upgrade: the binary is replaced, but the running llmgw does not answer GET /llm/version (%w): "+
+			"a version from before restarts in place; restart it yourself (llmgw stop, then start it again), or use --service", err)
 	}
 	if err := u.call("POST", "/llm/restart", nil, nil); err != nil {
 		return fmt.Errorf("upgrade: the binary is replaced, but asking llmgw (pid %d) to restart failed: %w", before.PID, err)
