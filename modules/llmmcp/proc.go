@@ -11,13 +11,13 @@ import (
 
 // A local server runs in a process group of its own, so that stopping it
 // stops what it started too, and is killed by the kernel when llmgw dies
-// (Pdeathsig), even killed in a way that runs no cleanup. This is what
+// (Pdeathsig, on Linux), even killed in a way that runs no cleanup. This is what
 // the engines' servers get from their plugin, which in turn gets it from
 // llmgw.
 
 // groupAttr makes cmd lead its own process group and die with llmgw.
 func groupAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupProcAttr()
 }
 
 // stopGroup stops the process group that pid leads: it waits up to grace

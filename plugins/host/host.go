@@ -86,10 +86,7 @@ func (p *Plugin) start() error {
 	}
 	cmd := exec.Command(p.cfg.Argv[0], p.cfg.Argv[1:]...)
 	cmd.Env = append(os.Environ(), p.cfg.Env...)
-	// SIGTERM when llmgw dies: the plugin then stops its engine servers,
-	// which outlive the plugin itself (so that a plugin crash cuts no
-	// request) but not the gateway.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = pluginProcAttr()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  engine.Handshake,
 		VersionedPlugins: engine.VersionedPlugins(nil),

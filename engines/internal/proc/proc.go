@@ -272,24 +272,18 @@ func (t *Table) Adopt(r engine.Replica) error {
 	if pid <= 0 {
 		return fmt.Errorf("replica %s has no process to adopt", r.ID)
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	wait, err := watchExit(pid)
 	if err != nil {
 		return fmt.Errorf("replica %s: process %d is gone: %w", r.ID, pid, err)
 	}
 	if pgid, err := unix.Getpgid(pid); err != nil || pgid != pid {
-		_ = unix.Close(fd)
+		wait(true)
 		return fmt.Errorf("replica %s: process %d does not lead its own process group, so it is not the engine server started for it", r.ID, pid)
 	}
 	p := &Process{ID: r.ID, BaseURL: r.BaseURL, HealthURL: r.HealthURL, pid: pid, state: engine.StateReady,
 		done: make(chan struct{}), health: &http.Client{Timeout: 2 * time.Second}}
 	go func() {
-		defer func() { _ = unix.Close(fd) }()
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
-				break
-			}
-		}
+		wait(false)
 		p.mu.Lock()
 		if p.state != engine.StateExited {
 			p.state, p.msg = engine.StateExited, "engine server exited"
