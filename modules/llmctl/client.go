@@ -2,6 +2,7 @@ package llmctl
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,10 @@ type ctl struct {
 	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
 	// to be replaced set a longer one.
 	timeout time.Duration
+	// note is what a call that waits says on stderr (during), and pace
+	// how often.
+	note waitNote
+	pace pacing
 	// out is where tables, messages and --json answers go (stdout);
 	// errOut is for what a script should not read (stderr).
 	out, errOut io.Writer
@@ -70,7 +75,9 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
+	stop := c.during(cmp.Or(c.note.what, method+" "+path), c.note.status)
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	stop()
 	if err != nil {
 		return fmt.Errorf("reaching %s: %w; %s", where, err, hint)
 	}
