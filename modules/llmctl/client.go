@@ -65,7 +65,7 @@ func loopback(host string) bool {
 
 // call sends a request to the admin endpoint and decodes the answer into
 // out (when not nil); admin errors come back with their message. With
-// --json the answer is printed as it came instead.
+// --output json or yaml the answer is printed too, as it came.
 func (c *ctl) call(method, path string, body any, out any) error {
 	req, where, hint, err := c.request(method, path, body)
 	if err != nil {
@@ -91,9 +91,11 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
 	}
 	if c.json {
-		return emit(c.out, c.output, raw)
+		if err := emit(c.out, c.output, raw); err != nil {
+			return err
+		}
 	}
-	if out != nil && len(raw) > 0 {
+	if out != nil && len(raw) > 0 { // with --output too: a command checks what failed
 		return json.Unmarshal(raw, out)
 	}
 	return nil
