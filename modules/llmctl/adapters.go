@@ -34,6 +34,7 @@ func (c *ctl) setAdapters(model string, as []*catalog.Adapter) error {
 		as = []*catalog.Adapter{}
 	}
 	var out llmapi.Rollout
+	c.note = waitNote{what: "changing the adapters of " + model, status: func() string { return c.replicaStatus(model) }}
 	if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/settings", map[string]any{"adapters": as}, &out); err != nil || c.json {
 		return err
 	}

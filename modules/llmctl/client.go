@@ -2,6 +2,7 @@ package llmctl
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,10 @@ type ctl struct {
 	// timeout bounds one call; 0 is 30s. Commands that wait for replicas
 	// to be replaced set a longer one.
 	timeout time.Duration
+	// note is what a call that waits says on stderr (during), and pace
+	// how often.
+	note waitNote
+	pace pacing
 	// out is where tables, messages and --json answers go (stdout);
 	// errOut is for what a script should not read (stderr).
 	out, errOut io.Writer
@@ -60,7 +65,7 @@ func loopback(host string) bool {
 
 // call sends a request to the admin endpoint and decodes the answer into
 // out (when not nil); admin errors come back with their message. With
-// --json the answer is printed as it came instead.
+// --output json or yaml the answer is printed too, as it came.
 func (c *ctl) call(method, path string, body any, out any) error {
 	req, where, hint, err := c.request(method, path, body)
 	if err != nil {
@@ -70,7 +75,9 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
+	stop := c.during(cmp.Or(c.note.what, method+" "+path), c.note.status)
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	stop()
 	if err != nil {
 		return fmt.Errorf("reaching %s: %w; %s", where, err, hint)
 	}
@@ -84,9 +91,11 @@ func (c *ctl) call(method, path string, body any, out any) error {
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
 	}
 	if c.json {
-		return emit(c.out, c.output, raw)
+		if err := emit(c.out, c.output, raw); err != nil {
+			return err
+		}
 	}
-	if out != nil && len(raw) > 0 {
+	if out != nil && len(raw) > 0 { // with --output too: a command checks what failed
 		return json.Unmarshal(raw, out)
 	}
 	return nil

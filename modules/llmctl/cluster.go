@@ -115,7 +115,7 @@ func (c *ctl) clusterStop(timeout time.Duration) error {
 		}
 		what := fmt.Sprintf("node %s: replicas moving off it", n.Name)
 		if err := c.waitNodes(what, timeout, func(st llmapi.NodesStatus) (bool, string) {
-			r := replicasOn(st, n.Name)
+			r, _ := replicasOn(st, n.Name)
 			return r == 0, fmt.Sprintf("%d replicas left", r)
 		}); err != nil {
 			return fmt.Errorf("%w; the nodes before it are drained: llmgw ctl cluster start undoes it", err)
@@ -208,15 +208,6 @@ func (c *ctl) waitNodes(what string, timeout time.Duration, done func(llmapi.Nod
 			printed = time.Now()
 		}
 	}
-}
-
-func replicasOn(st llmapi.NodesStatus, node string) int {
-	for _, n := range st.Nodes {
-		if n.Name == node {
-			return len(n.Replicas)
-		}
-	}
-	return 0
 }
 
 func anyDrained(st llmapi.NodesStatus) bool {

@@ -87,7 +87,7 @@ func (c *ctl) upgradeNode(n llmapi.NodeInfo, files release.Files, to string, tim
 		return fmt.Errorf("node %s: draining: %w", n.Name, err)
 	}
 	err := c.waitNodes(fmt.Sprintf("node %s: replicas moving off it", n.Name), timeout, func(st llmapi.NodesStatus) (bool, string) {
-		r := replicasOn(st, n.Name)
+		r, _ := replicasOn(st, n.Name)
 		return r == 0, fmt.Sprintf("%d replicas left", r)
 	})
 	if err != nil {

@@ -44,4 +44,5 @@ func (c *ctl) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
 	cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.mcp(), c.audit(), c.requests(), c.weights(),
 		c.tenants(), c.kb(), c.cluster())
+	withExamples(cmd)
 }

@@ -17,8 +17,13 @@ func (c *ctl) modelTest() *cobra.Command {
 	return &cobra.Command{Use: "test <model>", Short: "Tests a model's connection now: each replica is probed as its health check does (an outside provider: GET <base_url>/models with its key)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var res llmapi.ModelTest
-			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/test", nil, &res); err != nil || c.json {
+			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/test", nil, &res); err != nil {
 				return err
+			}
+			if c.json && !res.OK {
+				return fmt.Errorf("model %s does not serve: %s", res.Model, res.Reason)
+			} else if c.json {
+				return nil
 			}
 			var rows [][]string
 			for _, r := range res.Replicas {

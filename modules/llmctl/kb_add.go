@@ -191,7 +191,10 @@ func (c *ctl) kbWait(store string, uploaded map[string]string, timeout time.Dura
 // kbReport prints how the files ended; an error when some failed.
 func (c *ctl) kbReport(d llmapi.KBStoreDetail, uploaded map[string]string, failed []llmapi.KBFile) error {
 	if c.json {
-		return c.print(d)
+		if err := c.print(d); err != nil || len(failed) == 0 {
+			return err
+		}
+		return fmt.Errorf("%d of %d files could not be read", len(failed), len(uploaded))
 	}
 	fmt.Fprintf(c.out, "%d files added to %s: %d completed, %d failed; it holds %s in %s files\n", len(uploaded), d.ID, len(uploaded)-len(failed), len(failed),
 		humanize.IBytes(uint64(d.Bytes)), fmt.Sprint(d.FileCounts.Total))

@@ -169,6 +169,10 @@ func TestKBAdd(t *testing.T) {
 		"reading: 0/4 files done",
 		"4 files added to vs_1: 3 completed, 1 failed; it holds 2.0 KiB in 3 files",
 		"  failed sub/bad.pdf: the PDF has no text layer; scan it with OCR first"))
+	// With -o json the store is printed, and the failure still exits 1.
+	if out, err := runKB(t, newKBServer(t), "-o", "json", "kb", "add", "handbook", filepath.Join(dir, "sub", "bad.pdf")); err == nil || !strings.HasSuffix(err.Error(), "files could not be read") || !strings.Contains(out, `"id"`) {
+		t.Errorf("add -o json with a failing file: got %v, printed %q", err, out)
+	}
 	if _, err := runKB(t, s, "kb", "add", "vs_1", filepath.Join(dir, "photo.png")); err == nil || !strings.Contains(err.Error(), "llm_kb reads .pdf .docx .html .htm .md .markdown .txt files; this is none of them") {
 		t.Errorf("adding a photo: got %v", err)
 	}

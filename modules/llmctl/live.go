@@ -118,6 +118,7 @@ func (c *ctl) modelRestart() *cobra.Command {
 	return &cobra.Command{Use: "restart <model>", Short: "Replaces every replica of a model without downtime: new ones start and take requests when ready, the old drain", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			var out llmapi.Rollout
+			c.note = waitNote{what: "replacing the replicas of " + args[0], status: func() string { return c.replicaStatus(args[0]) }}
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/restart", nil, &out); err != nil || c.json {
 				return err
 			}

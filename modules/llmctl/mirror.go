@@ -57,6 +57,7 @@ func (mc *mirrorCmd) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&mc.adapter, "adapter", "a", "", "the config adapter")
 	outputFlags(cmd, &mc.output, &mc.json)
 	cmd.AddCommand(mc.add(), mc.list(), mc.show(), mc.fetch(), mc.verify(), mc.remove(), mc.purge(), mc.sync(), mc.updates(), mc.update(), mc.rollback())
+	withExamples(cmd)
 }
 
 // open builds the mirror the config describes.
@@ -148,7 +149,7 @@ func (mc *mirrorCmd) showProgress(m *mirror.Mirror) func() {
 		fi, _ := f.Stat()
 		tty = fi != nil && fi.Mode()&os.ModeCharDevice != 0
 	}
-	every := 10 * time.Second
+	every := 5 * time.Second
 	if tty {
 		every = 200 * time.Millisecond
 	}

@@ -147,6 +147,7 @@ func (c *ctl) modelSet() *cobra.Command {
 				return err
 			}
 			var out llmapi.Rollout
+			c.note = waitNote{what: "changing model " + args[0], status: func() string { return c.replicaStatus(args[0]) }}
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/settings", body, &out); err != nil || c.json {
 				return err
 			}

@@ -48,6 +48,7 @@ func (c *ctl) modelUpdateCommands() []*cobra.Command {
 
 func (c *ctl) versionChange(model, action string) error {
 	var out llmapi.VersionRollout
+	c.note = waitNote{what: action + " of model " + model, status: c.updateStatus(model)}
 	if err := c.call("POST", "/llm/models/"+url.PathEscape(model)+"/"+action, nil, &out); err != nil || c.json {
 		return err
 	}

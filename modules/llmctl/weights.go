@@ -21,13 +21,20 @@ func (c *ctl) weights() *cobra.Command {
 			var out struct {
 				Nodes []llmapi.NodeWeights `json:"nodes"`
 			}
-			if err := c.call("GET", "/llm/weights"+nodeQuery(nodeName, false), nil, &out); err != nil || c.json {
+			if err := c.call("GET", "/llm/weights"+nodeQuery(nodeName, false), nil, &out); err != nil {
 				return err
 			}
 			var rows [][]string
+			var silent []string
 			for _, n := range out.Nodes {
 				if n.Error != "" {
-					fmt.Fprintf(c.out, "%s: not answered: %s\n", n.Node, n.Error)
+					silent = append(silent, n.Node)
+					if !c.json {
+						fmt.Fprintf(c.out, "%s: not answered: %s\n", n.Node, n.Error)
+					}
+					continue
+				}
+				if c.json {
 					continue
 				}
 				if n.Note != "" {
@@ -43,7 +50,12 @@ func (c *ctl) weights() *cobra.Command {
 				}
 				fmt.Fprintf(c.out, "%s: %s unused, %s used, in %s\n", n.Node, humanize.IBytes(uint64(n.UnusedBytes)), humanize.IBytes(uint64(n.UsedBytes)), n.Dir)
 			}
-			c.table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
+			if !c.json {
+				c.table("NODE\tPATH\tSIZE\tFILES\tSTATE", rows)
+			}
+			if len(silent) > 0 {
+				return fmt.Errorf("nodes %s did not answer; the list lacks their weights", strings.Join(silent, ", "))
+			}
 			return nil
 		}}
 	cmd.PersistentFlags().StringVar(&nodeName, "node", "", "only this node of the cluster (default: every live node)")
@@ -60,8 +72,11 @@ func (c *ctl) weightsPrune(node *string) *cobra.Command {
 			var out struct {
 				Nodes []llmapi.WeightsPruned `json:"nodes"`
 			}
-			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(*node, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil || c.json {
+			if err := c.call("POST", "/llm/weights/prune"+nodeQuery(*node, dryRun), map[string]bool{"dry_run": dryRun}, &out); err != nil {
 				return err
+			}
+			if c.json {
+				return pruneFailures(out.Nodes)
 			}
 			verb := "removed"
 			if dryRun {
@@ -109,4 +124,18 @@ func nodeQuery(node string, dryRun bool) string {
 		return ""
 	}
 	return "?" + q.Encode()
+}
+
+// pruneFailures is the error of a prune some nodes did not do.
+func pruneFailures(nodes []llmapi.WeightsPruned) error {
+	failed := 0
+	for _, n := range nodes {
+		if n.Error != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d nodes were not pruned", failed)
+	}
+	return nil
 }
