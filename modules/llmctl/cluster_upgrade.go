@@ -44,19 +44,11 @@ stopped. Nodes must be of the platform the tarball is for.`,
 
 // upgradeCluster checks the release, then upgrades the nodes in turn.
 func (c *ctl) upgradeCluster(u *upgrader, src string, timeout time.Duration) error {
-	keys, err := u.trusted()
+	rel, keys, err := u.fetch(src)
 	if err != nil {
 		return err
 	}
-	loc, err := locate(src, u.from)
-	if err != nil {
-		return err
-	}
-	rel, err := fetchRelease(loc)
-	if err != nil {
-		return err
-	}
-	files := release.Files{Tarball: rel.tarball, Sums: rel.sums, Sig: rel.sig, Name: loc.name, From: loc.base}
+	files := rel.files()
 	if err := release.Check(files, keys); err != nil {
 		return fmt.Errorf("upgrade: %w", err)
 	}
@@ -64,7 +56,7 @@ func (c *ctl) upgradeCluster(u *upgrader, src string, timeout time.Duration) err
 	if err != nil {
 		return err
 	}
-	to := release.VersionOf(loc.name)
+	to := release.VersionOf(rel.loc.name)
 	var done []string
 	for _, n := range sortedNodes(st) {
 		if n.Version == to {

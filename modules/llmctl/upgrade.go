@@ -115,15 +115,7 @@ func (u *upgrader) target() (string, error) {
 
 // install fetches and checks the release src, then puts its binary at bin.
 func (u *upgrader) install(src, bin string) error {
-	keys, err := u.trusted()
-	if err != nil {
-		return err
-	}
-	loc, err := locate(src, u.from)
-	if err != nil {
-		return err
-	}
-	rel, err := fetchRelease(loc)
+	rel, keys, err := u.fetch(src)
 	if err != nil {
 		return err
 	}

@@ -101,10 +101,30 @@ func fetchRelease(loc location) (*fetched, error) {
 	return r, nil
 }
 
+// files is the release as package release reads it.
+func (r *fetched) files() release.Files {
+	return release.Files{Tarball: r.tarball, Sums: r.sums, Sig: r.sig, Name: r.loc.name, From: r.loc.base}
+}
+
+// fetch gets the release src names (a version under --from, a file or an
+// URL) and the keys its signature may be by.
+func (u *upgrader) fetch(src string) (*fetched, []release.PublicKey, error) {
+	keys, err := u.trusted()
+	if err != nil {
+		return nil, nil, err
+	}
+	loc, err := locate(src, u.from)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := fetchRelease(loc)
+	return rel, keys, err
+}
+
 // check verifies the signature of the sums, the tarball's sum and its
 // binary's platform, and returns the binary (release.Open).
 func (r *fetched) check(keys []release.PublicKey) ([]byte, error) {
-	bin, err := release.Open(release.Files{Tarball: r.tarball, Sums: r.sums, Sig: r.sig, Name: r.loc.name, From: r.loc.base}, keys)
+	bin, err := release.Open(r.files(), keys)
 	if err != nil {
 		return nil, fmt.Errorf("upgrade: %w", err)
 	}
