@@ -82,6 +82,8 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 			return a.restartModel(w, r, name)
 		case "test":
 			return a.testModel(w, r, name)
+		case "retry":
+			return a.retryModel(w, r, name)
 		}
 		return a.modelAction(w, r, name, action)
 	}

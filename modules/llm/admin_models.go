@@ -54,7 +54,6 @@ func (a *App) saveStopped(ctx context.Context) error {
 	return a.storage.Store(ctx, stoppedStorageKey, b)
 }
 
-// modelAction answers POST /llm/models/<name>/stop|start.
 // testModel answers POST /llm/models/<name>/test: the model's replicas
 // on this node probed now, as their health checks do (fleet.Test).
 func (a *App) testModel(w http.ResponseWriter, r *http.Request, name string) error {
@@ -65,6 +64,7 @@ func (a *App) testModel(w http.ResponseWriter, r *http.Request, name string) err
 	return writeJSON(w, a.v().fleets[m.Name].Test(r.Context(), &http.Client{}))
 }
 
+// modelAction answers POST /llm/models/<name>/stop|start.
 func (a *App) modelAction(w http.ResponseWriter, r *http.Request, name, action string) error {
 	m, err := a.Lookup(name)
 	if err != nil {

@@ -327,6 +327,9 @@ func (a *App) servePeerLocal(w http.ResponseWriter, r *http.Request) {
 	case "/models/roll":
 		a.servePeerRoll(w, r)
 		return
+	case "/models/retry":
+		a.servePeerRetry(w, r)
+		return
 	case cluster.UpgradePath:
 		nodeupgrade.ServePeer(w, r, a.cluster, a.logger.Named("upgrade"))
 		return

@@ -72,6 +72,7 @@ var rules = []rule{
 	{"POST /llm/models/{name}/stop", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/start", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/test", roleOperator, tenantNone},
+	{"POST /llm/models/{name}/retry", roleOperator, tenantNone},
 	{"POST /llm/plan", roleOperator, tenantNone},
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},

@@ -103,6 +103,7 @@ func TestAuthorize(t *testing.T) {
 		{"POST", "/llm/models", []string{"admin", "operator"}},
 		{"POST", "/llm/models/m/scale", []string{"admin", "operator"}},
 		{"POST", "/llm/models/m/stop", []string{"admin", "operator"}},
+		{"POST", "/llm/models/m/retry", []string{"admin", "operator"}},
 		{"POST", "/llm/replicas/r/restart", []string{"admin", "operator"}},
 		{"POST", "/llm/nodes/n/drain", []string{"admin", "operator"}},
 		{"GET", "/llm/keys", []string{"admin", "operator", "viewer", "tenant"}},

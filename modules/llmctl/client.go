@@ -139,8 +139,8 @@ func (c *ctl) request(method, path string, body any) (req *http.Request, where, 
 		return nil, "", "", err
 	}
 	req.Header.Set("Content-Type", ctype)
-	if u, err := user.Current(); err == nil {
-		req.Header.Set("X-Llmgw-Actor", u.Username)
+	if a := actor(); a != "" {
+		req.Header.Set("X-Llmgw-Actor", a)
 	}
 	token := c.token
 	if token == "" {
@@ -153,6 +153,18 @@ func (c *ctl) request(method, path string, body any) (req *http.Request, where, 
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return req, where, hint, nil
+}
+
+// actor is who makes a change, for the audit log: the person who ran
+// sudo (SUDO_USER) when ctl runs under sudo, else the OS user.
+func actor() string {
+	if s := os.Getenv("SUDO_USER"); s != "" {
+		return s
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }
 
 // hostHint says what to change when Caddy's admin endpoint refused the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
@@ -130,13 +129,6 @@ func (mc *mirrorCmd) run(f func(ctx context.Context, m *mirror.Mirror, args []st
 		defer cancel()
 		return f(ctx, m, args)
 	}
-}
-
-func actor() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return ""
 }
 
 // showProgress draws the transfers under way on stderr until stopped: a bar

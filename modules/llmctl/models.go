@@ -38,7 +38,7 @@ func (c *ctl) models() *cobra.Command {
 func (c *ctl) model() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
 	cmd.AddCommand(c.modelPlan())
-	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest())
+	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest(), c.modelRetry())
 	cmd.AddCommand(c.modelUpdateCommands()...)
 	cmd.AddCommand(c.modelStopStart()...)
 	return cmd
@@ -222,6 +222,24 @@ func (c *ctl) modelStopStart() []*cobra.Command {
 			}})
 	}
 	return cmds
+}
+
+// modelRetry is ctl model retry: a model whose last start failed starts
+// now instead of at the end of its backoff.
+func (c *ctl) modelRetry() *cobra.Command {
+	return &cobra.Command{Use: "retry <model>", Short: "Starts a model whose last start failed now, instead of at the end of its backoff", Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var m llmapi.Retried
+			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/retry", nil, &m); err != nil || c.json {
+				return err
+			}
+			on := ""
+			if len(m.Nodes) > 0 {
+				on = " on " + strings.Join(m.Nodes, ", ")
+			}
+			fmt.Fprintf(c.out, "model %s: start retried now%s; %s\n", m.Name, on, m.State)
+			return nil
+		}}
 }
 
 // modelBody is a model file as the admin API's body for an add or a

@@ -76,6 +76,7 @@ func appTypes() map[string]Bodies {
 		"POST /llm/models/{name}/scale":                                  {Request: catalog.Scaling{}, Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/stop":                                   {Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/start":                                  {Response: llmapi.ModelStatus{}},
+		"POST /llm/models/{name}/retry":                                  {Response: llmapi.Retried{}},
 		"POST /llm/models/{name}/test":                                   {Response: llmapi.ModelTest{}},
 		"POST /llm/replicas/{id}/restart":                                {Response: obj(map[string]any{"restarted": typ("string")}, "restarted")},
 		"GET /llm/engines":                                               {Response: []llmapi.EngineStatus{}},

@@ -438,6 +438,56 @@ func (f *Fleet) SetStopped(stopped bool) {
 	}
 }
 
+// Retry ends the wait after a failed start: a replica starts now instead
+// of at the end of the backoff. It reports false, and starts nothing,
+// when the model is not failed: its last start did not fail, a start is
+// under way, it runs the replicas it wants, an administrator stopped it,
+// or this node cannot run it. A retry that fails again backs off as
+// before.
+func (f *Fleet) Retry() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.failedLocked() {
+		return false
+	}
+	f.retryAt = now()
+	f.logger.Info("start retried now", zap.NamedError("last_error", f.lastErr))
+	if len(f.replicas) < f.wantLocked() {
+		f.startLocked()
+	}
+	f.Notify()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// wantLocked is how many replicas the fleet wants running on this node
+// now: the cluster's plan's share, else the minimum (one for a model
+// started on demand), within the maximum.
+func (f *Fleet) wantLocked() int {
+	m := f.Model()
+	if f.clustered {
+		return min(f.assigned, m.Scaling.MaxReplicas())
+	}
+	return min(max(1, m.Scaling.MinReplicas()), m.Scaling.MaxReplicas())
+}
+
+// failedLocked tells whether the fleet's last start failed and it waits
+// to start again: it has fewer replicas than it wants and none starting.
+// In a cluster a node whose start failed is also failed while the plan,
+// told so by its heartbeat, gives it none.
+func (f *Fleet) failedLocked() bool {
+	if f.lastErr == nil || f.starting > 0 || f.stopped || f.ctx.Err() != nil || f.opts.Unavailable != nil || f.Model().Scaling.Kept() {
+		return false
+	}
+	if f.clustered && f.assigned == 0 {
+		return now().Before(f.retryAt)
+	}
+	return len(f.replicas) < f.wantLocked()
+}
+
 // Restart replaces one replica: it drains, and a new one starts.
 func (f *Fleet) Restart(id string) bool {
 	f.mu.Lock()

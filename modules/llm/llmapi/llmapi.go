@@ -349,6 +349,15 @@ type ModelStatus struct {
 	Replicas  []ReplicaStatus    `json:"replicas"`
 }
 
+// Retried is the answer of POST /llm/models/{name}/retry: the model's
+// status once its start began again (starting, on this node), and in a
+// cluster the nodes that retried it.
+type Retried struct {
+	ModelStatus
+	// Nodes are the nodes of a cluster whose failed start was retried.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
 // ReplicaStatus describes one replica.
 type ReplicaStatus struct {
 	ID       string    `json:"id"`
