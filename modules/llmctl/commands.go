@@ -17,9 +17,8 @@ func Commands() []caddycmd.Command {
 			Long: `
 Reads and changes a running llmgw through the llm routes of its admin
 endpoint. Tables by default; -o json or -o yaml (--json is -o json) for
-scripts. Changes are logged with the OS user as the actor (under sudo, the user
-who ran sudo). It exits 0 only
-when the command succeeded.
+scripts. Changes are logged with the OS user as the actor (under sudo,
+the user who ran sudo). It exits 0 only when the command succeeded.
 
 ` + addressOrder + `
 

@@ -72,7 +72,7 @@ func (c *ctl) modelAdd() *cobra.Command {
 func (c *ctl) modelScale() *cobra.Command {
 	var minR, maxR, target int
 	var idle string
-	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime; --max 0 keeps it without running it, a max above 0 starts it again", Args: cobra.ExactArgs(1),
+	scale := &cobra.Command{Use: "scale <model> --min N --max N [--idle-timeout D]", Short: "Rescales a model added at runtime; --max 0 keeps it without running it, a max above 0 starts it again (a stopped model too)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if cmd.Flags().Changed("min") {
@@ -87,11 +87,14 @@ func (c *ctl) modelScale() *cobra.Command {
 			if target > 0 {
 				body["target_concurrency"] = target
 			}
-			var st llmapi.ModelStatus
+			var st llmapi.Scaled
 			if err := c.call("POST", "/llm/models/"+url.PathEscape(args[0])+"/scale", body, &st); err != nil || c.json {
 				return err
 			}
 			fmt.Fprintf(c.out, "model %s: min %d, max %d\n", st.Name, st.Min, st.Max)
+			if st.Note != "" {
+				fmt.Fprintln(c.out, st.Note)
+			}
 			return nil
 		}}
 	scale.Flags().IntVar(&minR, "min", 1, "replicas kept running (0: on demand)")

@@ -73,7 +73,7 @@ func appTypes() map[string]Bodies {
 	return map[string]Bodies{
 		"POST /llm/models":                                               {Response: llmapi.AddedModel{}, Code: 201},
 		"DELETE /llm/models/{name}":                                      {Response: obj(map[string]any{"removed": typ("string"), "purged": arr(typ("string"))}, "removed")},
-		"POST /llm/models/{name}/scale":                                  {Request: catalog.Scaling{}, Response: llmapi.ModelStatus{}},
+		"POST /llm/models/{name}/scale":                                  {Request: catalog.Scaling{}, Response: llmapi.Scaled{}},
 		"POST /llm/models/{name}/stop":                                   {Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/start":                                  {Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/retry":                                  {Response: llmapi.Retried{}},

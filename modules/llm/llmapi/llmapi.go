@@ -349,6 +349,14 @@ type ModelStatus struct {
 	Replicas  []ReplicaStatus    `json:"replicas"`
 }
 
+// Scaled is the answer of POST /llm/models/{name}/scale: the model's
+// status, and a note when the scale started a stopped model.
+type Scaled struct {
+	ModelStatus
+	// Note says that the model was stopped and the scale started it.
+	Note string `json:"note,omitempty"`
+}
+
 // Retried is the answer of POST /llm/models/{name}/retry: the model's
 // status once its start began again (starting, on this node), and in a
 // cluster the nodes that retried it.
