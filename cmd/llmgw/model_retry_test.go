@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+)
+
+// ctlRunEnv is ctlRun with more environment variables.
+func ctlRunEnv(t *testing.T, g *gateway, env []string, args ...string) (string, error) {
+	t.Helper()
+	all := append([]string{"ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)}, args...)
+	cmd := exec.Command(binary, all...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// A model whose start fails (its weights are not in the mirror yet) backs
+// off longer after each failure. Once the weights are there, ctl model
+// retry (run under sudo) starts it at once, long before its backoff would
+// have, and the audit log names the person who ran sudo. A model that is
+// not failing gets 409 with its state, an unknown one 404.
+func TestModelRetry(t *testing.T) {
+	store, cache := t.TempDir(), filepath.Join(t.TempDir(), "cache")
+	g := startGateway(t, fmt.Sprintf(`
+		model fine {
+			engine sim
+		}
+		model late {
+			engine sim
+			source mirror://tiny/v1
+		}
+		mirror {
+			store local dir %s
+			cache %s
+		}`, store, cache), "")
+	g.readyReplicas("fine", 1)
+
+	// Its starts fail until the backoff has grown: a request says when
+	// the next start comes (Retry-After, rounded up).
+	var retryBy time.Time
+	waitFor(t, 60*time.Second, "a backoff of 6s or more", func() bool {
+		resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"late","messages":[{"role":"user","content":"x"}]}`)
+		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode == 503 && strings.Contains(string(body), "retrying in") && after >= 6 {
+			retryBy = time.Now().Add(time.Duration(after-1) * time.Second)
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	if st := g.models()["late"]; st.State != "failed" || !strings.Contains(st.Reason, "last start failed") {
+		t.Fatalf("late while backing off: %s (%s), want failed with the start's error", st.State, st.Reason)
+	}
+
+	src := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := os.WriteFile(src, []byte("GGUF weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/mirror/versions", fmt.Sprintf(`{"model":"tiny","version":"v1","source":%q}`, src)); code != 200 {
+		t.Fatalf("mirror add: %d %s", code, body)
+	}
+	out, err := ctlRunEnv(t, g, []string{"SUDO_USER=alice"}, "model", "retry", "late")
+	if err != nil || !strings.Contains(out, "model late: start retried now") {
+		t.Fatalf("ctl model retry late: %v\n%s", err, out)
+	}
+	g.readyReplicas("late", 1)
+	if now := time.Now(); !now.Before(retryBy) {
+		t.Errorf("late was ready %s after its backoff ended, want it started by the retry well before", now.Sub(retryBy))
+	}
+	if resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"late","messages":[{"role":"user","content":"x"}]}`); resp.StatusCode != 200 {
+		t.Errorf("late after the retry: %d %s", resp.StatusCode, body)
+	}
+
+	var page llmapi.AuditPage
+	g.adminGet("/llm/audit?action=retried&model=late", &page)
+	if audit := page.Entries; len(audit) != 1 || audit[0].Actor != "alice" || audit[0].Action != "model start retried" {
+		t.Errorf("audit of the retry: %+v, want one entry by alice (SUDO_USER), not root", page.Entries)
+	}
+
+	// Not failing: 409 with its state; unknown: 404.
+	code, body := adminDo(t, g, "POST", "/llm/models/late/retry", "")
+	if code != 409 || !strings.Contains(string(body), "not failing to start (it is ready") {
+		t.Errorf("retry of a ready model: %d %s, want 409 saying it is ready", code, body)
+	}
+	out, err = ctlRun(t, g, "model", "retry", "fine")
+	if err == nil || !strings.Contains(out, "not failing to start") {
+		t.Errorf("ctl model retry of a ready model: %v\n%s, want a failure saying it is not failing", err, out)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/models/nosuch/retry", ""); code != 404 {
+		t.Errorf("retry of an unknown model: %d %s, want 404", code, body)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/models/fine/stop", ""); code != 200 {
+		t.Fatalf("stop fine: %d %s", code, body)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/models/fine/retry", ""); code != 409 || !strings.Contains(string(body), "it is stopped") {
+		t.Errorf("retry of a stopped model: %d %s, want 409 saying it is stopped", code, body)
+	}
+}
+
+// ctl model scale on a model an administrator stopped starts it with
+// that many replicas, and says so.
+func TestModelScaleStartsStopped(t *testing.T) {
+	g := startGateway(t, `
+		model base {
+			engine sim
+		}`, "")
+	if code, body := adminDo(t, g, "POST", "/llm/models", `{"name":"rt","engine":"sim","scaling":{"min":1,"max":1}}`); code != 201 {
+		t.Fatalf("add rt: %d %s", code, body)
+	}
+	g.readyReplicas("rt", 1)
+	if out, err := ctlRun(t, g, "model", "stop", "rt"); err != nil || !strings.Contains(out, "model rt: stopped") {
+		t.Fatalf("ctl model stop rt: %v\n%s", err, out)
+	}
+	g.readyReplicas("rt", 0)
+	out, err := ctlRun(t, g, "model", "scale", "rt", "--min", "2", "--max", "3")
+	if err != nil || !strings.Contains(out, "model rt: min 2, max 3") || !strings.Contains(out, "the model was stopped; the scale started it again with 2 replicas") {
+		t.Fatalf("ctl model scale of a stopped model: %v\n%s", err, out)
+	}
+	g.readyReplicas("rt", 2)
+	if st := g.models()["rt"]; st.State != "ready" {
+		t.Errorf("rt after the scale: %s (%s), want ready", st.State, st.Reason)
+	}
+	if resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"rt","messages":[{"role":"user","content":"x"}]}`); resp.StatusCode != 200 {
+		t.Errorf("rt after the scale: %d %s", resp.StatusCode, body)
+	}
+	var page llmapi.AuditPage
+	g.adminGet("/llm/audit?action=scaled&model=rt", &page)
+	if audit := page.Entries; len(audit) != 1 || audit[0].Fields["started"] != true {
+		t.Errorf("audit of the scale: %+v, want one entry with started", page.Entries)
+	}
+
+	// The model stays started after a restart of llmgw.
+	g.stop()
+	g.start()
+	g.readyReplicas("rt", 2)
+}
