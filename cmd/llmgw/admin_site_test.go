@@ -134,6 +134,10 @@ func TestAdminSiteRoles(t *testing.T) {
 	if code != 403 || !strings.Contains(body, "operator role") {
 		t.Errorf("viewer stopping a model: got %d %s, want 403 naming the operator role", code, body)
 	}
+	code, _, body = siteCall(t, g, "watcher-token", "POST", "/llm/models/sim-chat/retry", "")
+	if code != 403 || !strings.Contains(body, "operator role") {
+		t.Errorf("viewer retrying a model's start: got %d %s, want 403 naming the operator role", code, body)
+	}
 
 	// An operator scales and stops models, but creates no key.
 	code, _, body = siteCall(t, g, "ops-token", "POST", "/llm/models", `{"name":"rt","engine":"sim","scaling":{"min":0,"max":1}}`)
@@ -148,6 +152,9 @@ func TestAdminSiteRoles(t *testing.T) {
 	}
 	if code, _, body = siteCall(t, g, "ops-token", "POST", "/llm/models/other/start", ""); code != 200 {
 		t.Errorf("operator starting a model: got %d %s", code, body)
+	}
+	if code, _, body = siteCall(t, g, "ops-token", "POST", "/llm/models/sim-chat/retry", ""); code != 409 || !strings.Contains(body, "not failing to start") {
+		t.Errorf("operator retrying a model that is not failing: got %d %s, want 409", code, body)
 	}
 	code, _, body = siteCall(t, g, "ops-token", "POST", "/llm/keys", `{"project":"acme/research/beta"}`)
 	if code != 403 || !strings.Contains(body, "admin role") {
@@ -182,7 +189,7 @@ func TestAdminSiteRoles(t *testing.T) {
 	}
 	for _, req := range [][2]string{{"DELETE", "/llm/keys/k2"}, {"POST", "/llm/keys/beta-ci/rotate"}, {"GET", "/llm/keys/k2"},
 		{"GET", "/llm/usage?project=acme/research/beta"}, {"GET", "/llm/usage?key=k2"}, {"GET", "/llm/usage?team=acme/research"},
-		{"GET", "/llm/models/other"}, {"POST", "/llm/models/sim-chat/stop"}, {"GET", "/llm/nodes"}} {
+		{"GET", "/llm/models/other"}, {"POST", "/llm/models/sim-chat/stop"}, {"POST", "/llm/models/sim-chat/retry"}, {"GET", "/llm/nodes"}} {
 		if code, _, body = siteCall(t, g, "lead-token", req[0], req[1], ""); code != 403 {
 			t.Errorf("tenant admin %s %s: got %d %s, want 403", req[0], req[1], code, body)
 		}
