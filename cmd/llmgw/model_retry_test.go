@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
@@ -46,28 +49,11 @@ func TestModelRetry(t *testing.T) {
 
 	// Its starts fail until the backoff has grown: a request says when
 	// the next start comes (Retry-After, rounded up).
-	var retryBy time.Time
-	waitFor(t, 60*time.Second, "a backoff of 6s or more", func() bool {
-		resp, body := post(t, g.base+"/v1/chat/completions", `{"model":"late","messages":[{"role":"user","content":"x"}]}`)
-		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if resp.StatusCode == 503 && strings.Contains(string(body), "retrying in") && after >= 6 {
-			retryBy = time.Now().Add(time.Duration(after-1) * time.Second)
-			return true
-		}
-		time.Sleep(200 * time.Millisecond)
-		return false
-	})
+	retryBy := awaitBackoff(t, g, "", 6)
 	if st := g.models()["late"]; st.State != "failed" || !strings.Contains(st.Reason, "last start failed") {
 		t.Fatalf("late while backing off: %s (%s), want failed with the start's error", st.State, st.Reason)
 	}
-
-	src := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := os.WriteFile(src, []byte("GGUF weights"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, body := adminDo(t, g, "POST", "/llm/mirror/versions", fmt.Sprintf(`{"model":"tiny","version":"v1","source":%q}`, src)); code != 200 {
-		t.Fatalf("mirror add: %d %s", code, body)
-	}
+	addTinyVersion(t, g)
 	out, err := ctlRunEnv(t, g, []string{"SUDO_USER=alice"}, "model", "retry", "late")
 	if err != nil || !strings.Contains(out, "model late: start retried now") {
 		t.Fatalf("ctl model retry late: %v\n%s", err, out)
@@ -142,4 +128,89 @@ func TestModelScaleStartsStopped(t *testing.T) {
 	g.stop()
 	g.start()
 	g.readyReplicas("rt", 2)
+}
+
+// The console's model menu has Retry now for a failed model (and for no
+// other): it starts the model at once, and the audit log names the
+// signed-in token.
+func TestConsoleModelRetry(t *testing.T) {
+	b := newBrowser(t)
+	store, cache := t.TempDir(), filepath.Join(t.TempDir(), "cache")
+	g := consoleSite(t, fmt.Sprintf(`
+		model late {
+			engine sim
+			source mirror://tiny/v1
+		}
+		mirror {
+			store local dir %s
+			cache %s
+		}`, store, cache), "")
+	defer b.noDialogs()
+	b.signIn(g.base, "root-token")
+	b.open("models")
+	b.until("late failed", `document.querySelector('tr[data-model="late"] [data-state="failed"]')`, 30*time.Second)
+	b.until("sim-chat ready", `document.querySelector('tr[data-model="sim-chat"] [data-state="ready"]')`, 30*time.Second)
+	if !eval[bool](b, `document.querySelector('tr[data-model="sim-chat"] [data-act="retry"]').disabled`) {
+		t.Error("Retry now is enabled on a ready model")
+	}
+	if eval[bool](b, `document.querySelector('tr[data-model="late"] [data-act="retry"]').disabled`) {
+		t.Error("Retry now is disabled on the failed model")
+	}
+	b.shot("models-failed")
+
+	retryBy := awaitBackoff(t, g, "secret-1", 6)
+	addTinyVersion(t, g)
+	b.until("Retry now enabled", `!document.querySelector('tr[data-model="late"] [data-act="retry"]').disabled`, 5*time.Second)
+	b.do("retrying late", chromedp.Click(chromedp.CSS(`tr[data-model="late"] [data-act="retry"]`)))
+	b.until("late ready", `document.querySelector('tr[data-model="late"] [data-state="ready"]')`, 15*time.Second)
+	if now := time.Now(); !now.Before(retryBy) {
+		t.Errorf("late was ready %s after its backoff ended, want it started by the retry well before", now.Sub(retryBy))
+	}
+	var page llmapi.AuditPage
+	g.adminGet("/llm/audit?action=retried&model=late", &page)
+	if len(page.Entries) != 1 || page.Entries[0].Actor != "token:root" {
+		t.Errorf("audit of the console's retry: %+v, want one entry by token:root", page.Entries)
+	}
+	b.shot("models-retried")
+}
+
+// awaitBackoff waits until model late's starts have failed often enough
+// that a request is told the next start is secs seconds away or more,
+// and returns a time before that start. key is a /v1 key ("" for none).
+func awaitBackoff(t *testing.T, g *gateway, key string, secs int) time.Time {
+	t.Helper()
+	var retryBy time.Time
+	waitFor(t, 60*time.Second, fmt.Sprintf("a backoff of %ds or more", secs), func() bool {
+		req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", strings.NewReader(`{"model":"late","messages":[{"role":"user","content":"x"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode == 503 && strings.Contains(string(body), "retrying in") && after >= secs {
+			retryBy = time.Now().Add(time.Duration(after-1) * time.Second)
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	return retryBy
+}
+
+// addTinyVersion puts the weights model late starts from in the mirror.
+func addTinyVersion(t *testing.T, g *gateway) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := os.WriteFile(src, []byte("GGUF weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := adminDo(t, g, "POST", "/llm/mirror/versions", fmt.Sprintf(`{"model":"tiny","version":"v1","source":%q}`, src)); code != 200 {
+		t.Fatalf("mirror add: %d %s", code, body)
+	}
 }

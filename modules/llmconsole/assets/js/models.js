@@ -1,7 +1,7 @@
 // Models: state, replicas and their nodes, reasons (an outside provider
 // failing its health check says why), canary; add (a form with the chosen
 // engine's options, secrets in password fields, or pasted JSON/YAML, the
-// body of POST /llm/models), test connection, scale, stop/start, remove; in a model's "Manage" panel: its canary share, a restart
+// body of POST /llm/models), test connection, scale, stop/start, retry now (a failed model), remove; in a model's "Manage" panel: its canary share, a restart
 // without downtime, and its registry updates and rollback.
 import { h, table, armed } from './dom.js';
 import { t, num } from './i18n.js';
@@ -137,6 +137,23 @@ function testButton(app, m, tests, reload) {
   return b;
 }
 
+// retryButton starts a model whose last start failed now, instead of at
+// the end of its backoff (POST …/retry); only a failed model has it
+// enabled.
+function retryButton(app, m, reload) {
+  const failed = m.state === 'failed';
+  const b = h('button', { type: 'button', 'data-act': 'retry', disabled: !failed, title: failed ? '' : t('models.retry.notfailed') }, t('models.retry'));
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      await api('POST', `/llm/models/${encodeURIComponent(m.name)}/retry`);
+      app.toast(t('models.retried', { name: m.name }));
+      await reload();
+    } catch (e) { app.fail(e); b.disabled = false; }
+  });
+  return b;
+}
+
 function actions(app, m, reload, list, open, tests) {
   if (!app.may('operate')) return null;
   const act = (path, body) => async () => {
@@ -148,6 +165,7 @@ function actions(app, m, reload, list, open, tests) {
   scale.addEventListener('click', () => act('scale', { min: Number(min.value), max: Number(max.value) })());
   const stop = h('button', { type: 'button', 'data-act': 'stop', onclick: act('stop') }, t('models.stop'));
   const start = h('button', { type: 'button', 'data-act': 'start', onclick: act('start') }, t('models.start'));
+  const retry = retryButton(app, m, reload);
   const purge = h('input', { type: 'checkbox', 'data-act': 'purge' });
   const remove = armed(t('models.remove'), t('confirm'), async () => {
     try {
@@ -156,7 +174,7 @@ function actions(app, m, reload, list, open, tests) {
       await reload();
     } catch (e) { app.fail(e); }
   }, { 'data-act': 'remove', disabled: !m.runtime, title: m.runtime ? '' : t('models.configonly') });
-  return [h('div', { class: 'actions' }, min, max, scale, stop, start, testButton(app, m, tests, reload), remove,
+  return [h('div', { class: 'actions' }, min, max, scale, stop, start, retry, testButton(app, m, tests, reload), remove,
     h('label', { class: 'muted' }, purge, ` ${t('models.purge')}`)), manage(app, m, list, reload, open)];
 }
 
