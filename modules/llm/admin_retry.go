@@ -1,20 +1,14 @@
 package llm
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/llmgw/llmgw/modules/llm/cluster"
-	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
@@ -27,66 +21,35 @@ func (a *App) retryModel(w http.ResponseWriter, r *http.Request, name string) er
 		return apiErr(http.StatusNotFound, "%v", err)
 	}
 	f := a.v().fleets[m.Name]
-	out := llmapi.Retried{ModelStatus: llmapi.ModelStatus{Name: m.Name, State: "unknown on this node"}}
-	if f == nil && a.cluster == nil {
-		return apiErr(http.StatusNotFound, "no model %q", name)
-	}
-	if a.cluster == nil {
-		if f.Retry() {
-			out.Nodes = []string{a.nodeName()}
-		}
-	} else if out.Nodes, err = a.retryCluster(r.Context(), m.Name, f); err != nil && len(out.Nodes) == 0 {
-		return apiErr(http.StatusBadGateway, "retrying the start of model %q: %v", m.Name, err)
-	}
+	out := llmapi.Retried{ModelStatus: llmapi.ModelStatus{Name: m.Name, State: "not run on this node"}}
 	if f != nil {
+		if f.Retry() {
+			out.Nodes = append(out.Nodes, a.nodeName())
+		}
 		out.ModelStatus = f.Status()
 	}
-	if len(out.Nodes) == 0 {
-		st := out.ModelStatus
-		why := st.State
-		if st.Reason != "" {
-			why += ": " + st.Reason
+	if local := len(out.Nodes); a.cluster != nil { // the other nodes' fleets of the model
+		answers, err := a.cluster.CallLive(r.Context(), "/models/retry", peerRetry{Model: m.Name})
+		for node, raw := range answers {
+			var ans peerRetried
+			if json.Unmarshal(raw, &ans) == nil && ans.Retried {
+				out.Nodes = append(out.Nodes, node)
+			}
 		}
-		return apiErr(http.StatusConflict, "model %q is not failing to start (it is %s); a retry starts only a model whose last start failed and that waits to start again", m.Name, why)
+		slices.Sort(out.Nodes[local:]) // this node first, then by name
+		if err != nil && len(out.Nodes) == 0 {
+			return apiErr(http.StatusBadGateway, "retrying the start of model %q: %v", m.Name, err)
+		}
+	}
+	if len(out.Nodes) == 0 {
+		return apiErr(http.StatusConflict, "model %q is not failing to start (it is %s); a retry starts only a model whose last start failed and that waits to start again",
+			m.Name, strings.TrimSuffix(out.State+": "+out.Reason, ": "))
 	}
 	if a.cluster == nil {
 		out.Nodes = nil // one node: nothing to name
 	}
 	a.audit(r, "model start retried", zap.String("model", m.Name), zap.Strings("nodes", out.Nodes))
 	return writeJSON(w, out)
-}
-
-// retryCluster retries the model's failed start on this node and on every
-// live node, and returns the nodes that retried it; err says which nodes
-// could not be asked.
-func (a *App) retryCluster(ctx context.Context, model string, f *fleet.Fleet) ([]string, error) {
-	var nodes []string
-	if f != nil && f.Retry() {
-		nodes = append(nodes, a.nodeName())
-	}
-	targets := a.cluster.LiveNodes()
-	slices.SortFunc(targets, func(x, y cluster.PeerTarget) int { return strings.Compare(x.Name, y.Name) })
-	var errs []error
-	for _, t := range targets {
-		if t.Addr == "" {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		raw, err := a.cluster.PeerCall(cctx, http.MethodPost, t.Addr, "/models/retry", peerRetry{Model: model})
-		cancel()
-		var ans peerRetried
-		if err == nil {
-			err = json.Unmarshal(raw, &ans)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", t.Name, err))
-			continue
-		}
-		if ans.Retried {
-			nodes = append(nodes, t.Name)
-		}
-	}
-	return nodes, errors.Join(errs...)
 }
 
 // peerRetry is the body of POST /models/retry on the node-to-node

@@ -211,30 +211,22 @@ func (a *App) scaleModel(w http.ResponseWriter, r *http.Request, name string) er
 	if err != nil {
 		return err
 	}
-	out := llmapi.Scaled{}
-	fields := []zap.Field{zap.String("model", name), zap.Int("min", sc.MinReplicas()), zap.Int("max", sc.MaxReplicas())}
-	if sc.MaxReplicas() > 0 && f.Stopped() {
-		// Scaling a stopped model says how many replicas it should run:
-		// it starts with them.
+	out, fields := llmapi.Scaled{}, []zap.Field{zap.String("model", name), zap.Int("min", sc.MinReplicas()), zap.Int("max", sc.MaxReplicas())}
+	if sc.MaxReplicas() > 0 && f.Stopped() { // the scale says how many replicas it runs: it starts
 		f.SetStopped(false)
 		if err := a.saveStopped(r.Context()); err != nil {
 			return apiErr(http.StatusInternalServerError, "model %q scaled and started, but saving that it is no longer stopped failed: %v", name, err)
 		}
-		out.Note = scaledStartNote(sc)
+		n := fmt.Sprintf("%d replicas", sc.MinReplicas())
+		if sc.MinReplicas() == 0 {
+			n = "none until its first request"
+		}
+		out.Note = fmt.Sprintf("the model was stopped; the scale started it again with %s (at most %d)", n, sc.MaxReplicas())
 		fields = append(fields, zap.Bool("started", true))
 	}
 	a.audit(r, "model scaled", fields...)
 	out.ModelStatus = f.Status()
 	return writeJSON(w, out)
-}
-
-// scaledStartNote says that a scale started a stopped model, and with
-// how many replicas.
-func scaledStartNote(sc catalog.Scaling) string {
-	if sc.MinReplicas() == 0 {
-		return fmt.Sprintf("the model was stopped; the scale started it again: it starts on its first request (at most %d replicas)", sc.MaxReplicas())
-	}
-	return fmt.Sprintf("the model was stopped; the scale started it again with %d replicas (at most %d)", sc.MinReplicas(), sc.MaxReplicas())
 }
 
 // ModelSettings is the body of POST /llm/models/<name>/settings: the

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +41,27 @@ func (m *Member) PeerCall(ctx context.Context, method, addr, path string, body a
 		return nil, fmt.Errorf("the node at %s answered %s: %s", addr, resp.Status, bytes.TrimSpace(raw[:min(len(raw), 512)]))
 	}
 	return raw, nil
+}
+
+// CallLive sends a POST of body to path on every live node but this one,
+// in name order, each bounded to 10s, and returns each node's answer by
+// node name; err names the nodes that could not be asked.
+func (m *Member) CallLive(ctx context.Context, path string, body any) (map[string][]byte, error) {
+	targets := m.LiveNodes()
+	slices.SortFunc(targets, func(x, y PeerTarget) int { return strings.Compare(x.Name, y.Name) })
+	out := map[string][]byte{}
+	var errs []error
+	for _, t := range targets {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		raw, err := m.PeerCall(cctx, http.MethodPost, t.Addr, path, body)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", t.Name, err))
+			continue
+		}
+		out[t.Name] = raw
+	}
+	return out, errors.Join(errs...)
 }
 
 // CachedWeights lists the weights in this node's cache as sources
