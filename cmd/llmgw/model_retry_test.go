@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // ctlRunEnv is ctlRun with more environment variables.
@@ -212,5 +215,41 @@ func addTinyVersion(t *testing.T, g *gateway) {
 	}
 	if code, body := adminDo(t, g, "POST", "/llm/mirror/versions", fmt.Sprintf(`{"model":"tiny","version":"v1","source":%q}`, src)); code != 200 {
 		t.Fatalf("mirror add: %d %s", code, body)
+	}
+}
+
+// In a cluster a retry through one node reaches every node whose start
+// of the model failed: each starts it again at once, and the model
+// serves.
+func TestClusterModelRetry(t *testing.T) {
+	store := t.TempDir()
+	c := startCluster(t, 2, fmt.Sprintf(clusterModels, tenancy.HashKey("secret-1"))+fmt.Sprintf(`
+		model late {
+			engine sim
+			source mirror://tiny/v1
+		}
+		mirror {
+			store shared dir %s
+		}`, store))
+	n1, n2 := c.nodes["n1"], c.nodes["n2"]
+	waitFor(t, 60*time.Second, "late's start failed on both nodes", func() bool {
+		return strings.Count(n1.logs.String(), `"msg":"starting replica"`) >= 5 && strings.Count(n2.logs.String(), `"msg":"starting replica"`) >= 5
+	})
+	addTinyVersion(t, n1)
+	code, body := n2.adminPost("/llm/models/late/retry", "")
+	var ans llmapi.Retried
+	// Each node backs off 4s or more by now: both are failed.
+	if code != 200 || json.Unmarshal(body, &ans) != nil || !slices.Equal(ans.Nodes, []string{"n2", "n1"}) {
+		t.Fatalf("retry through n2: %d %s, want 200 naming n2 and n1", code, body)
+	}
+	t.Logf("retried on %v", ans.Nodes)
+	for _, n := range ans.Nodes {
+		if g := c.nodes[n]; g == nil || !strings.Contains(g.logs.String(), "start retried now") {
+			t.Errorf("the answer names %s, whose log has no retry", n)
+		}
+	}
+	waitFor(t, 15*time.Second, "late ready after the retry", func() bool { return len(n1.readyOn("late")) > 0 })
+	if code, body := n1.adminPost("/llm/models/chat/retry", ""); code != 409 || !strings.Contains(string(body), "not failing to start") {
+		t.Errorf("retry of a model no node failed to start: %d %s, want 409", code, body)
 	}
 }

@@ -356,7 +356,7 @@ func (p *peerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveLocal(w, r)
 		return
 	}
-	if path == "/models/roll" || path == UpgradePath { // updates_cluster.go, node_upgrade.go
+	if path == "/models/roll" || path == "/models/retry" || path == UpgradePath { // updates_cluster.go, admin_retry.go, node_upgrade.go
 		p.serveLocal(w, r)
 		return
 	}
