@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -168,5 +169,17 @@ func TestURLAndToken(t *testing.T) {
 	want := "--url http://gw.example.com is plain http: the token would cross the network readable; use https://"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
+// Under sudo the actor is the person who ran sudo, not root.
+func TestActorUnderSudo(t *testing.T) {
+	t.Setenv("SUDO_USER", "alice")
+	if got := actor(); got != "alice" {
+		t.Errorf("actor under sudo: got %q, want alice", got)
+	}
+	t.Setenv("SUDO_USER", "")
+	if got, u := actor(), os.Getenv("USER"); got == "alice" || got == "" {
+		t.Errorf("actor without sudo: got %q (USER %q), want the OS user", got, u)
 	}
 }
