@@ -25,11 +25,19 @@ func (c *ctl) models() *cobra.Command {
 			var rows [][]string
 			for _, m := range ms {
 				rows = append(rows, []string{m.Name, m.Engine, m.State, fmt.Sprintf("%d/%d-%d", len(m.Replicas), m.Min, m.Max),
-					strings.Join(m.Aliases, ","), m.Reason})
+					tokensText(m.MaxOutput), strings.Join(m.Aliases, ","), m.Reason})
 			}
-			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tALIASES\tREASON", rows)
+			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tMAX OUTPUT\tALIASES\tREASON", rows)
 			return nil
 		}}
+}
+
+// tokensText is a count of tokens for a column: - when unset.
+func tokensText(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // model is "llmgw ctl model": the commands that change one model, each

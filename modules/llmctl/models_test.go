@@ -11,7 +11,7 @@ import (
 )
 
 var twoModels = []llmapi.ModelStatus{
-	{Name: "chat", Engine: "sim", State: "ready", Min: 1, Max: 2, Aliases: []string{"gpt", "small"},
+	{Name: "chat", Engine: "sim", State: "ready", Min: 1, Max: 2, Aliases: []string{"gpt", "small"}, MaxOutput: 4096,
 		Replicas: []llmapi.ReplicaStatus{{ID: "chat-1", State: "ready"}}},
 	{Name: "other", Engine: "llamacpp", State: "idle", Reason: "no requests", Replicas: []llmapi.ReplicaStatus{}},
 }
@@ -23,15 +23,15 @@ func TestModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "ctl models", out, lines(
-		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  ALIASES    REASON",
-		"chat   sim       ready  1/1-2               gpt,small  ",
-		"other  llamacpp  idle   0/0-0                          no requests"))
+		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  MAX OUTPUT  ALIASES    REASON",
+		"chat   sim       ready  1/1-2               4096        gpt,small  ",
+		"other  llamacpp  idle   0/0-0               -                      no requests"))
 	// --json prints the admin endpoint's answer as it came.
 	out, _, err = run(t, a, "--json", "models")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, "ctl --json models", out, `[{"name":"chat","aliases":["gpt","small"],"engine":"sim","state":"ready","min":1,"max":2,"class":"","replicas":[{"id":"chat-1","state":"ready","url":"","inflight":0,"started":"0001-01-01T00:00:00Z"}]},{"name":"other","engine":"llamacpp","state":"idle","reason":"no requests","min":0,"max":0,"class":"","replicas":[]}]`+"\n")
+	check(t, "ctl --json models", out, `[{"name":"chat","aliases":["gpt","small"],"engine":"sim","state":"ready","min":1,"max":2,"class":"","max_output":4096,"replicas":[{"id":"chat-1","state":"ready","url":"","inflight":0,"started":"0001-01-01T00:00:00Z"}]},{"name":"other","engine":"llamacpp","state":"idle","reason":"no requests","min":0,"max":0,"class":"","replicas":[]}]`+"\n")
 }
 
 func TestModelAddScaleRemove(t *testing.T) {
