@@ -73,8 +73,9 @@ func v1ModelsMaxOutput(t *testing.T, g *gateway, key string) map[string]int64 {
 // Responses API); asking nothing gets the limit as max_tokens (the sim
 // engine's answer is then that long, and cut: finish_reason length,
 // where it is 64 tokens long and ends with stop otherwise); /v1/models,
-// GET /llm/models and ctl models show it; a reload that changes it keeps
-// the model's replica and applies at the next request.
+// GET /llm/models and ctl models show it; a reload that changes it, and
+// ctl model set --max-output, keep the model's replica and apply at the
+// next request.
 func TestMaxOutput(t *testing.T) {
 	// k1 may have 5 tokens an answer; k2 has no limit of its own.
 	tenants := tenancyBlock("", "", "", "max_output 5")
@@ -164,6 +165,29 @@ func TestMaxOutput(t *testing.T) {
 	}
 	if _, e := maxOutputChat(g, "secret-2", "capped", 4); e == nil || e.StatusCode != 400 || !strings.Contains(e.Message, "max_output of 3 tokens") {
 		t.Fatalf("after the reload, 4 tokens: got %+v, want 400 naming 3", e)
+	}
+
+	// Changed at runtime through ctl: the replica stays, the next request
+	// sees it; 0 removes it.
+	ctl := func(args ...string) string {
+		out, err := exec.Command(binary, append([]string{"ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := ctl("model", "set", "capped", "--max-output", "2"); !strings.Contains(out, "max output 2") {
+		t.Errorf("ctl model set --max-output 2: %s", out)
+	}
+	if resp, e := maxOutputChat(g, "secret-2", "capped", 0); e != nil || resp.Usage.CompletionTokens != 2 {
+		t.Errorf("after ctl model set --max-output 2: got %s (%v), want 2 tokens", lengthOf(resp), e)
+	}
+	ctl("model", "set", "capped", "--max-output", "0")
+	if resp, e := maxOutputChat(g, "secret-2", "capped", 0); e != nil || resp.Usage.CompletionTokens != 64 {
+		t.Errorf("after ctl model set --max-output 0: got %s (%v), want the engine's own 64 tokens", lengthOf(resp), e)
+	}
+	if now := g.readyReplicas("capped", 1)[0].PID; now != pid {
+		t.Errorf("changing max_output at runtime replaced the replica (pid %d, was %d)", now, pid)
 	}
 }
 

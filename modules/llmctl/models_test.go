@@ -81,20 +81,20 @@ func TestModelAddScaleRemove(t *testing.T) {
 func TestModelSet(t *testing.T) {
 	a := newAdmin(t, map[string]answer{
 		"POST /llm/models/chat/settings": {body: llmapi.Rollout{ModelStatus: llmapi.ModelStatus{Name: "chat", Class: "critical", Owner: "acme",
-			Fallbacks: []string{"b", "c"}, Canary: &catalog.Canary{Model: "chat-v2", Share: 0.1}}}},
+			Fallbacks: []string{"b", "c"}, Canary: &catalog.Canary{Model: "chat-v2", Share: 0.1}, MaxOutput: 2048}}},
 		"GET /llm/models/chat": {body: llmapi.ModelStatus{Name: "chat", Resources: &catalog.Resources{Memory: 1 << 30, Cores: 2}}},
 	})
-	out, _, err := run(t, a, "model", "set", "chat", "--class", "critical", "--owner", "acme", "--fallbacks", "b, c,", "--canary", "chat-v2:10%")
+	out, _, err := run(t, a, "model", "set", "chat", "--class", "critical", "--owner", "acme", "--fallbacks", "b, c,", "--canary", "chat-v2:10%", "--max-output", "2048")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, "ctl model set", out, "model chat: class critical, owner \"acme\", fallbacks [b,c], canary chat-v2 10%\n")
+	check(t, "ctl model set", out, "model chat: class critical, owner \"acme\", fallbacks [b,c], canary chat-v2 10%, max output 2048\n")
 	// Resources not given keep the model's current ones.
 	if _, _, err := run(t, a, "model", "set", "chat", "--gpus", "1", "--option", "k=v", "--context-length", "4096"); err != nil {
 		t.Fatal(err)
 	}
 	checkSent(t, a,
-		`POST /llm/models/chat/settings {"canary":{"model":"chat-v2","share":0.1},"class":"critical","fallbacks":["b","c"],"owner":"acme"}`,
+		`POST /llm/models/chat/settings {"canary":{"model":"chat-v2","share":0.1},"class":"critical","fallbacks":["b","c"],"max_output":2048,"owner":"acme"}`,
 		`GET /llm/models/chat`,
 		`POST /llm/models/chat/settings {"context_length":4096,"options":{"k":"v"},"resources":{"memory":1073741824,"cores":2,"gpus":1}}`)
 
@@ -103,9 +103,10 @@ func TestModelSet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"nothing", []string{"model", "set", "chat"}, "nothing to change; give --class, --owner, --fallbacks, --canary, --context-length, --option, --arg, --memory, --cores or --gpus"},
+		{"nothing", []string{"model", "set", "chat"}, "nothing to change; give --class, --owner, --fallbacks, --canary, --max-output, --context-length, --option, --arg, --memory, --cores or --gpus"},
 		{"canary", []string{"model", "set", "chat", "--canary", "chat-v2"}, `--canary "chat-v2": want model:percent such as chat-v2:10%, or off`},
 		{"option", []string{"model", "set", "chat", "--option", "k"}, `--option "k": use k=v (k= removes the option)`},
+		{"max output", []string{"model", "set", "chat", "--max-output", "-1"}, "--max-output -1: use 0 (no limit) or more"},
 	} {
 		if _, _, err := run(t, a, tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)

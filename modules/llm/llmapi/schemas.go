@@ -245,6 +245,7 @@ var settingsSchema = func() map[string]any {
 		"canary":         obj(map[string]any{"model": typ("string", "empty removes the canary"), "share": typ("number", "")}),
 		"resources":      amountsSchema,
 		"context_length": typ("integer", "replaces the replicas without downtime"),
+		"max_output":     typ("integer", "the most tokens one answer may have, from the next request on; 0 removes the limit"),
 		"options":        map[string]any{"type": "object", "additionalProperties": typ("string", ""), "description": "merged over the model's; an empty value removes one; replaces the replicas without downtime"},
 		"args":           map[string]any{"type": "array", "items": typ("string", ""), "description": "replace the model's; replaces the replicas without downtime"},
 		"adapters":       adaptersSchema,
