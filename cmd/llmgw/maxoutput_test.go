@@ -235,3 +235,36 @@ func ctlRowHas(table, first, value string) bool {
 	}
 	return false
 }
+
+// TestMaxOutputProvider: an outside provider (a stand-in server) gets a
+// model's max_output as the length of a request that asked none: in chat
+// completions as max_tokens, and in a Responses request that goes to it
+// in the client's own bytes as max_output_tokens; a request that asked
+// for its own length within the limit reaches it unchanged.
+func TestMaxOutputProvider(t *testing.T) {
+	prov, url := startProvider(t)
+	g := startGateway(t, `
+		model gpt {
+			engine openai
+			option base_url `+url+`/v1
+			option api_key sk-test
+			option speaks responses
+			max_output 100
+		}`, "")
+	for _, tc := range []struct {
+		name, path, body, wantURL, wantSent string
+	}{
+		{"chat asking nothing", "/v1/chat/completions", `{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`, "/v1/chat/completions", `"max_tokens":100`},
+		{"chat asking less", "/v1/chat/completions", `{"model":"gpt","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`, "/v1/chat/completions", `"max_tokens":20`},
+		{"responses asking nothing", "/v1/responses", `{"model":"gpt","store":false,"input":"hi"}`, "/v1/responses", `"max_output_tokens":100`},
+		{"responses asking less", "/v1/responses", `{"model":"gpt","store":false,"max_output_tokens":30,"input":"hi"}`, "/v1/responses", `"max_output_tokens":30`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, g.base+tc.path, tc.body)
+			sent := prov.Last()
+			if resp.StatusCode != 200 || !strings.HasSuffix(sent.URL, tc.wantURL) || !strings.Contains(string(sent.Body), tc.wantSent) {
+				t.Errorf("status %d (%.200s); the provider got %s %s, want %s with %s", resp.StatusCode, body, sent.URL, sent.Body, tc.wantURL, tc.wantSent)
+			}
+		})
+	}
+}
