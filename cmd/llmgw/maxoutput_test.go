@@ -132,8 +132,8 @@ func TestMaxOutput(t *testing.T) {
 			t.Fatalf("got %d %.300s, want 400 naming max_output_tokens", code, body)
 		}
 		code, body = maxOutputPost(t, g, "/v1/responses", "Authorization", `{"model":"capped","input":"hi"}`)
-		if code != 200 || !strings.Contains(body, `"output_tokens":8`) {
-			t.Fatalf("asking nothing: got %d %.300s, want 8 output tokens", code, body)
+		if code != 200 || !strings.Contains(body, `"output_tokens":8`) || !strings.Contains(body, `"max_output_tokens":8`) {
+			t.Fatalf("asking nothing: got %d %.300s, want 8 output tokens and max_output_tokens 8", code, body)
 		}
 	})
 	t.Run("listed", func(t *testing.T) {
