@@ -102,6 +102,23 @@ func TestMaxOutput(t *testing.T) {
 			t.Fatalf("asking exactly the limit: got %s (%v)", lengthOf(resp), e)
 		}
 	})
+	t.Run("a stream asking nothing gets the key's limit", func(t *testing.T) {
+		c := keyClient(g, "secret-1")
+		stream := c.Chat.Completions.NewStreaming(bg, openai.ChatCompletionNewParams{
+			Model: "capped", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about rivers")},
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		})
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if words := len(strings.Fields(acc.Choices[0].Message.Content)); words != 5 || acc.Usage.CompletionTokens != 5 {
+			t.Errorf("streamed answer: %d words, usage %d completion tokens; want 5 (k1's max_output)", words, acc.Usage.CompletionTokens)
+		}
+	})
 	t.Run("the key's lower limit wins", func(t *testing.T) {
 		for _, model := range []string{"capped", "free"} {
 			resp, e := maxOutputChat(g, "secret-1", model, 0)
