@@ -206,6 +206,22 @@ func TestMaxOutput(t *testing.T) {
 	if now := g.readyReplicas("capped", 1)[0].PID; now != pid {
 		t.Errorf("changing max_output at runtime replaced the replica (pid %d, was %d)", now, pid)
 	}
+
+	// A runtime key's limit, set through ctl keys limits.
+	code, body := g.adminPost("/llm/keys", `{"project":"acme/research/alpha","id":"runner"}`)
+	var k struct {
+		Secret string `json:"secret"`
+	}
+	if code != 201 || json.Unmarshal(body, &k) != nil || k.Secret == "" {
+		t.Fatalf("creating a key: %d %s", code, body)
+	}
+	ctl("keys", "limits", "runner", "--max-output", "4")
+	if resp, e := maxOutputChat(g, k.Secret, "free", 0); e != nil || resp.Usage.CompletionTokens != 4 {
+		t.Errorf("a runtime key with --max-output 4: got %s (%v), want 4 tokens", lengthOf(resp), e)
+	}
+	if _, e := maxOutputChat(g, k.Secret, "free", 5); e == nil || e.StatusCode != 400 || !strings.Contains(e.Message, "set for your key runner") {
+		t.Errorf("a runtime key asking 5 over its 4: got %+v, want 400 naming the key", e)
+	}
 }
 
 // lengthOf describes an answer's length for a failure message.
