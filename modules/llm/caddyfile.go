@@ -39,6 +39,7 @@ func init() {
 //			args               <arg...>
 //			option             <key> <value>
 //			context_length     <tokens>
+//			max_output         <tokens>  # the most tokens one answer may have
 //			min                <replicas>
 //			max                <replicas>  # 0: kept in the catalog, not running
 //			idle_timeout       <duration>
@@ -191,6 +192,9 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	}
 	if m.Engine == "" {
 		return d.Errf("model %q: engine is required", m.Name)
+	}
+	if err := m.CheckMaxOutput(); err != nil {
+		return d.Err(err.Error())
 	}
 	a.Models = append(a.Models, m)
 	return nil

@@ -36,6 +36,7 @@ import (
 //	tokens_per_day      <n>
 //	budget              <amount> [day|month]
 //	max_concurrent      <n>
+//	max_output          <tokens>    # the most tokens one answer may have
 //	models              <name|glob...>
 //	tools               <server.tool|glob...>
 //	tool_calls_per_minute <n>

@@ -238,6 +238,9 @@ type ModelSettings struct {
 	Resources *catalog.Resources `json:"resources,omitempty"`
 	// Canary sets the canary; {"model":"","share":0} removes it.
 	Canary *catalog.Canary `json:"canary,omitempty"`
+	// MaxOutput sets the most tokens one answer may have (0 removes the
+	// limit), from the next request on.
+	MaxOutput *int64 `json:"max_output,omitempty"`
 	// ContextLength, Options and Args (with Resources) change what the
 	// model's replicas run with: they are replaced without downtime (see
 	// live.go). Options are merged over the model's; an empty value
@@ -442,6 +445,9 @@ func (s ModelSettings) merge(o ModelSettings) ModelSettings {
 	if o.Canary != nil {
 		s.Canary = o.Canary
 	}
+	if o.MaxOutput != nil {
+		s.MaxOutput = o.MaxOutput
+	}
 	if o.ContextLength != nil {
 		s.ContextLength = o.ContextLength
 	}
@@ -483,6 +489,9 @@ func (s ModelSettings) apply(m *catalog.Model) {
 	}
 	if s.ContextLength != nil {
 		m.ContextLength = *s.ContextLength
+	}
+	if s.MaxOutput != nil {
+		m.MaxOutput = *s.MaxOutput
 	}
 	if s.Args != nil {
 		m.Args = *s.Args

@@ -114,6 +114,7 @@ func (c *ctl) keyLimits() *cobra.Command {
 	f.Int64Var(&lim.TokensPerMinute, "tokens-per-minute", 0, "prompt plus completion tokens in each clock minute")
 	f.Int64Var(&lim.TokensPerDay, "tokens-per-day", 0, "tokens in each UTC day")
 	f.Int64Var(&lim.MaxConcurrent, "max-concurrent", 0, "requests in flight")
+	f.Int64Var(&lim.MaxOutput, "max-output", 0, "tokens one answer may have (below the model's max_output to matter)")
 	f.Float64Var(&lim.Budget, "budget", 0, "spending per budget period, in the catalog's currency")
 	f.StringVar(&lim.BudgetPeriod, "budget-period", "", "day or month (default month)")
 	f.StringSliceVar(&lim.Models, "models", nil, "models the key may use (names or globs, comma-separated)")

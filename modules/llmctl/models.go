@@ -25,11 +25,19 @@ func (c *ctl) models() *cobra.Command {
 			var rows [][]string
 			for _, m := range ms {
 				rows = append(rows, []string{m.Name, m.Engine, m.State, fmt.Sprintf("%d/%d-%d", len(m.Replicas), m.Min, m.Max),
-					strings.Join(m.Aliases, ","), m.Reason})
+					tokensText(m.MaxOutput), strings.Join(m.Aliases, ","), m.Reason})
 			}
-			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tALIASES\tREASON", rows)
+			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tMAX OUTPUT\tALIASES\tREASON", rows)
 			return nil
 		}}
+}
+
+// tokensText is a count of tokens for a column: - when unset.
+func tokensText(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // model is "llmgw ctl model": the commands that change one model, each
@@ -137,13 +145,14 @@ func (c *ctl) modelRemove() *cobra.Command {
 // running; liveFlags are the ones that replace them.
 type settingsFlags struct {
 	class, owner, fallbacks, canary string
+	maxOutput                       int64
 	live                            liveFlags
 }
 
 // modelSet is ctl model set: POST …/settings with the flags given.
 func (c *ctl) modelSet() *cobra.Command {
 	var sf settingsFlags
-	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%] [--context-length N] [--option k=v] [--arg A] [--memory M] [--cores N] [--gpus N]", Short: "Changes a model's class, owner, fallbacks or canary (replicas keep running), or its context length, options, args or resources (replicas replaced without downtime)", Args: cobra.ExactArgs(1),
+	set := &cobra.Command{Use: "set <model> [--class C] [--owner O] [--fallbacks a,b] [--canary model:10%] [--max-output N] [--context-length N] [--option k=v] [--arg A] [--memory M] [--cores N] [--gpus N]", Short: "Changes a model's class, owner, fallbacks, canary or max output (replicas keep running), or its context length, options, args or resources (replicas replaced without downtime)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body, err := sf.body(c, cmd, args[0])
 			if err != nil {
@@ -163,13 +172,14 @@ func (c *ctl) modelSet() *cobra.Command {
 			if st.Canary != nil {
 				can = fmt.Sprintf("%s %g%%", st.Canary.Model, st.Canary.Share*100)
 			}
-			fmt.Fprintf(c.out, "model %s: class %s, owner %q, fallbacks [%s], canary %s\n", st.Name, st.Class, st.Owner, strings.Join(st.Fallbacks, ","), can)
+			fmt.Fprintf(c.out, "model %s: class %s, owner %q, fallbacks [%s], canary %s, max output %s\n", st.Name, st.Class, st.Owner, strings.Join(st.Fallbacks, ","), can, tokensText(st.MaxOutput))
 			return nil
 		}}
 	set.Flags().StringVar(&sf.class, "class", "", "critical, standard or opportunistic")
 	set.Flags().StringVar(&sf.owner, "owner", "", "the organisation, team or project it belongs to")
 	set.Flags().StringVar(&sf.fallbacks, "fallbacks", "", "models tried in order when it fails before its first byte (comma-separated; empty clears)")
 	set.Flags().StringVar(&sf.canary, "canary", "", "model:percent sends that share of requests to model first (\"off\" removes it)")
+	set.Flags().Int64Var(&sf.maxOutput, "max-output", 0, "the most tokens one answer may have (0 removes the limit)")
 	sf.live.register(set)
 	return set
 }
@@ -201,11 +211,17 @@ func (sf *settingsFlags) body(c *ctl, cmd *cobra.Command, model string) (map[str
 		}
 		body["canary"] = can
 	}
+	if fl.Changed("max-output") {
+		if sf.maxOutput < 0 {
+			return nil, fmt.Errorf("--max-output %d: use 0 (no limit) or more", sf.maxOutput)
+		}
+		body["max_output"] = sf.maxOutput
+	}
 	if err := sf.live.addTo(c, cmd, model, body); err != nil {
 		return nil, err
 	}
 	if len(body) == 0 {
-		return nil, fmt.Errorf("nothing to change; give --class, --owner, --fallbacks, --canary, --context-length, --option, --arg, --memory, --cores or --gpus")
+		return nil, fmt.Errorf("nothing to change; give --class, --owner, --fallbacks, --canary, --max-output, --context-length, --option, --arg, --memory, --cores or --gpus")
 	}
 	return body, nil
 }

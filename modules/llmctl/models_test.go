@@ -11,7 +11,7 @@ import (
 )
 
 var twoModels = []llmapi.ModelStatus{
-	{Name: "chat", Engine: "sim", State: "ready", Min: 1, Max: 2, Aliases: []string{"gpt", "small"},
+	{Name: "chat", Engine: "sim", State: "ready", Min: 1, Max: 2, Aliases: []string{"gpt", "small"}, MaxOutput: 4096,
 		Replicas: []llmapi.ReplicaStatus{{ID: "chat-1", State: "ready"}}},
 	{Name: "other", Engine: "llamacpp", State: "idle", Reason: "no requests", Replicas: []llmapi.ReplicaStatus{}},
 }
@@ -23,15 +23,15 @@ func TestModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "ctl models", out, lines(
-		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  ALIASES    REASON",
-		"chat   sim       ready  1/1-2               gpt,small  ",
-		"other  llamacpp  idle   0/0-0                          no requests"))
+		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  MAX OUTPUT  ALIASES    REASON",
+		"chat   sim       ready  1/1-2               4096        gpt,small  ",
+		"other  llamacpp  idle   0/0-0               -                      no requests"))
 	// --json prints the admin endpoint's answer as it came.
 	out, _, err = run(t, a, "--json", "models")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, "ctl --json models", out, `[{"name":"chat","aliases":["gpt","small"],"engine":"sim","state":"ready","min":1,"max":2,"class":"","replicas":[{"id":"chat-1","state":"ready","url":"","inflight":0,"started":"0001-01-01T00:00:00Z"}]},{"name":"other","engine":"llamacpp","state":"idle","reason":"no requests","min":0,"max":0,"class":"","replicas":[]}]`+"\n")
+	check(t, "ctl --json models", out, `[{"name":"chat","aliases":["gpt","small"],"engine":"sim","state":"ready","min":1,"max":2,"class":"","max_output":4096,"replicas":[{"id":"chat-1","state":"ready","url":"","inflight":0,"started":"0001-01-01T00:00:00Z"}]},{"name":"other","engine":"llamacpp","state":"idle","reason":"no requests","min":0,"max":0,"class":"","replicas":[]}]`+"\n")
 }
 
 func TestModelAddScaleRemove(t *testing.T) {
@@ -81,20 +81,20 @@ func TestModelAddScaleRemove(t *testing.T) {
 func TestModelSet(t *testing.T) {
 	a := newAdmin(t, map[string]answer{
 		"POST /llm/models/chat/settings": {body: llmapi.Rollout{ModelStatus: llmapi.ModelStatus{Name: "chat", Class: "critical", Owner: "acme",
-			Fallbacks: []string{"b", "c"}, Canary: &catalog.Canary{Model: "chat-v2", Share: 0.1}}}},
+			Fallbacks: []string{"b", "c"}, Canary: &catalog.Canary{Model: "chat-v2", Share: 0.1}, MaxOutput: 2048}}},
 		"GET /llm/models/chat": {body: llmapi.ModelStatus{Name: "chat", Resources: &catalog.Resources{Memory: 1 << 30, Cores: 2}}},
 	})
-	out, _, err := run(t, a, "model", "set", "chat", "--class", "critical", "--owner", "acme", "--fallbacks", "b, c,", "--canary", "chat-v2:10%")
+	out, _, err := run(t, a, "model", "set", "chat", "--class", "critical", "--owner", "acme", "--fallbacks", "b, c,", "--canary", "chat-v2:10%", "--max-output", "2048")
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, "ctl model set", out, "model chat: class critical, owner \"acme\", fallbacks [b,c], canary chat-v2 10%\n")
+	check(t, "ctl model set", out, "model chat: class critical, owner \"acme\", fallbacks [b,c], canary chat-v2 10%, max output 2048\n")
 	// Resources not given keep the model's current ones.
 	if _, _, err := run(t, a, "model", "set", "chat", "--gpus", "1", "--option", "k=v", "--context-length", "4096"); err != nil {
 		t.Fatal(err)
 	}
 	checkSent(t, a,
-		`POST /llm/models/chat/settings {"canary":{"model":"chat-v2","share":0.1},"class":"critical","fallbacks":["b","c"],"owner":"acme"}`,
+		`POST /llm/models/chat/settings {"canary":{"model":"chat-v2","share":0.1},"class":"critical","fallbacks":["b","c"],"max_output":2048,"owner":"acme"}`,
 		`GET /llm/models/chat`,
 		`POST /llm/models/chat/settings {"context_length":4096,"options":{"k":"v"},"resources":{"memory":1073741824,"cores":2,"gpus":1}}`)
 
@@ -103,9 +103,10 @@ func TestModelSet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"nothing", []string{"model", "set", "chat"}, "nothing to change; give --class, --owner, --fallbacks, --canary, --context-length, --option, --arg, --memory, --cores or --gpus"},
+		{"nothing", []string{"model", "set", "chat"}, "nothing to change; give --class, --owner, --fallbacks, --canary, --max-output, --context-length, --option, --arg, --memory, --cores or --gpus"},
 		{"canary", []string{"model", "set", "chat", "--canary", "chat-v2"}, `--canary "chat-v2": want model:percent such as chat-v2:10%, or off`},
 		{"option", []string{"model", "set", "chat", "--option", "k"}, `--option "k": use k=v (k= removes the option)`},
+		{"max output", []string{"model", "set", "chat", "--max-output", "-1"}, "--max-output -1: use 0 (no limit) or more"},
 	} {
 		if _, _, err := run(t, a, tt.args...); err == nil || err.Error() != tt.want {
 			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)

@@ -140,6 +140,7 @@ var tenantIntFlags = []struct{ flag, field, usage string }{
 	{"tokens-per-minute", "limits.tokens_per_minute", "tokens per clock minute"},
 	{"tokens-per-day", "limits.tokens_per_day", "tokens per UTC day"},
 	{"max-concurrent", "limits.max_concurrent", "requests in flight"},
+	{"max-output", "limits.max_output", "tokens one answer may have"},
 	{"cores", "capacity.cores", "capacity: cores the models it owns may hold"},
 	{"gpus", "capacity.gpus", "capacity: GPUs the models it owns may hold"},
 	{"replicas", "capacity.replicas", "capacity: replicas the models it owns may run"},
@@ -222,6 +223,9 @@ func limitsText(l *tenancy.Limits) string {
 	add(l.TokensPerMinute, "tok/min")
 	add(l.TokensPerDay, "tok/day")
 	add(l.MaxConcurrent, "concurrent")
+	if l.MaxOutput > 0 {
+		parts = append(parts, fmt.Sprintf("max output %d", l.MaxOutput))
+	}
 	if l.Budget > 0 {
 		parts = append(parts, fmt.Sprintf("budget %g/%s", l.Budget, l.BudgetPeriod))
 	}

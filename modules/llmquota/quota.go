@@ -62,7 +62,8 @@ type Quota struct {
 	// second) finds it again. Default: deny.
 	OnStoreError string `json:"on_store_error,omitempty"`
 	// DefaultMaxTokens is reserved for the answer when a request sets no
-	// max_tokens and its model declares no context length. Default: 1024.
+	// max_tokens and neither a max_output (its model's, its key's) nor its
+	// model's context length bounds it. Default: 1024.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
 	// Lease bounds how long a request counts as in flight if its instance
 	// dies before settling. Default: 15m.
@@ -332,9 +333,12 @@ func (q *Quota) plan(t *tenancy.Tenant, req *openai.Request, m *catalog.Model) *
 		// Each of the n choices may use the whole completion; the prompt
 		// is counted once.
 		var completion int64
+		limit := tenancy.CapOf(m, t).Tokens // the router refuses more, sends it for none
 		switch {
-		case req.MaxTokens > 0:
+		case req.MaxTokens > 0 && (limit == 0 || req.MaxTokens <= limit):
 			completion = req.MaxTokens
+		case limit > 0 && (m.ContextLength == 0 || limit < m.ContextLength):
+			completion = limit
 		case m.ContextLength > 0:
 			completion = max(m.ContextLength-est, 0)
 		default:

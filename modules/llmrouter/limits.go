@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/openai"
 )
 
@@ -48,6 +49,30 @@ func (rt *Router) checkLimits(req *openai.Request, m *catalog.Model) error {
 	if m.ContextLength > 0 && req.MaxTokens > m.ContextLength {
 		param := req.MaxTokensParam
 		return limitError(param, fmt.Sprintf("%s is %d, above the context length of model %q (%d tokens); ask for fewer", param, req.MaxTokens, m.Name, m.ContextLength))
+	}
+	return nil
+}
+
+// capOutput holds a request to the smallest max_output of its model, its
+// key and the key's levels: one asking for more is refused, naming who
+// sets the cap; one asking nothing is sent with the cap as its
+// max_tokens. A cap at or above the context length adds nothing to the
+// context length's own check.
+func capOutput(r *http.Request, req *openai.Request, m *catalog.Model) error {
+	if req.Endpoint == openai.Embeddings || req.CountOnly {
+		return nil
+	}
+	t, _ := tenancy.TenantOf(r)
+	c := tenancy.CapOf(m, t)
+	switch {
+	case c.Tokens == 0 || (m.ContextLength > 0 && c.Tokens >= m.ContextLength):
+		return nil
+	case req.MaxTokens > c.Tokens:
+		param := req.MaxTokensParam
+		return limitError(param, fmt.Sprintf("%s is %d, over the max_output of %d tokens set for %s; ask for %d or fewer",
+			param, req.MaxTokens, c.Tokens, c.Setter(m.Name), c.Tokens))
+	case req.MaxTokens == 0:
+		return req.CapOutput(c.Tokens)
 	}
 	return nil
 }

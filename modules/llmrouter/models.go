@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
@@ -30,12 +31,18 @@ type modelInfo struct {
 	Replicas int    `json:"ready_replicas"`
 	// Base is, for a LoRA adapter, the model it applies to.
 	Base string `json:"base,omitempty"`
+	// ContextLength is the model's context window in tokens, when it
+	// declares one; MaxOutput the most tokens one answer may have for the
+	// caller: the model's max_output, or its key's when lower.
+	ContextLength int64 `json:"context_length,omitempty"`
+	MaxOutput     int64 `json:"max_output,omitempty"`
 }
 
 var created = time.Now().Unix()
 
-func objectsFor(s llmapi.ModelStatus) []modelObject {
-	info := modelInfo{Model: s.Name, Engine: s.Engine, State: s.State, Reason: s.Reason, Replicas: len(s.Replicas)}
+func objectsFor(s llmapi.ModelStatus, t *tenancy.Tenant) []modelObject {
+	info := modelInfo{Model: s.Name, Engine: s.Engine, State: s.State, Reason: s.Reason, Replicas: len(s.Replicas),
+		ContextLength: s.ContextLength, MaxOutput: tenancy.CapOf(&catalog.Model{MaxOutput: s.MaxOutput}, t).Tokens}
 	out := []modelObject{{ID: s.Name, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info, allow: []string{s.Name}}}
 	for _, a := range s.Aliases {
 		out = append(out, modelObject{ID: a, Object: "model", Created: created, OwnedBy: "llmgw", LLMGW: info, allow: []string{a, s.Name}})
@@ -56,7 +63,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
 	tenant, _ := tenancy.TenantOf(r)
 	data := []modelObject{}
 	for _, s := range rt.app.Status() {
-		for _, o := range objectsFor(s) {
+		for _, o := range objectsFor(s, tenant) {
 			if tenant == nil || tenant.Allowed(o.allow...) {
 				data = append(data, o)
 			}
@@ -69,7 +76,7 @@ func (rt *Router) serveModels(w http.ResponseWriter, r *http.Request) {
 	}{"list", data})
 }
 
-func (rt *Router) serveModel(w http.ResponseWriter, id string) {
+func (rt *Router) serveModel(w http.ResponseWriter, r *http.Request, id string) {
 	m, err := rt.app.LookupLatest(id)
 	if err != nil {
 		toAPIError(err).Write(w)
@@ -83,7 +90,8 @@ func (rt *Router) serveModel(w http.ResponseWriter, id string) {
 		if s.Name != base {
 			continue
 		}
-		for _, o := range objectsFor(s) {
+		tenant, _ := tenancy.TenantOf(r)
+		for _, o := range objectsFor(s, tenant) {
 			if o.ID == id {
 				w.Header().Set("Content-Type", "application/json")
 				_ = json.NewEncoder(w).Encode(o)

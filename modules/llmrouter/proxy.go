@@ -73,6 +73,9 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
+	if err == nil {
+		err = capOutput(r, req, m)
+	}
 	if err != nil {
 		return w, req, nil, err
 	}

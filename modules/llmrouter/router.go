@@ -187,7 +187,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		rt.serveModels(w, r)
 	default:
 		if id, ok := strings.CutPrefix(endpoint, "models/"); ok && r.Method == http.MethodGet {
-			rt.serveModel(w, id)
+			rt.serveModel(w, r, id)
 			return nil
 		}
 		if id, ok := strings.CutPrefix(endpoint, "responses/"); ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 )
 
 // Endpoint kinds the gateway serves.
@@ -54,8 +55,9 @@ type Request struct {
 
 	// API is the API the client speaks (APIChat, APIResponses,
 	// APIMessages). For another than chat, Raw is the request translated to
-	// chat completions, Original the client's body, and Translation writes
-	// the answer back in the client's API (see Enter).
+	// chat completions, Original the client's body (with the gateway's
+	// output cap when CapOutput added one), and Translation writes the
+	// answer back in the client's API (see Enter).
 	API         string
 	Original    []byte
 	Translation Translation
@@ -80,7 +82,8 @@ type Request struct {
 	// searched and their versions): a cache keys on it too.
 	CacheScope string
 
-	body []byte // the body as Set changed it; nil while unchanged
+	body   []byte // the body as Set or CapOutput changed it; nil while unchanged
+	edited bool   // Set changed the body
 }
 
 // Parse reads and checks body for an endpoint: one pass checks that it is
@@ -178,8 +181,10 @@ type loaded struct {
 	err error
 }
 
-// Changed reports whether a handler changed the request.
-func (r *Request) Changed() bool { return r.body != nil }
+// Changed reports whether a handler changed the request with Set. An
+// output cap (CapOutput) is no change: the client's own bytes carry it
+// too.
+func (r *Request) Changed() bool { return r.edited }
 
 // Set replaces one top-level field with a JSON value (or adds it),
 // splicing the bytes: the rest of the body is not re-encoded.
@@ -188,7 +193,29 @@ func (r *Request) Set(field string, value json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	r.body = b
+	r.body, r.edited = b, true
+	return nil
+}
+
+// CapOutput gives a request that asks for no answer length (MaxTokens
+// 0) the length n: max_tokens n is added to the body and, for a Responses
+// request, max_output_tokens n to the client's own bytes (Original), so
+// that an engine speaking that API gets it too.
+func (r *Request) CapOutput(n int64) error {
+	var buf [20]byte
+	v := strconv.AppendInt(buf[:0], n, 10)
+	b, err := SetMember(r.base(), "max_tokens", v)
+	if err != nil {
+		return err
+	}
+	if r.API == APIResponses && r.Original != nil {
+		o, err := SetMember(r.Original, "max_output_tokens", v)
+		if err != nil {
+			return err
+		}
+		r.Original = o
+	}
+	r.body, r.MaxTokens, r.MaxTokensParam = b, n, "max_tokens"
 	return nil
 }
 

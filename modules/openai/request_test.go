@@ -192,3 +192,32 @@ func BenchmarkFindUsage(b *testing.B) {
 		}
 	}
 }
+
+// TestCapOutput: a cap is spliced in as max_tokens (and a Responses
+// request's max_output_tokens in its own bytes) without counting as a
+// change, so a request in another API may still reach an engine that
+// speaks it unchanged otherwise.
+func TestCapOutput(t *testing.T) {
+	raw := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
+	r, err := Parse(ChatCompletions, []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CapOutput(4096); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.UpstreamBody("")
+	if want := `{"max_tokens":4096,"model":"m","messages":[{"role":"user","content":"x"}]}`; string(b) != want || r.Changed() || r.MaxTokens != 4096 || string(r.Raw) != raw {
+		t.Errorf("got body %s changed=%v max_tokens=%d, want %s unchanged", b, r.Changed(), r.MaxTokens, want)
+	}
+	r.API, r.Original = APIResponses, []byte(`{"model":"m","input":"x"}`)
+	if err := r.CapOutput(100); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.NativeBody(""); string(n) != `{"max_output_tokens":100,"model":"m","input":"x"}` {
+		t.Errorf("native body: got %s", n)
+	}
+	if err := r.Set("temperature", json.RawMessage("0")); err != nil || !r.Changed() {
+		t.Errorf("Set after a cap: changed=%v, %v", r.Changed(), err)
+	}
+}

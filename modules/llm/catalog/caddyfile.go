@@ -117,6 +117,11 @@ func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		err := caddyfileutil.IntArg(d, &n, 1)
 		m.ContextLength = int64(n)
 		return err
+	case "max_output":
+		var n int
+		err := caddyfileutil.IntArg(d, &n, 1)
+		m.MaxOutput = int64(n)
+		return err
 	case "min":
 		var n int
 		if err := caddyfileutil.IntArg(d, &n, 0); err != nil {

@@ -37,6 +37,14 @@ type Model struct {
 	// ContextLength is the model's context window in tokens. Default: the
 	// engine's.
 	ContextLength int64 `json:"context_length,omitempty"`
+	// MaxOutput is the most tokens one answer of the model may have. A
+	// request asking for more (max_tokens, max_completion_tokens,
+	// max_output_tokens) gets 400 naming the limit; a request asking
+	// nothing is sent with it as its max_tokens. Keys and tenancy levels
+	// may set a lower one (their limits' max_output); the smallest
+	// applies. Changing it keeps the model's replicas. Default: no limit
+	// but the context length.
+	MaxOutput int64 `json:"max_output,omitempty"`
 	// Scaling sets how many replicas run.
 	Scaling *Scaling `json:"scaling,omitempty"`
 	// Price of the model's tokens, for budgets and usage costs.
@@ -186,6 +194,7 @@ func (m *Model) Key(engineKey string) string {
 	k := *m
 	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class, k.CheckSource = nil, nil, nil, "", "", nil
 	k.UpdateCheck = 0 // when the registry is asked shapes no replica
+	k.MaxOutput = 0   // a bound on requests, checked by the gateway
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string
@@ -232,7 +241,22 @@ func (m *Model) Validate() error {
 	if r := m.Resources; r != nil && (r.Memory < 0 || r.Cores < 0 || r.GPUs < 0) {
 		return fmt.Errorf("model %q: resources must not be negative", m.Name)
 	}
+	if err := m.CheckMaxOutput(); err != nil {
+		return err
+	}
 	return m.ValidateAdapters()
+}
+
+// CheckMaxOutput checks max_output is not negative and fits in the
+// context window.
+func (m *Model) CheckMaxOutput() error {
+	switch {
+	case m.MaxOutput < 0:
+		return fmt.Errorf("model %q: max_output %d must not be negative (leave it out for no limit)", m.Name, m.MaxOutput)
+	case m.ContextLength > 0 && m.MaxOutput > m.ContextLength:
+		return fmt.Errorf("model %q: max_output %d is above its context_length %d; an answer cannot be longer than the context window", m.Name, m.MaxOutput, m.ContextLength)
+	}
+	return nil
 }
 
 // Bounds on what a model hands its engine (much of it becomes a command

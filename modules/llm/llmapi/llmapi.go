@@ -346,7 +346,12 @@ type ModelStatus struct {
 	Fallbacks []string           `json:"fallbacks,omitempty"`
 	Canary    *catalog.Canary    `json:"canary,omitempty"`
 	Adapters  []*catalog.Adapter `json:"adapters,omitempty"`
-	Replicas  []ReplicaStatus    `json:"replicas"`
+	// ContextLength is the model's context window in tokens, when it
+	// declares one; MaxOutput the most tokens one answer may have (keys
+	// and tenancy levels may set less).
+	ContextLength int64           `json:"context_length,omitempty"`
+	MaxOutput     int64           `json:"max_output,omitempty"`
+	Replicas      []ReplicaStatus `json:"replicas"`
 }
 
 // Scaled is the answer of POST /llm/models/{name}/scale: the model's

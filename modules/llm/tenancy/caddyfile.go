@@ -125,6 +125,8 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		return i64(&l.TokensPerDay)
 	case "max_concurrent":
 		return i64(&l.MaxConcurrent)
+	case "max_output":
+		return i64(&l.MaxOutput)
 	case "models":
 		return caddyfileutil.ManyArgs(d, &l.Models)
 	case "tools":
@@ -155,5 +157,5 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		}
 		return nil
 	}
-	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, models, tools, tool_calls_per_minute, tool_calls_per_day, kb_bytes and kb_files", dir)
+	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, max_output, models, tools, tool_calls_per_minute, tool_calls_per_day, kb_bytes and kb_files", dir)
 }

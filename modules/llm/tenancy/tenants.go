@@ -54,6 +54,11 @@ type Limits struct {
 	// upload that would pass either is refused.
 	KBBytes int64 `json:"kb_bytes,omitempty"`
 	KBFiles int64 `json:"kb_files,omitempty"`
+	// MaxOutput caps the tokens of one answer, as a model's max_output
+	// does: a request asking for more gets 400 naming this level; one
+	// asking nothing is sent with the smallest cap of its model, its key
+	// and the key's levels as its max_tokens.
+	MaxOutput int64 `json:"max_output,omitempty"`
 }
 
 // Org is an organisation: the root of a tenancy tree.
@@ -292,7 +297,7 @@ func (l *Limits) Validate() error {
 	if l == nil {
 		return nil
 	}
-	if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.TokensPerDay < 0 || l.Budget < 0 || l.MaxConcurrent < 0 {
+	if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.TokensPerDay < 0 || l.Budget < 0 || l.MaxConcurrent < 0 || l.MaxOutput < 0 {
 		return fmt.Errorf("limits must not be negative")
 	}
 	switch l.BudgetPeriod {
@@ -318,6 +323,7 @@ func Effective(levels []Level) Limits {
 		tight(&e.MaxConcurrent, l.Limits.MaxConcurrent)
 		tight(&e.ToolCallsPerMinute, l.Limits.ToolCallsPerMinute)
 		tight(&e.ToolCallsPerDay, l.Limits.ToolCallsPerDay)
+		tight(&e.MaxOutput, l.Limits.MaxOutput)
 		if b := l.Limits.Budget; b > 0 && (e.Budget == 0 || b < e.Budget) {
 			e.Budget, e.BudgetPeriod = b, l.Limits.BudgetPeriod
 		}

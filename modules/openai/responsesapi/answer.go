@@ -196,7 +196,7 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 		b = append(b, `,"incomplete_details":null`...)
 	}
 	b = appendMember(b, "instructions", orJSON(t.instructions, "null"))
-	b = appendMember(b, "max_output_tokens", orJSON(t.maxOutput, "null"))
+	b = appendMember(b, "max_output_tokens", t.maxOutputShown())
 	b = appendMember(b, "metadata", orJSON(t.metadata, "{}"))
 	b = appendMember(b, "model", t.model)
 	b = append(b, `,"output":[`...)
@@ -224,6 +224,15 @@ func (t *respTurn) appendResponse(b []byte, o *respOut, status string) []byte {
 	b = appendUsage(append(b, `,"usage":`...), o.usage)
 	b = appendMember(b, "user", orJSON(t.user, "null"))
 	return append(b, '}')
+}
+
+// maxOutputShown is the answer's max_output_tokens: the request's, or the
+// gateway's output cap when it set one for a request that asked none.
+func (t *respTurn) maxOutputShown() []byte {
+	if len(t.maxOutput) == 0 && t.req != nil && t.req.MaxTokens > 0 {
+		return strconv.AppendInt(nil, t.req.MaxTokens, 10)
+	}
+	return orJSON(t.maxOutput, "null")
 }
 
 func orJSON(v []byte, def string) []byte {

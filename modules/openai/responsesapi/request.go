@@ -129,6 +129,9 @@ func parseResponses(r *http.Request, body []byte) (*openai.Request, error) {
 		return nil, err
 	}
 	req.API, req.Original, req.Translation = openai.APIResponses, body, t
+	if req.MaxTokens > 0 {
+		req.MaxTokensParam = "max_output_tokens" // the client's name for it
+	}
 	req.FileSearch, t.req, t.fileSearch = p.fileSearch, req, p.hasFileSearch
 	return req, nil
 }

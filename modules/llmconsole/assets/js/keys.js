@@ -7,7 +7,7 @@ import { api } from './api.js';
 
 const PAGE = 50;
 // The limits the page edits, in the order shown.
-const LIMITS = ['requests_per_minute', 'tokens_per_minute', 'tokens_per_day', 'max_concurrent', 'budget'];
+const LIMITS = ['requests_per_minute', 'tokens_per_minute', 'tokens_per_day', 'max_concurrent', 'max_output', 'budget'];
 
 // limitsText says a key's own limits in short.
 function limitsText(l) {

@@ -7,7 +7,7 @@ import { t, num, bytes } from './i18n.js';
 import { api } from './api.js';
 
 // The limits shown, in order; the rest are named by their field.
-const COUNTS = ['requests_per_minute', 'tokens_per_minute', 'tokens_per_day', 'max_concurrent', 'tool_calls_per_minute', 'tool_calls_per_day', 'kb_files'];
+const COUNTS = ['requests_per_minute', 'tokens_per_minute', 'tokens_per_day', 'max_concurrent', 'max_output', 'tool_calls_per_minute', 'tool_calls_per_day', 'kb_files'];
 
 // limitsList says a level's limits, one per line.
 function limitsList(l) {
