@@ -75,7 +75,12 @@ func (c *ctl) call(method, path string, body any, out any) error {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	stop := c.during(cmp.Or(c.note.what, method+" "+path), c.note.status)
+	stop := func() {}
+	if c.note.what != "" || isTerminal(c.errOut) {
+		// A plain call shows how long it waits on a terminal only, so
+		// that a script's stderr holds nothing but errors.
+		stop = c.during(cmp.Or(c.note.what, method+" "+path), c.note.status)
+	}
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	stop()
 	if err != nil {
