@@ -1,0 +1,136 @@
+package llmrouter
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+)
+
+// threeProviders is a model served by its own replicas (priced by the
+// GPU-hour) and two outside providers, a cheap one and a dear one.
+func threeProviders(policy string, slo time.Duration) *catalog.Model {
+	return &catalog.Model{Name: "chat", Routing: &catalog.Routing{Policy: policy, LatencyObjective: caddy.Duration(slo), Explore: -1},
+		Providers: []*catalog.Provider{
+			{Name: "dear", Model: "chat/dear", Price: &catalog.ProviderPrice{InputPerMillion: 2.5, OutputPerMillion: 10}, Weight: 1},
+			{Name: "local", Model: "chat", Price: &catalog.ProviderPrice{GPUHour: 2}, Weight: 1},
+			{Name: "cheap", Model: "chat/cheap", Price: &catalog.ProviderPrice{InputPerMillion: 0.15, OutputPerMillion: 0.6}, Weight: 3},
+		}}
+}
+
+func names(ps *providerSet, order []choice) []string {
+	out := make([]string, len(order))
+	for i, c := range order {
+		out[i] = ps.model.Providers[c.idx].Name + ":" + reasonNames[c.reason]
+	}
+	return out[:1:1]
+}
+
+func TestCostPolicyOrder(t *testing.T) {
+	selfHosted := func(name string) bool { return name == "chat" }
+	now := time.Now().UnixNano()
+	for _, tc := range []struct {
+		name    string
+		room    bool
+		prepare func(ps *providerSet)
+		want    string
+	}{
+		{"own replicas with room first", true, nil, "local:cheapest"},
+		{"own replicas full: the cheapest outside one", false, nil, "cheap:spill_full"},
+		{"cheap one resting after a 429", false, func(ps *providerSet) {
+			ps.provs[2].observe(now, http.StatusTooManyRequests, "30", 0)
+		}, "dear:spill_full"},
+		{"cheap one slow", false, func(ps *providerSet) {
+			ps.provs[2].observe(now, 200, "", 3*time.Second)
+		}, "dear:spill_full"},
+		{"slow reading forgotten after staleAfter", false, func(ps *providerSet) {
+			ps.provs[2].observe(now-int64(2*staleAfter), 200, "", 3*time.Second)
+		}, "cheap:spill_full"},
+		{"own replicas over their rpm", true, func(ps *providerSet) {
+			ps.model.Providers[1].RPM = 1
+			*ps = *newProviderSet(ps.model, selfHosted)
+			ps.provs[1].took(now, 0)
+		}, "cheap:spill_full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := newProviderSet(threeProviders(catalog.PolicyCost, time.Second), selfHosted)
+			if tc.prepare != nil {
+				tc.prepare(ps)
+			}
+			var buf [catalog.MaxProviders]choice
+			got := names(ps, ps.order(buf[:], now, 0.5, 0.5, func(string) bool { return tc.room }))
+			if got[0] != tc.want {
+				t.Errorf("got %v first, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLatencyPolicyPrefersFastestAndExplores(t *testing.T) {
+	now := time.Now().UnixNano()
+	ps := newProviderSet(threeProviders(catalog.PolicyLatency, 0), func(string) bool { return false })
+	ps.provs[0].observe(now, 200, "", 100*time.Millisecond)
+	ps.provs[1].observe(now, 200, "", 300*time.Millisecond)
+	ps.provs[2].observe(now, 200, "", 900*time.Millisecond)
+	var buf [catalog.MaxProviders]choice
+	if got := names(ps, ps.order(buf[:], now, 0.5, 0.5, nil)); got[0] != "dear:fastest" {
+		t.Errorf("got %v, want dear:fastest", got)
+	}
+	ps.explore = 0.1
+	got := names(ps, ps.order(buf[:], now, 0.05, 0.9, nil))
+	if got[0] != "cheap:explore" {
+		t.Errorf("with a draw under the explore share got %v, want cheap:explore", got)
+	}
+}
+
+func TestWeightedPolicyDrawsByWeight(t *testing.T) {
+	ps := newProviderSet(threeProviders(catalog.PolicyWeighted, 0), func(string) bool { return false })
+	counts := map[string]int{}
+	var buf [catalog.MaxProviders]choice
+	for i := range 500 {
+		o := ps.order(buf[:], time.Now().UnixNano(), float64(i)/500, 0.5, nil)
+		counts[ps.model.Providers[o[0].idx].Name]++
+	}
+	if counts["dear"] != 100 || counts["local"] != 100 || counts["cheap"] != 300 {
+		t.Errorf("got %v, want dear 100, local 100, cheap 300 (weights 1, 1, 3)", counts)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", time.Second}, {"7", 7 * time.Second}, {"0.5", 500 * time.Millisecond}, {"junk", time.Second},
+		{"99999", 10 * time.Minute}, {now.Add(20 * time.Second).UTC().Format(http.TimeFormat), 20 * time.Second},
+	} {
+		got := parseRetryAfter(tc.in, now.UnixNano())
+		if got < tc.want-time.Second || got > tc.want {
+			t.Errorf("Retry-After %q: got %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkProviderOrder is a policy's choice among three providers for
+// one request: what a model with providers adds to the router's work.
+func BenchmarkProviderOrder(b *testing.B) {
+	room := func(string) bool { return true }
+	for _, policy := range []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyWeighted, catalog.PolicyFirst} {
+		b.Run(policy, func(b *testing.B) {
+			ps := newProviderSet(threeProviders(policy, time.Second), func(name string) bool { return name == "chat" })
+			now := time.Now().UnixNano()
+			for i := range ps.provs {
+				ps.provs[i].observe(now, 200, "", time.Duration(i+1)*100*time.Millisecond)
+			}
+			var buf [catalog.MaxProviders]choice
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				ps.order(buf[:], now, float64(i%100)/100, float64(i%7)/7, room)
+			}
+		})
+	}
+}
