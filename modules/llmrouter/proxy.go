@@ -263,7 +263,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 		a.status = 0 // another node's replica was not reached
 		return a
 	}
-	rt.answer(w, r, req, rep, resp, mode, start, sent, ttfb)
+	a.ttfb = rt.answer(w, r, req, rep, resp, mode, start, sent, ttfb)
 	a.served = true
 	return a
 }
@@ -407,7 +407,9 @@ func drain(body io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(body, 64<
 // answer forwards resp, rep's response, to the client: its headers with
 // Server-Timing (and, with expose_replica, the replica's), its body
 // translated as mode says, streamed or whole, and the request's metrics.
-func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) {
+// It returns the upstream's time to first token: to a stream's first
+// event, or ttfb for an answer sent whole.
+func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) time.Duration {
 	var eng string
 	var price *catalog.Price
 	if m, err := rt.app.Lookup(rep.Model); err == nil {
@@ -439,6 +441,10 @@ func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Req
 			lf.CostMicros, lf.HasCost = price.CostMicros(u.PromptTokens, u.CompletionTokens), true
 		}
 	}
+	if st != nil && !st.first.IsZero() {
+		return st.first.Sub(sent)
+	}
+	return ttfb
 }
 
 // translation readies resp for the client's API as mode says: a native
