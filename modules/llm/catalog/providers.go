@@ -42,10 +42,14 @@ type Provider struct {
 // currency budgets are set in; self-hosted replicas may instead be priced
 // by the GPU-hour.
 type ProviderPrice struct {
-	InputPerMillion  float64 `json:"input_per_million,omitempty"`
+	// InputPerMillion is the price of a million prompt tokens.
+	InputPerMillion float64 `json:"input_per_million,omitempty"`
+	// OutputPerMillion is the price of a million completion tokens.
 	OutputPerMillion float64 `json:"output_per_million,omitempty"`
-	// CachedPerMillion is the price of prompt tokens the provider read
-	// from its prompt cache. Default: the input price.
+	// CachedPerMillion is the price of a million prompt tokens the
+	// provider read from its prompt cache. It is kept with the provider
+	// but neither the cost policy nor usage costs read it yet (they count
+	// cached tokens at the input price). Default: the input price.
 	CachedPerMillion float64 `json:"cached_per_million,omitempty"`
 	// GPUHour is what one replica costs per hour whether it serves or
 	// not: its tokens cost nothing more while it has room, so the cost
@@ -77,9 +81,10 @@ type Routing struct {
 	// passed over for the next cheapest. Default: none.
 	LatencyObjective caddy.Duration `json:"latency_objective,omitempty"`
 	// Explore is the share of requests (0 to 1) sent to a provider the
-	// policy would not pick, to measure it again (so a provider that
-	// recovered is found). Default: 0.05; 0 in the Caddyfile as
-	// explore 0 is written -1.
+	// policy would not pick (cost: one passed over as slow; latency: any
+	// other that can take it), to measure it again, so a provider that
+	// recovered is found. -1 sends none (explore 0 in the Caddyfile).
+	// Default: 0.05.
 	Explore float64 `json:"explore,omitempty"`
 }
 
