@@ -126,7 +126,7 @@ func TestProvidersCatalogValidation(t *testing.T) {
 	}{
 		{"unknown provider model", &catalog.Model{Name: "a", Engine: "sim", Providers: []*catalog.Provider{{Name: "p", Model: "zz"}}}, `model "zz" is not in the catalog`},
 		{"bad policy", &catalog.Model{Name: "a", Engine: "sim", Routing: &catalog.Routing{Policy: "cheapest"},
-			Providers: []*catalog.Provider{{Name: "p", Model: "a"}}}, "use weighted, cost, latency or first"},
+			Providers: []*catalog.Provider{{Name: "p", Model: "a"}}}, "use weighted, cost, latency, usage or first"},
 		{"routing without providers", &catalog.Model{Name: "a", Engine: "sim", Routing: &catalog.Routing{Policy: "cost"}}, "a routing policy needs providers"},
 		{"provider twice", &catalog.Model{Name: "a", Engine: "sim", Providers: []*catalog.Provider{{Name: "p", Model: "a"}, {Name: "p", Model: "a"}}}, `provider "p" is declared twice`},
 		{"negative weight", &catalog.Model{Name: "a", Engine: "sim", Providers: []*catalog.Provider{{Name: "p", Model: "a", Weight: -1}}}, "must not be negative"},

@@ -33,11 +33,12 @@ const (
 	reasonOrder             // the first in the declared order that can take it
 	reasonFailover          // those before it failed for this request
 	reasonLastResort        // every other was full, resting or failed
+	reasonHeadroom          // the most of its rate limits left
 	nReasons
 )
 
 var reasonNames = [nReasons]string{"cheapest", "spill_full", "spill_resting", "spill_slow", "fastest", "explore",
-	"weighted", "order", "failover", "last_resort"}
+	"weighted", "order", "failover", "last_resort", "most_headroom"}
 
 // Provider states as ordering sees them, best first.
 const (
@@ -73,8 +74,10 @@ type providerSet struct {
 	slo     int64 // latency objective, nanos; 0 none
 	explore float64
 	provs   []providerStats
-	// header is the llmgw-provider value of each provider and reason.
-	header [][nReasons]string
+	// header is the llmgw-provider value of each provider and reason,
+	// shared by the answers (its capacity is its length, so that an
+	// append to it copies).
+	header [][nReasons][]string
 }
 
 // providerStats is one provider's live state; every field is atomic.
@@ -91,7 +94,10 @@ type providerStats struct {
 	winStart   atomic.Int64 // this minute's start, unix nanos
 	winReqs    atomic.Int64
 	winTokens  atomic.Int64
-	inflight   atomic.Int64
+	// headroom is the share of its rate limits the provider said it had
+	// left on its last answer, in millionths (headroomUnknown until it
+	// says).
+	headroom atomic.Int64
 
 	requests [4]prometheus.Counter // ok, 429, 5xx, error
 	ttftObs  prometheus.Observer
@@ -112,7 +118,7 @@ var outcomeNames = [4]string{"ok", "429", "5xx", "error"}
 // an outside provider.
 func newProviderSet(m *catalog.Model, selfHosted func(string) bool) *providerSet {
 	ps := &providerSet{model: m, policy: m.Routing.PolicyName(), explore: m.Routing.ExploreShare(),
-		provs: make([]providerStats, len(m.Providers)), header: make([][nReasons]string, len(m.Providers))}
+		provs: make([]providerStats, len(m.Providers)), header: make([][nReasons][]string, len(m.Providers))}
 	if m.Routing != nil {
 		ps.slo = int64(m.Routing.LatencyObjective)
 	}
@@ -123,12 +129,13 @@ func newProviderSet(m *catalog.Model, selfHosted func(string) bool) *providerSet
 			st.weight = 1
 		}
 		st.rpm, st.tpm, st.selfHosted = int64(p.RPM), int64(p.TPM), selfHosted(p.Model)
+		st.headroom.Store(headroomUnknown)
 		for k := range outcomeNames {
 			st.requests[k] = metricProviderRequests.WithLabelValues(m.Name, p.Name, outcomeNames[k])
 		}
 		st.ttftObs = metricProviderTTFB.WithLabelValues(m.Name, p.Name)
 		for r := range reasonNames {
-			ps.header[i][r] = p.Name + "; reason=" + reasonNames[r]
+			ps.header[i][r] = []string{p.Name + "; reason=" + reasonNames[r]}[:1:1]
 		}
 	}
 	return ps
@@ -163,6 +170,8 @@ func (ps *providerSet) order(dst []choice, now int64, rnd, rnd2 float64, room ro
 		ps.orderLatency(dst, states[:n], now, rnd, rnd2)
 	case catalog.PolicyWeighted:
 		ps.orderWeighted(dst, states[:n], rnd)
+	case catalog.PolicyUsage:
+		ps.orderUsage(dst, states[:n])
 	default:
 		sortChoices(dst, func(a, b choice) bool { return states[a.idx] < states[b.idx] })
 		dst[0].reason = reasonOrder
@@ -254,6 +263,40 @@ func (ps *providerSet) orderWeighted(dst []choice, states []uint8, rnd float64) 
 		}
 	}
 	dst[0].reason = reasonWeighted
+}
+
+// orderUsage puts first the provider with the largest share of its rate
+// limits left (as its last answer's x-ratelimit-* headers said; one that
+// never said counts as having all), spreading requests so that none
+// reaches its limits while another has room.
+func (ps *providerSet) orderUsage(dst []choice, states []uint8) {
+	sortChoices(dst, func(a, b choice) bool {
+		sa, sb := min(states[a.idx], stateFull), min(states[b.idx], stateFull)
+		if sa == stateSlow {
+			sa = stateOK
+		}
+		if sb == stateSlow {
+			sb = stateOK
+		}
+		if sa != sb {
+			return sa < sb
+		}
+		return ps.provs[a.idx].headroom.Load() > ps.provs[b.idx].headroom.Load()
+	})
+	dst[0].reason = reasonHeadroom
+}
+
+// learn records what an answer's rate-limit headers say.
+func (st *providerStats) learn(h http.Header, now int64) {
+	if h == nil {
+		return
+	}
+	if room, until, ok := learnLimits(h, now); ok {
+		st.headroom.Store(room)
+		if until > 0 {
+			st.rest(until)
+		}
+	}
 }
 
 // exploreSlow moves a provider passed over as slow (and so no longer

@@ -81,7 +81,7 @@ func (p *routePlan) beforeTry(w http.ResponseWriter, r *http.Request, c choice) 
 	}
 	lf := openai.Log(r)
 	lf.Provider, lf.ProviderReason = p.ps.model.Providers[c.idx].Name, reasonNames[reason]
-	w.Header()["Llmgw-Provider"] = []string{p.ps.header[c.idx][reason]}
+	w.Header()["Llmgw-Provider"] = p.ps.header[c.idx][reason]
 }
 
 // afterTry records a provider's try.
@@ -92,6 +92,7 @@ func (p *routePlan) afterTry(r *http.Request, c choice, a attempt) {
 	st := &p.ps.provs[c.idx]
 	now := time.Now().UnixNano()
 	st.observe(now, a.status, a.retryAfter, a.ttfb)
+	st.learn(a.header, now)
 	if a.served {
 		st.took(now, 0)
 		if u, ok := openai.GetUsage(r); ok {

@@ -119,7 +119,7 @@ func TestRetryAfter(t *testing.T) {
 // one request: what a model with providers adds to the router's work.
 func BenchmarkProviderOrder(b *testing.B) {
 	room := func(string) bool { return true }
-	for _, policy := range []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyWeighted, catalog.PolicyFirst} {
+	for _, policy := range []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyWeighted, catalog.PolicyUsage, catalog.PolicyFirst} {
 		b.Run(policy, func(b *testing.B) {
 			ps := newProviderSet(threeProviders(policy, time.Second), func(name string) bool { return name == "chat" })
 			now := time.Now().UnixNano()
@@ -133,4 +133,64 @@ func BenchmarkProviderOrder(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestUsagePolicyFollowsRateLimitHeaders(t *testing.T) {
+	now := time.Now().UnixNano()
+	ps := newProviderSet(threeProviders(catalog.PolicyUsage, 0), func(string) bool { return false })
+	limits := func(remReq, limReq, remTok, limTok, reset string) http.Header {
+		h := http.Header{}
+		h.Set("x-ratelimit-remaining-requests", remReq)
+		h.Set("x-ratelimit-limit-requests", limReq)
+		h.Set("x-ratelimit-remaining-tokens", remTok)
+		h.Set("x-ratelimit-limit-tokens", limTok)
+		h.Set("x-ratelimit-reset-requests", reset)
+		return h
+	}
+	ps.provs[0].learn(limits("100", "1000", "90000", "100000", "6s"), now) // dear: 10% of its requests left
+	ps.provs[1].learn(limits("500", "1000", "20000", "100000", "6s"), now) // local: 20% of its tokens left
+	var buf [catalog.MaxProviders]choice
+	// cheap never said: it counts as having all its limits left.
+	if got := names(ps, ps.order(buf[:], now, 0.5, 0.5, nil)); got[0] != "cheap:most_headroom" {
+		t.Errorf("got %v, want cheap:most_headroom", got)
+	}
+	ps.provs[2].learn(limits("0", "1000", "50000", "100000", "6m0s"), now) // cheap: out of requests for 6 minutes
+	if got := names(ps, ps.order(buf[:], now, 0.5, 0.5, nil)); got[0] != "local:most_headroom" {
+		t.Errorf("with cheap spent: got %v, want local:most_headroom", got)
+	}
+	if got := ps.provs[2].state(now+int64(5*time.Minute), 0, nil); got != stateResting {
+		t.Errorf("cheap 5 minutes later: state %d, want resting until its reset", got)
+	}
+	if got := ps.provs[2].state(now+int64(7*time.Minute), 0, nil); got != stateOK {
+		t.Errorf("cheap after its reset: state %d, want ok", got)
+	}
+	h := http.Header{}
+	h.Set("anthropic-ratelimit-requests-remaining", "0")
+	h.Set("anthropic-ratelimit-requests-limit", "50")
+	h.Set("anthropic-ratelimit-requests-reset", time.Unix(0, now).Add(30*time.Second).UTC().Format(time.RFC3339))
+	if room, until, ok := learnLimits(h, now); !ok || room != 0 || until < now+int64(29*time.Second) || until > now+int64(31*time.Second) {
+		t.Errorf("Anthropic's headers: got %d %d %v, want no headroom until 30s on", room, until, ok)
+	}
+}
+
+// BenchmarkProxyProviders is BenchmarkProxy's whole request to a model
+// served by two providers under the cost policy: the router's work per
+// request with a provider chosen, the header and the access log fields
+// set, and the outcome recorded.
+func BenchmarkProxyProviders(b *testing.B) {
+	p := benchProvider(b)
+	providers := map[string]any{
+		"providers": []map[string]any{
+			{"name": "cheap", "model": "m", "price": map[string]float64{"input_per_million": 0.15, "output_per_million": 0.6}},
+			{"name": "dear", "model": "m2", "price": map[string]float64{"input_per_million": 2.5, "output_per_million": 10}},
+		},
+		"routing": map[string]any{"policy": "cost", "latency_objective": "2s"},
+	}
+	startRouter(b, "", model{name: "m", baseURL: p.url, more: providers}, model{name: "m2", baseURL: p.url})
+	rt := new(Router)
+	if err := rt.Provision(caddy.ActiveContext()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Cleanup() })
+	benchRequests(b, rt, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 }

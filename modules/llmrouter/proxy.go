@@ -41,6 +41,7 @@ type attempt struct {
 	status     int
 	retryAfter string
 	ttfb       time.Duration
+	header     http.Header // the answer's headers (rate limits)
 }
 
 // serveGenerate serves a request that a model answers: to the model or,
@@ -252,7 +253,7 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	}
 	defer resp.Body.Close()
 	ttfb := time.Since(sent)
-	a := attempt{tried: true, status: resp.StatusCode, ttfb: ttfb}
+	a := attempt{tried: true, status: resp.StatusCode, ttfb: ttfb, header: resp.Header}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		a.retryAfter = resp.Header.Get("Retry-After")
 	}

@@ -72,8 +72,9 @@ type Routing struct {
 	// Policy: weighted (by each provider's weight; the default), cost
 	// (the cheapest provider that has room, is not resting after a 429
 	// and keeps within LatencyObjective), latency (the lowest recent
-	// time to first byte, with some exploration), or first (in the order
-	// declared). Whichever is chosen, the others follow in the policy's
+	// time to first byte, with some exploration), usage (the provider
+	// with the largest share of its rate limits left, as its answers'
+	// x-ratelimit-* headers say), or first (in the order declared). Whichever is chosen, the others follow in the policy's
 	// order when it fails before its answer's first byte.
 	Policy string `json:"policy,omitempty"`
 	// LatencyObjective is, under the cost policy, the recent time to
@@ -94,6 +95,7 @@ const (
 	PolicyCost     = "cost"
 	PolicyLatency  = "latency"
 	PolicyFirst    = "first"
+	PolicyUsage    = "usage"
 )
 
 // PolicyName is the routing policy (weighted when none is set).
@@ -125,9 +127,9 @@ func (c *Catalog) checkProviders(m *Model) error {
 		return nil
 	}
 	switch m.Routing.PolicyName() {
-	case PolicyWeighted, PolicyCost, PolicyLatency, PolicyFirst:
+	case PolicyWeighted, PolicyCost, PolicyLatency, PolicyFirst, PolicyUsage:
 	default:
-		return fmt.Errorf("model %q: policy %s: use weighted, cost, latency or first", m.Name, Bounded(m.Routing.Policy))
+		return fmt.Errorf("model %q: policy %s: use weighted, cost, latency, usage or first", m.Name, Bounded(m.Routing.Policy))
 	}
 	if r := m.Routing; r != nil && (r.LatencyObjective < 0 || r.Explore > 1) {
 		return fmt.Errorf("model %q: latency_objective must not be negative and explore is a share from 0 to 1", m.Name)
