@@ -26,6 +26,10 @@ type standinProvider struct {
 	delay    atomic.Int64 // nanos before the answer's headers
 	limited  atomic.Int64 // while > 0: 429 with Retry-After of this many seconds
 	requests atomic.Int64 // chat completions answered 200
+	// reqLimit, while > 0, is the requests it says it allows (in
+	// x-ratelimit-* headers), of which used are spent; the limit resets
+	// in 2s, it says, but only the test resets it.
+	reqLimit, used atomic.Int64
 	refused  atomic.Int64 // chat completions answered 429
 	mu       sync.Mutex
 	keys     map[string]int
@@ -94,6 +98,11 @@ func (p *standinProvider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	time.Sleep(time.Duration(p.delay.Load()))
 	p.requests.Add(1)
+	if lim := p.reqLimit.Load(); lim > 0 {
+		w.Header().Set("X-Ratelimit-Limit-Requests", fmt.Sprint(lim))
+		w.Header().Set("X-Ratelimit-Remaining-Requests", fmt.Sprint(max(0, lim-p.used.Add(1))))
+		w.Header().Set("X-Ratelimit-Reset-Requests", "2s")
+	}
 	text := "answer from " + p.name
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -151,6 +160,11 @@ func providersConfig(cheap, dear *standinProvider) string {
 			explore 0
 ` + outside("cheap", "cheap-model", cheap, "input 0.15 output 0.60", "ka1 3", "ka2") +
 		outside("dear", "dear-model", dear, "input 2.50 output 10") + `
+		}
+		model spread {
+			policy usage
+` + outside("small", "cheap-model", cheap, "input 0.15 output 0.60") +
+		outside("large", "dear-model", dear, "input 2.50 output 10") + `
 		}`
 }
 
@@ -267,6 +281,46 @@ func TestModelProviders(t *testing.T) {
 		time.Sleep(time.Until(limitedAt.Add(5100 * time.Millisecond)))
 		if code, prov := askSpilled(t, g); code != 200 || prov != "cheap; reason=spill_full" {
 			t.Errorf("after its Retry-After: got %d %q, want cheap again", code, prov)
+		}
+	})
+
+	t.Run("usage spreads by the rate limits providers report", func(t *testing.T) {
+		cheap.reqLimit.Store(10) // small
+		dear.reqLimit.Store(100) // large
+		defer cheap.reqLimit.Store(0)
+		defer dear.reqLimit.Store(0)
+		got := map[string]int{}
+		for range 22 {
+			code, prov := askProvider(t, g, "spread")
+			if code != 200 || !strings.HasSuffix(prov, "; reason=most_headroom") {
+				t.Fatalf("got %d %q, want 200 with reason=most_headroom", code, prov)
+			}
+			got[strings.Split(prov, ";")[0]]++
+		}
+		// Each goes while it has the larger share left: about one
+		// request to small for each 10 to large.
+		if got["small"] < 1 || got["small"] > 4 || got["large"] < 18 {
+			t.Errorf("requests by provider: got %v, want small 1 to 4 and large the rest", got)
+		}
+		// small spends its limit: it says 0 remaining, and rests until
+		// the reset it names (2s) while large serves.
+		cheap.used.Store(9)
+		dear.used.Store(95) // large has less left than small (1 of 10)
+		var prov string
+		for i := 0; i < 2 && !strings.HasPrefix(prov, "small"); i++ {
+			_, prov = askProvider(t, g, "spread") // large first when it said it had more left
+		}
+		if !strings.HasPrefix(prov, "small") {
+			t.Fatalf("got %q, want small once large said it had 5 of 100 left", prov)
+		}
+		before := cheap.requests.Load()
+		for range 3 {
+			if _, prov := askProvider(t, g, "spread"); !strings.HasPrefix(prov, "large") {
+				t.Errorf("while small's limit is spent: got %q, want large", prov)
+			}
+		}
+		if cheap.requests.Load() != before {
+			t.Error("small was sent requests after saying its limit was spent")
 		}
 	})
 
