@@ -31,6 +31,7 @@ type standinProvider struct {
 	// in 2s, it says, but only the test resets it.
 	reqLimit, used atomic.Int64
 	refused  atomic.Int64 // chat completions answered 429
+	failing  atomic.Int64 // while > 0: chat completions answered with this status
 	mu       sync.Mutex
 	keys     map[string]int
 	srv      *httptest.Server
@@ -94,6 +95,12 @@ func (p *standinProvider) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"error":{"message":"rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+		return
+	}
+	if st := p.failing.Load(); st > 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(int(st))
+		_, _ = io.WriteString(w, `{"error":{"message":"the server had an error","type":"server_error"}}`)
 		return
 	}
 	time.Sleep(time.Duration(p.delay.Load()))
@@ -281,6 +288,15 @@ func TestModelProviders(t *testing.T) {
 		time.Sleep(time.Until(limitedAt.Add(5100 * time.Millisecond)))
 		if code, prov := askSpilled(t, g); code != 200 || prov != "cheap; reason=spill_full" {
 			t.Errorf("after its Retry-After: got %d %q, want cheap again", code, prov)
+		}
+	})
+
+	t.Run("a 5xx goes on to the next provider", func(t *testing.T) {
+		cheap.failing.Store(http.StatusBadGateway)
+		code, prov := askSpilled(t, g)
+		cheap.failing.Store(0)
+		if code != 200 || prov != "dear; reason=failover" {
+			t.Errorf("got %d %q, want 200 from dear; reason=failover", code, prov)
 		}
 	})
 
