@@ -395,6 +395,8 @@ func askSpilled(t *testing.T, g *gateway) (int, string) {
 func TestModelProvidersOutage(t *testing.T) {
 	cheap, dear := newStandinProvider(t, "cheap"), newStandinProvider(t, "dear")
 	g := startGateway(t, providersConfig(cheap, dear), "")
+	g.readyReplicas("ext", 1)
+	g.readyReplicas("ext/dear", 1)
 	const clients = 64
 	var failed, served atomic.Int64
 	var stop atomic.Bool
@@ -424,6 +426,9 @@ func TestModelProvidersOutage(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second)
+	if c, d := cheap.requests.Load(), dear.requests.Load(); c < 10*d {
+		t.Errorf("before the outage the cheap provider served %d and the dear one %d; want nearly all to the cheap one", c, d)
+	}
 	cheap.stop()
 	time.Sleep(2 * time.Second)
 	during := dear.requests.Load()

@@ -60,7 +60,9 @@ const (
 	// recent one.
 	ewmaWeight = 0.3
 	// failRest and maxFailRest bound how long a provider that failed
-	// (connect error, 5xx) rests: doubling with each failure in a row.
+	// (connect error, 5xx) rests: doubling with each failure in a row
+	// (a failure while it rests, of a request sent before, does not
+	// count).
 	failRest    = 500 * time.Millisecond
 	maxFailRest = 15 * time.Second
 	// defaultRetryAfter is a 429's rest when it names none.
@@ -147,9 +149,10 @@ type choice struct {
 	reason uint8
 }
 
-// roomFunc reports whether a self-hosted provider's catalog model has a
-// free replica slot.
-type roomFunc func(name string) bool
+// roomFunc reports a provider's catalog model's replicas: the requests
+// its ready replicas may still take below their target_concurrency, and
+// that target summed over them (0: no ready replica).
+type roomFunc func(name string) (free, total int)
 
 // order writes the providers in the order the policy tries them into dst
 // (at least as long as the providers) and returns it. rnd is a number in
@@ -331,12 +334,23 @@ func (st *providerStats) state(now, slo int64, room roomFunc) uint8 {
 		return stateResting
 	case st.overLimits(now):
 		return stateFull
-	case st.selfHosted && room != nil && !room(st.name):
+	case room != nil && st.noRoom(room):
 		return stateFull
 	case slo > 0 && st.recent(now) > slo:
 		return stateSlow
 	}
 	return stateOK
+}
+
+// noRoom reports whether the provider cannot take a request now: a
+// self-hosted one with no ready replica below its target_concurrency, an
+// outside one with no ready replica (its replica is being replaced).
+func (st *providerStats) noRoom(room roomFunc) bool {
+	free, total := room(st.name)
+	if st.selfHosted {
+		return free == 0
+	}
+	return total == 0
 }
 
 // recent is the provider's recent time to first byte, or 0 when it was
@@ -389,6 +403,9 @@ func (st *providerStats) observe(now int64, status int, retryAfter string, ttfb 
 			k = outcomeError
 		}
 		st.requests[k].Inc()
+		if st.restUntil.Load() > now {
+			return // one of the requests in flight when it began failing
+		}
 		f := min(st.fails.Add(1), 16)
 		st.rest(now + int64(min(failRest<<(f-1), maxFailRest)))
 	default:

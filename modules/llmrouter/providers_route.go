@@ -35,7 +35,7 @@ func (p *routePlan) at(i int) (choice, bool) {
 func (rt *Router) providersOf(m *catalog.Model, plan *routePlan, out []string) []string {
 	plan.ps = rt.providerSet(m)
 	plan.first = len(out)
-	plan.order = plan.ps.order(plan.buf[:], time.Now().UnixNano(), rand.Float64(), rand.Float64(), rt.hasRoom)
+	plan.order = plan.ps.order(plan.buf[:], time.Now().UnixNano(), rand.Float64(), rand.Float64(), rt.room)
 	for _, c := range plan.order {
 		out = append(out, plan.ps.provs[c.idx].name)
 	}
@@ -65,12 +65,8 @@ func (rt *Router) selfHosted(name string) bool {
 	return true
 }
 
-// hasRoom reports whether a self-hosted provider has a ready replica
-// below its target_concurrency.
-func (rt *Router) hasRoom(name string) bool {
-	free, _ := rt.app.Slots(name)
-	return free > 0
-}
+// room is a provider's free and total replica slots (roomFunc).
+func (rt *Router) room(name string) (free, total int) { return rt.app.Slots(name) }
 
 // beforeTry marks a provider's try: its name and reason in the access
 // log and the llmgw-provider header.
@@ -95,7 +91,7 @@ func (p *routePlan) afterTry(r *http.Request, c choice, a attempt) {
 	st.learn(a.header, now)
 	if a.served {
 		st.took(now, 0)
-		if u, ok := openai.GetUsage(r); ok {
+		if u, ok := openai.GetUsage(r); ok && u.TotalTokens > 0 {
 			st.took(now, u.TotalTokens)
 		}
 		return

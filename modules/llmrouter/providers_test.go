@@ -37,23 +37,25 @@ func TestCostPolicyOrder(t *testing.T) {
 		room    bool
 		prepare func(ps *providerSet)
 		want    string
+		noReady bool // no provider has a ready replica
 	}{
-		{"own replicas with room first", true, nil, "local:cheapest"},
-		{"own replicas full: the cheapest outside one", false, nil, "cheap:spill_full"},
+		{"own replicas with room first", true, nil, "local:cheapest", false},
+		{"own replicas full: the cheapest outside one", false, nil, "cheap:spill_full", false},
 		{"cheap one resting after a 429", false, func(ps *providerSet) {
 			ps.provs[2].observe(now, http.StatusTooManyRequests, "30", 0)
-		}, "dear:spill_full"},
+		}, "dear:spill_full", false},
 		{"cheap one slow", false, func(ps *providerSet) {
 			ps.provs[2].observe(now, 200, "", 3*time.Second)
-		}, "dear:spill_full"},
+		}, "dear:spill_full", false},
 		{"slow reading forgotten after staleAfter", false, func(ps *providerSet) {
 			ps.provs[2].observe(now-int64(2*staleAfter), 200, "", 3*time.Second)
-		}, "cheap:spill_full"},
+		}, "cheap:spill_full", false},
+		{"no ready replica anywhere: the cheapest, as a last resort", false, nil, "local:last_resort", true},
 		{"own replicas over their rpm", true, func(ps *providerSet) {
 			ps.model.Providers[1].RPM = 1
 			*ps = *newProviderSet(ps.model, selfHosted)
 			ps.provs[1].took(now, 0)
-		}, "cheap:spill_full"},
+		}, "cheap:spill_full", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := newProviderSet(threeProviders(catalog.PolicyCost, time.Second), selfHosted)
@@ -61,7 +63,15 @@ func TestCostPolicyOrder(t *testing.T) {
 				tc.prepare(ps)
 			}
 			var buf [catalog.MaxProviders]choice
-			got := names(ps, ps.order(buf[:], now, 0.5, 0.5, func(string) bool { return tc.room }))
+			got := names(ps, ps.order(buf[:], now, 0.5, 0.5, func(string) (int, int) {
+				switch {
+				case tc.noReady:
+					return 0, 0
+				case tc.room:
+					return 1, 2
+				}
+				return 0, 2
+			}))
 			if got[0] != tc.want {
 				t.Errorf("got %v first, want %s", got, tc.want)
 			}
@@ -118,7 +128,7 @@ func TestRetryAfter(t *testing.T) {
 // BenchmarkProviderOrder is a policy's choice among three providers for
 // one request: what a model with providers adds to the router's work.
 func BenchmarkProviderOrder(b *testing.B) {
-	room := func(string) bool { return true }
+	room := func(string) (int, int) { return 1, 2 }
 	for _, policy := range []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyWeighted, catalog.PolicyUsage, catalog.PolicyFirst} {
 		b.Run(policy, func(b *testing.B) {
 			ps := newProviderSet(threeProviders(policy, time.Second), func(name string) bool { return name == "chat" })
