@@ -30,11 +30,11 @@ type standinProvider struct {
 	// x-ratelimit-* headers), of which used are spent; the limit resets
 	// in 2s, it says, but only the test resets it.
 	reqLimit, used atomic.Int64
-	refused  atomic.Int64 // chat completions answered 429
-	failing  atomic.Int64 // while > 0: chat completions answered with this status
-	mu       sync.Mutex
-	keys     map[string]int
-	srv      *httptest.Server
+	refused        atomic.Int64 // chat completions answered 429
+	failing        atomic.Int64 // while > 0: chat completions answered with this status
+	mu             sync.Mutex
+	keys           map[string]int
+	srv            *httptest.Server
 }
 
 func newStandinProvider(t *testing.T, name string) *standinProvider {
