@@ -347,6 +347,10 @@ func TestModelProviders(t *testing.T) {
 				t.Errorf("the access log has no %s", want)
 			}
 		}
+		st := g.models()["chat"]
+		if len(st.Providers) != 3 || st.Providers[1].Model != "chat/cheap" || st.Routing.PolicyName() != "cost" {
+			t.Errorf("GET /llm/models shows chat's providers %+v and routing %+v; want local, cheap (chat/cheap), dear under cost", st.Providers, st.Routing)
+		}
 		_, metrics := adminDo(t, g, "GET", "/metrics", "")
 		for _, want := range []string{`llmgw_provider_requests_total{model="chat",outcome="429",provider="cheap"} 1`,
 			`llmgw_provider_time_to_first_byte_seconds_count{model="ext",provider="dear"}`} {

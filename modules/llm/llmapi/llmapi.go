@@ -346,7 +346,12 @@ type ModelStatus struct {
 	Fallbacks []string           `json:"fallbacks,omitempty"`
 	Canary    *catalog.Canary    `json:"canary,omitempty"`
 	Adapters  []*catalog.Adapter `json:"adapters,omitempty"`
-	Replicas  []ReplicaStatus    `json:"replicas"`
+	// Providers and Routing are, for a model served by several
+	// providers, which catalog model serves each and the policy that
+	// picks one.
+	Providers []*catalog.Provider `json:"providers,omitempty"`
+	Routing   *catalog.Routing    `json:"routing,omitempty"`
+	Replicas  []ReplicaStatus     `json:"replicas"`
 }
 
 // ReplicaStatus describes one replica.
