@@ -239,7 +239,7 @@ func parseProvider(d *caddyfile.Dispenser, m *Model) error {
 		case "price":
 			return parseProviderPrice(d, b)
 		case "weight":
-			return caddyfileutil.IntArg(d, &b.Weight, 0)
+			return caddyfileutil.IntArg(d, &b.Weight, 1)
 		case "rpm":
 			return caddyfileutil.IntArg(d, &b.RPM, 1)
 		case "tpm":
