@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 )
 
 // standinProvider is an httptest server standing in for an outside
@@ -448,4 +450,38 @@ func TestModelProvidersOutage(t *testing.T) {
 		t.Error("the dear provider served nothing while the cheap one was down")
 	}
 	t.Logf("%d requests served; the dear provider served %d", served.Load(), dear.requests.Load())
+}
+
+// TestModelProvidersChargeTheServingProvider: with llm_quota in front,
+// a request to a model with providers costs what the provider that
+// served it charges.
+func TestModelProvidersChargeTheServingProvider(t *testing.T) {
+	first, second := newStandinProvider(t, "first"), newStandinProvider(t, "second")
+	first.limited.Store(30) // every request to it is refused: the second serves
+	g := startQuotaGateway(t, `
+		model priced {
+			policy first
+			provider first {
+				engine openai
+				option base_url `+first.url()+`
+				price input 0 output 1000000
+			}
+			provider second {
+				engine openai
+				option base_url `+second.url()+`
+				price input 0 output 10000000
+			}
+		}`+tenancyBlock("", "", "", ""), "")
+	_, e := chatErr(keyClient(g, "secret-1"), "priced")
+	if e != nil {
+		t.Fatal(e)
+	}
+	var u struct {
+		Total llmapi.Usage `json:"total"`
+	}
+	g.adminGet("/llm/usage?org=acme", &u)
+	// The stand-in answers 3 completion tokens, at 10 each.
+	if u.Total.Requests != 1 || u.Total.CostMicros != 30_000_000 {
+		t.Errorf("usage: got %+v, want 1 request costing 30 (the second provider's price)", u.Total)
+	}
 }
