@@ -120,7 +120,7 @@ func (p *standinProvider) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`, req.Model, text)
+	_, _ = fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":2}}}`, req.Model, text)
 }
 
 func (p *standinProvider) keysSeen() map[string]int {
@@ -469,7 +469,7 @@ func TestModelProvidersChargeTheServingProvider(t *testing.T) {
 			provider second {
 				engine openai
 				option base_url `+second.url()+`
-				price input 0 output 10000000
+				price input 1000000 output 10000000 cached 500000
 			}
 		}`+tenancyBlock("", "", "", ""), "")
 	_, e := chatErr(keyClient(g, "secret-1"), "priced")
@@ -480,8 +480,9 @@ func TestModelProvidersChargeTheServingProvider(t *testing.T) {
 		Total llmapi.Usage `json:"total"`
 	}
 	g.adminGet("/llm/usage?org=acme", &u)
-	// The stand-in answers 3 completion tokens, at 10 each.
-	if u.Total.Requests != 1 || u.Total.CostMicros != 30_000_000 {
-		t.Errorf("usage: got %+v, want 1 request costing 30 (the second provider's price)", u.Total)
+	// The stand-in answers 5 prompt tokens (2 of them cached) and 3
+	// completion tokens: 3×1 + 2×0.5 + 3×10.
+	if u.Total.Requests != 1 || u.Total.CostMicros != 34_000_000 {
+		t.Errorf("usage: got %+v, want 1 request costing 34 (the second provider's prices)", u.Total)
 	}
 }

@@ -91,8 +91,14 @@ func (p *routePlan) afterTry(r *http.Request, c choice, a attempt) {
 	st.learn(a.header, now)
 	if a.served {
 		st.took(now, 0)
-		if u, ok := openai.GetUsage(r); ok && u.TotalTokens > 0 {
+		u, ok := openai.GetUsage(r)
+		if ok && u.TotalTokens > 0 {
 			st.took(now, u.TotalTokens)
+		}
+		if pr := p.ps.model.Providers[c.idx].Price; ok && pr != nil && pr.CachedPerMillion > 0 && u.CachedTokens > 0 {
+			// Cached prompt tokens at the provider's cached price.
+			lf := openai.Log(r)
+			lf.CostMicros, lf.HasCost = pr.CostMicros(u.PromptTokens, u.CachedTokens, u.CompletionTokens), true
 		}
 		return
 	}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -47,14 +48,27 @@ type ProviderPrice struct {
 	// OutputPerMillion is the price of a million completion tokens.
 	OutputPerMillion float64 `json:"output_per_million,omitempty"`
 	// CachedPerMillion is the price of a million prompt tokens the
-	// provider read from its prompt cache. It is kept with the provider
-	// but neither the cost policy nor usage costs read it yet (they count
-	// cached tokens at the input price). Default: the input price.
+	// provider read from its prompt cache (the usage's cached_tokens),
+	// for usage costs and budgets; the cost policy ranks by the input and
+	// output prices. Default: the input price.
 	CachedPerMillion float64 `json:"cached_per_million,omitempty"`
 	// GPUHour is what one replica costs per hour whether it serves or
 	// not: its tokens cost nothing more while it has room, so the cost
 	// policy fills it first.
 	GPUHour float64 `json:"gpu_hour,omitempty"`
+}
+
+// CostMicros is the cost of usage in millionths of the currency unit:
+// cached of the prompt tokens at the cached price (when set).
+func (p *ProviderPrice) CostMicros(prompt, cached, completion int64) int64 {
+	if p == nil {
+		return 0
+	}
+	in := float64(prompt) * p.InputPerMillion
+	if p.CachedPerMillion > 0 && cached > 0 && cached <= prompt {
+		in = float64(prompt-cached)*p.InputPerMillion + float64(cached)*p.CachedPerMillion
+	}
+	return int64(math.Round(in + float64(completion)*p.OutputPerMillion))
 }
 
 // Rank is the price the cost policy orders providers by: per million
