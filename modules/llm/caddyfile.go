@@ -186,17 +186,22 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter")
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter", "provider")
 	if err != nil {
 		return err
 	}
+	extra, err := catalog.ExpandProviders(m) // providers.go
+	if err != nil {
+		return d.Err(err.Error())
+	}
 	if m.Engine == "" {
-		return d.Errf("model %q: engine is required", m.Name)
+		return d.Errf("model %q: engine is required (or a provider block with one)", m.Name)
 	}
 	if err := m.CheckMaxOutput(); err != nil {
 		return d.Err(err.Error())
 	}
 	a.Models = append(a.Models, m)
+	a.Models = append(a.Models, extra...)
 	return nil
 }
 

@@ -42,12 +42,18 @@ func (q *Quota) admit(r *http.Request, a *admission) (store, decision, error) {
 // if the client has left.
 func (q *Quota) settle(r *http.Request, st store, a *admission, m *catalog.Model, t *tenancy.Tenant) {
 	u, _ := openai.GetUsage(r)
-	if u.Cached {
+	cached := u.Cached
+	if cached {
 		u = openai.Usage{} // answered from the cache: no tokens, no cost
 	}
 	s := &a.settled
 	*s = settlement{adm: a, prompt: u.PromptTokens, completion: u.CompletionTokens,
 		costMicros: m.Price.CostMicros(u.PromptTokens, u.CompletionTokens)}
+	if lf := openai.Log(r); lf.Provider != "" && lf.HasCost && !cached {
+		// A model with providers costs what the provider that served
+		// charges, when it has a token price.
+		s.costMicros = lf.CostMicros
+	}
 	// The client may have left; settle anyway. Redis settlements are
 	// queued and sent with the next admission or at once by a flusher.
 	if err := st.settle(context.Background(), s); err != nil {

@@ -128,6 +128,7 @@ type model struct {
 	apiKey    string
 	fallbacks []string
 	options   map[string]string // more engine options
+	more      map[string]any    // more fields of the model's JSON
 }
 
 // startRouter loads, in this process, a config of the llm app with
@@ -155,8 +156,10 @@ func startRouterApp(t testing.TB, app map[string]any, router string, models ...m
 		for k, v := range m.options {
 			opts[k] = v
 		}
-		ms = append(ms, map[string]any{"name": m.name, "engine": "openai", "options": opts,
-			"fallbacks": m.fallbacks, "scaling": map[string]int{"min": 1, "max": 1}})
+		mj := map[string]any{"name": m.name, "engine": "openai", "options": opts,
+			"fallbacks": m.fallbacks, "scaling": map[string]int{"min": 1, "max": 1}}
+		maps.Copy(mj, m.more)
+		ms = append(ms, mj)
 	}
 	port := freePort(t)
 	llmApp := map[string]any{"models": ms, "hold_timeout": "1s"}

@@ -43,6 +43,14 @@ var (
 		Namespace: "llmgw", Name: "request_duration_seconds", Buckets: latencyBuckets,
 		Help: "From the router receiving the request to the answer's last byte.",
 	}, []string{"model"})
+	metricProviderRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llmgw", Name: "provider_requests_total",
+		Help: "Tries of a model's providers, by model, provider and outcome: ok (an answer), 429, 5xx, error (not reached).",
+	}, []string{"model", "provider", "outcome"})
+	metricProviderTTFB = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llmgw", Name: "provider_time_to_first_byte_seconds", Buckets: latencyBuckets,
+		Help: "From sending to a model's provider to its answer's headers, by model and provider: what the cost and latency policies measure.",
+	}, []string{"model", "provider"})
 )
 
 func registerMetrics(reg *prometheus.Registry, app *llm.App) error {
@@ -50,7 +58,7 @@ func registerMetrics(reg *prometheus.Registry, app *llm.App) error {
 		return nil
 	}
 	for _, c := range []prometheus.Collector{metricRequests, metricTokens, metricTTFT, metricITL, metricUpstream, metricTotal,
-		metricPrefixTokens, metricPrefixPicks, catalogSeries{app}} {
+		metricPrefixTokens, metricPrefixPicks, metricProviderRequests, metricProviderTTFB, catalogSeries{app}} {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return err

@@ -35,6 +35,13 @@ var errFirstByteTimeout = errors.New("upstream sent no response within first_byt
 type attempt struct {
 	served bool  // a response was written; stop
 	err    error // why the try failed, when not served
+	// tried says the request went to the upstream; status (0: no
+	// answer), its Retry-After and ttfb are what came back.
+	tried      bool
+	status     int
+	retryAfter string
+	ttfb       time.Duration
+	header     http.Header // the answer's headers (rate limits)
 }
 
 // serveGenerate serves a request that a model answers: to the model or,
@@ -45,12 +52,13 @@ func (rt *Router) serveGenerate(w http.ResponseWriter, r *http.Request, start ti
 		rt.writeError(w, r, err, start)
 		return
 	}
-	served, name, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m), start)
+	var plan routePlan
+	served, name, last := rt.tryCandidates(w, r, req, rt.candidates(r, req, m, &plan), &plan, start)
 	if !served {
 		rt.writeError(w, r, last, start)
 		return
 	}
-	if name != m.Name {
+	if _, ok := m.ProviderOf(name); name != m.Name && !ok {
 		lf := openai.Log(r)
 		if lf.Route = "fallback"; m.Canary != nil && name == m.Canary.Model {
 			lf.Route = "canary"
@@ -91,7 +99,10 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 // last one failed. A replica that could not be reached is followed, up to twice,
 // by another replica of the same candidate; a client that left or a
 // first_byte_timeout ends the tries.
-func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, start time.Time) (bool, string, error) {
+//
+// Candidates that are the providers of a model (see plan) are tried
+// once each: a provider that fails goes on to the next.
+func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, plan *routePlan, start time.Time) (bool, string, error) {
 	var last error
 	retries := 0
 	var failed *fleet.Replica // a replica of candidates[i] that could not be reached
@@ -106,8 +117,15 @@ func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *ope
 			}
 			continue
 		}
+		c, isProv := plan.at(i)
+		if isProv {
+			plan.beforeTry(w, r, c)
+		}
 		a := rt.proxy(w, r, req, rep, name, i == len(candidates)-1, start)
 		release()
+		if isProv {
+			plan.afterTry(r, c, a)
+		}
 		if a.served {
 			return true, name, nil
 		}
@@ -116,7 +134,7 @@ func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *ope
 			break // the client left, or waited long enough: no fallback
 		}
 		var ue *upstreamError
-		if errors.As(a.err, &ue) && retries < 2 {
+		if errors.As(a.err, &ue) && retries < 2 && (!isProv || i == len(candidates)-1) {
 			// The replica could not be reached (or, on another node, is
 			// gone): up to twice, another replica of the same model, or
 			// the one replacing it (held like an on-demand start), never
@@ -148,7 +166,10 @@ func (rt *Router) selector(r *http.Request, req *openai.Request, name string) fl
 // with the model itself next. Under a policy that keeps conversations
 // together (prefix_affinity) the share is of conversations: every turn of
 // one goes the same way, where its prompt is cached.
-func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Model) []string {
+//
+// A model with providers stands for its providers, in the order its
+// policy tries them (see plan).
+func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Model, plan *routePlan) []string {
 	tenant, limited := tenancy.TenantOf(r)
 	allowed := func(name string) bool {
 		if !limited {
@@ -157,11 +178,15 @@ func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Mo
 		f, err := rt.app.Lookup(name)
 		return err == nil && tenant.Allowed(name, f.Name)
 	}
-	out := make([]string, 0, 2+len(m.Fallbacks))
+	out := make([]string, 0, 2+len(m.Fallbacks)+len(m.Providers))
 	if c := m.Canary; c != nil && c.Share > 0 && rt.canaryDraw(r, req) < c.Share && allowed(c.Model) {
 		out = append(out, c.Model)
 	}
-	out = append(out, m.Name)
+	if len(m.Providers) > 0 {
+		out = rt.providersOf(m, plan, out) // providers_route.go
+	} else {
+		out = append(out, m.Name)
+	}
 	for _, fb := range m.Fallbacks {
 		if allowed(fb) {
 			out = append(out, fb)
@@ -227,15 +252,24 @@ func (rt *Router) proxy(w http.ResponseWriter, r *http.Request, req *openai.Requ
 	}
 	resp, sent, err := rt.send(ctx, cancel, r, req, rep, mode, fleet.UpstreamURL(rep.BaseURL, endpoint), body)
 	if err != nil {
-		return attempt{err: err}
+		return attempt{err: err, tried: true}
 	}
 	defer resp.Body.Close()
 	ttfb := time.Since(sent)
-	if err := rt.unserved(resp, rep, final); err != nil {
-		return attempt{err: err}
+	a := attempt{tried: true, status: resp.StatusCode, ttfb: ttfb, header: resp.Header}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		a.retryAfter = resp.Header.Get("Retry-After")
 	}
-	rt.answer(w, r, req, rep, resp, mode, start, sent, ttfb)
-	return attempt{served: true}
+	if a.err = rt.unserved(resp, rep, final); a.err != nil {
+		if a.status < http.StatusBadGateway || resp.Header.Get(cluster.PeerErrorHeader) == "" {
+			return a
+		}
+		a.status = 0 // another node's replica was not reached
+		return a
+	}
+	a.ttfb = rt.answer(w, r, req, rep, resp, mode, start, sent, ttfb)
+	a.served = true
+	return a
 }
 
 // upstreamBody is the body sent to rep and the endpoint it goes to: the
@@ -283,7 +317,8 @@ func (rt *Router) send(ctx context.Context, cancel context.CancelCauseFunc, r *h
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		key := upstreamHeaders(ctx, up, r, req, rep, mode)
+		key := rep.PickKey(time.Now().UnixNano())
+		upstreamHeaders(ctx, up, r, req, rep, mode, key)
 		sent := time.Now()
 		timer := time.AfterFunc(time.Duration(rt.FirstByteTimeout), func() { cancel(errFirstByteTimeout) })
 		resp, err := tr.RoundTrip(up)
@@ -291,24 +326,36 @@ func (rt *Router) send(ctx context.Context, cancel context.CancelCauseFunc, r *h
 		if err != nil {
 			return nil, sent, rt.sendError(ctx, r, rep, err)
 		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests {
+			rep.RestKey(key, keyRest(resp))
+		}
 		if tries > 1 && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusTooManyRequests) {
 			// A provider refused this key (revoked, or out of quota):
-			// the replica moves on to its next key, and so does this
-			// request.
+			// it rests (for its Retry-After on a 429) and this request
+			// goes on with another.
 			drain(resp.Body)
 			resp.Body.Close()
-			rep.NextKey(key)
-			rt.logger.Warn("provider refused a key; trying the next", zap.String("replica", rep.ID), zap.Int("status", resp.StatusCode))
+			rt.logger.Warn("provider refused a key; trying another", zap.String("replica", rep.ID), zap.Int("status", resp.StatusCode))
 			continue
 		}
 		return resp, sent, nil
 	}
 }
 
+// keyRest is until when (unix nanos) a key the provider refused rests:
+// a 429's Retry-After, or 5 minutes for a 401.
+func keyRest(resp *http.Response) int64 {
+	now := time.Now().UnixNano()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return now + int64(5*time.Minute)
+	}
+	return now + int64(parseRetryAfter(resp.Header.Get("Retry-After"), now))
+}
+
 // upstreamHeaders sets up's headers: the body's type, the replica's own
-// (one of its keys, whose index it returns), the client's API version
-// and flags for an engine that speaks the client's API, and the trace.
-func upstreamHeaders(ctx context.Context, up, r *http.Request, req *openai.Request, rep *fleet.Replica, mode int) int {
+// (with key as the one of its keys sent), the client's API version and
+// flags for an engine that speaks the client's API, and the trace.
+func upstreamHeaders(ctx context.Context, up, r *http.Request, req *openai.Request, rep *fleet.Replica, mode int, key int) {
 	up.Header = make(http.Header, 4+len(rep.Header))
 	up.Header["Content-Type"] = jsonCT
 	if req.Stream {
@@ -317,9 +364,8 @@ func upstreamHeaders(ctx context.Context, up, r *http.Request, req *openai.Reque
 	if mode == viaNative {
 		copyClientHeaders(up.Header, r.Header)
 	}
-	key := rep.SetHeaders(up.Header)
+	rep.SetHeadersKey(up.Header, key)
 	openai.InjectTrace(ctx, up.Header)
-	return key
 }
 
 // sendError is why a request to rep got no response: the cause of ctx's
@@ -365,7 +411,9 @@ func drain(body io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(body, 64<
 // answer forwards resp, rep's response, to the client: its headers with
 // Server-Timing (and, with expose_replica, the replica's), its body
 // translated as mode says, streamed or whole, and the request's metrics.
-func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) {
+// It returns the upstream's time to first token: to a stream's first
+// event, or ttfb for an answer sent whole.
+func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Request, rep *fleet.Replica, resp *http.Response, mode int, start, sent time.Time, ttfb time.Duration) time.Duration {
 	var eng string
 	var price *catalog.Price
 	if m, err := rt.app.Lookup(rep.Model); err == nil {
@@ -397,6 +445,10 @@ func (rt *Router) answer(w http.ResponseWriter, r *http.Request, req *openai.Req
 			lf.CostMicros, lf.HasCost = price.CostMicros(u.PromptTokens, u.CompletionTokens), true
 		}
 	}
+	if st != nil && !st.first.IsZero() {
+		return st.first.Sub(sent)
+	}
+	return ttfb
 }
 
 // translation readies resp for the client's API as mode says: a native

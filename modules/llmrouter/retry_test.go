@@ -2,7 +2,9 @@ package llmrouter
 
 import (
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -206,11 +208,11 @@ func TestNoRetryAfterFirstByte(t *testing.T) {
 	}
 }
 
-// TestKeyRotation: a provider that refuses a model's key (401 revoked,
-// 429 out of quota) sees the same request again with the next key, and
-// later requests start from that key; when every key is refused the last
-// refusal reaches the client (each request tries each key once, starting
-// from the replica's current one).
+// TestKeyRotation: a model's keys are used in turn; a provider that
+// refuses one (401 revoked, 429 out of quota) sees the same request again
+// with another, and the refused key rests (a 429's for its Retry-After)
+// while later requests use the others; when every key is refused the last
+// refusal reaches the client (each request tries each key once).
 func TestKeyRotation(t *testing.T) {
 	refuse := func(status int, refused ...string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +232,9 @@ func TestKeyRotation(t *testing.T) {
 		want     []int    // statuses of two requests in turn
 		wantKeys []string // the keys the provider saw, in order
 	}{{
+		name: "keys are used in turn", answer: refuse(401),
+		want: []int{200, 200, 200}, wantKeys: []string{"k1", "k2", "k1"},
+	}, {
 		name: "a 401 moves to the next key", answer: refuse(401, "k1"),
 		want: []int{200, 200}, wantKeys: []string{"k1", "k2", "k2"},
 	}, {
@@ -237,10 +242,10 @@ func TestKeyRotation(t *testing.T) {
 		want: []int{200, 200}, wantKeys: []string{"k1", "k2", "k2"},
 	}, {
 		name: "when every key is refused the client gets the last refusal", answer: refuse(401, "k1", "k2"),
-		want: []int{401, 401}, wantKeys: []string{"k1", "k2", "k2", "k1"},
+		want: []int{401, 401}, wantKeys: []string{"k1", "k2", "k1", "k2"},
 	}, {
-		name: "a 500 keeps the key", answer: answerWith(500, `{"error":{"message":"boom"}}`),
-		want: []int{500, 500}, wantKeys: []string{"k1", "k1"},
+		name: "a 500 is not the key's fault: it is not tried with another", answer: answerWith(500, `{"error":{"message":"boom"}}`),
+		want: []int{500, 500}, wantKeys: []string{"k1", "k2"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProvider(t, "p", tc.answer)
@@ -254,5 +259,38 @@ func TestKeyRotation(t *testing.T) {
 				t.Errorf("keys the provider saw: got %v, want %v", got, tc.wantKeys)
 			}
 		})
+	}
+}
+
+// TestKeyRestsForRetryAfter: a key a provider answers 429 with
+// Retry-After rests that long while the model's other key serves, and is
+// used again after it.
+func TestKeyRestsForRetryAfter(t *testing.T) {
+	var limited atomic.Bool
+	limited.Store(true)
+	p := startProvider(t, "p", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer k1" && limited.Load() {
+			w.Header().Set("Retry-After", "1")
+			answerWith(429, `{"error":{"message":"slow down"}}`)(w, r)
+			return
+		}
+		answerWith(200, chatAnswer("ok"))(w, r)
+	})
+	base := startRouter(t, "", model{name: "m", baseURL: p.url, apiKey: "k1,k2"})
+	for i := range 4 {
+		if resp, body := chat(t, base, "m", false); resp.StatusCode != 200 {
+			t.Fatalf("request %d while k1 is limited: got %d %s, want 200", i+1, resp.StatusCode, body)
+		}
+	}
+	if got := strings.Join(p.keysSeen(), ","); got != "k1,k2,k2,k2,k2" {
+		t.Errorf("keys seen while k1 rests: got %s, want k1 (429) then only k2", got)
+	}
+	limited.Store(false)
+	time.Sleep(1100 * time.Millisecond)
+	for range 2 {
+		chat(t, base, "m", false)
+	}
+	if got := p.keysSeen(); !slices.Contains(got[5:], "k1") {
+		t.Errorf("keys seen after its Retry-After: got %v, want k1 used again", got[5:])
 	}
 }

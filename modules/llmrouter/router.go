@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -76,6 +77,7 @@ type Router struct {
 	ExposeReplica bool `json:"expose_replica,omitempty"`
 
 	policy    fleet.Selector
+	provs     *sync.Map // *catalog.Model → *providerSet (providers.go)
 	app       *llm.App
 	transport *http.Transport
 	tkey      string
@@ -103,6 +105,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		rt.MaxIdleConnsPerHost = 512
 	}
 	rt.provisionLimits()
+	rt.provs = new(sync.Map)
 	openai.ApplyServerDefaults(ctx, rt.logger)
 	if rt.PolicyRaw != nil {
 		mod, err := ctx.LoadModule(rt, "PolicyRaw")

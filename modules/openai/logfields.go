@@ -36,6 +36,9 @@ type LogFields struct {
 	// Route says how the model that served was reached when not as
 	// asked: "fallback" or "canary".
 	Route string
+	// Provider is, for a model with providers, the one that served, and
+	// ProviderReason why it was chosen (cheapest, spill_full, …).
+	Provider, ProviderReason string
 	// ErrCode is the error's code when the answer is an error.
 	ErrCode      string
 	CachedTokens int64
@@ -125,6 +128,10 @@ func (f *LogFields) marshalRequestLog(enc zapcore.ObjectEncoder) {
 	}
 	if f.Route != "" {
 		enc.AddString("llm_route", f.Route)
+	}
+	if f.Provider != "" {
+		enc.AddString("llm_provider", f.Provider)
+		enc.AddString("llm_provider_reason", f.ProviderReason)
 	}
 	if f.Route != "" && f.Asked != "" {
 		enc.AddString("llm_asked", f.Asked)

@@ -153,6 +153,10 @@ func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return caddyfileutil.OneArg(d, &m.Owner)
 	case "adapter":
 		return parseAdapter(d, m)
+	case "provider":
+		return parseProvider(d, m) // providers.go
+	case "policy", "latency_objective", "explore":
+		return parseRouting(d, m, dir)
 	case "canary":
 		var model, share string
 		if !d.Args(&model, &share) || d.NextArg() {

@@ -84,6 +84,17 @@ type Model struct {
 	// adapters (llamacpp, vllm, ollama).
 	Adapters []*Adapter `json:"adapters,omitempty"`
 
+	// Providers serve the model together: outside providers, its own
+	// replicas, or both, one picked per request by Routing's policy and
+	// the others tried in turn when it fails before its answer's first
+	// byte (see Provider). Default: none, the model's own replicas only.
+	Providers []*Provider `json:"providers,omitempty"`
+	// Routing is how a model with providers picks one. Default: weighted.
+	Routing *Routing `json:"routing,omitempty"`
+	// providerBlocks are the Caddyfile's provider blocks until
+	// ExpandProviders makes them Providers.
+	providerBlocks []*ProviderBlock
+
 	// adapterOf is, for an adapter's catalog entry, the model it applies
 	// to.
 	adapterOf string
@@ -193,8 +204,9 @@ func (s *Scaling) Target() int {
 func (m *Model) Key(engineKey string) string {
 	k := *m
 	k.Aliases, k.Fallbacks, k.Canary, k.Owner, k.Class, k.CheckSource = nil, nil, nil, "", "", nil
-	k.UpdateCheck = 0 // when the registry is asked shapes no replica
-	k.MaxOutput = 0   // a bound on requests, checked by the gateway
+	k.Providers, k.Routing = nil, nil // they steer routing only
+	k.UpdateCheck = 0                 // when the registry is asked shapes no replica
+	k.MaxOutput = 0                   // a bound on requests, checked by the gateway
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string
@@ -340,6 +352,9 @@ func NewCatalog(models []*Model) (*Catalog, error) {
 			if c.ByName[fb] == m {
 				return nil, fmt.Errorf("model %q: a model cannot be its own fallback", m.Name)
 			}
+		}
+		if err := c.checkProviders(m); err != nil {
+			return nil, err
 		}
 		if cn := m.Canary; cn != nil {
 			switch target, ok := c.ByName[cn.Model]; {

@@ -71,6 +71,10 @@ type Replica struct {
 	suspect atomic.Int64
 	// key is the alternative of the replica's keys in use (see SetHeaders).
 	key atomic.Int32
+	// keyTurn and keyRest spread requests over the replica's keys and
+	// rest a refused one (keys.go).
+	keyTurn atomic.Uint32
+	keyRest atomic.Pointer[[]atomic.Int64]
 	// idle is signalled when a draining replica's last request ends.
 	idle chan struct{}
 	// release gives back the weights the replica holds in the node cache.
@@ -934,12 +938,14 @@ func (f *Fleet) Slots() (free, total int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	target := int64(f.Model().Scaling.Target())
-	for _, r := range slices.Concat(f.replicas, f.remote) {
-		if r.State() != ReplicaReady {
-			continue
+	for _, rs := range [2][]*Replica{f.replicas, f.remote} {
+		for _, r := range rs {
+			if r.State() != ReplicaReady {
+				continue
+			}
+			total += int(target)
+			free += int(max(0, target-r.inflight.Load()))
 		}
-		total += int(target)
-		free += int(max(0, target-r.inflight.Load()))
 	}
 	return free, total
 }

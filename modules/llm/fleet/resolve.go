@@ -36,7 +36,8 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 	s := llmapi.ModelStatus{Name: m.Name, Aliases: m.Aliases, Engine: m.Engine, Source: m.Source,
 		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
 		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
-		Adapters: m.Adapters, ContextLength: m.ContextLength, MaxOutput: m.MaxOutput}
+		Adapters: m.Adapters, ContextLength: m.ContextLength, MaxOutput: m.MaxOutput,
+		Providers: m.Providers, Routing: m.Routing}
 	if s.Class == "" {
 		s.Class = catalog.ClassStandard
 	}

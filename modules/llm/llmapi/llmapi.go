@@ -349,9 +349,14 @@ type ModelStatus struct {
 	// ContextLength is the model's context window in tokens, when it
 	// declares one; MaxOutput the most tokens one answer may have (keys
 	// and tenancy levels may set less).
-	ContextLength int64           `json:"context_length,omitempty"`
-	MaxOutput     int64           `json:"max_output,omitempty"`
-	Replicas      []ReplicaStatus `json:"replicas"`
+	ContextLength int64 `json:"context_length,omitempty"`
+	MaxOutput     int64 `json:"max_output,omitempty"`
+	// Providers and Routing are, for a model served by several
+	// providers, which catalog model serves each and the policy that
+	// picks one.
+	Providers []*catalog.Provider `json:"providers,omitempty"`
+	Routing   *catalog.Routing    `json:"routing,omitempty"`
+	Replicas  []ReplicaStatus     `json:"replicas"`
 }
 
 // Scaled is the answer of POST /llm/models/{name}/scale: the model's
