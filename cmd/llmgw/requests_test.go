@@ -423,14 +423,19 @@ func TestCtlRequestsFindsAndFollows(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	time.Sleep(500 * time.Millisecond)
 	more, _ := fire(t, []string{g.base}, 20, 2, nil)
-	waitFor(t, 20*time.Second, "ctl requests --follow to print the new requests", func() bool {
+	printed := func() bool {
 		for _, s := range more {
 			if !strings.Contains(buf.String(), s.id) {
 				return false
 			}
 		}
 		return true
-	})
+	}
+	for deadline := time.Now().Add(60 * time.Second); !printed(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ctl requests --follow did not print the %d new requests in 60s; it printed:\n%s", len(more), buf.String())
+		}
+	}
 	time.Sleep(600 * time.Millisecond)
 	for _, s := range more {
 		if n := strings.Count(buf.String(), s.id); n != 1 {
