@@ -85,16 +85,16 @@ func (p *routePlan) afterTry(r *http.Request, c choice, a attempt) {
 	if !a.tried || r.Context().Err() != nil {
 		return // not sent, or the client left: nothing learned
 	}
-	st := &p.ps.provs[c.idx]
-	now := time.Now().UnixNano()
-	st.observe(now, a.status, a.retryAfter, a.ttfb)
-	st.learn(a.header, now)
+	var u openai.Usage
+	var ok bool
+	var tokens int64
 	if a.served {
-		st.took(now, 0)
-		u, ok := openai.GetUsage(r)
-		if ok && u.TotalTokens > 0 {
-			st.took(now, u.TotalTokens)
+		if u, ok = openai.GetUsage(r); ok {
+			tokens = u.TotalTokens
 		}
+	}
+	p.ps.provs[c.idx].record(time.Now().UnixNano(), a.status, a.retryAfter, a.ttfb, a.header, a.served, tokens)
+	if a.served {
 		if pr := p.ps.model.Providers[c.idx].Price; ok && pr != nil && pr.CachedPerMillion > 0 && u.CachedTokens > 0 {
 			// Cached prompt tokens at the provider's cached price.
 			lf := openai.Log(r)
