@@ -13,7 +13,9 @@
 // admin changes made on one node show on another. "llmgw-bench scale"
 // starts a real Redis and clusters of real llmgw nodes of growing size,
 // and reports how fast placement converges from a cold start and the
-// Redis commands per second per node at idle.
+// Redis commands per second per node at idle. "llmgw-bench providers"
+// simulates a day of traffic to a model served by several providers under
+// each routing policy, against an oracle that knew the future.
 package main
 
 import (
@@ -76,6 +78,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "prefix" {
 		if err := prefixBench(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "llmgw-bench prefix:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "providers" {
+		if err := providersBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-bench providers:", err)
 			os.Exit(1)
 		}
 		return
