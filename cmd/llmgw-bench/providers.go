@@ -317,7 +317,7 @@ type simRun struct {
 	nOrder int
 	events eventHeap
 	seq    int64
-	clock  int64
+	clock  int64 // the time of the event or request at hand
 	row    *providersRow
 }
 
@@ -353,13 +353,12 @@ func runPolicy(cfg dayConfig, policy string, provs []simProvider, reqs []simRequ
 	s := &simRun{cfg: cfg, provs: provs, states: newStates(provs), reqs: reqs, row: newRow(policy, provs, len(reqs)),
 		orders: make([][catalog.MaxProviders]int8, len(reqs)), nOrder: len(provs)}
 	s.order = llmrouter.NewProviderOrder(dayModel(cfg, policy, provs), func(model string) bool { return model == "chat" })
+	gpu := slices.IndexFunc(provs, func(p simProvider) bool { return p.selfHosted })
 	room := func(model string) (int, int) {
-		for i, p := range s.provs {
-			if p.selfHosted && model == "chat" {
-				return s.states[i].free(s.now())
-			}
+		if model == "chat" && gpu >= 0 {
+			return s.states[gpu].free(s.clock)
 		}
-		return 1, 1
+		return 1, 1 // an outside provider's replica is always ready
 	}
 	var buf [catalog.MaxProviders]int
 	for i := range reqs {
@@ -374,9 +373,6 @@ func runPolicy(cfg dayConfig, policy string, provs []simProvider, reqs []simRequ
 	s.row.finish(cfg, provs)
 	return s.row
 }
-
-// now is the simulated clock: the time of the event or request at hand.
-func (s *simRun) now() int64 { return s.clock }
 
 // until handles the events up to t.
 func (s *simRun) until(t int64) {
@@ -539,7 +535,9 @@ func cmpFloat(a, b float64) int {
 }
 
 // dayPolicies are the policies compared, in the table's order.
-var dayPolicies = []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyUsage, catalog.PolicyWeighted, catalog.PolicyFirst}
+func dayPolicies() []string {
+	return []string{catalog.PolicyCost, catalog.PolicyLatency, catalog.PolicyUsage, catalog.PolicyWeighted, catalog.PolicyFirst}
+}
 
 // providersResult is the day under every policy and the oracle.
 type providersResult struct {
@@ -552,7 +550,7 @@ func simulateDay(cfg dayConfig) providersResult {
 	provs := dayProviders(cfg)
 	reqs := dayRequests(cfg)
 	res := providersResult{Config: cfg, Requests: len(reqs), Rows: []*providersRow{runOracle(cfg, provs, reqs)}}
-	for _, p := range dayPolicies {
+	for _, p := range dayPolicies() {
 		res.Rows = append(res.Rows, runPolicy(cfg, p, provs, reqs))
 	}
 	return res
