@@ -215,7 +215,7 @@ func (ps *providerSet) orderCost(dst []choice, states []uint8) {
 
 // orderLatency puts the provider with the lowest recent time to first
 // byte first (one not measured lately counts as fastest, so it is
-// measured), or with the explore share a random one that can take it.
+// measured; one whose last tries failed as slowest), or with the explore share a random one that can take it.
 func (ps *providerSet) orderLatency(dst []choice, states []uint8, now int64, rnd, rnd2 float64) {
 	sortChoices(dst, func(a, b choice) bool {
 		sa, sb := min(states[a.idx], stateFull), min(states[b.idx], stateFull) // slow is only slower
@@ -228,7 +228,7 @@ func (ps *providerSet) orderLatency(dst []choice, states []uint8, now int64, rnd
 		if sa != sb {
 			return sa < sb
 		}
-		return ps.provs[a.idx].recent(now) < ps.provs[b.idx].recent(now)
+		return ps.provs[a.idx].speed(now) < ps.provs[b.idx].speed(now)
 	})
 	dst[0].reason = reasonFastest
 	if rnd < ps.explore {
@@ -360,6 +360,18 @@ func (st *providerStats) recent(now int64) int64 {
 		return 0
 	}
 	return st.ttft.Load()
+}
+
+// speed is what the latency policy ranks by: the recent time to first
+// byte; 0 (fastest, so that it is measured) when not measured lately;
+// slowest while its last tries failed, so that a provider back from a
+// rest is tried by exploration or when the others cannot answer, not
+// first by every request until one fails.
+func (st *providerStats) speed(now int64) int64 {
+	if st.fails.Load() > 0 {
+		return math.MaxInt64
+	}
+	return st.recent(now)
 }
 
 // overLimits reports whether this minute's requests or tokens reached the

@@ -96,6 +96,26 @@ func TestLatencyPolicyPrefersFastestAndExplores(t *testing.T) {
 	}
 }
 
+// TestLatencyPolicyFailedLast: a provider whose last try failed comes
+// after the others once its rest is over, fastest as it was before.
+func TestLatencyPolicyFailedLast(t *testing.T) {
+	now := time.Now().UnixNano()
+	ps := newProviderSet(threeProviders(catalog.PolicyLatency, 0), func(string) bool { return false })
+	ps.provs[0].observe(now, 200, "", 100*time.Millisecond)
+	ps.provs[1].observe(now, 200, "", 300*time.Millisecond)
+	ps.provs[2].observe(now, 200, "", 900*time.Millisecond)
+	ps.provs[0].observe(now, 502, "", 0)
+	later := now + int64(time.Second) // its first rest is over
+	var buf [catalog.MaxProviders]choice
+	if got := names(ps, ps.order(buf[:], later, 0.5, 0.5, nil)); got[0] != "local:fastest" {
+		t.Errorf("after dear failed: got %v, want local:fastest", got)
+	}
+	ps.provs[0].observe(later, 200, "", 100*time.Millisecond)
+	if got := names(ps, ps.order(buf[:], later, 0.5, 0.5, nil)); got[0] != "dear:fastest" {
+		t.Errorf("after dear answered again: got %v, want dear:fastest", got)
+	}
+}
+
 func TestWeightedPolicyDrawsByWeight(t *testing.T) {
 	ps := newProviderSet(threeProviders(catalog.PolicyWeighted, 0), func(string) bool { return false })
 	counts := map[string]int{}
