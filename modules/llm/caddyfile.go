@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -52,7 +53,7 @@ func init() {
 //				scale  <number>                   # default 1
 //			}
 //		}
-//		org <name> {                            # see parseOrg
+//		org <name> {                            # see tenancy.ParseOrg
 //			...
 //		}
 //		mirror {                                # see MirrorConfig.parse
@@ -106,7 +107,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "model":
 			return a.parseModel(d)
 		case "org":
-			return a.parseOrg(d)
+			return tenancy.ParseOrg(d, func(o *tenancy.Org) { a.Orgs = append(a.Orgs, o) })
 		case "mirror":
 			a.Mirror = new(weights.MirrorConfig)
 			return a.Mirror.Parse(d)
