@@ -9,6 +9,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
+	"github.com/llmgw/llmgw/modules/llm/federation"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -57,6 +58,9 @@ func init() {
 //			...
 //		}
 //		mirror {                                # see MirrorConfig.parse
+//			...
+//		}
+//		peer <name> {                           # another gateway's models; see federation.Peer
 //			...
 //		}
 //		audit {                                 # the audit log's bounds
@@ -119,6 +123,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return a.Audit.Parse(d)
 		case "secret":
 			return a.parseSecret(d) // secrets.go
+		case "peer":
+			a.Peers = append(a.Peers, new(federation.Peer))
+			return a.Peers[len(a.Peers)-1].UnmarshalCaddyfile(d)
 		case "request_log":
 			a.RequestLog = new(reqlog.Config)
 			return a.RequestLog.UnmarshalCaddyfile(d)
@@ -131,7 +138,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
-	}, "engine", "model", "org", "secret", "runtime_hosts")
+	}, "engine", "model", "org", "secret", "runtime_hosts", "peer")
 }
 
 func (a *App) parseEngine(d *caddyfile.Dispenser) error {

@@ -95,6 +95,11 @@ func (f *Fleet) check(r *Replica) string {
 	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
 	defer cancel()
 	st, err := eng.Status(ctx, r.ID)
+	if u := f.opts.Upstream; err == nil && u != nil && st.State == engine.StateReady {
+		if why := u.Down(); why != "" { // a peer gateway: what its checks found
+			st = engine.Status{State: engine.StateFailing, Message: why}
+		}
+	}
 	switch {
 	case f.ctx.Err() != nil:
 		return ""
