@@ -181,7 +181,16 @@ func TestFederationPeer(t *testing.T) {
 			fallback local-other
 		}`, tlsPort, caFile)
 	}
-	local := startQuotaGateway(t, `
+	// The local gateway has llm_admin on its site, to ask GET /llm/peers
+	// as a viewer and as a tenant admin.
+	local := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, quota: new(string),
+		routes: fmt.Sprintf(`route /llm/* {
+		llm_admin {
+			token watcher %s viewer
+			token alpha-lead %s tenant_admin project acme/research/alpha
+		}
+	}`, tenancy.HashKey("watcher-token"), tenancy.HashKey("lead-token"))}
+	local.writeConfig(`
 		model local-chat {
 			engine sim
 			option max_tokens 10
@@ -198,6 +207,7 @@ func TestFederationPeer(t *testing.T) {
 				}
 			}
 		}`+peerBlock(ca), "")
+	local.start()
 	research, sales := keyClient(local, "secret-1"), keyClient(local, "secret-3")
 
 	waitFor(t, 30*time.Second, "the peer's model listed under its prefix", func() bool {
@@ -220,6 +230,12 @@ func TestFederationPeer(t *testing.T) {
 	}
 	if strings.Contains(raw, "secret") || strings.Contains(local.logs.String(), "peer-research-secret") {
 		t.Errorf("a peer key is shown back: %s", raw)
+	}
+	if code, _, body := siteCall(t, local, "watcher-token", "GET", "/llm/peers", ""); code != 200 || strings.Contains(body, "secret") {
+		t.Errorf("GET /llm/peers as a viewer: got %d %s, want 200 without a key", code, body)
+	}
+	if code, _, body := siteCall(t, local, "lead-token", "GET", "/llm/peers", ""); code != 403 {
+		t.Errorf("GET /llm/peers as a tenant admin: got %d %s, want 403", code, body)
 	}
 
 	t.Run("served with the key of each tenant", func(t *testing.T) {
