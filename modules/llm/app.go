@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -274,6 +275,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := a.applySettings(ctx); err != nil {
+		return err
+	}
+	if err := a.peers.CheckFallbacks(append(slices.Clone(a.Models), added...)); err != nil {
 		return err
 	}
 	v, err := a.buildView(append(append([]*catalog.Model{}, a.Models...), added...), added)

@@ -209,3 +209,22 @@ func TestWatch(t *testing.T) {
 		t.Errorf("status: got %+v", st)
 	}
 }
+
+// TestCheckFallbacks: a peer's fallback must be a model of the catalog.
+func TestCheckFallbacks(t *testing.T) {
+	s, err := New([]*Peer{{Name: "north", URL: "https://gw.north", Fallbacks: []string{"local"}}}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckFallbacks([]*catalog.Model{{Name: "other", Aliases: []string{"local"}}}); err != nil {
+		t.Errorf("an alias as fallback: %v", err)
+	}
+	err = s.CheckFallbacks([]*catalog.Model{{Name: "other"}})
+	if err == nil || !strings.Contains(err.Error(), `peer "north": fallback "local" is not a model of the catalog`) {
+		t.Errorf("a fallback not in the catalog: got %v", err)
+	}
+	if err := (*Set)(nil).CheckFallbacks(nil); err != nil {
+		t.Errorf("no peers: %v", err)
+	}
+}

@@ -137,6 +137,33 @@ func (s *Set) Models(local []*catalog.Model) []*catalog.Model {
 	return out
 }
 
+// CheckFallbacks checks that each peer's fallbacks are models of the
+// catalog (local, the config's and those added at run time).
+func (s *Set) CheckFallbacks(local []*catalog.Model) error {
+	names := map[string]bool{}
+	for _, m := range local {
+		names[m.Name] = true
+		for _, a := range m.Aliases {
+			names[a] = true
+		}
+	}
+	for _, l := range s.peersOrNone() {
+		for _, fb := range l.peer.Fallbacks {
+			if !names[fb] {
+				return fmt.Errorf("peer %q: fallback %s is not a model of the catalog; name a local model", l.peer.Name, catalog.Bounded(fb))
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Set) peersOrNone() []*live {
+	if s == nil {
+		return nil
+	}
+	return s.peers
+}
+
 // wanted are the peer's model names the catalog lists: those it listed,
 // and those named (under its prefix) that match its globs, but none
 // taken.
