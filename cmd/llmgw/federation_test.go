@@ -177,8 +177,9 @@ func TestFederationPeer(t *testing.T) {
 			ca %s
 			key peer-default-secret
 			tenant acme/research key peer-research-secret
-			models chat
+			models chat*
 			fallback local-other
+			refresh 1s
 		}`, tlsPort, caFile)
 	}
 	// The local gateway has llm_admin on its site, to ask GET /llm/peers
@@ -289,6 +290,33 @@ func TestFederationPeer(t *testing.T) {
 		}
 	})
 
+	t.Run("the peer's list kept fresh", func(t *testing.T) {
+		listed := func(id string) bool {
+			list, err := research.Models.List(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range list.Data {
+				if m.ID == id {
+					return true
+				}
+			}
+			return false
+		}
+		if resp, body := post(t, fmt.Sprintf("http://127.0.0.1:%d/llm/models", peer.admin), `{"name":"chat-new","engine":"sim","options":{"max_tokens":"5"}}`); resp.StatusCode != 201 {
+			t.Fatalf("adding chat-new at the peer: %d %s", resp.StatusCode, body)
+		}
+		waitFor(t, 15*time.Second, "east/chat-new listed", func() bool { return listed("east/chat-new") })
+		if resp, apiErr := chatErr(research, "east/chat-new"); apiErr != nil || resp.Choices[0].Message.Content == "" {
+			t.Fatalf("east/chat-new: got %+v, %v", resp, apiErr)
+		}
+		req, _ := http.NewRequest("DELETE", fmt.Sprintf("http://127.0.0.1:%d/llm/models/chat-new", peer.admin), nil)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+			t.Fatalf("removing chat-new at the peer: %v %v", resp, err)
+		}
+		waitFor(t, 15*time.Second, "east/chat-new gone", func() bool { return !listed("east/chat-new") })
+	})
+
 	t.Run("a fallback of a stopped local model", func(t *testing.T) {
 		if resp, body := post(t, fmt.Sprintf("http://127.0.0.1:%d/llm/models/local-chat/stop", local.admin), ""); resp.StatusCode != 200 {
 			t.Fatalf("stop: %d %s", resp.StatusCode, body)
@@ -358,5 +386,18 @@ func TestFederationPeer(t *testing.T) {
 		if !strings.Contains(st.Reason, "not signed by the CA in "+otherCA) {
 			t.Errorf("reason: got %q, want it to say the CA did not sign the peer's certificate", st.Reason)
 		}
+		// A reload with the right CA: the peer is up and serves.
+		wrong.reload(peerBlock(ca)+`
+		model local-other {
+			engine sim
+		}`, "")
+		waitFor(t, 20*time.Second, "the peer up after the reload", func() bool {
+			st, _ = peerStatus(wrong)
+			return st.State == "up"
+		})
+		waitFor(t, 20*time.Second, "east/chat served after the reload", func() bool {
+			resp, _ := post(t, wrong.base+"/v1/chat/completions", `{"model":"east/chat","messages":[{"role":"user","content":"hi"}]}`)
+			return resp.StatusCode == 200
+		})
 	})
 }
