@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -238,6 +239,7 @@ func TestFederationPeer(t *testing.T) {
 	if code, _, body := siteCall(t, local, "lead-token", "GET", "/llm/peers", ""); code != 403 {
 		t.Errorf("GET /llm/peers as a tenant admin: got %d %s, want 403", code, body)
 	}
+	checkAgainstSchema(t, local, "/llm/peers", raw)
 
 	t.Run("served with the key of each tenant", func(t *testing.T) {
 		resp, apiErr := chatErr(research, "east/chat")
@@ -400,4 +402,23 @@ func TestFederationPeer(t *testing.T) {
 			return resp.StatusCode == 200
 		})
 	})
+}
+
+// checkAgainstSchema validates body, the answer of GET path, against the
+// response schema the admin API's OpenAPI document gives it.
+func checkAgainstSchema(t *testing.T, g *gateway, path, body string) {
+	t.Helper()
+	_, doc := adminCall(t, g, "GET", "/llm/openapi.json")
+	spec, err := openapi3.NewLoader().LoadFromData([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := spec.Paths.Find(path).GetOperation("GET").Responses.Value("200").Value.Content.Get("application/json")
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := mt.Schema.Value.VisitJSON(v); err != nil {
+		t.Errorf("GET %s: the answer does not match its schema: %v\n%.300s", path, err, body)
+	}
 }
