@@ -69,8 +69,8 @@ func privateCA(t *testing.T, dir string) (ca, cert, key string) {
 }
 
 // startPeerGateway runs an llmgw that serves its models over HTTPS with a
-// certificate of a private CA (on tlsPort), and over plain HTTP for the
-// harness's readiness check; both want one of its keys.
+// certificate of a private CA (on tlsPort), wanting one of its keys, and
+// over plain HTTP without keys for the harness's readiness check only.
 func startPeerGateway(t *testing.T, tlsPort int, cert, key, llmBlock string) *gateway {
 	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}}
@@ -84,9 +84,7 @@ func startPeerGateway(t *testing.T, tlsPort int, cert, key, llmBlock string) *ga
 }
 
 :%d {
-	log
 	route /v1/* {
-		llm_quota
 		llm_router
 	}
 }
@@ -253,6 +251,18 @@ func TestFederationPeer(t *testing.T) {
 		waitFor(t, 10*time.Second, "the peer's request log", func() bool { got = peerKeys(peer); return len(got) >= 2 })
 		if len(got) != 2 || got[0] != "pk-research" || got[1] != "pk-default" {
 			t.Errorf("keys the peer saw: got %v, want [pk-research pk-default] (acme/research's key, then the default)", got)
+		}
+		// Usage is charged here to the local tenant, at the peer to its key.
+		var here, there struct {
+			Models map[string]llmapi.Usage `json:"models"`
+		}
+		waitFor(t, 10*time.Second, "usage recorded on both sides", func() bool {
+			local.adminGet("/llm/usage?project=acme/research/alpha", &here)
+			peer.adminGet("/llm/usage?key=pk-research", &there)
+			return here.Models["east/chat"].Requests == 1 && there.Models["chat"].Requests == 1
+		})
+		if h, p := here.Models["east/chat"], there.Models["chat"]; h.OutputTokens == 0 || h.OutputTokens != p.OutputTokens {
+			t.Errorf("usage of acme/research/alpha here %+v, of pk-research at the peer %+v: want the same tokens", h, p)
 		}
 	})
 
