@@ -249,7 +249,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
-	peers, err := federation.New(a.Peers, a.logger.Named("peers"))
+	peers, err := federation.New(a.Peers, a.Cluster != nil, a.logger.Named("peers"))
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,13 @@ type Set struct {
 }
 
 // New resolves the peers' placeholders, checks them and takes (or makes)
-// their running side; Close gives it back.
-func New(peers []*Peer, logger *zap.Logger) (*Set, error) {
+// their running side; Close gives it back. clustered says the gateway is
+// a node of a cluster, where peers are refused for now: a node without a
+// replica of a peer's model could not reach the peer through another.
+func New(peers []*Peer, clustered bool, logger *zap.Logger) (*Set, error) {
+	if clustered && len(peers) > 0 {
+		return nil, fmt.Errorf("peer %q: peers work on a gateway of one node for now, not in a cluster; remove the cluster block or the peer blocks", peers[0].Name)
+	}
 	repl := caddy.NewReplacer()
 	s := &Set{}
 	names := map[string]bool{}
