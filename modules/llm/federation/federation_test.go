@@ -26,6 +26,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		"tenant no key":  {"peer east {\n url https://x\n tenant acme\n}", "tenant takes a tenant and its key"},
 		"tenant keyword": {"peer east {\n url https://x\n tenant acme secret k\n}", "tenant takes a tenant and its key"},
 		"no name":        {"peer {\n url https://x\n}", "wrong argument count"},
+		"bad price":      {"peer east {\n url https://x\n price cheap dear\n}", "give the input and output price"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := caddyfile.NewTestDispenser(tc.in)
@@ -51,6 +52,7 @@ func TestCheck(t *testing.T) {
 			"give each organisation"},
 		"tenant too deep": {Peer{Name: "e", URL: "https://gw", Tenants: []*TenantKey{{Tenant: "a/b/c/d", Key: "a"}}}, "give each organisation"},
 		"bad name":        {Peer{Name: "e e", URL: "https://gw"}, "peer name"},
+		"negative price":  {Peer{Name: "e", URL: "https://gw", Price: &catalog.Price{InputPerMillion: -1}}, "must not be negative"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := tc.p.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -112,7 +114,7 @@ func fakePeer(t *testing.T, models ...string) *httptest.Server {
 // key, and a peer down answer with errors naming the peer.
 func TestModelsAndUpstream(t *testing.T) {
 	srv := fakePeer(t, "chat", "embed", "secret-model")
-	s, err := New([]*Peer{{Name: "east", URL: srv.URL, Key: "k-default", Models: []string{"chat", "embed", "gone"},
+	s, err := New([]*Peer{{Name: "east", URL: srv.URL, Key: "k-default", Models: []string{"chat", "embed", "gone"}, Price: &catalog.Price{InputPerMillion: 1},
 		Tenants: []*TenantKey{{Tenant: "acme", Key: "k-acme"}}}}, false, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +126,9 @@ func TestModelsAndUpstream(t *testing.T) {
 	var names []string
 	for _, m := range s.Models(local) {
 		names = append(names, m.Name)
+		if m.Price == nil || m.Price.InputPerMillion != 1 || m.Engine != "openai" || m.Options["model"] != strings.TrimPrefix(m.Name, "east/") {
+			t.Errorf("%s: got %+v", m.Name, m)
+		}
 	}
 	if got, want := strings.Join(names, " "), "east/chat east/gone"; got != want {
 		t.Errorf("catalog entries: got %q, want %q", got, want)

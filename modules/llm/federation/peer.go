@@ -55,6 +55,9 @@ type Peer struct {
 	// peer cannot serve (the peer is down, refuses, or fails before its
 	// answer's first byte).
 	Fallbacks []string `json:"fallbacks,omitempty"`
+	// Price of the peer's models' tokens, per million, for budgets and
+	// usage costs here (what using the peer costs). Default: none.
+	Price *catalog.Price `json:"price,omitempty"`
 	// Refresh is how often the peer's /v1/models is read again; a peer
 	// that is down is read every 5s (or Refresh, when shorter) until it
 	// answers. Default: 30s.
@@ -121,6 +124,9 @@ func (p *Peer) check() error {
 			return fmt.Errorf("peer %q: models glob %s is not valid: %v", p.Name, catalog.Bounded(g), err)
 		}
 	}
+	if err := p.Price.Validate(p.prefix() + "*"); err != nil {
+		return fmt.Errorf("peer %q: %w", p.Name, err)
+	}
 	seen := map[string]bool{}
 	for _, t := range p.Tenants {
 		parts := strings.Split(t.Tenant, "/")
@@ -159,6 +165,7 @@ func (p *Peer) fingerprint() string {
 //		models   <glob…>             # default *
 //		prefix   <p>                 # default <name>/; "" for none
 //		fallback <model…>            # local models tried when the peer fails
+//		price    <input> <output>    # per million tokens, for budgets here
 //		refresh  <duration>          # default 30s
 //	}
 func (p *Peer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -192,6 +199,11 @@ func (p *Peer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return caddyfileutil.ManyArgs(d, &p.Fallbacks)
 		case "refresh":
 			return caddyfileutil.DurationArg(d, &p.Refresh)
+		case "price":
+			var m catalog.Model
+			err := catalog.ParseModelField(d, &m, "price")
+			p.Price = m.Price
+			return err
 		}
 		return d.Errf("unrecognized peer subdirective %q", dir)
 	}, "tenant", "fallback")

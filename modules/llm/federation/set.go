@@ -198,7 +198,7 @@ func (l *live) model(id string) *catalog.Model {
 		return m
 	}
 	opts := map[string]string{"base_url": l.peer.base(), "model": id, "probe_interval": "0"}
-	m := &catalog.Model{Name: l.peer.prefix() + id, Engine: "openai", Options: opts, Fallbacks: l.peer.Fallbacks,
+	m := &catalog.Model{Name: l.peer.prefix() + id, Engine: "openai", Options: opts, Fallbacks: l.peer.Fallbacks, Price: l.peer.Price,
 		EngineVals: &catalog.EngineValues{GivenOptions: maps.Clone(opts), Options: opts}}
 	l.models[id] = m
 	return m
