@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/enginelist"
+	"github.com/llmgw/llmgw/modules/llm/federation"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/place"
@@ -145,6 +147,10 @@ type App struct {
 	// checked after DNS resolution and on every redirect. URLs in the
 	// config file are not limited. Default: none.
 	RuntimeHosts []string `json:"runtime_hosts,omitempty"`
+	// Peers are other gateways whose models this one lists, under a
+	// prefix, and serves by forwarding requests to them; see
+	// federation.Peer. GET /llm/peers shows their health.
+	Peers []*federation.Peer `json:"peers,omitempty"`
 
 	view      *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu        *sync.Mutex           // serializes runtime model changes; guards the fields below
@@ -175,6 +181,7 @@ type App struct {
 	reqLog        *reqlog.Log                   // the request log (requests.go); nil when off
 	reqLogRelease func()
 	traffic       *traffic.History // the answers' history (traffic.go)
+	peers         *federation.Set  // the peers' running side (peers.go)
 }
 
 // EngineConfig says how to run one engine type's plugin.
@@ -242,6 +249,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
+	peers, err := federation.New(a.Peers, a.Cluster != nil, a.logger.Named("peers"))
+	if err != nil {
+		return err
+	}
+	a.peers = peers
 	a.keys = new(atomic.Pointer[tenancy.Keyring])
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
@@ -263,6 +275,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := a.applySettings(ctx); err != nil {
+		return err
+	}
+	if err := a.peers.CheckFallbacks(append(slices.Clone(a.Models), added...)); err != nil {
 		return err
 	}
 	v, err := a.buildView(append(append([]*catalog.Model{}, a.Models...), added...), added)
@@ -290,6 +305,7 @@ func (a *App) v() *view { return a.view.Load() }
 // buildView validates models as one catalog and loads (or reuses) their
 // fleets; runtime are those added through the admin API.
 func (a *App) buildView(models, runtime []*catalog.Model) (*view, error) {
+	models = append(models, a.peers.Models(models)...) // peers.go
 	repl := caddy.NewReplacer()
 	for _, m := range models {
 		if err := a.resolveModel(repl, m); err != nil {
@@ -352,13 +368,14 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 			return nil, err
 		}
 	}
-	key := m.Key(pkey)
+	up, upKey := a.peers.Upstream(m.Name) // a peer's model: its settings shape the fleet too
+	key := m.Key(pkey + upKey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return fleet.New(m, p, a.logger.Named("fleet"), fleet.Options{
 			StartTimeout: time.Duration(a.StartTimeout), HoldTimeout: time.Duration(a.HoldTimeout),
 			MaxWaiting: a.MaxWaiting, StopGrace: 5 * time.Second, Interval: 500 * time.Millisecond,
 			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil, Unavailable: unavailable,
-			Node: a.node,
+			Node: a.node, Upstream: up,
 		}), nil
 	})
 	if err != nil {
@@ -445,6 +462,7 @@ func (a *App) Start() error {
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
 	a.startTraffic()   // traffic.go
+	a.peers.Watch(a.ctx, a.refreshPeers)
 	if a.cluster != nil {
 		a.cluster.Begin()
 		a.cluster.BeatNow()
@@ -481,6 +499,7 @@ func (a *App) Cleanup() error {
 		a.reqLogRelease() // before the cluster member it may write to
 	}
 	a.traffic.Close()
+	a.peers.Close()
 	if a.mu == nil {
 		return nil // Provision never ran
 	}

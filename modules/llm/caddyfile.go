@@ -9,7 +9,9 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/audit"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
+	"github.com/llmgw/llmgw/modules/llm/federation"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
 )
 
@@ -52,10 +54,13 @@ func init() {
 //				scale  <number>                   # default 1
 //			}
 //		}
-//		org <name> {                            # see parseOrg
+//		org <name> {                            # see tenancy.ParseOrg
 //			...
 //		}
 //		mirror {                                # see MirrorConfig.parse
+//			...
+//		}
+//		peer <name> {                           # another gateway's models; see federation.Peer
 //			...
 //		}
 //		audit {                                 # the audit log's bounds
@@ -106,7 +111,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "model":
 			return a.parseModel(d)
 		case "org":
-			return a.parseOrg(d)
+			return tenancy.ParseOrg(d, func(o *tenancy.Org) { a.Orgs = append(a.Orgs, o) })
 		case "mirror":
 			a.Mirror = new(weights.MirrorConfig)
 			return a.Mirror.Parse(d)
@@ -118,6 +123,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return a.Audit.Parse(d)
 		case "secret":
 			return a.parseSecret(d) // secrets.go
+		case "peer":
+			a.Peers = append(a.Peers, new(federation.Peer))
+			return a.Peers[len(a.Peers)-1].UnmarshalCaddyfile(d)
 		case "request_log":
 			a.RequestLog = new(reqlog.Config)
 			return a.RequestLog.UnmarshalCaddyfile(d)
@@ -130,7 +138,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
-	}, "engine", "model", "org", "secret", "runtime_hosts")
+	}, "engine", "model", "org", "secret", "runtime_hosts", "peer")
 }
 
 func (a *App) parseEngine(d *caddyfile.Dispenser) error {

@@ -83,7 +83,7 @@ func TestParseCapacity(t *testing.T) {
 		}
 	}`)
 	d.Next()
-	if err := a.parseOrg(d); err != nil {
+	if err := tenancy.ParseOrg(d, func(o *tenancy.Org) { a.Orgs = append(a.Orgs, o) }); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := *a.Orgs[0].Capacity, (tenancy.Capacity{Memory: 64 << 30, Cores: 32, GPUs: 4, Replicas: 10}); got != want {
@@ -96,7 +96,7 @@ func TestParseCapacity(t *testing.T) {
 		"org a {\n capacity {\n}\n capacity {\n}\n}", "org a {\n capacity {\n memory lots\n }\n}"} {
 		d := caddyfile.NewTestDispenser(bad)
 		d.Next()
-		if err := new(App).parseOrg(d); err == nil {
+		if err := tenancy.ParseOrg(d, func(*tenancy.Org) {}); err == nil {
 			t.Errorf("%q: got no error", bad)
 		}
 	}

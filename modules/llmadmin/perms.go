@@ -88,6 +88,7 @@ var rules = []rule{
 	// release signed by a key the node's config trusts, and restarts it).
 	{"POST /llm/nodes/{name}/upgrade", roleAdmin, tenantNone},
 	{"GET /llm/node", roleViewer, tenantNone},
+	{"GET /llm/peers", roleViewer, tenantNone},
 	// The process: its build, and its restart in place (admin only: it
 	// stops the node's serving for as long as its open requests last).
 	{"GET /llm/version", roleViewer, tenantNone},

@@ -113,6 +113,7 @@ func TestAuthorize(t *testing.T) {
 		{"POST", "/llm/mcp/servers", []string{"admin", "operator"}},
 		{"GET", "/llm/mcp/servers/x/authorization", []string{"admin", "operator", "viewer"}},
 		{"GET", "/llm/engines", []string{"admin", "operator", "viewer"}},
+		{"GET", "/llm/peers", []string{"admin", "operator", "viewer"}}, // the peers' tenants table: not a tenant's
 		// the process: a restart in place stops the node's serving for a while
 		{"POST", "/llm/restart", []string{"admin"}},
 		{"GET", "/llm/version", []string{"admin", "operator", "viewer"}},

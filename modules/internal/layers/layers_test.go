@@ -83,6 +83,7 @@ var allowed = map[string][]string{
 	"/modules/llm/apidoc":      {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},
 	"/modules/llm/modelcall":   {"/modules/llm/catalog", "/modules/llm/fleet", "/modules/openai"},
 	"/modules/llm/llmproc":     {"/modules/llm/llmapi", "/modules/internal"},
+	"/modules/llm/federation":  {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/nodeupgrade": {"/modules/llm/llmapi", "/modules/llm/llmproc", "/modules/internal", "/release"},
 	// The command-line client speaks the admin API's JSON: never the app.
 	"/modules/llmctl/setup": {"/modules/llm/place", "/modules/llm/catalog", "/modules/llm/tenancy", "/modules/internal"},

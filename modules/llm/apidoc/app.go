@@ -87,6 +87,7 @@ func appTypes() map[string]Bodies {
 		"POST /llm/nodes/{name}/drain":                                   {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},
 		"POST /llm/nodes/{name}/undrain":                                 {Response: obj(map[string]any{"node": typ("string"), "drained": typ("boolean")}, "node", "drained")},
 		"GET /llm/node":                                                  {Response: llmapi.NodeStatus{}},
+		"GET /llm/peers":                                                 {Response: arr(ref(llmapi.PeerStatus{}))},
 		"GET /llm/keys":                                                  {Response: map[string]any{"oneOf": []any{arr(ref(llmapi.KeyInfo{})), ref(llmapi.KeyPage{})}}},
 		"POST /llm/keys":                                                 {Request: keyRequest{}, Response: llmapi.KeyInfo{}, Code: 201},
 		"GET /llm/keys/{id}":                                             {Response: llmapi.KeyInfo{}},

@@ -54,7 +54,8 @@ type Replica struct {
 	Node string
 
 	// Transport is how to reach BaseURL when it is not a loopback engine:
-	// a remote node's llmgw; nil means the caller's default.
+	// a remote node's llmgw, or a peer gateway; nil means the caller's
+	// default.
 	Transport http.RoundTripper
 
 	// epoch is the run of the engine plugin that supervises the replica;
@@ -208,6 +209,18 @@ type Options struct {
 	// Node is what the process's fleets share (default: a node of the
 	// fleet's own).
 	Node *Node
+	// Upstream, for a model another gateway serves (a peer), is how its
+	// replicas reach it and whether it serves now; nil otherwise.
+	Upstream Upstream
+}
+
+// Upstream is how a model's replicas reach the peer gateway that serves
+// it (its CA, the key of each request's tenant).
+type Upstream interface {
+	http.RoundTripper
+	// Down is why the peer cannot serve the model now, or "": a replica
+	// is failing, with this reason, while it is not "".
+	Down() string
 }
 
 // New returns a fleet of model m run through plugin p; Run starts it.
@@ -617,6 +630,9 @@ func (f *Fleet) startReplica(cpus, gpus []int) (*Replica, error) {
 	r := &Replica{ID: rep.ID, Model: f.Model().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus, GPUs: gpus,
 		UpstreamModel: rep.UpstreamModel, Adapters: rep.Adapters, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
 		idle: make(chan struct{}, 1), release: release}
+	if f.opts.Upstream != nil {
+		r.Transport = f.opts.Upstream
+	}
 	r.epoch.Store(epoch)
 	for k, v := range rep.Headers {
 		// Several values, one per line, are alternatives (an outside

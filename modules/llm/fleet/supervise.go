@@ -95,6 +95,14 @@ func (f *Fleet) check(r *Replica) string {
 	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
 	defer cancel()
 	st, err := eng.Status(ctx, r.ID)
+	if u := f.opts.Upstream; err == nil && u != nil && (st.State == engine.StateReady || st.State == engine.StateFailing) {
+		// A peer gateway: its own checks (with its CA and key) say
+		// whether it serves, not the engine's.
+		st = engine.Status{State: engine.StateReady}
+		if why := u.Down(); why != "" {
+			st = engine.Status{State: engine.StateFailing, Message: why}
+		}
+	}
 	switch {
 	case f.ctx.Err() != nil:
 		return ""

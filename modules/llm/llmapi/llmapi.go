@@ -547,3 +547,28 @@ type GuardrailFindings struct {
 	Action string `json:"action"`
 	Count  int64  `json:"count"`
 }
+
+// PeerStatus is one peer gateway (GET /llm/peers) as its last check
+// found it. Its keys are never shown: only whether a default key is set
+// and which local tenants have one of their own.
+type PeerStatus struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	CA     string `json:"ca,omitempty"` // the CA file trusted for it
+	Prefix string `json:"prefix"`       // before its models' names here
+	// Globs are the models globs that choose which of its models are
+	// listed; none: all of them.
+	Globs     []string `json:"globs,omitempty"`
+	Fallbacks []string `json:"fallbacks,omitempty"`
+	// State is up, down or unknown (not checked yet); Reason says why
+	// it is down.
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Models are the catalog names of its models its last good check
+	// listed.
+	Models     []string  `json:"models"`
+	Tenants    []string  `json:"tenants,omitempty"` // local tenants with a key of their own
+	DefaultKey bool      `json:"default_key"`
+	Checked    time.Time `json:"checked,omitzero"` // its last check
+	Since      time.Time `json:"since,omitzero"`   // when State began
+}

@@ -7,6 +7,62 @@ import (
 	"github.com/llmgw/llmgw/modules/internal/caddyfileutil"
 )
 
+// ParseOrg reads an organisation of the tenancy tree, and hands it to
+// add once it is read whole:
+//
+//	org <name> {
+//		<limits>
+//		capacity {
+//			memory   <size>
+//			cores    <n>
+//			gpus     <n>
+//			replicas <n>
+//		}
+//		team <name> {
+//			<limits>
+//			capacity { … }
+//			project <name> {
+//				<limits>
+//				capacity { … }
+//				key <id> <sha256> [{
+//					<limits>
+//				}]
+//			}
+//		}
+//	}
+//
+// where <limits> are any of
+//
+//	requests_per_minute <n>
+//	tokens_per_minute   <n>
+//	tokens_per_day      <n>
+//	budget              <amount> [day|month]
+//	max_concurrent      <n>
+//	max_output          <tokens>    # the most tokens one answer may have
+//	models              <name|glob...>
+//	tools               <server.tool|glob...>
+//	tool_calls_per_minute <n>
+//	tool_calls_per_day    <n>
+//	kb_bytes            <size>      # knowledge bases' files (llm_kb)
+//	kb_files            <n>
+func ParseOrg(d *caddyfile.Dispenser, add func(*Org)) error {
+	o := new(Org)
+	if err := caddyfileutil.NameArg(d, &o.Name); err != nil {
+		return err
+	}
+	return ParseNode(d, &o.Limits, func(dir string) (bool, error) {
+		if dir == "capacity" {
+			return true, ParseCapacity(d, &o.Capacity)
+		}
+		if dir != "team" {
+			return false, nil
+		}
+		t := new(Team)
+		o.Teams = append(o.Teams, t)
+		return true, ParseTeam(d, t)
+	}, func() { add(o) })
+}
+
 // ParseTeam reads a team block of an organisation into t.
 func ParseTeam(d *caddyfile.Dispenser, t *Team) error {
 	if err := caddyfileutil.NameArg(d, &t.Name); err != nil {
