@@ -596,3 +596,27 @@ func TestQuotaEstimateCountsChoices(t *testing.T) {
 		t.Fatalf("n=1, max_tokens=100 against 300 tokens a minute: %v", err)
 	}
 }
+
+// TestUsageCountedOnce: two llm_quota handlers (two routes, as two sites
+// have) count into one store, and GET /llm/usage reads it once.
+func TestUsageCountedOnce(t *testing.T) {
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{})}
+	none := ""
+	g.quota = &none
+	g.routes = "\troute /other/v1/* {\n\t\tllm_quota\n\t\trespond 204\n\t}"
+	g.writeConfig(quotaModels+tenancyBlock("", "", "", ""), "")
+	g.start()
+	c := keyClient(g, "secret-1")
+	for i := range 2 {
+		if _, e := chatErr(c, "sim-chat"); e != nil {
+			t.Fatalf("request %d: %v", i+1, e)
+		}
+	}
+	var u struct {
+		Total llmapi.Usage `json:"total"`
+	}
+	g.adminGet("/llm/usage?key=k1", &u)
+	if u.Total.Requests != 2 {
+		t.Errorf("usage of two requests with two llm_quota handlers: got %d requests, want 2", u.Total.Requests)
+	}
+}

@@ -289,7 +289,12 @@ func getUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	models := map[string]*llmapi.Usage{}
 	var rerr error
+	read := map[UsageReader]bool{} // handlers that share a store (two sites, a reload) read it once
 	a.shared.usageReaders.Range(func(_, v any) bool {
+		if read[v.(UsageReader)] {
+			return true
+		}
+		read[v.(UsageReader)] = true
 		got, err := v.(UsageReader).ReadUsage(node, from, to)
 		if err != nil {
 			rerr = err
