@@ -174,7 +174,7 @@ func (ps *providerSet) order(dst []choice, now int64, rnd, rnd2 float64, room ro
 	case catalog.PolicyWeighted:
 		ps.orderWeighted(dst, states[:n], rnd)
 	case catalog.PolicyUsage:
-		ps.orderUsage(dst, states[:n])
+		ps.orderUsage(dst, states[:n], now)
 	default:
 		sortChoices(dst, func(a, b choice) bool { return states[a.idx] < states[b.idx] })
 		dst[0].reason = reasonOrder
@@ -269,10 +269,12 @@ func (ps *providerSet) orderWeighted(dst []choice, states []uint8, rnd float64) 
 }
 
 // orderUsage puts first the provider with the largest share of its rate
-// limits left (as its last answer's x-ratelimit-* headers said; one that
-// never said counts as having all), spreading requests so that none
-// reaches its limits while another has room.
-func (ps *providerSet) orderUsage(dst []choice, states []uint8) {
+// limits left: as its last answer's x-ratelimit-* headers said, and as
+// this minute's requests and tokens against its own rpm and tpm lines
+// (the smaller); one that said nothing and has no rpm or tpm counts as
+// having all. Requests spread so that none reaches its limits while
+// another has room.
+func (ps *providerSet) orderUsage(dst []choice, states []uint8, now int64) {
 	sortChoices(dst, func(a, b choice) bool {
 		sa, sb := min(states[a.idx], stateFull), min(states[b.idx], stateFull)
 		if sa == stateSlow {
@@ -284,9 +286,26 @@ func (ps *providerSet) orderUsage(dst []choice, states []uint8) {
 		if sa != sb {
 			return sa < sb
 		}
-		return ps.provs[a.idx].headroom.Load() > ps.provs[b.idx].headroom.Load()
+		return ps.provs[a.idx].roomLeft(now) > ps.provs[b.idx].roomLeft(now)
 	})
 	dst[0].reason = reasonHeadroom
+}
+
+// roomLeft is the share of its limits the provider has left, in
+// millionths: the smaller of what it said and what its rpm and tpm leave
+// of this minute.
+func (st *providerStats) roomLeft(now int64) int64 {
+	room := st.headroom.Load()
+	if (st.rpm == 0 && st.tpm == 0) || now-st.winStart.Load() >= int64(time.Minute) {
+		return room
+	}
+	if st.rpm > 0 {
+		room = min(room, max(st.rpm-st.winReqs.Load(), 0)*headroomUnknown/st.rpm)
+	}
+	if st.tpm > 0 {
+		room = min(room, max(st.tpm-st.winTokens.Load(), 0)*headroomUnknown/st.tpm)
+	}
+	return room
 }
 
 // learn records what an answer's rate-limit headers say.

@@ -165,6 +165,30 @@ func BenchmarkProviderOrder(b *testing.B) {
 	}
 }
 
+// TestUsagePolicyCountsOwnLimits: a provider that sends no rate-limit
+// headers but has an rpm line counts what this minute leaves of it.
+func TestUsagePolicyCountsOwnLimits(t *testing.T) {
+	now := time.Now().UnixNano()
+	m := threeProviders(catalog.PolicyUsage, 0)
+	m.Providers[2].RPM = 10 // cheap
+	ps := newProviderSet(m, func(string) bool { return false })
+	h := http.Header{}
+	h.Set("x-ratelimit-remaining-requests", "600")
+	h.Set("x-ratelimit-limit-requests", "1000")
+	ps.provs[0].learn(h, now) // dear: 60% left
+	ps.provs[1].learn(h, now) // local: 60% left
+	var buf [catalog.MaxProviders]choice
+	if got := names(ps, ps.order(buf[:], now, 0.5, 0.5, nil)); got[0] != "cheap:most_headroom" {
+		t.Errorf("cheap with its minute unused: got %v, want cheap:most_headroom", got)
+	}
+	for range 5 {
+		ps.provs[2].took(now, 0)
+	}
+	if got := names(ps, ps.order(buf[:], now, 0.5, 0.5, nil)); got[0] == "cheap:most_headroom" {
+		t.Errorf("cheap with half of its rpm used (50%% left against 60%%): got %v first", got)
+	}
+}
+
 func TestUsagePolicyFollowsRateLimitHeaders(t *testing.T) {
 	now := time.Now().UnixNano()
 	ps := newProviderSet(threeProviders(catalog.PolicyUsage, 0), func(string) bool { return false })
