@@ -14,6 +14,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/openai/openai-go/v3"
+	oaistream "github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -535,4 +536,20 @@ func accumulateMessage(t *testing.T, stream *ssestream.Stream[anthropic.MessageS
 		t.Fatal(err)
 	}
 	return msg
+}
+
+// accumulateChat reads a streamed chat completion to its end, as the
+// official client accumulates it, and counts its chunks.
+func accumulateChat(t *testing.T, stream *oaistream.Stream[openai.ChatCompletionChunk]) (openai.ChatCompletionAccumulator, int) {
+	t.Helper()
+	var acc openai.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return acc, chunks
 }

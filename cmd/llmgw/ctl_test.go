@@ -14,9 +14,7 @@ import (
 
 func ctlRun(t *testing.T, g *gateway, args ...string) (string, error) {
 	t.Helper()
-	all := append([]string{"ctl", "--admin", fmt.Sprintf("127.0.0.1:%d", g.admin)}, args...)
-	out, err := exec.Command(binary, all...).CombinedOutput()
-	return string(out), err
+	return ctlRunEnv(t, g, nil, args...)
 }
 
 func TestCtl(t *testing.T) {

@@ -271,15 +271,7 @@ func TestFederationPeer(t *testing.T) {
 			Model: "east/chat", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
 			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 		})
-		var acc openai.ChatCompletionAccumulator
-		chunks := 0
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-			chunks++
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
+		acc, chunks := accumulateChat(t, stream)
 		if chunks < 3 || acc.Choices[0].Message.Content == "" || acc.Usage.CompletionTokens == 0 {
 			t.Errorf("stream: %d chunks, answer %q, usage %+v", chunks, acc.Choices[0].Message.Content, acc.Usage)
 		}

@@ -108,13 +108,7 @@ func TestMaxOutput(t *testing.T) {
 			Model: "capped", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about rivers")},
 			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 		})
-		var acc openai.ChatCompletionAccumulator
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
+		acc, _ := accumulateChat(t, stream)
 		if words := len(strings.Fields(acc.Choices[0].Message.Content)); words != 5 || acc.Usage.CompletionTokens != 5 {
 			t.Errorf("streamed answer: %d words, usage %d completion tokens; want 5 (k1's max_output)", words, acc.Usage.CompletionTokens)
 		}
