@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -171,41 +172,27 @@ func (c *ctl) say(format string, a ...any) {
 	fmt.Fprintf(w, format+"\n", a...)
 }
 
-// waitNodes polls GET /llm/nodes until done says so, printing what it
-// waits for once a second has passed (one updating line on a terminal).
+// waitNodes polls GET /llm/nodes until done says so, showing what it
+// waits for (during) once a second has passed.
 func (c *ctl) waitNodes(what string, timeout time.Duration, done func(llmapi.NodesStatus) (bool, string)) error {
-	start := time.Now()
-	tty := isTerminal(c.errOut)
-	var last string
-	defer func() {
-		if tty && last != "" {
-			fmt.Fprint(c.errOut, "\r\033[K")
-		}
-	}()
-	var printed time.Time
+	var left atomic.Value // string: what done last said, or the read's error
+	left.Store("")
+	stop := c.during(what, func() string { return left.Load().(string) })
+	defer stop()
+	deadline := time.Now().Add(timeout)
 	for ; ; time.Sleep(250 * time.Millisecond) {
-		st, err := c.clusterNodes()
-		ok, left := false, err
+		var st llmapi.NodesStatus
+		err := c.peek("/llm/nodes", &st) // a read that shows no wait of its own
+		s := fmt.Sprint(err)
 		if err == nil {
-			var s string
-			ok, s = done(st)
-			left = fmt.Errorf("%s", s)
-		}
-		if ok {
-			return nil
-		}
-		since := time.Since(start)
-		if since > timeout {
-			return fmt.Errorf("%s: not done after %s (%v); --timeout waits longer", what, timeout, left)
-		}
-		if since > time.Second && (tty || time.Since(printed) > 5*time.Second) {
-			last = fmt.Sprintf("%s: %v (%s)", what, left, since.Round(time.Second))
-			if tty {
-				fmt.Fprint(c.errOut, "\r\033[K"+last)
-			} else {
-				fmt.Fprintln(c.errOut, last)
+			var ok bool
+			if ok, s = done(st); ok {
+				return nil
 			}
-			printed = time.Now()
+		}
+		left.Store(s)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not done after %s (%s); --timeout waits longer", what, timeout, s)
 		}
 	}
 }
