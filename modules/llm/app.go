@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -347,7 +346,7 @@ func (a *App) currentFleet(name string) (*fleet.Fleet, bool) {
 }
 
 func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
-	p, pkey, err := a.loadEngine(m.Engine)
+	ps, pkey, err := a.loadShapes(m)
 	var unavailable error
 	switch {
 	case err != nil && a.cluster != nil:
@@ -357,17 +356,19 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 		unavailable = fmt.Errorf("engine %q cannot run on node %s: %w", m.Engine, a.Cluster.Node, err)
 		a.logger.Warn("model cannot run on this node; other nodes of the cluster will run it",
 			zap.String("model", m.Name), zap.Error(err))
-		pkey = "unavailable:" + err.Error()
+		pkey, ps = "unavailable:"+err.Error(), make([]*host.Plugin, 1)
 	case err != nil:
 		return nil, fmt.Errorf("model %q: %w", m.Name, err)
-	default:
-		if err := catalog.CheckFormat(m, p.Info().Formats); err != nil {
-			return nil, err
+	}
+	for i, p := range ps {
+		if p == nil { // unavailable here
+			break
 		}
-		if err := catalog.CheckEngineSettings(m, p.Info()); err != nil {
+		if err := catalog.CheckShape(m.Shape(i), p.Info()); err != nil {
 			return nil, err
 		}
 	}
+	p := ps[0]
 	up, upKey := a.peers.Upstream(m.Name) // a peer's model: its settings shape the fleet too
 	key := m.Key(pkey + upKey)
 	v, _, err := fleets.LoadOrNew(key, func() (caddy.Destructor, error) {
@@ -375,7 +376,7 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 			StartTimeout: time.Duration(a.StartTimeout), HoldTimeout: time.Duration(a.HoldTimeout),
 			MaxWaiting: a.MaxWaiting, StopGrace: 5 * time.Second, Interval: 500 * time.Millisecond,
 			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil, Unavailable: unavailable,
-			Node: a.node, Upstream: up,
+			Node: a.node, Upstream: up, Plugins: ps,
 		}), nil
 	})
 	if err != nil {
@@ -386,6 +387,19 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 	v.(*fleet.Fleet).SetModel(m)
 	a.fkeys[m.Name] = key
 	return v.(*fleet.Fleet), nil
+}
+
+// loadShapes starts (or reuses) the engine plugin of each shape of m (its
+// profiles, or itself): the plugins and their pool keys as one.
+func (a *App) loadShapes(m *catalog.Model) ([]*host.Plugin, string, error) {
+	ps, keys := make([]*host.Plugin, m.Shapes()), make([]string, m.Shapes())
+	for i := range ps {
+		var err error
+		if ps[i], keys[i], err = a.loadEngine(m.Shape(i).Engine); err != nil {
+			return nil, "", err
+		}
+	}
+	return ps, strings.Join(keys, "\x00"), nil
 }
 
 // loadEngine returns the supervised plugin for an engine type, starting it
@@ -417,21 +431,7 @@ func (a *App) engineCommand(typ string) ([]string, string, error) {
 	if c := a.Engines[typ]; c != nil {
 		ec = *c
 	}
-	if ec.Path == "" && firstParty[typ] {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, "", fmt.Errorf("finding the llmgw executable: %w", err)
-		}
-		return []string{exe, "engine", typ}, ec.SHA256, nil
-	}
-	path := ec.Path
-	if path == "" {
-		path = filepath.Join(a.PluginDir, "llmgw-engine-"+typ)
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, openai, anthropic, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
-	}
-	return []string{path}, ec.SHA256, nil
+	return enginelist.Command(typ, ec.Path, ec.SHA256, a.PluginDir, firstParty[typ])
 }
 
 // Validate checks nothing beyond what Provision did.

@@ -194,7 +194,7 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter", "provider")
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter", "provider", "profile")
 	if err != nil {
 		return err
 	}
@@ -202,8 +202,8 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if err != nil {
 		return d.Err(err.Error())
 	}
-	if m.Engine == "" {
-		return d.Errf("model %q: engine is required (or a provider block with one)", m.Name)
+	if m.Engine == "" && len(m.Profiles) == 0 { // else the first profile's
+		return d.Errf("model %q: engine is required (or a provider block or profile with one)", m.Name)
 	}
 	if err := m.CheckMaxOutput(); err != nil {
 		return d.Err(err.Error())

@@ -65,6 +65,11 @@ func Masked(v string) string { return secrets.Masked(v) }
 // as they are (see RuntimeValue). It writes m only when m is not yet
 // published or its values changed.
 func (a *App) resolveModel(repl *caddy.Replacer, m *catalog.Model) error {
+	for _, p := range m.Profiles { // once each (catalog.Profile.Resolve)
+		if err := p.Resolve(func(what, v string) (string, error) { return a.modelValue(repl, m, what, v, m.FileVals != nil) }); err != nil {
+			return err
+		}
+	}
 	if r := m.EngineVals; r != nil && r.GivenSource == m.Source && maps.Equal(r.GivenOptions, m.Options) {
 		return nil
 	}
@@ -116,6 +121,11 @@ func (a *App) checkRuntimeModel(ctx context.Context, m *catalog.Model, opts map[
 		name = fmt.Sprintf("model %q", m.Name)
 		if err := a.checkRuntimeValue(ctx, "source", m.Source, true); err != nil {
 			return apiErr(http.StatusBadRequest, "%s: %v", name, err)
+		}
+		for _, p := range m.Profiles { // each profile's values, as the model's
+			if err := a.checkRuntimeModel(ctx, &catalog.Model{Name: m.Name + " profile " + p.Name, Source: p.Source}, p.Options, nil); err != nil {
+				return err
+			}
 		}
 	}
 	for _, ad := range adapters {

@@ -25,11 +25,29 @@ func (c *ctl) models() *cobra.Command {
 			var rows [][]string
 			for _, m := range ms {
 				rows = append(rows, []string{m.Name, m.Engine, m.State, fmt.Sprintf("%d/%d-%d", len(m.Replicas), m.Min, m.Max),
-					tokensText(m.MaxOutput), strings.Join(m.Aliases, ","), m.Reason})
+					profilesText(m), tokensText(m.MaxOutput), strings.Join(m.Aliases, ","), m.Reason})
 			}
-			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tMAX OUTPUT\tALIASES\tREASON", rows)
+			c.table("MODEL\tENGINE\tSTATE\tREPLICAS (MIN-MAX)\tPROFILES\tMAX OUTPUT\tALIASES\tREASON", rows)
 			return nil
 		}}
+}
+
+// profilesText is the profiles a model's replicas run on, one per
+// replica (gpu,cpu), or - for a model without profiles.
+func profilesText(m llmapi.ModelStatus) string {
+	if len(m.Profiles) == 0 {
+		return "-"
+	}
+	var on []string
+	for _, r := range m.Replicas {
+		if r.Profile != "" {
+			on = append(on, r.Profile)
+		}
+	}
+	if len(on) == 0 {
+		return "none running"
+	}
+	return strings.Join(on, ",")
 }
 
 // tokensText is a count of tokens for a column: - when unset.

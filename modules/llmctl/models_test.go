@@ -16,6 +16,21 @@ var twoModels = []llmapi.ModelStatus{
 	{Name: "other", Engine: "llamacpp", State: "idle", Reason: "no requests", Replicas: []llmapi.ReplicaStatus{}},
 }
 
+func TestModelsProfiles(t *testing.T) {
+	ms := []llmapi.ModelStatus{{Name: "qwen", Engine: "vllm", State: "ready", Min: 2, Max: 2,
+		Reason:   "replica qwen-2 runs on profile cpu, not on an earlier profile: profile gpu: no room",
+		Profiles: []*catalog.Profile{{Name: "gpu"}, {Name: "cpu", Engine: "llamacpp"}},
+		Replicas: []llmapi.ReplicaStatus{{ID: "qwen-1", State: "ready", Profile: "gpu"}, {ID: "qwen-2", State: "ready", Profile: "cpu"}}}}
+	a := newAdmin(t, map[string]answer{"GET /llm/models": {body: ms}})
+	out, _, err := run(t, a, "models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "ctl models", out, lines(
+		"MODEL  ENGINE  STATE  REPLICAS (MIN-MAX)  PROFILES  MAX OUTPUT  ALIASES  REASON",
+		"qwen   vllm    ready  2/2-2               gpu,cpu   -                    replica qwen-2 runs on profile cpu, not on an earlier profile: profile gpu: no room"))
+}
+
 func TestModels(t *testing.T) {
 	a := newAdmin(t, map[string]answer{"GET /llm/models": {body: twoModels}})
 	out, _, err := run(t, a, "models")
@@ -23,9 +38,9 @@ func TestModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "ctl models", out, lines(
-		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  MAX OUTPUT  ALIASES    REASON",
-		"chat   sim       ready  1/1-2               4096        gpt,small  ",
-		"other  llamacpp  idle   0/0-0               -                      no requests"))
+		"MODEL  ENGINE    STATE  REPLICAS (MIN-MAX)  PROFILES  MAX OUTPUT  ALIASES    REASON",
+		"chat   sim       ready  1/1-2               -         4096        gpt,small  ",
+		"other  llamacpp  idle   0/0-0               -         -                      no requests"))
 	// --json prints the admin endpoint's answer as it came.
 	out, _, err = run(t, a, "--json", "models")
 	if err != nil {

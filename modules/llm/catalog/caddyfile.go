@@ -100,18 +100,11 @@ func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 	case "args":
 		return caddyfileutil.ManyArgs(d, &m.Args)
 	case "option":
-		var k, v string
-		if !d.Args(&k, &v) || d.NextArg() {
-			return d.ArgErr()
-		}
-		if _, dup := m.Options[k]; dup {
-			return d.Errf("option %q is set twice", k)
-		}
-		if m.Options == nil {
-			m.Options = make(map[string]string)
-		}
-		m.Options[k] = v
-		return nil
+		return parseOption(d, &m.Options) // profiles.go
+	case "profile":
+		return parseProfile(d, m) // profiles.go
+	case "prefer":
+		return caddyfileutil.OneArg(d, &m.Prefer)
 	case "context_length":
 		var n int
 		err := caddyfileutil.IntArg(d, &n, 1)

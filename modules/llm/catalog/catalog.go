@@ -91,6 +91,26 @@ type Model struct {
 	Providers []*Provider `json:"providers,omitempty"`
 	// Routing is how a model with providers picks one. Default: weighted.
 	Routing *Routing `json:"routing,omitempty"`
+
+	// Profiles are the shapes the model's replicas can take, in order of
+	// preference (a GPU profile, then a CPU one): each replica goes to the
+	// first profile the node has room for, without stopping other
+	// replicas, else the first it can make room for by stopping replicas
+	// of lower classes. A replica on a later profile moves back to an
+	// earlier one when room for it appears: the new replica starts, and
+	// the old one drains. A CPU profile (one that needs no GPU) does not
+	// take a replica while the node has free the GPUs one of the model's
+	// GPU profiles needs, unless Prefer is cpu. The model's engine,
+	// source, args, options and resources are the profiles' defaults; its
+	// engine defaults to the first profile's. Default: none, the model is
+	// its own one shape. Profiles are declared in the config file.
+	Profiles []*Profile `json:"profiles,omitempty"`
+	// Prefer cpu says that running the model on a CPU profile while GPUs
+	// are free is a choice made on purpose. Default: a CPU profile waits
+	// for the GPUs to be taken.
+	Prefer string `json:"prefer,omitempty"`
+	// profile is, for a shape of a model (see Shape), its profile's name.
+	profile string
 	// providerBlocks are the Caddyfile's provider blocks until
 	// ExpandProviders makes them Providers.
 	providerBlocks []*ProviderBlock
@@ -226,6 +246,9 @@ func (m *Model) Validate() error {
 			return err
 		}
 	}
+	if m.Engine == "" && len(m.Profiles) > 0 {
+		m.Engine = m.Profiles[0].Engine // the first profile's is the model's
+	}
 	if m.Engine == "" {
 		return fmt.Errorf("model %q: engine is required (sim, openai, or a plugin's type)", m.Name)
 	}
@@ -254,6 +277,9 @@ func (m *Model) Validate() error {
 		return fmt.Errorf("model %q: resources must not be negative", m.Name)
 	}
 	if err := m.CheckMaxOutput(); err != nil {
+		return err
+	}
+	if err := m.checkProfiles(); err != nil { // profiles.go
 		return err
 	}
 	return m.ValidateAdapters()

@@ -68,8 +68,12 @@ func ClassRank(c string) int {
 	return 2
 }
 
-// Needs is what one replica of the model needs from the node.
+// Needs is what one replica of the model needs from the node (on its
+// first profile, when it has profiles).
 func (m *Model) Needs() Resources {
+	if len(m.Profiles) > 0 {
+		return m.Shape(0).Needs() // its first profile's (profiles.go)
+	}
 	if m.Resources == nil {
 		return Resources{}
 	}

@@ -6,6 +6,7 @@ package enginelist
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,26 @@ const PluginPrefix = "llmgw-engine-"
 
 // DescribeTimeout bounds asking an engine that is not running.
 const DescribeTimeout = 10 * time.Second
+
+// Command is how to start the plugin of engine typ: the executable
+// path the config gives, else llmgw itself for a built-in engine, else
+// the plugin file in pluginDir; and the SHA-256 sum it must have.
+func Command(typ, path, sum, pluginDir string, builtIn bool) ([]string, string, error) {
+	if path == "" && builtIn {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, "", fmt.Errorf("finding the llmgw executable: %w", err)
+		}
+		return []string{exe, "engine", typ}, sum, nil
+	}
+	if path == "" {
+		path = filepath.Join(pluginDir, PluginPrefix+typ)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, openai, anthropic, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
+	}
+	return []string{path}, sum, nil
+}
 
 // Installed is every engine type: builtIn, configured, and each plugin
 // file in dir, sorted, each once.

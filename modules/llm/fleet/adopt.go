@@ -16,7 +16,7 @@ import (
 // for r as for its own replicas. The error is host.ErrPluginDown while the
 // plugin is restarting, or why the new run could not take r.
 func (f *Fleet) supervisor(r *Replica) (engine.Engine, error) {
-	eng, epoch, err := f.plugin.Engine()
+	eng, epoch, err := r.pluginOr(f.plugin).Engine()
 	if err != nil || epoch == r.epoch.Load() {
 		return eng, err
 	}

@@ -52,6 +52,14 @@ type Replica struct {
 	// Node is the cluster node the replica runs on; empty outside a
 	// cluster.
 	Node string
+	// Profile is the model's profile the replica runs (profiles.go): its
+	// index, its name ("" for a model without profiles) and why it does
+	// not run an earlier one.
+	ProfileIndex int
+	Profile      string
+	ProfileNote  string
+	// plugin is the engine plugin that runs the replica (its profile's).
+	plugin *host.Plugin
 
 	// Transport is how to reach BaseURL when it is not a loopback engine:
 	// a remote node's llmgw, or a peer gateway; nil means the caller's
@@ -212,6 +220,10 @@ type Options struct {
 	// Upstream, for a model another gateway serves (a peer), is how its
 	// replicas reach it and whether it serves now; nil otherwise.
 	Upstream Upstream
+	// Plugins are, for a model with profiles, each profile's engine
+	// plugin, in the profiles' order; nil runs every replica with the
+	// fleet's plugin.
+	Plugins []*host.Plugin
 }
 
 // Upstream is how a model's replicas reach the peer gateway that serves
@@ -424,7 +436,7 @@ func (f *Fleet) ReportFailure(r *Replica) {
 		f.mu.Unlock()
 		return // another node's: its own node checks it
 	}
-	f.plugin.Check()
+	r.pluginOr(f.plugin).Check()
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -525,7 +537,6 @@ func (f *Fleet) Restart(id string) bool {
 	return true
 }
 
-// startLocked starts one replica in the background.
 // startLocked starts a replica if the node has room for it (stopping
 // replicas of lower classes to make some), and reports whether it did.
 func (f *Fleet) startLocked() bool {
@@ -542,6 +553,14 @@ func (f *Fleet) startLocked() bool {
 	for _, v := range victims {
 		go v.Evict(f.Model().Name)
 	}
+	f.launchLocked(p, len(victims) > 0, nil)
+	return true
+}
+
+// launchLocked starts, in the background, a replica in the room p
+// reserved; evicted says replicas were stopped for it. When the replica
+// is ready, replaces (when set) leaves the serving set and drains.
+func (f *Fleet) launchLocked(p *place.Placement, evicted bool, replaces *Replica) {
 	f.starting++
 	go func() {
 		defer func() {
@@ -549,10 +568,10 @@ func (f *Fleet) startLocked() bool {
 				f.logger.Error("replica start panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			}
 		}()
-		if len(victims) > 0 && len(p.GPUs) > 0 { // gpus.go
+		if evicted && len(p.GPUs) > 0 { // gpus.go
 			f.opts.Node.Ledger.AwaitGPUs(f.ctx, p, f.opts.StopGrace+5*time.Second)
 		}
-		r, err := f.startReplica(p.CPUs, p.GPUs)
+		r, err := f.startReplica(p)
 		if err == nil {
 			f.opts.Node.Ledger.Bind(p, r)
 		} else {
@@ -562,29 +581,45 @@ func (f *Fleet) startLocked() bool {
 		defer f.mu.Unlock()
 		f.starting--
 		if err != nil {
-			MetricStarts.WithLabelValues(f.Model().Name, "failed").Inc()
-			if f.ctx.Err() == nil {
-				f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
-				f.lastErr, f.retryAt = err, now().Add(f.backoff)
-				f.logger.Error("starting replica", zap.Error(err), zap.Duration("retry_in", f.backoff))
-			}
-			f.Notify()
+			f.startFailedLocked(err)
 			return
 		}
 		if f.ctx.Err() != nil {
 			go f.stopReplica(r)
 			return
 		}
-		MetricStarts.WithLabelValues(f.Model().Name, "ok").Inc()
-		f.lastErr, f.backoff = nil, 0
-		f.replicas = append(f.replicas, r)
-		f.Notify()
-		if f.announce != nil {
-			f.announce()
-		}
-		f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID))
+		f.startedLocked(r, replaces)
 	}()
-	return true
+}
+
+// startFailedLocked records a failed start: the next waits a growing
+// backoff.
+func (f *Fleet) startFailedLocked(err error) {
+	MetricStarts.WithLabelValues(f.Model().Name, "failed").Inc()
+	if f.ctx.Err() == nil {
+		f.backoff = min(max(2*f.backoff, 250*time.Millisecond), 30*time.Second)
+		f.lastErr, f.retryAt = err, now().Add(f.backoff)
+		f.logger.Error("starting replica", zap.Error(err), zap.Duration("retry_in", f.backoff))
+	}
+	f.Notify()
+}
+
+// startedLocked puts r, a replica that started, in the serving set, in
+// place of replaces when set (which then drains).
+func (f *Fleet) startedLocked(r, replaces *Replica) {
+	MetricStarts.WithLabelValues(f.Model().Name, "ok").Inc()
+	f.lastErr, f.backoff = nil, 0
+	f.replicas = append(f.replicas, r)
+	if replaces != nil && slices.Contains(f.replicas, replaces) {
+		f.removeLocked(replaces)
+		go f.retire(replaces, "replica "+r.ID+" took its place on profile "+r.Profile+", which had room again")
+	}
+	f.Notify()
+	if f.announce != nil {
+		f.announce()
+	}
+	f.logger.Info("replica ready", zap.String("replica", r.ID), zap.String("url", r.BaseURL), zap.Int64("pid", r.PID),
+		zap.String("profile", r.Profile))
 }
 
 // evict stops a replica to make room for a model of a higher class.
@@ -592,18 +627,20 @@ func (f *Fleet) evict(r *Replica, forModel string) {
 	f.drop(r, "stopped to make room for "+forModel+", a model of a higher class")
 }
 
-func (f *Fleet) startReplica(cpus, gpus []int) (*Replica, error) {
+// startReplica starts a replica in the room p reserved, on its profile.
+func (f *Fleet) startReplica(p *place.Placement) (*Replica, error) {
 	if f.opts.Unavailable != nil {
 		return nil, f.opts.Unavailable
 	}
-	eng, epoch, err := f.plugin.Engine()
+	shape, plugin := f.Model().Shape(p.Profile), f.pluginOf(p.Profile)
+	eng, epoch, err := plugin.Engine()
 	if err != nil {
 		return nil, err
 	}
-	id := f.Model().Name + "-" + RandID()
+	id := shape.Name + "-" + RandID()
 	// Weights from the mirror may take long to arrive: that is not part
 	// of the start timeout.
-	source, release, err := f.fetchWeights(f.ctx)
+	source, release, err := f.fetchWeights(f.ctx, shape, plugin)
 	if err != nil {
 		return nil, err
 	}
@@ -615,21 +652,22 @@ func (f *Fleet) startReplica(cpus, gpus []int) (*Replica, error) {
 	release = func(weights func()) func() { return func() { weights(); releaseAdapters() } }(release)
 	ctx, cancel := context.WithTimeout(f.ctx, f.opts.StartTimeout)
 	defer cancel()
+	need := shape.Needs()
 	rep, err := eng.Start(ctx, engine.ReplicaSpec{
-		Model: f.Model().Name, ReplicaID: id, Source: source, Args: f.Model().Args,
-		Options: f.Model().EngineOptions(), ContextLength: f.Model().ContextLength,
-		Concurrency: int64(f.Model().Scaling.Target()),
-		Memory:      f.Model().Needs().Memory, Cores: f.Model().Needs().Cores, GPUs: f.Model().Needs().GPUs,
-		CPUs: cpus, Adapters: adapters, GPUDevices: gpus,
+		Model: shape.Name, ReplicaID: id, Source: source, Args: shape.Args,
+		Options: shape.EngineOptions(), ContextLength: shape.ContextLength,
+		Concurrency: int64(shape.Scaling.Target()), Memory: need.Memory, Cores: need.Cores, GPUs: need.GPUs,
+		CPUs: p.CPUs, Adapters: adapters, GPUDevices: p.GPUs,
 	})
 	if err != nil {
 		release()
-		f.plugin.Check()
-		return nil, err
+		plugin.Check()
+		return nil, profileErr(shape, err)
 	}
-	r := &Replica{ID: rep.ID, Model: f.Model().Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: cpus, GPUs: gpus,
+	r := &Replica{ID: rep.ID, Model: shape.Name, BaseURL: rep.BaseURL, PID: rep.PID, CPUs: p.CPUs, GPUs: p.GPUs,
 		UpstreamModel: rep.UpstreamModel, Adapters: rep.Adapters, Started: now(), healthURL: rep.HealthURL, Header: make(http.Header),
-		idle: make(chan struct{}, 1), release: release}
+		idle: make(chan struct{}, 1), release: release,
+		ProfileIndex: p.Profile, Profile: shape.ProfileName(), ProfileNote: p.Note, plugin: plugin}
 	if f.opts.Upstream != nil {
 		r.Transport = f.opts.Upstream
 	}

@@ -37,13 +37,14 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
 		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
 		Adapters: m.Adapters, ContextLength: m.ContextLength, MaxOutput: m.MaxOutput,
-		Providers: m.Providers, Routing: m.Routing}
+		Providers: m.Providers, Routing: m.Routing, Profiles: m.Profiles, Prefer: m.Prefer}
 	if s.Class == "" {
 		s.Class = catalog.ClassStandard
 	}
 	for _, r := range slices.Concat(f.replicas, f.opts.Node.Draining(m.Name)) {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: f.node,
-			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started, Reason: r.Reason()})
+			PID: r.PID, CPUs: r.CPUs, GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started, Reason: r.Reason(),
+			Profile: r.Profile, ProfileNote: r.ProfileNote})
 	}
 	for _, r := range f.remote {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: r.Node,
@@ -63,6 +64,8 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 			s.Reason = f.planWhy
 		} else if !f.clustered && f.waitFor != "" && f.starting == 0 {
 			s.Reason = f.waitFor
+		} else if r := f.laterProfileLocked(); r != nil {
+			s.Reason = "replica " + r.ID + " runs on profile " + r.Profile + ", " + r.ProfileNote
 		}
 	case f.clustered && f.planWhy != "":
 		s.State, s.Reason = "waiting", f.planWhy

@@ -72,6 +72,7 @@ func (f *Fleet) Tick() {
 		}
 	}
 	f.mu.Unlock()
+	f.moveBack() // profiles.go
 }
 
 // check returns why r is no longer usable, or "". The plugin's word
@@ -107,7 +108,7 @@ func (f *Fleet) check(r *Replica) string {
 	case f.ctx.Err() != nil:
 		return ""
 	case err != nil:
-		f.plugin.Check()
+		r.pluginOr(f.plugin).Check()
 		if f.Reachable(r) {
 			return ""
 		}

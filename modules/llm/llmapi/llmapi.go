@@ -319,6 +319,10 @@ type PlannedReplica struct {
 	Resources Amounts `json:"resources"`
 	// GPUs are the devices it would be given (gpus.go).
 	GPUs []int `json:"gpus,omitempty"`
+	// Profile is the model's profile it would run on, for a model with
+	// profiles; Note why the earlier profiles would not take it.
+	Profile string `json:"profile,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // PlannedEviction is one replica a plan would stop.
@@ -356,7 +360,11 @@ type ModelStatus struct {
 	// picks one.
 	Providers []*catalog.Provider `json:"providers,omitempty"`
 	Routing   *catalog.Routing    `json:"routing,omitempty"`
-	Replicas  []ReplicaStatus     `json:"replicas"`
+	// Profiles are the shapes the model's replicas can take, in order;
+	// Prefer is cpu when a CPU profile may run while GPUs are free.
+	Profiles []*catalog.Profile `json:"profiles,omitempty"`
+	Prefer   string             `json:"prefer,omitempty"`
+	Replicas []ReplicaStatus    `json:"replicas"`
 }
 
 // Scaled is the answer of POST /llm/models/{name}/scale: the model's
@@ -390,6 +398,10 @@ type ReplicaStatus struct {
 	// Reason says why a failing replica (an outside provider that does
 	// not answer, refuses its key or fails) gets no request.
 	Reason string `json:"reason,omitempty"`
+	// Profile is the model's profile the replica runs on, for a model
+	// with profiles; ProfileNote why it does not run on an earlier one.
+	Profile     string `json:"profile,omitempty"`
+	ProfileNote string `json:"profile_note,omitempty"`
 }
 
 // ModelTest is the answer of POST /llm/models/{name}/test: what probing

@@ -39,10 +39,14 @@ func DetectNode() catalog.Resources {
 // Placement is one replica's claim on the node: reserved when its start
 // begins, bound to the replica once it runs, released when it stops.
 type Placement struct {
-	holder  Holder
-	need    catalog.Resources
-	CPUs    []int // the cores it is pinned to, when the node pins cores
-	GPUs    []int // the GPU devices it holds (gpus.go)
+	holder Holder
+	need   catalog.Resources
+	CPUs   []int // the cores it is pinned to, when the node pins cores
+	GPUs   []int // the GPU devices it holds (gpus.go)
+	// Profile is the model's profile it is for (profiles.go; 0 for a
+	// model without profiles), Note why earlier profiles were not.
+	Profile int
+	Note    string
 	rank    int
 	rep     Running
 	evicted bool
@@ -109,27 +113,25 @@ func (l *Ledger) Status() llmapi.NodeStatus {
 	return llmapi.NodeStatus{Capacity: AmountsOf(c), Used: AmountsOf(u), Free: AmountsOf(c.Add(u, -1)), GPUDevices: l.deviceUseLocked()}
 }
 
-// Reserve claims room for one replica of f. When the node is full it
-// picks replicas of lower classes to stop (idle ones first, newest
-// first); when even that is not enough it says why.
+// Reserve claims room for one replica of f, on the first of its model's
+// profiles that fits (profiles.go). When the node is full it picks
+// replicas of lower classes to stop (idle ones first, newest first);
+// when even that is not enough it says why.
 func (l *Ledger) Reserve(f Holder) (*Placement, []*Placement, string) {
-	need := f.Model().Needs()
-	rank := catalog.ClassRank(f.Model().Class)
-	p := &Placement{holder: f, need: need, rank: rank}
+	m := f.Model()
+	rank := catalog.ClassRank(m.Class)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if why := l.ownerCheckLocked(f, need); why != "" { // the owner's capacity (owners.go)
-		return nil, nil, why
+	ch := choose(l.Capacity(), l.places, l.owners.Load(), m, rank, m.Shapes(), true)
+	if ch.profile < 0 {
+		return nil, nil, ch.why + l.gpusHeldLocked(m.Needs())
 	}
-	victims, why := fit(l.Capacity(), l.places, need, rank)
-	if why != "" {
-		return nil, nil, why + l.gpusHeldLocked(need)
-	}
-	for _, q := range victims {
+	for _, q := range ch.victims {
 		q.evicted = true
 	}
+	p := &Placement{holder: f, need: m.Shape(ch.profile).Needs(), rank: rank, Profile: ch.profile, Note: ch.note}
 	l.placeLocked(p)
-	return p, victims, ""
+	return p, ch.victims, ""
 }
 
 // fit decides whether one replica that needs need, of class rank, fits a

@@ -25,27 +25,27 @@ func (l *Ledger) PlanWithout(m *catalog.Model, n int, nodeName string, without H
 		cp := *q
 		places = append(places, &cp)
 	}
-	need, rank := m.Needs(), catalog.ClassRank(m.Class)
+	rank := catalog.ClassRank(m.Class)
 	pl := llmapi.Plan{Model: m.Name, Fits: true, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
 	for range n {
-		if why := ownerCheck(l.owners.Load(), m.Owner, places, need); why != "" { // the owner's capacity (owners.go)
-			pl.Fits, pl.Reason = false, why
+		ch := choose(c, places, l.owners.Load(), m, rank, m.Shapes(), true) // profiles.go
+		if ch.profile < 0 {
+			pl.Fits, pl.Reason = false, ch.why
+			if ownerCheck(l.owners.Load(), m.Owner, places, m.Needs()) == "" { // short of room, not of the owner's capacity
+				pl.Missing = missing(c, places, m.Needs(), rank)
+			}
 			break
 		}
-		victims, why := fit(c, places, need, rank)
-		if why != "" {
-			pl.Fits, pl.Reason = false, why
-			pl.Missing = missing(c, places, need, rank)
-			break
-		}
-		for _, q := range victims {
+		for _, q := range ch.victims {
 			q.evicted = true
 			pl.Evict = append(pl.Evict, llmapi.PlannedEviction{Model: q.holder.Model().Name, Replica: q.rep.ReplicaID(),
 				Class: catalog.ClassName(q.holder.Model().Class), Resources: AmountsOf(q.need)})
 		}
+		need := m.Shape(ch.profile).Needs()
 		np := &Placement{need: need, rank: rank, owner: m.Owner, GPUs: l.freeGPUsIn(places, need.GPUs)}
 		places = append(places, np)
-		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: nodeName, Resources: AmountsOf(need), GPUs: np.GPUs})
+		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: nodeName, Resources: AmountsOf(need), GPUs: np.GPUs,
+			Profile: m.Shape(ch.profile).ProfileName(), Note: ch.note})
 	}
 	return pl
 }
