@@ -19,15 +19,16 @@ import (
 
 // standinProvider is an httptest server standing in for an outside
 // OpenAI-compatible provider (no paid provider is called): it answers
-// chat completions after a delay the test sets, or 429 with a
-// Retry-After while the test says so, and can be stopped and started
-// again on the same address.
+// chat completions after a delay the test sets (cut short when the
+// gateway stops waiting), or 429 with a Retry-After while the test says
+// so, and can be stopped and started again on the same address.
 type standinProvider struct {
 	name     string
 	addr     string
 	delay    atomic.Int64 // nanos before the answer's headers
 	limited  atomic.Int64 // while > 0: 429 with Retry-After of this many seconds
 	requests atomic.Int64 // chat completions answered 200
+	received atomic.Int64 // chat completions asked, whatever the answer
 	// reqLimit, while > 0, is the requests it says it allows (in
 	// x-ratelimit-* headers), of which used are spent; the limit resets
 	// in 2s, it says, but only the test resets it.
@@ -88,6 +89,7 @@ func (p *standinProvider) serve(w http.ResponseWriter, r *http.Request) {
 		Stream bool   `json:"stream"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
+	p.received.Add(1)
 	p.mu.Lock()
 	p.keys[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]++
 	p.mu.Unlock()
@@ -105,7 +107,11 @@ func (p *standinProvider) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"the server had an error","type":"server_error"}}`)
 		return
 	}
-	time.Sleep(time.Duration(p.delay.Load()))
+	select {
+	case <-time.After(time.Duration(p.delay.Load())):
+	case <-r.Context().Done():
+		return // the gateway stopped waiting
+	}
 	p.requests.Add(1)
 	if lim := p.reqLimit.Load(); lim > 0 {
 		w.Header().Set("X-Ratelimit-Limit-Requests", fmt.Sprint(lim))

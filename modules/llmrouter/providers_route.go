@@ -19,6 +19,9 @@ type routePlan struct {
 	// failed says a provider of the plan failed this request: those
 	// after it are there by failover.
 	failed bool
+	// timedOut says a provider of the plan sent no headers within
+	// first_byte_timeout for this request.
+	timedOut bool
 }
 
 // at is the plan's choice for the candidates' index i, or false when
@@ -28,6 +31,24 @@ func (p *routePlan) at(i int) (choice, bool) {
 		return choice{}, false
 	}
 	return p.order[i-p.first], true
+}
+
+// afterTimeout reports whether a request whose candidate i sent no
+// headers within first_byte_timeout goes on to the next candidate: when
+// both are providers of the model, and no provider timed out before for
+// this request. Each try waits a whole first_byte_timeout (for an answer
+// sent whole, its generation), so a client waits at most twice that for
+// headers before its 504. A plain fallback is never tried after a
+// timeout.
+func (p *routePlan) afterTimeout(i int) bool {
+	if _, ok := p.at(i); !ok || p.timedOut {
+		return false
+	}
+	if _, ok := p.at(i + 1); !ok {
+		return false
+	}
+	p.timedOut = true
+	return true
 }
 
 // providersOf readies m's plan and appends its providers, in the order

@@ -97,11 +97,12 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 // tryCandidates sends the request to the candidates in turn until one
 // serves it, and reports whether one did (and which) and, if not, why the
 // last one failed. A replica that could not be reached is followed, up to twice,
-// by another replica of the same candidate; a client that left or a
-// first_byte_timeout ends the tries.
+// by another replica of the same candidate; a client that left ends the
+// tries, and so does a first_byte_timeout, but for a provider's (below).
 //
 // Candidates that are the providers of a model (see plan) are tried
-// once each: a provider that fails goes on to the next.
+// once each: a provider that fails goes on to the next, and so, once per
+// request, does one that sent no headers within first_byte_timeout.
 func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *openai.Request, candidates []string, plan *routePlan, start time.Time) (bool, string, error) {
 	var last error
 	retries := 0
@@ -130,8 +131,11 @@ func (rt *Router) tryCandidates(w http.ResponseWriter, r *http.Request, req *ope
 			return true, name, nil
 		}
 		last = a.err
-		if r.Context().Err() != nil || errors.Is(a.err, errFirstByteTimeout) {
-			break // the client left, or waited long enough: no fallback
+		if r.Context().Err() != nil {
+			break // the client left
+		}
+		if errors.Is(a.err, errFirstByteTimeout) && !plan.afterTimeout(i) {
+			break // waited long enough: no fallback
 		}
 		var ue *upstreamError
 		if errors.As(a.err, &ue) && retries < 2 && (!isProv || i == len(candidates)-1) {

@@ -151,7 +151,8 @@ func TestFallbacks(t *testing.T) {
 // is not retried anywhere (the client has part of an answer): the client
 // gets the event, then an error event, and the stream ends. A stream that
 // fails before its first byte falls back like any request, and a
-// first_byte_timeout is not a reason to fall back.
+// first_byte_timeout is not a reason to fall back to another model (a
+// provider's is: TestProviderFirstByteTimeout).
 func TestNoRetryAfterFirstByte(t *testing.T) {
 	event := "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"from primary\"}}]}\n\n"
 	breaks := func(w http.ResponseWriter, _ *http.Request) {

@@ -36,7 +36,9 @@ func init() {
 // The model field picks a catalog model (by name or alias); its replica is
 // chosen by the policy (default least_outstanding). When a model fails
 // before the first byte of its answer (connect error, 5xx, 429, no ready
-// replica), its fallbacks are tried in order. Errors are OpenAI-shaped:
+// replica), its fallbacks are tried in order; a model served by several
+// providers also goes on to the next provider when one sends nothing
+// within first_byte_timeout. Errors are OpenAI-shaped:
 // 400 invalid request, 404 unknown model (with close names), 502 replica
 // unreachable, 503 no ready replica (with Retry-After), 504 no first byte
 // within first_byte_timeout. After the first streamed byte an error is an
@@ -55,7 +57,11 @@ type Router struct {
 	// Default: least_outstanding.
 	PolicyRaw json.RawMessage `json:"policy,omitempty" caddy:"namespace=http.llm_router.policies inline_key=policy"`
 	// FirstByteTimeout bounds the wait for an upstream's response headers
-	// (for non-streamed answers, the whole generation). Default: 5m.
+	// (for non-streamed answers, the whole generation); when it passes the
+	// client gets a 504 and no fallback is tried. A model served by
+	// several providers instead goes on to its next provider, once per
+	// request: each try waits the whole timeout, so a client waits at most
+	// twice this for headers. Default: 5m.
 	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
 	// DialTimeout bounds connecting to a replica. Default: 5s.
 	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
