@@ -102,6 +102,7 @@ func TestEngineSettingsCheckedAtLoad(t *testing.T) {
 		{"misspelled option", "chat", "option tokens_per_secnd 20", `model \"chat\": engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second, max_tokens, embedding_dims, embedding_delay, fail_status, echo`},
 		{"option type", "chat", "option ttft soon", `model \"chat\": engine sim option ttft: \"soon\" is not a duration`},
 		{"listen in args", "chat", "args --listen 0.0.0.0:9", `model \"chat\": engine sim: args must not set --listen (\"--listen\"): engine servers listen only on loopback, on a port llmgw chooses`},
+		{"listen in a profile's args", "chat", "profile cpu {\n\t\t\t\targs --listen 0.0.0.0:9\n\t\t\t}", `args must not set --listen (\"--listen\"): engine servers listen only on loopback, on a port llmgw chooses; remove it from args (profile cpu)`},
 		{"unknown flag", "chat", "args --flash-attn", `engine sim has no flag --flash-attn; its flags are --ttft`},
 		{"name", "../../x", "", `model name \"../../x\" has a \"..\" part`},
 	} {
@@ -130,6 +131,11 @@ func TestAdminRefusesUnsafeModels(t *testing.T) {
 		{`{"name":"x","engine":"sim","args":["--listen=0.0.0.0:9"]}`, `engine servers listen only on loopback`},
 		{`{"name":"x","engine":"sim","options":{"tokens_per_secnd":"20"}}`, `engine sim has no option \"tokens_per_secnd\"; known options: ttft, tokens_per_second`},
 		{`{"name":"x","engine":"sim","args":["--flash-attn"]}`, `no flag --flash-attn`},
+		// A profile's args and options follow the same rules as the model's.
+		{`{"name":"x","engine":"sim","profiles":[{"name":"cpu","args":["--listen","0.0.0.0:9"]}]}`, `args must not set --listen`},
+		{`{"name":"x","engine":"sim","profiles":[{"name":"gpu","resources":{"gpus":1}},{"name":"cpu","args":["--listen=0.0.0.0:9"]}]}`, `engine servers listen only on loopback`},
+		{`{"name":"x","engine":"sim","profiles":[{"name":"cpu","options":{"tokens_per_secnd":"20"}}]}`, `has no option \"tokens_per_secnd\"`},
+		{`{"name":"x","engine":"sim","profiles":[{"name":"cpu","engine":"../../bin/sh"}]}`, `an engine type is up to 64 lowercase letters`},
 		{`{"name":"../../x","engine":"sim"}`, `has a \"..\" part; a name is 1 to 128 characters`},
 		{`{"name":"x","aliases":["a b"],"engine":"sim"}`, `alias \"a b\" has ' '`},
 		{`{"name":"` + long + `","engine":"sim"}`, `is 204800 bytes long`},

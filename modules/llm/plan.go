@@ -149,13 +149,12 @@ func postPlan(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	// The engine's own rules, as provisionModel applies them to an add.
-	p, _, err := a.loadEngine(m.Engine)
-	switch {
-	case err != nil && a.cluster == nil:
+	ps, _, err := a.loadShapes(m) // each profile's engine
+	if err != nil && a.cluster == nil {
 		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
-	case err == nil:
-		// In a cluster this node need not have the engine, as for an add.
-		if err := catalog.CheckEngineSettings(m, p.Info()); err != nil {
+	}
+	for i, p := range ps { // in a cluster this node need not have the engine, as for an add
+		if err := catalog.CheckEngineSettings(m.Shape(i), p.Info()); err != nil {
 			return apiErr(http.StatusBadRequest, "%v", err)
 		}
 	}

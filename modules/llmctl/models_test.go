@@ -19,7 +19,7 @@ var twoModels = []llmapi.ModelStatus{
 func TestModelsProfiles(t *testing.T) {
 	ms := []llmapi.ModelStatus{{Name: "qwen", Engine: "vllm", State: "ready", Min: 2, Max: 2,
 		Reason:   "replica qwen-2 runs on profile cpu, not on an earlier profile: profile gpu: no room",
-		Profiles: []*catalog.Profile{{Name: "gpu"}, {Name: "cpu", Engine: "llamacpp"}},
+		Profiles: []llmapi.ProfileStatus{{Name: "gpu"}, {Name: "cpu", Engine: "llamacpp"}},
 		Replicas: []llmapi.ReplicaStatus{{ID: "qwen-1", State: "ready", Profile: "gpu"}, {ID: "qwen-2", State: "ready", Profile: "cpu"}}}}
 	a := newAdmin(t, map[string]answer{"GET /llm/models": {body: ms}})
 	out, _, err := run(t, a, "models")

@@ -46,7 +46,14 @@ func (c *ctl) printPlan(pl llmapi.Plan) {
 		if len(r.GPUs) > 0 {
 			gpus = " on GPUs " + devicesCol(r.GPUs)
 		}
-		fmt.Fprintf(c.out, "  replica %d on node %s: %s%s\n", i+1, r.Node, amountsText(r.Resources), gpus)
+		profile := ""
+		if r.Profile != "" {
+			profile = ", profile " + r.Profile
+		}
+		fmt.Fprintf(c.out, "  replica %d on node %s%s: %s%s\n", i+1, r.Node, profile, amountsText(r.Resources), gpus)
+		if r.Note != "" {
+			fmt.Fprintf(c.out, "    %s\n", r.Note)
+		}
 	}
 	for _, e := range pl.Evict {
 		fmt.Fprintf(c.out, "  stops %s replica %s of %s (frees %s)\n", e.Class, e.Replica, e.Model, amountsText(e.Resources))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
 	"github.com/llmgw/llmgw/plugins/host"
 	"go.uber.org/zap"
 )
@@ -36,6 +37,17 @@ func (f *Fleet) laterProfileLocked() *Replica {
 		}
 	}
 	return last
+}
+
+// profileStatus lists m's profiles for the admin API.
+func profileStatus(m *catalog.Model) []llmapi.ProfileStatus {
+	var out []llmapi.ProfileStatus
+	for i := range m.Profiles {
+		s := m.Shape(i)
+		n := s.Needs()
+		out = append(out, llmapi.ProfileStatus{Name: s.ProfileName(), Engine: s.Engine, ContextLength: s.ContextLength, Resources: &n})
+	}
+	return out
 }
 
 // profileErr names the profile whose start failed, for a model with

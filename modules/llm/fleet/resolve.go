@@ -37,7 +37,7 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 		Min: m.Scaling.MinReplicas(), Max: m.Scaling.MaxReplicas(), Replicas: []llmapi.ReplicaStatus{},
 		Class: m.Class, Owner: m.Owner, Resources: m.Resources, Fallbacks: m.Fallbacks, Canary: m.Canary,
 		Adapters: m.Adapters, ContextLength: m.ContextLength, MaxOutput: m.MaxOutput,
-		Providers: m.Providers, Routing: m.Routing, Profiles: m.Profiles, Prefer: m.Prefer}
+		Providers: m.Providers, Routing: m.Routing, Profiles: profileStatus(m), Prefer: m.Prefer}
 	if s.Class == "" {
 		s.Class = catalog.ClassStandard
 	}

@@ -362,9 +362,9 @@ type ModelStatus struct {
 	Routing   *catalog.Routing    `json:"routing,omitempty"`
 	// Profiles are the shapes the model's replicas can take, in order;
 	// Prefer is cpu when a CPU profile may run while GPUs are free.
-	Profiles []*catalog.Profile `json:"profiles,omitempty"`
-	Prefer   string             `json:"prefer,omitempty"`
-	Replicas []ReplicaStatus    `json:"replicas"`
+	Profiles []ProfileStatus `json:"profiles,omitempty"`
+	Prefer   string          `json:"prefer,omitempty"`
+	Replicas []ReplicaStatus `json:"replicas"`
 }
 
 // Scaled is the answer of POST /llm/models/{name}/scale: the model's
@@ -382,6 +382,16 @@ type Retried struct {
 	ModelStatus
 	// Nodes are the nodes of a cluster whose failed start was retried.
 	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ProfileStatus is one of a model's profiles as the admin API shows it:
+// its engine and what a replica of it needs (its options and args, which
+// may hold credentials, are not shown).
+type ProfileStatus struct {
+	Name          string             `json:"name"`
+	Engine        string             `json:"engine"`
+	ContextLength int64              `json:"context_length,omitempty"`
+	Resources     *catalog.Resources `json:"resources,omitempty"`
 }
 
 // ReplicaStatus describes one replica.
