@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,80 @@ func TestModelProfilesCPUWhileGPUsFree(t *testing.T) {
 	pl = plan(`{"name":"p3","engine":"sim","profiles":[{"name":"gpu","resources":{"gpus":1,"memory":214748364800}},{"name":"cpu","resources":{"cores":2}}]}`)
 	if pl.Fits || !strings.Contains(pl.Reason, "prefer cpu") {
 		t.Errorf("plan of a GPU profile too big with GPUs free: %+v", pl)
+	}
+}
+
+// In a cluster of a GPU node and a CPU node, q runs on its CPU profile
+// while a critical model holds the GPU; once that model stops, q moves
+// to the GPU node on its GPU profile, and the streams its CPU replica
+// serves end whole.
+func TestClusterModelProfiles(t *testing.T) {
+	c := &cluster{t: t, redis: startRedis(t), nodes: map[string]*gateway{}, peer: map[string]string{}, models: `
+		drain_timeout 2m
+		model hog {
+			engine sim
+			class critical
+			resources {
+				gpus 1
+			}
+		}
+		model q {
+			engine sim
+			option tokens_per_second 5
+			profile gpu {
+				gpus 1
+			}
+			profile cpu {
+				cores 2
+			}
+		}`, extra: map[string]string{
+		"n1": "node {\n\t\t\tmemory 64GiB\n\t\t\tcores 16\n\t\t\tgpus 1\n\t\t}",
+		"n2": "node {\n\t\t\tmemory 64GiB\n\t\t\tcores 16\n\t\t\tgpus 0\n\t\t}",
+	}}
+	for _, name := range []string{"n1", "n2"} { // without llm_quota: no keys in this test
+		g := c.node(name)
+		g.quota = nil
+		g.writeConfig(c.blocks[name], c.router)
+		g.start()
+		c.nodes[name] = g
+	}
+	n1 := c.nodes["n1"]
+	where := func(model string) (on []string) {
+		for _, r := range n1.models()[model].Replicas {
+			if r.State == "ready" {
+				on = append(on, r.Node+":"+r.Profile)
+			}
+		}
+		return on
+	}
+	// q's CPU replica is on n2, or on n1 when the plan placed it before
+	// n2 joined: it moves back on its node, or across, alike.
+	waitFor(t, 60*time.Second, "hog on n1 and q on a CPU profile", func() bool {
+		h, q := where("hog"), where("q")
+		return len(h) == 1 && h[0] == "n1:" && len(q) == 1 && strings.HasSuffix(q[0], ":cpu")
+	})
+	const streams, tokens = 32, 40
+	results := openStreams(t, n1, "q", streams, tokens)
+	if code, body := n1.adminPost("/llm/models/hog/stop", ""); code != 200 {
+		t.Fatalf("stopping hog: %d %s", code, body)
+	}
+	waitFor(t, 60*time.Second, "q on n1's GPU", func() bool {
+		q := where("q")
+		return len(q) == 1 && q[0] == "n1:gpu"
+	})
+	checkStreams(t, "streams on q's CPU replica while it moved", results, streams, tokens)
+	// A plan for another such model shows where and on which profile.
+	code, raw := n1.adminPost("/llm/plan", `{"name":"p","engine":"sim","scaling":{"min":2},"profiles":[{"name":"gpu","resources":{"gpus":1}},{"name":"cpu","resources":{"cores":2}}]}`)
+	var pl llmapi.Plan
+	if code != 200 || json.Unmarshal(raw, &pl) != nil || !pl.Fits || len(pl.Replicas) != 2 {
+		t.Fatalf("POST /llm/plan: %d %s", code, raw)
+	}
+	var got []string
+	for _, r := range pl.Replicas {
+		got = append(got, r.Node+":"+r.Profile)
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != "n1:cpu,n2:cpu" {
+		t.Errorf("plan with q on n1's only GPU: %v, want the CPU profile, one on each node", got)
 	}
 }

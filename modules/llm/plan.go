@@ -196,11 +196,14 @@ func (a *App) planCluster(m *catalog.Model, n int) llmapi.Plan {
 	others := a.v().models
 	t := now()
 	before, _ := place.Plan(cn, others, cur.Models, load, stopped, t, a.node.Ledger.Owners())
-	after, why := place.Plan(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t, a.node.Ledger.Owners())
-	need := m.Needs()
+	after, why, profiles := place.PlanProfiles(cn, append(slices.Clone(others), &planned), cur.Models, load, stopped, t, a.node.Ledger.Owners())
 	pl := llmapi.Plan{Model: m.Name, Replicas: []llmapi.PlannedReplica{}, Evict: []llmapi.PlannedEviction{}}
-	for _, node := range after[m.Name] {
-		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: node, Resources: place.AmountsOf(need)})
+	for j, node := range after[m.Name] {
+		s := m.Shape(0)
+		if ps := profiles[m.Name]; j < len(ps) {
+			s = m.Shape(m.ProfileIndex(ps[j]))
+		}
+		pl.Replicas = append(pl.Replicas, llmapi.PlannedReplica{Node: node, Resources: place.AmountsOf(s.Needs()), Profile: s.ProfileName()})
 	}
 	pl.Fits = len(pl.Replicas) >= n
 	if !pl.Fits {

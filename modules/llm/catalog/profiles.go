@@ -97,6 +97,17 @@ func (m *Model) Shape(i int) *Model {
 	return &s
 }
 
+// ProfileIndex is the index of the model's profile name, 0 when it has
+// none of that name.
+func (m *Model) ProfileIndex(name string) int {
+	for i, p := range m.Profiles {
+		if p.Name == name {
+			return i
+		}
+	}
+	return 0
+}
+
 // ProfileName is the profile a shape (see Shape) was made from: "" for
 // a model without profiles.
 func (m *Model) ProfileName() string { return m.profile }

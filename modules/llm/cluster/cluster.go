@@ -1182,7 +1182,7 @@ func (m *Member) RemoteUnready() map[string][]llmapi.ReplicaStatus {
 		for _, br := range nb.Replicas {
 			if nb.Name != m.cfg.Node && fleet.State(br.State) != fleet.ReplicaReady {
 				out[br.Model] = append(out[br.Model], llmapi.ReplicaStatus{ID: br.ID, State: br.State, Node: nb.Name,
-					GPUs: br.GPUs, Inflight: br.Inflight, Started: br.Started, Reason: br.Reason})
+					GPUs: br.GPUs, Inflight: br.Inflight, Started: br.Started, Reason: br.Reason, Profile: br.Profile})
 			}
 		}
 	}
@@ -1209,7 +1209,7 @@ func (m *Member) RemoteReady(nodes map[string]*NodeBeat) map[string][]*fleet.Rep
 			if url := peerURL(nb.Addr, br.ID); r == nil || r.BaseURL != url {
 				r = fleet.NewRemote(&fleet.Replica{ID: br.ID, Model: br.Model, BaseURL: url,
 					UpstreamModel: br.Upstream, Adapters: br.Adapters, Header: http.Header{}, Started: br.Started, Node: nb.Name, GPUs: br.GPUs,
-					Transport: m.transport})
+					Transport: m.transport, Profile: br.Profile})
 				m.remote[br.ID] = r
 			}
 			seen[br.ID] = true

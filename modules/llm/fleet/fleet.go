@@ -935,7 +935,7 @@ func (f *Fleet) TakeReport() Report {
 	var rp Report
 	for _, r := range f.replicas {
 		rp.Replicas = append(rp.Replicas, llmapi.NodeReplica{ID: r.ID, Model: r.Model, Upstream: r.UpstreamModel, Adapters: r.Adapters,
-			State: string(r.State()), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs, Reason: r.Reason()})
+			State: string(r.State()), Inflight: r.inflight.Load(), Started: r.Started, GPUs: r.GPUs, Reason: r.Reason(), Profile: r.Profile})
 	}
 	rp.Used = f.wantMore || f.waiting > 0 || f.lastUsed.After(f.created)
 	rp.Busy, rp.LastUsed, rp.Waiting = f.wantMore || f.waiting > 0, f.lastUsed, f.waiting

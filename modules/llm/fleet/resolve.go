@@ -48,7 +48,7 @@ func (f *Fleet) Status() llmapi.ModelStatus {
 	}
 	for _, r := range f.remote {
 		s.Replicas = append(s.Replicas, llmapi.ReplicaStatus{ID: r.ID, State: string(r.State()), URL: r.BaseURL, Node: r.Node,
-			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started})
+			GPUs: r.GPUs, Inflight: r.inflight.Load(), Started: r.Started, Profile: r.Profile})
 	}
 	switch {
 	case f.stopped:

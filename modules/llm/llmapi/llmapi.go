@@ -165,6 +165,8 @@ type NodeReplica struct {
 	GPUs     []int             `json:"gpus,omitempty"` // the devices it holds on its node
 	// Reason is why a failing replica fails.
 	Reason string `json:"reason,omitempty"`
+	// Profile is the model's profile it runs, for a model with profiles.
+	Profile string `json:"profile,omitempty"`
 }
 
 // DeviceUse lists a node's GPU devices and those no replica holds.

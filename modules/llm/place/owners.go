@@ -190,9 +190,9 @@ func (p *planner) ownerFull(pm *planModel) string {
 			if !Under(q.m.Owner, path) {
 				continue
 			}
-			for _, idx := range q.entries {
+			for at, idx := range q.entries {
 				if !p.nodes[idx].Draining {
-					u.Add(q.need)
+					u.Add(q.needAt(at))
 				}
 			}
 		}

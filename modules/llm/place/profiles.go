@@ -2,6 +2,7 @@ package place
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
@@ -114,4 +115,127 @@ func (l *Ledger) ReserveBetter(f Holder, than int) *Placement {
 	p := &Placement{holder: f, need: m.Shape(ch.profile).Needs(), rank: catalog.ClassRank(m.Class), Profile: ch.profile, Note: ch.note}
 	l.placeLocked(p)
 	return p
+}
+
+// newPlanModel is m's share of a planning round, before its entries.
+func newPlanModel(m *catalog.Model) planModel {
+	pm := planModel{m: m, need: m.Needs(), rank: catalog.ClassRank(m.Class), gpuNeed: m.GPUProfileNeed(),
+		preferCPU: m.Prefer == catalog.PreferCPU}
+	for i := range m.Shapes() {
+		pm.shapes = append(pm.shapes, m.Shape(i).Needs())
+	}
+	return pm
+}
+
+// needAt is what the model's entry at holds: its profile's need.
+func (pm *planModel) needAt(at int) catalog.Resources { return pm.shapes[pm.prof[at]] }
+
+// add appends an entry on node idx, of profile k.
+func (pm *planModel) add(idx, k int) {
+	pm.entries = append(pm.entries, idx)
+	pm.prof = append(pm.prof, k)
+}
+
+// remove drops the entry at.
+func (pm *planModel) remove(at int) {
+	pm.entries = slices.Delete(pm.entries, at, at+1)
+	pm.prof = slices.Delete(pm.prof, at, at+1)
+}
+
+// keepOnly keeps the entries whose node ok accepts.
+func (pm *planModel) keepOnly(ok func(idx int) bool) {
+	n := 0
+	for at, idx := range pm.entries {
+		if ok(idx) {
+			pm.entries[n], pm.prof[n] = idx, pm.prof[at]
+			n++
+		}
+	}
+	pm.entries, pm.prof = pm.entries[:n], pm.prof[:n]
+}
+
+// fitsIn is the first of the model's profiles whose replica fits in
+// free, -1 when none does. An entry kept where it runs takes it; the CPU
+// rule (cpuWaits) is for new entries only: no running replica is stopped
+// for it.
+func (pm *planModel) fitsIn(free catalog.Resources) int {
+	for k, need := range pm.shapes {
+		if need.Fits(free) {
+			return k
+		}
+	}
+	return -1
+}
+
+// profileNames are the profiles of the model's entries, in order.
+func (pm *planModel) profileNames() []string {
+	out := make([]string, len(pm.prof))
+	for at, k := range pm.prof {
+		out[at] = pm.m.Profiles[k].Name
+	}
+	return out
+}
+
+// cpuWaits tells whether a replica of the model's profile that needs
+// need stays off node i: it is a CPU profile, and the node has free the
+// GPUs a GPU profile of the model needs (unless the model prefers the
+// CPU). It notes why for explain.
+func (p *planner) cpuWaits(pm *planModel, need catalog.Resources, i int) bool {
+	if need.GPUs > 0 || pm.gpuNeed == 0 || pm.preferCPU || p.free[i].GPUs < pm.gpuNeed {
+		return false
+	}
+	if pm.cpuWhy == "" {
+		pm.cpuWhy = fmt.Sprintf("node %q has %s free, so a CPU profile of %q does not run there (a GPU profile needs %d); put prefer cpu in the model if running it on the CPU is on purpose",
+			p.nodes[i].Name, Plural(p.free[i].GPUs, "GPU"), pm.m.Name, pm.gpuNeed)
+	}
+	return true
+}
+
+// upgrade moves the model's entry on its latest profile to an earlier
+// profile when some node has room for one now, once every replica of the
+// model is ready (as spread does): on the same node the entry just
+// changes profile (the node's fleet moves its replica back without a
+// gap), on another node the replica there starts and this one drains.
+// One move a round.
+func (p *planner) upgrade(pm *planModel, ld Load) {
+	if len(pm.shapes) < 2 {
+		return
+	}
+	defer p.clearMine(pm)
+	at := -1
+	for j, idx := range pm.entries {
+		if p.nodes[idx].Draining {
+			return // a drain is under way
+		}
+		p.mine[idx]++
+		if pm.prof[j] > 0 && (at < 0 || pm.prof[j] > pm.prof[at]) {
+			at = j
+		}
+	}
+	if at < 0 || !p.allReady(pm, ld) {
+		return
+	}
+	from, old := pm.entries[at], pm.prof[at]
+	p.free[from] = p.free[from].Add(pm.shapes[old], 1)
+	p.mine[from]--
+	to, k := p.best(pm)
+	if to < 0 || k >= old {
+		to, k = from, old // nothing better: it stays
+	}
+	pm.entries[at], pm.prof[at] = to, k
+	p.free[to] = p.free[to].Add(pm.shapes[k], -1)
+	p.mine[to]++
+}
+
+// allReady tells whether every entry of the model has a ready replica;
+// p.mine holds the model's entries per node.
+func (p *planner) allReady(pm *planModel, ld Load) bool {
+	ready, seen := 0, map[int]bool{}
+	for _, idx := range pm.entries {
+		if !seen[idx] {
+			seen[idx] = true
+			ready += min(ld.Ready[p.nodes[idx].Name], p.mine[idx])
+		}
+	}
+	return ready >= len(pm.entries)
 }

@@ -44,11 +44,22 @@ type Load struct {
 // indices, in the order of the current plan, then new ones.
 type planModel struct {
 	m       *catalog.Model
-	need    catalog.Resources
+	need    catalog.Resources // its first profile's
 	rank    int
 	want    int
 	entries []int
 	cached  []bool // by node: the node holds the model's weights
+	// shapes are what a replica of each of the model's profiles needs,
+	// in order (one for a model without profiles); prof is, by entry,
+	// the profile it runs (profiles.go).
+	shapes []catalog.Resources
+	prof   []int
+	// gpuNeed and preferCPU decide whether a CPU profile may take a
+	// replica on a node with free GPUs (cpuWait); cpuWhy says why one
+	// did not, for explain.
+	gpuNeed   int
+	preferCPU bool
+	cpuWhy    string
 }
 
 // planner is one round's working state.
@@ -88,6 +99,18 @@ type planner struct {
 // is a fixed point.
 func Plan(nodes []Node, models []*catalog.Model, cur map[string][]string, load map[string]Load,
 	stopped map[string]bool, now time.Time, owners *OwnerTable) (next map[string][]string, why map[string]string) {
+	next, why, _ = PlanProfiles(nodes, models, cur, load, stopped, now, owners)
+	return next, why
+}
+
+// PlanProfiles is Plan, with the profile of each entry of the models
+// that have profiles, in the order of their entries. Each new entry
+// takes the first of its model's profiles that some node has room for
+// (a CPU profile not on a node whose free GPUs a GPU profile of the
+// model would take, unless the model prefers the CPU); an entry kept
+// takes the first that fits where it is.
+func PlanProfiles(nodes []Node, models []*catalog.Model, cur map[string][]string, load map[string]Load,
+	stopped map[string]bool, now time.Time, owners *OwnerTable) (next map[string][]string, why map[string]string, profiles map[string][]string) {
 	p := newPlanner(nodes, models)
 	p.owners = owners
 	for i := range p.models {
@@ -110,8 +133,9 @@ func Plan(nodes []Node, models []*catalog.Model, cur map[string][]string, load m
 	}
 	for i := range p.models {
 		p.spread(&p.models[i], load[p.models[i].m.Name])
+		p.upgrade(&p.models[i], load[p.models[i].m.Name]) // profiles.go
 	}
-	next = make(map[string][]string, len(models))
+	next, profiles = make(map[string][]string, len(models)), map[string][]string{}
 	for i := range p.models {
 		pm := &p.models[i]
 		p.settle(pm, load[pm.m.Name])
@@ -123,8 +147,11 @@ func Plan(nodes []Node, models []*catalog.Model, cur map[string][]string, load m
 			}
 		}
 		next[pm.m.Name] = names
+		if len(pm.m.Profiles) > 0 {
+			profiles[pm.m.Name] = pm.profileNames()
+		}
 	}
-	return next, why
+	return next, why, profiles
 }
 
 // newPlanner indexes the nodes (of two with one name, the first counts)
@@ -145,7 +172,7 @@ func newPlanner(nodes []Node, models []*catalog.Model) *planner {
 		p.free[i] = n.Capacity
 	}
 	for i, m := range models {
-		p.models[i] = planModel{m: m, need: m.Needs(), rank: catalog.ClassRank(m.Class)}
+		p.models[i] = newPlanModel(m) // profiles.go
 	}
 	slices.SortFunc(p.models, func(a, b planModel) int {
 		if a.rank != b.rank {
@@ -192,7 +219,7 @@ func (p *planner) desired(m *catalog.Model, cur []string, ld Load, now time.Time
 // nodes where they still fit (a failing node keeps only its ready ones),
 // and, for now, those on draining nodes.
 func (p *planner) keep(pm *planModel, cur []string, ld Load) {
-	pm.entries = make([]int, 0, max(len(cur), pm.want))
+	pm.entries, pm.prof = make([]int, 0, max(len(cur), pm.want)), make([]int, 0, max(len(cur), pm.want))
 	for _, name := range cur {
 		idx, live := p.index[name]
 		if !live {
@@ -202,14 +229,15 @@ func (p *planner) keep(pm *planModel, cur []string, ld Load) {
 		if _, failing := nd.Failing[pm.m.Name]; failing && !nd.Draining && p.mine[idx] >= ld.Ready[name] {
 			continue
 		}
-		if !pm.need.Fits(p.free[idx]) {
+		k := pm.fitsIn(p.free[idx])
+		if k < 0 {
 			continue
 		}
-		p.free[idx] = p.free[idx].Add(pm.need, -1)
+		p.free[idx] = p.free[idx].Add(pm.shapes[k], -1)
 		if !nd.Draining {
 			p.mine[idx]++
 		}
-		pm.entries = append(pm.entries, idx)
+		pm.add(idx, k)
 	}
 	p.clearMine(pm)
 }
@@ -236,9 +264,9 @@ func (p *planner) shrink(pm *planModel) {
 			}
 		}
 		at := lastIndex(pm.entries, victim)
-		pm.entries = slices.Delete(pm.entries, at, at+1)
+		p.free[victim] = p.free[victim].Add(pm.needAt(at), 1)
+		pm.remove(at)
 		p.mine[victim]--
-		p.free[victim] = p.free[victim].Add(pm.need, 1)
 	}
 	p.clearMine(pm)
 }
@@ -248,7 +276,7 @@ func (p *planner) shrink(pm *planModel) {
 // every node is draining (a cluster stopped: nothing is to run).
 func (p *planner) settle(pm *planModel, ld Load) {
 	if !slices.ContainsFunc(p.nodes, func(n Node) bool { return !n.Draining }) {
-		pm.entries = pm.entries[:0]
+		pm.entries, pm.prof = pm.entries[:0], pm.prof[:0]
 		return
 	}
 	for _, idx := range pm.entries {
@@ -264,7 +292,7 @@ func (p *planner) settle(pm *planModel, ld Load) {
 		}
 	}
 	if ready >= pm.want {
-		pm.entries = slices.DeleteFunc(pm.entries, func(idx int) bool { return p.nodes[idx].Draining })
+		pm.keepOnly(func(idx int) bool { return !p.nodes[idx].Draining })
 	}
 }
 
@@ -299,17 +327,18 @@ func (p *planner) spread(pm *planModel, ld Load) {
 	if ready < live || p.mine[victim] < 2 {
 		return
 	}
-	p.free[victim] = p.free[victim].Add(pm.need, 1)
+	at := lastIndex(pm.entries, victim)
+	old := pm.needAt(at)
+	p.free[victim] = p.free[victim].Add(old, 1)
 	p.mine[victim]--
-	to := p.best(pm)
-	if to < 0 || p.mine[to]+1 > p.mine[victim] {
-		p.free[victim] = p.free[victim].Add(pm.need, -1)
+	to, k := p.best(pm)
+	if to < 0 || p.mine[to]+1 > p.mine[victim] || k > pm.prof[at] { // no move to a later profile
+		p.free[victim] = p.free[victim].Add(old, -1)
 		p.mine[victim]++
 		return
 	}
-	at := lastIndex(pm.entries, victim)
-	pm.entries[at] = to
-	p.free[to] = p.free[to].Add(pm.need, -1)
+	pm.entries[at], pm.prof[at] = to, k
+	p.free[to] = p.free[to].Add(pm.shapes[k], -1)
 	p.mine[to]++
 }
 
@@ -346,20 +375,21 @@ func (p *planner) place(pm *planModel) string {
 			pm.cached[i] = p.nodes[i].Cached[src]
 		}
 	}
+	pm.cpuWhy = ""
 	for ; live < pm.want; live++ {
 		if why := p.ownerFull(pm); why != "" { // the owner's capacity, cluster-wide (owners.go)
 			return why
 		}
-		idx := p.best(pm)
+		idx, k := p.best(pm)
 		if idx < 0 && pm.rank > catalog.ClassRank(catalog.ClassOpportunistic) {
-			idx = p.evict(pm)
+			idx, k = p.evict(pm)
 		}
 		if idx < 0 {
 			return p.explain(pm, live)
 		}
-		p.free[idx] = p.free[idx].Add(pm.need, -1)
+		p.free[idx] = p.free[idx].Add(pm.shapes[k], -1)
 		p.mine[idx]++
-		pm.entries = append(pm.entries, idx)
+		pm.add(idx, k)
 	}
 	return ""
 }
@@ -379,11 +409,11 @@ func (p *planner) eligible(pm *planModel, i int) bool {
 // model's next replica: fewer of its entries, no GPUs when the model
 // needs none (GPU nodes stay free for the models that need them), its
 // weights cached, more free memory, then the earlier name.
-func (p *planner) better(pm *planModel, a, b int) bool {
+func (p *planner) better(pm *planModel, need catalog.Resources, a, b int) bool {
 	if p.mine[a] != p.mine[b] {
 		return p.mine[a] < p.mine[b]
 	}
-	if ga, gb := p.nodes[a].Capacity.GPUs > 0, p.nodes[b].Capacity.GPUs > 0; pm.need.GPUs == 0 && ga != gb {
+	if ga, gb := p.nodes[a].Capacity.GPUs > 0, p.nodes[b].Capacity.GPUs > 0; need.GPUs == 0 && ga != gb {
 		return gb
 	}
 	if pm.cached != nil && pm.cached[a] != pm.cached[b] {
@@ -395,66 +425,73 @@ func (p *planner) better(pm *planModel, a, b int) bool {
 	return p.nodes[a].Name < p.nodes[b].Name
 }
 
-// best picks the node for the model's next replica, -1 when none has room.
-func (p *planner) best(pm *planModel) int {
-	pick := -1
-	for i := range p.nodes {
-		if !p.eligible(pm, i) || !pm.need.Fits(p.free[i]) {
-			continue
+// best picks the node and profile for the model's next replica: the
+// first profile some node has room for, on the best such node; -1 when
+// none has room.
+func (p *planner) best(pm *planModel) (int, int) {
+	for k, need := range pm.shapes {
+		pick := -1
+		for i := range p.nodes {
+			if !p.eligible(pm, i) || !need.Fits(p.free[i]) || p.cpuWaits(pm, need, i) {
+				continue
+			}
+			if pick < 0 || p.better(pm, need, i, pick) {
+				pick = i
+			}
 		}
-		if pick < 0 || p.better(pm, i, pick) {
-			pick = i
+		if pick >= 0 {
+			return pick, k
 		}
 	}
-	return pick
+	return -1, -1
 }
 
 // evict makes room for one replica of the model by dropping entries of
 // lower classes on one node (lowest class first), choosing the node
 // where that takes the fewest; it returns the node, or -1.
-func (p *planner) evict(pm *planModel) int {
-	pick, pickN := -1, 0
-	for i := range p.nodes {
-		if !p.eligible(pm, i) || !pm.need.Fits(p.nodes[i].Capacity) {
-			continue
+func (p *planner) evict(pm *planModel) (int, int) {
+	for k, need := range pm.shapes {
+		pick, pickN := -1, 0
+		for i := range p.nodes {
+			if !p.eligible(pm, i) || !need.Fits(p.nodes[i].Capacity) || p.cpuWaits(pm, need, i) {
+				continue
+			}
+			n := p.victims(pm, need, i, false)
+			if n > 0 && (pick < 0 || n < pickN || n == pickN && p.better(pm, need, i, pick)) {
+				pick, pickN = i, n
+			}
 		}
-		n := p.victims(pm, i, false)
-		if n > 0 && (pick < 0 || n < pickN || n == pickN && p.better(pm, i, pick)) {
-			pick, pickN = i, n
+		if pick >= 0 {
+			p.victims(pm, need, pick, true)
+			return pick, k
 		}
 	}
-	if pick >= 0 {
-		p.victims(pm, pick, true)
-	}
-	return pick
+	return -1, -1
 }
 
 // victims counts the lower-class entries on node i that must go for one
-// replica of the model to fit there (0 when dropping all is not enough),
+// replica of the model that needs need to fit there (0 when dropping all is not enough),
 // and drops them when drop is set. Victims go lowest class first, then
 // the later model name first.
-func (p *planner) victims(pm *planModel, i int, drop bool) int {
+func (p *planner) victims(pm *planModel, need catalog.Resources, i int, drop bool) int {
 	free, n := p.free[i], 0
-	for j := len(p.models) - 1; j >= 0 && !pm.need.Fits(free); j-- {
+	for j := len(p.models) - 1; j >= 0 && !need.Fits(free); j-- {
 		v := &p.models[j]
 		if v.rank >= pm.rank {
 			break
 		}
-		if !frees(v.need, pm.need, free) {
-			continue
-		}
-		for at := len(v.entries) - 1; at >= 0 && !pm.need.Fits(free); at-- {
-			if v.entries[at] != i {
+		for at := len(v.entries) - 1; at >= 0 && !need.Fits(free); at-- {
+			if v.entries[at] != i || !frees(v.needAt(at), need, free) {
 				continue
 			}
-			free = free.Add(v.need, 1)
+			free = free.Add(v.needAt(at), 1)
 			n++
 			if drop {
-				v.entries = slices.Delete(v.entries, at, at+1)
+				v.remove(at)
 			}
 		}
 	}
-	if !pm.need.Fits(free) {
+	if !need.Fits(free) {
 		return 0
 	}
 	if drop {
@@ -510,6 +547,9 @@ func (p *planner) explain(pm *planModel, live int) string {
 			pm.need.Describe(pm.need), p.nodes[most].Name, p.free[most].Describe(pm.need))
 	}
 	out.WriteString(notes.String())
+	if pm.cpuWhy != "" {
+		out.WriteString("; " + pm.cpuWhy)
+	}
 	if left > shown {
 		fmt.Fprintf(&out, "; and %d more nodes draining or failing", left-shown)
 	}
