@@ -39,7 +39,7 @@ const profilesConfig = `
 			profile cpu {
 				cores 4
 				memory 8GiB
-				option tokens_per_second 4
+				option tokens_per_second 2
 			}
 		}`
 
@@ -88,12 +88,15 @@ func TestModelProfiles(t *testing.T) {
 		t.Fatalf("a request: %d from %q, want 200 from %s", resp.StatusCode, resp.Header.Get("X-Llm-Replica"), cpu.ID)
 	}
 
-	const streams, tokens = 32, 40 // 10 s each at the CPU profile's rate
+	const streams, tokens = 32, 40 // 20 s each at the CPU profile's rate
 	results := openStreams(t, g, "q", streams, tokens)
 	if code, body := g.adminPost("/llm/models/hog/stop", ""); code != 200 {
 		t.Fatalf("stopping hog: %d %s", code, body)
 	}
 	gpu := readyOn(t, g, "q", "gpu")
+	if n := len(results); n > 0 {
+		t.Fatalf("%d streams ended before the move: the test shows nothing about streams during it", n)
+	}
 	if len(gpu.GPUs) != 1 {
 		t.Errorf("the GPU replica holds GPUs %v, want one", gpu.GPUs)
 	}
@@ -215,6 +218,7 @@ func TestClusterModelProfiles(t *testing.T) {
 			}
 			profile cpu {
 				cores 2
+				option tokens_per_second 2
 			}
 		}`, extra: map[string]string{
 		"n1": "node {\n\t\t\tmemory 64GiB\n\t\t\tcores 16\n\t\t\tgpus 1\n\t\t}",
@@ -251,6 +255,9 @@ func TestClusterModelProfiles(t *testing.T) {
 		q := where("q")
 		return len(q) == 1 && q[0] == "n1:gpu"
 	})
+	if n := len(results); n > 0 {
+		t.Fatalf("%d streams ended before the move: the test shows nothing about streams during it", n)
+	}
 	checkStreams(t, "streams on q's CPU replica while it moved", results, streams, tokens)
 	// A plan for another such model shows where and on which profile.
 	code, raw := n1.adminPost("/llm/plan", `{"name":"p","engine":"sim","scaling":{"min":2},"profiles":[{"name":"gpu","resources":{"gpus":1}},{"name":"cpu","resources":{"cores":2}}]}`)
