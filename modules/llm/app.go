@@ -248,7 +248,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionMirror(); err != nil {
 		return err
 	}
-	peers, err := federation.New(a.Peers, a.Cluster != nil, a.logger.Named("peers"))
+	peers, err := federation.New(a.Peers, a.logger.Named("peers"))
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func (a *App) provisionModel(m *catalog.Model) (*fleet.Fleet, error) {
 		return fleet.New(m, p, a.logger.Named("fleet"), fleet.Options{
 			StartTimeout: time.Duration(a.StartTimeout), HoldTimeout: time.Duration(a.HoldTimeout),
 			MaxWaiting: a.MaxWaiting, StopGrace: 5 * time.Second, Interval: 500 * time.Millisecond,
-			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil, Unavailable: unavailable,
+			DrainTimeout: time.Duration(a.DrainTimeout), Clustered: a.cluster != nil && up == nil, Unavailable: unavailable,
 			Node: a.node, Upstream: up, Plugins: ps,
 		}), nil
 	})

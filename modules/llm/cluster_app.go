@@ -33,6 +33,9 @@ func (a *App) beat(m *cluster.Member, started time.Time) *cluster.NodeBeat {
 		Capacity: st.Capacity, Used: st.Used, Replicas: []llmapi.NodeReplica{}, Load: map[string]cluster.BeatLoad{}}
 	v := a.v()
 	for name, f := range v.fleets {
+		if !f.Planned() {
+			continue // a peer's model: not in the plan
+		}
 		rp := f.TakeReport()
 		nb.Replicas = append(nb.Replicas, rp.Replicas...)
 		if rp.Failing != "" {
@@ -68,6 +71,9 @@ func (a *App) applyPlan(m *cluster.Member, p cluster.Plan, nodes map[string]*clu
 	}
 	room := roomWanted(v, here)
 	for name, f := range v.fleets {
+		if !f.Planned() {
+			continue // a peer's model: every node reaches the peer itself
+		}
 		rs := remote[name]
 		slices.SortFunc(rs, func(x, y *fleet.Replica) int { return strings.Compare(x.ID, y.ID) })
 		n := here[name]
@@ -317,7 +323,13 @@ func (c clusterSide) ApplyPlan(m *cluster.Member, p cluster.Plan, nodes map[stri
 // capacities.
 func (c clusterSide) PlanInputs(nodes map[string]*cluster.NodeBeat) cluster.PlanInputs {
 	cn, load, stopped := c.a.clusterInputs(nodes)
-	return cluster.PlanInputs{Nodes: cn, Models: c.a.v().models, Load: load, Stopped: stopped, Owners: c.a.node.Ledger.Owners()}
+	var models []*catalog.Model
+	for _, m := range c.a.v().models {
+		if f := c.a.v().fleets[m.Name]; f == nil || f.Planned() { // peers' models are every node's own
+			models = append(models, m)
+		}
+	}
+	return cluster.PlanInputs{Nodes: cn, Models: models, Load: load, Stopped: stopped, Owners: c.a.node.Ledger.Owners()}
 }
 
 // servePeerLocal answers the app's own routes on the node-to-node

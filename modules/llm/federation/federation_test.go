@@ -115,7 +115,7 @@ func fakePeer(t *testing.T, models ...string) *httptest.Server {
 func TestModelsAndUpstream(t *testing.T) {
 	srv := fakePeer(t, "chat", "embed", "secret-model")
 	s, err := New([]*Peer{{Name: "east", URL: srv.URL, Key: "k-default", Models: []string{"chat", "embed", "gone"}, Price: &catalog.Price{InputPerMillion: 1},
-		Tenants: []*TenantKey{{Tenant: "acme", Key: "k-acme"}}}}, false, zap.NewNop())
+		Tenants: []*TenantKey{{Tenant: "acme", Key: "k-acme"}}}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func body(resp *http.Response) string {
 // TestWatch: a change of a peer's list calls back.
 func TestWatch(t *testing.T) {
 	srv := fakePeer(t, "chat")
-	s, err := New([]*Peer{{Name: "west", URL: srv.URL}}, false, zap.NewNop())
+	s, err := New([]*Peer{{Name: "west", URL: srv.URL}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestWatch(t *testing.T) {
 
 // TestCheckFallbacks: a peer's fallback must be a model of the catalog.
 func TestCheckFallbacks(t *testing.T) {
-	s, err := New([]*Peer{{Name: "north", URL: "https://gw.north", Fallbacks: []string{"local"}}}, false, zap.NewNop())
+	s, err := New([]*Peer{{Name: "north", URL: "https://gw.north", Fallbacks: []string{"local"}}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,15 +231,5 @@ func TestCheckFallbacks(t *testing.T) {
 	}
 	if err := (*Set)(nil).CheckFallbacks(nil); err != nil {
 		t.Errorf("no peers: %v", err)
-	}
-}
-
-func TestClusterRefused(t *testing.T) {
-	_, err := New([]*Peer{{Name: "east", URL: "https://gw"}}, true, zap.NewNop())
-	if err == nil || !strings.Contains(err.Error(), "not in a cluster") {
-		t.Errorf("a peer in a cluster: got %v", err)
-	}
-	if s, err := New(nil, true, zap.NewNop()); err != nil || s == nil {
-		t.Errorf("no peers in a cluster: got %v", err)
 	}
 }

@@ -31,13 +31,10 @@ type Set struct {
 }
 
 // New resolves the peers' placeholders, checks them and takes (or makes)
-// their running side; Close gives it back. clustered says the gateway is
-// a node of a cluster, where peers are refused for now: a node without a
-// replica of a peer's model could not reach the peer through another.
-func New(peers []*Peer, clustered bool, logger *zap.Logger) (*Set, error) {
-	if clustered && len(peers) > 0 {
-		return nil, fmt.Errorf("peer %q: peers work on a gateway of one node for now, not in a cluster; remove the cluster block or the peer blocks", peers[0].Name)
-	}
+// their running side; Close gives it back. In a cluster every node
+// reaches the peers itself: their models are not placed by the cluster's
+// plan (see Upstream).
+func New(peers []*Peer, logger *zap.Logger) (*Set, error) {
 	repl := caddy.NewReplacer()
 	s := &Set{}
 	names := map[string]bool{}

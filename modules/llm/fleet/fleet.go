@@ -1042,6 +1042,10 @@ func NewRemote(r *Replica) *Replica {
 	return r
 }
 
+// Planned tells whether the cluster's plan decides where the fleet's
+// replicas run (a fleet of a cluster's node, not of a peer's model).
+func (f *Fleet) Planned() bool { return f.opts.Clustered }
+
 // Kick has supervision look at the fleet now (its model changed).
 func (f *Fleet) Kick() {
 	select {
