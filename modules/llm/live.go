@@ -31,24 +31,20 @@ func (s ModelSettings) reshapes() bool {
 // with its new shape) is one its engine takes and that its replicas fit
 // on the node once m's replicas are gone. a.mu is held.
 func (a *App) checkReshape(m, next *catalog.Model, f *fleet.Fleet) error {
-	p, _, err := a.loadEngine(next.Engine)
+	ps, _, err := a.loadShapes(next) // each profile's engine
+	if err != nil && a.cluster == nil {
+		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
+	}
+	for i, p := range ps { // in a cluster this node need not have the engine
+		if err := catalog.CheckEngineSettings(next.Shape(i), p.Info()); err != nil {
+			return apiErr(http.StatusBadRequest, "%v", err)
+		}
+	}
 	if a.cluster != nil {
 		// Each node replaces its own replicas in place (rollInPlace), so
 		// the new shape needs the room the old one leaves on that node;
-		// a node that cannot start it says why in the answer. This node
-		// need not have the engine.
-		if err == nil {
-			if err := catalog.CheckEngineSettings(next, p.Info()); err != nil {
-				return apiErr(http.StatusBadRequest, "%v", err)
-			}
-		}
+		// a node that cannot start it says why in the answer.
 		return nil
-	}
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "model %q: %v", m.Name, err)
-	}
-	if err := catalog.CheckEngineSettings(next, p.Info()); err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	n := next.Scaling.MinReplicas()
 	if f != nil {
@@ -136,7 +132,7 @@ func (a *App) rollClusterAnswer(w http.ResponseWriter, r *http.Request, m *catal
 // (laid over the file, or from storage) keeps the fleet and its replicas
 // instead of replacing them again. a.mu is held.
 func (a *App) rekey(f *fleet.Fleet, m *catalog.Model) {
-	_, pkey, err := a.loadEngine(m.Engine)
+	_, pkey, err := a.loadShapes(m) // as provisionModel keys it
 	old := a.fkeys[m.Name]
 	if err != nil || old == "" {
 		return
