@@ -50,7 +50,7 @@ func (a *App) checkNewAdapters(ctx context.Context, name string, adapters []*cat
 		return nil // changeModel answers 404
 	}
 	var formats []string
-	if p, ok := a.engines.get(m.Engine); ok {
+	if p, ok := a.engines.Get(m.Engine); ok {
 		formats = p.Info().Formats
 	}
 	return a.checkAdapterSources(ctx, m, adapters, formats)

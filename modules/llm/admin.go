@@ -128,7 +128,7 @@ func getEngines(w http.ResponseWriter, r *http.Request) error {
 	types := enginelist.Installed(slices.Collect(maps.Keys(firstParty)), slices.Collect(maps.Keys(a.Engines)), a.PluginDir)
 	return writeJSON(w, enginelist.List(r.Context(), types, enginelist.Source{Command: a.engineCommand, Cache: a.described,
 		Running: func(typ string) (engine.Info, int, bool) {
-			if p, ok := a.engines.get(typ); ok {
+			if p, ok := a.engines.Get(typ); ok {
 				return p.Info(), p.PID(), true
 			}
 			return engine.Info{}, 0, false

@@ -50,12 +50,11 @@ func init() {
 // "llmgw engine <type>".
 var firstParty = map[string]bool{"sim": true, "openai": true, "anthropic": true, "llamacpp": true, "vllm": true, "ollama": true}
 
-// Package pools: plugin processes and fleets outlive a config, so a reload
+// Package pools: fleets outlive a config (and plugins: enginelist.Set), so a reload
 // that leaves them unchanged keeps them.
 var (
-	plugins = caddy.NewUsagePool()
-	fleets  = caddy.NewUsagePool()
-	nodes   = caddy.NewUsagePool() // the one Node of the process (fleet.go)
+	fleets = caddy.NewUsagePool()
+	nodes  = caddy.NewUsagePool() // the one Node of the process (fleet.go)
 )
 
 // App is the llm app. It holds the catalog of models, runs their replicas
@@ -154,7 +153,7 @@ type App struct {
 	view      *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu        *sync.Mutex           // serializes runtime model changes; guards the fields below
 	fkeys     map[string]string     // model name → its fleet's pool key
-	engines   *engineSet            // engineset.go
+	engines   *enginelist.Set       // the engine plugins it runs
 	described *enginelist.Cache     // what engines not running said of themselves (GET /llm/engines)
 	logger    *zap.Logger
 	ctx       context.Context // the config's: done when it is unloaded
@@ -257,7 +256,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.view = new(atomic.Pointer[view])
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
-	a.engines, a.described = newEngineSet(), &enginelist.Cache{}
+	a.engines, a.described = enginelist.NewSet(), &enginelist.Cache{}
 	a.tenants = new(atomic.Pointer[tenancy.Tree])
 	if err := a.loadTenants(ctx); err != nil { // before the keys: runtime projects hold keys
 		return err
@@ -417,7 +416,7 @@ func (a *App) loadEngine(typ string) (*host.Plugin, string, error) {
 		sort.Strings(env)
 	}
 	key := "engine:" + typ + ":" + strings.Join(argv, "\x00") + ":" + sum + ":" + strings.Join(env, "\x00")
-	p, err := a.engines.loadOnce(typ, key, func() (caddy.Destructor, error) {
+	p, err := a.engines.LoadOnce(typ, key, func() (caddy.Destructor, error) {
 		return host.Launch(host.Config{Type: typ, Argv: argv, SHA256: sum, Env: env}, a.logger.Named("engine"))
 	})
 	if err != nil {
@@ -467,7 +466,7 @@ func (a *App) Start() error {
 		a.cluster.Begin()
 		a.cluster.BeatNow()
 	}
-	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.poolKeys())))
+	a.logger.Info("llm app started", zap.Int("models", len(v.models)), zap.Int("engines", len(a.engines.PoolKeys())))
 	return nil
 }
 
@@ -513,9 +512,7 @@ func (a *App) Cleanup() error {
 		_, _ = fleets.Delete(k)
 	}
 	if a.engines != nil {
-		for _, k := range a.engines.poolKeys() {
-			_, _ = plugins.Delete(k)
-		}
+		a.engines.Release()
 	}
 	if a.mirrorKey != "" {
 		weights.Close(a.mirrorKey)

@@ -48,7 +48,7 @@ func (a *App) checkSource(ctx context.Context, m *catalog.Model) (*llmapi.Source
 		return &llmapi.SourceCheck{Source: mirror.RedactURL(m.Source), Kind: "none", Note: "not checked: check_source is false"}, nil
 	}
 	var formats []string
-	if p, ok := a.engines.get(m.Engine); ok {
+	if p, ok := a.engines.Get(m.Engine); ok {
 		formats = p.Info().Formats
 	} else if catalog.CheckEngineType(m.Name, m.Engine) == nil {
 		if p, _, err := a.loadEngine(m.Engine); err == nil {
@@ -111,7 +111,7 @@ func sourceStatus(err error) error {
 // engineFormats are the weight formats of the engines running now.
 func (a *App) engineFormats() map[string][]string {
 	out := map[string][]string{}
-	types, ps := a.engines.all()
+	types, ps := a.engines.All()
 	for i, typ := range types {
 		out[typ] = ps[i].Info().Formats
 	}

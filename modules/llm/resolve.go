@@ -98,7 +98,7 @@ func (a *App) Speaks(m *catalog.Model, api string) bool {
 	if sp := m.Options["speaks"]; sp != "" && slices.Contains(strings.FieldsFunc(sp, func(r rune) bool { return r == ',' || r == ' ' }), api) {
 		return true
 	}
-	p, ok := a.engines.get(m.Engine)
+	p, ok := a.engines.Get(m.Engine)
 	if !ok {
 		return api == engine.CapChat
 	}

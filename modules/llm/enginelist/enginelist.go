@@ -1,7 +1,8 @@
-// Package enginelist lists the engines a gateway can run: the built-in
+// Package enginelist knows the engines a gateway can run: the built-in
 // ones, those its config names and the plugin files in its plugin
-// directory, each described whether a model runs it now or not, for GET
-// /llm/engines and the forms that add models.
+// directory, each described whether a model runs it now or not (for GET
+// /llm/engines and the forms that add models); how to start each
+// (Command); and the plugins a config runs (Set), kept across reloads.
 package enginelist
 
 import (

@@ -1,4 +1,4 @@
-package llm
+package enginelist
 
 import (
 	"sort"
@@ -9,36 +9,37 @@ import (
 	"github.com/llmgw/llmgw/plugins/host"
 )
 
-// engineSet is the engine plugins a config runs, by type. A model of a
+// Set is the engine plugins a config runs, by type. A model of a
 // new engine type added at run time (an add, a plan, a live change)
 // starts its plugin while request handlers read the set, so it is read
 // and written only through these methods.
-type engineSet struct {
+type Set struct {
 	load sync.Mutex   // serializes starting plugins: each type starts once
 	mu   sync.RWMutex // guards the fields below
 	m    map[string]*host.Plugin
 	keys []string // the plugin pool's keys this config holds
 }
 
-func newEngineSet() *engineSet { return &engineSet{m: map[string]*host.Plugin{}} }
+// NewSet returns an empty set.
+func NewSet() *Set { return &Set{m: map[string]*host.Plugin{}} }
 
-// get returns the plugin of an engine type, if this config runs one.
-func (s *engineSet) get(typ string) (*host.Plugin, bool) {
+// Get returns the plugin of an engine type, if this config runs one.
+func (s *Set) Get(typ string) (*host.Plugin, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	p, ok := s.m[typ]
 	return p, ok
 }
 
-// loadOnce returns the plugin of typ, starting it with start (under
+// LoadOnce returns the plugin of typ, starting it with start (under
 // the pool key key) unless this config already runs one.
-func (s *engineSet) loadOnce(typ, key string, start func() (caddy.Destructor, error)) (*host.Plugin, error) {
+func (s *Set) LoadOnce(typ, key string, start func() (caddy.Destructor, error)) (*host.Plugin, error) {
 	s.load.Lock()
 	defer s.load.Unlock()
-	if p, ok := s.get(typ); ok {
+	if p, ok := s.Get(typ); ok {
 		return p, nil
 	}
-	v, _, err := plugins.LoadOrNew(key, start)
+	v, _, err := pool.LoadOrNew(key, start)
 	if err != nil {
 		return nil, err
 	}
@@ -50,8 +51,8 @@ func (s *engineSet) loadOnce(typ, key string, start func() (caddy.Destructor, er
 	return p, nil
 }
 
-// all returns the plugins by type, sorted by type.
-func (s *engineSet) all() (types []string, ps []*host.Plugin) {
+// All returns the plugins by type, sorted by type.
+func (s *Set) All() (types []string, ps []*host.Plugin) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for typ := range s.m {
@@ -64,9 +65,21 @@ func (s *engineSet) all() (types []string, ps []*host.Plugin) {
 	return types, ps
 }
 
-// poolKeys are the plugin pool's keys this config holds, to release.
-func (s *engineSet) poolKeys() []string {
+// PoolKeys are the plugin pool's keys this config holds, to release.
+func (s *Set) PoolKeys() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return append([]string(nil), s.keys...)
 }
+
+// Release lets go of the plugins the set holds: the last config holding
+// one stops it.
+func (s *Set) Release() {
+	for _, k := range s.PoolKeys() {
+		_, _ = pool.Delete(k)
+	}
+}
+
+// pool holds the running engine plugins across configs: a reload that
+// keeps an engine keeps its plugin process.
+var pool = caddy.NewUsagePool()
