@@ -81,7 +81,7 @@ func (ps *providerSet) view(now int64, room roomFunc) llmapi.ProvidersModel {
 		Providers: make([]llmapi.ProviderState, len(ps.provs))}
 	for i := range ps.provs {
 		st, p := &ps.provs[i], ps.model.Providers[i]
-		v := llmapi.ProviderState{Name: p.Name, Model: st.name, SelfHosted: st.selfHosted, Price: p.Price, PriceRank: st.rank,
+		v := llmapi.ProviderState{Name: p.Name, Model: st.name, SelfHosted: st.selfHosted, Price: p.Price, PriceRank: math.Round(st.rank*1e6) / 1e6,
 			Weight: st.weight, RPM: int(st.rpm), TPM: int(st.tpm), State: st.stateName(now, ps.slo, room),
 			FailuresInARow: int(st.fails.Load())}
 		if until := st.restUntil.Load(); until > now {
