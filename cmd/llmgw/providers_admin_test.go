@@ -51,6 +51,7 @@ func TestProvidersLiveState(t *testing.T) {
 	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || len(m.Providers) != 2 {
 		t.Fatalf("GET /llm/providers/models/ext as a viewer: got %d %s", code, body)
 	}
+	checkAgainstSchema(t, g, "/llm/providers/models/{name}", body)
 	p1, p2 := m.Providers[0], m.Providers[1]
 	if until := p1.RestingUntil.Sub(asked); p1.Name != "first" || p1.State != "resting" || p1.RestReason != "429" || until < 29*time.Second || until > 32*time.Second {
 		t.Errorf("first: got %+v, want resting for a 429 until about 30s after the request", p1)
@@ -64,6 +65,8 @@ func TestProvidersLiveState(t *testing.T) {
 	var list []llmapi.ProvidersModel
 	if code, _, body := siteCall(t, g, "watcher-token", "GET", "/llm/providers/models", ""); code != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 1 || list[0].Name != "ext" {
 		t.Errorf("GET /llm/providers/models: got %d %s, want ext alone", code, body)
+	} else {
+		checkAgainstSchema(t, g, "/llm/providers/models", body)
 	}
 
 	// Refusals: unknown, not a model with providers, a tenant admin, no
