@@ -19,7 +19,7 @@ import (
 
 // TestOpenAPIListsEveryModule reads GET /llm/openapi.json from the real
 // binary, through llm_admin and on the admin endpoint: it lists the llm
-// app's routes, the MCP gateway's, the knowledge bases' and llm_admin's
+// app's routes, the MCP gateway's, the knowledge bases', the router's and llm_admin's
 // sign-in routes.
 func TestOpenAPIListsEveryModule(t *testing.T) {
 	g := adminSite(t)
@@ -36,7 +36,8 @@ func TestOpenAPIListsEveryModule(t *testing.T) {
 	g.adminGet("/llm/openapi.json", &local)
 	for _, want := range [][2]string{{"get", "/llm/models"}, {"post", "/llm/keys"}, {"get", "/llm/mcp/servers"},
 		{"delete", "/llm/mcp/servers/{name}/authorization"}, {"post", "/llm/auth/login"}, {"post", "/llm/auth/lang"},
-		{"get", "/llm/kb/stores"}, {"post", "/llm/kb/stores/{id}/files"}, {"post", "/llm/kb/stores/{id}/search"}} {
+		{"get", "/llm/kb/stores"}, {"post", "/llm/kb/stores/{id}/files"}, {"post", "/llm/kb/stores/{id}/search"},
+		{"get", "/llm/providers/models"}, {"get", "/llm/providers/models/{name}"}} {
 		if _, ok := doc.Paths[want[1]][want[0]]; !ok {
 			t.Errorf("the site's document lacks %s %s", want[0], want[1])
 		}

@@ -137,6 +137,12 @@ var rules = []rule{
 	{"POST /llm/kb/stores/{id}/reindex", roleOperator, tenantNone},
 	{"POST /llm/kb/stores/{id}/search", roleViewer, tenantNone},
 
+	// The live state of models' providers (llm_router's routes, served
+	// by the llm app): nothing of a tenant in it, but the deployment's
+	// providers and their limits.
+	{"GET /llm/providers/models", roleViewer, tenantNone},
+	{"GET /llm/providers/models/{name}", roleViewer, tenantNone},
+
 	// Registry updates.
 	{"GET /llm/models/{name}/updates", roleViewer, tenantModel},
 	{"POST /llm/models/{name}/update", roleOperator, tenantNone},

@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/llmkb"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
+	_ "github.com/llmgw/llmgw/modules/llmrouter"
 )
 
 // TestEveryRouteHasARule fails when an admin route is added without a

@@ -42,7 +42,7 @@ func (c *ctl) register(cmd *cobra.Command) {
 	outputFlags(cmd, &c.output, &c.json)
 	cmd.PersistentFlags().StringVar(&c.url, "url", "", "a site's llm_admin address, such as https://gw.example.com/llm (default $LLMGW_ADMIN_URL)")
 	cmd.PersistentFlags().StringVar(&c.token, "token", "", "the llm_admin token to send (default $LLMGW_ADMIN_TOKEN)")
-	cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.peers(), c.mcp(), c.audit(), c.requests(), c.weights(),
+	cmd.AddCommand(c.models(), c.model(), c.replicas(), c.engines(), c.keys(), c.usage(), c.cache(), c.nodes(), c.peers(), c.providers(), c.mcp(), c.audit(), c.requests(), c.weights(),
 		c.tenants(), c.kb(), c.cluster())
 	withExamples(cmd)
 }

@@ -11,7 +11,7 @@ import (
 // subcommands, as llmgw help lists them.
 func TestCommands(t *testing.T) {
 	want := map[string][]string{
-		"ctl":    {"audit", "cache", "cluster", "engines", "kb", "keys", "mcp", "model", "models", "nodes", "peers", "replicas", "requests", "tenants", "usage", "weights"},
+		"ctl":    {"audit", "cache", "cluster", "engines", "kb", "keys", "mcp", "model", "models", "nodes", "peers", "providers", "replicas", "requests", "tenants", "usage", "weights"},
 		"mirror": {"add", "fetch", "list", "purge", "remove", "rollback", "show", "sync", "update", "updates", "verify"},
 	}
 	var names []string

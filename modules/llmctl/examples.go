@@ -60,6 +60,7 @@ func examples() map[string]string {
 		"ctl models":               "llmgw ctl models\nllmgw ctl models -o yaml\nLLMGW_ADMIN_URL=https://gw.example.com/llm LLMGW_ADMIN_TOKEN=… llmgw ctl models",
 		"ctl nodes":                "llmgw ctl nodes",
 		"ctl peers":                "llmgw ctl peers\nllmgw ctl peers -o json",
+		"ctl providers":            "llmgw ctl providers\nllmgw ctl providers chat -o json",
 		"ctl nodes drain":          "llmgw ctl nodes drain gpu-2\nllmgw ctl nodes drain gpu-2 --wait",
 		"ctl nodes undrain":        "llmgw ctl nodes undrain gpu-2",
 		"ctl replicas":             "llmgw ctl replicas",

@@ -92,6 +92,7 @@ type providerStats struct {
 	ttft       atomic.Int64 // recent time to first byte, nanos (EWMA)
 	sampled    atomic.Int64 // when ttft was last measured, unix nanos
 	restUntil  atomic.Int64 // unix nanos
+	restWhy    atomic.Int32 // why it rests: restFor429, restForFailures, restForLimit
 	fails      atomic.Int32 // failures in a row
 	winStart   atomic.Int64 // this minute's start, unix nanos
 	winReqs    atomic.Int64
@@ -316,7 +317,7 @@ func (st *providerStats) learn(h http.Header, now int64) {
 	if room, until, ok := learnLimits(h, now); ok {
 		st.headroom.Store(room)
 		if until > 0 {
-			st.rest(until)
+			st.rest(until, restForLimit)
 		}
 	}
 }
@@ -427,7 +428,7 @@ func (st *providerStats) observe(now int64, status int, retryAfter string, ttfb 
 	switch {
 	case status == http.StatusTooManyRequests:
 		st.requests[outcome429].Inc()
-		st.rest(now + int64(parseRetryAfter(retryAfter, now)))
+		st.rest(now+int64(parseRetryAfter(retryAfter, now)), restFor429)
 	case status >= 500 || status == 0:
 		k := outcome5xx
 		if status == 0 {
@@ -438,7 +439,7 @@ func (st *providerStats) observe(now int64, status int, retryAfter string, ttfb 
 			return // one of the requests in flight when it began failing
 		}
 		f := min(st.fails.Add(1), 16)
-		st.rest(now + int64(min(failRest<<(f-1), maxFailRest)))
+		st.rest(now+int64(min(failRest<<(f-1), maxFailRest)), restForFailures)
 	default:
 		st.requests[outcomeOK].Inc()
 		st.fails.Store(0)
@@ -447,8 +448,20 @@ func (st *providerStats) observe(now int64, status int, retryAfter string, ttfb 
 	}
 }
 
-func (st *providerStats) rest(until int64) {
+// Why a provider rests, as GET /llm/providers/models shows it.
+const (
+	restFor429      = iota + 1 // a 429 and its Retry-After
+	restForFailures            // failures in a row
+	restForLimit               // its rate-limit headers said a limit is spent
+)
+
+var restNames = [...]string{"", "429", "failures", "limit_spent"}
+
+// rest makes the provider rest until then, for why, unless it already
+// rests longer.
+func (st *providerStats) rest(until int64, why int32) {
 	if st.restUntil.Load() < until {
+		st.restWhy.Store(why)
 		st.restUntil.Store(until)
 	}
 }

@@ -88,6 +88,7 @@ type Router struct {
 	transport *http.Transport
 	tkey      string
 	logger    *zap.Logger
+	unadmin   func() // lets go of the admin routes (admin.go)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -139,6 +140,7 @@ func (rt *Router) Provision(ctx caddy.Context) error {
 		return err
 	}
 	initModelMetrics(rt.app)
+	rt.unadmin = rt.app.RegisterAdmin("providers", providersAdmin{rt})
 	return nil
 }
 
@@ -158,8 +160,11 @@ func (rt *Router) Validate() error {
 	return rt.validateLimits()
 }
 
-// Cleanup releases the shared transport.
+// Cleanup lets go of the admin routes and the shared transport.
 func (rt *Router) Cleanup() error {
+	if rt.unadmin != nil {
+		rt.unadmin()
+	}
 	if rt.tkey != "" {
 		_, _ = transports.Delete(rt.tkey)
 	}

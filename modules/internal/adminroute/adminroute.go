@@ -63,7 +63,7 @@ func Routes(running func() (*Registry, AuditFunc, error)) []caddy.AdminRoute {
 			}
 			h, ok := g.handlers.Load(prefix)
 			if !ok {
-				return apiErr(http.StatusNotFound, "no handler of the config serves /llm/%s/; add it to a site (llm_kb serves /llm/kb/)", prefix)
+				return apiErr(http.StatusNotFound, "no handler of the config serves /llm/%s/; add it to a site (llm_kb serves /llm/kb/, llm_router /llm/providers/)", prefix)
 			}
 			return serve(w, r, declared[prefix], h.(caddy.AdminHandler), audit)
 		})})

@@ -114,6 +114,8 @@ func appTypes() map[string]Bodies {
 		"POST /llm/kb/stores/{id}/files":                                 {Response: llmapi.KBFile{}, Code: 201},
 		"POST /llm/kb/stores/{id}/reindex":                               {Response: llmapi.KBReindexed{}},
 		"POST /llm/kb/stores/{id}/search":                                {Request: llmapi.KBSearch{}, Response: llmapi.KBSearchResults{}},
+		"GET /llm/providers/models":                                      {Response: []llmapi.ProvidersModel{}},
+		"GET /llm/providers/models/{name}":                               {Response: llmapi.ProvidersModel{}},
 		"GET /llm/tenants":                                               {Response: levels},
 		"GET /llm/tenants/orgs":                                          {Response: levels},
 		"POST /llm/tenants/orgs":                                         {Request: body, Response: level, Code: 201},
