@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/llmgw/engines/ollama"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
 	"github.com/llmgw/llmgw/engines/sim"
+	"github.com/llmgw/llmgw/engines/simimage"
 	"github.com/llmgw/llmgw/engines/vllm"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	_ "github.com/llmgw/llmgw/modules/llmadmin"
@@ -76,7 +77,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|openai|anthropic|llamacpp|vllm|ollama> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|simimage|openai|anthropic|llamacpp|vllm|ollama> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -91,6 +92,17 @@ func RunEngine(args []string) int {
 			return 0
 		}
 		impl = sim.New(logger)
+	case "simimage":
+		if len(args) > 1 && args[1] == "replica" {
+			if err := simimage.RunReplica(args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "simimage replica:", err)
+				return 1
+			}
+			return 0
+		}
+		e := simimage.New(logger)
+		defer e.Shutdown()
+		impl = e
 	case "openai":
 		impl = openaieng.New()
 	case "anthropic":
@@ -108,7 +120,7 @@ func RunEngine(args []string) int {
 		defer e.Shutdown()
 		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, openai, anthropic, llamacpp, vllm, ollama\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, simimage, openai, anthropic, llamacpp, vllm, ollama\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

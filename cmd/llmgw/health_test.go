@@ -201,7 +201,7 @@ func checkEngineList(t *testing.T, g *gateway) {
 	for _, e := range list {
 		byType[e.Type] = e
 	}
-	for _, typ := range []string{"sim", "openai", "anthropic", "llamacpp", "vllm", "ollama"} {
+	for _, typ := range []string{"sim", "simimage", "openai", "anthropic", "llamacpp", "vllm", "ollama"} {
 		e, ok := byType[typ]
 		// An engine whose server is not installed here says so, and
 		// still lists its options.

@@ -89,11 +89,11 @@ func addElsewhere(st *llmapi.ModelStatus, rs []llmapi.ReplicaStatus) {
 }
 
 // Speaks reports whether a model's replicas serve an API themselves:
-// engine.CapChat, CapResponses or CapMessages, as their engine type
-// declares it, or as the model's option speaks lists it (an outside
-// provider that serves the Responses API: option speaks responses). An
-// engine that declares none of them speaks chat completions (plugins
-// written before they were declared).
+// engine.CapChat, CapResponses, CapMessages or CapComfyUI, as their
+// engine type declares it, or as the model's option speaks lists it (an
+// outside provider that serves the Responses API: option speaks
+// responses). An engine that declares none of them speaks chat
+// completions (plugins written before they were declared).
 func (a *App) Speaks(m *catalog.Model, api string) bool {
 	if sp := m.Options["speaks"]; sp != "" && slices.Contains(strings.FieldsFunc(sp, func(r rune) bool { return r == ',' || r == ' ' }), api) {
 		return true
@@ -106,5 +106,6 @@ func (a *App) Speaks(m *catalog.Model, api string) bool {
 	if slices.Contains(caps, api) {
 		return true
 	}
-	return api == engine.CapChat && !slices.Contains(caps, engine.CapMessages) && !slices.Contains(caps, engine.CapResponses)
+	return api == engine.CapChat && !slices.Contains(caps, engine.CapMessages) && !slices.Contains(caps, engine.CapResponses) &&
+		!slices.Contains(caps, engine.CapComfyUI)
 }

@@ -81,6 +81,9 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 	if err == nil {
 		err = rt.checkLimits(req, m)
 	}
+	if err == nil && rt.app.Speaks(m, engine.CapComfyUI) {
+		err = workflowModel(m, req)
+	}
 	if err == nil {
 		err = capOutput(r, req, m)
 	}
@@ -92,6 +95,14 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 		repl.Set("http.llm.model", m.Name)
 	}
 	return w, req, m, nil
+}
+
+// workflowModel refuses a request of the text APIs to a model whose
+// replicas run image workflows (ComfyUI's API).
+func workflowModel(m *catalog.Model, req *openai.Request) error {
+	return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_not_supported", Param: "model",
+		Message: fmt.Sprintf("the model %s runs image workflows (its engine, %s, speaks ComfyUI's API), not %s requests; ask a text model (GET /v1/models lists them)",
+			m.Name, m.Engine, req.APIName())}
 }
 
 // tryCandidates sends the request to the candidates in turn until one

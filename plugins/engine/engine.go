@@ -51,6 +51,9 @@ const (
 	// CapMessages: the engine's server serves Anthropic's Messages API
 	// (POST /messages) itself.
 	CapMessages = "messages"
+	// CapComfyUI: the engine's server speaks ComfyUI's HTTP and WebSocket
+	// API (/prompt, /history, /view, /ws …): it runs workflows, not chats.
+	CapComfyUI = "comfyui"
 )
 
 // Replica states reported by Status.
