@@ -269,7 +269,7 @@ func checkGLB(t *testing.T, b []byte) {
 		t.Fatalf("first chunk is not JSON")
 	}
 	var doc struct {
-		Asset struct{ Version string }
+		Asset  struct{ Version string }
 		Meshes []any
 	}
 	if err := json.Unmarshal(b[20:20+jsonLen], &doc); err != nil || doc.Asset.Version != "2.0" || len(doc.Meshes) != 1 {
