@@ -26,6 +26,7 @@ import (
 	_ "github.com/llmgw/llmgw/modules/llmcache"
 	_ "github.com/llmgw/llmgw/modules/llmconsole"
 	_ "github.com/llmgw/llmgw/modules/llmguard"
+	_ "github.com/llmgw/llmgw/modules/llmjobs"
 	_ "github.com/llmgw/llmgw/modules/llmkb"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
 	_ "github.com/llmgw/llmgw/modules/llmquota"

@@ -101,6 +101,8 @@ var allowed = map[string][]string{
 	"/modules/llmkb/docread": {"/modules/llmkb/docread"},
 	"/modules/llmkb/kbstore": {"/modules/llmkb/kbstore"},
 	"/modules/llmkb/kbindex": {"/modules/llmkb/docread", "/modules/llmkb/kbstore"},
+	// The jobs' ComfyUI client, below the handler (modules/llmjobs).
+	"/modules/llmjobs/comfy": {},
 }
 
 // rule finds the allow list that governs p: its own, else the nearest
@@ -146,7 +148,7 @@ func TestArrowsPointOneWay(t *testing.T) {
 // TestHandlersImportNoOtherHandler keeps the request handlers apart: each
 // imports the llm app and openai, never another handler family.
 func TestHandlersImportNoOtherHandler(t *testing.T) {
-	handlers := []string{"/modules/llmrouter", "/modules/llmguard", "/modules/llmquota", "/modules/llmcache", "/modules/llmkb", "/modules/llmmcp", "/modules/llmadmin", "/modules/llmconsole"}
+	handlers := []string{"/modules/llmrouter", "/modules/llmguard", "/modules/llmquota", "/modules/llmcache", "/modules/llmkb", "/modules/llmjobs", "/modules/llmmcp", "/modules/llmadmin", "/modules/llmconsole"}
 	for _, p := range listPackages(t) {
 		for _, h := range handlers {
 			if !under(p.path, h) {
