@@ -65,6 +65,30 @@ func TestJSClients(t *testing.T) {
 	}
 }
 
+// TestJSImages runs the official openai client's images.generate
+// (images.mjs) against llmgw serving an image model of the simimage
+// simulator through llm_jobs.
+func TestJSImages(t *testing.T) {
+	lib := jsClients(t)
+	work := t.TempDir()
+	for _, f := range []string{"lib.mjs", "images.mjs"} {
+		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	g := jobsGateway(t, picturesModel)
+	g.readyReplicas("pictures", 1)
+	t.Setenv("LLMGW_JS_KEY", "secret-1")
+	runJSChecks(t, g, work, "images.mjs")
+}
+
 // runJSChecks runs one script of checks and fails each check that failed.
 func runJSChecks(t *testing.T, g *gateway, work, script string) {
 	ctx, cancel := context.WithTimeout(bg, 3*time.Minute)

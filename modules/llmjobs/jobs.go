@@ -99,8 +99,21 @@ func (j *Jobs) Cleanup() error {
 	return nil
 }
 
-// ServeHTTP answers /v1/jobs and what is under it; other requests go on.
+// ServeHTTP answers /v1/jobs and what is under it, and OpenAI's Images
+// API (/v1/images/generations); other requests go on.
 func (j *Jobs) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if k := strings.Index(r.URL.Path, "/v1/images/"); k >= 0 {
+		switch rest := strings.TrimSuffix(r.URL.Path[k+len("/v1/images/"):], "/"); {
+		case rest == "generations" && r.Method == http.MethodPost:
+			j.generations(w, r)
+		case rest == "generations":
+			w.Header().Set("Allow", "POST")
+			apiErr(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", "use POST for /v1/images/generations")
+		default:
+			apiErr(w, r, http.StatusNotFound, "unknown_url", "", "unknown endpoint %s; this gateway serves POST /v1/images/generations, and workflows as jobs under /v1/jobs", r.URL.Path)
+		}
+		return nil
+	}
 	i := strings.Index(r.URL.Path, "/v1/jobs")
 	if i < 0 {
 		return next.ServeHTTP(w, r)
