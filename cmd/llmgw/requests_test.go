@@ -421,7 +421,9 @@ func TestCtlRequestsFindsAndFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	time.Sleep(500 * time.Millisecond)
+	// Its first page (the latest request) is out before the new ones are
+	// sent: a follow that started after them would begin past them.
+	waitFor(t, 30*time.Second, "ctl requests --follow's first page", func() bool { return strings.Contains(buf.String(), "req_") })
 	more, _ := fire(t, []string{g.base}, 20, 2, nil)
 	printed := func() bool {
 		for _, s := range more {
