@@ -35,6 +35,7 @@ type jobView struct {
 	Object        string  `json:"object"`
 	Model         string  `json:"model"`
 	State         string  `json:"state"`
+	Replica       string  `json:"replica"`
 	Progress      float64 `json:"progress"`
 	QueuePosition *int    `json:"queue_position"`
 	Node          *struct {
@@ -281,5 +282,50 @@ func TestJobsSurviveARestart(t *testing.T) {
 		if last := seen[len(seen)-1]; last.State != "succeeded" {
 			t.Errorf("job %s after the restart: %+v", id, last)
 		}
+	}
+}
+
+// A replica killed while it runs a job fails the job, naming the
+// replica; an idempotent job runs again on the replica that replaces it,
+// and succeeds.
+func TestJobsReplicaKilled(t *testing.T) {
+	g := jobsGateway(t, picturesModel)
+	killRunning := func(id string) {
+		t.Helper()
+		var replica string
+		waitFor(t, 20*time.Second, "job "+id+" sampling", func() bool {
+			_, v, _ := jobCall(t, g, "secret-1", "GET", "/v1/jobs/"+id, "")
+			replica = v.Replica
+			return v.State == "running" && v.Node != nil && v.Node.Step > 2
+		})
+		for _, r := range g.models()["pictures"].Replicas {
+			if r.ID == replica {
+				if err := killPID(r.PID); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		t.Fatalf("replica %s of the job is not listed", replica)
+	}
+	g.readyReplicas("pictures", 1)
+	_, j, _ := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pictures","workflow":`+workflow("500")+`}`)
+	killRunning(j.ID)
+	seen := followJob(t, g, "secret-1", j.ID)
+	if last := seen[len(seen)-1]; last.State != "failed" || last.Error == nil || last.Error.Code != "replica_failed" ||
+		!strings.Contains(last.Error.Message, "pictures-") || !strings.Contains(last.Error.Message, "idempotent") {
+		t.Errorf("a job whose replica was killed: %+v %+v", last, last.Error)
+	}
+	g.readyReplicas("pictures", 1)
+	_, j, _ = jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pictures","idempotent":true,"workflow":`+workflow("200")+`}`)
+	killRunning(j.ID)
+	seen = followJob(t, g, "secret-1", j.ID)
+	var retried bool
+	for _, s := range seen {
+		retried = retried || s.State == "queued" && s.Error != nil && s.Error.Code == "replica_failed"
+	}
+	_, last, raw := jobCall(t, g, "secret-1", "GET", "/v1/jobs/"+j.ID, "")
+	if last.State != "succeeded" || last.Error != nil || !retried || !strings.Contains(raw, `"attempts":2`) {
+		t.Errorf("an idempotent job whose replica was killed: retried %v, %s", retried, raw)
 	}
 }

@@ -55,10 +55,11 @@ func (h *Jobs) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
 
 // createRequest is the body of POST /v1/jobs.
 type createRequest struct {
-	Model    string            `json:"model"`
-	Workflow json.RawMessage   `json:"workflow"`
-	Priority string            `json:"priority"`
-	Metadata map[string]string `json:"metadata"`
+	Model      string            `json:"model"`
+	Workflow   json.RawMessage   `json:"workflow"`
+	Priority   string            `json:"priority"`
+	Metadata   map[string]string `json:"metadata"`
+	Idempotent bool              `json:"idempotent"`
 }
 
 // create queues a job: 200 with it, queued.
@@ -99,7 +100,8 @@ func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
 		owner = t.Project
 	}
 	j := &job{ID: newJobID(), Object: "job", Model: req.Model, State: stateQueued, Priority: req.Priority, Owner: owner,
-		CreatedAt: time.Now().Unix(), Outputs: []outputFile{}, Metadata: req.Metadata, Workflow: req.Workflow, classes: classes}
+		CreatedAt: time.Now().Unix(), Outputs: []outputFile{}, Metadata: req.Metadata, Workflow: req.Workflow, classes: classes,
+		Idempotent: req.Idempotent}
 	if !h.svc.enqueue(j) {
 		w.Header().Set("Retry-After", "30")
 		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting (max_queued); try again later", req.Model, h.MaxQueued)

@@ -53,7 +53,7 @@ func (s *service) dispatch(model string, wake chan struct{}) {
 		}
 		app := s.app.Load()
 		actx, cancel := context.WithTimeout(s.ctx, 250*time.Millisecond)
-		rep, release, err := app.Acquire(actx, model, idle{})
+		rep, release, err := app.Reacquire(actx, model, idle{}, s.failedReplica(model))
 		cancel()
 		var unknown *catalog.UnknownModelError
 		switch {
@@ -90,6 +90,14 @@ func (s *service) dispatch(model string, wake chan struct{}) {
 	}
 }
 
+// failedReplica is the model's replica a job failed on last, which
+// gets no job until its fleet has checked it.
+func (s *service) failedReplica(model string) *fleet.Replica {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed[model]
+}
+
 func (s *service) hasQueued(model string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,6 +129,7 @@ func (s *service) next(model, replica string) *job {
 	s.turns[model][j.Owner] = s.seq
 	j.ctx, j.cancel = context.WithCancel(s.ctx)
 	j.State, j.StartedAt, j.Replica = stateRunning, time.Now().Unix(), replica
+	j.Attempts++
 	s.save(j)
 	s.changedLocked(j)
 	return j

@@ -18,6 +18,9 @@ import (
 	"github.com/llmgw/llmgw/modules/llmjobs/comfy"
 )
 
+// maxAttempts bounds the tries of an idempotent job.
+const maxAttempts = 3
+
 // outputClient fetches outputs and talks to replicas; its timeout bounds
 // one call, not a job (a job's events come over a WebSocket).
 var outputClient = &http.Client{Timeout: 5 * time.Minute}
@@ -53,7 +56,34 @@ func (s *service) run(j *job, rep *fleet.Replica, release func()) {
 	case errors.Is(err, comfy.ErrInterrupted):
 		s.finishLocked(j, stateFailed, &jobError{Code: "interrupted", Message: "the replica interrupted the workflow (an operator, or the replica stopping)"})
 	default:
-		s.finishLocked(j, stateFailed, &jobError{Code: "replica_failed", Message: fmt.Sprintf("replica %s running the job failed: %v", rep.ID, err)})
+		s.replicaFailedLocked(j, rep, err)
+	}
+}
+
+// replicaFailedLocked ends, or queues again when it is idempotent, a job
+// whose replica failed; the replica is not given a job again until its
+// fleet has checked it.
+func (s *service) replicaFailedLocked(j *job, rep *fleet.Replica, err error) {
+	s.failed[j.Model] = rep
+	go s.app.Load().ReportFailure(rep)
+	switch {
+	case j.Idempotent && j.Attempts < maxAttempts:
+		// Another replica runs it again; it keeps its place among its
+		// project's jobs.
+		s.logger.Warn("job's replica failed; running it again", zap.String("job", j.ID), zap.String("replica", rep.ID),
+			zap.Int("attempt", j.Attempts), zap.Error(err))
+		j.State, j.Progress, j.Node, j.Replica = stateQueued, 0, nil, ""
+		j.Error = &jobError{Code: "replica_failed", Message: fmt.Sprintf("try %d: replica %s running the job failed: %v; it runs again", j.Attempts, rep.ID, err)}
+		s.queues[j.Model] = append([]*job{j}, s.queues[j.Model]...)
+		s.save(j)
+		s.changedLocked(j)
+		s.kickLocked(j.Model)
+	default:
+		msg := fmt.Sprintf("replica %s running the job failed: %v", rep.ID, err)
+		if !j.Idempotent {
+			msg += "; the job is not run again: mark it idempotent to have another replica run it"
+		}
+		s.finishLocked(j, stateFailed, &jobError{Code: "replica_failed", Message: msg})
 		s.logger.Warn("job failed on its replica", zap.String("job", j.ID), zap.String("replica", rep.ID), zap.Error(err))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 )
 
 // Job states.
@@ -47,7 +48,11 @@ type job struct {
 	Error         *jobError         `json:"error,omitempty"`
 	Outputs       []outputFile      `json:"outputs"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
-	Workflow      json.RawMessage   `json:"workflow,omitempty"`
+	// Idempotent jobs are run again, on another replica, when the one
+	// running them fails (up to 3 tries); Attempts counts the tries.
+	Idempotent bool            `json:"idempotent,omitempty"`
+	Attempts   int             `json:"attempts,omitempty"`
+	Workflow   json.RawMessage `json:"workflow,omitempty"`
 
 	classes map[string]string  // node id → class_type
 	seq     int64              // order of submission
@@ -101,7 +106,8 @@ type service struct {
 	turns     map[string]map[string]int64 // model → owner → when last served
 	seq       int64
 	watchers  map[string]map[chan struct{}]bool
-	wake      map[string]chan struct{} // model → its dispatcher's wake
+	wake      map[string]chan struct{}  // model → its dispatcher's wake
+	failed    map[string]*fleet.Replica // model → the replica a job failed on last
 	retention time.Duration
 	maxQueued int
 }
@@ -113,7 +119,8 @@ func openService(dir string, logger *zap.Logger) (*service, error) {
 		return nil, err
 	}
 	s := &service{dir: dir, logger: logger, jobs: map[string]*job{}, queues: map[string][]*job{},
-		turns: map[string]map[string]int64{}, watchers: map[string]map[chan struct{}]bool{}, wake: map[string]chan struct{}{}}
+		turns: map[string]map[string]int64{}, watchers: map[string]map[chan struct{}]bool{}, wake: map[string]chan struct{}{},
+		failed: map[string]*fleet.Replica{}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	entries, _ := os.ReadDir(dir)
 	var loaded []*job
