@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	anthropiceng "github.com/llmgw/llmgw/engines/anthropic"
+	"github.com/llmgw/llmgw/engines/comfyui"
 	"github.com/llmgw/llmgw/engines/llamacpp"
 	"github.com/llmgw/llmgw/engines/ollama"
 	openaieng "github.com/llmgw/llmgw/engines/openai"
@@ -78,7 +79,7 @@ engine's type, version and protocol as JSON.`,
 // server) and returns the exit code.
 func RunEngine(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|simimage|openai|anthropic|llamacpp|vllm|ollama> [describe]")
+		fmt.Fprintln(os.Stderr, "usage: llmgw engine <sim|simimage|comfyui|openai|anthropic|llamacpp|vllm|ollama> [describe]")
 		return 2
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Name: "engine." + args[0]})
@@ -104,6 +105,10 @@ func RunEngine(args []string) int {
 		e := simimage.New(logger)
 		defer e.Shutdown()
 		impl = e
+	case "comfyui":
+		e := comfyui.New(logger)
+		defer e.Shutdown()
+		impl = e
 	case "openai":
 		impl = openaieng.New()
 	case "anthropic":
@@ -121,7 +126,7 @@ func RunEngine(args []string) int {
 		defer e.Shutdown()
 		impl = e
 	default:
-		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, simimage, openai, anthropic, llamacpp, vllm, ollama\n", args[0])
+		fmt.Fprintf(os.Stderr, "llmgw has no built-in engine %q; built in: sim, simimage, comfyui, openai, anthropic, llamacpp, vllm, ollama\n", args[0])
 		return 2
 	}
 	engine.Serve(impl, args[1:])

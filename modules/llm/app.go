@@ -48,7 +48,7 @@ func init() {
 
 // firstParty are the engines linked into the llmgw binary, run as
 // "llmgw engine <type>".
-var firstParty = map[string]bool{"sim": true, "simimage": true, "openai": true, "anthropic": true, "llamacpp": true, "vllm": true, "ollama": true}
+var firstParty = map[string]bool{"sim": true, "simimage": true, "comfyui": true, "openai": true, "anthropic": true, "llamacpp": true, "vllm": true, "ollama": true}
 
 // Package pools: fleets outlive a config (and plugins: enginelist.Set), so a reload
 // that leaves them unchanged keeps them.

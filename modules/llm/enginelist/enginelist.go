@@ -41,7 +41,7 @@ func Command(typ, path, sum, pluginDir string, builtIn bool) ([]string, string, 
 		path = filepath.Join(pluginDir, PluginPrefix+typ)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, simimage, openai, anthropic, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
+		return nil, "", fmt.Errorf("engine %q: no plugin at %s; built-in engines are sim, simimage, comfyui, openai, anthropic, llamacpp, vllm and ollama; others are executables named llmgw-engine-%s in the plugin directory (plugin_dir)", typ, path, typ)
 	}
 	return []string{path}, sum, nil
 }
