@@ -57,7 +57,7 @@ func New(logger hclog.Logger) *Engine {
 // info is the engine's description.
 var info = engine.Info{Type: "comfyui", Version: Version, Protocol: engine.ProtocolVersion,
 	Capabilities: []string{engine.CapComfyUI},
-	Formats:      []string{"safetensors"},
+	Formats:      []string{"comfyui"}, // its models are in ComfyUI's own folders
 	Options: []engine.Option{
 		{Name: "vram", Description: "ComfyUI's VRAM mode: low, normal, high, none (--lowvram …); default: ComfyUI's choice"},
 		{Name: "preview_method", Description: "previews while sampling: none, auto, latent2rgb, taesd (--preview-method)"},
