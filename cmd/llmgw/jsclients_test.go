@@ -31,17 +31,13 @@ func jsClients(t *testing.T) string {
 	return dir
 }
 
-// TestJSClients runs JavaScript client libraries against llmgw serving
-// the sim engine: the Vercel AI SDK through its OpenAI (chat and
-// Responses) and Anthropic (Messages, the SDK's choice for claude-*
-// names) providers (structured output and text, whole and streamed;
-// checks.mjs), and LangChain's ChatOpenAI and the OpenAI Agents SDK over
-// chat completions and Responses (text, structured output, tool calls,
-// an agent loop; agents.mjs).
-func TestJSClients(t *testing.T) {
+// jsWork is a folder holding the check scripts (files of
+// testdata/jsclients) and the installed client libraries, to run node in.
+func jsWork(t *testing.T, files ...string) string {
+	t.Helper()
 	lib := jsClients(t)
 	work := t.TempDir()
-	for _, f := range []string{"lib.mjs", "checks.mjs", "agents.mjs"} {
+	for _, f := range files {
 		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +49,18 @@ func TestJSClients(t *testing.T) {
 	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
+	return work
+}
+
+// TestJSClients runs JavaScript client libraries against llmgw serving
+// the sim engine: the Vercel AI SDK through its OpenAI (chat and
+// Responses) and Anthropic (Messages, the SDK's choice for claude-*
+// names) providers (structured output and text, whole and streamed;
+// checks.mjs), and LangChain's ChatOpenAI and the OpenAI Agents SDK over
+// chat completions and Responses (text, structured output, tool calls,
+// an agent loop; agents.mjs).
+func TestJSClients(t *testing.T) {
+	work := jsWork(t, "lib.mjs", "checks.mjs", "agents.mjs")
 	g := startGateway(t, `
 		model gpt-4o-mini {
 			engine sim
@@ -69,20 +77,7 @@ func TestJSClients(t *testing.T) {
 // (images.mjs) against llmgw serving an image model of the simimage
 // simulator through llm_jobs.
 func TestJSImages(t *testing.T) {
-	lib := jsClients(t)
-	work := t.TempDir()
-	for _, f := range []string{"lib.mjs", "images.mjs"} {
-		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	work := jsWork(t, "lib.mjs", "images.mjs")
 	g := jobsGateway(t, picturesModel)
 	g.readyReplicas("pictures", 1)
 	t.Setenv("LLMGW_JS_KEY", "secret-1")

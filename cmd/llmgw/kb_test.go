@@ -330,20 +330,7 @@ func kbCheckChat(t *testing.T, g *gateway, store string) {
 // gateway runs the demo config, Caddyfile.example (its key, guardrails,
 // cache and sim embedder), on free ports.
 func TestJSKnowledgeBases(t *testing.T) {
-	lib := jsClients(t)
-	work := t.TempDir()
-	for _, f := range []string{"lib.mjs", "kb.mjs"} {
-		script, err := os.ReadFile(filepath.Join("testdata", "jsclients", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, f), script, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(lib, "node_modules"), filepath.Join(work, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	work := jsWork(t, "lib.mjs", "kb.mjs")
 	docs, err := filepath.Abs(filepath.Join("testdata", "kb"))
 	if err != nil {
 		t.Fatal(err)

@@ -267,8 +267,8 @@ func (h *Jobs) events(w http.ResponseWriter, r *http.Request, id string) {
 				fl.Flush()
 			}
 		}
-		if st.finished() {
-			return
+		if st.ID == "" || st.finished() {
+			return // it ended (or, past its retention, was removed)
 		}
 		select {
 		case <-r.Context().Done():

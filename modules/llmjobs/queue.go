@@ -87,6 +87,9 @@ func (s *service) cancel(id string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.jobs[id]
+	if j == nil {
+		return "been removed", false
+	}
 	switch j.State {
 	case stateQueued:
 		q := s.queues[j.Model]
