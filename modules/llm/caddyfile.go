@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/federation"
+	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -227,7 +228,7 @@ func parseResources(d *caddyfile.Dispenser, r *catalog.Resources, a *App) error 
 			a.PinCores = true
 			return nil
 		}
-		return parseGPUDevices(d, &a.GPUDevices) // gpus.go
+		return place.ParseGPUDevices(d, &a.GPUDevices)
 	})
 }
 

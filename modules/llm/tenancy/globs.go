@@ -1,6 +1,22 @@
 package tenancy
 
-import "path"
+import (
+	"path"
+
+	"go.uber.org/zap"
+)
+
+// WarnUnmatchedGlobs logs, at load (and so in llmgw validate), each
+// models limit of orgs that matches none of names (UnmatchedGlobs).
+func WarnUnmatchedGlobs(logger *zap.Logger, orgs []*Org, names []string) {
+	for _, w := range UnmatchedGlobs(orgs, names) {
+		if w.Err != nil {
+			logger.Warn("a models limit is not a valid glob; it matches nothing", zap.String("tenant", w.Tenant), zap.String("glob", w.Glob), zap.Error(w.Err))
+		} else {
+			logger.Warn("a models limit matches no model in the catalog; check its spelling", zap.String("tenant", w.Tenant), zap.String("glob", w.Glob))
+		}
+	}
+}
 
 // GlobWarning is a models limit of the tenancy tree that matches no
 // model: Err is set when the glob is not valid.
