@@ -84,6 +84,8 @@ func getModel(w http.ResponseWriter, r *http.Request) error {
 			return a.testModel(w, r, name)
 		case "retry":
 			return a.retryModel(w, r, name)
+		case "licence/accept":
+			return a.acceptLicence(w, r, name) // licences.go
 		}
 		return a.modelAction(w, r, name, action)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/federation"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
+	"github.com/llmgw/llmgw/modules/llm/licences"
 	"github.com/llmgw/llmgw/modules/llm/place"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
@@ -154,7 +155,8 @@ type App struct {
 	mu        *sync.Mutex           // serializes runtime model changes; guards the fields below
 	fkeys     map[string]string     // model name → its fleet's pool key
 	engines   *enginelist.Set       // the engine plugins it runs
-	described *enginelist.Cache     // what engines not running said of themselves (GET /llm/engines)
+	licences  *atomic.Pointer[licences.Table]
+	described *enginelist.Cache // what engines not running said of themselves (GET /llm/engines)
 	logger    *zap.Logger
 	ctx       context.Context // the config's: done when it is unloaded
 	cctx      caddy.Context   // the same, to find the other apps at Start
@@ -254,6 +256,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.peers = peers
 	a.keys = new(atomic.Pointer[tenancy.Keyring])
 	a.view = new(atomic.Pointer[view])
+	a.licences = new(atomic.Pointer[licences.Table])
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
 	a.engines, a.described = enginelist.NewSet(), &enginelist.Cache{}
@@ -286,6 +289,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.warnUnmatchedGlobs(v) // globs.go
 	if err := a.loadStopped(ctx); err != nil {
 		return fmt.Errorf("loading stopped models from storage: %w", err)
+	}
+	if err := a.loadLicences(ctx); err != nil { // licences.go
+		return err
 	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }

@@ -44,6 +44,7 @@ const (
 	tenantKey                           // the key of the path is the tenant's
 	tenantUsage                         // every node of the query is the tenant's
 	tenantRequests                      // the request log, narrowed to the tenant's requests
+	tenantLicence                       // the body's tenant is the tenant's, or below it
 )
 
 func (t tenantAccess) filters() bool { return t == tenantModels || t == tenantKeys }
@@ -73,6 +74,10 @@ var rules = []rule{
 	{"POST /llm/models/{name}/start", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/test", roleOperator, tenantNone},
 	{"POST /llm/models/{name}/retry", roleOperator, tenantNone},
+	// A licence: the operator accepts it for anyone; a tenant admin for
+	// its own part of the tenancy.
+	{"POST /llm/models/{name}/licence/accept", roleOperator, tenantLicence},
+	{"GET /llm/licences", roleViewer, tenantOpen},
 	{"POST /llm/plan", roleOperator, tenantNone},
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},

@@ -137,6 +137,8 @@ func (h *Handler) checkTenant(id *identity, access tenantAccess, r *http.Request
 		}
 	case tenantKeyCreate:
 		return checkKeyCreate(id, r)
+	case tenantLicence:
+		return checkLicenceTenant(id, r)
 	case tenantKey:
 		keyID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/llm/keys/"), "/")
 		return h.checkKey(r, id, keyID)
@@ -215,6 +217,27 @@ func checkKeyCreate(id *identity, r *http.Request) error {
 	}
 	if req.ID != nil && *req.ID != "" {
 		return badRequest("%s", errTenantKeyID)
+	}
+	return nil
+}
+
+// checkLicenceTenant refuses a licence acceptance for a tenant outside
+// the tenant admin's part of the tenancy (or for everyone).
+func checkLicenceTenant(id *identity, r *http.Request) error {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil || len(raw) > maxBody {
+		return badRequest("the body must be JSON like {\"tenant\":\"org/team\"} of at most %d bytes", maxBody)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	var req struct {
+		Tenant string `json:"tenant"`
+	}
+	_ = json.Unmarshal(raw, &req)
+	parts := strings.Split(req.Tenant, "/")
+	kinds := []string{"", "org", "team", "project"}
+	if req.Tenant == "" || len(parts) > 3 || !id.scope.holds(kinds[len(parts)], req.Tenant) {
+		return forbidden("tenant %s is outside %s; %s accepts licences only there (name a tenant in the body: {\"tenant\":\"%s\"})",
+			catalog.Bounded(req.Tenant), id.scope, id.actor, id.scope.path)
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ func examples() map[string]string {
 		"ctl model scale":          "llmgw ctl model scale chat --min 1 --max 4 --idle-timeout 10m\nllmgw ctl model scale chat --max 0",
 		"ctl model set":            "llmgw ctl model set chat --class critical --fallbacks chat-small\nllmgw ctl model set chat --context-length 8192 --memory 8GiB",
 		"ctl model retry":          "llmgw ctl model retry chat",
+		"ctl model licence":        "llmgw ctl model licence llama-70b",
+		"ctl model licence accept": "llmgw ctl model licence accept llama-70b --tenant acme\nllmgw ctl model licence accept llama-70b --everyone",
 		"ctl model start":          "llmgw ctl model start chat",
 		"ctl model stop":           "llmgw ctl model stop chat",
 		"ctl model test":           "llmgw ctl model test gpt-4o",

@@ -64,7 +64,8 @@ func tokensText(n int64) string {
 func (c *ctl) model() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
 	cmd.AddCommand(c.modelPlan())
-	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest(), c.modelRetry())
+	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest(), c.modelRetry(),
+		c.modelLicence())
 	cmd.AddCommand(c.modelUpdateCommands()...)
 	cmd.AddCommand(c.modelStopStart()...)
 	return cmd

@@ -127,6 +127,10 @@ func (h *Jobs) checkModel(w http.ResponseWriter, r *http.Request, model string) 
 		apiErr(w, r, http.StatusBadRequest, "model_not_supported", "model", "the model %s does not run workflows (its engine, %s, does not speak ComfyUI's API); give a model of an engine that does, such as comfyui or simimage", m.Name, m.Engine)
 		return false
 	}
+	if err := app.LicenceRefusal(r.Context(), m, ownerOf(r)); err != nil {
+		apiErr(w, r, http.StatusForbidden, "licence_not_accepted", "model", "%v", err)
+		return false
+	}
 	return true
 }
 

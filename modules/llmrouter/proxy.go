@@ -84,6 +84,9 @@ func (rt *Router) admit(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 	if err == nil && rt.app.Speaks(m, engine.CapComfyUI) {
 		err = workflowModel(m, req)
 	}
+	if err == nil && m.Licence != nil {
+		err = licenceError(rt.app.LicenceRefusal(r.Context(), m, tenancy.ProjectOf(r)))
+	}
 	if err == nil {
 		err = capOutput(r, req, m)
 	}
@@ -103,6 +106,14 @@ func workflowModel(m *catalog.Model, req *openai.Request) error {
 	return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "model_not_supported", Param: "model",
 		Message: fmt.Sprintf("the model %s runs image workflows (its engine, %s, speaks ComfyUI's API), not %s requests; ask a text model (GET /v1/models lists them)",
 			m.Name, m.Engine, req.APIName())}
+}
+
+// licenceError is a licence refusal as the API's 403 (nil stays nil).
+func licenceError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &openai.Error{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "licence_not_accepted", Param: "model", Message: err.Error()}
 }
 
 // tryCandidates sends the request to the candidates in turn until one

@@ -66,7 +66,8 @@ func moduleRoot(t *testing.T) string {
 var allowed = map[string][]string{
 	"/modules/llm/catalog":     {"/modules/internal", "/plugins/engine"},
 	"/modules/llm/tenancy":     {"/modules/llm/catalog", "/modules/internal"},
-	"/modules/llm/llmapi":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/internal", "/mirror", "/plugins/engine"},
+	"/modules/llm/llmapi":      {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/licences", "/modules/internal", "/mirror", "/plugins/engine"},
+	"/modules/llm/licences":    {},
 	"/modules/llm/place":       {"/modules/llm/catalog", "/modules/llm/tenancy", "/modules/llm/llmapi", "/plugins/engine"},
 	"/modules/llm/weights":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal", "/mirror"},
 	"/modules/llm/fleet":       {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/llm/place", "/modules/llm/weights", "/mirror", "/plugins"},

@@ -77,6 +77,8 @@ func appTypes() map[string]Bodies {
 		"POST /llm/models/{name}/stop":                                   {Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/start":                                  {Response: llmapi.ModelStatus{}},
 		"POST /llm/models/{name}/retry":                                  {Response: llmapi.Retried{}},
+		"POST /llm/models/{name}/licence/accept":                         {Request: obj(map[string]any{"tenant": typ("string")}), Response: llmapi.LicenceStatus{}},
+		"GET /llm/licences":                                              {Response: []llmapi.LicenceStatus{}},
 		"POST /llm/models/{name}/test":                                   {Response: llmapi.ModelTest{}},
 		"POST /llm/replicas/{id}/restart":                                {Response: obj(map[string]any{"restarted": typ("string")}, "restarted")},
 		"GET /llm/engines":                                               {Response: []llmapi.EngineStatus{}},

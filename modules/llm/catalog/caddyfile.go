@@ -105,6 +105,8 @@ func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return parseProfile(d, m) // profiles.go
 	case "prefer":
 		return caddyfileutil.OneArg(d, &m.Prefer)
+	case "licence", "license":
+		return parseLicence(d, m) // licence.go
 	case "context_length":
 		var n int
 		err := caddyfileutil.IntArg(d, &n, 1)

@@ -111,6 +111,10 @@ type Model struct {
 	Prefer string `json:"prefer,omitempty"`
 	// profile is, for a shape of a model (see Shape), its profile's name.
 	profile string
+	// Licence the model is served under: each tenant's requests are
+	// refused with 403 until the licence is accepted for it (see
+	// Licence). Default: none.
+	Licence *Licence `json:"licence,omitempty"`
 	// providerBlocks are the Caddyfile's provider blocks until
 	// ExpandProviders makes them Providers.
 	providerBlocks []*ProviderBlock
@@ -227,6 +231,7 @@ func (m *Model) Key(engineKey string) string {
 	k.Providers, k.Routing = nil, nil // they steer routing only
 	k.UpdateCheck = 0                 // when the registry is asked shapes no replica
 	k.MaxOutput = 0                   // a bound on requests, checked by the gateway
+	k.Licence = nil                   // who may use it, checked by the gateway
 	b, _ := json.Marshal(struct {
 		M *Model
 		E string
@@ -280,6 +285,9 @@ func (m *Model) Validate() error {
 		return err
 	}
 	if err := m.checkProfiles(); err != nil { // profiles.go
+		return err
+	}
+	if err := m.checkLicence(); err != nil { // licence.go
 		return err
 	}
 	return m.ValidateAdapters()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmgw/llmgw/mirror"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/llm/licences"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/plugins/engine"
 )
@@ -394,6 +395,13 @@ type ProfileStatus struct {
 	Engine        string             `json:"engine"`
 	ContextLength int64              `json:"context_length,omitempty"`
 	Resources     *catalog.Resources `json:"resources,omitempty"`
+}
+
+// LicenceStatus is a model's licence and for whom it was accepted.
+type LicenceStatus struct {
+	Model    string                `json:"model"`
+	Licence  catalog.Licence       `json:"licence"`
+	Accepted []licences.Acceptance `json:"accepted"`
 }
 
 // ReplicaStatus describes one replica.

@@ -346,6 +346,15 @@ func SetTenant(r *http.Request, t *Tenant) { caddyhttp.SetVar(r.Context(), tenan
 // TenantOf returns the tenant llm_quota resolved, if it ran.
 func TenantOf(r *http.Request) (*Tenant, bool) { return TenantIn(r.Context()) }
 
+// ProjectOf is the project path of the caller's key ("" when llm_quota
+// did not run).
+func ProjectOf(r *http.Request) string {
+	if t, ok := TenantOf(r); ok {
+		return t.Project
+	}
+	return ""
+}
+
 // TenantIn is TenantOf for code that has only the request's context.
 func TenantIn(ctx context.Context) (*Tenant, bool) {
 	t, ok := caddyhttp.GetVar(ctx, tenantVar).(*Tenant)
