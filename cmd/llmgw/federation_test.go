@@ -224,6 +224,9 @@ func TestFederationPeer(t *testing.T) {
 		}
 		return ids["east/chat"]
 	})
+	// east/chat is listed from the start (local-chat's fallback names
+	// it); the peer's first check may come after.
+	waitFor(t, 30*time.Second, "the peer's first check", func() bool { st, _ := peerStatus(local); return st.State != "unknown" })
 	st, raw := peerStatus(local)
 	if st.State != "up" || len(st.Models) != 1 || st.Models[0] != "east/chat" || st.CA != ca || st.Checked.IsZero() {
 		t.Errorf("GET /llm/peers: got %+v", st)
