@@ -44,6 +44,12 @@ func TestSimImageModel(t *testing.T) {
 	if resp.StatusCode != 400 || e.Error.Code != "model_not_supported" || !strings.Contains(e.Error.Message, "runs image workflows") {
 		t.Errorf("chat to the image model: %d %s", resp.StatusCode, body)
 	}
+	// Without llm_jobs on the site, the images and jobs APIs say what is
+	// missing.
+	resp, body = post(t, g.base+"/v1/images/generations", `{"model":"pictures","prompt":"a red fox"}`)
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "llm_jobs") {
+		t.Errorf("images without llm_jobs: %d %s", resp.StatusCode, body)
+	}
 	// The replica is supervised like any other: its process killed, it is
 	// replaced.
 	killed := r.PID

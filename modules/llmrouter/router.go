@@ -218,6 +218,11 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 }
 
 func notFound(w http.ResponseWriter, r *http.Request, path string) {
+	if strings.Contains(path, "/v1/images/") || strings.Contains(path, "/v1/jobs") {
+		(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
+			Message: fmt.Sprintf("%s is served by llm_jobs, which this site does not run: put llm_jobs before llm_router in its route (docs/jobs.md)", path)}).WriteFor(w, r)
+		return
+	}
 	(&openai.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
 		Message: fmt.Sprintf("unknown endpoint %s; this gateway serves /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages and /v1/messages/count_tokens", path)}).WriteFor(w, r)
 }
