@@ -74,13 +74,12 @@ func TestJSClients(t *testing.T) {
 }
 
 // TestJSImages runs the official openai client's images.generate
-// (images.mjs) against llmgw serving an image model of the simimage
-// simulator through llm_jobs.
+// (images.mjs) against the demo config, Caddyfile.example, whose image
+// model runs the simimage simulator through llm_jobs.
 func TestJSImages(t *testing.T) {
 	work := jsWork(t, "lib.mjs", "images.mjs")
-	g := jobsGateway(t, picturesModel)
-	g.readyReplicas("pictures", 1)
-	t.Setenv("LLMGW_JS_KEY", "secret-1")
+	g := startExample(t) // the demo config: its image model starts on the first job
+	t.Setenv("LLMGW_JS_KEY", "sk-llmgw-example-key-change-me")
 	runJSChecks(t, g, work, "images.mjs")
 }
 

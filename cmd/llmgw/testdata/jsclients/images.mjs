@@ -1,5 +1,6 @@
-// The official openai client's images.generate against llmgw serving an
-// image model of the simimage simulator: b64_json and url pictures are
+// The official openai client's images.generate against llmgw's demo
+// config (Caddyfile.example), whose image model runs the simimage
+// simulator: b64_json and url pictures are
 // PNGs of the asked size; bad requests are APIErrors that say why.
 import OpenAI from 'openai';
 import { base, apiKey, check, report } from './lib.mjs';
@@ -41,7 +42,7 @@ await check('images.generate refusals', async () => {
   for (const [params, status, words] of [
     [{ model: 'pictures', prompt: 'x', size: '100x100' }, 400, 'multiple of 8'],
     [{ model: 'pictures', prompt: 'x', n: 11 }, 400, 'ask 1 to 10'],
-    [{ model: 'chat', prompt: 'x' }, 400, 'does not run workflows'],
+    [{ model: 'sim-chat', prompt: 'x' }, 400, 'does not run workflows'],
     [{ model: 'nope', prompt: 'x' }, 404, 'does not exist'],
     [{ model: 'pictures', prompt: '' }, 400, 'prompt is required'],
   ]) {
