@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -328,4 +329,89 @@ func TestJobsReplicaKilled(t *testing.T) {
 	if last.State != "succeeded" || last.Error != nil || !retried || !strings.Contains(raw, `"attempts":2`) {
 		t.Errorf("an idempotent job whose replica was killed: retried %v, %s", retried, raw)
 	}
+}
+
+// 500 jobs of 5 projects on 2 replicas: while every project has jobs
+// waiting, the projects take turns (each gets 20% of the runs, within 10%
+// of it, though one queued 300 jobs before the others queued theirs); a
+// reload in the middle loses nothing; every job succeeds.
+func TestJobsFairUnderLoad(t *testing.T) {
+	var keys strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&keys, "\t\t\t\tproject p%d {\n\t\t\t\t\tkey k%d %s\n\t\t\t\t}\n", i, i, tenancy.HashKey(fmt.Sprintf("load-key-%d", i)))
+	}
+	models := `
+		model pictures {
+			engine simimage
+			option step_time 10ms
+			min 2
+			max 2
+			target_concurrency 1
+		}
+		org load {
+			team t {
+` + keys.String() + `			}
+		}`
+	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
+		quota: new(string), before: "\t\tllm_jobs\n"}
+	g.writeConfig(models, "")
+	g.start()
+	g.readyReplicas("pictures", 2)
+	wf := `{"model":"pictures","workflow":` + strings.Replace(workflow("8"), `"width": 320, "height": 192`, `"width": 64, "height": 64`, 1) + `}`
+	submit := func(p, n int) {
+		for range n {
+			if code, _, raw := jobCall(t, g, fmt.Sprintf("load-key-%d", p), "POST", "/v1/jobs", wf); code != 200 {
+				t.Fatalf("submitting for p%d: %d %s", p, code, raw)
+			}
+		}
+	}
+	counts := func() (done [5]int, waiting [5]int) {
+		for p := range 5 {
+			var list struct {
+				Data []jobView `json:"data"`
+			}
+			_, _, raw := jobCall(t, g, fmt.Sprintf("load-key-%d", p), "GET", "/v1/jobs?limit=100", "")
+			_ = json.Unmarshal([]byte(raw), &list)
+			for _, j := range list.Data {
+				switch j.State {
+				case "succeeded", "running":
+					done[p]++
+				case "queued":
+					waiting[p]++
+				default:
+					t.Fatalf("job %s of p%d: %s %+v", j.ID, p, j.State, j.Error)
+				}
+			}
+		}
+		return done, waiting
+	}
+	submit(0, 100)
+	submit(0, 100)
+	submit(0, 100) // p0 floods the queue first (only its newest 100 are counted)
+	for p := 1; p < 5; p++ {
+		submit(p, 50)
+	}
+	before, _ := counts()
+	g.reload(models, "")
+	var after, waiting [5]int
+	waitFor(t, 120*time.Second, "100 more jobs run", func() bool {
+		after, waiting = counts()
+		n := 0
+		for p := 1; p < 5; p++ {
+			n += after[p] - before[p]
+		}
+		return n >= 80
+	})
+	for p := 1; p < 5; p++ {
+		if waiting[p] == 0 {
+			t.Fatalf("p%d has no job waiting any more: the measure is over (before %v, after %v)", p, before, after)
+		}
+		if d := after[p] - before[p]; d < 18 || d > 22 {
+			t.Errorf("p%d ran %d jobs while the 5 projects ran about 100: want 18 to 22 (before %v, after %v)", p, d, before, after)
+		}
+	}
+	waitFor(t, 180*time.Second, "every job done", func() bool {
+		_, w := counts()
+		return w == [5]int{}
+	})
 }
