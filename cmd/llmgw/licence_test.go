@@ -29,6 +29,11 @@ func TestModelLicence(t *testing.T) {
 			target_concurrency 1
 			licence flux-dev-nc https://example.com/flux-dev-licence
 		}
+		model flaky {
+			engine sim
+			option fail_status 500
+			fallback chat
+		}
 		model chat {
 			engine sim
 			licence llama3.1-community {
@@ -88,14 +93,20 @@ func TestModelLicence(t *testing.T) {
 			t.Errorf("the job of %s: %+v", key, seen[len(seen)-1])
 		}
 	}
-	// Each model's licence is its own: chat is still refused.
+	// Each model's licence is its own: chat is still refused, and is no
+	// fallback for a model without a licence either.
 	refused("secret-3", "a chat of another licence", "/v1/chat/completions", `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`)
+	if code, _, raw := jobCall(t, g, "secret-3", "POST", "/v1/chat/completions", `{"model":"flaky","messages":[{"role":"user","content":"hi"}]}`); code == 200 {
+		t.Errorf("a fallback under a licence not accepted served the caller: %s", raw)
+	}
 	out, err := ctlRun(t, g, "model", "licence", "accept", "chat", "--everyone")
 	if err != nil || !strings.Contains(out, "llama3.1-community") || !regexpLine(out, "everyone") {
 		t.Errorf("ctl model licence accept --everyone: %v\n%s", err, out)
 	}
-	if code, _, raw := jobCall(t, g, "secret-3", "POST", "/v1/chat/completions", `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`); code != 200 {
-		t.Errorf("a chat once its licence is accepted for everyone: %d %s", code, raw)
+	for _, model := range []string{"chat", "flaky"} { // flaky: through its fallback
+		if code, _, raw := jobCall(t, g, "secret-3", "POST", "/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`); code != 200 {
+			t.Errorf("%s once chat's licence is accepted for everyone: %d %s", model, code, raw)
+		}
 	}
 	out, err = ctlRun(t, g, "model", "licence", "pictures")
 	if err != nil || !regexpLine(out, "acme/research", "acme-lead") || !regexpLine(out, "acme2", "acme2-lead") {

@@ -197,12 +197,14 @@ func (rt *Router) selector(r *http.Request, req *openai.Request, name string) fl
 // policy tries them (see plan).
 func (rt *Router) candidates(r *http.Request, req *openai.Request, m *catalog.Model, plan *routePlan) []string {
 	tenant, limited := tenancy.TenantOf(r)
+	// A canary or fallback serves the caller only if the caller may use
+	// it: its tenant's models, and a licence accepted for it.
 	allowed := func(name string) bool {
-		if !limited {
-			return true
-		}
 		f, err := rt.app.Lookup(name)
-		return err == nil && tenant.Allowed(name, f.Name)
+		if err != nil || f.Licence != nil && rt.app.LicenceRefusal(r.Context(), f, tenancy.ProjectOf(r)) != nil {
+			return false
+		}
+		return !limited || tenant.Allowed(name, f.Name)
 	}
 	out := make([]string, 0, 2+len(m.Fallbacks)+len(m.Providers))
 	if c := m.Canary; c != nil && c.Share > 0 && rt.canaryDraw(r, req) < c.Share && allowed(c.Model) {
