@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -111,7 +112,7 @@ func Command(main string, spec engine.ReplicaSpec, port int, dir string) ([]stri
 		}
 		args = append(args, "--preview-method", v)
 	}
-	if spec.GPUs == 0 && len(spec.GPUDevices) == 0 && !contains(spec.Args, "--cpu") {
+	if spec.GPUs == 0 && len(spec.GPUDevices) == 0 && !slices.Contains(spec.Args, "--cpu") {
 		args = append(args, "--cpu") // a replica given no GPU runs on the CPU
 	}
 	return append(args, spec.Args...), nil
@@ -168,13 +169,4 @@ func (e *Engine) Shutdown() {
 		e.dirs.Delete(id)
 		return true
 	})
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"math"
 	"os"
-	"sort"
 )
 
 // draw paints a width×height picture that depends only on h: a gradient
@@ -90,5 +89,3 @@ func glb(h uint64) []byte {
 	out.Write(bin.Bytes())
 	return out.Bytes()
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

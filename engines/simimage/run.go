@@ -11,6 +11,7 @@ import (
 	_ "image/jpeg" // LoadImage reads JPEG uploads too
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -242,7 +243,7 @@ func sortedInputs(n node) []string {
 	for k := range n.Inputs {
 		names = append(names, k)
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	return names
 }
 

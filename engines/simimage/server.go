@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -241,7 +242,7 @@ func (s *Server) postQueue(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	keep := s.pending[:0:0]
 	for _, ru := range s.pending {
-		if !body.Clear && !contains(body.Delete, ru.id) {
+		if !body.Clear && !slices.Contains(body.Delete, ru.id) {
 			keep = append(keep, ru)
 		}
 	}
@@ -434,13 +435,4 @@ func newID() string {
 	_, _ = rand.Read(b[:])
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

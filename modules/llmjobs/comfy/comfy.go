@@ -96,10 +96,9 @@ func (c *Client) http() *http.Client {
 }
 
 // Run runs workflow to its end: it connects to the events first, queues
-// the workflow, calls started with its prompt id and progress with each
-// change, and returns the files it wrote. A cancelled ctx interrupts it
-// on the server.
-func (c *Client) Run(ctx context.Context, workflow json.RawMessage, started func(promptID string), progress func(Progress)) ([]Output, error) {
+// the workflow, calls progress with each change, and returns the files
+// it wrote. A cancelled ctx interrupts it on the server.
+func (c *Client) Run(ctx context.Context, workflow json.RawMessage, progress func(Progress)) ([]Output, error) {
 	wsURL := "ws" + strings.TrimPrefix(c.Base, "http") + "/ws?clientId=" + url.QueryEscape(c.ID)
 	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: c.http()})
 	if err != nil {
@@ -118,9 +117,6 @@ func (c *Client) Run(ctx context.Context, workflow json.RawMessage, started func
 	id, err := c.queue(ctx, workflow)
 	if err != nil {
 		return nil, err
-	}
-	if started != nil {
-		started(id)
 	}
 	nodes := countNodes(workflow)
 	err = c.follow(ctx, ws, id, nodes, progress)

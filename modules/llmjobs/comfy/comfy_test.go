@@ -42,13 +42,12 @@ const wf = `{
 
 func TestRun(t *testing.T) {
 	c := newServer(t, simimage.Config{Model: "m", StepTime: time.Millisecond})
-	var id string
 	var ps []Progress
-	outs, err := c.Run(context.Background(), json.RawMessage(wf), func(p string) { id = p }, func(p Progress) { ps = append(ps, p) })
+	outs, err := c.Run(context.Background(), json.RawMessage(wf), func(p Progress) { ps = append(ps, p) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id == "" || len(outs) != 2 || outs[0].Node != "9" || outs[0].Kind != "images" || !strings.HasPrefix(outs[0].Filename, "kite_") {
+	if len(outs) != 2 || outs[0].Node != "9" || outs[0].Kind != "images" || !strings.HasPrefix(outs[0].Filename, "kite_") {
 		t.Fatalf("outputs (previews left out): %+v", outs)
 	}
 	var sampled bool
@@ -73,12 +72,12 @@ func TestRun(t *testing.T) {
 
 func TestRefusedAndFailed(t *testing.T) {
 	c := newServer(t, simimage.Config{Model: "m", StepTime: time.Millisecond, FailStep: 2})
-	_, err := c.Run(context.Background(), json.RawMessage(strings.Replace(wf, `"VAEDecode"`, `"NoSuchNode"`, 1)), nil, nil)
+	_, err := c.Run(context.Background(), json.RawMessage(strings.Replace(wf, `"VAEDecode"`, `"NoSuchNode"`, 1)), nil)
 	var refused *RefusedError
 	if !errors.As(err, &refused) || refused.Type != "invalid_prompt" || !strings.Contains(err.Error(), "NoSuchNode") {
 		t.Errorf("an unknown node: %v", err)
 	}
-	_, err = c.Run(context.Background(), json.RawMessage(wf), nil, nil)
+	_, err = c.Run(context.Background(), json.RawMessage(wf), nil)
 	var failed *NodeError
 	if !errors.As(err, &failed) || failed.Node != "3" || failed.Class != "KSampler" {
 		t.Errorf("a failing step: %v", err)
@@ -91,7 +90,7 @@ func TestCancelInterrupts(t *testing.T) {
 	long := strings.Replace(wf, `"steps": 4`, `"steps": 1000`, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Run(ctx, json.RawMessage(long), nil, func(p Progress) {
+		_, err := c.Run(ctx, json.RawMessage(long), func(p Progress) {
 			if p.Step == 2 {
 				cancel()
 			}
@@ -107,7 +106,7 @@ func TestCancelInterrupts(t *testing.T) {
 		t.Fatal("the cancelled run did not end")
 	}
 	// The server was told: its next workflow runs at once.
-	if _, err := c.Run(context.Background(), json.RawMessage(wf), nil, nil); err != nil {
+	if _, err := c.Run(context.Background(), json.RawMessage(wf), nil); err != nil {
 		t.Errorf("the next run: %v", err)
 	}
 }
