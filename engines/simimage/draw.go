@@ -39,10 +39,10 @@ func draw(width, height int, h uint64) *image.NRGBA {
 
 func lerp(a, b uint8, t float64) uint8 { return uint8(float64(a) + (float64(b)-float64(a))*t) }
 
-// writePNG writes the picture of h to path.
-func writePNG(path string, width, height int, h uint64) error {
+// writePNG writes a picture to path.
+func writePNG(path string, img *image.NRGBA) error {
 	var buf bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, draw(width, height, h)); err != nil {
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)

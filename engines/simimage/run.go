@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"image"
-	_ "image/jpeg" // LoadImage reads JPEG uploads too
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +23,11 @@ type value struct {
 	width, height int
 	batch         int
 	hash          uint64
+	// pixels is the picture an image to image workflow started from
+	// (LoadImage's), carried to the pictures it draws; keep is the share
+	// of it they keep (1 - denoise/2).
+	pixels *image.NRGBA
+	keep   float64
 }
 
 // run is one prompt being executed.
@@ -99,16 +103,22 @@ func (s *Server) runNode(ctx context.Context, r *run, id string, n node, vals ma
 		return []value{{kind: "LATENT", width: intInput(n, "resolution", 3072), batch: intInput(n, "batch_size", 1), hash: h}}, nil, nil
 	case "KSampler":
 		lat := in("latent_image")
-		if err := s.sample(ctx, r, id, intInput(n, "steps", 20)); err != nil {
+		out := value{kind: "LATENT", width: lat.width, height: lat.height, batch: lat.batch, hash: h, pixels: lat.pixels}
+		if lat.pixels != nil {
+			out.keep = 1 - min(max(floatInput(n, "denoise", 1), 0), 1)/2
+		}
+		if err := s.sample(ctx, r, id, intInput(n, "steps", 20), out); err != nil {
 			return nil, nil, err
 		}
-		return []value{{kind: "LATENT", width: lat.width, height: lat.height, batch: lat.batch, hash: h}}, nil, nil
+		return []value{out}, nil, nil
 	case "VAEDecode", "VAEEncode", "VAEDecodeHunyuan3D", "VoxelToMeshBasic":
 		src := in(map[string]string{"VAEDecode": "samples", "VAEEncode": "pixels", "VAEDecodeHunyuan3D": "samples", "VoxelToMeshBasic": "voxel"}[n.ClassType])
 		kind := classes[n.ClassType].outputs[0]
-		return []value{{kind: kind, width: src.width, height: src.height, batch: max(src.batch, 1), hash: h}}, nil, nil
+		return []value{{kind: kind, width: src.width, height: src.height, batch: max(src.batch, 1), hash: h, pixels: src.pixels, keep: src.keep}}, nil, nil
 	case "LoadImage":
 		return s.loadImage(n, h)
+	case "ImageScale", "ImageBlend", "RepeatLatentBatch", "SetLatentNoiseMask":
+		return transform(n, in, h)
 	case "SaveImage", "PreviewImage":
 		return s.saveImages(n, in("images"), h)
 	case "SaveGLB":
@@ -124,7 +134,7 @@ func (s *Server) runNode(ctx context.Context, r *run, id string, n node, vals ma
 
 // sample takes steps steps of the set step time, each a progress event;
 // the cancel of ctx (an interrupt) ends it.
-func (s *Server) sample(ctx context.Context, r *run, id string, steps int) error {
+func (s *Server) sample(ctx context.Context, r *run, id string, steps int, lat value) error {
 	steps = min(max(steps, 1), 10000)
 	for i := 1; i <= steps; i++ {
 		select {
@@ -136,27 +146,31 @@ func (s *Server) sample(ctx context.Context, r *run, id string, steps int) error
 			return fmt.Errorf("simulated failure at step %d (the replica's fail_step)", i)
 		}
 		s.send(r.client, "progress", map[string]any{"value": i, "max": steps, "prompt_id": r.id, "node": id})
+		if s.cfg.Previews && lat.width > 0 {
+			s.deliver(r.client, wsMessage{binary: true, b: previewFrame(lat, i, steps)})
+		}
 	}
 	return nil
 }
 
-// loadImage reads an uploaded picture from the input folder.
+// loadImage reads an uploaded picture from the input folder: its pixels
+// (PNG and JPEG; of WebP only its size) and a hash of its bytes, so
+// that what is drawn from it depends on it.
 func (s *Server) loadImage(n node, h uint64) ([]value, map[string]any, error) {
 	var name string
 	if json.Unmarshal(n.Inputs["image"], &name) != nil || name == "" || strings.Contains(name, "..") {
 		return nil, nil, fmt.Errorf("Invalid image file: %s", n.Inputs["image"])
 	}
-	f, err := os.Open(filepath.Join(s.cfg.Dir, "input", filepath.FromSlash(name)))
+	b, err := os.ReadFile(filepath.Join(s.cfg.Dir, "input", filepath.FromSlash(name)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("Invalid image file: %s", name)
 	}
-	defer f.Close()
-	cfg, _, err := image.DecodeConfig(f)
+	pix, w, hh, err := decodePicture(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("Invalid image file: %s: %v", name, err)
 	}
-	h = mix(h, hashOf(name))
-	return []value{{kind: "IMAGE", width: cfg.Width, height: cfg.Height, batch: 1, hash: h}, {kind: "MASK", hash: mix(h, 1)}}, nil, nil
+	h = mix(h, hashOf(string(b)))
+	return []value{{kind: "IMAGE", width: w, height: hh, batch: 1, hash: h, pixels: pix, keep: 1}, {kind: "MASK", hash: mix(h, 1)}}, nil, nil
 }
 
 // saveImages draws the pictures and writes them: to the output folder
@@ -175,7 +189,7 @@ func (s *Server) saveImages(n node, img value, h uint64) ([]value, map[string]an
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := writePNG(filepath.Join(s.cfg.Dir, folder, sub, name), img.width, img.height, mix(img.hash, uint64(i))); err != nil {
+		if err := writePNG(filepath.Join(s.cfg.Dir, folder, sub, name), paint(img, i)); err != nil {
 			return nil, nil, err
 		}
 		images = append(images, map[string]any{"filename": name, "subfolder": sub, "type": folder})
@@ -254,6 +268,15 @@ func intInput(n node, name string, def int) int {
 		return def
 	}
 	return int(f)
+}
+
+// floatInput reads a number input, def when it is absent or a link.
+func floatInput(n node, name string, def float64) float64 {
+	var f float64
+	if json.Unmarshal(n.Inputs[name], &f) != nil {
+		return def
+	}
+	return f
 }
 
 // stringInput reads a text input, def when it is absent or a link.

@@ -32,6 +32,10 @@ type Config struct {
 	FailStep int
 	// Dir holds the input, output and temp folders.
 	Dir string
+	// Previews has each sampler step send a preview picture to the
+	// prompt's client, as ComfyUI does with a --preview-method: a binary
+	// WebSocket message (event 1, PREVIEW_IMAGE: a JPEG).
+	Previews bool
 }
 
 // Server is a simulated ComfyUI server: it speaks ComfyUI's HTTP and
@@ -51,7 +55,14 @@ type Server struct {
 
 // client is one WebSocket client, by its clientId.
 type client struct {
-	out chan []byte
+	out chan wsMessage
+}
+
+// wsMessage is one message to a client: JSON text, or binary (a
+// preview picture).
+type wsMessage struct {
+	binary bool
+	b      []byte
 }
 
 // NewServer returns a server whose worker runs until ctx ends.
@@ -353,7 +364,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		id = newID()
 	}
-	c := &client{out: make(chan []byte, 4096)}
+	c := &client{out: make(chan wsMessage, 4096)}
 	s.mu.Lock()
 	s.clients[id] = c
 	s.mu.Unlock()
@@ -374,8 +385,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
-		case b := <-c.out:
-			if conn.Write(ctx, websocket.MessageText, b) != nil {
+		case m := <-c.out:
+			typ := websocket.MessageText
+			if m.binary {
+				typ = websocket.MessageBinary
+			}
+			if conn.Write(ctx, typ, m.b) != nil {
 				return
 			}
 		}
@@ -388,6 +403,14 @@ func (s *Server) send(clientID, typ string, data any) {
 		return
 	}
 	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
+	s.deliver(clientID, wsMessage{b: b})
+}
+
+// deliver gives one message to a client ("" or gone: to nobody).
+func (s *Server) deliver(clientID string, m wsMessage) {
+	if clientID == "" {
+		return
+	}
 	s.mu.Lock()
 	c := s.clients[clientID]
 	s.mu.Unlock()
@@ -395,7 +418,7 @@ func (s *Server) send(clientID, typ string, data any) {
 		return
 	}
 	select {
-	case c.out <- b:
+	case c.out <- m:
 	default: // a client that does not read loses events, as with ComfyUI
 	}
 }
@@ -408,7 +431,7 @@ func (s *Server) status() {
 	defer s.mu.Unlock()
 	for _, c := range s.clients {
 		select {
-		case c.out <- b:
+		case c.out <- wsMessage{b: b}:
 		default:
 		}
 	}

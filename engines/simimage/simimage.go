@@ -4,9 +4,12 @@
 // ComfyUI's HTTP and WebSocket API (/prompt, /queue, /history, /view,
 // /upload/image, /interrupt, /object_info, /system_stats, /ws) and runs
 // workflows in ComfyUI's API format one at a time: each sampler step
-// takes a set time and is a progress event, and the outputs are
-// deterministic pictures (PNG of the requested size, drawn from a hash of
-// everything the workflow says) and tiny GLB meshes.
+// takes a set time and is a progress event (and, unless previews are
+// off, a binary preview message with a small JPEG, as ComfyUI sends with
+// a --preview-method), and the outputs are deterministic pictures (PNG
+// of the requested size, drawn from a hash of everything the workflow
+// says; an image to image workflow keeps part of its uploaded picture,
+// so what comes out shows what went in) and tiny GLB meshes.
 package simimage
 
 import (
@@ -55,6 +58,7 @@ var options = []struct {
 }{
 	{engine.Option{Name: "step_time", Type: engine.TypeDuration, Description: "how long one sampler step takes; default 50ms"}, "step-time"},
 	{engine.Option{Name: "fail_step", Type: engine.TypeInteger, Description: "fail every sampler at this step (to test failures)"}, "fail-step"},
+	{engine.Option{Name: "previews", Type: engine.TypeBool, Description: "send a preview picture at each sampler step, as ComfyUI with a --preview-method does; default true"}, "previews"},
 }
 
 // Info describes the engine.
@@ -64,7 +68,7 @@ func (e *Engine) Info(context.Context) (engine.Info, error) {
 		Capabilities: []string{engine.CapComfyUI},
 		Formats:      []string{"sim"},
 		ReservedArgs: []string{"-listen", "--listen", "-dir", "--dir", "-model", "--model"},
-		ArgFlags:     []string{"--step-time", "--fail-step"},
+		ArgFlags:     []string{"--step-time", "--fail-step", "--previews"},
 		Example:      "name: pictures\nengine: simimage\noptions:\n  step_time: 50ms\n",
 	}
 	for _, o := range options {
@@ -137,6 +141,7 @@ func parseFlags(args []string) (Config, string, error) {
 	fs.StringVar(&cfg.Dir, "dir", "", "folder of the input, output and temp folders")
 	fs.DurationVar(&cfg.StepTime, "step-time", 50*time.Millisecond, "one sampler step")
 	fs.IntVar(&cfg.FailStep, "fail-step", 0, "fail every sampler at this step")
+	fs.BoolVar(&cfg.Previews, "previews", true, "send a preview picture at each sampler step")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}
