@@ -7,10 +7,12 @@ package comfy
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"sort"
@@ -81,11 +83,24 @@ func (e *NodeError) Error() string {
 // ErrInterrupted ends a workflow the server interrupted.
 var ErrInterrupted = errors.New("the workflow was interrupted")
 
+// Preview is a preview picture the server sent while a workflow ran
+// (servers started with a --preview-method send one per sampler step):
+// its bytes, their type (image/jpeg or image/png), and where the
+// workflow was when it came.
+type Preview struct {
+	Image       []byte
+	ContentType string
+	Progress    Progress
+}
+
 // Client runs workflows on one server.
 type Client struct {
 	Base string       // http://host:port, no trailing slash
 	HTTP *http.Client // default: http.DefaultClient
 	ID   string       // the client id the server's events are addressed to
+	// Previews, when set, is called with each preview picture the server
+	// sends while Run runs (its binary WebSocket messages).
+	Previews func(Preview)
 }
 
 func (c *Client) http() *http.Client {
@@ -166,7 +181,11 @@ func (c *Client) follow(ctx context.Context, ws *websocket.Conn, id string, node
 			return fmt.Errorf("the server's events ended before the workflow did: %w", err)
 		}
 		if typ != websocket.MessageText {
-			continue // a preview picture
+			if pv, ok := parsePreview(b); ok && c.Previews != nil {
+				pv.Progress = p
+				c.Previews(pv)
+			}
+			continue
 		}
 		var ev struct {
 			Type string          `json:"type"`
@@ -217,6 +236,85 @@ func (c *Client) follow(ctx context.Context, ws *websocket.Conn, id string, node
 			progress(p)
 		}
 	}
+}
+
+// Binary message types of ComfyUI's /ws, and the image formats of a
+// PREVIEW_IMAGE message.
+const (
+	binPreviewImage             = 1
+	binPreviewImageWithMetadata = 4
+	formatJPEG                  = 1
+	formatPNG                   = 2
+)
+
+// parsePreview reads a binary message: a 4-byte big-endian event type;
+// for PREVIEW_IMAGE a 4-byte format (1 JPEG, 2 PNG) and the picture; for
+// PREVIEW_IMAGE_WITH_METADATA a 4-byte length, JSON metadata (its
+// image_type) and the picture.
+func parsePreview(b []byte) (Preview, bool) {
+	if len(b) < 8 {
+		return Preview{}, false
+	}
+	switch binary.BigEndian.Uint32(b) {
+	case binPreviewImage:
+		ct := map[uint32]string{formatJPEG: "image/jpeg", formatPNG: "image/png"}[binary.BigEndian.Uint32(b[4:])]
+		return Preview{Image: b[8:], ContentType: ct}, ct != ""
+	case binPreviewImageWithMetadata:
+		n := int(binary.BigEndian.Uint32(b[4:]))
+		if n < 0 || 8+n > len(b) {
+			return Preview{}, false
+		}
+		var meta struct {
+			ImageType string `json:"image_type"`
+		}
+		_ = json.Unmarshal(b[8:8+n], &meta)
+		ct := map[string]string{"image/jpeg": "image/jpeg", "image/png": "image/png", "image/webp": "image/webp"}[meta.ImageType]
+		return Preview{Image: b[8+n:], ContentType: ct}, ct != ""
+	}
+	return Preview{}, false
+}
+
+// Upload stores a picture on the server (its input folder, replacing a
+// file of that name) and returns the name a LoadImage node gives to load
+// it.
+func (c *Client) Upload(ctx context.Context, name string, data []byte) (string, error) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("image", name)
+	if err == nil {
+		_, err = fw.Write(data)
+	}
+	if err == nil {
+		err = mw.WriteField("overwrite", "true")
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+"/upload/image", &body)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return "", fmt.Errorf("uploading %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Name, Subfolder string }
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		return "", &RefusedError{Message: fmt.Sprintf("uploading %s: %s: %s", name, resp.Status, bytes.TrimSpace(b))}
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.Name == "" {
+		return "", fmt.Errorf("uploading %s: the server answered %s: %s", name, resp.Status, bytes.TrimSpace(b))
+	}
+	if out.Subfolder != "" {
+		return out.Subfolder + "/" + out.Name, nil
+	}
+	return out.Name, nil
 }
 
 // outputs lists the files the prompt wrote, from its history.

@@ -1,9 +1,13 @@
 package comfy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -108,5 +112,47 @@ func TestCancelInterrupts(t *testing.T) {
 	// The server was told: its next workflow runs at once.
 	if _, err := c.Run(context.Background(), json.RawMessage(wf), nil); err != nil {
 		t.Errorf("the next run: %v", err)
+	}
+}
+
+// img2img loads an uploaded picture and samples it.
+const img2img = `{
+  "1": {"class_type": "LoadImage", "inputs": {"image": "NAME"}},
+  "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "m.safetensors"}},
+  "5": {"class_type": "VAEEncode", "inputs": {"pixels": ["1", 0], "vae": ["4", 2]}},
+  "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "a kite", "clip": ["4", 1]}},
+  "3": {"class_type": "KSampler", "inputs": {"seed": 1, "steps": 3, "cfg": 7, "sampler_name": "euler", "scheduler": "normal", "denoise": 0.5,
+        "model": ["4", 0], "positive": ["6", 0], "negative": ["6", 0], "latent_image": ["5", 0]}},
+  "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+  "9": {"class_type": "SaveImage", "inputs": {"filename_prefix": "kite", "images": ["8", 0]}}
+}`
+
+// An uploaded picture is loaded by the name Upload returns, and the
+// server's preview pictures reach Previews, one per sampler step, with
+// the step they came at.
+func TestUploadAndPreviews(t *testing.T) {
+	c := newServer(t, simimage.Config{Model: "m", StepTime: time.Millisecond, Previews: true})
+	var pic bytes.Buffer
+	_ = png.Encode(&pic, image.NewNRGBA(image.Rect(0, 0, 48, 32)))
+	name, err := c.Upload(context.Background(), "job-1-photo.png", pic.Bytes())
+	if err != nil || name != "job-1-photo.png" {
+		t.Fatalf("upload: %q %v", name, err)
+	}
+	var previews []Preview
+	c.Previews = func(p Preview) { previews = append(previews, p) }
+	outs, err := c.Run(context.Background(), json.RawMessage(strings.Replace(img2img, "NAME", name, 1)), nil)
+	if err != nil || len(outs) != 1 {
+		t.Fatalf("run: %v %+v", err, outs)
+	}
+	if len(previews) != 3 {
+		t.Fatalf("%d previews, want 3", len(previews))
+	}
+	for i, p := range previews {
+		if p.ContentType != "image/jpeg" || p.Progress.Step != i+1 || p.Progress.Steps != 3 || p.Progress.Node != "3" {
+			t.Errorf("preview %d: %s at %+v", i, p.ContentType, p.Progress)
+		}
+		if _, err := jpeg.DecodeConfig(bytes.NewReader(p.Image)); err != nil {
+			t.Errorf("preview %d: %v", i, err)
+		}
 	}
 }
