@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,30 +55,62 @@ func (h *Jobs) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
 	}
 }
 
-// createRequest is the body of POST /v1/jobs.
+// createRequest is the body of POST /v1/jobs (or its part request, when
+// it is multipart/form-data with input files).
 type createRequest struct {
 	Model      string            `json:"model"`
 	Workflow   json.RawMessage   `json:"workflow"`
 	Priority   string            `json:"priority"`
 	Metadata   map[string]string `json:"metadata"`
 	Idempotent bool              `json:"idempotent"`
+	// Inputs names files of /v1/files as the job's inputs (input name →
+	// file id); this gateway takes input files in a multipart body.
+	Inputs map[string]string `json:"inputs"`
+}
+
+// decodeJob reads a job's JSON.
+func (h *Jobs) decodeJob(rd io.Reader, req *createRequest) *openai.Error {
+	body, err := io.ReadAll(rd)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) || int64(len(body)) > h.MaxWorkflow+4096 {
+		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large", Param: "workflow",
+			Message: fmt.Sprintf("the request is over %d bytes (max_workflow)", h.MaxWorkflow)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(req); err != nil {
+		return openai.BadRequest("invalid_json", "the job must be a JSON object with model and workflow (ComfyUI's API format): %v", err)
+	}
+	if len(req.Inputs) > 0 {
+		e := openai.BadRequest("unsupported_value", "inputs by file id are not taken by this gateway: send the job as multipart/form-data, the job's JSON in a part named request and each input file in a file part named after the input")
+		e.Param = "inputs"
+		return e
+	}
+	return nil
+}
+
+// readCreate reads POST /v1/jobs: JSON, or multipart/form-data with
+// input files.
+func (h *Jobs) readCreate(w http.ResponseWriter, r *http.Request) (createRequest, []*inputFile, *openai.Error) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		return h.readMultipartJob(w, r)
+	}
+	var req createRequest
+	e := h.decodeJob(http.MaxBytesReader(w, r.Body, h.MaxWorkflow+4096), &req)
+	return req, nil, e
 }
 
 // create queues a job: 200 with it, queued.
 func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxWorkflow+4096))
-	if err != nil {
-		apiErr(w, r, http.StatusRequestEntityTooLarge, "request_too_large", "workflow", "the request is over %d bytes (max_workflow)", h.MaxWorkflow)
-		return
-	}
-	var req createRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		apiErr(w, r, http.StatusBadRequest, "invalid_json", "", "the body must be a JSON object with model and workflow (ComfyUI's API format): %v", err)
+	req, ins, e := h.readCreate(w, r)
+	if e != nil {
+		e.WriteFor(w, r)
 		return
 	}
 	classes, msg := checkWorkflow(req.Workflow)
+	if msg == "" {
+		msg = checkInputRefs(req.Workflow, ins)
+	}
 	if msg != "" {
 		apiErr(w, r, http.StatusBadRequest, "invalid_workflow", "workflow", "%s", msg)
 		return
@@ -95,19 +129,28 @@ func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
 	if !h.checkModel(w, r, req.Model) {
 		return
 	}
-	owner := ""
-	if t, ok := tenancy.TenantOf(r); ok {
-		owner = t.Project
-	}
-	j := &job{ID: newJobID(), Object: "job", Model: req.Model, State: stateQueued, Priority: req.Priority, Owner: owner,
+	j := &job{ID: newJobID(), Object: "job", Model: req.Model, State: stateQueued, Priority: req.Priority, Owner: ownerOf(r),
 		CreatedAt: time.Now().Unix(), Outputs: []outputFile{}, Metadata: req.Metadata, Workflow: req.Workflow, classes: classes,
 		Idempotent: req.Idempotent}
-	if !h.svc.enqueue(j) {
-		w.Header().Set("Retry-After", "30")
-		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting (max_queued); try again later", req.Model, h.MaxQueued)
-		return
+	if h.queue(w, r, j, ins) {
+		h.writeJob(w, http.StatusOK, j.ID)
 	}
-	h.writeJob(w, http.StatusOK, j.ID)
+}
+
+// queue keeps a new job's inputs and queues it, or answers why not.
+func (h *Jobs) queue(w http.ResponseWriter, r *http.Request, j *job, ins []*inputFile) bool {
+	if err := h.svc.keepInputs(j, ins); err != nil {
+		h.svc.removeJobFiles(j.ID)
+		apiErr(w, r, http.StatusInternalServerError, "server_error", "", "keeping the job's input files: %v", err)
+		return false
+	}
+	if !h.svc.enqueue(j) {
+		h.svc.removeJobFiles(j.ID)
+		w.Header().Set("Retry-After", "30")
+		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting (max_queued); try again later", j.Model, h.MaxQueued)
+		return false
+	}
+	return true
 }
 
 // checkModel answers 400 unless model is a catalog model whose engine

@@ -42,6 +42,12 @@ type Jobs struct {
 	MaxQueued int `json:"max_queued,omitempty"`
 	// MaxWorkflow bounds a workflow's size, in bytes. Default: 8 MiB.
 	MaxWorkflow int64 `json:"max_workflow,omitempty"`
+	// MaxInputSize bounds one input file of a job (a PNG, JPEG or WebP
+	// picture its workflow loads, or an image of /v1/images/edits), in
+	// bytes; a larger one gets 413. Default: 16 MiB.
+	MaxInputSize int64 `json:"max_input_size,omitempty"`
+	// MaxInputs bounds the input files of one job. Default: 8.
+	MaxInputs int `json:"max_inputs,omitempty"`
 
 	svc     *service
 	poolKey string
@@ -71,8 +77,14 @@ func (j *Jobs) Provision(ctx caddy.Context) error {
 	if j.MaxWorkflow == 0 {
 		j.MaxWorkflow = 8 << 20
 	}
-	if j.Retention < 0 || j.MaxQueued < 0 || j.MaxWorkflow < 0 {
-		return fmt.Errorf("llm_jobs: retention, max_queued and max_workflow must not be negative")
+	if j.MaxInputSize == 0 {
+		j.MaxInputSize = 16 << 20
+	}
+	if j.MaxInputs == 0 {
+		j.MaxInputs = 8
+	}
+	if j.Retention < 0 || j.MaxQueued < 0 || j.MaxWorkflow < 0 || j.MaxInputSize < 0 || j.MaxInputs < 0 {
+		return fmt.Errorf("llm_jobs: retention, max_queued, max_workflow, max_input_size and max_inputs must not be negative")
 	}
 	a, err := ctx.App("llm")
 	if err != nil {

@@ -29,8 +29,13 @@ var outputClient = &http.Client{Timeout: 5 * time.Minute}
 // the replica back.
 func (s *service) run(j *job, rep *fleet.Replica, release func()) {
 	defer release()
-	c := &comfy.Client{Base: rep.BaseURL, HTTP: fleet.ClientFor(outputClient, rep), ID: "llmgw-" + j.ID}
-	outs, err := c.Run(j.ctx, j.Workflow, func(p comfy.Progress) { s.progress(j, p) })
+	c := &comfy.Client{Base: rep.BaseURL, HTTP: fleet.ClientFor(outputClient, rep), ID: "llmgw-" + j.ID,
+		Previews: func(p comfy.Preview) { s.preview(j, p) }}
+	wf, err := s.uploadInputs(j, func(name string, data []byte) (string, error) { return c.Upload(j.ctx, name, data) })
+	var outs []comfy.Output
+	if err == nil {
+		outs, err = c.Run(j.ctx, wf, func(p comfy.Progress) { s.progress(j, p) })
+	}
 	var files []outputFile
 	if err == nil {
 		files, err = s.keep(j, c, outs)
@@ -95,6 +100,26 @@ func (s *service) progress(j *job, p comfy.Progress) {
 	j.Progress = p.Fraction()
 	j.Node = &nodeRef{ID: p.Node, ClassType: classOf(j, p.Node), Step: p.Step, Steps: p.Steps}
 	s.changedLocked(j)
+}
+
+// preview keeps the running job's latest preview picture, for those
+// who stream it.
+func (s *service) preview(j *job, p comfy.Preview) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j.preview = &p
+	j.previews++
+	s.changedLocked(j)
+}
+
+// latestPreview is job id's latest preview and how many it has had.
+func (s *service) latestPreview(id string) (*comfy.Preview, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.jobs[id]; j != nil {
+		return j.preview, j.previews
+	}
+	return nil, 0
 }
 
 // keep fetches the job's outputs from the replica into the job's folder.

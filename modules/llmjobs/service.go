@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm"
 	"github.com/llmgw/llmgw/modules/llm/fleet"
+	"github.com/llmgw/llmgw/modules/llmjobs/comfy"
 )
 
 // Job states.
@@ -53,12 +54,17 @@ type job struct {
 	Idempotent bool            `json:"idempotent,omitempty"`
 	Attempts   int             `json:"attempts,omitempty"`
 	Workflow   json.RawMessage `json:"workflow,omitempty"`
+	// Inputs are the files the workflow loads, kept in the job's folder
+	// (inputs/<name>) and uploaded to the replica that runs it.
+	Inputs []inputFile `json:"inputs,omitempty"`
 
-	classes map[string]string  // node id → class_type
-	seq     int64              // order of submission
-	ctx     context.Context    // a running job's: done when it must stop
-	cancel  context.CancelFunc // ends ctx
-	stopped bool               // cancelled by its owner while it ran
+	classes  map[string]string  // node id → class_type
+	seq      int64              // order of submission
+	ctx      context.Context    // a running job's: done when it must stop
+	cancel   context.CancelFunc // ends ctx
+	stopped  bool               // cancelled by its owner while it ran
+	preview  *comfy.Preview     // a running job's latest preview picture
+	previews int                // how many it has had
 }
 
 // nodeRef is the node of the workflow a running job is at.
