@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"image/color"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,11 +74,17 @@ func TestJSClients(t *testing.T) {
 	}
 }
 
-// TestJSImages runs the official openai client's images.generate
-// (images.mjs) against the demo config, Caddyfile.example, whose image
-// model runs the simimage simulator through llm_jobs.
+// TestJSImages runs the official openai client's images.generate and
+// images.edit, whole and streamed (images.mjs), against the demo
+// config, Caddyfile.example, whose image model runs the simimage
+// simulator through llm_jobs.
 func TestJSImages(t *testing.T) {
 	work := jsWork(t, "lib.mjs", "images.mjs")
+	for name, c := range map[string]color.NRGBA{"red.png": {230, 20, 20, 255}, "blue.png": {20, 20, 230, 255}} {
+		if err := os.WriteFile(filepath.Join(work, name), solidPNG(c, 64, 48), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	g := startExample(t) // the demo config: its image model starts on the first job
 	t.Setenv("LLMGW_JS_KEY", "sk-llmgw-example-key-change-me")
 	runJSChecks(t, g, work, "images.mjs")

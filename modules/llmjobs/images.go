@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
+	"github.com/llmgw/llmgw/modules/openai"
 )
 
 // imagesRequest is the body of POST /v1/images/generations, as OpenAI's
@@ -33,6 +34,8 @@ type imagesRequest struct {
 	Moderation        string `json:"moderation"`
 	OutputCompression *int   `json:"output_compression"`
 	User              string `json:"user"`
+	SafetyIdentifier  string `json:"safety_identifier"`
+	InputFidelity     string `json:"input_fidelity"` // edits
 	Stream            bool   `json:"stream"`
 	PartialImages     *int   `json:"partial_images"`
 }
@@ -52,10 +55,24 @@ func imageSize(s string) (int, int, bool) {
 	return w, h, true
 }
 
+// imagesJob is one request of the Images API as the job that answers
+// it: its workflow and inputs, the size and number of pictures, and how
+// to answer.
+type imagesJob struct {
+	req           imagesRequest
+	api           string // images.generations or images.edits
+	events        string // its stream's event prefix: image_generation or image_edit
+	width, height int
+	n             int
+	inputs        []*inputFile
+	workflow      func(ckpt string) json.RawMessage
+}
+
 // generations answers POST /v1/images/generations: the prompt becomes a
 // text to image workflow (ComfyUI's default one) run as a job of the
 // model, and the answer waits for it: the pictures as base64 PNG
-// (b64_json, the default) or as the job's output URLs (url).
+// (b64_json, the default) or as the job's output URLs (url); with
+// stream, server-sent events of partial pictures, then the pictures.
 func (h *Jobs) generations(w http.ResponseWriter, r *http.Request) {
 	var req imagesRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -64,48 +81,77 @@ func (h *Jobs) generations(w http.ResponseWriter, r *http.Request) {
 		apiErr(w, r, http.StatusBadRequest, "invalid_json", "", "the body must be an images request in JSON (model, prompt, n, size, response_format): %v", err)
 		return
 	}
+	spec := &imagesJob{req: req, api: "images.generations", events: "image_generation"}
+	if e := checkImages(spec, false); e != nil {
+		e.WriteFor(w, r)
+		return
+	}
+	spec.workflow = func(ckpt string) json.RawMessage {
+		return txt2img(ckpt, req.Prompt, spec.width, spec.height, spec.n)
+	}
+	h.serveImages(w, r, spec)
+}
+
+// checkImages checks a request's common fields and sets the size and
+// number of pictures; an edit's size may be left to its picture's.
+func checkImages(spec *imagesJob, edit bool) *openai.Error {
+	req := spec.req
 	width, height, ok := imageSize(req.Size)
+	if edit && (req.Size == "" || req.Size == "auto") {
+		width, height = 0, 0
+	}
 	n := 1
 	if req.N != nil {
 		n = *req.N
 	}
+	bad := func(param, format string, args ...any) *openai.Error {
+		e := openai.BadRequest("invalid_value", format, args...)
+		e.Param = param
+		return e
+	}
 	switch {
 	case strings.TrimSpace(req.Prompt) == "":
-		apiErr(w, r, http.StatusBadRequest, "missing_required_parameter", "prompt", "prompt is required: what the picture shows")
+		e := bad("prompt", "prompt is required: what the picture shows")
+		e.Code = "missing_required_parameter"
+		return e
 	case len(req.Prompt) > 32000:
-		apiErr(w, r, http.StatusBadRequest, "invalid_value", "prompt", "prompt is %d characters long; at most 32000", len(req.Prompt))
+		return bad("prompt", "prompt is %d characters long; at most 32000", len(req.Prompt))
 	case n < 1 || n > 10:
-		apiErr(w, r, http.StatusBadRequest, "invalid_value", "n", "n %d: ask 1 to 10 pictures", n)
+		return bad("n", "n %d: ask 1 to 10 pictures", n)
 	case !ok:
-		apiErr(w, r, http.StatusBadRequest, "invalid_value", "size", "size %s: give WIDTHxHEIGHT, each 64 to 4096 and a multiple of 8 (such as 1024x768), or auto", catalog.Bounded(req.Size))
+		return bad("size", "size %s: give WIDTHxHEIGHT, each 64 to 4096 and a multiple of 8 (such as 1024x768), or auto", catalog.Bounded(req.Size))
 	case req.ResponseFormat != "" && req.ResponseFormat != "b64_json" && req.ResponseFormat != "url":
-		apiErr(w, r, http.StatusBadRequest, "invalid_value", "response_format", "response_format %s: use b64_json or url", catalog.Bounded(req.ResponseFormat))
+		return bad("response_format", "response_format %s: use b64_json or url", catalog.Bounded(req.ResponseFormat))
 	case req.OutputFormat != "" && req.OutputFormat != "png":
-		apiErr(w, r, http.StatusBadRequest, "invalid_value", "output_format", "output_format %s: this gateway's image models write png", catalog.Bounded(req.OutputFormat))
-	case req.Stream:
-		apiErr(w, r, http.StatusBadRequest, "unsupported_value", "stream", "stream: this gateway answers image generations whole; leave stream out (or follow a job: POST /v1/jobs and GET /v1/jobs/{id}/events)")
-	default:
-		h.generate(w, r, req, width, height, n)
+		return bad("output_format", "output_format %s: this gateway's image models write png", catalog.Bounded(req.OutputFormat))
+	case req.PartialImages != nil && (*req.PartialImages < 0 || *req.PartialImages > 3):
+		return bad("partial_images", "partial_images %d: ask 0 to 3 partial pictures", *req.PartialImages)
+	case req.Stream && req.ResponseFormat == "url":
+		return bad("response_format", "a stream sends its pictures as b64_json; leave response_format out, or ask url without stream")
 	}
+	spec.width, spec.height, spec.n = width, height, n
+	return nil
 }
 
-// generate runs the request's workflow as a job and answers with its
-// pictures.
-func (h *Jobs) generate(w http.ResponseWriter, r *http.Request, req imagesRequest, width, height, n int) {
-	if !h.checkModel(w, r, req.Model) {
+// serveImages runs the request's workflow as a job and answers with its
+// pictures, whole or streamed.
+func (h *Jobs) serveImages(w http.ResponseWriter, r *http.Request, spec *imagesJob) {
+	if !h.checkModel(w, r, spec.req.Model) {
 		return
 	}
-	m, _ := h.svc.app.Load().Lookup(req.Model)
-	wf := txt2img(checkpointOf(m), req.Prompt, width, height, n)
+	m, _ := h.svc.app.Load().Lookup(spec.req.Model)
+	wf := spec.workflow(checkpointOf(m))
 	classes, _ := checkWorkflow(wf)
 	j := &job{ID: newJobID(), Object: "job", Model: m.Name, State: stateQueued, Priority: "normal", Owner: ownerOf(r),
 		CreatedAt: time.Now().Unix(), Outputs: []outputFile{}, Workflow: wf, classes: classes,
-		Metadata: map[string]string{"api": "images.generations"}}
+		Metadata: map[string]string{"api": spec.api}}
 	ch, stop := h.svc.watch(j.ID)
 	defer stop()
-	if !h.svc.enqueue(j) {
-		w.Header().Set("Retry-After", "30")
-		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting; try again later", m.Name, h.MaxQueued)
+	if !h.queue(w, r, j, spec.inputs) {
+		return
+	}
+	if spec.req.Stream {
+		h.streamImages(w, r, spec, j.ID, ch)
 		return
 	}
 	for st := h.svc.view(j.ID); !st.finished(); st = h.svc.view(j.ID) {
@@ -118,18 +164,24 @@ func (h *Jobs) generate(w http.ResponseWriter, r *http.Request, req imagesReques
 	}
 	st := h.svc.view(j.ID)
 	if st.State != stateSucceeded {
-		msg := "the job ended " + st.State
-		if st.Error != nil {
-			msg = st.Error.Message
-		}
-		apiErr(w, r, http.StatusInternalServerError, "image_generation_failed", "", "generating the pictures failed (job %s): %s", j.ID, msg)
+		apiErr(w, r, http.StatusInternalServerError, "image_generation_failed", "", "%s", failure(st))
 		return
 	}
-	h.writeImages(w, r, req, st, width, height)
+	h.writeImages(w, r, spec, st)
+}
+
+// failure says why an images job did not succeed.
+func failure(st job) string {
+	msg := "the job ended " + st.State
+	if st.Error != nil {
+		msg = st.Error.Message
+	}
+	return fmt.Sprintf("making the pictures failed (job %s): %s", st.ID, msg)
 }
 
 // writeImages answers with the job's pictures.
-func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, req imagesRequest, st job, width, height int) {
+func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, spec *imagesJob, st job) {
+	req := spec.req
 	data := []map[string]any{}
 	for _, o := range st.Outputs {
 		if o.Kind != "images" {
@@ -139,7 +191,7 @@ func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, req imagesReq
 			data = append(data, map[string]any{"url": baseURL(r) + o.URL, "revised_prompt": req.Prompt})
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(h.svc.dir, st.ID, "outputs", strconv.Itoa(o.Index)))
+		b, err := h.svc.outputBytes(st.ID, o.Index)
 		if err != nil {
 			apiErr(w, r, http.StatusInternalServerError, "server_error", "", "reading picture %d of job %s: %v", o.Index, st.ID, err)
 			return
@@ -147,7 +199,27 @@ func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, req imagesReq
 		data = append(data, map[string]any{"b64_json": base64.StdEncoding.EncodeToString(b), "revised_prompt": req.Prompt})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"created": st.CreatedAt, "data": data, "output_format": "png",
-		"size": fmt.Sprintf("%dx%d", width, height), "background": "opaque"})
+		"size": spec.size(), "background": "opaque", "quality": quality(req)})
+}
+
+// size is the pictures' size as the answer gives it.
+func (spec *imagesJob) size() string {
+	if spec.width == 0 && len(spec.inputs) > 0 {
+		return fmt.Sprintf("%dx%d", spec.inputs[0].Width, spec.inputs[0].Height)
+	}
+	return fmt.Sprintf("%dx%d", spec.width, spec.height)
+}
+
+func quality(req imagesRequest) string {
+	if req.Quality == "" {
+		return "auto"
+	}
+	return req.Quality
+}
+
+// outputBytes reads output i of job id.
+func (s *service) outputBytes(id string, i int) ([]byte, error) {
+	return os.ReadFile(filepath.Join(s.dir, id, "outputs", strconv.Itoa(i)))
 }
 
 // baseURL is the scheme and host the client reached.
@@ -170,11 +242,8 @@ func checkpointOf(m *catalog.Model) string {
 
 // txt2img is ComfyUI's default text to image workflow for one request.
 func txt2img(ckpt, prompt string, width, height, n int) json.RawMessage {
-	var seed [8]byte
-	_, _ = rand.Read(seed[:])
-	s := binary.LittleEndian.Uint64(seed[:]) >> 14 // ComfyUI's seeds fit in 50 bits
 	wf := map[string]any{
-		"3": node("KSampler", map[string]any{"seed": s, "steps": 20, "cfg": 7, "sampler_name": "euler", "scheduler": "normal", "denoise": 1,
+		"3": node("KSampler", map[string]any{"seed": newSeed(), "steps": 20, "cfg": 7, "sampler_name": "euler", "scheduler": "normal", "denoise": 1,
 			"model": []any{"4", 0}, "positive": []any{"6", 0}, "negative": []any{"7", 0}, "latent_image": []any{"5", 0}}),
 		"4": node("CheckpointLoaderSimple", map[string]any{"ckpt_name": ckpt}),
 		"5": node("EmptyLatentImage", map[string]any{"width": width, "height": height, "batch_size": n}),
@@ -188,6 +257,13 @@ func txt2img(ckpt, prompt string, width, height, n int) json.RawMessage {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(wf)
 	return bytes.TrimSpace(buf.Bytes())
+}
+
+// newSeed is a random seed; ComfyUI's seeds fit in 50 bits.
+func newSeed() uint64 {
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	return binary.LittleEndian.Uint64(seed[:]) >> 14
 }
 
 func node(class string, inputs map[string]any) map[string]any {

@@ -112,17 +112,20 @@ func (j *Jobs) Cleanup() error {
 }
 
 // ServeHTTP answers /v1/jobs and what is under it, and OpenAI's Images
-// API (/v1/images/generations); other requests go on.
+// API (/v1/images/generations and /v1/images/edits); other requests go
+// on.
 func (j *Jobs) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if k := strings.Index(r.URL.Path, "/v1/images/"); k >= 0 {
 		switch rest := strings.TrimSuffix(r.URL.Path[k+len("/v1/images/"):], "/"); {
 		case rest == "generations" && r.Method == http.MethodPost:
 			j.generations(w, r)
-		case rest == "generations":
+		case rest == "edits" && r.Method == http.MethodPost:
+			j.edits(w, r)
+		case rest == "generations" || rest == "edits":
 			w.Header().Set("Allow", "POST")
-			apiErr(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", "use POST for /v1/images/generations")
+			apiErr(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "", "use POST for /v1/images/%s", rest)
 		default:
-			apiErr(w, r, http.StatusNotFound, "unknown_url", "", "unknown endpoint %s; this gateway serves POST /v1/images/generations, and workflows as jobs under /v1/jobs", r.URL.Path)
+			apiErr(w, r, http.StatusNotFound, "unknown_url", "", "unknown endpoint %s; this gateway serves POST /v1/images/generations and /v1/images/edits, and workflows as jobs under /v1/jobs", r.URL.Path)
 		}
 		return nil
 	}
