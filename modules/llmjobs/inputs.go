@@ -205,7 +205,9 @@ func readNodes(wf json.RawMessage) (map[string]workflowNode, error) {
 	return nodes, nil
 }
 
-// inputOf is the input name a node input refers to ("input:<name>").
+// inputOf is the input name a node input refers to: a string that is
+// exactly "input:<name>", name being a valid input name (so a prompt
+// such as "input: a cat" is no reference).
 func inputOf(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
@@ -214,7 +216,8 @@ func inputOf(raw json.RawMessage) (string, bool) {
 	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
-	return strings.CutPrefix(s, inputRef)
+	name, ok := strings.CutPrefix(s, inputRef)
+	return name, ok && inputNames.MatchString(name)
 }
 
 // checkInputRefs says what is wrong with how the workflow refers to the
@@ -269,12 +272,11 @@ func bindInputs(wf json.RawMessage, uploaded map[string]string) (json.RawMessage
 	out := make(map[string]map[string]json.RawMessage, len(nodes))
 	for id, n := range nodes {
 		for k, v := range n.inputs {
-			if name, ok := inputOf(v); ok {
-				up, known := uploaded[name]
-				if !known {
-					return nil, fmt.Errorf("node %s refers to input %s, which the job does not have", id, name)
-				}
-				n.inputs[k], _ = json.Marshal(up)
+			// A reference to a name the job has no file of was refused
+			// when the job was queued; an Images API prompt may look like
+			// one, and is left as it is.
+			if name, ok := inputOf(v); ok && uploaded[name] != "" {
+				n.inputs[k], _ = json.Marshal(uploaded[name])
 			}
 		}
 		if n.inputs != nil {
