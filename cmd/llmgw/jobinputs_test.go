@@ -95,11 +95,18 @@ func multipartCall(t *testing.T, g *gateway, key, path string, parts ...formPart
 // (a red photo gives a reddish picture, a blue one a bluish one). A
 // queued job keeps its inputs through a restart. Names the workflow
 // does not match, pictures that are not PNG, JPEG or WebP, and files
-// over the caps get a 4xx that says what to do.
+// over the caps get a 4xx that says what to do, on jobs and on image
+// edits; a failing images job is a 500, or streamed an error event.
 func TestJobInputs(t *testing.T) {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
 		quota: new(string), before: "\t\tllm_jobs {\n\t\t\tmax_input_size 64KiB\n\t\t\tmax_inputs 2\n\t\t}\n"}
-	g.writeConfig(picturesModel+tenancyBlock("", "", "", ""), "")
+	g.writeConfig(picturesModel+`
+		model broken {
+			engine simimage
+			option step_time 20ms
+			option fail_step 3
+			target_concurrency 1
+		}`+tenancyBlock("", "", "", ""), "")
 	g.start()
 	g.readyReplicas("pictures", 1)
 	red, blue := solidPNG(color.NRGBA{230, 20, 20, 255}, 48, 32), solidPNG(color.NRGBA{20, 20, 230, 255}, 48, 32)
@@ -178,6 +185,54 @@ func TestJobInputs(t *testing.T) {
 		code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pictures","inputs":{"photo":"file-abc"},"workflow":`+strings.Replace(comfyImg2img, "STEPS", "2", 1)+`}`)
 		if code != 400 || !strings.Contains(raw, "multipart/form-data") {
 			t.Errorf("inputs by file id: %d %s", code, raw)
+		}
+	})
+
+	t.Run("images", func(t *testing.T) {
+		// An edit over max_input_size, and one with an unknown part.
+		big := append(solidPNG(color.NRGBA{1, 2, 3, 255}, 8, 8), make([]byte, 70<<10)...)
+		fields := []formPart{{name: "model", data: []byte("pictures")}, {name: "prompt", data: []byte("autumn")}}
+		for _, tc := range []struct {
+			name  string
+			parts []formPart
+			code  int
+			want  string
+		}{
+			{"too large", append(fields, formPart{name: "image", filename: "big.png", data: big}), 413, "max_input_size"},
+			{"an unknown part", append(fields, formPart{name: "image", filename: "a.png", data: red}, formPart{name: "strength", data: []byte("1")}), 400, "an edit takes image (or image[]), mask, prompt"},
+			{"no image", fields, 400, "image is required"},
+		} {
+			code, raw := multipartCall(t, g, "secret-1", "/v1/images/edits", tc.parts...)
+			if code != tc.code || !strings.Contains(raw, tc.want) {
+				t.Errorf("%s: %d %s, want %d saying %q", tc.name, code, raw, tc.code, tc.want)
+			}
+		}
+		// A job that fails: a 500 that says why, or, streamed, an error
+		// event after the events sent.
+		req, _ := http.NewRequest("POST", g.base+"/v1/images/generations", strings.NewReader(`{"model":"broken","prompt":"a kite","size":"64x64"}`))
+		req.Header.Set("Authorization", "Bearer secret-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 || !strings.Contains(string(raw), "simulated failure at step 3") {
+			t.Errorf("a failing generation: %d %s", resp.StatusCode, raw)
+		}
+		req, _ = http.NewRequest("POST", g.base+"/v1/images/generations", strings.NewReader(`{"model":"broken","prompt":"a kite","size":"64x64","stream":true,"partial_images":3}`))
+		req.Header.Set("Authorization", "Bearer secret-1")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// 20 steps, 3 partial pictures: the first is due at step 5, after
+		// the failure at step 3.
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" ||
+			!strings.HasPrefix(string(raw), "event: error\ndata: {") || !strings.Contains(string(raw), "simulated failure at step 3") || strings.Contains(string(raw), "partial_image") {
+			t.Errorf("a failing stream: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 		}
 	})
 }
