@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // comfyImg2img is an image to image workflow in ComfyUI's API format
@@ -99,14 +101,21 @@ func multipartCall(t *testing.T, g *gateway, key, path string, parts ...formPart
 // edits; a failing images job is a 500, or streamed an error event.
 func TestJobInputs(t *testing.T) {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
-		quota: new(string), before: "\t\tllm_jobs {\n\t\t\tmax_input_size 64KiB\n\t\t\tmax_inputs 2\n\t\t}\n"}
+		quota: new(string), before: "\t\tllm_jobs {\n\t\t\tmax_input_size 64KiB\n\t\t\tmax_inputs 2\n\t\t}\n\t\tllm_kb\n"}
 	g.writeConfig(picturesModel+`
 		model broken {
 			engine simimage
 			option step_time 20ms
 			option fail_step 3
 			target_concurrency 1
-		}`+tenancyBlock("", "", "", ""), "")
+		}`+tenancyBlock("", "", "", "")+`
+		org acme2 {
+			team sales {
+				project beta {
+					key k3 `+tenancy.HashKey("secret-3")+`
+				}
+			}
+		}`, "")
 	g.start()
 	g.readyReplicas("pictures", 1)
 	red, blue := solidPNG(color.NRGBA{230, 20, 20, 255}, 48, 32), solidPNG(color.NRGBA{20, 20, 230, 255}, 48, 32)
@@ -182,9 +191,40 @@ func TestJobInputs(t *testing.T) {
 				t.Errorf("%s: %d %s, want %d saying %q", tc.name, code, raw, tc.code, tc.want)
 			}
 		}
-		code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pictures","inputs":{"photo":"file-abc"},"workflow":`+strings.Replace(comfyImg2img, "STEPS", "2", 1)+`}`)
-		if code != 400 || !strings.Contains(raw, "multipart/form-data") {
-			t.Errorf("inputs by file id: %d %s", code, raw)
+	})
+
+	t.Run("files", func(t *testing.T) {
+		// A picture uploaded to /v1/files is an input by its id, for its
+		// project only.
+		code, raw := multipartCall(t, g, "secret-1", "/v1/files", formPart{name: "purpose", data: []byte("user_data")},
+			formPart{name: "file", filename: "photo.png", data: red})
+		var f struct{ ID string }
+		if code != 200 || json.Unmarshal([]byte(raw), &f) != nil || f.ID == "" {
+			t.Fatalf("POST /v1/files: %d %s", code, raw)
+		}
+		body := `{"model":"pictures","inputs":{"photo":"` + f.ID + `"},"workflow":` + strings.Replace(comfyImg2img, "STEPS", "3", 1) + `}`
+		code, j, raw := jobCall(t, g, "secret-2", "POST", "/v1/jobs", body) // another key of the project
+		if code != 200 || !strings.Contains(raw, `"inputs":[{"name":"photo","filename":"photo.png","content_type":"image/png"`) {
+			t.Fatalf("a job with a file's id as its input: %d %s", code, raw)
+		}
+		if r, b, _ := output(j); r < b+60 {
+			t.Errorf("from a red photo of /v1/files: mean red %.0f, blue %.0f; want a reddish picture", r, b)
+		}
+		for _, tc := range []struct{ key, body, want string }{
+			{"secret-3", body, "your project has no file " + `\"` + f.ID},
+			{"secret-1", strings.Replace(body, f.ID, "file-nope", 1), `your project has no file \"file-nope\"`},
+		} {
+			if code, _, raw := jobCall(t, g, tc.key, "POST", "/v1/jobs", tc.body); code != 400 || !strings.Contains(raw, tc.want) || !strings.Contains(raw, `"param":"inputs.photo"`) {
+				t.Errorf("%s: %d %s, want 400 saying %q", tc.key, code, raw, tc.want)
+			}
+		}
+		// A file that is not a picture is refused as an input.
+		_, raw = multipartCall(t, g, "secret-1", "/v1/files", formPart{name: "purpose", data: []byte("user_data")},
+			formPart{name: "file", filename: "notes.txt", data: []byte("some notes")})
+		_ = json.Unmarshal([]byte(raw), &f)
+		notes := `{"model":"pictures","inputs":{"photo":"` + f.ID + `"},"workflow":` + strings.Replace(comfyImg2img, "STEPS", "3", 1) + `}`
+		if code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", notes); code != 400 || !strings.Contains(raw, "is not a PNG, JPEG or WebP picture") {
+			t.Errorf("a text file as an input: %d %s", code, raw)
 		}
 	})
 

@@ -64,7 +64,7 @@ type createRequest struct {
 	Metadata   map[string]string `json:"metadata"`
 	Idempotent bool              `json:"idempotent"`
 	// Inputs names files of /v1/files as the job's inputs (input name →
-	// file id); this gateway takes input files in a multipart body.
+	// file id), besides those of a multipart body.
 	Inputs map[string]string `json:"inputs"`
 }
 
@@ -80,11 +80,6 @@ func (h *Jobs) decodeJob(rd io.Reader, req *createRequest) *openai.Error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(req); err != nil {
 		return openai.BadRequest("invalid_json", "the job must be a JSON object with model and workflow (ComfyUI's API format): %v", err)
-	}
-	if len(req.Inputs) > 0 {
-		e := openai.BadRequest("unsupported_value", "inputs by file id are not taken by this gateway: send the job as multipart/form-data, the job's JSON in a part named request and each input file in a file part named after the input")
-		e.Param = "inputs"
-		return e
 	}
 	return nil
 }
@@ -103,6 +98,9 @@ func (h *Jobs) readCreate(w http.ResponseWriter, r *http.Request) (createRequest
 // create queues a job: 200 with it, queued.
 func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
 	req, ins, e := h.readCreate(w, r)
+	if e == nil && len(req.Inputs) > 0 {
+		ins, e = h.fileInputs(r, ins, req.Inputs)
+	}
 	if e != nil {
 		e.WriteFor(w, r)
 		return

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/llmgw/llmgw/modules/internal/userfiles"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
 )
@@ -94,15 +95,50 @@ func (h *Jobs) readInput(name, param string, part *multipart.Part) (*inputFile, 
 		return nil, requestTooLarge(h)
 	case err != nil:
 		return nil, badInput(param, "reading input %s: %v", name, err)
-	case int64(len(b)) > h.MaxInputSize:
+	}
+	return h.checkInput(name, param, filepath.Base(part.FileName()), b)
+}
+
+// checkInput checks a file as input name: its size and type.
+func (h *Jobs) checkInput(name, param, filename string, b []byte) (*inputFile, *openai.Error) {
+	if int64(len(b)) > h.MaxInputSize {
 		return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "input_too_large", Param: param,
-			Message: fmt.Sprintf("input %s (%s) is over %d bytes (max_input_size); send a smaller picture", name, catalog.Bounded(part.FileName()), h.MaxInputSize)}
+			Message: fmt.Sprintf("input %s (%s) is over %d bytes (max_input_size); send a smaller picture", name, catalog.Bounded(filename), h.MaxInputSize)}
 	}
 	ct, _, w, hh, ok := pictureInfo(b)
 	if !ok || w < 1 || hh < 1 {
-		return nil, badInput(param, "input %s (%s) is not a PNG, JPEG or WebP picture; send one of those", name, catalog.Bounded(part.FileName()))
+		return nil, badInput(param, "input %s (%s) is not a PNG, JPEG or WebP picture; send one of those", name, catalog.Bounded(filename))
 	}
-	return &inputFile{Name: name, Filename: filepath.Base(part.FileName()), ContentType: ct, Width: w, Height: hh, Bytes: int64(len(b)), data: b}, nil
+	return &inputFile{Name: name, Filename: filename, ContentType: ct, Width: w, Height: hh, Bytes: int64(len(b)), data: b}, nil
+}
+
+// fileInputs reads the inputs a job names by their /v1/files id: files
+// of the caller's project only.
+func (h *Jobs) fileInputs(r *http.Request, ins []*inputFile, byID map[string]string) ([]*inputFile, *openai.Error) {
+	for _, name := range sortedKeys(byID) {
+		param := "inputs." + name
+		if !inputNames.MatchString(name) {
+			return nil, badInput(param, "input name %s: use letters, digits, _, . and - (up to 64, not starting with . or -)", catalog.Bounded(name))
+		}
+		filename, b, err := userfiles.Read(r.Context(), ownerOf(r), byID[name])
+		switch {
+		case errors.Is(err, userfiles.ErrNoStore):
+			return nil, badInput(param, "inputs by file id need the files of /v1/files (llm_kb on this route); or send the job as multipart/form-data with each input file in a file part named after the input")
+		case errors.Is(err, userfiles.ErrNotFound):
+			return nil, badInput(param, "input %s: your project has no file %s (GET /v1/files lists them; upload a picture with POST /v1/files)", name, catalog.Bounded(byID[name]))
+		case err != nil:
+			return nil, &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "server_error", Param: param,
+				Message: fmt.Sprintf("reading input %s: %v", name, err)}
+		}
+		in, e := h.checkInput(name, param, filename, b)
+		if e == nil {
+			ins, e = h.addInput(ins, in, param)
+		}
+		if e != nil {
+			return nil, e
+		}
+	}
+	return ins, nil
 }
 
 // readMultipartJob reads POST /v1/jobs as multipart/form-data: the job

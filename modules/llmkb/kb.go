@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/llmgw/llmgw/modules/internal/userfiles"
 	"github.com/llmgw/llmgw/modules/llm"
 	_ "github.com/llmgw/llmgw/modules/openai/messagesapi"  // Enter translates Messages requests
 	_ "github.com/llmgw/llmgw/modules/openai/responsesapi" // and Responses requests
@@ -58,6 +59,7 @@ type KB struct {
 	app     *llm.App
 	svc     *service
 	unadmin func() // lets go of the admin routes (admin.go)
+	unlend  func() // stops lending the files to other handlers (lend.go)
 	poolKey string
 	logger  *zap.Logger
 }
@@ -115,11 +117,15 @@ func (k *KB) Provision(ctx caddy.Context) error {
 	k.svc = v.(*service)
 	k.svc.use(d)
 	k.unadmin = k.app.RegisterAdmin("kb", kbAdmin{k})
+	k.unlend = userfiles.Register(k.poolKey, k.svc)
 	return registerMetrics(ctx.GetMetricsRegistry(), k.svc)
 }
 
 // Cleanup lets go of the service; the last handler using it closes it.
 func (k *KB) Cleanup() error {
+	if k.unlend != nil {
+		k.unlend()
+	}
 	if k.unadmin != nil {
 		k.unadmin()
 	}
