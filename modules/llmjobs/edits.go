@@ -114,6 +114,11 @@ func (h *Jobs) readEditPart(spec *imagesJob, fields map[string]func(string) erro
 		}
 		return e
 	}
+	if name == "image" || name == "image[]" || name == "mask" {
+		e := openai.BadRequest("invalid_value", "%s must be a file part (with a filename): the picture's bytes, PNG, JPEG or WebP", name)
+		e.Param = name
+		return e
+	}
 	set, ok := fields[name]
 	if !ok {
 		e := openai.BadRequest("unknown_parameter", "unknown part %s: an edit takes image (or image[]), mask, prompt, model, n, size, response_format, stream and partial_images", catalog.Bounded(name))

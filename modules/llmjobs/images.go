@@ -204,8 +204,10 @@ func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, spec *imagesJ
 
 // size is the pictures' size as the answer gives it.
 func (spec *imagesJob) size() string {
-	if spec.width == 0 && len(spec.inputs) > 0 {
-		return fmt.Sprintf("%dx%d", spec.inputs[0].Width, spec.inputs[0].Height)
+	for _, in := range spec.inputs {
+		if spec.width == 0 && in.Name == "image" {
+			return fmt.Sprintf("%dx%d", in.Width, in.Height)
+		}
 	}
 	return fmt.Sprintf("%dx%d", spec.width, spec.height)
 }

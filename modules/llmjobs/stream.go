@@ -26,16 +26,7 @@ func (h *Jobs) streamImages(w http.ResponseWriter, r *http.Request, spec *images
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	send := func(event string, data any) bool {
-		b, _ := json.Marshal(data)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
+	out := &sseWriter{w: w, fl: fl}
 	partials, sent, seen := 0, 0, 0
 	if spec.req.PartialImages != nil {
 		partials = *spec.req.PartialImages
@@ -45,7 +36,7 @@ func (h *Jobs) streamImages(w http.ResponseWriter, r *http.Request, spec *images
 		if pv, n := h.svc.latestPreview(id); pv != nil && n > seen && sent < partials && due(pv.Progress, sent, partials) {
 			seen = n
 			if ev, ok := spec.partialEvent(pv, sent); ok {
-				if !send(spec.events+".partial_image", ev) {
+				if !out.send(spec.events+".partial_image", ev) {
 					h.svc.cancel(id)
 					return
 				}
@@ -53,7 +44,7 @@ func (h *Jobs) streamImages(w http.ResponseWriter, r *http.Request, spec *images
 			}
 		}
 		if st.finished() {
-			h.finishStream(spec, st, send)
+			h.finishStream(spec, st, out.send)
 			return
 		}
 		select {
@@ -62,14 +53,38 @@ func (h *Jobs) streamImages(w http.ResponseWriter, r *http.Request, spec *images
 			h.svc.cancel(id) // the client left: its pictures are not drawn
 			return
 		case <-time.After(15 * time.Second):
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+			if !out.comment("keep-alive") {
 				h.svc.cancel(id)
 				return
 			}
-			if fl != nil {
-				fl.Flush()
-			}
 		}
+	}
+}
+
+// sseWriter writes server-sent events, each flushed.
+type sseWriter struct {
+	w  io.Writer
+	fl http.Flusher
+}
+
+// send writes one event of JSON data; false when the client is gone.
+func (s *sseWriter) send(event string, data any) bool {
+	b, _ := json.Marshal(data)
+	_, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b)
+	s.flush()
+	return err == nil
+}
+
+// comment writes a comment line (a keep-alive).
+func (s *sseWriter) comment(text string) bool {
+	_, err := fmt.Fprintf(s.w, ": %s\n\n", text)
+	s.flush()
+	return err == nil
+}
+
+func (s *sseWriter) flush() {
+	if s.fl != nil {
+		s.fl.Flush()
 	}
 }
 
