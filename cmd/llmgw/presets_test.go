@@ -21,7 +21,8 @@ func TestPresets(t *testing.T) {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "studio.json")
 	graph := strings.NewReplacer(`"text": "a lighthouse on a cliff at dusk, oil painting"`, `"text": "{{prompt}}"`,
-		`"steps": STEPS`, `"steps": "{{steps}}"`, `"width": 320`, `"width": "{{width}}"`).Replace(comfyTxt2img)
+		`"steps": STEPS`, `"steps": "{{steps}}"`, `"width": 320`, `"width": "{{width}}"`,
+		`"ckpt_name": "v1-5-pruned-emaonly.safetensors"`, `"ckpt_name": "studio.safetensors"`).Replace(comfyTxt2img)
 	if !strings.Contains(graph, "{{prompt}}") || !strings.Contains(graph, "{{steps}}") || !strings.Contains(graph, "{{width}}") {
 		t.Fatalf("the test's workflow has no parameters: %s", graph)
 	}
@@ -114,6 +115,24 @@ func TestPresets(t *testing.T) {
 		t.Errorf("the job on the preset's model: %+v", seen[len(seen)-1])
 	}
 
+	// What the studio's replica found in its model folders, with the
+	// workflows that use each file.
+	g.readyReplicas("studio", 1)
+	var found []struct {
+		Model    string
+		Replicas []struct {
+			Folders map[string][]struct {
+				File      string
+				Workflows []string
+			}
+		}
+	}
+	g.adminGet("/llm/jobs/models", &found)
+	b, _ := json.Marshal(found)
+	if !strings.Contains(string(b), `{"File":"studio.safetensors","Workflows":["txt2img"]}`) || strings.Contains(string(b), `"Model":"chat"`) {
+		t.Errorf("GET /llm/jobs/models: %s", b)
+	}
+
 	// The studio's licence holds its jobs back until it is accepted.
 	if code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"studio","workflow":`+workflow("2")+`}`); code != 403 || !strings.Contains(raw, "studio-terms") {
 		t.Errorf("a job on the studio before its licence is accepted: %d %s", code, raw)
@@ -158,7 +177,7 @@ func TestPresets(t *testing.T) {
 	// The audit log names who added and removed what, from which preset.
 	var audit struct{ Entries []llmapi.AuditEntry }
 	g.adminGet("/llm/audit?action=model+added", &audit)
-	b, _ := json.Marshal(audit.Entries)
+	b, _ = json.Marshal(audit.Entries)
 	if !strings.Contains(string(b), "llmgw (automatic preset)") || !strings.Contains(string(b), `"preset":"sim-pictures"`) {
 		t.Errorf("the audit log of the adds: %s", b)
 	}

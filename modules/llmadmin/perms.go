@@ -82,6 +82,7 @@ var rules = []rule{
 	{"GET /llm/presets", roleViewer, tenantNone},
 	{"GET /llm/presets/{name}", roleViewer, tenantNone},
 	{"POST /llm/presets/{name}/add", roleOperator, tenantNone},
+	{"GET /llm/jobs/models", roleViewer, tenantNone},
 	{"POST /llm/plan", roleOperator, tenantNone},
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},
