@@ -30,7 +30,11 @@ var outputClient = &http.Client{Timeout: 5 * time.Minute}
 func (s *service) run(j *job, rep *fleet.Replica, release func()) {
 	defer release()
 	c := &comfy.Client{Base: rep.BaseURL, HTTP: fleet.ClientFor(outputClient, rep), ID: "llmgw-" + j.ID}
-	outs, err := c.Run(j.ctx, j.Workflow, func(p comfy.Progress) { s.progress(j, p) })
+	runWorkflow := c.Run
+	if rep.Transport != nil {
+		runWorkflow = c.RunPolled // another node's replica: the hop carries no WebSocket
+	}
+	outs, err := runWorkflow(j.ctx, j.Workflow, func(p comfy.Progress) { s.progress(j, p) })
 	var files []outputFile
 	if err == nil {
 		files, err = s.keep(j, c, outs)
