@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -139,7 +138,7 @@ func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, req imagesReq
 			data = append(data, map[string]any{"url": baseURL(r) + o.URL, "revised_prompt": req.Prompt})
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(h.svc.dir, st.ID, "outputs", strconv.Itoa(o.Index)))
+		b, err := h.svc.outputBytes(r.Context(), st.ID, o)
 		if err != nil {
 			apiErr(w, r, http.StatusInternalServerError, "server_error", "", "reading picture %d of job %s: %v", o.Index, st.ID, err)
 			return

@@ -128,6 +128,7 @@ func (s *service) keep(j *job, c *comfy.Client, outs []comfy.Output) ([]outputFi
 			return nil, fmt.Errorf("keeping output %s: %w", o.Filename, err)
 		}
 	}
+	s.storeOutputs(j.ctx, j.ID, dir, files) // s3outputs.go
 	return files, nil
 }
 

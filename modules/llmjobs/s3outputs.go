@@ -8,7 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/llmgw/llmgw/mirror"
 )
@@ -75,4 +80,70 @@ func (s outputStores) remove(ctx context.Context, id string, count int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stores are the mirror's stores the outputs go to (none without a
+// mirror of S3 stores).
+func (s *service) stores() outputStores {
+	if app := s.app.Load(); app != nil {
+		return outputStores(app.MirrorStores())
+	}
+	return nil
+}
+
+// storeOutputs copies a succeeded job's outputs from its folder to the
+// mirror's stores; each one every store took leaves the folder. One no
+// store took stays there: nothing is lost.
+func (s *service) storeOutputs(ctx context.Context, id, dir string, files []outputFile) {
+	st := s.stores()
+	if len(st) == 0 {
+		return
+	}
+	for i := range files {
+		path := filepath.Join(dir, strconv.Itoa(files[i].Index))
+		if err := st.put(ctx, id, files[i].Index, path); err != nil {
+			s.logger.Warn("a job's output stays in the data directory: the mirror's stores did not take it", zap.String("job", id), zap.Error(err))
+			continue
+		}
+		files[i].Store = "mirror"
+		_ = os.Remove(path)
+	}
+}
+
+// openOutput opens output o of job id, where it is kept.
+func (s *service) openOutput(ctx context.Context, id string, o outputFile) (io.ReadCloser, error) {
+	if o.Store == "mirror" {
+		return s.stores().open(ctx, id, o.Index)
+	}
+	f, err := os.Open(filepath.Join(s.dir, id, "outputs", strconv.Itoa(o.Index)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errors.New("it is no longer kept")
+	}
+	return f, err
+}
+
+// outputBytes reads output o of job id whole.
+func (s *service) outputBytes(ctx context.Context, id string, o outputFile) ([]byte, error) {
+	rc, err := s.openOutput(ctx, id, o)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// forgetOutputs removes the outputs of jobs past their retention from
+// the mirror's stores.
+func (s *service) forgetOutputs(gone []*job) {
+	st := s.stores()
+	for _, j := range gone {
+		if len(st) == 0 || !slices.ContainsFunc(j.Outputs, func(o outputFile) bool { return o.Store == "mirror" }) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		if err := st.remove(ctx, j.ID, len(j.Outputs)); err != nil {
+			s.logger.Warn("removing a job's outputs from the mirror's stores", zap.String("job", j.ID), zap.Error(err))
+		}
+		cancel()
+	}
 }
