@@ -34,6 +34,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/guardhist"
 	"github.com/llmgw/llmgw/modules/llm/licences"
 	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/presets"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/routeorder"
 	"github.com/llmgw/llmgw/modules/llm/secrets"
@@ -150,12 +151,17 @@ type App struct {
 	// prefix, and serves by forwarding requests to them; see
 	// federation.Peer. GET /llm/peers shows their health.
 	Peers []*federation.Peer `json:"peers,omitempty"`
+	// Presets are the operator's presets, beside those that ship with
+	// llmgw (one of the same name replaces a shipped one); see
+	// presets.Preset. GET /llm/presets lists them all.
+	Presets []*presets.Preset `json:"presets,omitempty"`
 
 	view      *atomic.Pointer[view] // catalog and fleets, swapped whole on runtime changes
 	mu        *sync.Mutex           // serializes runtime model changes; guards the fields below
 	fkeys     map[string]string     // model name → its fleet's pool key
 	engines   *enginelist.Set       // the engine plugins it runs
 	licences  *atomic.Pointer[licences.Table]
+	presets   *presets.Service
 	described *enginelist.Cache // what engines not running said of themselves (GET /llm/engines)
 	logger    *zap.Logger
 	ctx       context.Context // the config's: done when it is unloaded
@@ -257,6 +263,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.keys = new(atomic.Pointer[tenancy.Keyring])
 	a.view = new(atomic.Pointer[view])
 	a.licences = new(atomic.Pointer[licences.Table])
+	if a.presets, err = presets.NewService(a.Presets, presetHost{a}, a.logger.Named("presets")); err != nil {
+		return err
+	}
 	a.mu = new(sync.Mutex)
 	a.fkeys = map[string]string{}
 	a.engines, a.described = enginelist.NewSet(), &enginelist.Cache{}
@@ -464,6 +473,7 @@ func (a *App) Start() error {
 	}
 	go a.warnSources(a.ctx, a.Models, a.engineFormats())
 	go a.checkUpdatesEvery(a.ctx) // updates.go
+	go a.presets.Run(a.ctx, 5*time.Second, 10*time.Minute)
 	a.useResponseStore()
 	a.startGuardHist() // guardhist.go
 	a.startTraffic()   // traffic.go

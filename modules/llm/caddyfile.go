@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/modules/llm/cluster"
 	"github.com/llmgw/llmgw/modules/llm/federation"
 	"github.com/llmgw/llmgw/modules/llm/place"
+	"github.com/llmgw/llmgw/modules/llm/presets"
 	"github.com/llmgw/llmgw/modules/llm/reqlog"
 	"github.com/llmgw/llmgw/modules/llm/tenancy"
 	"github.com/llmgw/llmgw/modules/llm/weights"
@@ -54,6 +55,10 @@ func init() {
 //				source <path|mirror://…>
 //				scale  <number>                   # default 1
 //			}
+//			workflow <name> <file.json>         # a ComfyUI workflow; see catalog.Workflow
+//		}
+//		preset <name> {                         # the operator's preset; see presets.Parse
+//			...
 //		}
 //		org <name> {                            # see tenancy.ParseOrg
 //			...
@@ -111,6 +116,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return a.parseEngine(d)
 		case "model":
 			return a.parseModel(d)
+		case "preset":
+			p, err := presets.Parse(d)
+			a.Presets = append(a.Presets, p)
+			return err
 		case "org":
 			return tenancy.ParseOrg(d, func(o *tenancy.Org) { a.Orgs = append(a.Orgs, o) })
 		case "mirror":
@@ -139,7 +148,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unrecognized llm subdirective %q", dir)
 		}
-	}, "engine", "model", "org", "secret", "runtime_hosts", "peer")
+	}, "engine", "model", "org", "secret", "runtime_hosts", "peer", "preset")
 }
 
 func (a *App) parseEngine(d *caddyfile.Dispenser) error {
@@ -195,7 +204,7 @@ func (a *App) parseModel(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter", "provider", "profile")
+	err := caddyfileutil.EachSubdirective(d, func(dir string) error { return catalog.ParseModelField(d, m, dir) }, "option", "alias", "fallback", "adapter", "provider", "profile", "workflow")
 	if err != nil {
 		return err
 	}

@@ -121,27 +121,36 @@ func (a *App) addModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.checkRuntimeModel(r.Context(), m, m.Options, m.Adapters); err != nil {
+	st, err := a.addRuntime(r, m)
+	if err != nil {
 		return err
+	}
+	w.WriteHeader(http.StatusCreated)
+	return writeJSON(w, st)
+}
+
+// addRuntime adds m to the catalog as POST /llm/models does.
+func (a *App) addRuntime(r *http.Request, m *catalog.Model) (*llmapi.AddedModel, error) {
+	if err := a.checkRuntimeModel(r.Context(), m, m.Options, m.Adapters); err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.v()
 	var sc *llmapi.SourceCheck
+	var err error
 	if _, dup := cur.cat.ByName[m.Name]; !dup && m.Validate() == nil {
 		// A model the catalog refuses anyway is refused for that, with 400.
 		if sc, err = a.checkSource(r.Context(), m); err != nil {
-			return sourceStatus(err)
+			return nil, sourceStatus(err)
 		}
 	}
-	rt := runtimeOf(cur, func(ms []*catalog.Model) []*catalog.Model { return append(ms, m) })
-	v, err := a.swap(r.Context(), rt)
+	v, err := a.swap(r.Context(), runtimeOf(cur, func(ms []*catalog.Model) []*catalog.Model { return append(ms, m) }))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine))
-	w.WriteHeader(http.StatusCreated)
-	return writeJSON(w, llmapi.AddedModel{ModelStatus: v.fleets[m.Name].Status(), SourceCheck: sc})
+	a.audit(r, "model added", zap.String("model", m.Name), zap.String("engine", m.Engine), zap.String("preset", m.Preset))
+	return &llmapi.AddedModel{ModelStatus: v.fleets[m.Name].Status(), SourceCheck: sc}, nil
 }
 
 // removeModel answers DELETE /llm/models/<name>.
@@ -181,6 +190,9 @@ func (a *App) removeModel(w http.ResponseWriter, r *http.Request, name string) e
 		_, _ = fleets.Delete(k) // its replicas drain
 	}
 	a.audit(r, "model removed", zap.String("model", m.Name))
+	if err := a.presets.Declined(r.Context(), m, r.Header.Get("X-Llmgw-Actor")); err != nil { // package presets
+		a.logger.Warn("a removed preset's model is not remembered as declined", zap.String("model", m.Name), zap.Error(err))
+	}
 	if r.URL.Query().Get("purge") != "true" {
 		w.WriteHeader(http.StatusNoContent)
 		return nil

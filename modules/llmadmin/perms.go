@@ -78,6 +78,11 @@ var rules = []rule{
 	// its own part of the tenancy.
 	{"POST /llm/models/{name}/licence/accept", roleOperator, tenantLicence},
 	{"GET /llm/licences", roleViewer, tenantOpen},
+	// Presets: the operator adds one, as any model.
+	{"GET /llm/presets", roleViewer, tenantNone},
+	{"GET /llm/presets/{name}", roleViewer, tenantNone},
+	{"POST /llm/presets/{name}/add", roleOperator, tenantNone},
+	{"GET /llm/jobs/models", roleViewer, tenantNone},
 	{"POST /llm/plan", roleOperator, tenantNone},
 	{"POST /llm/replicas/{id}/restart", roleOperator, tenantNone},
 	{"GET /llm/engines", roleViewer, tenantNone},

@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/llmgw/llmgw/modules/llm"
+	_ "github.com/llmgw/llmgw/modules/llmjobs"
 	_ "github.com/llmgw/llmgw/modules/llmkb"
 	_ "github.com/llmgw/llmgw/modules/llmmcp"
 	_ "github.com/llmgw/llmgw/modules/llmrouter"

@@ -63,7 +63,7 @@ func tokensText(n int64) string {
 // updates.go hold the rest).
 func (c *ctl) model() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Adds, scales, removes, stops or starts one model"}
-	cmd.AddCommand(c.modelPlan())
+	cmd.AddCommand(c.modelPlan(), c.modelPresets())
 	cmd.AddCommand(c.modelAdd(), c.modelScale(), c.modelRemove(), c.modelSet(), c.modelRestart(), c.modelAdapter(), c.modelTest(), c.modelRetry(),
 		c.modelLicence())
 	cmd.AddCommand(c.modelUpdateCommands()...)
@@ -74,10 +74,19 @@ func (c *ctl) model() *cobra.Command {
 // modelAdd is ctl model add: a model from a YAML or JSON file, its source
 // checked first unless --no-check-source.
 func (c *ctl) modelAdd() *cobra.Command {
-	var file string
+	var file, preset, name string
 	var noCheck bool
-	add := &cobra.Command{Use: "add -f <model.yaml|model.json> [--no-check-source]", Short: "Adds a model, in the shape a model takes in the JSON config; its source is checked first", Args: cobra.NoArgs,
+	add := &cobra.Command{Use: "add (-f <model.yaml|model.json> [--no-check-source] | --preset <preset> [--name <model>])", Short: "Adds a model, in the shape a model takes in the JSON config (its source is checked first), or a preset's model", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if preset != "" {
+				if file != "" {
+					return fmt.Errorf("give -f <model file> or --preset <preset>, not both")
+				}
+				return c.modelAddPreset(preset, name) // presets.go
+			}
+			if name != "" {
+				return fmt.Errorf("--name names a preset's model: give it with --preset (a model file names its model)")
+			}
 			m, err := modelBody(file, noCheck)
 			if err != nil {
 				return err
@@ -91,6 +100,8 @@ func (c *ctl) modelAdd() *cobra.Command {
 		}}
 	add.Flags().StringVarP(&file, "file", "f", "", "the model, in YAML or JSON")
 	add.Flags().BoolVar(&noCheck, "no-check-source", false, "add it without checking its source (a source only the nodes can reach)")
+	add.Flags().StringVar(&preset, "preset", "", "add a preset's model (llmgw ctl model presets lists them)")
+	add.Flags().StringVar(&name, "name", "", "with --preset: the model's name (default: the preset's)")
 	return add
 }
 

@@ -10,8 +10,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -274,13 +272,13 @@ func (h *Jobs) output(w http.ResponseWriter, r *http.Request, id, n string) {
 		apiErr(w, r, http.StatusNotFound, "output_not_found", "", "job %s has %d outputs (0 to %d); %s is not one of them (its state is %s)", id, len(st.Outputs), len(st.Outputs)-1, catalog.Bounded(n), st.State)
 		return
 	}
-	f, err := os.Open(filepath.Join(h.svc.dir, id, "outputs", strconv.Itoa(i)))
+	o := st.Outputs[i]
+	f, err := h.svc.openOutput(r.Context(), id, o) // s3outputs.go
 	if err != nil {
-		apiErr(w, r, http.StatusNotFound, "output_not_found", "", "job %s's output %d is no longer kept", id, i)
+		apiErr(w, r, http.StatusNotFound, "output_not_found", "", "job %s's output %d cannot be read: %v", id, i, err)
 		return
 	}
 	defer f.Close()
-	o := st.Outputs[i]
 	w.Header().Set("Content-Type", o.ContentType)
 	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", o.Filename))
 	w.Header().Set("Content-Length", strconv.FormatInt(o.Bytes, 10))

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -191,7 +190,7 @@ func (h *Jobs) writeImages(w http.ResponseWriter, r *http.Request, spec *imagesJ
 			data = append(data, map[string]any{"url": baseURL(r) + o.URL, "revised_prompt": req.Prompt})
 			continue
 		}
-		b, err := h.svc.outputBytes(st.ID, o.Index)
+		b, err := h.svc.outputBytes(r.Context(), st.ID, o)
 		if err != nil {
 			apiErr(w, r, http.StatusInternalServerError, "server_error", "", "reading picture %d of job %s: %v", o.Index, st.ID, err)
 			return
@@ -217,11 +216,6 @@ func quality(req imagesRequest) string {
 		return "auto"
 	}
 	return req.Quality
-}
-
-// outputBytes reads output i of job id.
-func (s *service) outputBytes(id string, i int) ([]byte, error) {
-	return os.ReadFile(filepath.Join(s.dir, id, "outputs", strconv.Itoa(i)))
 }
 
 // baseURL is the scheme and host the client reached.

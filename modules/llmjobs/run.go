@@ -31,10 +31,14 @@ func (s *service) run(j *job, rep *fleet.Replica, release func()) {
 	defer release()
 	c := &comfy.Client{Base: rep.BaseURL, HTTP: fleet.ClientFor(outputClient, rep), ID: "llmgw-" + j.ID,
 		Previews: func(p comfy.Preview) { s.preview(j, p) }}
+	runWorkflow := c.Run
+	if rep.Transport != nil {
+		runWorkflow = c.RunPolled // another node's replica: the hop carries no WebSocket (nor previews)
+	}
 	wf, err := s.uploadInputs(j, func(name string, data []byte) (string, error) { return c.Upload(j.ctx, name, data) })
 	var outs []comfy.Output
 	if err == nil {
-		outs, err = c.Run(j.ctx, wf, func(p comfy.Progress) { s.progress(j, p) })
+		outs, err = runWorkflow(j.ctx, wf, func(p comfy.Progress) { s.progress(j, p) })
 	}
 	var files []outputFile
 	if err == nil {
@@ -149,6 +153,7 @@ func (s *service) keep(j *job, c *comfy.Client, outs []comfy.Output) ([]outputFi
 			return nil, fmt.Errorf("keeping output %s: %w", o.Filename, err)
 		}
 	}
+	s.storeOutputs(j.ctx, j.ID, dir, files) // s3outputs.go
 	return files, nil
 }
 

@@ -90,6 +90,9 @@ type outputFile struct {
 	ContentType string `json:"content_type"`
 	Bytes       int64  `json:"bytes"`
 	URL         string `json:"url"`
+	// Store is "mirror" for an output kept in the mirror's stores, else
+	// empty (in the data directory).
+	Store string `json:"store,omitempty"`
 }
 
 func (j job) finished() bool {
@@ -238,17 +241,18 @@ func (s *service) janitor() {
 	for {
 		s.mu.Lock()
 		cut := time.Now().Add(-s.retention).Unix()
-		var gone []string
+		var gone []*job
 		for id, j := range s.jobs {
 			if j.finished() && j.FinishedAt < cut {
 				delete(s.jobs, id)
-				gone = append(gone, id)
+				gone = append(gone, j)
 			}
 		}
 		s.mu.Unlock()
-		for _, id := range gone {
-			_ = os.RemoveAll(filepath.Join(s.dir, id))
+		for _, j := range gone {
+			_ = os.RemoveAll(filepath.Join(s.dir, j.ID))
 		}
+		s.forgetOutputs(gone) // s3outputs.go
 		select {
 		case <-s.ctx.Done():
 			return

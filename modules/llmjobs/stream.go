@@ -2,6 +2,7 @@ package llmjobs
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -44,7 +45,7 @@ func (h *Jobs) streamImages(w http.ResponseWriter, r *http.Request, spec *images
 			}
 		}
 		if st.finished() {
-			h.finishStream(spec, st, out.send)
+			h.finishStream(r.Context(), spec, st, out.send)
 			return
 		}
 		select {
@@ -97,7 +98,7 @@ func due(pr comfy.Progress, k, p int) bool {
 
 // finishStream sends the pictures of a finished job, or why there are
 // none.
-func (h *Jobs) finishStream(spec *imagesJob, st job, send func(string, any) bool) {
+func (h *Jobs) finishStream(ctx context.Context, spec *imagesJob, st job, send func(string, any) bool) {
 	if st.State != stateSucceeded {
 		send("error", map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "image_generation_failed",
 			"message": failure(st), "param": nil}})
@@ -107,7 +108,7 @@ func (h *Jobs) finishStream(spec *imagesJob, st job, send func(string, any) bool
 		if o.Kind != "images" {
 			continue
 		}
-		b, err := h.svc.outputBytes(st.ID, o.Index)
+		b, err := h.svc.outputBytes(ctx, st.ID, o)
 		if err != nil {
 			send("error", map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "server_error",
 				"message": fmt.Sprintf("reading picture %d of job %s: %v", o.Index, st.ID, err), "param": nil}})

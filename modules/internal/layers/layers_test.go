@@ -79,6 +79,8 @@ var allowed = map[string][]string{
 	"/modules/llm/routeorder":  {},
 	"/modules/llm/secrets":     {"/modules/internal"},
 	"/modules/llm/overview":    {"/modules/llm/llmapi"},
+	"/modules/llm/appmetrics":  {"/modules/llm/fleet", "/modules/llm/llmapi"},
+	"/modules/llm/presets":     {"/modules/llm/catalog", "/modules/llm/llmapi", "/modules/internal"},
 	"/modules/llm/reqlog":      {"/modules/llm/llmapi", "/modules/internal", "/modules/openai"},
 	"/modules/llm/enginelist":  {"/modules/llm/llmapi", "/plugins"},
 	"/modules/llm/apidoc":      {"/modules/llm/llmapi", "/modules/llm/catalog", "/modules/llm/tenancy", "/mirror", "/plugins/engine"},

@@ -107,6 +107,8 @@ func ParseModelField(d *caddyfile.Dispenser, m *Model, dir string) error {
 		return caddyfileutil.OneArg(d, &m.Prefer)
 	case "licence", "license":
 		return parseLicence(d, m) // licence.go
+	case "workflow":
+		return parseWorkflow(d, m) // workflow.go
 	case "context_length":
 		var n int
 		err := caddyfileutil.IntArg(d, &n, 1)

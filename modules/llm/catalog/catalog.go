@@ -115,6 +115,14 @@ type Model struct {
 	// refused with 403 until the licence is accepted for it (see
 	// Licence). Default: none.
 	Licence *Licence `json:"licence,omitempty"`
+	// Workflows are the ComfyUI workflows that use the model (a model
+	// of an engine that speaks ComfyUI's API): a job names one and gives
+	// its parameters; the Images API uses txt2img when there is one.
+	Workflows []*Workflow `json:"workflows,omitempty"`
+	// Preset is the preset the model was added from (llmgw ctl model add
+	// --preset): removing the model declines the preset, so it is not
+	// added again automatically.
+	Preset string `json:"preset,omitempty"`
 	// providerBlocks are the Caddyfile's provider blocks until
 	// ExpandProviders makes them Providers.
 	providerBlocks []*ProviderBlock
@@ -285,6 +293,9 @@ func (m *Model) Validate() error {
 		return err
 	}
 	if err := m.checkProfiles(); err != nil { // profiles.go
+		return err
+	}
+	if err := m.checkWorkflows(); err != nil { // workflow.go
 		return err
 	}
 	if err := m.checkLicence(); err != nil { // licence.go

@@ -604,3 +604,39 @@ type PeerStatus struct {
 	Checked    time.Time `json:"checked,omitzero"` // its last check
 	Since      time.Time `json:"since,omitzero"`   // when State began
 }
+
+// PresetStatus is a preset (GET /llm/presets): what it adds, and whether
+// this cluster can run it and why not.
+type PresetStatus struct {
+	Name        string             `json:"name"`
+	Description string             `json:"description,omitempty"`
+	Kind        string             `json:"kind,omitempty"`
+	Engine      string             `json:"engine"`
+	Source      string             `json:"source,omitempty"`
+	Resources   *catalog.Resources `json:"resources,omitempty"`
+	Licence     *catalog.Licence   `json:"licence,omitempty"`
+	Workflows   []PresetWorkflow   `json:"workflows"`
+	// Automatic presets add themselves when the cluster can run them.
+	Automatic bool `json:"automatic"`
+	// Shipped is true for a preset that ships with llmgw, false for the
+	// config's.
+	Shipped bool `json:"shipped"`
+	// State is added (Model is in the catalog), declined (an operator
+	// removed it: not added again by itself), available (the cluster
+	// can run it) or unavailable (WhyNot says why).
+	State string `json:"state"`
+	// Model is the catalog model added from the preset, when added.
+	Model  string   `json:"model,omitempty"`
+	WhyNot []string `json:"why_not,omitempty"`
+	// DeclinedBy and DeclinedAt say who removed it, for a declined one.
+	DeclinedBy string     `json:"declined_by,omitempty"`
+	DeclinedAt *time.Time `json:"declined_at,omitempty"`
+}
+
+// PresetWorkflow is a workflow of a preset's model: a job names it with
+// its parameters.
+type PresetWorkflow struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Parameters  []string `json:"parameters"`
+}

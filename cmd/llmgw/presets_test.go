@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/modules/llm/llmapi"
+)
+
+// Presets: ctl model presets lists the shipped ones and the config's,
+// with what each needs and why this machine cannot run one (no ComfyUI,
+// no GPU); an automatic preset the machine can run adds itself, one it
+// cannot does not; ctl model add --preset adds one under a name, its
+// licence still to accept; a removed automatic preset is remembered as
+// declined across a restart, until it is added again by hand.
+func TestPresets(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "studio.json")
+	graph := strings.NewReplacer(`"text": "a lighthouse on a cliff at dusk, oil painting"`, `"text": "{{prompt}}"`,
+		`"steps": STEPS`, `"steps": "{{steps}}"`, `"width": 320`, `"width": "{{width}}"`,
+		`"ckpt_name": "v1-5-pruned-emaonly.safetensors"`, `"ckpt_name": "studio.safetensors"`).Replace(comfyTxt2img)
+	if !strings.Contains(graph, "{{prompt}}") || !strings.Contains(graph, "{{steps}}") || !strings.Contains(graph, "{{width}}") {
+		t.Fatalf("the test's workflow has no parameters: %s", graph)
+	}
+	if err := os.WriteFile(wf, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := jobsGateway(t, `
+		preset studio {
+			description "The studio's pictures"
+			kind image
+			automatic
+			engine simimage
+			option step_time 5ms
+			target_concurrency 1
+			licence studio-terms https://example.com/studio-terms
+			workflow txt2img `+wf+` {
+				param steps 3
+				param width 64
+			}
+		}
+		preset huge {
+			kind image
+			automatic
+			engine simimage
+			resources {
+				gpus 4
+			}
+		}`)
+	waitFor(t, 30*time.Second, "the automatic preset added", func() bool { return g.models()["studio"].Name == "studio" })
+
+	presets := func() map[string]llmapi.PresetStatus {
+		t.Helper()
+		var ps []llmapi.PresetStatus
+		g.adminGet("/llm/presets", &ps)
+		out := map[string]llmapi.PresetStatus{}
+		for _, p := range ps {
+			out[p.Name] = p
+		}
+		return out
+	}
+	ps := presets()
+	for name, want := range map[string]string{"studio": "added", "huge": "unavailable", "sim-pictures": "available", "sdxl-turbo": "unavailable", "hunyuan3d-2": "unavailable"} {
+		if ps[name].State != want {
+			t.Errorf("preset %s: state %q, want %q: %+v", name, ps[name].State, want, ps[name])
+		}
+	}
+	if why := strings.Join(ps["huge"].WhyNot, " "); !strings.Contains(why, "GPU") {
+		t.Errorf("why the huge preset cannot run does not name the GPUs: %q", why)
+	}
+	if why := strings.Join(ps["sdxl-turbo"].WhyNot, " "); !strings.Contains(why, "main.py") && !strings.Contains(why, "GPU") {
+		t.Errorf("why a ComfyUI preset cannot run here: %q", why)
+	}
+	if _, ok := g.models()["huge"]; ok {
+		t.Error("an automatic preset the machine cannot run was added")
+	}
+	if w := ps["studio"].Workflows; len(w) != 1 || w[0].Name != "txt2img" || strings.Join(w[0].Parameters, ",") != "prompt,steps,width" || ps["studio"].Shipped {
+		t.Errorf("the config's preset as listed: %+v", ps["studio"])
+	}
+
+	out, err := ctlRun(t, g, "model", "presets")
+	if err != nil || !regexpLine(out, "studio", "image", "simimage", "studio-terms", "added as studio (automatic)") ||
+		!regexpLine(out, "sdxl-turbo", "comfyui", "1 GPUs", "sai-nc-community", "unavailable") || !regexpLine(out, "huge", "4 GPUs", "unavailable", "GPU") {
+		t.Errorf("ctl model presets: %v\n%s", err, out)
+	}
+
+	// Added by hand, under a name; its licence (none here) and its workflow.
+	out, err = ctlRun(t, g, "model", "add", "--preset", "sim-pictures", "--name", "pics")
+	if err != nil || !strings.Contains(out, "model pics added from preset sim-pictures") {
+		t.Fatalf("ctl model add --preset: %v\n%s", err, out)
+	}
+	if out, err := ctlRun(t, g, "model", "add", "--preset", "sim-pictures", "--name", "pics"); err == nil || !strings.Contains(out, "already has model pics") {
+		t.Errorf("adding a preset's model twice: %v\n%s", err, out)
+	}
+	if out, err := ctlRun(t, g, "model", "add", "--preset", "no-such"); err == nil || !strings.Contains(out, `no preset "no-such"`) {
+		t.Errorf("an unknown preset: %v\n%s", err, out)
+	}
+	if out, err := ctlRun(t, g, "model", "add", "--preset", "sim-pictures", "--name", "../../etc"); err == nil {
+		t.Errorf("a preset added under a name that is not one: %s", out)
+	}
+	var pics llmapi.ModelStatus
+	g.adminGet("/llm/models/pics", &pics)
+	if pics.Engine != "simimage" {
+		t.Errorf("the preset's model: %+v", pics)
+	}
+	_, j, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pics","workflow":`+workflow("2")+`}`)
+	if j.ID == "" {
+		t.Fatalf("a job on the preset's model: %s", raw)
+	}
+	if seen := followJob(t, g, "secret-1", j.ID); seen[len(seen)-1].State != "succeeded" {
+		t.Errorf("the job on the preset's model: %+v", seen[len(seen)-1])
+	}
+
+	// What the studio's replica found in its model folders, with the
+	// workflows that use each file.
+	g.readyReplicas("studio", 1)
+	var found []struct {
+		Model    string
+		Replicas []struct {
+			Folders map[string][]struct {
+				File      string
+				Workflows []string
+			}
+		}
+	}
+	g.adminGet("/llm/jobs/models", &found)
+	b, _ := json.Marshal(found)
+	if !strings.Contains(string(b), `{"File":"studio.safetensors","Workflows":["txt2img"]}`) || strings.Contains(string(b), `"Model":"chat"`) {
+		t.Errorf("GET /llm/jobs/models: %s", b)
+	}
+
+	// The studio's licence holds its jobs back until it is accepted.
+	if code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"studio","workflow":`+workflow("2")+`}`); code != 403 || !strings.Contains(raw, "studio-terms") {
+		t.Errorf("a job on the studio before its licence is accepted: %d %s", code, raw)
+	}
+	out, err = ctlRun(t, g, "model", "add", "--preset", "studio", "--name", "studio2")
+	if err != nil || !strings.Contains(out, "licence studio-terms") || !strings.Contains(out, "llmgw ctl model licence accept studio2") {
+		t.Errorf("ctl model add of a preset with a licence: %v\n%s", err, out)
+	}
+
+	// Removed: declined, and still declined after a restart.
+	if out, err := ctlRun(t, g, "model", "remove", "studio"); err != nil {
+		t.Fatalf("ctl model remove studio: %v\n%s", err, out)
+	}
+	if p := presets()["studio"]; p.State != "added" || p.Model != "studio2" {
+		t.Errorf("the studio preset, its first model removed, a second still there: %+v", p)
+	}
+	if out, err := ctlRun(t, g, "model", "remove", "studio2"); err != nil {
+		t.Fatalf("ctl model remove studio2: %v\n%s", err, out)
+	}
+	if p := presets()["studio"]; p.State != "declined" || p.DeclinedAt == nil {
+		t.Errorf("the studio preset once removed: %+v", p)
+	}
+	g.stop()
+	checks := strings.Count(g.logs.String(), "automatic presets checked")
+	g.start()
+	waitFor(t, 30*time.Second, "the automatic presets checked after the restart", func() bool {
+		return strings.Count(g.logs.String(), "automatic presets checked") > checks
+	})
+	if _, ok := g.models()["studio"]; ok {
+		t.Error("a declined automatic preset came back after a restart")
+	}
+	out, err = ctlRun(t, g, "model", "presets")
+	if err != nil || !regexpLine(out, "studio", "declined by ", "(automatic)") {
+		t.Errorf("ctl model presets after the restart: %v\n%s", err, out)
+	}
+	if out, err := ctlRun(t, g, "model", "add", "--preset", "studio"); err != nil || !strings.Contains(out, "model studio added") {
+		t.Fatalf("adding a declined preset by hand: %v\n%s", err, out)
+	}
+	if p := presets()["studio"]; p.State != "added" {
+		t.Errorf("the studio preset added again: %+v", p)
+	}
+	// The audit log names who added and removed what, from which preset.
+	var audit struct{ Entries []llmapi.AuditEntry }
+	g.adminGet("/llm/audit?action=model+added", &audit)
+	b, _ = json.Marshal(audit.Entries)
+	if !strings.Contains(string(b), "llmgw (automatic preset)") || !strings.Contains(string(b), `"preset":"sim-pictures"`) {
+		t.Errorf("the audit log of the adds: %s", b)
+	}
+}

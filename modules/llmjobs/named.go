@@ -1,0 +1,66 @@
+package llmjobs
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/llmgw/llmgw/modules/llm/catalog"
+)
+
+// randomSeed is a seed for a workflow: ComfyUI's seeds fit in 50 bits.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 14
+}
+
+// namedWorkflow turns a job's workflow into a graph when it names one of
+// the model's workflows (a JSON string) filled with params; a graph is
+// kept as it is. msg says what is wrong, for a 400.
+func namedWorkflow(m *catalog.Model, raw json.RawMessage, params map[string]any) (json.RawMessage, string) {
+	var name string
+	if json.Unmarshal(raw, &name) != nil {
+		if len(params) > 0 {
+			return nil, "parameters go with a workflow's name (one of the model's workflows); a whole workflow carries its own values"
+		}
+		return raw, ""
+	}
+	w := m.WorkflowNamed(name)
+	if w == nil {
+		var names []string
+		for _, o := range m.Workflows {
+			names = append(names, o.Name)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Sprintf("model %s has no workflows of its own: send a whole workflow in ComfyUI's API format (Export (API)), or use a model added from a preset", m.Name)
+		}
+		return nil, fmt.Sprintf("model %s has no workflow %s; its workflows are %s", m.Name, catalog.Bounded(name), strings.Join(names, ", "))
+	}
+	g, err := w.Fill(params, randomSeed)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return g, ""
+}
+
+// imageWorkflow is the workflow of an image request: the model's own
+// txt2img workflow when it has one (given the request's values for the
+// parameters it takes), else ComfyUI's default text to image workflow.
+func imageWorkflow(m *catalog.Model, prompt string, width, height, n int) (json.RawMessage, error) {
+	w := m.WorkflowNamed("txt2img")
+	if w == nil {
+		return txt2img(checkpointOf(m), prompt, width, height, n), nil
+	}
+	params := map[string]any{}
+	takes := w.ParamNames()
+	for k, v := range map[string]any{"prompt": prompt, "width": width, "height": height, "batch_size": n} {
+		if slices.Contains(takes, k) {
+			params[k] = v
+		}
+	}
+	return w.Fill(params, randomSeed)
+}
