@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,6 +117,31 @@ func TestPresets(t *testing.T) {
 		t.Errorf("the job on the preset's model: %+v", seen[len(seen)-1])
 	}
 
+	// A job names one of the preset's workflows and gives its parameters.
+	_, j, raw = jobCall(t, g, "secret-1", "POST", "/v1/jobs", `{"model":"pics","workflow":"txt2img","parameters":{"prompt":"a red kite over dunes","width":128,"height":96,"steps":3}}`)
+	if j.ID == "" {
+		t.Fatalf("a job naming the preset's workflow: %s", raw)
+	}
+	if seen := followJob(t, g, "secret-1", j.ID); seen[len(seen)-1].State != "succeeded" {
+		t.Fatalf("the job of the named workflow: %+v", seen[len(seen)-1])
+	}
+	_, _, png := jobCall(t, g, "secret-1", "GET", "/v1/jobs/"+j.ID+"/outputs/0", "")
+	if cfg, err := pngConfig(png); err != nil || cfg.Width != 128 || cfg.Height != 96 {
+		t.Errorf("the named workflow's picture: %+v %v", cfg, err)
+	}
+	for body, want := range map[string]string{
+		`{"model":"pics","workflow":"outpaint","parameters":{"prompt":"x"}}`:            "its workflows are txt2img, img2img",
+		`{"model":"pics","workflow":"txt2img","parameters":{"prompt":"x","cfg":9}}`:     `no parameter \"cfg\"`,
+		`{"model":"pics","workflow":"txt2img"}`:                                         "needs the parameter prompt",
+		`{"model":"chat","workflow":"txt2img","parameters":{"prompt":"x"}}`:             "has no workflows of its own",
+		`{"model":"nope","workflow":"txt2img","parameters":{"prompt":"x"}}`:             "model_not_found",
+		`{"model":"pics","workflow":` + workflow("2") + `,"parameters":{"prompt":"x"}}`: "parameters go with a workflow's name",
+	} {
+		if code, _, raw := jobCall(t, g, "secret-1", "POST", "/v1/jobs", body); code/100 != 4 || !strings.Contains(raw, want) {
+			t.Errorf("%s: %d %s, want %q", body, code, raw, want)
+		}
+	}
+
 	// What the studio's replica found in its model folders, with the
 	// workflows that use each file.
 	g.readyReplicas("studio", 1)
@@ -182,3 +209,6 @@ func TestPresets(t *testing.T) {
 		t.Errorf("the audit log of the adds: %s", b)
 	}
 }
+
+// pngConfig is the size of a PNG.
+func pngConfig(b string) (image.Config, error) { return png.DecodeConfig(strings.NewReader(b)) }

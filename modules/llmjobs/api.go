@@ -61,6 +61,9 @@ type createRequest struct {
 	Priority   string            `json:"priority"`
 	Metadata   map[string]string `json:"metadata"`
 	Idempotent bool              `json:"idempotent"`
+	// Parameters fill a workflow given by name (one of the model's
+	// workflows): parameter name → value.
+	Parameters map[string]any `json:"parameters"`
 	// Inputs names files of /v1/files as the job's inputs (input name →
 	// file id), besides those of a multipart body.
 	Inputs map[string]string `json:"inputs"`
@@ -101,6 +104,9 @@ func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
 	}
 	if e != nil {
 		e.WriteFor(w, r)
+		return
+	}
+	if !h.fillNamed(w, r, &req) { // named.go
 		return
 	}
 	classes, msg := checkWorkflow(req.Workflow)

@@ -36,8 +36,8 @@ func (h *Jobs) edits(w http.ResponseWriter, r *http.Request) {
 			images = append(images, in.Name)
 		}
 	}
-	spec.workflow = func(ckpt string) json.RawMessage {
-		return img2img(ckpt, spec.req.Prompt, images, mask, spec.width, spec.height, spec.n)
+	spec.workflow = func(m *catalog.Model) (json.RawMessage, error) {
+		return img2img(checkpointOf(m), spec.req.Prompt, images, mask, spec.width, spec.height, spec.n), nil
 	}
 	h.serveImages(w, r, spec)
 }

@@ -64,11 +64,12 @@ type imagesJob struct {
 	width, height int
 	n             int
 	inputs        []*inputFile
-	workflow      func(ckpt string) json.RawMessage
+	workflow      func(m *catalog.Model) (json.RawMessage, error)
 }
 
 // generations answers POST /v1/images/generations: the prompt becomes a
-// text to image workflow (ComfyUI's default one) run as a job of the
+// text to image workflow (the model's txt2img, else ComfyUI's default
+// one) run as a job of the
 // model, and the answer waits for it: the pictures as base64 PNG
 // (b64_json, the default) or as the job's output URLs (url); with
 // stream, server-sent events of partial pictures, then the pictures.
@@ -85,8 +86,8 @@ func (h *Jobs) generations(w http.ResponseWriter, r *http.Request) {
 		e.WriteFor(w, r)
 		return
 	}
-	spec.workflow = func(ckpt string) json.RawMessage {
-		return txt2img(ckpt, req.Prompt, spec.width, spec.height, spec.n)
+	spec.workflow = func(m *catalog.Model) (json.RawMessage, error) {
+		return imageWorkflow(m, req.Prompt, spec.width, spec.height, spec.n) // named.go
 	}
 	h.serveImages(w, r, spec)
 }
@@ -139,7 +140,11 @@ func (h *Jobs) serveImages(w http.ResponseWriter, r *http.Request, spec *imagesJ
 		return
 	}
 	m, _ := h.svc.app.Load().Lookup(spec.req.Model)
-	wf := spec.workflow(checkpointOf(m))
+	wf, err := spec.workflow(m)
+	if err != nil {
+		apiErr(w, r, http.StatusBadRequest, "invalid_workflow", "model", "the model's %s workflow cannot run this request: %v", "txt2img", err)
+		return
+	}
 	classes, _ := checkWorkflow(wf)
 	j := &job{ID: newJobID(), Object: "job", Model: m.Name, State: stateQueued, Priority: "normal", Owner: ownerOf(r),
 		CreatedAt: time.Now().Unix(), Outputs: []outputFile{}, Workflow: wf, classes: classes,

@@ -1,10 +1,12 @@
 package llmjobs
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -63,4 +65,24 @@ func imageWorkflow(m *catalog.Model, prompt string, width, height, n int) (json.
 		}
 	}
 	return w.Fill(params, randomSeed)
+}
+
+// fillNamed replaces a job's workflow given by name with the model's
+// workflow of that name filled with the job's parameters, or answers why
+// it cannot (the model's 404 first, when the model is unknown).
+func (h *Jobs) fillNamed(w http.ResponseWriter, r *http.Request, req *createRequest) bool {
+	if !bytes.HasPrefix(bytes.TrimSpace(req.Workflow), []byte(`"`)) && len(req.Parameters) == 0 {
+		return true // a whole workflow
+	}
+	m, err := h.svc.app.Load().Lookup(req.Model)
+	if err != nil {
+		return h.checkModel(w, r, req.Model)
+	}
+	wf, msg := namedWorkflow(m, req.Workflow, req.Parameters)
+	if msg != "" {
+		apiErr(w, r, http.StatusBadRequest, "invalid_workflow", "workflow", "%s", msg)
+		return false
+	}
+	req.Workflow = wf
+	return true
 }
