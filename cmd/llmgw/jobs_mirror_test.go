@@ -21,8 +21,10 @@ func TestJobOutputsInMirror(t *testing.T) {
 		quota: new(string), before: "\t\tllm_jobs {\n\t\t\tretention 3s\n\t\t}\n"}
 	g.writeConfig(picturesModel+mirrorBlock(t, a, b, filepath.Join(t.TempDir(), "cache"))+`
 		org acme {
-			project alpha {
-				key k1 `+tenancy.HashKey("secret-1")+`
+			team research {
+				project alpha {
+					key k1 `+tenancy.HashKey("secret-1")+`
+				}
 			}
 		}`, "")
 	g.start()
