@@ -318,7 +318,9 @@ var (
 		"max_concurrent": typ("integer", ""), "models": arr(typ("string", "a catalog name, alias or glob")),
 		"tools": arr(typ("string", "server.tool or a glob")), "tool_calls_per_minute": typ("integer", ""), "tool_calls_per_day": typ("integer", ""),
 		"kb_bytes": typ("integer", "bytes of knowledge-base files"), "kb_files": typ("integer", "knowledge-base files"),
-		"max_output": typ("integer", "the most tokens one answer may have"),
+		"max_output":   typ("integer", "the most tokens one answer may have"),
+		"jobs_per_day": typ("integer", "jobs accepted per UTC day"), "concurrent_jobs": typ("integer", "jobs running at once"),
+		"gpu_seconds_per_day": typ("integer", "seconds jobs ran times their replicas' GPUs, per UTC day"),
 	})
 	capacitySchema = obj(map[string]any{"memory": typ("integer", "bytes"), "cores": typ("integer", ""), "gpus": typ("integer", ""),
 		"replicas": typ("integer", "")})

@@ -45,6 +45,9 @@ import (
 //	tool_calls_per_day    <n>
 //	kb_bytes            <size>      # knowledge bases' files (llm_kb)
 //	kb_files            <n>
+//	jobs_per_day        <n>         # jobs accepted per UTC day (llm_jobs)
+//	concurrent_jobs     <n>         # jobs running at once; more wait queued
+//	gpu_seconds_per_day <n>         # seconds jobs ran × their replicas' GPUs
 func ParseOrg(d *caddyfile.Dispenser, add func(*Org)) error {
 	o := new(Org)
 	if err := caddyfileutil.NameArg(d, &o.Name); err != nil {
@@ -195,6 +198,12 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		return caddyfileutil.SizeArg(d, &l.KBBytes, dir, "10GiB")
 	case "kb_files":
 		return i64(&l.KBFiles)
+	case "jobs_per_day":
+		return i64(&l.JobsPerDay)
+	case "concurrent_jobs":
+		return i64(&l.ConcurrentJobs)
+	case "gpu_seconds_per_day":
+		return i64(&l.GPUSecondsPerDay)
 	case "budget":
 		args := d.RemainingArgs()
 		if len(args) < 1 || len(args) > 2 {
@@ -213,5 +222,5 @@ func parseLimit(d *caddyfile.Dispenser, l *Limits, dir string) error {
 		}
 		return nil
 	}
-	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, max_output, models, tools, tool_calls_per_minute, tool_calls_per_day, kb_bytes and kb_files", dir)
+	return d.Errf("unrecognized subdirective %q; limits are requests_per_minute, tokens_per_minute, tokens_per_day, budget, max_concurrent, max_output, models, tools, tool_calls_per_minute, tool_calls_per_day, kb_bytes, kb_files, jobs_per_day, concurrent_jobs and gpu_seconds_per_day", dir)
 }

@@ -59,6 +59,19 @@ type Limits struct {
 	// asking nothing is sent with the smallest cap of its model, its key
 	// and the key's levels as its max_tokens.
 	MaxOutput int64 `json:"max_output,omitempty"`
+	// JobsPerDay caps the jobs (llm_jobs: POST /v1/jobs and
+	// /v1/images/generations) this node accepts in each UTC day; one past
+	// it gets 429 naming this level, with Retry-After.
+	JobsPerDay int64 `json:"jobs_per_day,omitempty"`
+	// ConcurrentJobs caps this node's jobs running at once. A job past it
+	// is not refused: it stays queued, and other tenants' jobs pass it,
+	// until one of this node's jobs ends.
+	ConcurrentJobs int64 `json:"concurrent_jobs,omitempty"`
+	// GPUSecondsPerDay caps, in each UTC day, the seconds this node's
+	// jobs ran times the GPUs of their replicas (at least 1). A job is
+	// accepted while the day's use is below it (the job that crosses it
+	// runs to its end); after that, 429 naming this level.
+	GPUSecondsPerDay int64 `json:"gpu_seconds_per_day,omitempty"`
 }
 
 // Org is an organisation: the root of a tenancy tree.
@@ -297,7 +310,8 @@ func (l *Limits) Validate() error {
 	if l == nil {
 		return nil
 	}
-	if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.TokensPerDay < 0 || l.Budget < 0 || l.MaxConcurrent < 0 || l.MaxOutput < 0 {
+	if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.TokensPerDay < 0 || l.Budget < 0 || l.MaxConcurrent < 0 || l.MaxOutput < 0 ||
+		l.JobsPerDay < 0 || l.ConcurrentJobs < 0 || l.GPUSecondsPerDay < 0 {
 		return fmt.Errorf("limits must not be negative")
 	}
 	switch l.BudgetPeriod {
@@ -324,6 +338,9 @@ func Effective(levels []Level) Limits {
 		tight(&e.ToolCallsPerMinute, l.Limits.ToolCallsPerMinute)
 		tight(&e.ToolCallsPerDay, l.Limits.ToolCallsPerDay)
 		tight(&e.MaxOutput, l.Limits.MaxOutput)
+		tight(&e.JobsPerDay, l.Limits.JobsPerDay)
+		tight(&e.ConcurrentJobs, l.Limits.ConcurrentJobs)
+		tight(&e.GPUSecondsPerDay, l.Limits.GPUSecondsPerDay)
 		if b := l.Limits.Budget; b > 0 && (e.Budget == 0 || b < e.Budget) {
 			e.Budget, e.BudgetPeriod = b, l.Limits.BudgetPeriod
 		}
