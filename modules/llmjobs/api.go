@@ -141,12 +141,17 @@ func (h *Jobs) create(w http.ResponseWriter, r *http.Request) {
 
 // queue keeps a new job's inputs and queues it, or answers why not.
 func (h *Jobs) queue(w http.ResponseWriter, r *http.Request, j *job, ins []*inputFile) bool {
+	if !h.admit(w, r, j) { // quota.go
+		return false
+	}
 	if err := h.svc.keepInputs(j, ins); err != nil {
+		h.svc.usage.giveBack(levelKeys(j), j.QuotaDay)
 		h.svc.removeJobFiles(j.ID)
 		apiErr(w, r, http.StatusInternalServerError, "server_error", "", "keeping the job's input files: %v", err)
 		return false
 	}
 	if !h.svc.enqueue(j) {
+		h.svc.usage.giveBack(levelKeys(j), j.QuotaDay)
 		h.svc.removeJobFiles(j.ID)
 		w.Header().Set("Retry-After", "30")
 		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting (max_queued); try again later", j.Model, h.MaxQueued)

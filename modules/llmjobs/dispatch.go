@@ -43,7 +43,7 @@ func (idle) Select(ready []*fleet.Replica) *fleet.Replica {
 func (s *service) dispatch(model string, wake chan struct{}) {
 	defer s.done.Done()
 	for {
-		if !s.hasQueued(model) {
+		if !s.hasRunnable(model) {
 			select {
 			case <-s.ctx.Done():
 				return
@@ -74,7 +74,7 @@ func (s *service) dispatch(model string, wake chan struct{}) {
 			}
 			continue
 		}
-		j := s.next(model, rep.ID)
+		j := s.next(model, rep)
 		if j == nil {
 			release()
 			continue
@@ -98,21 +98,33 @@ func (s *service) failedReplica(model string) *fleet.Replica {
 	return s.failed[model]
 }
 
-func (s *service) hasQueued(model string) bool {
+// hasRunnable tells whether the model has a queued job that may start:
+// one whose tenant's levels are all below their concurrent_jobs.
+func (s *service) hasRunnable(model string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.queues[model]) > 0
+	for _, j := range s.queues[model] {
+		if s.cappedLocked(j) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // next takes the model's next job off its queue and marks it running on
-// replica: the highest priority first; among those, the owner served
-// longest ago; the owner's oldest job.
-func (s *service) next(model, replica string) *job {
+// rep: the highest priority first; among those, the owner served
+// longest ago; the owner's oldest job. A job whose tenant runs its
+// concurrent_jobs is passed over (it keeps its place and its owner's
+// turn), so that other tenants' jobs run meanwhile.
+func (s *service) next(model string, rep *fleet.Replica) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[model]
 	best := -1
 	for i, j := range q {
+		if s.cappedLocked(j) != nil {
+			continue
+		}
 		if best < 0 || s.beforeLocked(model, j, q[best]) {
 			best = i
 		}
@@ -128,8 +140,9 @@ func (s *service) next(model, replica string) *job {
 	s.seq++
 	s.turns[model][j.Owner] = s.seq
 	j.ctx, j.cancel = context.WithCancel(s.ctx)
-	j.State, j.StartedAt, j.Replica = stateRunning, time.Now().Unix(), replica
+	j.State, j.StartedAt, j.Replica = stateRunning, time.Now().Unix(), rep.ID
 	j.Attempts++
+	s.startedLocked(j, rep)
 	s.save(j)
 	s.changedLocked(j)
 	return j
@@ -155,6 +168,7 @@ func (s *service) failQueued(model, code, msg string) {
 	defer s.mu.Unlock()
 	for _, j := range s.queues[model] {
 		s.finishLocked(j, stateFailed, &jobError{Code: code, Message: msg})
+		s.unranLocked(j)
 	}
 	delete(s.queues, model)
 }

@@ -44,7 +44,7 @@ func (s *service) viewLocked(j *job) job {
 		return job{}
 	}
 	v := *j
-	v.Workflow, v.cancel, v.ctx = nil, nil, nil
+	v.Workflow, v.cancel, v.ctx, v.Levels, v.QuotaDay = nil, nil, nil, nil, ""
 	if j.Node != nil {
 		n := *j.Node
 		v.Node = &n
@@ -58,6 +58,7 @@ func (s *service) viewLocked(j *job) job {
 			}
 		}
 		v.QueuePosition = &pos
+		v.Waiting = s.waitingLocked(j)
 	}
 	return v
 }
@@ -100,6 +101,7 @@ func (s *service) cancel(id string) (string, bool) {
 			}
 		}
 		s.finishLocked(j, stateCancelled, nil)
+		s.unranLocked(j)
 	case stateRunning:
 		j.stopped = true
 		j.cancel()

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/llmgw/llmgw/modules/llm/fleet"
 )
 
 // queueOf makes a service whose model m has the given jobs queued (owner,
@@ -27,9 +29,11 @@ func queueOf(t *testing.T, jobs ...[2]string) *service {
 	return s
 }
 
+var rep = &fleet.Replica{ID: "r"}
+
 func order(s *service) []string {
 	var out []string
-	for j := s.next("m", "r"); j != nil; j = s.next("m", "r") {
+	for j := s.next("m", rep); j != nil; j = s.next("m", rep) {
 		out = append(out, j.ID)
 	}
 	return out
@@ -62,7 +66,7 @@ func TestQueueFairShare(t *testing.T) {
 	s := queueOf(t, jobs...)
 	counts := map[string]int{}
 	for range 100 { // the first 100 runs while all wait
-		counts[s.next("m", "r").Owner]++
+		counts[s.next("m", rep).Owner]++
 	}
 	for _, p := range []string{"p0", "p1", "p2", "p3", "p4"} {
 		if counts[p] < 18 || counts[p] > 22 {

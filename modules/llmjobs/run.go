@@ -47,6 +47,7 @@ func (s *service) run(j *job, rep *fleet.Replica, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j.cancel()
+	s.endedLocked(j)
 	var refused *comfy.RefusedError
 	var failed *comfy.NodeError
 	switch {

@@ -57,6 +57,14 @@ type job struct {
 	// Inputs are the files the workflow loads, kept in the job's folder
 	// (inputs/<name>) and uploaded to the replica that runs it.
 	Inputs []inputFile `json:"inputs,omitempty"`
+	// Waiting says why a queued job waits though a replica may be free:
+	// a level of its tenant runs its concurrent_jobs (shown, not kept).
+	Waiting string `json:"waiting,omitempty"`
+	// Levels are the tenancy levels of the key that made the job, with
+	// their concurrent_jobs, and QuotaDay the UTC day its jobs_per_day
+	// counted (kept, not shown).
+	Levels   []jobLevel `json:"levels,omitempty"`
+	QuotaDay string     `json:"quota_day,omitempty"`
 
 	classes  map[string]string  // node id → class_type
 	seq      int64              // order of submission
@@ -65,6 +73,8 @@ type job struct {
 	stopped  bool               // cancelled by its owner while it ran
 	preview  *comfy.Preview     // a running job's latest preview picture
 	previews int                // how many it has had
+	started  time.Time          // when it started running, for its GPU seconds
+	gpus     int                // the GPUs of the replica running it (at least 1)
 }
 
 // nodeRef is the node of the workflow a running job is at.
@@ -117,6 +127,8 @@ type service struct {
 	watchers  map[string]map[chan struct{}]bool
 	wake      map[string]chan struct{}  // model → its dispatcher's wake
 	failed    map[string]*fleet.Replica // model → the replica a job failed on last
+	running   map[string]int64          // level key → its jobs running
+	usage     *usage                    // the day's counts of jobs and GPU seconds
 	retention time.Duration
 	maxQueued int
 }
@@ -129,7 +141,7 @@ func openService(dir string, logger *zap.Logger) (*service, error) {
 	}
 	s := &service{dir: dir, logger: logger, jobs: map[string]*job{}, queues: map[string][]*job{},
 		turns: map[string]map[string]int64{}, watchers: map[string]map[chan struct{}]bool{}, wake: map[string]chan struct{}{},
-		failed: map[string]*fleet.Replica{}}
+		failed: map[string]*fleet.Replica{}, running: map[string]int64{}, usage: openUsage(dir, logger)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	entries, _ := os.ReadDir(dir)
 	var loaded []*job
@@ -157,8 +169,12 @@ func openService(dir string, logger *zap.Logger) (*service, error) {
 		}
 	}
 	s.retention = 24 * time.Hour
-	s.done.Add(1)
+	s.done.Add(2)
 	go s.janitor()
+	go func() {
+		defer s.done.Done()
+		s.usage.writer(s.ctx)
+	}()
 	return s, nil
 }
 
