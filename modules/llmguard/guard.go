@@ -191,6 +191,9 @@ func (g *Guardrails) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	w, req, err := openai.Enter(w, r)
 	if errors.Is(err, openai.ErrNotGenerating) {
+		if field := jobEndpoint(r); field != "" {
+			return g.serveJob(w, r, next, field) // jobs.go
+		}
 		if body, err := mcpwire.Read(r); err == nil && body.ToolCalls() > 0 {
 			return g.serveMCP(w, r, next, body)
 		}
@@ -303,6 +306,26 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 		texts[i] = d.text(s)
 	}
 	st.prompt = texts
+	blocked, redact := g.inspectInput(ctx, st, texts, checks, name)
+	if blocked != nil || len(redact) == 0 {
+		return blocked
+	}
+	var edits []edit
+	st.vault.redact(texts, resolve(redact), func(ti int, text string) {
+		edits = append(edits, edit{span: ti, text: text})
+	})
+	body := d.splice(make([]byte, 0, len(raw)+64), edits)
+	if err := req.Set(name, body); err != nil {
+		g.logger.Error("redacting the prompt", zap.Error(err))
+		return &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "guardrail_error",
+			Message: "redacting the prompt failed: " + err.Error()}
+	}
+	return nil
+}
+
+// inspectInput runs the input checks on texts: the error that blocks the
+// request (param names where its text was), else the findings to redact.
+func (g *Guardrails) inspectInput(ctx context.Context, st *state, texts []string, checks []Check, name string) (*openai.Error, []Finding) {
 	insp := &Inspection{Stage: Input, Model: st.model, Texts: texts}
 	var redact []Finding
 	for _, c := range checks {
@@ -310,7 +333,7 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 		fs, err := inspect(ctx, c, insp)
 		if err != nil {
 			if e := st.failed(sc, Input, err); e != nil {
-				return e
+				return e, nil
 			}
 			continue
 		}
@@ -338,23 +361,10 @@ func (g *Guardrails) input(ctx context.Context, st *state, req *openai.Request, 
 		st.record(sc, Input, outcome, "")
 		if outcome == Blocked {
 			return &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "guardrail_blocked",
-				Param: name, Message: fmt.Sprintf("the prompt was blocked by guardrail %q: %s; remove it and try again", sc.Name, describe(first))}
+				Param: name, Message: fmt.Sprintf("the prompt was blocked by guardrail %q: %s; remove it and try again", sc.Name, describe(first))}, nil
 		}
 	}
-	if len(redact) == 0 {
-		return nil
-	}
-	var edits []edit
-	st.vault.redact(texts, resolve(redact), func(ti int, text string) {
-		edits = append(edits, edit{span: ti, text: text})
-	})
-	body := d.splice(make([]byte, 0, len(raw)+64), edits)
-	if err := req.Set(name, body); err != nil {
-		g.logger.Error("redacting the prompt", zap.Error(err))
-		return &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "guardrail_error",
-			Message: "redacting the prompt failed: " + err.Error()}
-	}
-	return nil
+	return nil, redact
 }
 
 // docs keep the memory of prompts' parsed texts for later requests.
