@@ -19,8 +19,8 @@ import (
 
 // TestOpenAPIListsEveryModule reads GET /llm/openapi.json from the real
 // binary, through llm_admin and on the admin endpoint: it lists the llm
-// app's routes, the MCP gateway's, the knowledge bases', the router's and llm_admin's
-// sign-in routes.
+// app's routes, the MCP gateway's, the knowledge bases', the router's, llm_admin's
+// sign-in routes, and the jobs and images routes of llm_jobs.
 func TestOpenAPIListsEveryModule(t *testing.T) {
 	g := adminSite(t)
 	code, _, body := siteCall(t, g, "watcher-token", "GET", "/llm/openapi.json", "")
@@ -37,7 +37,9 @@ func TestOpenAPIListsEveryModule(t *testing.T) {
 	for _, want := range [][2]string{{"get", "/llm/models"}, {"post", "/llm/keys"}, {"get", "/llm/mcp/servers"},
 		{"delete", "/llm/mcp/servers/{name}/authorization"}, {"post", "/llm/auth/login"}, {"post", "/llm/auth/lang"},
 		{"get", "/llm/kb/stores"}, {"post", "/llm/kb/stores/{id}/files"}, {"post", "/llm/kb/stores/{id}/search"},
-		{"get", "/llm/providers/models"}, {"get", "/llm/providers/models/{name}"}} {
+		{"get", "/llm/providers/models"}, {"get", "/llm/providers/models/{name}"},
+		{"post", "/v1/jobs"}, {"get", "/v1/jobs"}, {"get", "/v1/jobs/{id}"}, {"delete", "/v1/jobs/{id}"},
+		{"get", "/v1/jobs/{id}/events"}, {"get", "/v1/jobs/{id}/outputs/{n}"}, {"post", "/v1/images/generations"}} {
 		if _, ok := doc.Paths[want[1]][want[0]]; !ok {
 			t.Errorf("the site's document lacks %s %s", want[0], want[1])
 		}

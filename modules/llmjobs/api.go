@@ -224,7 +224,7 @@ func (h *Jobs) list(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	data := h.svc.listFor(owner, limit)
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": len(data) == limit})
+	writeJSON(w, http.StatusOK, jobList{Object: "list", Data: data, HasMore: len(data) == limit})
 }
 
 // get answers GET /v1/jobs/{id}.

@@ -36,6 +36,7 @@ const (
 	Stream                      // 200, Server-Sent Events (text/event-stream)
 	Text                        // 200, text/plain
 	HTML                        // 200, a page for a browser (text/html)
+	File                        // 200, a file's bytes, of its own content type
 )
 
 // Document returns the OpenAPI 3.0 document of ops.
@@ -133,6 +134,9 @@ func (s *schemas) responses(op Op, id0 string) map[string]any {
 		case Stream:
 			out["200"] = map[string]any{"description": "Server-Sent Events", "content": map[string]any{"text/event-stream": map[string]any{
 				"schema": s.ref(id0+"Response", map[string]any{"type": "string", "description": "a stream of events"})}}}
+		case File:
+			out["200"] = map[string]any{"description": "The file, with its Content-Type", "content": map[string]any{"application/octet-stream": map[string]any{
+				"schema": map[string]any{"type": "string", "format": "binary"}}}}
 		case Text, HTML:
 			media := map[Status]string{Text: "text/plain", HTML: "text/html"}[r]
 			out["200"] = map[string]any{"description": "OK", "content": map[string]any{media: map[string]any{
