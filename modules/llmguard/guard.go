@@ -45,6 +45,12 @@ func init() {
 // ([EMAIL]), or are logged. Streams stay streams: only a possible
 // placeholder's prefix is held back, never the answer.
 //
+// Jobs (llm_jobs after it) are checked too: the input checks read the
+// prompt of POST /v1/images/generations and the text inputs of the
+// workflow of POST /v1/jobs (string inputs other than file, model and
+// setting names); a blocked job gets the same 400 and is never queued,
+// a redacted value is replaced in the workflow.
+//
 // Each request records every check's outcome (passed, redacted, blocked,
 // flagged, skipped with the reason, errored) in the access log field
 // llm_guard (also the request variable llm.guard) and in metrics;
