@@ -33,6 +33,13 @@ func init() {
 
 // Jobs serves the jobs API. Put it after llm_quota (a job belongs to the
 // project of its key; only that project sees it).
+//
+// The tenancy limits jobs_per_day and gpu_seconds_per_day of every level
+// of the caller's key are checked before a job is queued: past one, 429
+// with code job_quota_exceeded, a message naming the level and
+// Retry-After (until 00:00 UTC). A level running its concurrent_jobs has
+// its next jobs wait in the queue while other tenants' pass them. The
+// day's counts are kept in quota.json in the jobs' directory.
 type Jobs struct {
 	// Retention is how long a finished job (succeeded, failed or
 	// cancelled) and its outputs are kept. Default: 24h.
