@@ -66,7 +66,7 @@ func postRefused(t *testing.T, g *gateway, key, path, body string) (int, string,
 // job queued (saying why) while another project's job passes it and
 // runs; jobs_per_day and gpu_seconds_per_day refuse with 429 naming the
 // level and when it renews, on /v1/jobs and /v1/images/generations; the
-// counts survive a restart.
+// counts survive a reload and a restart.
 func TestJobQuotas(t *testing.T) {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
 		quota: new(string), before: "\t\tllm_jobs\n"}
@@ -139,6 +139,8 @@ func TestJobQuotas(t *testing.T) {
 		}
 	}
 	checkRefused("the same day")
+	g.reload(jobQuotaTenancy, "")
+	checkRefused("after a reload")
 	g.stop()
 	g.start()
 	checkRefused("after a restart")

@@ -141,6 +141,9 @@ var tenantIntFlags = []struct{ flag, field, usage string }{
 	{"tokens-per-day", "limits.tokens_per_day", "tokens per UTC day"},
 	{"max-concurrent", "limits.max_concurrent", "requests in flight"},
 	{"max-output", "limits.max_output", "tokens one answer may have"},
+	{"jobs-per-day", "limits.jobs_per_day", "jobs accepted per UTC day"},
+	{"concurrent-jobs", "limits.concurrent_jobs", "jobs running at once; more wait queued"},
+	{"gpu-seconds-per-day", "limits.gpu_seconds_per_day", "seconds jobs ran times their replicas' GPUs, per UTC day"},
 	{"cores", "capacity.cores", "capacity: cores the models it owns may hold"},
 	{"gpus", "capacity.gpus", "capacity: GPUs the models it owns may hold"},
 	{"replicas", "capacity.replicas", "capacity: replicas the models it owns may run"},
@@ -223,6 +226,9 @@ func limitsText(l *tenancy.Limits) string {
 	add(l.TokensPerMinute, "tok/min")
 	add(l.TokensPerDay, "tok/day")
 	add(l.MaxConcurrent, "concurrent")
+	add(l.JobsPerDay, "jobs/day")
+	add(l.ConcurrentJobs, "concurrent jobs")
+	add(l.GPUSecondsPerDay, "GPU s/day")
 	if l.MaxOutput > 0 {
 		parts = append(parts, fmt.Sprintf("max output %d", l.MaxOutput))
 	}
