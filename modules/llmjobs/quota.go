@@ -113,6 +113,34 @@ func (s *service) endedLocked(j *job) {
 	}
 }
 
+// relimitLocked gives the queued jobs the concurrent_jobs their
+// project, team and organisation have in app's config (a key's own stays
+// as it was when the job was queued).
+func (s *service) relimitLocked(app interface {
+	ProjectTenant(string) (*tenancy.Tenant, bool)
+}) {
+	tenants := map[string]*tenancy.Tenant{}
+	for _, q := range s.queues {
+		for _, j := range q {
+			t, seen := tenants[j.Owner]
+			if !seen && j.Owner != "" {
+				t, _ = app.ProjectTenant(j.Owner)
+				tenants[j.Owner] = t
+			}
+			if t == nil {
+				continue
+			}
+			for i, l := range j.Levels {
+				for _, now := range t.Levels {
+					if now.Kind == l.Kind && now.Name == l.Name {
+						j.Levels[i].ConcurrentJobs = now.Limits.ConcurrentJobs
+					}
+				}
+			}
+		}
+	}
+}
+
 // unranLocked gives back the jobs_per_day count of a job that ended
 // without having run (cancelled while queued, or its model gone).
 func (s *service) unranLocked(j *job) {

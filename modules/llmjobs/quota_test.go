@@ -167,3 +167,25 @@ func TestJobChargesAndGivesBack(t *testing.T) {
 		t.Errorf("got %+v, want 1 job (the cancelled one given back) and about 6 GPU seconds (2 s × 3 GPUs)", got)
 	}
 }
+
+// projectTenants stands in for the app's tenancy after a reload.
+type projectTenants map[string]*tenancy.Tenant
+
+func (p projectTenants) ProjectTenant(project string) (*tenancy.Tenant, bool) {
+	t, ok := p[project]
+	return t, ok
+}
+
+// A reload gives queued jobs their project's new concurrent_jobs; a
+// key's own stays as it was.
+func TestRelimitOnReload(t *testing.T) {
+	s := queueOf(t, [2]string{"acme/web/site", "normal"})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs["j0"]
+	j.Levels = []jobLevel{{Kind: "key", Name: "k1", ConcurrentJobs: 3}, {Kind: "project", Name: "acme/web/site", ConcurrentJobs: 1}}
+	s.relimitLocked(projectTenants{"acme/web/site": {Levels: []tenancy.Level{tenancy.NewLevel("project", "acme/web/site", tenancy.Limits{ConcurrentJobs: 4})}}})
+	if j.Levels[0].ConcurrentJobs != 3 || j.Levels[1].ConcurrentJobs != 4 {
+		t.Errorf("got %+v, want the key's 3 and the project's new 4", j.Levels)
+	}
+}

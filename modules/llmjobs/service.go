@@ -184,6 +184,7 @@ func (s *service) use(app *llm.App, retention time.Duration, maxQueued int) {
 	s.app.Store(app)
 	s.mu.Lock()
 	s.retention, s.maxQueued = retention, maxQueued
+	s.relimitLocked(app)
 	models := make([]string, 0, len(s.queues))
 	for m := range s.queues {
 		models = append(models, m)
