@@ -13,7 +13,7 @@ func init() {
 
 var operations = []llm.AdminOperation{
 	{Method: "POST", Path: "/v1/jobs", Request: createRequest{}, Response: job{},
-		Body: `{"model":"pictures","priority":"normal","workflow":{"6":{"class_type":"CLIPTextEncode","inputs":{"text":"a lighthouse at dusk","clip":["4",1]}}}}`,
+		Body:    `{"model":"pictures","priority":"normal","workflow":{"6":{"class_type":"CLIPTextEncode","inputs":{"text":"a lighthouse at dusk","clip":["4",1]}}}}`,
 		Summary: "llm_jobs: queue a workflow in ComfyUI's API format (Export (API)) for a model whose engine speaks ComfyUI; answers at once with the job, queued. 400 for a bad workflow, model or priority, or a prompt a guardrail blocks (guardrail_blocked); 404 for an unknown model; 429 when the model's queue is full (queue_full) or a level of the key's tenancy has used its jobs_per_day or gpu_seconds_per_day (job_quota_exceeded, with Retry-After)"},
 	{Method: "GET", Path: "/v1/jobs", Response: jobList{},
 		Summary: "llm_jobs: the jobs of the key's project, newest first (?limit=1 to 100, default 20)"},
@@ -26,7 +26,7 @@ var operations = []llm.AdminOperation{
 	{Method: "GET", Path: "/v1/jobs/{id}/outputs/{n}", Response: apidoc.File,
 		Summary: "llm_jobs: output n (from 0) of a job, the file its workflow wrote, with its content type (image/png, model/gltf-binary, …); 404 when it has no such output"},
 	{Method: "POST", Path: "/v1/images/generations", Request: imagesRequest{}, Response: imagesResponse{},
-		Body: `{"model":"pictures","prompt":"a lighthouse at dusk","n":1,"size":"1024x1024"}`,
+		Body:    `{"model":"pictures","prompt":"a lighthouse at dusk","n":1,"size":"1024x1024"}`,
 		Summary: "llm_jobs, OpenAI's Images API: the prompt runs as a text to image job of the model and the answer waits for its pictures (b64_json, or url of the job's outputs); the same errors as POST /v1/jobs, and 500 when the job fails"},
 }
 
