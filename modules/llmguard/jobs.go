@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"sort"
@@ -23,7 +24,8 @@ import (
 const maxJobBody = 64 << 20
 
 // jobEndpoint is "workflow" for POST /v1/jobs, "prompt" for POST
-// /v1/images/generations (the field their texts are in), else "".
+// /v1/images/generations and /v1/images/edits (the field their texts
+// are in), else "".
 func jobEndpoint(r *http.Request) string {
 	if r.Method != http.MethodPost {
 		return ""
@@ -35,7 +37,7 @@ func jobEndpoint(r *http.Request) string {
 	switch strings.TrimSuffix(r.URL.Path[i+len("/v1/"):], "/") {
 	case "jobs":
 		return "workflow"
-	case "images/generations":
+	case "images/generations", "images/edits":
 		return "prompt"
 	}
 	return ""
@@ -47,8 +49,10 @@ type jobBody struct {
 	top      map[string]json.RawMessage
 	workflow map[string]map[string]json.RawMessage // node id → its members
 	inputs   map[string]map[string]json.RawMessage // node id → its inputs
+	params   map[string]json.RawMessage            // a named workflow's parameters
 	texts    []string
-	at       [][2]string // node id and input of each text; "" for the prompt
+	at       [][2]string // node id and input of each text ("#parameters" and a name; "" for the prompt)
+	part     string      // in a multipart body: the part the texts are in
 }
 
 // readJobBody reads the texts of a job (its workflow's prompts) or of an
@@ -67,27 +71,27 @@ func readJobBody(raw []byte, field string) (*jobBody, bool) {
 		b.texts, b.at = []string{p}, [][2]string{{"", ""}}
 		return b, true
 	}
-	if json.Unmarshal(b.top["workflow"], &b.workflow) != nil {
+	var name string
+	if json.Unmarshal(b.top["workflow"], &b.workflow) != nil && json.Unmarshal(b.top["workflow"], &name) != nil {
+		return nil, false // neither a graph nor the name of one of the model's workflows
+	}
+	if raw, ok := b.top["parameters"]; ok && json.Unmarshal(raw, &b.params) != nil {
 		return nil, false
 	}
-	b.inputs = map[string]map[string]json.RawMessage{}
-	ids := make([]string, 0, len(b.workflow))
-	for id := range b.workflow {
-		ids = append(ids, id)
+	for _, k := range sortedKeys(b.params) {
+		var s string
+		if json.Unmarshal(b.params[k], &s) == nil && promptInput(k, s) {
+			b.texts, b.at = append(b.texts, s), append(b.at, [2]string{"#parameters", k})
+		}
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	b.inputs = map[string]map[string]json.RawMessage{}
+	for _, id := range sortedKeys(b.workflow) {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(b.workflow[id]["inputs"], &in) != nil {
 			continue
 		}
 		b.inputs[id] = in
-		keys := make([]string, 0, len(in))
-		for k := range in {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(in) {
 			var s string
 			if json.Unmarshal(in[k], &s) == nil && promptInput(k, s) {
 				b.texts, b.at = append(b.texts, s), append(b.at, [2]string{id, k})
@@ -123,6 +127,15 @@ func promptInput(key, value string) bool {
 	return true
 }
 
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 func isWord(s string) bool {
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
@@ -137,15 +150,21 @@ func (b *jobBody) set(changed map[int]string) ([]byte, error) {
 	for i, text := range changed {
 		v, _ := marshal(text)
 		at := b.at[i]
-		if at[0] == "" {
+		switch at[0] {
+		case "":
 			b.top["prompt"] = v
+			continue
+		case "#parameters":
+			b.params[at[1]] = v
+			ps, _ := marshal(b.params)
+			b.top["parameters"] = ps
 			continue
 		}
 		b.inputs[at[0]][at[1]] = v
 		in, _ := marshal(b.inputs[at[0]])
 		b.workflow[at[0]]["inputs"] = in
 	}
-	if b.workflow != nil {
+	if b.inputs != nil && b.workflow != nil {
 		wf, err := marshal(b.workflow)
 		if err != nil {
 			return nil, err
@@ -156,13 +175,17 @@ func (b *jobBody) set(changed map[int]string) ([]byte, error) {
 }
 
 // serveJob runs the input checks on a job's prompts (POST /v1/jobs: the
-// text inputs of its workflow's nodes; POST /v1/images/generations: its
-// prompt) before llm_jobs queues it. A blocked job gets the error a
-// blocked chat prompt gets and is never queued; redacted values are
-// replaced by their placeholders in the workflow (a picture has no text
-// to put them back in). Output checks do not run: a job's outputs are
-// files.
+// text inputs of its workflow's nodes and the string parameters of a
+// named workflow, in JSON or in the request part of a multipart body;
+// POST /v1/images/generations and /v1/images/edits: the prompt) before
+// llm_jobs queues it. A blocked job gets the error a blocked chat prompt
+// gets and is never queued; redacted values are replaced by their
+// placeholders (a picture has no text to put them back in). Output
+// checks do not run: a job's outputs are files.
 func (g *Guardrails) serveJob(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, field string) error {
+	if ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		return g.serveMultipartJob(w, r, next, field, params["boundary"])
+	}
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxJobBody+1))
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(raw))
@@ -175,9 +198,28 @@ func (g *Guardrails) serveJob(w http.ResponseWriter, r *http.Request, next caddy
 	if !ok {
 		return next.ServeHTTP(w, r) // llm_jobs says what is wrong
 	}
+	st, blocked, changed := g.checkJob(w, r, body, field)
+	defer st.finish(r)
+	if blocked == nil && len(changed) > 0 {
+		if raw, err = body.set(changed); err == nil {
+			setBody(r, bytes.NewReader(raw), int64(len(raw)))
+		} else {
+			blocked = g.redactFailed(err)
+		}
+	}
+	if blocked != nil {
+		blocked.WriteFor(w, r)
+		return nil
+	}
+	return next.ServeHTTP(w, r)
+}
+
+// checkJob runs the input checks on a job's texts: the error that blocks
+// it, else the texts redaction changed (index → new text).
+func (g *Guardrails) checkJob(w http.ResponseWriter, r *http.Request, b *jobBody, field string) (*state, *openai.Error, map[int]string) {
 	start := time.Now()
 	var model string
-	_ = json.Unmarshal(body.top["model"], &model)
+	_ = json.Unmarshal(b.top["model"], &model)
 	st := newState(g, model)
 	if g.app != nil {
 		if m, err := g.app.Lookup(model); err == nil {
@@ -185,21 +227,30 @@ func (g *Guardrails) serveJob(w http.ResponseWriter, r *http.Request, next caddy
 		}
 	}
 	tenant, _ := tenancy.TenantOf(r)
-	checks := g.planJob(st, tenant)
-	blocked, redact := g.inspectInput(r.Context(), st, body.texts, checks, field)
+	blocked, redact := g.inspectInput(r.Context(), st, b.texts, g.planJob(st, tenant), field)
+	changed := map[int]string{}
 	if blocked == nil && len(redact) > 0 {
-		blocked = g.redactJob(r, st, body, redact)
+		st.vault.redact(b.texts, resolve(redact), func(ti int, text string) { changed[ti] = text })
 	}
 	took := time.Since(start)
 	observeDuration(Input, took.Seconds())
 	w.Header().Add("Server-Timing", timing("guard", took))
-	defer st.finish(r)
 	if blocked != nil {
 		metricRefused.WithLabelValues(st.model, strconv.Itoa(blocked.Status)).Inc()
-		blocked.WriteFor(w, r)
-		return nil
 	}
-	return next.ServeHTTP(w, r)
+	return st, blocked, changed
+}
+
+// setBody hands on a new body of n bytes.
+func setBody(r *http.Request, body io.Reader, n int64) {
+	r.Body, r.ContentLength = io.NopCloser(body), n
+	r.Header.Set("Content-Length", strconv.FormatInt(n, 10))
+}
+
+func (g *Guardrails) redactFailed(err error) *openai.Error {
+	g.logger.Error("redacting a job's prompt", zap.Error(err))
+	return &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "guardrail_error",
+		Message: "redacting the job's prompt failed: " + err.Error()}
 }
 
 // planJob is plan for a job: the checks that run on its input; those
@@ -221,19 +272,4 @@ func (g *Guardrails) planJob(st *state, t *tenancy.Tenant) []Check {
 		}
 	}
 	return in
-}
-
-// redactJob replaces the redacted values in the request's body.
-func (g *Guardrails) redactJob(r *http.Request, st *state, b *jobBody, redact []Finding) *openai.Error {
-	changed := map[int]string{}
-	st.vault.redact(b.texts, resolve(redact), func(ti int, text string) { changed[ti] = text })
-	raw, err := b.set(changed)
-	if err != nil {
-		g.logger.Error("redacting a job's prompt", zap.Error(err))
-		return &openai.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "guardrail_error",
-			Message: "redacting the job's prompt failed: " + err.Error()}
-	}
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
-	r.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -105,6 +106,66 @@ func TestJobsGuarded(t *testing.T) {
 		}
 		if tc.name == "an email" && strings.Contains(seen, "ann@example.com") {
 			t.Errorf("the email reached llm_jobs: %s", seen)
+		}
+	}
+}
+
+// multipartBody is a multipart/form-data body of text fields and one
+// file part.
+func multipartBody(t *testing.T, fields [][2]string) (string, string) {
+	t.Helper()
+	var b strings.Builder
+	mw := multipart.NewWriter(&b)
+	for _, f := range fields {
+		if err := mw.WriteField(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fw, _ := mw.CreateFormFile("image", "cat.png")
+	_, _ = fw.Write([]byte("\x89PNG a bomb in the picture's bytes is not text"))
+	_ = mw.Close()
+	return b.String(), mw.FormDataContentType()
+}
+
+// Multipart bodies (a job with input files, an image edit) and a named
+// workflow's parameters are checked too; a redacted value is replaced in
+// its part, the files go on unchanged.
+func TestJobsGuardedMultipart(t *testing.T) {
+	g := newGuard(t, &Guardrails{},
+		&Regex{Scope: Scope{Name: "no-weapons", On: []Stage{Input}}, Deny: []Pattern{{Name: "weapon", Regex: `(?i)\bbomb\b`}}},
+		&PII{Scope: Scope{Name: "pii"}})
+	named := `{"model":"pictures","workflow":"txt2img","parameters":{"prompt":"PROMPT","steps":4}}`
+	for _, tc := range []struct {
+		name, path string
+		fields     [][2]string
+		code       int
+		want       string
+	}{
+		{"a job's request part", "/v1/jobs", [][2]string{{"request", strings.Replace(jobWorkflow, "NEGATIVE", "a bomb", 1)}}, 400, `"param":"workflow"`},
+		{"a named workflow's parameter", "/v1/jobs", [][2]string{{"request", strings.Replace(named, "PROMPT", "a bomb", 1)}}, 400, "no-weapons"},
+		{"an edit's prompt", "/v1/images/edits", [][2]string{{"model", "pictures"}, {"prompt", "add a bomb"}}, 400, `"param":"prompt"`},
+		{"a clean edit", "/v1/images/edits", [][2]string{{"model", "pictures"}, {"prompt", "add a hat"}}, 200, "add a hat"},
+		{"a redacted edit", "/v1/images/edits", [][2]string{{"model", "pictures"}, {"prompt", "write ann@example.com"}}, 200, "write <EMAIL_"},
+		{"a redacted parameter", "/v1/jobs", [][2]string{{"request", strings.Replace(named, "PROMPT", "mail ann@example.com", 1)}}, 200, `"prompt":"mail <EMAIL_`},
+	} {
+		body, ct := multipartBody(t, tc.fields)
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
+		w := httptest.NewRecorder()
+		next := &sawBody{}
+		if err := g.ServeHTTP(w, r, next); err != nil {
+			t.Fatal(err)
+		}
+		seen := next.body
+		if w.Code != 200 {
+			seen = w.Body.String()
+		}
+		if w.Code != tc.code || !strings.Contains(seen, tc.want) {
+			t.Errorf("%s: %d, saw %q; want %d with %q", tc.name, w.Code, seen, tc.code, tc.want)
+		}
+		if w.Code == 200 && (strings.Contains(seen, "ann@example.com") || !strings.Contains(seen, "a bomb in the picture's bytes")) {
+			t.Errorf("%s: llm_jobs saw %q", tc.name, seen)
 		}
 	}
 }
