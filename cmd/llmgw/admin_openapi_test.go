@@ -39,7 +39,7 @@ func TestOpenAPIListsEveryModule(t *testing.T) {
 		{"get", "/llm/kb/stores"}, {"post", "/llm/kb/stores/{id}/files"}, {"post", "/llm/kb/stores/{id}/search"},
 		{"get", "/llm/providers/models"}, {"get", "/llm/providers/models/{name}"},
 		{"post", "/v1/jobs"}, {"get", "/v1/jobs"}, {"get", "/v1/jobs/{id}"}, {"delete", "/v1/jobs/{id}"},
-		{"get", "/v1/jobs/{id}/events"}, {"get", "/v1/jobs/{id}/outputs/{n}"}, {"post", "/v1/images/generations"}} {
+		{"get", "/v1/jobs/{id}/events"}, {"get", "/v1/jobs/{id}/outputs/{n}"}, {"post", "/v1/images/generations"}, {"post", "/v1/images/edits"}} {
 		if _, ok := doc.Paths[want[1]][want[0]]; !ok {
 			t.Errorf("the site's document lacks %s %s", want[0], want[1])
 		}

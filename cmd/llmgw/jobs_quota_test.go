@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -146,8 +150,8 @@ func TestJobQuotas(t *testing.T) {
 	checkRefused("after a restart")
 }
 
-// Guardrails check the prompts of a job's workflow and of an images
-// request: one that trips a check is refused as a chat prompt is (400,
+// Guardrails check the prompts of a job's workflow, of an images request
+// and of an image edit: one that trips a check is refused as a chat prompt is (400,
 // guardrail_blocked) and never queued; a clean one runs.
 func TestJobGuardrails(t *testing.T) {
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
@@ -183,6 +187,26 @@ func TestJobGuardrails(t *testing.T) {
 			!strings.Contains(e.Error.Message, `blocked by guardrail "weapons"`) {
 			t.Errorf("%s with a blocked prompt: %d %s", tc.path, resp.StatusCode, raw)
 		}
+	}
+	// An edit's prompt (a multipart form) likewise.
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	_ = mw.WriteField("model", "pictures")
+	_ = mw.WriteField("prompt", "put a bomb on it")
+	fw, _ := mw.CreateFormFile("image", "in.png")
+	_ = png.Encode(fw, image.NewRGBA(image.Rect(0, 0, 64, 64)))
+	_ = mw.Close()
+	req, _ := http.NewRequest("POST", g.base+"/v1/images/edits", &form)
+	req.Header.Set("Authorization", "Bearer secret-1")
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(edit), `"code":"guardrail_blocked"`) || !strings.Contains(string(edit), `"param":"prompt"`) {
+		t.Errorf("an edit with a blocked prompt: %d %s", resp.StatusCode, edit)
 	}
 	var list struct {
 		Data []jobView `json:"data"`

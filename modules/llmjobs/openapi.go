@@ -28,6 +28,9 @@ var operations = []llm.AdminOperation{
 	{Method: "POST", Path: "/v1/images/generations", Request: imagesRequest{}, Response: imagesResponse{},
 		Body:    `{"model":"pictures","prompt":"a lighthouse at dusk","n":1,"size":"1024x1024"}`,
 		Summary: "llm_jobs, OpenAI's Images API: the prompt runs as a text to image job of the model and the answer waits for its pictures (b64_json, or url of the job's outputs); the same errors as POST /v1/jobs, and 500 when the job fails"},
+	{Method: "POST", Path: "/v1/images/edits", Response: imagesResponse{}, BodyType: "multipart/form-data",
+		Body:    `{"model":"pictures","prompt":"add a red hat","image":"(the picture's bytes, with its filename)"}`,
+		Summary: "llm_jobs, OpenAI's Images API: edit pictures (multipart form: image or image[], an optional mask, prompt, model, n, size, response_format, stream); they run as an image to image job of the model; the answer is as for generations"},
 }
 
 // jobList is the answer of GET /v1/jobs.
