@@ -46,10 +46,11 @@ func init() {
 // placeholder's prefix is held back, never the answer.
 //
 // Jobs (llm_jobs after it) are checked too: the input checks read the
-// prompt of POST /v1/images/generations and the text inputs of the
-// workflow of POST /v1/jobs (string inputs other than file, model and
-// setting names); a blocked job gets the same 400 and is never queued,
-// a redacted value is replaced in the workflow.
+// prompt of POST /v1/images/generations and /v1/images/edits, and the
+// text inputs of the workflow of POST /v1/jobs (string inputs other than
+// file, model and setting names) or its named workflow's string
+// parameters; a blocked job gets the same 400 and is never queued, a
+// redacted value is replaced where it was.
 //
 // Each request records every check's outcome (passed, redacted, blocked,
 // flagged, skipped with the reason, errored) in the access log field
