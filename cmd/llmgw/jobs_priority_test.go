@@ -32,6 +32,12 @@ func TestJobsPriorities(t *testing.T) {
 		prio[j.ID] = p
 		ids = append(ids, j.ID)
 	}
+	fams := scrape(t, g)
+	queued, _ := value(fams, "llmgw_jobs", map[string]string{"model": "pictures", "state": "queued"})
+	running, _ := value(fams, "llmgw_jobs", map[string]string{"model": "pictures", "state": "running"})
+	if queued != 10 || running != 1 {
+		t.Errorf("llmgw_jobs: %v queued, %v running; want 10 and 1", queued, running)
+	}
 	rank := map[string]int{"high": 0, "normal": 1, "low": 2}
 	pos := map[string]int{}
 	for _, id := range ids {
@@ -60,5 +66,15 @@ func TestJobsPriorities(t *testing.T) {
 		if seen := followJob(t, g, key, id); seen[len(seen)-1].State != "succeeded" {
 			t.Fatalf("job %s: %+v", id, seen[len(seen)-1])
 		}
+	}
+	fams = scrape(t, g)
+	if v, _ := value(fams, "llmgw_jobs_finished_total", map[string]string{"model": "pictures", "state": "succeeded"}); v != 11 {
+		t.Errorf("llmgw_jobs_finished_total{succeeded} is %v after 11 jobs", v)
+	}
+	if v, _ := value(fams, "llmgw_jobs_run_seconds", map[string]string{"model": "pictures"}); v != 11 {
+		t.Errorf("llmgw_jobs_run_seconds counts %v runs, want 11", v)
+	}
+	if v, _ := value(fams, "llmgw_jobs", map[string]string{"model": "pictures", "state": "queued"}); v != 0 {
+		t.Errorf("llmgw_jobs{queued} is %v once every job ended", v)
 	}
 }

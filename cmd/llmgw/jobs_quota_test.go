@@ -143,6 +143,9 @@ func TestJobQuotas(t *testing.T) {
 		}
 	}
 	checkRefused("the same day")
+	if v, _ := value(scrape(t, g), "llmgw_jobs_refused_total", map[string]string{"reason": "job_quota_exceeded"}); v != 3 {
+		t.Errorf("llmgw_jobs_refused_total{reason=job_quota_exceeded} is %v after 3 refusals", v)
+	}
 	g.reload(jobQuotaTenancy, "")
 	checkRefused("after a reload")
 	g.stop()

@@ -154,6 +154,7 @@ func (h *Jobs) queue(w http.ResponseWriter, r *http.Request, j *job, ins []*inpu
 		h.svc.usage.giveBack(levelKeys(j), j.QuotaDay)
 		h.svc.removeJobFiles(j.ID)
 		w.Header().Set("Retry-After", "30")
+		metricRefused.WithLabelValues("queue_full").Inc()
 		apiErr(w, r, http.StatusTooManyRequests, "queue_full", "", "model %s has %d jobs waiting (max_queued); try again later", j.Model, h.MaxQueued)
 		return false
 	}

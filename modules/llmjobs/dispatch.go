@@ -176,6 +176,10 @@ func (s *service) failQueued(model, code, msg string) {
 // finishLocked ends a job in state, with why when it failed.
 func (s *service) finishLocked(j *job, state string, why *jobError) {
 	j.State, j.Error, j.FinishedAt, j.Node = state, why, time.Now().Unix(), nil
+	metricFinished.WithLabelValues(j.Model, state).Inc()
+	if j.StartedAt > 0 {
+		metricRunSeconds.WithLabelValues(j.Model).Observe(float64(j.FinishedAt - j.StartedAt))
+	}
 	j.preview = nil // its pictures are drawn: previews are no longer kept
 	if state == stateSucceeded {
 		j.Progress = 1

@@ -107,7 +107,7 @@ func (j *Jobs) Provision(ctx caddy.Context) error {
 	}
 	j.svc = v.(*service)
 	j.svc.use(a.(*llm.App), time.Duration(j.Retention), j.MaxQueued)
-	return nil
+	return registerMetrics(ctx.GetMetricsRegistry(), j.svc) // metrics.go
 }
 
 // Cleanup lets go of the service; the last handler using it stops it.

@@ -53,6 +53,7 @@ func (h *Jobs) admit(w http.ResponseWriter, r *http.Request, j *job) bool {
 	if refused != nil {
 		h.logger.Info("job quota exceeded", zap.String("level", refused.level.Kind+" "+refused.level.Name),
 			zap.String("key", t.KeyID), zap.String("model", j.Model))
+		metricRefused.WithLabelValues("job_quota_exceeded").Inc()
 		refused.apiError().WriteFor(w, r)
 		return false
 	}

@@ -277,3 +277,20 @@ func (s *service) janitor() {
 		}
 	}
 }
+
+// counts are the queued and running jobs by model, then state.
+func (s *service) counts() map[string]map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[string]int{}
+	for _, j := range s.jobs {
+		if j.State != stateQueued && j.State != stateRunning {
+			continue
+		}
+		if out[j.Model] == nil {
+			out[j.Model] = map[string]int{stateQueued: 0, stateRunning: 0}
+		}
+		out[j.Model][j.State]++
+	}
+	return out
+}
