@@ -8,6 +8,8 @@ import (
 	imgdraw "image/draw"
 	"image/jpeg"
 	_ "image/png" // LoadImage reads PNG uploads
+
+	_ "golang.org/x/image/webp" // and WebP ones
 )
 
 // transform runs the nodes that change pictures or latents of an image
@@ -49,14 +51,10 @@ func transform(n node, in func(string) value, h uint64) ([]value, map[string]any
 	}
 }
 
-// decodePicture reads a PNG or JPEG (its pixels and size) or a WebP
-// (its size only: the simulator has no WebP decoder).
+// decodePicture reads a PNG, JPEG or WebP: its pixels and size.
 func decodePicture(b []byte) (*image.NRGBA, int, int, error) {
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
-		if w, h, ok := webpSize(b); ok {
-			return nil, w, h, nil
-		}
 		return nil, 0, 0, err
 	}
 	r := img.Bounds()
@@ -65,23 +63,6 @@ func decodePicture(b []byte) (*image.NRGBA, int, int, error) {
 	return pix, r.Dx(), r.Dy(), nil
 }
 
-// webpSize reads a WebP file's canvas size from its first chunk.
-func webpSize(b []byte) (int, int, bool) {
-	if len(b) < 30 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
-		return 0, 0, false
-	}
-	le24 := func(p []byte) int { return int(p[0]) | int(p[1])<<8 | int(p[2])<<16 }
-	switch string(b[12:16]) {
-	case "VP8X":
-		return le24(b[24:]) + 1, le24(b[27:]) + 1, true
-	case "VP8L":
-		v := binary.LittleEndian.Uint32(b[21:])
-		return int(v&0x3fff) + 1, int(v>>14&0x3fff) + 1, true
-	case "VP8 ":
-		return int(binary.LittleEndian.Uint16(b[26:]) & 0x3fff), int(binary.LittleEndian.Uint16(b[28:]) & 0x3fff), true
-	}
-	return 0, 0, false
-}
 
 // blend mixes b into a (at a's size) by factor; either may be nil.
 func blend(a, b *image.NRGBA, factor float64) *image.NRGBA {

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/image/webp"
+
 	"github.com/llmgw/llmgw/modules/internal/userfiles"
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 	"github.com/llmgw/llmgw/modules/openai"
@@ -61,26 +63,12 @@ func pictureInfo(b []byte) (ct, ext string, w, h int, ok bool) {
 		cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
 		return "image/jpeg", ".jpg", cfg.Width, cfg.Height, err == nil
 	case len(b) >= 30 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
-		w, h, ok := webpSize(b)
-		return "image/webp", ".webp", w, h, ok
+		cfg, err := webp.DecodeConfig(bytes.NewReader(b))
+		return "image/webp", ".webp", cfg.Width, cfg.Height, err == nil
 	}
 	return "", "", 0, 0, false
 }
 
-// webpSize reads a WebP file's canvas size from its first chunk.
-func webpSize(b []byte) (int, int, bool) {
-	le24 := func(p []byte) int { return int(p[0]) | int(p[1])<<8 | int(p[2])<<16 }
-	switch string(b[12:16]) {
-	case "VP8X":
-		return le24(b[24:]) + 1, le24(b[27:]) + 1, true
-	case "VP8L":
-		v := binary.LittleEndian.Uint32(b[21:])
-		return int(v&0x3fff) + 1, int(v>>14&0x3fff) + 1, true
-	case "VP8 ":
-		return int(binary.LittleEndian.Uint16(b[26:]) & 0x3fff), int(binary.LittleEndian.Uint16(b[28:]) & 0x3fff), true
-	}
-	return 0, 0, false
-}
 
 // readInput reads one file part as input name, within the handler's
 // caps (max_input_size; a PNG, JPEG or WebP picture).
