@@ -63,7 +63,6 @@ func decodePicture(b []byte) (*image.NRGBA, int, int, error) {
 	return pix, r.Dx(), r.Dy(), nil
 }
 
-
 // blend mixes b into a (at a's size) by factor; either may be nil.
 func blend(a, b *image.NRGBA, factor float64) *image.NRGBA {
 	if a == nil || b == nil {

@@ -69,7 +69,6 @@ func pictureInfo(b []byte) (ct, ext string, w, h int, ok bool) {
 	return "", "", 0, 0, false
 }
 
-
 // readInput reads one file part as input name, within the handler's
 // caps (max_input_size; a PNG, JPEG or WebP picture).
 func (h *Jobs) readInput(name, param string, part *multipart.Part) (*inputFile, *openai.Error) {
