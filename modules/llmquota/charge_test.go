@@ -55,9 +55,20 @@ func TestChargeCountsIntoLimitsAndUsage(t *testing.T) {
 				return a, d
 			}
 
+			// A Redis store sends settlements and charges in the
+			// background: wait until they are in Redis.
+			settled := func() {
+				t.Helper()
+				if rs, ok := q.store.(*redisStore); ok {
+					for deadline := time.Now().Add(10 * time.Second); rs.pending() > 0 && time.Now().Before(deadline); {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+			}
 			if err := c.Charge(t.Context(), tenant, embed, 60); err != nil {
 				t.Fatal(err)
 			}
+			settled()
 			if _, d := admit(50); d.ok || d.failLevel != 1 || d.failKind != kindTokensDay {
 				t.Fatalf("a request of 50 tokens after 60 charged against 100 a day: got %+v, want refused by the project's tokens per day", d)
 			}
@@ -70,12 +81,14 @@ func TestChargeCountsIntoLimitsAndUsage(t *testing.T) {
 			if err := q.store.settle(t.Context(), &settlement{adm: a}); err != nil {
 				t.Fatal(err)
 			}
+			settled()
 			if err := c.Room(t.Context(), tenant); err != nil {
 				t.Fatalf("room after 60 of 100 tokens and 0.60 of 1.00: %v", err)
 			}
 			if err := c.Charge(t.Context(), tenant, embed, 50); err != nil {
 				t.Fatal(err)
 			}
+			settled()
 			var le *tenancy.LimitError
 			err = c.Room(t.Context(), tenant)
 			if !errors.As(err, &le) || le.Code != "rate_limit_exceeded" || !strings.Contains(le.Message, "project "+project.Name+" has reached its limit of 100 tokens per day") {
