@@ -38,6 +38,9 @@ func (idle) Select(ready []*fleet.Replica) *fleet.Replica {
 	return nil
 }
 
+// errNoApp is why a dispatcher waits before the service has its app.
+var errNoApp = errors.New("the jobs have no llm app yet")
+
 // dispatch runs the model's queued jobs on its idle replicas, each job
 // on one replica, until the service stops.
 func (s *service) dispatch(model string, wake chan struct{}) {
@@ -52,9 +55,14 @@ func (s *service) dispatch(model string, wake chan struct{}) {
 			continue
 		}
 		app := s.app.Load()
-		actx, cancel := context.WithTimeout(s.ctx, 250*time.Millisecond)
-		rep, release, err := app.Reacquire(actx, model, idle{}, s.failedReplica(model))
-		cancel()
+		var rep *fleet.Replica
+		var release func()
+		err := errNoApp
+		if app != nil { // nil until a handler hands the service its app
+			actx, cancel := context.WithTimeout(s.ctx, 250*time.Millisecond)
+			rep, release, err = app.Reacquire(actx, model, idle{}, s.failedReplica(model))
+			cancel()
+		}
 		var unknown *catalog.UnknownModelError
 		switch {
 		case s.ctx.Err() != nil:
