@@ -111,8 +111,15 @@ func followJob(t *testing.T, g *gateway, key, id string) []jobView {
 
 func jobsGateway(t *testing.T, models string) *gateway {
 	t.Helper()
+	return jobsGatewayWith(t, models, "")
+}
+
+// jobsGatewayWith is jobsGateway with more routes on its site (such as
+// llm_admin's).
+func jobsGatewayWith(t *testing.T, models, routes string) *gateway {
+	t.Helper()
 	g := &gateway{t: t, dir: t.TempDir(), http: freePort(t), admin: freePort(t), logs: &syncBuffer{}, exited: make(chan struct{}),
-		quota: new(string), before: "\t\tllm_jobs\n"}
+		quota: new(string), before: "\t\tllm_jobs\n", routes: routes}
 	g.writeConfig(models+tenancyBlock("", "", "", "")+`
 		org acme2 {
 			team sales {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/modules/llm/llmapi"
+	"github.com/llmgw/llmgw/modules/llm/tenancy"
 )
 
 // Presets: ctl model presets lists the shipped ones and the config's,
@@ -31,7 +33,7 @@ func TestPresets(t *testing.T) {
 	if err := os.WriteFile(wf, []byte(graph), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := jobsGateway(t, `
+	g := jobsGatewayWith(t, `
 		preset studio {
 			description "The studio's pictures"
 			kind image
@@ -52,7 +54,13 @@ func TestPresets(t *testing.T) {
 			resources {
 				gpus 4
 			}
-		}`)
+		}`, fmt.Sprintf(`route /llm/* {
+		llm_admin {
+			token watcher %s viewer
+			token acme-lead %s tenant_admin org acme
+			token ops %s operator
+		}
+	}`, tenancy.HashKey("watcher-token"), tenancy.HashKey("acme-lead-token"), tenancy.HashKey("ops-token")))
 	waitFor(t, 30*time.Second, "the automatic preset added", func() bool { return g.models()["studio"].Name == "studio" })
 
 	presets := func() map[string]llmapi.PresetStatus {
@@ -88,6 +96,36 @@ func TestPresets(t *testing.T) {
 	if err != nil || !regexpLine(out, "studio", "image", "simimage", "studio-terms", "added as studio (automatic)") ||
 		!regexpLine(out, "sdxl-turbo", "comfyui", "1 GPUs", "sai-nc-community", "unavailable") || !regexpLine(out, "huge", "4 GPUs", "unavailable", "GPU") {
 		t.Errorf("ctl model presets: %v\n%s", err, out)
+	}
+
+	// As an attacker: a viewer and a tenant admin add nothing; a tenant
+	// admin does not even list the presets; a body that tries to set what
+	// the model runs is refused; an operator adds one.
+	for _, tc := range []struct {
+		token, method, path, body string
+		code                      int
+		want                      string
+	}{
+		{"watcher-token", "GET", "/llm/presets", "", 200, "sdxl-turbo"},
+		{"watcher-token", "POST", "/llm/presets/sim-mesh/add", "", 403, ""},
+		{"acme-lead-token", "POST", "/llm/presets/sim-mesh/add", `{"name":"mine"}`, 403, ""},
+		{"acme-lead-token", "GET", "/llm/presets", "", 403, ""},
+		{"acme-lead-token", "GET", "/llm/jobs/models", "", 403, ""},
+		{"", "POST", "/llm/presets/sim-mesh/add", "", 401, ""},
+		{"ops-token", "POST", "/llm/presets/sim-mesh/add", `{"name":"m","engine":"sim","options":{"bin":"/bin/sh"}}`, 400, "the model's name, nothing else"},
+		{"ops-token", "POST", "/llm/presets/sim-mesh/add", `{"name":"{env.HOME}"}`, 400, ""},
+		{"ops-token", "POST", "/llm/presets/sim-mesh/add", `{"name":"` + strings.Repeat("x", 5000) + `"}`, 400, ""},
+		{"ops-token", "POST", "/llm/presets/no%20such%00/add", "", 400, "control character"},
+		{"ops-token", "POST", "/llm/presets/no-such/add", "", 404, "no preset"},
+		{"ops-token", "POST", "/llm/presets/sim-mesh/add", `{"name":"mesh"}`, 201, `"name":"mesh"`},
+	} {
+		code, _, body := siteCall(t, g, tc.token, tc.method, tc.path, tc.body)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s %s as %q: %d %.200s, want %d with %q", tc.method, tc.path, tc.body, tc.token, code, body, tc.code, tc.want)
+		}
+	}
+	if m, ok := g.models()["mesh"]; !ok || m.Engine != "simimage" {
+		t.Errorf("the operator's add through the site: %+v", m)
 	}
 
 	// Added by hand, under a name; its licence (none here) and its workflow.

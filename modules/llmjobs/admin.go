@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -117,28 +116,11 @@ func replicaFiles(ctx context.Context, id, base string, m *catalog.Model) Replic
 func workflowsUsing(m *catalog.Model, file string) []string {
 	names := []string{}
 	for _, wf := range m.Workflows {
-		var nodes map[string]struct {
-			Inputs map[string]any `json:"inputs"`
-		}
-		if json.Unmarshal(wf.Graph, &nodes) != nil {
-			continue
-		}
-		for _, n := range nodes {
-			if slices.ContainsFunc(mapValues(n.Inputs), func(v any) bool { return v == file }) {
-				names = append(names, wf.Name)
-				break
-			}
+		if wf.Uses(file) {
+			names = append(names, wf.Name)
 		}
 	}
 	return names
-}
-
-func mapValues(m map[string]any) []any {
-	out := make([]any, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 // Interface guards

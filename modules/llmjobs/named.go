@@ -2,8 +2,6 @@ package llmjobs
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,13 +10,6 @@ import (
 
 	"github.com/llmgw/llmgw/modules/llm/catalog"
 )
-
-// randomSeed is a seed for a workflow: ComfyUI's seeds fit in 50 bits.
-func randomSeed() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:]) >> 14
-}
 
 // namedWorkflow turns a job's workflow into a graph when it names one of
 // the model's workflows (a JSON string) filled with params; a graph is
@@ -42,7 +33,7 @@ func namedWorkflow(m *catalog.Model, raw json.RawMessage, params map[string]any)
 		}
 		return nil, fmt.Sprintf("model %s has no workflow %s; its workflows are %s", m.Name, catalog.Bounded(name), strings.Join(names, ", "))
 	}
-	g, err := w.Fill(params, randomSeed)
+	g, err := w.Fill(params, newSeed)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -64,7 +55,7 @@ func imageWorkflow(m *catalog.Model, prompt string, width, height, n int) (json.
 			params[k] = v
 		}
 	}
-	return w.Fill(params, randomSeed)
+	return w.Fill(params, newSeed)
 }
 
 // fillNamed replaces a job's workflow given by name with the model's

@@ -61,8 +61,36 @@ func (w *Workflow) check(model string) error {
 
 // ParamNames are the parameters the workflow's graph takes, sorted.
 func (w *Workflow) ParamNames() []string {
+	g, err := w.decode()
+	if err != nil {
+		return nil
+	}
+	return paramNames(g)
+}
+
+// Uses reports whether an input of the graph is exactly value (a
+// checkpoint's file name, say).
+func (w *Workflow) Uses(value string) bool {
+	g, err := w.decode()
+	found := false
+	if err == nil {
+		walkStrings(g, func(s string) { found = found || s == value })
+	}
+	return found
+}
+
+// decode is the graph as JSON values, numbers kept as written.
+func (w *Workflow) decode() (any, error) {
+	var g any
+	dec := json.NewDecoder(bytes.NewReader(w.Graph))
+	dec.UseNumber()
+	return g, dec.Decode(&g)
+}
+
+// paramNames are the parameters in a decoded graph, sorted.
+func paramNames(g any) []string {
 	var names []string
-	walkStrings(w.Graph, func(s string) {
+	walkStrings(g, func(s string) {
 		if m := paramRef.FindStringSubmatch(s); m != nil && !slices.Contains(names, m[1]) {
 			names = append(names, m[1])
 		}
@@ -75,7 +103,11 @@ func (w *Workflow) ParamNames() []string {
 // then the defaults; seed, when neither gives it, is newSeed(). An
 // unknown parameter, or one with no value, is an error naming it.
 func (w *Workflow) Fill(params map[string]any, newSeed func() uint64) (json.RawMessage, error) {
-	names := w.ParamNames()
+	graph, err := w.decode()
+	if err != nil {
+		return nil, err
+	}
+	names := paramNames(graph)
 	for k := range params {
 		if !slices.Contains(names, k) {
 			return nil, fmt.Errorf("workflow %s has no parameter %s; its parameters are %s", w.Name, Bounded(k), strings.Join(names, ", "))
@@ -94,12 +126,6 @@ func (w *Workflow) Fill(params map[string]any, newSeed func() uint64) (json.RawM
 			return nil, fmt.Errorf("workflow %s needs the parameter %s", w.Name, n)
 		}
 		vals[n] = v
-	}
-	var graph any
-	dec := json.NewDecoder(bytes.NewReader(w.Graph))
-	dec.UseNumber()
-	if err := dec.Decode(&graph); err != nil {
-		return nil, err
 	}
 	graph = replaceParams(graph, vals)
 	var buf bytes.Buffer
@@ -130,28 +156,20 @@ func replaceParams(v any, vals map[string]any) any {
 	return v
 }
 
-// walkStrings calls f with every string value in the JSON raw.
-func walkStrings(raw json.RawMessage, f func(string)) {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return
-	}
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			f(x)
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
+// walkStrings calls f with every string in a decoded JSON value.
+func walkStrings(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case map[string]any:
+		for _, e := range x {
+			walkStrings(e, f)
+		}
+	case []any:
+		for _, e := range x {
+			walkStrings(e, f)
 		}
 	}
-	walk(v)
 }
 
 // WorkflowNamed is the model's workflow called name, or nil.

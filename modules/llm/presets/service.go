@@ -1,6 +1,7 @@
 package presets
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,8 +184,13 @@ func (s *Service) Add(w http.ResponseWriter, r *http.Request, name string) error
 		return apiErr(http.StatusNotFound, "no preset %s; llmgw ctl model presets lists them", catalog.Bounded(name))
 	}
 	var body AddRequest
-	if raw, _ := io.ReadAll(io.LimitReader(r.Body, 4096)); len(raw) > 0 && json.Unmarshal(raw, &body) != nil {
-		return apiErr(http.StatusBadRequest, `the body must be JSON like {"name":"my-model"}, or empty for the preset's name`)
+	if raw, _ := io.ReadAll(io.LimitReader(r.Body, 4096)); len(raw) > 0 {
+		// Only the name: what a preset's model runs is the preset's.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&body) != nil {
+			return apiErr(http.StatusBadRequest, `the body must be JSON like {"name":"my-model"} (the model's name, nothing else), or empty for the preset's name`)
+		}
 	}
 	m := p.ModelNamed(body.Name)
 	for _, o := range s.host.Models() {
